@@ -1,0 +1,9 @@
+// drizzle-kit reads the schema and writes SQL migrations into migrations/, which wrangler applies
+// (`npm run db:migrate:local|remote`). Hand-written migrations (e.g. FTS5) live beside them.
+import { defineConfig } from "drizzle-kit";
+
+export default defineConfig({
+  dialect: "sqlite",
+  schema: "./src/memory/schema.ts",
+  out: "./migrations",
+});

@@ -1,0 +1,106 @@
+// The `settings` object of a character file, shared by both formats. Our runtime keys are checked
+// strictly; every other key is kept verbatim for whoever reads it. `settings.secrets` (ElizaOS
+// keeps API keys there) is lifted out here so no secret value can land in `extraSettings`.
+
+import { z } from "zod";
+import type { RuntimeSettings } from "../runtime/character.ts";
+import { MAX_ARRAY_ENTRIES, boundedRecord, boundedString, jsonValue, stringList } from "./limits.ts";
+
+export const MAX_STEPS = 20;
+export const MAX_CONSECUTIVE_FAILURES = 10;
+/** Generous ceiling; the model's own limit applies first. */
+export const MAX_TOKENS_SETTING = 10_000_000;
+
+/** Secret values may be written as numbers or booleans; the runtime only ever sees strings. */
+export const secretsSchema = boundedRecord(
+  z.union([boundedString(), z.number(), z.boolean()], { error: "expected a string, number or boolean" }),
+).transform((secrets) => Object.fromEntries(Object.entries(secrets).map(([key, value]) => [key, String(value)])));
+
+const respondSchema = z.strictObject(
+  {
+    mode: z.enum(["always", "mentions", "llm", "never"]).default("mentions"),
+    replyToBots: z.boolean().default(false),
+    keywords: stringList().default([]),
+  },
+  { error: (issue) => (issue.code === "unrecognized_keys" ? undefined : "expected an object") },
+);
+
+/** ElizaOS-style files often hold lists as one comma-separated string. */
+const modelListSchema = z.preprocess(
+  (value) => (typeof value === "string" ? splitCommaList(value) : value),
+  z
+    .array(boundedString(), { error: "expected an array of model names or a comma-separated string" })
+    .max(MAX_ARRAY_ENTRIES),
+);
+
+const tokenCount = z.int().positive().max(MAX_TOKENS_SETTING);
+
+export const settingsSchema = z
+  .object(
+    {
+      model: boundedString().optional(),
+      smallModel: boundedString().optional(),
+      modelFallbacks: modelListSchema.optional(),
+      temperature: z.number().min(0).max(2).optional(),
+      maxOutputTokens: tokenCount.optional(),
+      mcpServers: stringList().default([]),
+      toolApproval: stringList().default([]),
+      respond: respondSchema.prefault({}),
+      maxSteps: z.int().min(1).max(MAX_STEPS).optional(),
+      maxConsecutiveFailures: z.int().min(1).max(MAX_CONSECUTIVE_FAILURES).optional(),
+      historyTokens: tokenCount.optional(),
+      secrets: secretsSchema.optional(),
+    },
+    { error: "expected an object" },
+  )
+  .catchall(jsonValue());
+
+export type ParsedSettings = z.infer<typeof settingsSchema>;
+
+export interface SplitSettings {
+  settings: RuntimeSettings;
+  extraSettings: Record<string, unknown>;
+  secrets: Record<string, string>;
+}
+
+/** Separates our typed keys, the file's other keys and `settings.secrets`. */
+export function splitSettings(parsed: ParsedSettings): SplitSettings {
+  const {
+    model,
+    smallModel,
+    modelFallbacks,
+    temperature,
+    maxOutputTokens,
+    mcpServers,
+    toolApproval,
+    respond,
+    maxSteps,
+    maxConsecutiveFailures,
+    historyTokens,
+    secrets,
+    ...extraSettings
+  } = parsed;
+  const optional = withoutUndefined({
+    model,
+    smallModel,
+    modelFallbacks,
+    temperature,
+    maxOutputTokens,
+    maxSteps,
+    maxConsecutiveFailures,
+    historyTokens,
+  });
+  const settings: RuntimeSettings = { ...optional, mcpServers, toolApproval, respond };
+  return { settings, extraSettings, secrets: secrets ?? {} };
+}
+
+function splitCommaList(value: string): string[] {
+  return value
+    .split(",")
+    .map((item) => item.trim())
+    .filter((item) => item.length > 0);
+}
+
+function withoutUndefined<T extends Record<string, unknown>>(record: T): Partial<T> {
+  return Object.fromEntries(Object.entries(record).filter(([, value]) => value !== undefined)) as Partial<T>;
+}

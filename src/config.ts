@@ -1,0 +1,132 @@
+// Environment and bindings, parsed once per env object with zod. A missing binding or a malformed
+// variable is a clear error naming the variable (never its value). Empty strings count as unset,
+// so `[vars]` can list every variable for discoverability without forcing a value.
+import { z } from "zod";
+import { NotConfiguredError } from "./runtime/errors.ts";
+import type { ModelChoice } from "./runtime/types.ts";
+import type { AgentRoom } from "./room/agent-room.ts";
+
+export interface Env {
+  ROOMS: DurableObjectNamespace<AgentRoom>;
+  DB: D1Database;
+  MEDIA: R2Bucket;
+  VECTORS?: VectorizeIndex;
+  AI?: Ai;
+  OPENAI_API_KEY?: string;
+  OPENAI_BASE_URL?: string;
+  MODEL?: string;
+  MODEL_FALLBACKS?: string;
+  SMALL_MODEL?: string;
+  EMBEDDING_MODEL?: string;
+  EMBEDDING_DIMENSIONS?: string;
+  DISCORD_APPLICATION_ID?: string;
+  DISCORD_PUBLIC_KEY?: string;
+  DISCORD_BOT_TOKEN?: string;
+  DISCORD_API_BASE?: string;
+  INSTAGRAM_USER_ID?: string;
+  INSTAGRAM_ACCESS_TOKEN?: string;
+  INSTAGRAM_GRAPH_BASE?: string;
+  ADMIN_TOKEN?: string;
+  SECRETS_KEY?: string;
+  PUBLIC_BASE_URL?: string;
+}
+
+export const DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1";
+export const DEFAULT_OPENAI_MODEL = "gpt-4.1-mini";
+export const DEFAULT_OPENAI_SMALL_MODEL = "gpt-4.1-nano";
+export const DEFAULT_WORKERS_AI_MODEL = "@cf/meta/llama-3.3-70b-instruct-fp8-fast";
+export const DEFAULT_WORKERS_AI_SMALL_MODEL = "@cf/meta/llama-3.1-8b-instruct-fast";
+export const MIN_ADMIN_TOKEN_CHARS = 16;
+
+const unset = (value: unknown) => (typeof value === "string" && value.trim() === "" ? undefined : value);
+const optionalString = z.preprocess(unset, z.string().trim().optional());
+const optionalUrl = z.preprocess(unset, z.url({ protocol: /^https?$/ }).optional());
+const commaList = z.preprocess(
+  unset,
+  z
+    .string()
+    .optional()
+    .transform((value) => (value ? value.split(",").map((item) => item.trim()).filter(Boolean) : [])),
+);
+
+const VarsSchema = z.object({
+  OPENAI_API_KEY: optionalString,
+  OPENAI_BASE_URL: optionalUrl,
+  MODEL: optionalString,
+  MODEL_FALLBACKS: commaList,
+  SMALL_MODEL: optionalString,
+  ADMIN_TOKEN: z.preprocess(unset, z.string().min(MIN_ADMIN_TOKEN_CHARS, `must be at least ${MIN_ADMIN_TOKEN_CHARS} characters`).optional()),
+  SECRETS_KEY: z.preprocess(unset, z.string().min(32, "must be at least 32 characters").optional()),
+  PUBLIC_BASE_URL: optionalUrl,
+});
+
+export type ModelBackend =
+  | { kind: "openai"; apiKey: string; baseURL: string }
+  | { kind: "workers-ai"; ai: Ai }
+  | { kind: "none" };
+
+export interface Config {
+  model: ModelBackend;
+  models: ModelChoice;
+  adminToken?: string;
+  secretsKey?: string;
+  publicBaseUrl?: string;
+}
+
+export const MODEL_NOT_CONFIGURED_MESSAGE =
+  "no model is configured: set OPENAI_API_KEY (and OPENAI_BASE_URL for a non-OpenAI endpoint), or add an `AI` (Workers AI) binding";
+
+const cache = new WeakMap<object, Config>();
+
+export function loadConfig(env: Env): Config {
+  const cached = cache.get(env);
+  if (cached) return cached;
+  for (const binding of ["DB", "ROOMS"] as const) {
+    if (!env[binding]) throw new NotConfiguredError(`configuration: the ${binding} binding is missing; check wrangler.toml`);
+  }
+  const parsed = VarsSchema.safeParse(env);
+  if (!parsed.success) {
+    // Name the variable and the rule; never echo the value (it may be a secret).
+    const problems = parsed.error.issues.map((issue) => `${issue.path.join(".")} ${issue.message}`);
+    throw new NotConfiguredError(`configuration: ${problems.join("; ")}`);
+  }
+  const vars = parsed.data;
+  const config: Config = {
+    ...chooseModel(vars, env.AI),
+    adminToken: vars.ADMIN_TOKEN,
+    secretsKey: vars.SECRETS_KEY,
+    publicBaseUrl: vars.PUBLIC_BASE_URL,
+  };
+  cache.set(env, config);
+  return config;
+}
+
+function chooseModel(vars: z.infer<typeof VarsSchema>, ai: Ai | undefined): Pick<Config, "model" | "models"> {
+  // An explicit base URL without a key is a local endpoint (Ollama, vLLM) that needs none.
+  if (vars.OPENAI_API_KEY || vars.OPENAI_BASE_URL) {
+    return {
+      model: { kind: "openai", apiKey: vars.OPENAI_API_KEY ?? "not-needed", baseURL: vars.OPENAI_BASE_URL ?? DEFAULT_OPENAI_BASE_URL },
+      models: {
+        primary: vars.MODEL ?? DEFAULT_OPENAI_MODEL,
+        fallbacks: vars.MODEL_FALLBACKS,
+        small: vars.SMALL_MODEL ?? DEFAULT_OPENAI_SMALL_MODEL,
+      },
+    };
+  }
+  if (ai) {
+    // OpenAI model names mean nothing to Workers AI: keep only Workers AI names (@cf/, @hf/).
+    const isWorkersAi = (name: string | undefined): name is string => !!name && /^@(cf|hf)\//.test(name);
+    return {
+      model: { kind: "workers-ai", ai },
+      models: {
+        primary: isWorkersAi(vars.MODEL) ? vars.MODEL : DEFAULT_WORKERS_AI_MODEL,
+        fallbacks: vars.MODEL_FALLBACKS.filter(isWorkersAi),
+        small: isWorkersAi(vars.SMALL_MODEL) ? vars.SMALL_MODEL : DEFAULT_WORKERS_AI_SMALL_MODEL,
+      },
+    };
+  }
+  return {
+    model: { kind: "none" },
+    models: { primary: vars.MODEL ?? DEFAULT_OPENAI_MODEL, fallbacks: vars.MODEL_FALLBACKS, small: vars.SMALL_MODEL ?? DEFAULT_OPENAI_SMALL_MODEL },
+  };
+}

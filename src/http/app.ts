@@ -1,0 +1,61 @@
+// Builds the worker's Hono app: body limits, bearer auth on the API, the routes of each surface,
+// the generated OpenAPI document and a browsable reference. Every error leaves through
+// handleError, so clients always get `{"error":{code,message}}`.
+import { OpenAPIHono } from "@hono/zod-openapi";
+import { swaggerUI } from "@hono/swagger-ui";
+import { bodyLimit } from "hono/body-limit";
+import type { Env } from "../config.ts";
+import { NotFoundError, PayloadTooLargeError } from "../runtime/errors.ts";
+import { requireAdmin } from "./auth.ts";
+import { handleError } from "./errors.ts";
+import { agentRoutes } from "./routes/agents.ts";
+import { healthRoutes } from "./routes/health.ts";
+import { messageRoutes } from "./routes/messages.ts";
+import { validationError } from "./validation.ts";
+
+/** Character files can carry long lore and examples; chat messages cannot. */
+export const MAX_AGENT_BODY_BYTES = 512 * 1024;
+export const MAX_MESSAGE_BODY_BYTES = 64 * 1024;
+
+export function createApp(): OpenAPIHono<{ Bindings: Env }> {
+  const app = new OpenAPIHono<{ Bindings: Env }>({
+    defaultHook: (result) => {
+      if (!result.success) throw validationError(result.target, result.error.issues);
+    },
+  });
+  app.onError(handleError);
+  app.notFound((c) => handleError(new NotFoundError(`no route for ${c.req.method} ${c.req.path}`), c));
+
+  const limit = (maxSize: number) =>
+    bodyLimit({
+      maxSize,
+      onError: () => {
+        throw new PayloadTooLargeError(`request body is larger than ${maxSize} bytes`);
+      },
+    });
+  app.use("/agents/:agentId/messages", limit(MAX_MESSAGE_BODY_BYTES));
+  app.use("/agents", limit(MAX_AGENT_BODY_BYTES));
+  app.use("/agents/*", limit(MAX_AGENT_BODY_BYTES));
+  app.use("/agents", requireAdmin());
+  app.use("/agents/*", requireAdmin());
+
+  app.route("/", healthRoutes());
+  app.route("/", agentRoutes());
+  app.route("/", messageRoutes());
+
+  app.openAPIRegistry.registerComponent("securitySchemes", "bearerAuth", {
+    type: "http",
+    scheme: "bearer",
+    description: "ADMIN_TOKEN (or a minted API token)",
+  });
+  app.doc31("/openapi.json", {
+    openapi: "3.1.0",
+    info: {
+      title: "edge-agents",
+      version: "0.1.0",
+      description: "An ElizaOS-style agent runtime on Cloudflare Workers, Durable Objects and D1.",
+    },
+  });
+  app.get("/docs", swaggerUI({ url: "/openapi.json", title: "edge-agents API" }));
+  return app;
+}

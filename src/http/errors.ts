@@ -1,0 +1,26 @@
+// The one place errors become HTTP responses: `{"error":{code,message,details?}}` with the
+// error's status. Typed AppErrors keep their code; Hono's own HTTP errors (malformed JSON, wrong
+// content type) become validation errors; anything else is a 500 that never leaks internals.
+import type { Context } from "hono";
+import { HTTPException } from "hono/http-exception";
+import type { ContentfulStatusCode } from "hono/utils/http-status";
+import { AppError, type ErrorCode } from "../runtime/errors.ts";
+
+export function errorBody(code: ErrorCode, message: string, details?: unknown) {
+  return { error: details === undefined ? { code, message } : { code, message, details } };
+}
+
+export function errorResponse(c: Context, error: AppError): Response {
+  return c.json(errorBody(error.code, error.message, error.details), error.status as ContentfulStatusCode);
+}
+
+export function handleError(error: unknown, c: Context): Response {
+  if (error instanceof AppError) return errorResponse(c, error);
+  if (error instanceof HTTPException) {
+    const status = error.status;
+    const code: ErrorCode = status === 401 ? "unauthorized" : status === 404 ? "not_found" : status === 413 ? "payload_too_large" : "validation";
+    return c.json(errorBody(code, error.message || "bad request"), status as ContentfulStatusCode);
+  }
+  console.error(JSON.stringify({ level: "error", msg: "unhandled_error", path: c.req.path, error: error instanceof Error ? error.stack : String(error) }));
+  return c.json(errorBody("internal", "internal error; see the worker logs"), 500);
+}

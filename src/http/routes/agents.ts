@@ -1,0 +1,144 @@
+// Agents CRUD. The body of POST/PUT is a character file in either ElizaOS format; it is validated
+// by the character schema (every failing path listed) rather than by a route schema, so the two
+// formats and their portable extras are accepted as written. Responses never include secrets.
+import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
+import { publicCharacter } from "../../characters/parse-character.ts";
+import type { Env } from "../../config.ts";
+import type { AgentRecord } from "../../memory/agent-store.ts";
+import { NotFoundError } from "../../runtime/errors.ts";
+import { AgentIdParam, bearerSecurity, errorContent } from "../schemas.ts";
+import { agentStore } from "../stores.ts";
+
+const CharacterFile = z
+  .record(z.string(), z.unknown())
+  .openapi("CharacterFile", {
+    description:
+      "An ElizaOS character file, v1 or legacy v0.x format. Our own options (model, mcpServers, toolApproval, respond, maxSteps, ...) go under `settings`.",
+    example: { name: "Ada", bio: ["A precise, friendly technical helper."], settings: { respond: { mode: "mentions" } } },
+  });
+
+const AgentSummary = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    username: z.string().nullable(),
+    format: z.enum(["v1", "v0"]),
+    createdAt: z.number().int(),
+    updatedAt: z.number().int(),
+  })
+  .openapi("AgentSummary");
+
+const AgentDetail = z
+  .object({
+    id: z.string(),
+    character: z.record(z.string(), z.unknown()).openapi({ description: "The normalized character; secret values are replaced by `secretNames`." }),
+    createdAt: z.number().int(),
+    updatedAt: z.number().int(),
+  })
+  .openapi("Agent");
+
+const json = <T extends z.ZodType>(schema: T, description: string) => ({ description, content: { "application/json": { schema } } });
+const characterBody = { required: true, content: { "application/json": { schema: CharacterFile } } };
+
+function detail(record: AgentRecord) {
+  return { id: record.id, character: publicCharacter(record.character), createdAt: record.createdAt, updatedAt: record.updatedAt };
+}
+
+export function agentRoutes(): OpenAPIHono<{ Bindings: Env }> {
+  const app = new OpenAPIHono<{ Bindings: Env }>();
+
+  app.openapi(
+    createRoute({
+      method: "post",
+      path: "/agents",
+      summary: "Create an agent from a character file",
+      security: bearerSecurity,
+      request: { body: characterBody },
+      responses: {
+        201: json(AgentDetail, "The agent, as stored"),
+        400: errorContent("The character file is invalid; `details.issues` lists every failing path"),
+        409: errorContent("An agent with this id already exists"),
+      },
+    }),
+    async (c) => {
+      const record = await agentStore(c.env).create(c.req.valid("json"), Date.now());
+      c.header("Location", `/agents/${record.id}`);
+      return c.json(detail(record), 201);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: "get",
+      path: "/agents",
+      summary: "List agents",
+      security: bearerSecurity,
+      request: {
+        query: z.object({
+          limit: z.coerce.number().int().min(1).max(100).default(50),
+          after: AgentIdParam.optional().openapi({ param: { name: "after", in: "query" }, description: "Cursor: the last id of the previous page" }),
+        }),
+      },
+      responses: { 200: json(z.object({ agents: z.array(AgentSummary), nextCursor: z.string().nullable() }), "A page of agents, by id") },
+    }),
+    async (c) => {
+      const { limit, after } = c.req.valid("query");
+      return c.json(await agentStore(c.env).list({ limit, after }), 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: "get",
+      path: "/agents/{agentId}",
+      summary: "Get an agent",
+      security: bearerSecurity,
+      request: { params: z.object({ agentId: AgentIdParam }) },
+      responses: { 200: json(AgentDetail, "The agent"), 404: errorContent("No such agent") },
+    }),
+    async (c) => {
+      const { agentId } = c.req.valid("param");
+      const record = await agentStore(c.env).get(agentId);
+      if (!record) throw new NotFoundError(`no agent with id "${agentId}"`);
+      return c.json(detail(record), 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: "put",
+      path: "/agents/{agentId}",
+      summary: "Replace an agent's character",
+      security: bearerSecurity,
+      request: { params: z.object({ agentId: AgentIdParam }), body: characterBody },
+      responses: {
+        200: json(AgentDetail, "The updated agent"),
+        400: errorContent("The character file is invalid"),
+        404: errorContent("No such agent"),
+      },
+    }),
+    async (c) => {
+      const { agentId } = c.req.valid("param");
+      const record = await agentStore(c.env).replace(agentId, c.req.valid("json"), Date.now());
+      return c.json(detail(record), 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: "delete",
+      path: "/agents/{agentId}",
+      summary: "Delete an agent with its memories, rooms and relationships",
+      security: bearerSecurity,
+      request: { params: z.object({ agentId: AgentIdParam }) },
+      responses: { 204: { description: "Deleted" }, 404: errorContent("No such agent") },
+    }),
+    async (c) => {
+      const { agentId } = c.req.valid("param");
+      if (!(await agentStore(c.env).remove(agentId))) throw new NotFoundError(`no agent with id "${agentId}"`);
+      return c.body(null, 204);
+    },
+  );
+
+  return app;
+}

@@ -1,0 +1,204 @@
+// Talking to an agent over REST, and reading a room's history. A turn is handed to the room's
+// Durable Object with one RPC; the worker never runs it inline. `Idempotency-Key` makes a retried
+// POST return the first answer (the room dedupes, even for concurrent repeats).
+import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
+import type { Env } from "../../config.ts";
+import { stableStringify } from "../../runtime/stable-json.ts";
+import { AppError, fromSerialized, NotFoundError } from "../../runtime/errors.ts";
+import type { TurnInput } from "../../runtime/turn-types.ts";
+import type { TurnResult } from "../../room/agent-room.ts";
+import { submitTurn } from "../../room/room-client.ts";
+import { AgentIdParam, bearerSecurity, errorContent, EXTERNAL_ID, RoomIdParam } from "../schemas.ts";
+import { agentStore, messageHistory } from "../stores.ts";
+
+export const MAX_MESSAGE_CHARS = 8_000;
+export const MAX_ATTACHMENTS = 10;
+
+const ExternalId = z.string().regex(EXTERNAL_ID, "1-128 letters, digits or . _ : @ -, starting with a letter or digit");
+
+const MessageBody = z
+  .strictObject({
+    roomId: ExternalId.optional().openapi({ description: "Defaults to `user:<userId>`, a private room per user" }),
+    userId: ExternalId.openapi({ example: "alice" }),
+    userName: z.string().trim().min(1).max(100).optional(),
+    text: z.string().trim().min(1, "must not be empty").max(MAX_MESSAGE_CHARS),
+    attachments: z
+      .array(
+        z.strictObject({
+          url: z.url({ protocol: /^https?$/ }),
+          contentType: z.string().max(100).optional(),
+          title: z.string().max(200).optional(),
+        }),
+      )
+      .max(MAX_ATTACHMENTS)
+      .optional(),
+  })
+  .openapi("MessageRequest");
+
+const ToolCallOut = z.object({
+  id: z.string(),
+  name: z.string(),
+  arguments: z.unknown(),
+  ok: z.boolean(),
+  output: z.string(),
+  cached: z.boolean(),
+  durationMs: z.number(),
+  model: z.string(),
+});
+
+const TurnResponse = z
+  .object({
+    turnId: z.string(),
+    roomId: z.string(),
+    reply: z.object({ text: z.string() }).nullable(),
+    actions: z.array(z.string()),
+    toolCalls: z.array(ToolCallOut),
+    usage: z.object({ promptTokens: z.number(), completionTokens: z.number(), modelCalls: z.number() }),
+    model: z.string().nullable(),
+    stopReason: z.string(),
+  })
+  .openapi("TurnResponse");
+
+const HistoryMessage = z.object({
+  id: z.string(),
+  role: z.enum(["user", "agent"]),
+  userId: z.string().nullable(),
+  userName: z.string().nullable(),
+  text: z.string(),
+  actions: z.array(z.string()).optional(),
+  createdAt: z.number().int(),
+});
+
+const IdempotencyKey = z
+  .string()
+  .regex(/^[\x21-\x7e]{1,255}$/, "1-255 visible ASCII characters")
+  .optional()
+  .openapi({ param: { name: "Idempotency-Key", in: "header" }, description: "Retries with the same key return the same turn" });
+
+export function messageRoutes(): OpenAPIHono<{ Bindings: Env }> {
+  const app = new OpenAPIHono<{ Bindings: Env }>();
+
+  app.openapi(
+    createRoute({
+      method: "post",
+      path: "/agents/{agentId}/messages",
+      summary: "Send a message and get the agent's reply",
+      security: bearerSecurity,
+      request: {
+        params: z.object({ agentId: AgentIdParam }),
+        headers: z.object({ "idempotency-key": IdempotencyKey }),
+        body: { required: true, content: { "application/json": { schema: MessageBody } } },
+      },
+      responses: {
+        200: { description: "The turn's outcome", content: { "application/json": { schema: TurnResponse } } },
+        400: errorContent("Invalid request"),
+        404: errorContent("No such agent"),
+        409: errorContent("The Idempotency-Key was used for a different request"),
+        502: errorContent("The model API failed"),
+        503: errorContent("No model is configured (the message is still stored)"),
+      },
+    }),
+    async (c) => {
+      const { agentId } = c.req.valid("param");
+      const body = c.req.valid("json");
+      const idempotencyKey = c.req.valid("header")["idempotency-key"];
+      const version = await agentStore(c.env).version(agentId);
+      if (version === null) throw new NotFoundError(`no agent with id "${agentId}"`);
+      const roomId = body.roomId ?? `user:${body.userId}`;
+      const input: TurnInput = {
+        turnId: crypto.randomUUID(),
+        agentId,
+        roomId,
+        userId: body.userId,
+        userName: body.userName,
+        text: body.text,
+        attachments: body.attachments ?? [],
+        source: "rest",
+        isDirect: true,
+        mentioned: false,
+        fromBot: false,
+        receivedAt: Date.now(),
+      };
+      const fingerprint = idempotencyKey ? await sha256Hex(stableStringify({ roomId, ...body })) : undefined;
+      // Declared, not inferred: the RPC stub's inferred type collapses on `unknown` fields.
+      let result: TurnResult;
+      try {
+        result = await submitTurn(c.env, { input, idempotencyKey, fingerprint, agentVersion: version });
+      } catch (error) {
+        // The room was reset mid-turn (deploy, eviction); its journal resumes the turn.
+        console.error(JSON.stringify({ level: "error", msg: "room_rpc_failed", agentId, roomId, error: String(error) }));
+        throw new AppError(
+          "upstream",
+          503,
+          idempotencyKey
+            ? "the room restarted while answering; retry with the same Idempotency-Key to get the reply"
+            : "the room restarted while answering; the turn will still complete (see the room's history)",
+        );
+      }
+      if (!result.ok) throw fromSerialized(result.error);
+      if (result.replayed) c.header("Idempotent-Replayed", "true");
+      const { outcome } = result;
+      return c.json(
+        {
+          turnId: outcome.turnId,
+          roomId,
+          reply: outcome.reply,
+          actions: outcome.actions,
+          toolCalls: outcome.toolCalls,
+          usage: outcome.usage,
+          model: outcome.model,
+          stopReason: outcome.stopReason,
+        },
+        200,
+      );
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: "get",
+      path: "/agents/{agentId}/rooms/{roomId}/messages",
+      summary: "A room's conversation, newest first",
+      security: bearerSecurity,
+      request: {
+        params: z.object({ agentId: AgentIdParam, roomId: RoomIdParam }),
+        query: z.object({
+          limit: z.coerce.number().int().min(1).max(200).default(50),
+          before: z.coerce.number().int().positive().optional().openapi({ description: "Cursor: `nextBefore` of the previous page" }),
+        }),
+      },
+      responses: {
+        200: { description: "Messages", content: { "application/json": { schema: z.object({ messages: z.array(HistoryMessage), nextBefore: z.number().nullable() }) } } },
+        404: errorContent("No such agent"),
+      },
+    }),
+    async (c) => {
+      const { agentId, roomId } = c.req.valid("param");
+      const { limit, before } = c.req.valid("query");
+      if ((await agentStore(c.env).version(agentId)) === null) throw new NotFoundError(`no agent with id "${agentId}"`);
+      const page = await messageHistory(c.env).page({ agentId, roomId, limit, before });
+      return c.json(
+        {
+          messages: page.messages.map((m) => ({
+            id: m.id,
+            role: m.content.role ?? "user",
+            userId: m.userId,
+            userName: m.content.userName ?? null,
+            text: m.content.text,
+            ...(m.content.actions ? { actions: m.content.actions } : {}),
+            createdAt: m.createdAt,
+          })),
+          nextBefore: page.nextBefore,
+        },
+        200,
+      );
+    },
+  );
+
+  return app;
+}
+
+async function sha256Hex(text: string): Promise<string> {
+  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
+  return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
+}

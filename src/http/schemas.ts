@@ -1,0 +1,34 @@
+// Schemas shared by several routes: ids in paths and bodies, the error envelope, and the
+// OpenAPI security scheme. Defined with @hono/zod-openapi's `z` so they appear in /openapi.json.
+import { z } from "@hono/zod-openapi";
+
+export const AGENT_ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
+/** Room and user ids: Discord snowflakes, REST callers' own ids, `user:<id>` DM rooms. */
+export const EXTERNAL_ID = /^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}$/;
+
+export const AgentIdParam = z
+  .string()
+  .regex(AGENT_ID, "agent ids are 1-64 letters, digits, '-' or '_'")
+  .openapi({ param: { name: "agentId", in: "path" }, example: "ada" });
+
+export const RoomIdParam = z
+  .string()
+  .regex(EXTERNAL_ID, "room ids are 1-128 letters, digits or . _ : @ -")
+  .openapi({ param: { name: "roomId", in: "path" }, example: "user:alice" });
+
+export const ErrorResponse = z
+  .object({
+    error: z.object({
+      code: z.string().openapi({ example: "validation" }),
+      message: z.string(),
+      details: z.unknown().optional(),
+    }),
+  })
+  .openapi("Error");
+
+export const errorContent = (description: string) => ({
+  description,
+  content: { "application/json": { schema: ErrorResponse } },
+});
+
+export const bearerSecurity = [{ bearerAuth: [] }];

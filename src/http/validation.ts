@@ -1,0 +1,17 @@
+// Turns failed request validation (params, query, headers, JSON bodies) into the house error
+// shape, listing every failing field by dotted path, the same way character files are reported.
+import { ValidationError } from "../runtime/errors.ts";
+
+interface IssueLike {
+  path: readonly PropertyKey[];
+  message: string;
+}
+
+export function validationError(target: string, issues: readonly IssueLike[]): ValidationError {
+  const where = target === "json" ? "request body" : target;
+  const listed = issues.map((issue) => ({ path: issue.path.map(String).join("."), message: issue.message }));
+  const first = listed[0];
+  const summary = first ? `${first.path || where}: ${first.message}` : "invalid request";
+  const more = listed.length > 1 ? ` (and ${listed.length - 1} more)` : "";
+  return new ValidationError(`invalid ${where}: ${summary}${more}`, { issues: listed });
+}

@@ -1,0 +1,211 @@
+// Agents in D1. The submitted character file is stored as written (minus its secrets, which are
+// sealed with SECRETS_KEY in their own column) and re-parsed on read, so one schema validates it
+// both ways and nothing of the author's file is lost. Creating or replacing an agent writes its
+// lore memories in the same atomic batch.
+import { and, asc, eq, gt } from "drizzle-orm";
+import { parseCharacter } from "../characters/parse-character.ts";
+import type { Character } from "../runtime/character.ts";
+import { ConflictError, InternalError, NotConfiguredError, NotFoundError, ValidationError } from "../runtime/errors.ts";
+import type { Memory } from "../runtime/types.ts";
+import type { Db } from "./d1-memory-store.ts";
+import { toMemoryRow } from "./rows.ts";
+import { agents, memories } from "./schema.ts";
+import type { SecretBox } from "./secret-box.ts";
+
+export const AGENT_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
+/** D1 allows 100 bound parameters per statement; a memory row binds 8. */
+const MEMORY_ROWS_PER_INSERT = 12;
+
+export interface AgentRecord {
+  id: string;
+  character: Character;
+  createdAt: number;
+  /** Strictly increases on every change; rooms use it to know their cached character is stale. */
+  updatedAt: number;
+}
+
+export interface AgentSummary {
+  id: string;
+  name: string;
+  username: string | null;
+  format: "v1" | "v0";
+  createdAt: number;
+  updatedAt: number;
+}
+
+export interface AgentStore {
+  create(file: unknown, now: number): Promise<AgentRecord>;
+  get(id: string): Promise<AgentRecord | null>;
+  /** Only the version, for the hot path (is the agent there, is a room's copy current). */
+  version(id: string): Promise<number | null>;
+  list(options: { limit: number; after?: string }): Promise<{ agents: AgentSummary[]; nextCursor: string | null }>;
+  replace(id: string, file: unknown, now: number): Promise<AgentRecord>;
+  remove(id: string): Promise<boolean>;
+}
+
+export function createAgentStore(db: Db, secretBox: SecretBox | null): AgentStore {
+  const sealSecrets = async (id: string, character: Character): Promise<string | null> => {
+    if (Object.keys(character.secrets).length === 0) return null;
+    if (!secretBox) {
+      throw new NotConfiguredError("this character has secrets, and SECRETS_KEY is not set to encrypt them at rest");
+    }
+    return secretBox.seal(JSON.stringify(character.secrets), `agent:${id}`);
+  };
+
+  const toRecord = async (row: typeof agents.$inferSelect): Promise<AgentRecord> => {
+    let character: Character;
+    try {
+      character = parseCharacter(JSON.parse(row.character));
+    } catch {
+      throw new InternalError(`agent ${row.id} has a stored character that no longer parses`);
+    }
+    if (row.secrets) {
+      if (!secretBox) throw new NotConfiguredError(`agent ${row.id} has secrets, and SECRETS_KEY is not set to decrypt them`);
+      character.secrets = JSON.parse(await secretBox.open(row.secrets, `agent:${row.id}`)) as Record<string, string>;
+    }
+    return { id: row.id, character, createdAt: row.createdAt, updatedAt: row.updatedAt };
+  };
+
+  return {
+    async create(file, now) {
+      const character = parseCharacter(file);
+      const id = agentIdFor(character);
+      const existing = await db.select({ id: agents.id }).from(agents).where(eq(agents.id, id)).get();
+      if (existing) {
+        throw new ConflictError(`an agent with id "${id}" already exists; give the character a different "id" or name, or PUT /agents/${id} to replace it`);
+      }
+      const secrets = await sealSecrets(id, character);
+      await db.batch([
+        db.insert(agents).values({
+          id,
+          name: character.name,
+          username: character.username ?? null,
+          format: character.format,
+          character: JSON.stringify(withoutSecrets(file)),
+          secrets,
+          createdAt: now,
+          updatedAt: now,
+        }),
+        ...loreInserts(db, id, character, now),
+      ]);
+      return { id, character, createdAt: now, updatedAt: now };
+    },
+
+    async get(id) {
+      const row = await db.select().from(agents).where(eq(agents.id, id)).get();
+      return row ? toRecord(row) : null;
+    },
+
+    async version(id) {
+      const row = await db.select({ updatedAt: agents.updatedAt }).from(agents).where(eq(agents.id, id)).get();
+      return row?.updatedAt ?? null;
+    },
+
+    async list({ limit, after }) {
+      const rows = await db
+        .select({
+          id: agents.id,
+          name: agents.name,
+          username: agents.username,
+          format: agents.format,
+          createdAt: agents.createdAt,
+          updatedAt: agents.updatedAt,
+        })
+        .from(agents)
+        .where(after ? gt(agents.id, after) : undefined)
+        .orderBy(asc(agents.id))
+        .limit(limit + 1);
+      const page = rows.slice(0, limit);
+      return { agents: page, nextCursor: rows.length > limit ? (page.at(-1)?.id ?? null) : null };
+    },
+
+    async replace(id, file, now) {
+      const character = parseCharacter(file);
+      if (character.id !== undefined && character.id !== id) {
+        throw new ValidationError(`the character's id "${character.id}" does not match the agent id "${id}" in the URL`);
+      }
+      const current = await db.select({ createdAt: agents.createdAt, updatedAt: agents.updatedAt }).from(agents).where(eq(agents.id, id)).get();
+      if (!current) throw new NotFoundError(`no agent with id "${id}"`);
+      const secrets = await sealSecrets(id, character);
+      const updatedAt = Math.max(now, current.updatedAt + 1);
+      await db.batch([
+        db
+          .update(agents)
+          .set({
+            name: character.name,
+            username: character.username ?? null,
+            format: character.format,
+            character: JSON.stringify(withoutSecrets(file)),
+            secrets,
+            updatedAt,
+          })
+          .where(eq(agents.id, id)),
+        db.delete(memories).where(and(eq(memories.agentId, id), eq(memories.type, "lore"))),
+        ...loreInserts(db, id, character, now),
+      ]);
+      return { id, character, createdAt: current.createdAt, updatedAt };
+    },
+
+    async remove(id) {
+      // Memories, rooms, participants and relationships go with it (ON DELETE CASCADE).
+      const result = await db.delete(agents).where(eq(agents.id, id)).returning({ id: agents.id });
+      return result.length > 0;
+    },
+  };
+}
+
+/** The agent id: the file's own `id` when it has one, else a slug of the name. */
+export function agentIdFor(character: Character): string {
+  if (character.id !== undefined) {
+    if (!AGENT_ID_PATTERN.test(character.id)) {
+      throw new ValidationError("invalid character file", {
+        issues: [{ path: "id", message: "must be 1-64 letters, digits, '-' or '_', starting with a letter or digit" }],
+      });
+    }
+    return character.id;
+  }
+  const slug = (character.username ?? character.name)
+    .normalize("NFKD")
+    .replace(/[\u0300-\u036f]/g, "")
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, "-")
+    .replace(/^-+|-+$/g, "")
+    .slice(0, 64);
+  if (!slug) {
+    throw new ValidationError("invalid character file", {
+      issues: [{ path: "id", message: "the name has no letters or digits to make an id from; set an explicit id" }],
+    });
+  }
+  return slug;
+}
+
+function withoutSecrets(file: unknown): unknown {
+  if (typeof file !== "object" || file === null) return file;
+  const { secrets: _secrets, ...rest } = file as Record<string, unknown>;
+  const settings = rest.settings;
+  if (typeof settings === "object" && settings !== null && "secrets" in settings) {
+    const { secrets: _nested, ...otherSettings } = settings as Record<string, unknown>;
+    return { ...rest, settings: otherSettings };
+  }
+  return rest;
+}
+
+function loreInserts(db: Db, agentId: string, character: Character, now: number) {
+  const rows = character.lore.map(
+    (text, index): Memory => ({
+      id: `${agentId}:lore:${index}`,
+      type: "lore",
+      agentId,
+      roomId: null,
+      userId: null,
+      content: { text, source: "character" },
+      metadata: { index },
+      createdAt: now,
+    }),
+  );
+  const statements = [];
+  for (let i = 0; i < rows.length; i += MEMORY_ROWS_PER_INSERT) {
+    statements.push(db.insert(memories).values(rows.slice(i, i + MEMORY_ROWS_PER_INSERT).map(toMemoryRow)));
+  }
+  return statements;
+}

@@ -1,0 +1,75 @@
+// The runtime's MemoryStore over D1 with drizzle. Writes that belong together go in one
+// `db.batch()` (atomic on D1; `db.transaction()` is not supported there). Every write is
+// idempotent by primary key so a replayed turn never duplicates a message.
+import { and, desc, eq, lt, sql } from "drizzle-orm";
+import type { DrizzleD1Database } from "drizzle-orm/d1";
+import type { InboundMessage, Memory, MemoryStore } from "../runtime/types.ts";
+import { fromMemoryRow, toMemoryRow } from "./rows.ts";
+import { memories, participants, relationships, rooms, users } from "./schema.ts";
+
+export type Db = DrizzleD1Database<Record<string, never>>;
+
+export function createD1MemoryStore(db: Db): MemoryStore {
+  return {
+    async saveInbound({ memory, userName, source }: InboundMessage): Promise<void> {
+      const at = memory.createdAt;
+      const userId = memory.userId;
+      const roomId = memory.roomId;
+      if (!userId || !roomId) throw new TypeError("an inbound message needs a user and a room");
+      await db.batch([
+        db
+          .insert(users)
+          .values({ id: userId, name: userName ?? null, source, createdAt: at, updatedAt: at })
+          .onConflictDoUpdate({
+            target: users.id,
+            set: { name: sql`coalesce(excluded.name, ${users.name})`, updatedAt: at },
+          }),
+        db
+          .insert(rooms)
+          .values({ agentId: memory.agentId, id: roomId, source, createdAt: at, updatedAt: at })
+          .onConflictDoUpdate({ target: [rooms.agentId, rooms.id], set: { updatedAt: at } }),
+        db
+          .insert(participants)
+          .values({ agentId: memory.agentId, roomId, userId, firstSeenAt: at, lastSeenAt: at })
+          .onConflictDoUpdate({
+            target: [participants.agentId, participants.roomId, participants.userId],
+            set: { lastSeenAt: at },
+          }),
+        db.insert(memories).values(toMemoryRow(memory)).onConflictDoNothing(),
+      ]);
+    },
+
+    async saveMemory(memory: Memory): Promise<void> {
+      await db.insert(memories).values(toMemoryRow(memory)).onConflictDoNothing();
+    },
+
+    async recentMessages({ agentId, roomId, limit, beforeMs }): Promise<Memory[]> {
+      const conditions = [eq(memories.agentId, agentId), eq(memories.roomId, roomId), eq(memories.type, "message")];
+      if (beforeMs !== undefined) conditions.push(lt(memories.createdAt, beforeMs));
+      const rows = await db
+        .select()
+        .from(memories)
+        .where(and(...conditions))
+        // rowid breaks ties between rows written in the same millisecond, in insertion order.
+        .orderBy(desc(memories.createdAt), desc(sql`${memories}.rowid`))
+        .limit(limit);
+      return rows.map(fromMemoryRow);
+    },
+
+    async recordInteraction({ agentId, userId, turnId, at }): Promise<void> {
+      await db
+        .insert(relationships)
+        .values({ agentId, userId, interactionCount: 1, lastInteraction: at, lastTurnId: turnId })
+        .onConflictDoUpdate({
+          target: [relationships.agentId, relationships.userId],
+          set: {
+            interactionCount: sql`${relationships.interactionCount} + 1`,
+            lastInteraction: at,
+            lastTurnId: turnId,
+          },
+          // A replayed turn (after eviction) must not count twice.
+          setWhere: sql`${relationships.lastTurnId} IS NOT ${turnId}`,
+        });
+    },
+  };
+}

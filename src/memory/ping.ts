@@ -1,0 +1,12 @@
+// A cheap round trip to D1 for /health.
+import { sql } from "drizzle-orm";
+import type { Db } from "./d1-memory-store.ts";
+
+export async function databaseReachable(db: Db): Promise<boolean> {
+  try {
+    await db.run(sql`SELECT 1`);
+    return true;
+  } catch {
+    return false;
+  }
+}

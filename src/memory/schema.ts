@@ -1,0 +1,100 @@
+// D1 tables, declared once with drizzle; `npm run db:generate` turns changes into migrations.
+// Every memory belongs to one agent (cascade on delete); messages also carry their room, facts and
+// descriptions their user. JSON columns are re-validated on read (src/memory/rows.ts).
+import { index, integer, primaryKey, real, sqliteTable, text } from "drizzle-orm/sqlite-core";
+
+export const agents = sqliteTable("agents", {
+  id: text("id").primaryKey(),
+  name: text("name").notNull(),
+  username: text("username"),
+  format: text("format", { enum: ["v1", "v0"] }).notNull(),
+  /** The normalized character without its secrets (JSON). */
+  character: text("character").notNull(),
+  /** The character's secrets, AES-GCM encrypted with SECRETS_KEY (null when it has none). */
+  secrets: text("secrets"),
+  createdAt: integer("created_at").notNull(),
+  updatedAt: integer("updated_at").notNull(),
+});
+
+export const users = sqliteTable("users", {
+  id: text("id").primaryKey(),
+  name: text("name"),
+  source: text("source").notNull(),
+  createdAt: integer("created_at").notNull(),
+  updatedAt: integer("updated_at").notNull(),
+});
+
+export const rooms = sqliteTable(
+  "rooms",
+  {
+    agentId: text("agent_id")
+      .notNull()
+      .references(() => agents.id, { onDelete: "cascade" }),
+    id: text("id").notNull(),
+    source: text("source").notNull(),
+    createdAt: integer("created_at").notNull(),
+    updatedAt: integer("updated_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.agentId, t.id] })],
+);
+
+export const participants = sqliteTable(
+  "participants",
+  {
+    agentId: text("agent_id")
+      .notNull()
+      .references(() => agents.id, { onDelete: "cascade" }),
+    roomId: text("room_id").notNull(),
+    userId: text("user_id")
+      .notNull()
+      .references(() => users.id, { onDelete: "cascade" }),
+    firstSeenAt: integer("first_seen_at").notNull(),
+    lastSeenAt: integer("last_seen_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.agentId, t.roomId, t.userId] }), index("participants_user_idx").on(t.userId)],
+);
+
+export const memories = sqliteTable(
+  "memories",
+  {
+    id: text("id").primaryKey(),
+    type: text("type", {
+      enum: ["message", "fact", "description", "lore", "document", "fragment", "summary"],
+    }).notNull(),
+    agentId: text("agent_id")
+      .notNull()
+      .references(() => agents.id, { onDelete: "cascade" }),
+    roomId: text("room_id"),
+    userId: text("user_id"),
+    content: text("content").notNull(),
+    metadata: text("metadata").notNull().default("{}"),
+    createdAt: integer("created_at").notNull(),
+  },
+  (t) => [
+    // Room history, newest first: the hot query of every turn.
+    index("memories_room_idx").on(t.agentId, t.roomId, t.type, t.createdAt),
+    // What the agent knows about a user (facts, descriptions).
+    index("memories_user_idx").on(t.agentId, t.userId, t.type, t.createdAt),
+    // Lore, documents, summaries of one agent.
+    index("memories_type_idx").on(t.agentId, t.type, t.createdAt),
+  ],
+);
+
+export const relationships = sqliteTable(
+  "relationships",
+  {
+    agentId: text("agent_id")
+      .notNull()
+      .references(() => agents.id, { onDelete: "cascade" }),
+    userId: text("user_id")
+      .notNull()
+      .references(() => users.id, { onDelete: "cascade" }),
+    interactionCount: integer("interaction_count").notNull().default(0),
+    lastInteraction: integer("last_interaction"),
+    /** -1..1, written by a sentiment evaluator; null until one has run. */
+    sentiment: real("sentiment"),
+    /** The last turn counted, so a replayed turn is not counted twice. */
+    lastTurnId: text("last_turn_id"),
+  },
+  (t) => [primaryKey({ columns: [t.agentId, t.userId] })],
+);

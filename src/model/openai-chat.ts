@@ -1,0 +1,243 @@
+// ChatModel over any OpenAI-compatible Chat Completions API, through the `openai` package with its
+// own retries switched off: we retry here (backoff with jitter, Retry-After, per-attempt timeout)
+// and turn every final failure into one ModelCallError whose `failover` says if another model helps.
+
+import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from "openai";
+import type { ChatCompletionCreateParamsNonStreaming } from "openai/resources/chat/completions";
+import { ModelCallError, ModelNotConfiguredError } from "../runtime/errors.ts";
+import type { ChatModel, ChatRequest, ChatResponse } from "../runtime/types.ts";
+import { parseOpenAICompletion, toOpenAIMessages, toOpenAITools } from "./openai-mapping.ts";
+import {
+  MAX_SERVER_RETRY_DELAY_MS,
+  abortableSleep,
+  backoffDelayMs,
+  isRetryableStatus,
+  resolveRetryPolicy,
+  serverRetryDelayMs,
+  type RetryOptions,
+  type RetryPolicy,
+  type Sleep,
+} from "./retry.ts";
+
+export const DEFAULT_MODEL_TIMEOUT_MS = 60_000;
+/** Upstream error text quoted in our messages is cut to this length. */
+const MAX_UPSTREAM_MESSAGE_CHARS = 200;
+
+export interface OpenAIChatModelOptions {
+  apiKey: string;
+  baseURL: string;
+  fetch: typeof fetch;
+  /** Per attempt, not per call. */
+  timeoutMs?: number;
+  retry?: RetryOptions;
+  sleep?: Sleep;
+  random?: () => number;
+  /** For Retry-After given as an HTTP-date. */
+  now?: () => number;
+}
+
+type AttemptFailure =
+  | {
+      kind: "http";
+      status: number;
+      retryable: boolean;
+      serverDelayMs?: number;
+      upstreamMessage?: string;
+      requestId?: string;
+    }
+  | { kind: "timeout" }
+  | { kind: "network"; detail: string }
+  | { kind: "malformed"; detail: string }
+  | { kind: "client"; detail: string };
+
+type AttemptOutcome = { ok: true; response: ChatResponse } | { ok: false; failure: AttemptFailure };
+
+interface CallContext {
+  client: OpenAI;
+  apiKey: string;
+  timeoutMs: number;
+  policy: RetryPolicy;
+  sleep: Sleep;
+  random: () => number;
+  now: () => number;
+}
+
+export function createOpenAIChatModel(options: OpenAIChatModelOptions): ChatModel {
+  if (!options.apiKey) throw new ModelNotConfiguredError("OPENAI_API_KEY is not set");
+  const timeoutMs = options.timeoutMs ?? DEFAULT_MODEL_TIMEOUT_MS;
+  const client = new OpenAI({
+    apiKey: options.apiKey,
+    baseURL: options.baseURL,
+    fetch: options.fetch,
+    maxRetries: 0,
+    timeout: timeoutMs,
+    // Explicit nulls: with nodejs_compat, process.env mirrors worker vars and the SDK would
+    // otherwise pick up OPENAI_ORG_ID / OPENAI_PROJECT_ID / OPENAI_ADMIN_KEY behind our back.
+    organization: null,
+    project: null,
+    adminAPIKey: null,
+    webhookSecret: null,
+    // OPENAI_LOG=debug would otherwise make the SDK log full request details.
+    logLevel: "warn",
+  });
+  const context: CallContext = {
+    client,
+    apiKey: options.apiKey,
+    timeoutMs,
+    policy: resolveRetryPolicy(options.retry),
+    sleep: options.sleep ?? abortableSleep,
+    random: options.random ?? Math.random,
+    now: options.now ?? Date.now,
+  };
+  return { backend: "openai", complete: (request) => completeWithRetries(context, request) };
+}
+
+async function completeWithRetries(context: CallContext, request: ChatRequest): Promise<ChatResponse> {
+  const { signal } = request;
+  const params = toCreateParams(request);
+  for (let attempt = 1; ; attempt++) {
+    signal?.throwIfAborted();
+    const outcome = await attemptOnce(context, params, request, attempt);
+    if (outcome.ok) return outcome.response;
+    const { failure } = outcome;
+    if (!isRetryable(failure) || attempt >= context.policy.maxAttempts) {
+      throw toModelCallError(context, request.model, failure, attempt);
+    }
+    const serverDelayMs = failure.kind === "http" ? failure.serverDelayMs : undefined;
+    if (serverDelayMs !== undefined && serverDelayMs > MAX_SERVER_RETRY_DELAY_MS) {
+      // Waiting that long would stall the turn; another model is the better bet.
+      throw toModelCallError(context, request.model, failure, attempt, serverDelayMs);
+    }
+    await context.sleep(serverDelayMs ?? backoffDelayMs(attempt, context.policy, context.random), signal);
+    // An injected sleep may ignore the signal; an abort during it still ends the call here.
+    signal?.throwIfAborted();
+  }
+}
+
+async function attemptOnce(
+  context: CallContext,
+  params: ChatCompletionCreateParamsNonStreaming,
+  request: ChatRequest,
+  attempt: number,
+): Promise<AttemptOutcome> {
+  let body: unknown;
+  try {
+    body = await context.client.chat.completions.create(params, {
+      signal: request.signal,
+      timeout: context.timeoutMs,
+      maxRetries: 0,
+      // The SDK reports its own retries in this header; ours would always read 0 without this.
+      headers: { "x-stainless-retry-count": String(attempt - 1) },
+    });
+  } catch (error) {
+    // The caller's abort is not a model failure: surface the caller's own reason, untouched.
+    if (request.signal?.aborted) throw request.signal.reason;
+    return { ok: false, failure: classifyError(error, context.now()) };
+  }
+  const parsed = parseOpenAICompletion(body, request.model);
+  return parsed.ok ? parsed : { ok: false, failure: { kind: "malformed", detail: parsed.problem } };
+}
+
+function toCreateParams(request: ChatRequest): ChatCompletionCreateParamsNonStreaming {
+  const params: ChatCompletionCreateParamsNonStreaming = {
+    model: request.model,
+    messages: toOpenAIMessages(request.messages),
+  };
+  const tools = toOpenAITools(request.tools);
+  if (tools) params.tools = tools;
+  if (request.temperature !== undefined) params.temperature = request.temperature;
+  // `max_tokens` is deprecated and rejected by reasoning models; this one works everywhere.
+  if (request.maxOutputTokens !== undefined) params.max_completion_tokens = request.maxOutputTokens;
+  return params;
+}
+
+function classifyError(error: unknown, nowMs: number): AttemptFailure {
+  // Order matters: the timeout and abort errors are subclasses of APIConnectionError/APIError.
+  if (error instanceof APIConnectionTimeoutError) return { kind: "timeout" };
+  if (error instanceof APIUserAbortError) return { kind: "network", detail: "request aborted" };
+  if (error instanceof APIConnectionError) {
+    const cause = error.cause instanceof Error ? error.cause.message : undefined;
+    return { kind: "network", detail: cause ?? error.message };
+  }
+  if (error instanceof APIError && typeof error.status === "number") {
+    const status = error.status;
+    // OpenAI's own hint; we only obey its "no", so a 4xx marked retryable still fails fast.
+    const serverSaysNo = error.headers?.get("x-should-retry") === "false";
+    return {
+      kind: "http",
+      status,
+      retryable: isRetryableStatus(status) && !serverSaysNo,
+      serverDelayMs: serverRetryDelayMs(error.headers, nowMs),
+      upstreamMessage: upstreamMessageOf(error.error),
+      requestId: error.requestID ?? undefined,
+    };
+  }
+  // The SDK parses JSON bodies itself; a 200 whose body is not JSON surfaces as a SyntaxError.
+  if (error instanceof SyntaxError) return { kind: "malformed", detail: "response body is not valid JSON" };
+  return { kind: "client", detail: error instanceof Error ? error.message : String(error) };
+}
+
+function isRetryable(failure: AttemptFailure): boolean {
+  switch (failure.kind) {
+    case "http":
+      return failure.retryable;
+    case "timeout":
+    case "network":
+    case "malformed":
+      return true;
+    case "client":
+      return false;
+  }
+}
+
+function toModelCallError(
+  context: CallContext,
+  model: string,
+  failure: AttemptFailure,
+  attempts: number,
+  refusedDelayMs?: number,
+): ModelCallError {
+  const after = `after ${attempts} attempt${attempts === 1 ? "" : "s"}`;
+  const build = (message: string, failover: boolean, upstreamStatus?: number): ModelCallError =>
+    new ModelCallError({ model, message: redact(message, context.apiKey), failover, upstreamStatus });
+  switch (failure.kind) {
+    case "http": {
+      const { status } = failure;
+      if (status === 401 || status === 403) {
+        // Never quote the upstream text here: OpenAI echoes a masked fragment of the key.
+        return build(`model ${model}: HTTP ${status}, the model API rejected the credentials; check OPENAI_API_KEY`, false, status);
+      }
+      // The request id is what OpenAI support asks for; the upstream text says what was wrong.
+      const id = failure.requestId ? ` (request ${failure.requestId})` : "";
+      const quoted = `${id}${failure.upstreamMessage ? `: ${failure.upstreamMessage}` : ""}`;
+      if (refusedDelayMs !== undefined) {
+        const asked = Math.ceil(refusedDelayMs / 1000);
+        const cap = MAX_SERVER_RETRY_DELAY_MS / 1000;
+        return build(`model ${model}: HTTP ${status} ${after}; server asked to retry in ${asked} s, more than the ${cap} s we wait${quoted}`, true, status);
+      }
+      if (status === 404) return build(`model ${model}: HTTP 404 (unknown model or endpoint)${quoted}`, true, status);
+      const failover = isRetryableStatus(status);
+      return build(`model ${model}: HTTP ${status} ${after}${quoted}`, failover, status);
+    }
+    case "timeout":
+      return build(`model ${model}: no answer within ${context.timeoutMs} ms ${after}`, true);
+    case "network":
+      return build(`model ${model}: network error ${after}: ${failure.detail}`, true);
+    case "malformed":
+      return build(`model ${model}: malformed output ${after}: ${failure.detail}`, true);
+    case "client":
+      return build(`model ${model}: client error: ${failure.detail}`, false);
+  }
+}
+
+function upstreamMessageOf(errorBody: unknown): string | undefined {
+  if (typeof errorBody !== "object" || errorBody === null || !("message" in errorBody)) return undefined;
+  const message = errorBody.message;
+  if (typeof message !== "string" || message.length === 0) return undefined;
+  return message.length > MAX_UPSTREAM_MESSAGE_CHARS ? `${message.slice(0, MAX_UPSTREAM_MESSAGE_CHARS)}…` : message;
+}
+
+/** Belt and braces: whatever an upstream or transport error says, the key never leaves here. */
+function redact(message: string, apiKey: string): string {
+  return message.split(apiKey).join("[redacted]");
+}

@@ -1,0 +1,76 @@
+// Wires the platform into the runtime's interfaces for one room object: D1 through drizzle,
+// the configured model backend, the built-in tools, the system clock and the structured log.
+// This is the only place that knows which concrete implementation backs each interface.
+import { drizzle } from "drizzle-orm/d1";
+import { loadConfig, MODEL_NOT_CONFIGURED_MESSAGE, type Config, type Env } from "../config.ts";
+import { createD1MemoryStore } from "../memory/d1-memory-store.ts";
+import { createOpenAIChatModel } from "../model/openai-chat.ts";
+import { createWorkersAIChatModel } from "../model/workers-ai-chat.ts";
+import { combineToolHosts, createBuiltinToolHost } from "../runtime/builtin-tools.ts";
+import { interactionEvaluator } from "../runtime/evaluators.ts";
+import { createEventBus, type EventBus } from "../runtime/events.ts";
+import { characterProvider } from "../runtime/providers/character-provider.ts";
+import { historyProvider } from "../runtime/providers/history-provider.ts";
+import { timeProvider } from "../runtime/providers/time-provider.ts";
+import { toolsProvider } from "../runtime/providers/tools-provider.ts";
+import { loadTokenCounter } from "../runtime/tokens.ts";
+import { createTurnRunner, type TurnRunner } from "../runtime/turn-runner.ts";
+import { DEFAULT_LIMITS } from "../runtime/turn-types.ts";
+import type { ChatModel, Clock, MemoryStore, ToolHost } from "../runtime/types.ts";
+
+export interface RoomRuntime {
+  runner: TurnRunner;
+  events: EventBus;
+  config: Config;
+}
+
+/** Never returns the same millisecond twice: timestamps double as the room's message order. */
+export function createMonotonicClock(): Clock {
+  let last = 0;
+  return {
+    now() {
+      last = Math.max(Date.now(), last + 1);
+      return last;
+    },
+  };
+}
+
+export async function createRoomRuntime(env: Env): Promise<RoomRuntime> {
+  const config = loadConfig(env);
+  const systemClock = createMonotonicClock();
+  const memory: MemoryStore = createD1MemoryStore(drizzle(env.DB));
+  const events = createEventBus();
+  let tools: ToolHost;
+  const builtins = createBuiltinToolHost({ memory, clock: systemClock, listAll: () => tools.list() });
+  tools = combineToolHosts([builtins]);
+  const runner = createTurnRunner({
+    model: chatModelFor(config),
+    modelNotConfiguredMessage: MODEL_NOT_CONFIGURED_MESSAGE,
+    models: config.models,
+    memory,
+    tools,
+    providers: [characterProvider, timeProvider, toolsProvider, historyProvider],
+    evaluators: [interactionEvaluator],
+    clock: systemClock,
+    events,
+    tokens: await loadTokenCounter(),
+    limits: DEFAULT_LIMITS,
+  });
+  return { runner, events, config };
+}
+
+function chatModelFor(config: Config): ChatModel | null {
+  switch (config.model.kind) {
+    case "openai":
+      // Late-bound so tests (and anything else) that replace globalThis.fetch are honoured.
+      return createOpenAIChatModel({
+        apiKey: config.model.apiKey,
+        baseURL: config.model.baseURL,
+        fetch: (input, init) => fetch(input, init),
+      });
+    case "workers-ai":
+      return createWorkersAIChatModel({ ai: config.model.ai });
+    case "none":
+      return null;
+  }
+}

@@ -1,0 +1,156 @@
+// The room's turn journal in Durable Object SQLite. A turn is written here synchronously when it
+// arrives (so arrival order is journal order), and moves received -> running -> replied ->
+// evaluated (or failed). After an eviction the journal says exactly where each turn stopped.
+// Finished turns are kept for IDEMPOTENCY_WINDOW_MS so a retried request finds its answer.
+import { z } from "zod";
+import type { SerializedError } from "../runtime/errors.ts";
+import type { TurnInput, TurnOutcome } from "../runtime/turn-types.ts";
+
+export type TurnStatus = "received" | "running" | "replied" | "evaluated" | "failed";
+
+export const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;
+/** A turn that crashed the object this many times is failed instead of retried forever. */
+export const MAX_TURN_ATTEMPTS = 3;
+
+export interface JournalEntry {
+  seq: number;
+  turnId: string;
+  idempotencyKey: string | null;
+  fingerprint: string | null;
+  status: TurnStatus;
+  input: TurnInput;
+  outcome: TurnOutcome | null;
+  error: SerializedError | null;
+  attempts: number;
+  agentVersion: number | null;
+  createdAt: number;
+  updatedAt: number;
+}
+
+const Row = z.object({
+  seq: z.number(),
+  turn_id: z.string(),
+  idempotency_key: z.string().nullable(),
+  fingerprint: z.string().nullable(),
+  status: z.enum(["received", "running", "replied", "evaluated", "failed"]),
+  input: z.string(),
+  outcome: z.string().nullable(),
+  error: z.string().nullable(),
+  attempts: z.number(),
+  agent_version: z.number().nullable(),
+  created_at: z.number(),
+  updated_at: z.number(),
+});
+
+export class TurnJournal {
+  constructor(private readonly sql: SqlStorage) {}
+
+  migrate(): void {
+    this.sql.exec(`CREATE TABLE IF NOT EXISTS turn_journal (
+      seq INTEGER PRIMARY KEY AUTOINCREMENT,
+      turn_id TEXT NOT NULL UNIQUE,
+      idempotency_key TEXT UNIQUE,
+      fingerprint TEXT,
+      status TEXT NOT NULL,
+      input TEXT NOT NULL,
+      outcome TEXT,
+      error TEXT,
+      attempts INTEGER NOT NULL DEFAULT 0,
+      agent_version INTEGER,
+      created_at INTEGER NOT NULL,
+      updated_at INTEGER NOT NULL
+    )`);
+    this.sql.exec("CREATE INDEX IF NOT EXISTS turn_journal_status ON turn_journal (status, seq)");
+  }
+
+  /** Synchronous on purpose: callers rely on nothing interleaving between check and insert. */
+  insert(entry: { input: TurnInput; idempotencyKey?: string; fingerprint?: string; agentVersion?: number; now: number }): void {
+    this.sql.exec(
+      `INSERT INTO turn_journal (turn_id, idempotency_key, fingerprint, status, input, agent_version, created_at, updated_at)
+       VALUES (?, ?, ?, 'received', ?, ?, ?, ?)`,
+      entry.input.turnId,
+      entry.idempotencyKey ?? null,
+      entry.fingerprint ?? null,
+      JSON.stringify(entry.input),
+      entry.agentVersion ?? null,
+      entry.now,
+      entry.now,
+    );
+  }
+
+  byKey(idempotencyKey: string): JournalEntry | null {
+    return this.one("SELECT * FROM turn_journal WHERE idempotency_key = ?", idempotencyKey);
+  }
+
+  byTurnId(turnId: string): JournalEntry | null {
+    return this.one("SELECT * FROM turn_journal WHERE turn_id = ?", turnId);
+  }
+
+  /** The oldest turn that still has work to do. */
+  nextPending(): JournalEntry | null {
+    return this.one("SELECT * FROM turn_journal WHERE status IN ('received', 'running', 'replied') ORDER BY seq LIMIT 1");
+  }
+
+  hasPending(): boolean {
+    return this.nextPending() !== null;
+  }
+
+  markRunning(turnId: string, now: number): void {
+    this.sql.exec("UPDATE turn_journal SET status = 'running', attempts = attempts + 1, updated_at = ? WHERE turn_id = ?", now, turnId);
+  }
+
+  markReplied(turnId: string, outcome: TurnOutcome, now: number): void {
+    this.sql.exec(
+      "UPDATE turn_journal SET status = 'replied', outcome = ?, updated_at = ? WHERE turn_id = ?",
+      JSON.stringify(outcome),
+      now,
+      turnId,
+    );
+  }
+
+  markEvaluated(turnId: string, now: number): void {
+    this.sql.exec("UPDATE turn_journal SET status = 'evaluated', updated_at = ? WHERE turn_id = ?", now, turnId);
+  }
+
+  markFailed(turnId: string, error: SerializedError, now: number): void {
+    this.sql.exec(
+      "UPDATE turn_journal SET status = 'failed', error = ?, updated_at = ? WHERE turn_id = ?",
+      JSON.stringify(error),
+      now,
+      turnId,
+    );
+  }
+
+  /** Drops finished turns older than the idempotency window. */
+  prune(now: number): number {
+    return this.sql.exec(
+      "DELETE FROM turn_journal WHERE status IN ('evaluated', 'failed') AND updated_at < ?",
+      now - IDEMPOTENCY_WINDOW_MS,
+    ).rowsWritten;
+  }
+
+  private one(query: string, ...bindings: unknown[]): JournalEntry | null {
+    const rows = this.sql.exec(query, ...bindings).toArray();
+    const row = rows[0];
+    return row ? toEntry(row) : null;
+  }
+}
+
+function toEntry(raw: unknown): JournalEntry {
+  const row = Row.parse(raw);
+  return {
+    seq: row.seq,
+    turnId: row.turn_id,
+    idempotencyKey: row.idempotency_key,
+    fingerprint: row.fingerprint,
+    status: row.status,
+    // Written by this class only, from validated values; parsed back as the same shapes.
+    input: JSON.parse(row.input) as TurnInput,
+    outcome: row.outcome ? (JSON.parse(row.outcome) as TurnOutcome) : null,
+    error: row.error ? (JSON.parse(row.error) as SerializedError) : null,
+    attempts: row.attempts,
+    agentVersion: row.agent_version,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  };
+}

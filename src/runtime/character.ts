@@ -1,0 +1,76 @@
+// The internal form of a character, whichever file format (ElizaOS v1 or legacy v0.x) it came
+// from. The runtime only ever sees this shape; parsing and conversion live in src/characters/.
+// Our own settings (model, tools, respond rules) sit under `settings` so files stay portable.
+
+export type CharacterFormat = "v1" | "v0";
+
+/** One line of an example conversation. `speaker` is `{{user1}}`-style or the character's name. */
+export interface ExampleLine {
+  speaker: string;
+  text: string;
+  actions?: string[];
+}
+
+export type KnowledgeItem =
+  | { kind: "text"; text: string }
+  | { kind: "path"; path: string; shared: boolean }
+  | { kind: "directory"; directory: string; shared: boolean };
+
+/** When the agent answers a message that is neither a REST call, a DM nor a mention. */
+export type RespondMode = "always" | "mentions" | "llm" | "never";
+
+export interface RespondSettings {
+  /** Default "mentions": outside DMs and mentions, stay quiet unless told otherwise. */
+  mode: RespondMode;
+  /** Messages from other bots are ignored unless this is true. */
+  replyToBots: boolean;
+  /** Words that count as a mention when they appear in the text (the name always does). */
+  keywords: string[];
+}
+
+/** Our additions, all optional in the file; defaults are applied by the runtime. */
+export interface RuntimeSettings {
+  model?: string;
+  smallModel?: string;
+  modelFallbacks?: string[];
+  temperature?: number;
+  maxOutputTokens?: number;
+  /** Names of MCP servers from the registry that this character needs. */
+  mcpServers: string[];
+  /** Tool names (built-in or `server__tool`) that need a human's approval before they run. */
+  toolApproval: string[];
+  respond: RespondSettings;
+  maxSteps?: number;
+  maxConsecutiveFailures?: number;
+  /** Token budget for the room's recent messages in the prompt. */
+  historyTokens?: number;
+}
+
+export interface Character {
+  format: CharacterFormat;
+  /** ElizaOS `id` if the file had one. */
+  id?: string;
+  name: string;
+  username?: string;
+  system?: string;
+  bio: string[];
+  /** v0 lore lines; v1 files have none. Lore feeds `lore` memories. */
+  lore: string[];
+  messageExamples: ExampleLine[][];
+  postExamples: string[];
+  topics: string[];
+  adjectives: string[];
+  knowledge: KnowledgeItem[];
+  plugins: string[];
+  style: { all: string[]; chat: string[]; post: string[] };
+  templates: Record<string, string>;
+  /** Our typed settings; the file's other settings keys are kept in `extraSettings`. */
+  settings: RuntimeSettings;
+  extraSettings: Record<string, unknown>;
+  /** Secret values. Never returned by the API, never put in a prompt. */
+  secrets: Record<string, string>;
+  /** v0 only, kept for round-trips: clients, modelProvider, clientConfig. */
+  clients: string[];
+  modelProvider?: string;
+  clientConfig?: Record<string, unknown>;
+}

@@ -1,0 +1,23 @@
+// One way to bound a promise by a timeout, shared by providers, tools and evaluators, so every
+// timer is cleared on both paths and no stray timer keeps a Durable Object busy.
+
+export class DeadlineExceeded extends Error {
+  constructor(readonly ms: number) {
+    super(`timed out after ${ms} ms`);
+    this.name = "DeadlineExceeded";
+  }
+}
+
+/** Resolves like `promise`, or rejects with DeadlineExceeded after `ms` (calling `onTimeout` first). */
+export function withDeadline<T>(promise: Promise<T>, ms: number, onTimeout?: () => void): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | null = null;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      onTimeout?.();
+      reject(new DeadlineExceeded(ms));
+    }, ms);
+  });
+  return Promise.race([promise, deadline]).finally(() => {
+    if (timer !== null) clearTimeout(timer);
+  });
+}

@@ -1,0 +1,119 @@
+// Typed errors shared by every layer. Each carries a stable `code` and an HTTP status; the worker
+// maps them to `{"error":{code,message,details?}}` in one place (src/http/errors.ts). Callers branch
+// on the class or the code, never on message text.
+
+export type ErrorCode =
+  | "validation"
+  | "unauthorized"
+  | "forbidden"
+  | "not_found"
+  | "conflict"
+  | "payload_too_large"
+  | "rate_limited"
+  | "upstream"
+  | "model"
+  | "model_not_configured"
+  | "not_configured"
+  | "tool"
+  | "internal";
+
+export class AppError extends Error {
+  readonly code: ErrorCode;
+  readonly status: number;
+  readonly details?: unknown;
+
+  constructor(code: ErrorCode, status: number, message: string, details?: unknown) {
+    super(message);
+    this.name = new.target.name;
+    this.code = code;
+    this.status = status;
+    this.details = details;
+  }
+
+  toJSON(): SerializedError {
+    return { code: this.code, status: this.status, message: this.message, details: this.details };
+  }
+}
+
+/** The plain form an error takes across RPC boundaries (class identity does not survive RPC). */
+export interface SerializedError {
+  code: ErrorCode;
+  status: number;
+  message: string;
+  details?: unknown;
+}
+
+export class ValidationError extends AppError {
+  constructor(message: string, details?: unknown) {
+    super("validation", 400, message, details);
+  }
+}
+
+export class UnauthorizedError extends AppError {
+  constructor(message = "a valid bearer token is required") {
+    super("unauthorized", 401, message);
+  }
+}
+
+export class NotFoundError extends AppError {
+  constructor(message: string) {
+    super("not_found", 404, message);
+  }
+}
+
+export class ConflictError extends AppError {
+  constructor(message: string, details?: unknown) {
+    super("conflict", 409, message, details);
+  }
+}
+
+export class PayloadTooLargeError extends AppError {
+  constructor(message: string) {
+    super("payload_too_large", 413, message);
+  }
+}
+
+/** The deployment lacks a variable or binding this request needs (the message names it). */
+export class NotConfiguredError extends AppError {
+  constructor(message: string) {
+    super("not_configured", 503, message);
+  }
+}
+
+export class ModelNotConfiguredError extends AppError {
+  constructor(message: string) {
+    super("model_not_configured", 503, message);
+  }
+}
+
+/** The model API failed for good (after the client's retries) or answered with something unusable. */
+export class ModelCallError extends AppError {
+  /** The model that failed. */
+  readonly model: string;
+  /** HTTP status from the model API, when there was one. */
+  readonly upstreamStatus?: number;
+  /** Whether trying another model could help (unavailable, overloaded, unknown model, malformed). */
+  readonly failover: boolean;
+
+  constructor(input: { model: string; message: string; upstreamStatus?: number; failover: boolean }) {
+    super("model", 502, input.message);
+    this.model = input.model;
+    this.upstreamStatus = input.upstreamStatus;
+    this.failover = input.failover;
+  }
+}
+
+export class InternalError extends AppError {
+  constructor(message: string) {
+    super("internal", 500, message);
+  }
+}
+
+/** Rebuilds a typed error from its RPC-safe form. */
+export function fromSerialized(error: SerializedError): AppError {
+  return new AppError(error.code, error.status, error.message, error.details);
+}
+
+export function isAppError(value: unknown): value is AppError {
+  return value instanceof AppError;
+}

@@ -1,0 +1,80 @@
+// The model side of one turn: calls the current model and, when it fails in a way another model
+// could fix, moves to the next of MODEL_FALLBACKS. A new model never inherits the previous one's
+// half-finished tool chain: the transcript is cut back to the people's messages plus a note, and the
+// turn's tool cache is dropped by the caller, so tool state is re-checked.
+import { ModelCallError } from "./errors.ts";
+import type { ChatMessage, ChatModel, ChatRequest, ChatResponse, EventSink, ModelChoice, TokenUsage } from "./types.ts";
+
+export const FAILOVER_NOTE =
+  "Note: a different model started on this request and its tool calls were discarded. " +
+  "Any tool state may have changed: call the tools again before relying on their results.";
+
+export interface ModelSessionOptions {
+  model: ChatModel;
+  choice: ModelChoice;
+  events: EventSink;
+  now: () => number;
+  ids: { turnId: string; agentId: string; roomId: string };
+}
+
+export class ModelSession {
+  private index = 0;
+  readonly usage: TokenUsage & { modelCalls: number } = { promptTokens: 0, completionTokens: 0, modelCalls: 0 };
+  private readonly candidates: string[];
+
+  constructor(private readonly options: ModelSessionOptions) {
+    this.candidates = [options.choice.primary, ...options.choice.fallbacks.filter((m) => m !== options.choice.primary)];
+  }
+
+  get current(): string {
+    return this.candidates[this.index] ?? this.options.choice.primary;
+  }
+
+  /**
+   * One completion. `onFailover` is told when the model changed, and must return the transcript
+   * to use from now on (the caller owns the transcript and the tool cache).
+   */
+  async complete(
+    request: Omit<ChatRequest, "model">,
+    onFailover: (from: string, to: string) => ChatMessage[],
+  ): Promise<ChatResponse> {
+    let messages = request.messages;
+    for (;;) {
+      const model = this.current;
+      this.usage.modelCalls += 1;
+      try {
+        const response = await this.options.model.complete({ ...request, messages, model });
+        this.usage.promptTokens += response.usage.promptTokens;
+        this.usage.completionTokens += response.usage.completionTokens;
+        return response;
+      } catch (error) {
+        const next = this.candidates[this.index + 1];
+        if (!(error instanceof ModelCallError) || !error.failover || next === undefined || request.signal?.aborted) throw error;
+        this.index += 1;
+        this.options.events.emit({
+          type: "model_failover",
+          ...this.options.ids,
+          at: this.options.now(),
+          from: model,
+          to: next,
+          reason: error.message,
+        });
+        messages = onFailover(model, next);
+      }
+    }
+  }
+}
+
+/**
+ * The transcript a fallback model starts from: the system prompt, the conversation before this
+ * turn, and the people's messages of this turn. Assistant tool calls and tool results of this
+ * turn are dropped; if any were, a note says that tool state must be re-checked.
+ */
+export function transcriptForFallback(messages: ChatMessage[], turnStart: number): ChatMessage[] {
+  const before = messages.slice(0, turnStart);
+  const thisTurn = messages.slice(turnStart);
+  const people = thisTurn.filter((message) => message.role === "user");
+  const dropped = thisTurn.length - people.length;
+  if (dropped === 0) return messages;
+  return [...before, ...people, { role: "system", content: FAILOVER_NOTE }];
+}

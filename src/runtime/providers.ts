@@ -1,0 +1,74 @@
+// State composition: every provider runs at once, each bounded by a timeout, and the results are
+// assembled in provider position order, not completion order. A slow or failing provider is
+// skipped (and reported as an event) instead of stalling or failing the turn.
+import type { Character } from "./character.ts";
+import { withDeadline } from "./deadline.ts";
+import type { TokenCounter } from "./tokens.ts";
+import type { TurnInput } from "./turn-types.ts";
+import type { ChatMessage, Clock, EventSink, MemoryStore, ToolDefinition } from "./types.ts";
+
+export interface ProviderContext {
+  character: Character;
+  input: TurnInput;
+  memory: MemoryStore;
+  clock: Clock;
+  tokens: TokenCounter;
+  tools: ToolDefinition[];
+  historyTokens: number;
+  historyFetchLimit: number;
+  signal: AbortSignal;
+}
+
+export interface ProviderResult {
+  /** A section of the system prompt. */
+  text?: string;
+  /** Conversation messages that go between the system prompt and the new message. */
+  messages?: ChatMessage[];
+}
+
+export interface Provider {
+  name: string;
+  /** Lower positions come first in the prompt. */
+  position: number;
+  get(context: ProviderContext): Promise<ProviderResult | null>;
+}
+
+export interface ComposedState {
+  sections: string[];
+  history: ChatMessage[];
+}
+
+export async function composeState(
+  providers: Provider[],
+  context: ProviderContext,
+  options: { timeoutMs: number; events: EventSink; turnId: string },
+): Promise<ComposedState> {
+  const ordered = [...providers].sort((a, b) => a.position - b.position);
+  const results = await Promise.all(
+    ordered.map((provider) =>
+      withDeadline(provider.get(context), options.timeoutMs).catch((error: unknown) => {
+        options.events.emit({
+          type: "provider_skipped",
+          turnId: options.turnId,
+          agentId: context.input.agentId,
+          roomId: context.input.roomId,
+          at: context.clock.now(),
+          provider: provider.name,
+          reason: errorText(error),
+        });
+        return null;
+      }),
+    ),
+  );
+  const state: ComposedState = { sections: [], history: [] };
+  for (const result of results) {
+    if (!result) continue;
+    if (result.text) state.sections.push(result.text);
+    if (result.messages) state.history.push(...result.messages);
+  }
+  return state;
+}
+
+function errorText(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

@@ -1,0 +1,55 @@
+// The room's recent conversation, newest kept first, cut to a token budget measured with the real
+// tokenizer. Token counts stored with each message (metadata.tokens) are reused so a long room
+// costs one indexed query, not a re-tokenization of its history.
+import type { Provider } from "../providers.ts";
+import type { TokenCounter } from "../tokens.ts";
+import type { ChatMessage, Memory } from "../types.ts";
+
+export const historyProvider: Provider = {
+  name: "history",
+  position: 100,
+  async get({ input, memory, tokens, historyTokens, historyFetchLimit }) {
+    const recent = await memory.recentMessages({
+      agentId: input.agentId,
+      roomId: input.roomId,
+      limit: historyFetchLimit,
+    });
+    const kept: Memory[] = [];
+    let used = 0;
+    for (const message of recent) {
+      if (message.id === inboundMessageId(input.turnId)) continue;
+      const cost = messageTokens(message, tokens);
+      if (used + cost > historyTokens) break;
+      used += cost;
+      kept.push(message);
+    }
+    return { messages: kept.reverse().map(toChatMessage) };
+  },
+};
+
+/** Ids are derived from the turn so a replayed turn writes the same rows. */
+export function inboundMessageId(turnId: string): string {
+  return `${turnId}:in`;
+}
+
+export function replyMessageId(turnId: string): string {
+  return `${turnId}:out`;
+}
+
+function messageTokens(message: Memory, tokens: TokenCounter): number {
+  const stored = message.metadata.tokens;
+  return typeof stored === "number" && Number.isFinite(stored) ? stored : tokens.count(message.content.text);
+}
+
+function toChatMessage(message: Memory): ChatMessage {
+  if (message.content.role === "agent") return { role: "assistant", content: message.content.text };
+  const name = chatName(message.content.userName ?? message.userId ?? undefined);
+  return name ? { role: "user", content: message.content.text, name } : { role: "user", content: message.content.text };
+}
+
+/** OpenAI's `name` field allows ^[a-zA-Z0-9_-]{1,64}$; anything else is dropped or replaced. */
+export function chatName(raw: string | undefined): string | undefined {
+  if (!raw) return undefined;
+  const cleaned = raw.replace(/[^a-zA-Z0-9_-]/g, "_").slice(0, 64);
+  return /[a-zA-Z0-9]/.test(cleaned) ? cleaned : undefined;
+}

@@ -1,0 +1,74 @@
+// Whether the agent answers a message. REST calls, DMs and mentions are always answered; other
+// messages follow the character's `settings.respond`. Only mode "llm" spends a model call (on
+// SMALL_MODEL), so a busy channel does not cost a completion per message.
+import type { Character } from "./character.ts";
+import type { TurnInput } from "./turn-types.ts";
+import type { ChatMessage, ChatModel, ChatResponse } from "./types.ts";
+
+export type RespondDecision = { respond: true; reason: string } | { respond: false; reason: string };
+
+/** The rule-based part: "ask" means the character wants the small model to decide. */
+export function decideByRules(input: TurnInput, character: Character): RespondDecision | "ask" {
+  if (input.source === "rest") return { respond: true, reason: "rest" };
+  if (input.fromBot && !character.settings.respond.replyToBots) return { respond: false, reason: "from_bot" };
+  if (input.isDirect) return { respond: true, reason: "direct_message" };
+  if (input.mentioned || mentionsByName(input.text, character)) return { respond: true, reason: "mentioned" };
+  switch (character.settings.respond.mode) {
+    case "always":
+      return { respond: true, reason: "mode_always" };
+    case "llm":
+      return "ask";
+    case "mentions":
+      return { respond: false, reason: "not_mentioned" };
+    case "never":
+      return { respond: false, reason: "mode_never" };
+  }
+}
+
+function mentionsByName(text: string, character: Character): boolean {
+  const words = [character.name, character.username, ...character.settings.respond.keywords]
+    .filter((word): word is string => typeof word === "string" && word.trim().length > 0)
+    .map((word) => word.trim().toLowerCase());
+  const lower = text.toLowerCase();
+  return words.some((word) => new RegExp(`(^|[^\\p{L}\\p{N}])${escapeRegExp(word)}($|[^\\p{L}\\p{N}])`, "u").test(lower));
+}
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+}
+
+/** Asks the small model; anything but a clear RESPOND counts as "stay quiet". */
+export async function decideWithModel(input: {
+  model: ChatModel;
+  modelName: string;
+  character: Character;
+  history: ChatMessage[];
+  text: string;
+  signal: AbortSignal;
+}): Promise<{ decision: RespondDecision; response: ChatResponse }> {
+  const recent = input.history
+    .slice(-10)
+    .map((message) => `${message.role === "assistant" ? input.character.name : "User"}: ${"content" in message ? message.content : ""}`)
+    .join("\n");
+  const response = await input.model.complete({
+    model: input.modelName,
+    signal: input.signal,
+    maxOutputTokens: 5,
+    temperature: 0,
+    messages: [
+      {
+        role: "system",
+        content:
+          `You decide whether ${input.character.name} should reply to the last message in a group chat. ` +
+          `Reply RESPOND if it is addressed to ${input.character.name} or clearly invites their input, ` +
+          "IGNORE if it is not, STOP if the people asked them to stop. Answer with one word.",
+      },
+      { role: "user", content: `${recent}\nLast message: ${input.text}` },
+    ],
+  });
+  const word = (response.text ?? "").trim().toUpperCase();
+  const decision: RespondDecision = word.startsWith("RESPOND")
+    ? { respond: true, reason: "model_respond" }
+    : { respond: false, reason: word.startsWith("STOP") ? "model_stop" : "model_ignore" };
+  return { decision, response };
+}

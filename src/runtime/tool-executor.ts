@@ -1,0 +1,150 @@
+// Runs one tool call the model asked for: parse and validate the arguments against the tool's
+// JSON Schema, serve a repeat of an identical call from the turn's cache, enforce the tool's
+// timeout, and turn every failure into a tool error the model can read and correct.
+import { Validator } from "@cfworker/json-schema";
+import { DeadlineExceeded, withDeadline } from "./deadline.ts";
+import { stableStringify } from "./stable-json.ts";
+import type { ToolCallRecord } from "./turn-types.ts";
+import { MAX_TOOL_RECORD_CHARS } from "./turn-types.ts";
+import type { ToolCall, ToolContext, ToolDefinition, ToolHost, ToolOutput } from "./types.ts";
+
+export interface ToolExecutorOptions {
+  host: ToolHost;
+  tools: ToolDefinition[];
+  defaultTimeoutMs: number;
+  maxResultChars: number;
+  now: () => number;
+}
+
+export interface ToolExecution {
+  record: ToolCallRecord;
+  /** The text that goes back to the model as the tool message. */
+  modelContent: string;
+}
+
+const WRAPPER_KEYWORDS = new Set(["properties", "items", "prefixItems", "false"]);
+
+type Context = Omit<ToolContext, "callId" | "signal"> & { signal: AbortSignal; model: string };
+
+export class ToolExecutor {
+  private readonly byName: Map<string, ToolDefinition>;
+  private readonly validators = new Map<string, Validator | Error>();
+  private readonly cache = new Map<string, ToolOutput>();
+  private calls = 0;
+
+  constructor(private readonly options: ToolExecutorOptions) {
+    this.byName = new Map(options.tools.map((tool) => [tool.name, tool]));
+  }
+
+  /** Forget cached results, e.g. when another model takes over and must re-check tool state. */
+  clearCache(): void {
+    this.cache.clear();
+  }
+
+  async execute(call: ToolCall, context: Context): Promise<ToolExecution> {
+    const started = this.options.now();
+    const callIndex = this.calls++;
+    const parsed = parseArguments(call.arguments);
+    const finish = (output: ToolOutput, cached: boolean): ToolExecution => {
+      const text = output.ok ? output.content : `Error: ${output.error}`;
+      const modelContent = truncate(text, this.options.maxResultChars);
+      return {
+        modelContent,
+        record: {
+          id: call.id,
+          name: call.name,
+          arguments: parsed.ok ? parsed.value : call.arguments,
+          ok: output.ok,
+          output: truncate(text, MAX_TOOL_RECORD_CHARS),
+          cached,
+          durationMs: this.options.now() - started,
+          model: context.model,
+        },
+      };
+    };
+
+    const tool = this.byName.get(call.name);
+    if (!tool) {
+      const known = [...this.byName.keys()].join(", ") || "none";
+      return finish({ ok: false, error: `unknown tool "${call.name}"; available tools: ${known}` }, false);
+    }
+    if (!parsed.ok) return finish({ ok: false, error: parsed.error }, false);
+    const invalid = this.validate(tool, parsed.value);
+    if (invalid) return finish({ ok: false, error: invalid }, false);
+
+    const key = `${tool.name}\u0000${stableStringify(parsed.value)}`;
+    const hit = this.cache.get(key);
+    if (hit) return finish(hit, true);
+
+    if (tool.requiresApproval) {
+      return finish({ ok: false, error: `${tool.name} needs a person's approval before it runs, and this conversation cannot ask for it` }, false);
+    }
+
+    const output = await this.runWithTimeout(tool, parsed.value, {
+      ...context,
+      callId: `${context.turnId}:${callIndex}`,
+    });
+    if (output.ok) this.cache.set(key, output);
+    return finish(output, false);
+  }
+
+  private validate(tool: ToolDefinition, args: Record<string, unknown>): string | null {
+    let validator = this.validators.get(tool.name);
+    if (!validator) {
+      try {
+        validator = new Validator(tool.parameters as ConstructorParameters<typeof Validator>[0], "2020-12", false);
+      } catch (error) {
+        validator = error instanceof Error ? error : new Error(String(error));
+      }
+      this.validators.set(tool.name, validator);
+    }
+    if (validator instanceof Error) return `${tool.name} has an unusable argument schema (${validator.message})`;
+    const result = validator.validate(args);
+    if (result.valid) return null;
+    // Wrapper errors ("property x does not match schema") repeat the specific error below them.
+    const problems = result.errors
+      .filter((error) => !WRAPPER_KEYWORDS.has(error.keyword))
+      .slice(0, 6)
+      .map((error) => `${error.instanceLocation.replace(/^#/, "") || "/"}: ${error.error}`);
+    return `invalid arguments for ${tool.name}: ${problems.join("; ")}`;
+  }
+
+  private async runWithTimeout(
+    tool: ToolDefinition,
+    args: Record<string, unknown>,
+    context: Omit<ToolContext, "signal"> & { signal: AbortSignal },
+  ): Promise<ToolOutput> {
+    const timeoutMs = tool.timeoutMs ?? this.options.defaultTimeoutMs;
+    const controller = new AbortController();
+    const onAbort = () => controller.abort(context.signal.reason);
+    context.signal.addEventListener("abort", onAbort, { once: true });
+    try {
+      const run = this.options.host.call(tool.name, args, { ...context, signal: controller.signal });
+      return await withDeadline(run, timeoutMs, () => controller.abort(new Error("tool timeout")));
+    } catch (error) {
+      if (error instanceof DeadlineExceeded) return { ok: false, error: `${tool.name} timed out after ${timeoutMs} ms` };
+      return { ok: false, error: error instanceof Error ? error.message : String(error) };
+    } finally {
+      context.signal.removeEventListener("abort", onAbort);
+    }
+  }
+}
+
+function parseArguments(raw: string): { ok: true; value: Record<string, unknown> } | { ok: false; error: string } {
+  // Some models send "" for a tool without parameters.
+  if (raw.trim() === "") return { ok: true, value: {} };
+  let value: unknown;
+  try {
+    value = JSON.parse(raw);
+  } catch {
+    return { ok: false, error: `arguments are not valid JSON: ${truncate(raw, 200)}` };
+  }
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    return { ok: false, error: "arguments must be a JSON object" };
+  }
+  return { ok: true, value: value as Record<string, unknown> };
+}
+
+function truncate(text: string, max: number): string {
+  return text.length <= max ? text : `${text.slice(0, max)}... [truncated ${text.length - max} characters]`;
+}

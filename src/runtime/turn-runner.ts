@@ -1,0 +1,256 @@
+// One turn, in the phases the room journals: `receive` stores the inbound message (before anything
+// that can fail), `respond` composes state, decides whether to answer, runs the model/tool loop and
+// stores the reply, `evaluate` runs evaluators after the reply went out. Every phase is safe to
+// repeat after an eviction: ids are derived from the turn, so nothing is written twice.
+import type { Character } from "./character.ts";
+import { AppError, ModelNotConfiguredError } from "./errors.ts";
+import { runEvaluators, type Evaluator } from "./evaluators.ts";
+import { ModelSession } from "./model-session.ts";
+import { composeState, type Provider } from "./providers.ts";
+import { chatName, inboundMessageId, replyMessageId } from "./providers/history-provider.ts";
+import { decideByRules, decideWithModel } from "./respond-decision.ts";
+import type { TokenCounter } from "./tokens.ts";
+import { ToolExecutor } from "./tool-executor.ts";
+import { runToolLoop } from "./tool-loop.ts";
+import type { RuntimeLimits, TurnInput, TurnOutcome } from "./turn-types.ts";
+import type { ChatMessage, ChatModel, Clock, EventSink, Memory, MemoryStore, ModelChoice, ToolHost } from "./types.ts";
+
+export interface TurnRunnerDeps {
+  /** null when no model backend is configured: turns then fail with `model_not_configured`. */
+  model: ChatModel | null;
+  modelNotConfiguredMessage: string;
+  /** Deployment defaults; a character's settings override them. */
+  models: ModelChoice;
+  memory: MemoryStore;
+  tools: ToolHost;
+  providers: Provider[];
+  evaluators: Evaluator[];
+  clock: Clock;
+  events: EventSink;
+  tokens: TokenCounter;
+  limits: RuntimeLimits;
+}
+
+export interface TurnRunner {
+  receive(input: TurnInput): Promise<void>;
+  respond(character: Character, input: TurnInput): Promise<TurnOutcome>;
+  evaluate(character: Character, input: TurnInput, outcome: TurnOutcome): Promise<void>;
+}
+
+export function createTurnRunner(deps: TurnRunnerDeps): TurnRunner {
+  return {
+    async receive(input) {
+      const memory: Memory = {
+        id: inboundMessageId(input.turnId),
+        type: "message",
+        agentId: input.agentId,
+        roomId: input.roomId,
+        userId: input.userId,
+        content: {
+          text: input.text,
+          role: "user",
+          source: input.source,
+          ...(input.userName ? { userName: input.userName } : {}),
+          ...(input.attachments.length > 0 ? { attachments: input.attachments } : {}),
+        },
+        metadata: { turnId: input.turnId, tokens: deps.tokens.count(input.text), receivedAt: input.receivedAt },
+        // Stored at processing time from the room's monotonic clock, so a room's messages sort in
+        // the order turns actually ran, with no two sharing a timestamp.
+        createdAt: deps.clock.now(),
+      };
+      await deps.memory.saveInbound({ memory, userName: input.userName, source: input.source });
+    },
+
+    async respond(character, input) {
+      const started = deps.clock.now();
+      const ids = { turnId: input.turnId, agentId: input.agentId, roomId: input.roomId };
+      deps.events.emit({ type: "run_started", ...ids, at: started });
+      const controller = new AbortController();
+      const timer = setTimeout(() => controller.abort(new Error("turn timeout")), deps.limits.turnTimeoutMs);
+      let session: ModelSession | null = null;
+      try {
+        if (!deps.model) throw new ModelNotConfiguredError(deps.modelNotConfiguredMessage);
+        const choice = modelChoiceFor(character, deps.models);
+        session = new ModelSession({ model: deps.model, choice, events: deps.events, now: () => deps.clock.now(), ids });
+        const outcome = await respondWith(deps, deps.model, character, input, session, controller.signal);
+        emitEnded(deps, ids, started, outcome.status, session);
+        return outcome;
+      } catch (error) {
+        if (controller.signal.aborted && session) {
+          deps.events.emit({ type: "run_timed_out", ...ids, at: deps.clock.now(), limitMs: deps.limits.turnTimeoutMs });
+          const outcome = await storeReply(deps, input, session, {
+            text: "I ran out of time on this one before I could finish. Please try again.",
+            stopReason: "timeout",
+            toolCalls: [],
+            model: null,
+          });
+          emitEnded(deps, ids, started, "replied", session);
+          return outcome;
+        }
+        emitEnded(deps, ids, started, "failed", session);
+        const failure = error instanceof AppError ? error : null;
+        deps.events.emit({
+          type: "run_failed",
+          ...ids,
+          at: deps.clock.now(),
+          code: failure?.code ?? "internal",
+          reason: error instanceof Error ? error.message : String(error),
+        });
+        // Unknown errors may carry internals (SQL, stack details): the caller gets a plain message.
+        throw failure ?? new AppError("internal", 500, "the turn failed unexpectedly; see the worker logs");
+      } finally {
+        clearTimeout(timer);
+      }
+    },
+
+    async evaluate(character, input, outcome) {
+      await runEvaluators(deps.evaluators, { character, input, outcome, memory: deps.memory, clock: deps.clock }, {
+        timeoutMs: deps.limits.evaluatorTimeoutMs,
+        events: deps.events,
+      });
+    },
+  };
+}
+
+async function respondWith(
+  deps: TurnRunnerDeps,
+  model: ChatModel,
+  character: Character,
+  input: TurnInput,
+  session: ModelSession,
+  signal: AbortSignal,
+): Promise<TurnOutcome> {
+  const tools = await deps.tools.list();
+  const approval = new Set(character.settings.toolApproval);
+  const definitions = tools.map((tool) => (approval.has(tool.name) ? { ...tool, requiresApproval: true } : tool));
+  const state = await composeState(
+    deps.providers,
+    {
+      character,
+      input,
+      memory: deps.memory,
+      clock: deps.clock,
+      tokens: deps.tokens,
+      tools: definitions,
+      historyTokens: character.settings.historyTokens ?? deps.limits.historyTokens,
+      historyFetchLimit: deps.limits.historyFetchLimit,
+      signal,
+    },
+    { timeoutMs: deps.limits.providerTimeoutMs, events: deps.events, turnId: input.turnId },
+  );
+
+  const rules = decideByRules(input, character);
+  const decision =
+    rules === "ask"
+      ? (await decideWithModel({ model, modelName: modelChoiceFor(character, deps.models).small, character, history: state.history, text: input.text, signal })).decision
+      : rules;
+  if (!decision.respond) {
+    return {
+      turnId: input.turnId,
+      status: "ignored",
+      reply: null,
+      actions: [],
+      toolCalls: [],
+      usage: { ...session.usage },
+      model: null,
+      stopReason: "ignored",
+      messageId: inboundMessageId(input.turnId),
+      replyId: null,
+    };
+  }
+
+  const name = chatName(input.userName ?? input.userId);
+  const current: ChatMessage = name ? { role: "user", content: input.text, name } : { role: "user", content: input.text };
+  const messages: ChatMessage[] = [{ role: "system", content: state.sections.join("\n\n") }, ...state.history, current];
+  const executor = new ToolExecutor({
+    host: deps.tools,
+    tools: definitions,
+    defaultTimeoutMs: deps.limits.toolTimeoutMs,
+    maxResultChars: deps.limits.maxToolResultChars,
+    now: () => deps.clock.now(),
+  });
+  const result = await runToolLoop({
+    session,
+    executor,
+    events: deps.events,
+    now: () => deps.clock.now(),
+    ids: { turnId: input.turnId, agentId: input.agentId, roomId: input.roomId, userId: input.userId },
+    messages,
+    turnStart: messages.length - 1,
+    tools: definitions.map(({ name: toolName, description, parameters }) => ({ name: toolName, description, parameters })),
+    temperature: character.settings.temperature,
+    maxOutputTokens: character.settings.maxOutputTokens,
+    maxSteps: character.settings.maxSteps ?? deps.limits.maxSteps,
+    maxConsecutiveFailures: character.settings.maxConsecutiveFailures ?? deps.limits.maxConsecutiveFailures,
+    signal,
+  });
+  if (signal.aborted) throw new Error("turn timeout");
+  return storeReply(deps, input, session, result);
+}
+
+async function storeReply(
+  deps: TurnRunnerDeps,
+  input: TurnInput,
+  session: ModelSession,
+  result: { text: string; stopReason: TurnOutcome["stopReason"]; toolCalls: TurnOutcome["toolCalls"]; model: string | null },
+): Promise<TurnOutcome> {
+  const actions = ["REPLY", ...new Set(result.toolCalls.filter((call) => call.ok).map((call) => call.name))];
+  const usage = { ...session.usage };
+  const reply: Memory = {
+    id: replyMessageId(input.turnId),
+    type: "message",
+    agentId: input.agentId,
+    roomId: input.roomId,
+    userId: input.userId,
+    content: { text: result.text, role: "agent", source: input.source, actions, inReplyTo: inboundMessageId(input.turnId) },
+    metadata: {
+      turnId: input.turnId,
+      tokens: deps.tokens.count(result.text),
+      model: result.model,
+      stopReason: result.stopReason,
+      usage,
+      toolCalls: result.toolCalls.map((call) => ({ name: call.name, ok: call.ok, cached: call.cached })),
+    },
+    createdAt: deps.clock.now(),
+  };
+  await deps.memory.saveMemory(reply);
+  return {
+    turnId: input.turnId,
+    status: "replied",
+    reply: { text: result.text },
+    actions,
+    toolCalls: result.toolCalls,
+    usage,
+    model: result.model,
+    stopReason: result.stopReason,
+    messageId: inboundMessageId(input.turnId),
+    replyId: reply.id,
+  };
+}
+
+export function modelChoiceFor(character: Character, defaults: ModelChoice): ModelChoice {
+  return {
+    primary: character.settings.model ?? defaults.primary,
+    fallbacks: character.settings.modelFallbacks ?? defaults.fallbacks,
+    small: character.settings.smallModel ?? defaults.small,
+  };
+}
+
+function emitEnded(
+  deps: TurnRunnerDeps,
+  ids: { turnId: string; agentId: string; roomId: string },
+  started: number,
+  status: "replied" | "ignored" | "failed",
+  session: ModelSession | null,
+): void {
+  const usage = session?.usage ?? { promptTokens: 0, completionTokens: 0, modelCalls: 0 };
+  deps.events.emit({
+    type: "run_ended",
+    ...ids,
+    at: deps.clock.now(),
+    durationMs: deps.clock.now() - started,
+    status,
+    modelCalls: usage.modelCalls,
+    usage: { promptTokens: usage.promptTokens, completionTokens: usage.completionTokens },
+  });
+}

@@ -1,0 +1,86 @@
+// What goes into a turn and what comes out of it, plus the bounds that keep a turn finite.
+// These shapes cross the worker -> Durable Object RPC boundary, so they hold plain data only.
+import type { Attachment, TokenUsage } from "./types.ts";
+
+export interface TurnInput {
+  turnId: string;
+  agentId: string;
+  roomId: string;
+  userId: string;
+  userName?: string;
+  text: string;
+  attachments: Attachment[];
+  /** Which surface it came from: "rest", "discord", ... */
+  source: string;
+  /** A direct message to the agent (always answered). */
+  isDirect: boolean;
+  /** The surface says the agent was mentioned (always answered). */
+  mentioned: boolean;
+  /** The sender is a bot. */
+  fromBot: boolean;
+  /** Milliseconds since the epoch when the worker accepted it. */
+  receivedAt: number;
+}
+
+export interface ToolCallRecord {
+  id: string;
+  name: string;
+  /** Parsed arguments, or the raw text when it was not valid JSON. */
+  arguments: unknown;
+  ok: boolean;
+  /** What the model saw (truncated to MAX_TOOL_RECORD_CHARS in the record). */
+  output: string;
+  cached: boolean;
+  durationMs: number;
+  /** Which model asked for it. */
+  model: string;
+}
+
+export type StopReason = "completed" | "max_steps" | "max_failures" | "timeout" | "ignored";
+
+export interface TurnUsage extends TokenUsage {
+  modelCalls: number;
+}
+
+export interface TurnOutcome {
+  turnId: string;
+  status: "replied" | "ignored";
+  reply: { text: string } | null;
+  /** What the agent did: "REPLY" and the tools that succeeded, in order, without repeats. */
+  actions: string[];
+  toolCalls: ToolCallRecord[];
+  usage: TurnUsage;
+  /** The model that produced the final answer (null when none was called). */
+  model: string | null;
+  stopReason: StopReason;
+  /** Ids of the stored inbound and reply messages. */
+  messageId: string;
+  replyId: string | null;
+}
+
+export interface RuntimeLimits {
+  maxSteps: number;
+  maxConsecutiveFailures: number;
+  toolTimeoutMs: number;
+  providerTimeoutMs: number;
+  turnTimeoutMs: number;
+  historyTokens: number;
+  historyFetchLimit: number;
+  maxToolResultChars: number;
+  evaluatorTimeoutMs: number;
+}
+
+export const DEFAULT_LIMITS: RuntimeLimits = {
+  maxSteps: 6,
+  maxConsecutiveFailures: 3,
+  toolTimeoutMs: 15_000,
+  providerTimeoutMs: 2_000,
+  turnTimeoutMs: 120_000,
+  historyTokens: 3_000,
+  historyFetchLimit: 60,
+  maxToolResultChars: 16_000,
+  evaluatorTimeoutMs: 10_000,
+};
+
+/** Tool outputs kept in the turn record (and returned by the API) are cut to this length. */
+export const MAX_TOOL_RECORD_CHARS = 2_000;

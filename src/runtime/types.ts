@@ -1,0 +1,183 @@
+// The runtime's vocabulary and the small interfaces it depends on (Model, MemoryStore, ToolHost,
+// Clock, EventSink). Platform code adapts bindings to these at the edges, so everything under
+// src/runtime/ runs and is tested without workerd, D1 or a real model.
+
+// ---- memories -------------------------------------------------------------------------------
+
+export type MemoryType = "message" | "fact" | "description" | "lore" | "document" | "fragment" | "summary";
+
+export interface Attachment {
+  url: string;
+  contentType?: string;
+  title?: string;
+}
+
+export interface MemoryContent {
+  text: string;
+  /** Who said it: "user" or "agent" for messages. */
+  role?: "user" | "agent";
+  source?: string;
+  userName?: string;
+  actions?: string[];
+  attachments?: Attachment[];
+  inReplyTo?: string;
+}
+
+export interface Memory {
+  id: string;
+  type: MemoryType;
+  agentId: string;
+  roomId: string | null;
+  userId: string | null;
+  content: MemoryContent;
+  metadata: Record<string, unknown>;
+  /** Milliseconds since the epoch. */
+  createdAt: number;
+}
+
+// ---- model ----------------------------------------------------------------------------------
+
+export interface ToolCall {
+  id: string;
+  name: string;
+  /** Raw JSON text as the model produced it; parsed and validated by the tool loop. */
+  arguments: string;
+}
+
+export type ChatMessage =
+  | { role: "system"; content: string }
+  | { role: "user"; content: string; name?: string }
+  | { role: "assistant"; content: string | null; toolCalls?: ToolCall[] }
+  | { role: "tool"; toolCallId: string; content: string };
+
+export interface ToolSpec {
+  name: string;
+  description: string;
+  /** JSON Schema of the arguments object. */
+  parameters: Record<string, unknown>;
+}
+
+export interface ChatRequest {
+  model: string;
+  messages: ChatMessage[];
+  tools?: ToolSpec[];
+  temperature?: number;
+  maxOutputTokens?: number;
+  signal?: AbortSignal;
+}
+
+export interface TokenUsage {
+  promptTokens: number;
+  completionTokens: number;
+}
+
+export interface ChatResponse {
+  model: string;
+  text: string | null;
+  toolCalls: ToolCall[];
+  usage: TokenUsage;
+  finishReason: string | null;
+}
+
+/**
+ * One chat completion against one named model, with the client's own retries already applied.
+ * Throws `ModelCallError` (see errors.ts) when the call finally fails.
+ */
+export interface ChatModel {
+  readonly backend: "openai" | "workers-ai";
+  complete(request: ChatRequest): Promise<ChatResponse>;
+}
+
+/** The models a turn may use: primary first, then failover candidates in order. */
+export interface ModelChoice {
+  primary: string;
+  fallbacks: string[];
+  small: string;
+}
+
+// ---- tools ----------------------------------------------------------------------------------
+
+export interface ToolContext {
+  agentId: string;
+  roomId: string;
+  userId: string;
+  turnId: string;
+  /** Stable id of this call inside the turn (for idempotent side effects). */
+  callId: string;
+  signal: AbortSignal;
+}
+
+export type ToolOutput =
+  | { ok: true; content: string; data?: unknown }
+  | { ok: false; error: string };
+
+export interface ToolDefinition extends ToolSpec {
+  /** Where it comes from: "builtin" or "mcp:<server>". */
+  source: string;
+  timeoutMs?: number;
+  requiresApproval?: boolean;
+}
+
+export interface ToolHost {
+  list(): Promise<ToolDefinition[]>;
+  call(name: string, args: Record<string, unknown>, ctx: ToolContext): Promise<ToolOutput>;
+}
+
+// ---- storage --------------------------------------------------------------------------------
+
+export interface InboundMessage {
+  memory: Memory;
+  userName?: string;
+  source: string;
+}
+
+export interface MemoryStore {
+  /** Stores the inbound message with its user, room and participant rows. Idempotent by id. */
+  saveInbound(message: InboundMessage): Promise<void>;
+  /** Stores one memory. Idempotent by id: a second save of the same id changes nothing. */
+  saveMemory(memory: Memory): Promise<void>;
+  /** Newest first, at most `limit`, optionally only those created before `beforeMs`. */
+  recentMessages(query: { agentId: string; roomId: string; limit: number; beforeMs?: number }): Promise<Memory[]>;
+  /** Counts one interaction of a user with the agent; a repeat for the same turn is ignored. */
+  recordInteraction(input: { agentId: string; userId: string; turnId: string; at: number }): Promise<void>;
+}
+
+// ---- time and events ------------------------------------------------------------------------
+
+export interface Clock {
+  now(): number;
+}
+
+export type RuntimeEvent =
+  | { type: "run_started"; turnId: string; agentId: string; roomId: string; at: number }
+  | {
+      type: "run_ended";
+      turnId: string;
+      agentId: string;
+      roomId: string;
+      at: number;
+      durationMs: number;
+      status: "replied" | "ignored" | "failed";
+      modelCalls: number;
+      usage: TokenUsage;
+    }
+  | { type: "run_timed_out"; turnId: string; agentId: string; roomId: string; at: number; limitMs: number }
+  | {
+      type: "tool_called";
+      turnId: string;
+      agentId: string;
+      roomId: string;
+      at: number;
+      tool: string;
+      ok: boolean;
+      cached: boolean;
+      durationMs: number;
+    }
+  | { type: "model_failover"; turnId: string; agentId: string; roomId: string; at: number; from: string; to: string; reason: string }
+  | { type: "provider_skipped"; turnId: string; agentId: string; roomId: string; at: number; provider: string; reason: string }
+  | { type: "evaluator_failed"; turnId: string; agentId: string; roomId: string; at: number; evaluator: string; reason: string }
+  | { type: "run_failed"; turnId: string; agentId: string; roomId: string; at: number; code: string; reason: string };
+
+export interface EventSink {
+  emit(event: RuntimeEvent): void;
+}

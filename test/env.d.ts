@@ -1,0 +1,15 @@
+// Types for the test-only bindings and for `cloudflare:workers` imports in tests.
+import type { D1Migration } from "cloudflare:test";
+import type { Env as AppEnv } from "../src/config.ts";
+
+declare global {
+  namespace Cloudflare {
+    interface Env extends AppEnv {
+      TEST_MIGRATIONS?: D1Migration[];
+    }
+    interface GlobalProps {
+      mainModule: typeof import("../src/index.ts");
+      durableNamespaces: "AgentRoom";
+    }
+  }
+}

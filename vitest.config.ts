@@ -1,0 +1,48 @@
+// Tests run inside workerd through @cloudflare/vitest-plugin, with the real wrangler.toml, local
+// D1/R2/Durable Objects and migrations applied per test file. No test reaches the internet:
+// outside services are stand-ins behind globalThis.fetch (see test/stand-ins/).
+// Two projects: the main one has a model configured; `no-model` has none, to prove a turn then
+// answers 503 model_not_configured and still stores the message.
+import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
+import { defineConfig } from "vitest/config";
+
+export const TEST_ADMIN_TOKEN = "test-admin-token-0123456789";
+
+const baseBindings = {
+  ADMIN_TOKEN: TEST_ADMIN_TOKEN,
+  SECRETS_KEY: "test-secrets-key-0123456789abcdef0123456789",
+  MODEL: "test-primary",
+  SMALL_MODEL: "test-small",
+};
+
+export default defineConfig(async () => {
+  const migrations = await readD1Migrations("migrations");
+  const project = (name: string, include: string[], bindings: Record<string, unknown>) => ({
+    plugins: [
+      cloudflareTest({
+        wrangler: { configPath: "./wrangler.toml" },
+        remoteBindings: false,
+        miniflare: {
+          bindings: { ...baseBindings, ...bindings, TEST_MIGRATIONS: migrations },
+          // The tokenizer's 2.4 MB rank table must not travel through Vitest's module WebSocket:
+          // workerd caps a WebSocket message at 1 MiB, and a worker's warm-module snapshot bundles
+          // every module of the graph into one message. Loading it from disk avoids that.
+          modulesRules: [{ type: "ESModule", include: ["**/gpt-tokenizer/esm/bpeRanks/*.js"] }],
+        },
+      }),
+    ],
+    test: { name, include, setupFiles: ["./test/setup/apply-migrations.ts"] },
+  });
+  return {
+    test: {
+      projects: [
+        project("main", ["test/**/*.test.ts"], {
+          OPENAI_API_KEY: "sk-test-not-a-real-key",
+          OPENAI_BASE_URL: "http://model.test/v1",
+          MODEL_FALLBACKS: "test-fallback",
+        }),
+        project("no-model", ["test/no-model/**/*.spec.ts"], {}),
+      ],
+    },
+  };
+});
