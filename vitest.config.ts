@@ -8,7 +8,16 @@ import { defineConfig } from "vitest/config";
 
 export const TEST_ADMIN_TOKEN = "test-admin-token-0123456789";
 
+// Every variable is set explicitly, so a developer's .dev.vars (which wrangler would load, possibly
+// with real keys) never leaks into a test run.
 const baseBindings = {
+  OPENAI_API_KEY: "",
+  OPENAI_BASE_URL: "",
+  MODEL_FALLBACKS: "",
+  DISCORD_PUBLIC_KEY: "",
+  DISCORD_BOT_TOKEN: "",
+  INSTAGRAM_ACCESS_TOKEN: "",
+  PUBLIC_BASE_URL: "",
   ADMIN_TOKEN: TEST_ADMIN_TOKEN,
   SECRETS_KEY: "test-secrets-key-0123456789abcdef0123456789",
   MODEL: "test-primary",

@@ -1,6 +1,6 @@
 import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { api, createTestAgent, json, useModelStandIn } from "./helpers/api.ts";
 import { lastUserText } from "./helpers/model-messages.ts";
 
@@ -13,7 +13,20 @@ function send(agentId: string, text: string, options: { key?: string; roomId?: s
   });
 }
 
+/** The room's messages in D1, once the room has stored its last reply (that happens after answering). */
 async function replies(agentId: string, roomId: string): Promise<{ id: string; content: string }[]> {
+  await vi.waitFor(async () => {
+    const last = await env.DB.prepare(
+      "SELECT content FROM memories WHERE agent_id = ? AND room_id = ? AND type = 'message' ORDER BY created_at DESC, rowid DESC LIMIT 1",
+    )
+      .bind(agentId, roomId)
+      .first<{ content: string }>();
+    expect(last && (JSON.parse(last.content) as { role: string }).role).toBe("agent");
+  });
+  return storedMessages(agentId, roomId);
+}
+
+async function storedMessages(agentId: string, roomId: string): Promise<{ id: string; content: string }[]> {
   const { results } = await env.DB.prepare(
     "SELECT id, content FROM memories WHERE agent_id = ? AND room_id = ? AND type = 'message' ORDER BY created_at, rowid",
   )

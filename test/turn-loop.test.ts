@@ -1,5 +1,5 @@
 import { env } from "cloudflare:workers";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { api, createTestAgent, json, useModelStandIn } from "./helpers/api.ts";
 import { toolMessages } from "./helpers/model-messages.ts";
 
@@ -185,9 +185,12 @@ describe("the runtime loop over REST", () => {
     model.script({ text: "a" }, { text: "b" });
     await say(agentId, "one");
     await say(agentId, "two");
-    const row = await env.DB.prepare("SELECT interaction_count FROM relationships WHERE agent_id = ? AND user_id = 'alice'")
-      .bind(agentId)
-      .first<{ interaction_count: number }>();
-    expect(row?.interaction_count).toBe(2);
+    // Evaluators run after the reply has been sent, so the count lands shortly after.
+    await vi.waitFor(async () => {
+      const row = await env.DB.prepare("SELECT interaction_count FROM relationships WHERE agent_id = ? AND user_id = 'alice'")
+        .bind(agentId)
+        .first<{ interaction_count: number }>();
+      expect(row?.interaction_count).toBe(2);
+    });
   });
 });

@@ -3,17 +3,12 @@
 import { drizzle } from "drizzle-orm/d1";
 import { loadConfig, type Env } from "../config.ts";
 import { createAgentStore, type AgentStore } from "../memory/agent-store.ts";
-import { createMessageHistory, type MessageHistory } from "../memory/message-history.ts";
 import { databaseReachable as ping } from "../memory/ping.ts";
 import { createSecretBox } from "../memory/secret-box.ts";
 
 export function agentStore(env: Env): AgentStore {
   const { secretsKey } = loadConfig(env);
   return createAgentStore(drizzle(env.DB), secretsKey ? createSecretBox(secretsKey) : null);
-}
-
-export function messageHistory(env: Env): MessageHistory {
-  return createMessageHistory(drizzle(env.DB));
 }
 
 export function databaseReachable(env: Env): Promise<boolean> {

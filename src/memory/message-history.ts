@@ -6,8 +6,20 @@ import type { Db } from "./d1-memory-store.ts";
 import { fromMemoryRow } from "./rows.ts";
 import { memories } from "./schema.ts";
 
+export interface HistoryQuery {
+  agentId: string;
+  roomId: string;
+  limit: number;
+  before?: number;
+}
+
+export interface HistoryPage {
+  messages: Memory[];
+  nextBefore: number | null;
+}
+
 export interface MessageHistory {
-  page(query: { agentId: string; roomId: string; limit: number; before?: number }): Promise<{ messages: Memory[]; nextBefore: number | null }>;
+  page(query: HistoryQuery): Promise<HistoryPage>;
 }
 
 export function createMessageHistory(db: Db): MessageHistory {

@@ -1,15 +1,15 @@
 // AgentRoom: one Durable Object per (agent, room), named `<agentId>:<roomId>`. It owns the room's
 // turn journal and runs turns one at a time in arrival order; the turn logic itself lives in
-// src/runtime/. A durable queue item (`resumeTurns`) stays pending while turns are in flight, so a
-// turn cut off by eviction or a crash is picked up again by the alarm and answered exactly once.
+// src/runtime/. The caller is answered as soon as the reply is journalled; storing it in D1 and
+// running evaluators follow in order, off the critical path. A durable queue item (`resumeTurns`)
+// stays pending while work is in flight, so a turn cut off by eviction or a crash is picked up
+// again by the alarm (or the next request) and answered exactly once.
 import { Agent } from "agents";
-import { drizzle } from "drizzle-orm/d1";
 import type { Env } from "../config.ts";
-import { createAgentStore } from "../memory/agent-store.ts";
-import { createSecretBox } from "../memory/secret-box.ts";
 import type { Character } from "../runtime/character.ts";
 import { AppError, NotFoundError, type SerializedError } from "../runtime/errors.ts";
 import type { TurnInput, TurnOutcome } from "../runtime/turn-types.ts";
+import type { HistoryPage, HistoryQuery } from "../memory/message-history.ts";
 import { createRoomRuntime, type RoomRuntime } from "./room-runtime.ts";
 import { MAX_TURN_ATTEMPTS, TurnJournal, type JournalEntry } from "./turn-journal.ts";
 
@@ -18,8 +18,6 @@ export interface SubmitTurnRequest {
   idempotencyKey?: string;
   /** Hash of what the request asked for; a reused key with another fingerprint is a conflict. */
   fingerprint?: string;
-  /** The agent's `updatedAt` as the worker saw it, so the room knows whether its copy is current. */
-  agentVersion: number;
 }
 
 export type TurnResult =
@@ -33,13 +31,18 @@ export class AgentRoom extends Agent<Env> {
   private runtime: Promise<RoomRuntime> | null = null;
   private cachedCharacter: { version: number; character: Character } | null = null;
   private draining: Promise<void> | null = null;
+  /** Reply writes and evaluations, chained so they reach D1 in turn order. */
+  private afterReplies: Promise<void> = Promise.resolve();
+  private readonly finishing = new Set<string>();
   private readonly waiters = new Map<string, Array<(result: TurnResult) => void>>();
 
   override onStart(): void {
     this.journal = new TurnJournal(this.ctx.storage.sql);
     this.journal.migrate();
+    this.journal.prune(Date.now());
     // Work left by an earlier instance (eviction, crash, deploy) resumes on first contact.
-    if (this.journal.hasPending()) void this.drain();
+    this.finishReplied();
+    if (this.journal.nextToRun()) void this.drain();
   }
 
   /** Runs one turn (or finds the one its Idempotency-Key already started) and waits for its reply. */
@@ -59,7 +62,6 @@ export class AgentRoom extends Agent<Env> {
       input: request.input,
       idempotencyKey: request.idempotencyKey,
       fingerprint: request.fingerprint,
-      agentVersion: request.agentVersion,
       now: Date.now(),
     });
     const result = this.waitFor(request.input.turnId, false);
@@ -68,9 +70,21 @@ export class AgentRoom extends Agent<Env> {
     return result;
   }
 
-  /** Queue callback: holds a durable wake-up while turns are pending, and resumes them. */
+  /**
+   * A page of the room's conversation from D1, read after the room's pending reply writes land,
+   * so a client that just got a reply always finds it in the history.
+   */
+  async readHistory(query: HistoryQuery): Promise<HistoryPage> {
+    await this.afterReplies;
+    const runtime = await this.getRuntime();
+    return runtime.messages.page(query);
+  }
+
+  /** Queue callback: holds a durable wake-up while work is pending, and resumes it. */
   async resumeTurns(): Promise<void> {
+    this.finishReplied();
     await this.drain();
+    await this.afterReplies;
   }
 
   private armResume(): void {
@@ -84,50 +98,65 @@ export class AgentRoom extends Agent<Env> {
     if (!this.draining) {
       let completed = false;
       this.draining = (async () => {
-        for (let entry = this.journal.nextPending(); entry; entry = this.journal.nextPending()) {
-          await this.process(entry);
+        for (let entry = this.journal.nextToRun(); entry; entry = this.journal.nextToRun()) {
+          await this.run(entry);
         }
         completed = true;
       })().finally(() => {
         this.draining = null;
         // A turn journalled while the loop was finishing would otherwise wait for the alarm.
-        if (completed && this.journal.hasPending()) void this.drain();
+        if (completed && this.journal.nextToRun()) void this.drain();
       });
     }
     return this.draining;
   }
 
-  private async process(entry: JournalEntry): Promise<void> {
-    const { turnId } = entry.input;
-    let outcome = entry.outcome;
-    let character: Character;
-    let runtime: RoomRuntime;
+  /** received/running -> replied (or failed). The caller is answered here. */
+  private async run(entry: JournalEntry): Promise<void> {
+    const { turnId, agentId } = entry.input;
     try {
-      if (entry.status !== "replied" && entry.attempts >= MAX_TURN_ATTEMPTS) {
+      if (entry.attempts >= MAX_TURN_ATTEMPTS) {
         throw new AppError("internal", 500, `the turn was interrupted ${entry.attempts} times and was given up`);
       }
-      runtime = await this.getRuntime();
-      character = await this.characterFor(entry.input.agentId, entry.agentVersion);
-      if (entry.status === "received" || entry.status === "running") {
-        this.journal.markRunning(turnId, Date.now());
-        await runtime.runner.receive(entry.input);
-        outcome = await runtime.runner.respond(character, entry.input);
-        this.journal.markReplied(turnId, outcome, Date.now());
-        this.settle(turnId, { ok: true, replayed: false, outcome });
-      }
+      this.journal.markRunning(turnId, Date.now());
+      const runtime = await this.getRuntime();
+      // The inbound message is stored while the agent's current version is read: one round trip.
+      const [version] = await Promise.all([runtime.agents.version(agentId), runtime.runner.receive(entry.input)]);
+      const character = await this.characterFor(runtime, agentId, version);
+      const outcome = await runtime.runner.respond(character, entry.input);
+      this.journal.markReplied(turnId, outcome, Date.now());
+      if (outcome.replyMemory) runtime.history.remember(outcome.replyMemory);
+      this.settle(turnId, { ok: true, replayed: false, outcome });
+      this.finish({ ...entry, status: "replied", outcome }, character);
     } catch (error) {
-      const serialized = serializeError(error);
+      // A missing agent makes the inbound write fail on its foreign key; report the cause.
+      const serialized = serializeError(await this.explain(agentId, error));
       this.journal.markFailed(turnId, serialized, Date.now());
       this.settle(turnId, { ok: false, replayed: false, turnId, error: serialized });
-      return;
     }
-    if (!outcome) return;
-    // The reply is out; evaluation failures are logged by the runtime and never undo it.
-    try {
-      await runtime.runner.evaluate(character, entry.input, outcome);
-    } finally {
-      this.journal.markEvaluated(turnId, Date.now());
-    }
+  }
+
+  /** replied -> evaluated: the reply reaches D1, then evaluators run. Chained in turn order. */
+  private finish(entry: JournalEntry, character?: Character): void {
+    if (this.finishing.has(entry.turnId) || !entry.outcome) return;
+    this.finishing.add(entry.turnId);
+    const outcome = entry.outcome;
+    this.afterReplies = this.afterReplies
+      .then(async () => {
+        const runtime = await this.getRuntime();
+        const current = character ?? (await this.characterFor(runtime, entry.input.agentId, await runtime.agents.version(entry.input.agentId)));
+        await runtime.runner.afterReply(current, entry.input, outcome);
+        this.journal.markEvaluated(entry.turnId, Date.now());
+      })
+      .catch((error: unknown) => {
+        // Left as `replied`: the resume item, or the next start, tries again.
+        console.error(JSON.stringify({ level: "error", msg: "after_reply_failed", room: this.name, turnId: entry.turnId, error: String(error) }));
+      })
+      .finally(() => this.finishing.delete(entry.turnId));
+  }
+
+  private finishReplied(): void {
+    for (const entry of this.journal.replied()) this.finish(entry);
   }
 
   private resultOf(entry: JournalEntry, replayed: boolean): Promise<TurnResult> {
@@ -157,21 +186,31 @@ export class AgentRoom extends Agent<Env> {
   }
 
   private getRuntime(): Promise<RoomRuntime> {
-    this.runtime ??= createRoomRuntime(this.env).catch((error: unknown) => {
+    this.runtime ??= createRoomRuntime(this.env, { settled: () => this.afterReplies }).catch((error: unknown) => {
       this.runtime = null;
       throw error;
     });
     return this.runtime;
   }
 
-  private async characterFor(agentId: string, version: number | null): Promise<Character> {
-    if (version !== null && this.cachedCharacter?.version === version) return this.cachedCharacter.character;
-    const config = (await this.getRuntime()).config;
-    const store = createAgentStore(drizzle(this.env.DB), config.secretsKey ? createSecretBox(config.secretsKey) : null);
-    const record = await store.get(agentId);
+  private async characterFor(runtime: RoomRuntime, agentId: string, version: number | null): Promise<Character> {
+    if (version === null) throw new NotFoundError(`no agent with id "${agentId}"`);
+    if (this.cachedCharacter?.version === version) return this.cachedCharacter.character;
+    const record = await runtime.agents.get(agentId);
     if (!record) throw new NotFoundError(`no agent with id "${agentId}"`);
     this.cachedCharacter = { version: record.updatedAt, character: record.character };
     return record.character;
+  }
+
+  private async explain(agentId: string, error: unknown): Promise<unknown> {
+    if (error instanceof AppError) return error;
+    try {
+      const runtime = await this.getRuntime();
+      if ((await runtime.agents.version(agentId)) === null) return new NotFoundError(`no agent with id "${agentId}"`);
+    } catch {
+      // Fall through to the original error.
+    }
+    return error;
   }
 }
 

@@ -3,7 +3,10 @@
 // This is the only place that knows which concrete implementation backs each interface.
 import { drizzle } from "drizzle-orm/d1";
 import { loadConfig, MODEL_NOT_CONFIGURED_MESSAGE, type Config, type Env } from "../config.ts";
+import { createAgentStore, type AgentStore } from "../memory/agent-store.ts";
 import { createD1MemoryStore } from "../memory/d1-memory-store.ts";
+import { createMessageHistory, type MessageHistory } from "../memory/message-history.ts";
+import { createSecretBox } from "../memory/secret-box.ts";
 import { createOpenAIChatModel } from "../model/openai-chat.ts";
 import { createWorkersAIChatModel } from "../model/workers-ai-chat.ts";
 import { combineToolHosts, createBuiltinToolHost } from "../runtime/builtin-tools.ts";
@@ -16,12 +19,21 @@ import { toolsProvider } from "../runtime/providers/tools-provider.ts";
 import { loadTokenCounter } from "../runtime/tokens.ts";
 import { createTurnRunner, type TurnRunner } from "../runtime/turn-runner.ts";
 import { DEFAULT_LIMITS } from "../runtime/turn-types.ts";
-import type { ChatModel, Clock, MemoryStore, ToolHost } from "../runtime/types.ts";
+import type { ChatModel, Clock, ToolHost } from "../runtime/types.ts";
+import { createRoomHistoryStore, type RoomHistoryStore } from "./room-history.ts";
 
 export interface RoomRuntime {
   runner: TurnRunner;
   events: EventBus;
   config: Config;
+  history: RoomHistoryStore;
+  agents: AgentStore;
+  messages: MessageHistory;
+}
+
+export interface RoomRuntimeOptions {
+  /** Resolves once the room's pending reply writes have reached D1. */
+  settled: () => Promise<void>;
 }
 
 /** Never returns the same millisecond twice: timestamps double as the room's message order. */
@@ -35,13 +47,14 @@ export function createMonotonicClock(): Clock {
   };
 }
 
-export async function createRoomRuntime(env: Env): Promise<RoomRuntime> {
+export async function createRoomRuntime(env: Env, options: RoomRuntimeOptions): Promise<RoomRuntime> {
   const config = loadConfig(env);
-  const systemClock = createMonotonicClock();
-  const memory: MemoryStore = createD1MemoryStore(drizzle(env.DB));
+  const clock = createMonotonicClock();
+  const db = drizzle(env.DB);
+  const memory = createRoomHistoryStore(createD1MemoryStore(db), options);
   const events = createEventBus();
   let tools: ToolHost;
-  const builtins = createBuiltinToolHost({ memory, clock: systemClock, listAll: () => tools.list() });
+  const builtins = createBuiltinToolHost({ memory, clock: clock, listAll: () => tools.list() });
   tools = combineToolHosts([builtins]);
   const runner = createTurnRunner({
     model: chatModelFor(config),
@@ -51,12 +64,13 @@ export async function createRoomRuntime(env: Env): Promise<RoomRuntime> {
     tools,
     providers: [characterProvider, timeProvider, toolsProvider, historyProvider],
     evaluators: [interactionEvaluator],
-    clock: systemClock,
+    clock: clock,
     events,
     tokens: await loadTokenCounter(),
     limits: DEFAULT_LIMITS,
   });
-  return { runner, events, config };
+  const agents = createAgentStore(db, config.secretsKey ? createSecretBox(config.secretsKey) : null);
+  return { runner, events, config, history: memory, agents, messages: createMessageHistory(db) };
 }
 
 function chatModelFor(config: Config): ChatModel | null {

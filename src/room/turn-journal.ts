@@ -1,6 +1,7 @@
 // The room's turn journal in Durable Object SQLite. A turn is written here synchronously when it
 // arrives (so arrival order is journal order), and moves received -> running -> replied ->
-// evaluated (or failed). After an eviction the journal says exactly where each turn stopped.
+// evaluated (or failed). The caller is answered at `replied`; `evaluated` means the reply is in D1
+// and the evaluators have run. After an eviction the journal says exactly where each turn stopped.
 // Finished turns are kept for IDEMPOTENCY_WINDOW_MS so a retried request finds its answer.
 import { z } from "zod";
 import type { SerializedError } from "../runtime/errors.ts";
@@ -22,7 +23,6 @@ export interface JournalEntry {
   outcome: TurnOutcome | null;
   error: SerializedError | null;
   attempts: number;
-  agentVersion: number | null;
   createdAt: number;
   updatedAt: number;
 }
@@ -37,13 +37,16 @@ const Row = z.object({
   outcome: z.string().nullable(),
   error: z.string().nullable(),
   attempts: z.number(),
-  agent_version: z.number().nullable(),
   created_at: z.number(),
   updated_at: z.number(),
 });
 
 export class TurnJournal {
-  constructor(private readonly sql: SqlStorage) {}
+  private readonly sql: SqlStorage;
+
+  constructor(sql: SqlStorage) {
+    this.sql = sql;
+  }
 
   migrate(): void {
     this.sql.exec(`CREATE TABLE IF NOT EXISTS turn_journal (
@@ -56,7 +59,6 @@ export class TurnJournal {
       outcome TEXT,
       error TEXT,
       attempts INTEGER NOT NULL DEFAULT 0,
-      agent_version INTEGER,
       created_at INTEGER NOT NULL,
       updated_at INTEGER NOT NULL
     )`);
@@ -64,15 +66,14 @@ export class TurnJournal {
   }
 
   /** Synchronous on purpose: callers rely on nothing interleaving between check and insert. */
-  insert(entry: { input: TurnInput; idempotencyKey?: string; fingerprint?: string; agentVersion?: number; now: number }): void {
+  insert(entry: { input: TurnInput; idempotencyKey?: string; fingerprint?: string; now: number }): void {
     this.sql.exec(
-      `INSERT INTO turn_journal (turn_id, idempotency_key, fingerprint, status, input, agent_version, created_at, updated_at)
-       VALUES (?, ?, ?, 'received', ?, ?, ?, ?)`,
+      `INSERT INTO turn_journal (turn_id, idempotency_key, fingerprint, status, input, created_at, updated_at)
+       VALUES (?, ?, ?, 'received', ?, ?, ?)`,
       entry.input.turnId,
       entry.idempotencyKey ?? null,
       entry.fingerprint ?? null,
       JSON.stringify(entry.input),
-      entry.agentVersion ?? null,
       entry.now,
       entry.now,
     );
@@ -86,13 +87,14 @@ export class TurnJournal {
     return this.one("SELECT * FROM turn_journal WHERE turn_id = ?", turnId);
   }
 
-  /** The oldest turn that still has work to do. */
-  nextPending(): JournalEntry | null {
-    return this.one("SELECT * FROM turn_journal WHERE status IN ('received', 'running', 'replied') ORDER BY seq LIMIT 1");
+  /** The oldest turn still waiting for its reply. */
+  nextToRun(): JournalEntry | null {
+    return this.one("SELECT * FROM turn_journal WHERE status IN ('received', 'running') ORDER BY seq LIMIT 1");
   }
 
-  hasPending(): boolean {
-    return this.nextPending() !== null;
+  /** Turns answered but not yet stored in D1 and evaluated, oldest first. */
+  replied(): JournalEntry[] {
+    return this.sql.exec("SELECT * FROM turn_journal WHERE status = 'replied' ORDER BY seq").toArray().map(toEntry);
   }
 
   markRunning(turnId: string, now: number): void {
@@ -149,7 +151,6 @@ function toEntry(raw: unknown): JournalEntry {
     outcome: row.outcome ? (JSON.parse(row.outcome) as TurnOutcome) : null,
     error: row.error ? (JSON.parse(row.error) as SerializedError) : null,
     attempts: row.attempts,
-    agentVersion: row.agent_version,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   };

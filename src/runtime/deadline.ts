@@ -2,8 +2,11 @@
 // timer is cleared on both paths and no stray timer keeps a Durable Object busy.
 
 export class DeadlineExceeded extends Error {
-  constructor(readonly ms: number) {
+  readonly ms: number;
+
+  constructor(ms: number) {
     super(`timed out after ${ms} ms`);
+    this.ms = ms;
     this.name = "DeadlineExceeded";
   }
 }

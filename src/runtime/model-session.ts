@@ -22,7 +22,10 @@ export class ModelSession {
   readonly usage: TokenUsage & { modelCalls: number } = { promptTokens: 0, completionTokens: 0, modelCalls: 0 };
   private readonly candidates: string[];
 
-  constructor(private readonly options: ModelSessionOptions) {
+  private readonly options: ModelSessionOptions;
+
+  constructor(options: ModelSessionOptions) {
+    this.options = options;
     this.candidates = [options.choice.primary, ...options.choice.fallbacks.filter((m) => m !== options.choice.primary)];
   }
 

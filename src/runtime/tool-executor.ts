@@ -32,7 +32,10 @@ export class ToolExecutor {
   private readonly cache = new Map<string, ToolOutput>();
   private calls = 0;
 
-  constructor(private readonly options: ToolExecutorOptions) {
+  private readonly options: ToolExecutorOptions;
+
+  constructor(options: ToolExecutorOptions) {
+    this.options = options;
     this.byName = new Map(options.tools.map((tool) => [tool.name, tool]));
   }
 

@@ -1,6 +1,7 @@
 // One turn, in the phases the room journals: `receive` stores the inbound message (before anything
-// that can fail), `respond` composes state, decides whether to answer, runs the model/tool loop and
-// stores the reply, `evaluate` runs evaluators after the reply went out. Every phase is safe to
+// that can fail); `respond` composes state, decides whether to answer and runs the model/tool loop,
+// returning the reply (the caller journals it durably and answers at once); `afterReply` stores the
+// reply in D1 and runs the evaluators, off the caller's critical path. Every phase is safe to
 // repeat after an eviction: ids are derived from the turn, so nothing is written twice.
 import type { Character } from "./character.ts";
 import { AppError, ModelNotConfiguredError } from "./errors.ts";
@@ -34,7 +35,7 @@ export interface TurnRunnerDeps {
 export interface TurnRunner {
   receive(input: TurnInput): Promise<void>;
   respond(character: Character, input: TurnInput): Promise<TurnOutcome>;
-  evaluate(character: Character, input: TurnInput, outcome: TurnOutcome): Promise<void>;
+  afterReply(character: Character, input: TurnInput, outcome: TurnOutcome): Promise<void>;
 }
 
 export function createTurnRunner(deps: TurnRunnerDeps): TurnRunner {
@@ -78,7 +79,7 @@ export function createTurnRunner(deps: TurnRunnerDeps): TurnRunner {
       } catch (error) {
         if (controller.signal.aborted && session) {
           deps.events.emit({ type: "run_timed_out", ...ids, at: deps.clock.now(), limitMs: deps.limits.turnTimeoutMs });
-          const outcome = await storeReply(deps, input, session, {
+          const outcome = buildReply(deps, input, session, {
             text: "I ran out of time on this one before I could finish. Please try again.",
             stopReason: "timeout",
             toolCalls: [],
@@ -103,7 +104,9 @@ export function createTurnRunner(deps: TurnRunnerDeps): TurnRunner {
       }
     },
 
-    async evaluate(character, input, outcome) {
+    async afterReply(character, input, outcome) {
+      // Stored before the evaluators run: they may read the conversation.
+      if (outcome.replyMemory) await deps.memory.saveMemory(outcome.replyMemory);
       await runEvaluators(deps.evaluators, { character, input, outcome, memory: deps.memory, clock: deps.clock }, {
         timeoutMs: deps.limits.evaluatorTimeoutMs,
         events: deps.events,
@@ -156,6 +159,7 @@ async function respondWith(
       stopReason: "ignored",
       messageId: inboundMessageId(input.turnId),
       replyId: null,
+      replyMemory: null,
     };
   }
 
@@ -185,15 +189,15 @@ async function respondWith(
     signal,
   });
   if (signal.aborted) throw new Error("turn timeout");
-  return storeReply(deps, input, session, result);
+  return buildReply(deps, input, session, result);
 }
 
-async function storeReply(
+function buildReply(
   deps: TurnRunnerDeps,
   input: TurnInput,
   session: ModelSession,
   result: { text: string; stopReason: TurnOutcome["stopReason"]; toolCalls: TurnOutcome["toolCalls"]; model: string | null },
-): Promise<TurnOutcome> {
+): TurnOutcome {
   const actions = ["REPLY", ...new Set(result.toolCalls.filter((call) => call.ok).map((call) => call.name))];
   const usage = { ...session.usage };
   const reply: Memory = {
@@ -213,7 +217,6 @@ async function storeReply(
     },
     createdAt: deps.clock.now(),
   };
-  await deps.memory.saveMemory(reply);
   return {
     turnId: input.turnId,
     status: "replied",
@@ -225,6 +228,7 @@ async function storeReply(
     stopReason: result.stopReason,
     messageId: inboundMessageId(input.turnId),
     replyId: reply.id,
+    replyMemory: reply,
   };
 }
 

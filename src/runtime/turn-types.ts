@@ -1,6 +1,6 @@
 // What goes into a turn and what comes out of it, plus the bounds that keep a turn finite.
 // These shapes cross the worker -> Durable Object RPC boundary, so they hold plain data only.
-import type { Attachment, TokenUsage } from "./types.ts";
+import type { Attachment, Memory, TokenUsage } from "./types.ts";
 
 export interface TurnInput {
   turnId: string;
@@ -56,6 +56,8 @@ export interface TurnOutcome {
   /** Ids of the stored inbound and reply messages. */
   messageId: string;
   replyId: string | null;
+  /** The reply as it will be stored; the room persists it after answering (see afterReply). */
+  replyMemory: Memory | null;
 }
 
 export interface RuntimeLimits {

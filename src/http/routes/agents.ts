@@ -7,6 +7,7 @@ import type { Env } from "../../config.ts";
 import type { AgentRecord } from "../../memory/agent-store.ts";
 import { NotFoundError } from "../../runtime/errors.ts";
 import { AgentIdParam, bearerSecurity, errorContent } from "../schemas.ts";
+import { forgetAgent } from "../known-agents.ts";
 import { agentStore } from "../stores.ts";
 
 const CharacterFile = z
@@ -135,6 +136,7 @@ export function agentRoutes(): OpenAPIHono<{ Bindings: Env }> {
     }),
     async (c) => {
       const { agentId } = c.req.valid("param");
+      forgetAgent(agentId);
       if (!(await agentStore(c.env).remove(agentId))) throw new NotFoundError(`no agent with id "${agentId}"`);
       return c.body(null, 204);
     },

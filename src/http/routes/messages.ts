@@ -4,12 +4,12 @@
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Env } from "../../config.ts";
 import { stableStringify } from "../../runtime/stable-json.ts";
-import { AppError, fromSerialized, NotFoundError } from "../../runtime/errors.ts";
+import { AppError, fromSerialized } from "../../runtime/errors.ts";
 import type { TurnInput } from "../../runtime/turn-types.ts";
 import type { TurnResult } from "../../room/agent-room.ts";
-import { submitTurn } from "../../room/room-client.ts";
+import { readHistory, submitTurn } from "../../room/room-client.ts";
 import { AgentIdParam, bearerSecurity, errorContent, EXTERNAL_ID, RoomIdParam } from "../schemas.ts";
-import { agentStore, messageHistory } from "../stores.ts";
+import { assertAgentExists } from "../known-agents.ts";
 
 export const MAX_MESSAGE_CHARS = 8_000;
 export const MAX_ATTACHMENTS = 10;
@@ -73,7 +73,7 @@ const IdempotencyKey = z
   .string()
   .regex(/^[\x21-\x7e]{1,255}$/, "1-255 visible ASCII characters")
   .optional()
-  .openapi({ param: { name: "Idempotency-Key", in: "header" }, description: "Retries with the same key return the same turn" });
+  .openapi({ param: { name: "idempotency-key", in: "header" }, description: "Retries with the same key return the same turn" });
 
 export function messageRoutes(): OpenAPIHono<{ Bindings: Env }> {
   const app = new OpenAPIHono<{ Bindings: Env }>();
@@ -102,8 +102,7 @@ export function messageRoutes(): OpenAPIHono<{ Bindings: Env }> {
       const { agentId } = c.req.valid("param");
       const body = c.req.valid("json");
       const idempotencyKey = c.req.valid("header")["idempotency-key"];
-      const version = await agentStore(c.env).version(agentId);
-      if (version === null) throw new NotFoundError(`no agent with id "${agentId}"`);
+      await assertAgentExists(c.env, agentId);
       const roomId = body.roomId ?? `user:${body.userId}`;
       const input: TurnInput = {
         turnId: crypto.randomUUID(),
@@ -123,7 +122,7 @@ export function messageRoutes(): OpenAPIHono<{ Bindings: Env }> {
       // Declared, not inferred: the RPC stub's inferred type collapses on `unknown` fields.
       let result: TurnResult;
       try {
-        result = await submitTurn(c.env, { input, idempotencyKey, fingerprint, agentVersion: version });
+        result = await submitTurn(c.env, { input, idempotencyKey, fingerprint });
       } catch (error) {
         // The room was reset mid-turn (deploy, eviction); its journal resumes the turn.
         console.error(JSON.stringify({ level: "error", msg: "room_rpc_failed", agentId, roomId, error: String(error) }));
@@ -175,8 +174,8 @@ export function messageRoutes(): OpenAPIHono<{ Bindings: Env }> {
     async (c) => {
       const { agentId, roomId } = c.req.valid("param");
       const { limit, before } = c.req.valid("query");
-      if ((await agentStore(c.env).version(agentId)) === null) throw new NotFoundError(`no agent with id "${agentId}"`);
-      const page = await messageHistory(c.env).page({ agentId, roomId, limit, before });
+      await assertAgentExists(c.env, agentId);
+      const page = await readHistory(c.env, { agentId, roomId, limit, before });
       return c.json(
         {
           messages: page.messages.map((m) => ({
