@@ -1,0 +1,23 @@
+// Runs in the `no-model` project: neither OPENAI_* nor an AI binding is configured.
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { api, json } from "../helpers/api.ts";
+
+describe("with no model configured", () => {
+  it("answers 503 model_not_configured naming the variables, and still stores the message", async () => {
+    expect((await api("POST", "/agents", { body: { id: "mute", name: "Mute", bio: "x" } })).status).toBe(201);
+    const response = await api("POST", "/agents/mute/messages", { body: { userId: "dana", text: "Is anyone there?" } });
+    expect(response.status).toBe(503);
+    const body = await json<{ error: { code: string; message: string } }>(response);
+    expect(body.error.code).toBe("model_not_configured");
+    expect(body.error.message).toContain("OPENAI_API_KEY");
+    expect(body.error.message).toContain("AI");
+    const stored = await env.DB.prepare("SELECT content FROM memories WHERE agent_id = 'mute' AND type = 'message'").all<{ content: string }>();
+    expect(stored.results.map((row) => (JSON.parse(row.content) as { text: string }).text)).toEqual(["Is anyone there?"]);
+  });
+
+  it("reports the missing model backend on /health", async () => {
+    const health = await json(await api("GET", "/health", { token: null }));
+    expect(health).toMatchObject({ status: "ok", model: { backend: "none", primary: null } });
+  });
+});
