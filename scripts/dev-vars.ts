@@ -1,0 +1,32 @@
+// Makes sure .dev.vars exists for `npm run dev`, with a random ADMIN_TOKEN and SECRETS_KEY, and
+// prints the admin token so the README's curl examples work at once. Never overwrites a value
+// you set; only adds what is missing. .dev.vars is git-ignored: it holds local secrets.
+import { randomBytes } from "node:crypto";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+
+const PATH = ".dev.vars";
+
+const TEMPLATE = `# Local secrets for \`npm run dev\` (never committed). See README "Configuration".
+# To talk to a real model, set an OpenAI-compatible endpoint:
+# OPENAI_API_KEY=sk-...
+# OPENAI_BASE_URL=http://localhost:11434/v1   # e.g. a local Ollama; leave unset for api.openai.com
+# MODEL=gpt-4.1-mini
+`;
+
+const existing = existsSync(PATH) ? readFileSync(PATH, "utf8") : TEMPLATE;
+const has = (name: string) => new RegExp(`^\\s*${name}\\s*=`, "m").test(existing);
+const additions: string[] = [];
+if (!has("ADMIN_TOKEN")) additions.push(`ADMIN_TOKEN=${randomBytes(24).toString("base64url")}`);
+if (!has("SECRETS_KEY")) additions.push(`SECRETS_KEY=${randomBytes(32).toString("base64url")}`);
+if (additions.length > 0 || !existsSync(PATH)) {
+  writeFileSync(PATH, `${existing.trimEnd()}\n${additions.join("\n")}\n`);
+}
+
+const content = readFileSync(PATH, "utf8");
+const token = /^\s*ADMIN_TOKEN\s*=\s*"?([^"\n]+)"?\s*$/m.exec(content)?.[1];
+const model = /^\s*(OPENAI_API_KEY|OPENAI_BASE_URL)\s*=/m.test(content);
+console.log(`\n  Local admin token (from ${PATH}):\n\n    export TOKEN=${token}\n`);
+if (!model) {
+  console.log("  No model is configured yet: add OPENAI_API_KEY (and OPENAI_BASE_URL for another endpoint) to .dev.vars;");
+  console.log("  until then a turn answers 503 model_not_configured (the message is still stored).\n");
+}

@@ -1,0 +1,45 @@
+// Seeds the characters shipped in characters/ into D1 so a newcomer can talk to an agent at once.
+// Each file is validated with the same parser as POST /agents; an agent that already exists is
+// left alone (your edits win). Usage: node scripts/seed.ts --local | --remote
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { parseCharacter } from "../src/characters/parse-character.ts";
+import { agentIdFor } from "../src/memory/agent-store.ts";
+
+const target = process.argv.includes("--remote") ? "--remote" : "--local";
+const dir = "characters";
+const now = Date.now();
+const quote = (value: string | null) => (value === null ? "NULL" : `'${value.replaceAll("'", "''")}'`);
+
+const statements: string[] = [];
+const seeded: string[] = [];
+for (const file of readdirSync(dir).filter((name) => name.endsWith(".json")).sort()) {
+  const raw: unknown = JSON.parse(readFileSync(join(dir, file), "utf8"));
+  const character = parseCharacter(raw);
+  if (Object.keys(character.secrets).length > 0) {
+    throw new Error(`${file} has secrets: create it through POST /agents so they are encrypted with SECRETS_KEY`);
+  }
+  const id = agentIdFor(character);
+  seeded.push(`${id} (${file}, ${character.format})`);
+  statements.push(
+    `INSERT INTO agents (id, name, username, format, character, secrets, created_at, updated_at) VALUES (${quote(id)}, ${quote(character.name)}, ${quote(character.username ?? null)}, ${quote(character.format)}, ${quote(JSON.stringify(raw))}, NULL, ${now}, ${now}) ON CONFLICT(id) DO NOTHING;`,
+  );
+  character.lore.forEach((text, index) => {
+    // Lore goes in only with a freshly seeded agent (same guard as the agent row).
+    statements.push(
+      `INSERT OR IGNORE INTO memories (id, type, agent_id, room_id, user_id, content, metadata, created_at) SELECT ${quote(`${id}:lore:${index}`)}, 'lore', ${quote(id)}, NULL, NULL, ${quote(JSON.stringify({ text, source: "character" }))}, ${quote(JSON.stringify({ index }))}, ${now} WHERE (SELECT created_at FROM agents WHERE id = ${quote(id)}) = ${now};`,
+    );
+  });
+}
+
+const work = mkdtempSync(join(tmpdir(), "edge-agents-seed-"));
+try {
+  const sqlFile = join(work, "seed.sql");
+  writeFileSync(sqlFile, statements.join("\n"));
+  execFileSync("wrangler", ["d1", "execute", "DB", target, `--file=${sqlFile}`], { stdio: ["ignore", "ignore", "inherit"] });
+  console.log(`Seeded ${target.slice(2)} D1 with: ${seeded.join(", ")} (existing agents left unchanged)`);
+} finally {
+  rmSync(work, { recursive: true, force: true });
+}
