@@ -121,8 +121,11 @@ export function messageRoutes(): OpenAPIHono<{ Bindings: Env }> {
       const fingerprint = idempotencyKey ? await sha256Hex(stableStringify({ roomId, ...body })) : undefined;
       // Declared, not inferred: the RPC stub's inferred type collapses on `unknown` fields.
       let result: TurnResult;
+      const started = Date.now();
       try {
         result = await submitTurn(c.env, { input, idempotencyKey, fingerprint });
+        // How long the room took (journal, D1, model, tools), for clients and `npm run bench`.
+        c.header("Server-Timing", `turn;dur=${Date.now() - started}`);
       } catch (error) {
         // The room was reset mid-turn (deploy, eviction); its journal resumes the turn.
         console.error(JSON.stringify({ level: "error", msg: "room_rpc_failed", agentId, roomId, error: String(error) }));
