@@ -43,18 +43,7 @@ export function createD1MemoryStore(db: Db): MemoryStore {
       await db.insert(memories).values(toMemoryRow(memory)).onConflictDoNothing();
     },
 
-    async recentMessages({ agentId, roomId, limit, beforeMs }): Promise<Memory[]> {
-      const conditions = [eq(memories.agentId, agentId), eq(memories.roomId, roomId), eq(memories.type, "message")];
-      if (beforeMs !== undefined) conditions.push(lt(memories.createdAt, beforeMs));
-      const rows = await db
-        .select()
-        .from(memories)
-        .where(and(...conditions))
-        // rowid breaks ties between rows written in the same millisecond, in insertion order.
-        .orderBy(desc(memories.createdAt), desc(sql`${memories}.rowid`))
-        .limit(limit);
-      return rows.map(fromMemoryRow);
-    },
+    recentMessages: (query) => selectRoomMessages(db, query),
 
     async recordInteraction({ agentId, userId, turnId, at }): Promise<void> {
       await db
@@ -72,4 +61,21 @@ export function createD1MemoryStore(db: Db): MemoryStore {
         });
     },
   };
+}
+
+/** A room's messages, newest first: the one query behind prompts, the history tool and the API. */
+export async function selectRoomMessages(
+  db: Db,
+  { agentId, roomId, limit, beforeMs }: { agentId: string; roomId: string; limit: number; beforeMs?: number },
+): Promise<Memory[]> {
+  const conditions = [eq(memories.agentId, agentId), eq(memories.roomId, roomId), eq(memories.type, "message")];
+  if (beforeMs !== undefined) conditions.push(lt(memories.createdAt, beforeMs));
+  const rows = await db
+    .select()
+    .from(memories)
+    .where(and(...conditions))
+    // rowid breaks ties between rows written in the same millisecond, in insertion order.
+    .orderBy(desc(memories.createdAt), desc(sql`${memories}.rowid`))
+    .limit(limit);
+  return rows.map(fromMemoryRow);
 }

@@ -1,10 +1,7 @@
 // Reading a room's conversation for the API: newest first, paged with a `before` cursor that is
 // the createdAt of the oldest message already seen.
-import { and, desc, eq, lt, sql } from "drizzle-orm";
 import type { Memory } from "../runtime/types.ts";
-import type { Db } from "./d1-memory-store.ts";
-import { fromMemoryRow } from "./rows.ts";
-import { memories } from "./schema.ts";
+import { selectRoomMessages, type Db } from "./d1-memory-store.ts";
 
 export interface HistoryQuery {
   agentId: string;
@@ -25,15 +22,9 @@ export interface MessageHistory {
 export function createMessageHistory(db: Db): MessageHistory {
   return {
     async page({ agentId, roomId, limit, before }) {
-      const conditions = [eq(memories.agentId, agentId), eq(memories.roomId, roomId), eq(memories.type, "message")];
-      if (before !== undefined) conditions.push(lt(memories.createdAt, before));
-      const rows = await db
-        .select()
-        .from(memories)
-        .where(and(...conditions))
-        .orderBy(desc(memories.createdAt), desc(sql`${memories}.rowid`))
-        .limit(limit + 1);
-      const page = rows.slice(0, limit).map(fromMemoryRow);
+      // One extra row tells whether another page follows.
+      const rows = await selectRoomMessages(db, { agentId, roomId, limit: limit + 1, beforeMs: before });
+      const page = rows.slice(0, limit);
       return { messages: page, nextBefore: rows.length > limit ? (page.at(-1)?.createdAt ?? null) : null };
     },
   };
