@@ -2,7 +2,8 @@
 // messages and runs its turns one at a time, so after one load from D1 it can serve every later
 // turn's history itself, saving a D1 round trip per turn. D1 reads first wait for the room's
 // pending reply writes (`settled`), so a read never misses a reply the room has already given.
-// Anything else that changes a room's messages must call `invalidate()` on the room.
+// Nothing else writes a room's messages today; a future writer (e.g. a memory API that deletes
+// messages) must make the room drop this cache.
 import type { InboundMessage, Memory, MemoryStore } from "../runtime/types.ts";
 
 /** More than the runtime's history fetch limit, so a warm cache answers every turn. */
@@ -11,7 +12,6 @@ export const ROOM_HISTORY_CAPACITY = 100;
 export interface RoomHistoryStore extends MemoryStore {
   /** Adds a message the room has produced but not yet written to D1 (a reply being persisted). */
   remember(memory: Memory): void;
-  invalidate(): void;
 }
 
 export function createRoomHistoryStore(store: MemoryStore, options: { settled: () => Promise<void> }): RoomHistoryStore {
@@ -57,10 +57,5 @@ export function createRoomHistoryStore(store: MemoryStore, options: { settled: (
     },
     recordInteraction: (input) => store.recordInteraction(input),
     remember: add,
-    invalidate() {
-      key = null;
-      cached = [];
-      complete = false;
-    },
   };
 }

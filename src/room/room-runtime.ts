@@ -54,7 +54,7 @@ export async function createRoomRuntime(env: Env, options: RoomRuntimeOptions): 
   const memory = createRoomHistoryStore(createD1MemoryStore(db), options);
   const events = createEventBus();
   let tools: ToolHost;
-  const builtins = createBuiltinToolHost({ memory, clock: clock, listAll: () => tools.list() });
+  const builtins = createBuiltinToolHost({ memory, clock, listAll: () => tools.list() });
   tools = combineToolHosts([builtins]);
   const runner = createTurnRunner({
     model: chatModelFor(config),
@@ -64,7 +64,7 @@ export async function createRoomRuntime(env: Env, options: RoomRuntimeOptions): 
     tools,
     providers: [characterProvider, timeProvider, toolsProvider, historyProvider],
     evaluators: [interactionEvaluator],
-    clock: clock,
+    clock,
     events,
     tokens: await loadTokenCounter(),
     limits: DEFAULT_LIMITS,
