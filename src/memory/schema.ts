@@ -1,7 +1,8 @@
 // D1 tables, declared once with drizzle; `npm run db:generate` turns changes into migrations.
 // Every memory belongs to one agent (cascade on delete); messages also carry their room, facts and
 // descriptions their user. JSON columns are re-validated on read (src/memory/rows.ts).
-import { index, integer, primaryKey, real, sqliteTable, text } from "drizzle-orm/sqlite-core";
+import { sql } from "drizzle-orm";
+import { blob, index, integer, primaryKey, real, sqliteTable, text } from "drizzle-orm/sqlite-core";
 
 export const agents = sqliteTable("agents", {
   id: text("id").primaryKey(),
@@ -54,21 +55,28 @@ export const participants = sqliteTable(
   (t) => [primaryKey({ columns: [t.agentId, t.roomId, t.userId] }), index("participants_user_idx").on(t.userId)],
 );
 
+export const MEMORY_TYPES = ["message", "fact", "description", "lore", "document", "fragment", "summary"] as const;
+
 export const memories = sqliteTable(
   "memories",
   {
-    id: text("id").primaryKey(),
-    type: text("type", {
-      enum: ["message", "fact", "description", "lore", "document", "fragment", "summary"],
-    }).notNull(),
+    // An explicit, never-reused rowid: the FTS5 index (migrations/0002_memories_fts.sql) is keyed
+    // by it, so it must survive VACUUM, which may renumber implicit rowids.
+    seq: integer("seq").primaryKey({ autoIncrement: true }),
+    id: text("id").notNull().unique(),
+    type: text("type", { enum: MEMORY_TYPES }).notNull(),
     agentId: text("agent_id")
       .notNull()
       .references(() => agents.id, { onDelete: "cascade" }),
     roomId: text("room_id"),
     userId: text("user_id"),
+    /** A fragment's document. */
+    parentId: text("parent_id"),
     content: text("content").notNull(),
     metadata: text("metadata").notNull().default("{}"),
     createdAt: integer("created_at").notNull(),
+    /** When its vector was written; null while it waits for the embedding queue. */
+    embeddedAt: integer("embedded_at"),
   },
   (t) => [
     // Room history, newest first: the hot query of every turn.
@@ -77,8 +85,48 @@ export const memories = sqliteTable(
     index("memories_user_idx").on(t.agentId, t.userId, t.type, t.createdAt),
     // Lore, documents, summaries of one agent.
     index("memories_type_idx").on(t.agentId, t.type, t.createdAt),
+    // A document's fragments, in order.
+    index("memories_parent_idx").on(t.agentId, t.parentId),
+    // The embedding queue: only rows still waiting are in this index.
+    index("memories_pending_idx").on(t.agentId, t.roomId).where(sql`${t.embeddedAt} IS NULL AND ${t.type} != 'document'`),
   ],
 );
+
+/**
+ * The local vector index, used when no Vectorize binding is configured: one float32 vector per
+ * embedded memory, plus its sign bits (`code`) for a fast first pass. Deleted with its memory.
+ */
+export const memoryVectors = sqliteTable(
+  "memory_vectors",
+  {
+    seq: integer("seq").primaryKey({ autoIncrement: true }),
+    memoryId: text("memory_id")
+      .notNull()
+      .unique()
+      .references(() => memories.id, { onDelete: "cascade" }),
+    agentId: text("agent_id").notNull(),
+    type: text("type", { enum: MEMORY_TYPES }).notNull(),
+    roomId: text("room_id"),
+    userId: text("user_id"),
+    dimensions: integer("dimensions").notNull(),
+    vector: blob("vector", { mode: "buffer" }).notNull(),
+    code: blob("code", { mode: "buffer" }).notNull(),
+  },
+  (t) => [index("memory_vectors_agent_idx").on(t.agentId, t.seq)],
+);
+
+/** Vectors to remove from Vectorize, written by a trigger when an embedded memory is deleted. */
+export const vectorDeletions = sqliteTable("vector_deletions", {
+  memoryId: text("memory_id").primaryKey(),
+  agentId: text("agent_id").notNull(),
+  deletedAt: integer("deleted_at").notNull(),
+});
+
+/** Facts about the vector index that must not change silently (its dimension, who embeds). */
+export const vectorIndexMeta = sqliteTable("vector_index_meta", {
+  key: text("key").primaryKey(),
+  value: text("value").notNull(),
+});
 
 export const relationships = sqliteTable(
   "relationships",

@@ -15,6 +15,8 @@ export type ErrorCode =
   | "model_not_configured"
   | "not_configured"
   | "tool"
+  | "embedding"
+  | "dimension_mismatch"
   | "internal";
 
 export class AppError extends Error {
@@ -100,6 +102,29 @@ export class ModelCallError extends AppError {
     this.model = input.model;
     this.upstreamStatus = input.upstreamStatus;
     this.failover = input.failover;
+  }
+}
+
+/** The embedding service failed (after retries) or returned something unusable. */
+export class EmbeddingError extends AppError {
+  constructor(message: string) {
+    super("embedding", 502, message);
+  }
+}
+
+/**
+ * The embedder's vectors do not fit the vector index (e.g. EMBEDDING_DIMENSIONS changed after the
+ * index was created). Never a silent drop: the write is refused and the memory stays unembedded.
+ */
+export class DimensionMismatchError extends AppError {
+  constructor(input: { expected: number; actual: number; where: string }) {
+    super(
+      "dimension_mismatch",
+      503,
+      `embedding dimension ${input.actual} does not match the vector index's ${input.expected} (${input.where}); ` +
+        "set EMBEDDING_DIMENSIONS/EMBEDDING_MODEL to match the index, or create a new index (see README, Memory)",
+      { expected: input.expected, actual: input.actual },
+    );
   }
 }
 

@@ -29,6 +29,8 @@ export interface Memory {
   agentId: string;
   roomId: string | null;
   userId: string | null;
+  /** A fragment's document (knowledge); null or absent otherwise. */
+  parentId?: string | null;
   content: MemoryContent;
   metadata: Record<string, unknown>;
   /** Milliseconds since the epoch. */
@@ -141,6 +143,68 @@ export interface MemoryStore {
   /** Counts one interaction of a user with the agent; a repeat for the same turn is ignored. */
   recordInteraction(input: { agentId: string; userId: string; turnId: string; at: number }): Promise<void>;
 }
+
+// ---- embeddings and vectors ------------------------------------------------------------------
+
+/** Turns text into unit-length vectors of a fixed dimension. */
+export interface Embedder {
+  /** Which embedder, e.g. "local:hash-v1", "openai:text-embedding-3-small". */
+  readonly id: string;
+  readonly kind: "openai" | "workers-ai" | "local";
+  readonly dimensions: number;
+  /** Most texts one call may carry; callers batch to this. */
+  readonly maxBatch: number;
+  /** One L2-normalized vector per text, in order. Throws when the service fails or a size is wrong. */
+  embed(texts: string[], signal?: AbortSignal): Promise<Float32Array[]>;
+}
+
+/** What a vector is filtered by; mirrors its memory's columns. */
+export interface VectorMetadata {
+  agentId: string;
+  type: MemoryType;
+  roomId: string | null;
+  userId: string | null;
+}
+
+export interface VectorRecord {
+  /** The memory's id (at most 64 characters, Vectorize's id limit). */
+  id: string;
+  values: Float32Array;
+  metadata: VectorMetadata;
+}
+
+export interface VectorQuery {
+  agentId: string;
+  vector: Float32Array;
+  topK: number;
+  types?: MemoryType[];
+  roomId?: string;
+  userId?: string;
+}
+
+export interface VectorMatch {
+  id: string;
+  /** Cosine similarity, -1..1. */
+  score: number;
+}
+
+/**
+ * Nearest-neighbour search over memory vectors, one namespace per agent. Writes may become
+ * visible to queries later (Vectorize is eventually consistent): callers never rely on
+ * read-after-write.
+ */
+export interface VectorIndex {
+  readonly kind: "vectorize" | "local";
+  /** The index's dimension, or null when it has none yet (an empty local index). */
+  dimensions(): Promise<number | null>;
+  /** Throws `DimensionMismatchError` if a vector's length is not the index's dimension. */
+  upsert(records: VectorRecord[]): Promise<void>;
+  query(query: VectorQuery): Promise<VectorMatch[]>;
+  delete(agentId: string, ids: string[]): Promise<void>;
+}
+
+/** Longest memory id: Vectorize refuses vector ids over 64 bytes. */
+export const MAX_MEMORY_ID_CHARS = 64;
 
 // ---- time and events ------------------------------------------------------------------------
 
