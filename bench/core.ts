@@ -34,7 +34,10 @@ function memoryStore(): MemoryStore {
     saveInbound: async ({ memory }) => save(memory),
     saveMemory: save,
     recentMessages: async ({ limit }) => messages.slice(-limit).reverse(),
-    recordInteraction: async () => {},
+    recordInteraction: async () => 1,
+    upsertMemory: save,
+    roomMessagesAfter: async () => [],
+    latestSummary: async () => null,
   };
 }
 

@@ -5,12 +5,13 @@ import { z } from "zod";
 import { NotConfiguredError } from "./runtime/errors.ts";
 import type { ModelChoice } from "./runtime/types.ts";
 import type { AgentRoom } from "./room/agent-room.ts";
+import { DEFAULT_WORKERS_AI_EMBEDDING_MODEL, WORKERS_AI_EMBEDDING_DIMENSIONS } from "./model/workers-ai-embedder.ts";
 
 export interface Env {
   ROOMS: DurableObjectNamespace<AgentRoom>;
   DB: D1Database;
   MEDIA: R2Bucket;
-  VECTORS?: VectorizeIndex;
+  VECTORS?: Vectorize;
   AI?: Ai;
   OPENAI_API_KEY?: string;
   OPENAI_BASE_URL?: string;
@@ -29,6 +30,7 @@ export interface Env {
   ADMIN_TOKEN?: string;
   SECRETS_KEY?: string;
   PUBLIC_BASE_URL?: string;
+  MAX_CONTEXT_TOKENS?: string;
 }
 
 export const DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1";
@@ -37,6 +39,8 @@ export const DEFAULT_OPENAI_SMALL_MODEL = "gpt-4.1-nano";
 export const DEFAULT_WORKERS_AI_MODEL = "@cf/meta/llama-3.3-70b-instruct-fp8-fast";
 export const DEFAULT_WORKERS_AI_SMALL_MODEL = "@cf/meta/llama-3.1-8b-instruct-fast";
 export const MIN_ADMIN_TOKEN_CHARS = 16;
+export const DEFAULT_MAX_CONTEXT_TOKENS = 8_000;
+export const DEFAULT_LOCAL_EMBEDDING_DIMENSIONS = 384;
 
 const unset = (value: unknown) => (typeof value === "string" && value.trim() === "" ? undefined : value);
 const optionalString = z.preprocess(unset, z.string().trim().optional());
@@ -58,7 +62,23 @@ const VarsSchema = z.object({
   ADMIN_TOKEN: z.preprocess(unset, z.string().min(MIN_ADMIN_TOKEN_CHARS, `must be at least ${MIN_ADMIN_TOKEN_CHARS} characters`).optional()),
   SECRETS_KEY: z.preprocess(unset, z.string().min(32, "must be at least 32 characters").optional()),
   PUBLIC_BASE_URL: optionalUrl,
+  EMBEDDING_MODEL: optionalString,
+  // Vectorize's ceiling is 1,536 dimensions.
+  EMBEDDING_DIMENSIONS: z.preprocess(unset, z.coerce.number({ error: "must be a whole number" }).int("must be a whole number").min(8).max(1536).optional()),
+  MAX_CONTEXT_TOKENS: z.preprocess(unset, z.coerce.number({ error: "must be a whole number" }).int("must be a whole number").min(1_000).max(2_000_000).optional()),
 });
+
+/** Output sizes of OpenAI's embedding models (text-embedding-3-large is asked for 1,536, Vectorize's maximum). */
+const OPENAI_EMBEDDING_DIMENSIONS: Record<string, number> = {
+  "text-embedding-3-small": 1536,
+  "text-embedding-3-large": 1536,
+  "text-embedding-ada-002": 1536,
+};
+
+export type EmbeddingBackend =
+  | { kind: "openai"; apiKey: string; baseURL: string; model: string; dimensions: number }
+  | { kind: "workers-ai"; ai: Ai; model: string; dimensions: number }
+  | { kind: "local"; dimensions: number };
 
 export type ModelBackend =
   | { kind: "openai"; apiKey: string; baseURL: string }
@@ -68,6 +88,9 @@ export type ModelBackend =
 export interface Config {
   model: ModelBackend;
   models: ModelChoice;
+  embedding: EmbeddingBackend;
+  /** Prompt budget in tokens; long-term memory sections take shares of it. */
+  maxContextTokens: number;
   adminToken?: string;
   secretsKey?: string;
   publicBaseUrl?: string;
@@ -93,6 +116,8 @@ export function loadConfig(env: Env): Config {
   const vars = parsed.data;
   const config: Config = {
     ...chooseModel(vars, env.AI),
+    embedding: chooseEmbedding(vars, env.AI),
+    maxContextTokens: vars.MAX_CONTEXT_TOKENS ?? DEFAULT_MAX_CONTEXT_TOKENS,
     adminToken: vars.ADMIN_TOKEN,
     secretsKey: vars.SECRETS_KEY,
     publicBaseUrl: vars.PUBLIC_BASE_URL,
@@ -129,4 +154,29 @@ function chooseModel(vars: z.infer<typeof VarsSchema>, ai: Ai | undefined): Pick
     model: { kind: "none" },
     models: { primary: vars.MODEL ?? DEFAULT_OPENAI_MODEL, fallbacks: vars.MODEL_FALLBACKS, small: vars.SMALL_MODEL ?? DEFAULT_OPENAI_SMALL_MODEL },
   };
+}
+
+/**
+ * OpenAI-compatible embeddings when EMBEDDING_MODEL names one and an endpoint is configured;
+ * else Workers AI when the AI binding exists; else the local hashed embedder (offline).
+ */
+function chooseEmbedding(vars: z.infer<typeof VarsSchema>, ai: Ai | undefined): EmbeddingBackend {
+  const model = vars.EMBEDDING_MODEL;
+  const isWorkersAiName = !!model && /^@(cf|hf)\//.test(model);
+  if (model && !isWorkersAiName && (vars.OPENAI_API_KEY || vars.OPENAI_BASE_URL)) {
+    const dimensions = vars.EMBEDDING_DIMENSIONS ?? OPENAI_EMBEDDING_DIMENSIONS[model];
+    if (dimensions === undefined) {
+      throw new NotConfiguredError(`configuration: EMBEDDING_DIMENSIONS must be set for the embedding model "${model}" (its size is not known)`);
+    }
+    return { kind: "openai", apiKey: vars.OPENAI_API_KEY ?? "not-needed", baseURL: vars.OPENAI_BASE_URL ?? DEFAULT_OPENAI_BASE_URL, model, dimensions };
+  }
+  if (ai) {
+    const name = isWorkersAiName ? model : DEFAULT_WORKERS_AI_EMBEDDING_MODEL;
+    const dimensions = vars.EMBEDDING_DIMENSIONS ?? WORKERS_AI_EMBEDDING_DIMENSIONS[name];
+    if (dimensions === undefined) {
+      throw new NotConfiguredError(`configuration: EMBEDDING_DIMENSIONS must be set for the embedding model "${name}" (its size is not known)`);
+    }
+    return { kind: "workers-ai", ai, model: name, dimensions };
+  }
+  return { kind: "local", dimensions: vars.EMBEDDING_DIMENSIONS ?? DEFAULT_LOCAL_EMBEDDING_DIMENSIONS };
 }

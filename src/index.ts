@@ -1,7 +1,17 @@
-// Worker entry: the Hono app answers every request; the AgentRoom Durable Object class is
+// Worker entry: the Hono app answers every request; the cron trigger runs memory upkeep
+// (retention, vector deletions, leftover embeddings); the AgentRoom Durable Object class is
 // exported for the ROOMS binding.
+import type { Env } from "./config.ts";
 import { createApp } from "./http/app.ts";
+import { runMemoryMaintenance } from "./memory/maintenance.ts";
 
 export { AgentRoom } from "./room/agent-room.ts";
 
-export default createApp();
+const app = createApp();
+
+export default {
+  fetch: app.fetch,
+  scheduled(controller, env, ctx) {
+    ctx.waitUntil(runMemoryMaintenance(env, controller.scheduledTime));
+  },
+} satisfies ExportedHandler<Env>;

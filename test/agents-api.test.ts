@@ -168,13 +168,25 @@ describe("authentication", () => {
       status: "ok",
       model: { backend: "openai", primary: "test-primary", fallbacks: ["test-fallback"], small: "test-small" },
       database: "ok",
+      embedding: { backend: "local", id: "local:hash-v1", dimensions: 384 },
+      vectors: { backend: "local", dimensions: expect.toBeOneOf([null, 384]), status: "ok" },
     });
     expect(JSON.stringify(healthBody)).not.toContain("sk-test");
     const spec = await json<{ paths: Record<string, unknown>; components: { securitySchemes: unknown } }>(
       await api("GET", "/openapi.json", { token: null }),
     );
     expect(Object.keys(spec.paths)).toEqual(
-      expect.arrayContaining(["/health", "/agents", "/agents/{agentId}", "/agents/{agentId}/messages", "/agents/{agentId}/rooms/{roomId}/messages"]),
+      expect.arrayContaining([
+        "/health",
+        "/agents",
+        "/agents/{agentId}",
+        "/agents/{agentId}/messages",
+        "/agents/{agentId}/rooms/{roomId}/messages",
+        "/agents/{agentId}/knowledge",
+        "/memories",
+        "/memories/similar",
+        "/memories/stats",
+      ]),
     );
     expect(spec.components.securitySchemes).toMatchObject({ bearerAuth: { type: "http", scheme: "bearer" } });
     const docs = await api("GET", "/docs", { token: null });

@@ -53,6 +53,7 @@ describe("parseCharacter: ElizaOS v1 files", () => {
       mcpServers: [],
       toolApproval: [],
       respond: { mode: "mentions", replyToBots: false, keywords: [] },
+      memory: {},
     });
     expect(character.extraSettings).toEqual({});
     expect(character.secrets).toEqual({});
@@ -69,6 +70,7 @@ describe("parseCharacter: ElizaOS v1 files", () => {
         maxSteps: 4,
         mcpServers: ["github"],
         respond: { mode: "llm" },
+        memory: { factsEvery: 3, retentionDays: 30 },
         avatar: "https://example.com/tess.png",
         voice: { model: "en_US-female-medium" },
       },
@@ -81,6 +83,7 @@ describe("parseCharacter: ElizaOS v1 files", () => {
       mcpServers: ["github"],
       toolApproval: [],
       respond: { mode: "llm", replyToBots: false, keywords: [] },
+      memory: { factsEvery: 3, retentionDays: 30 },
     });
     expect(character.extraSettings).toEqual({
       avatar: "https://example.com/tess.png",

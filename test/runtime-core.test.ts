@@ -82,6 +82,7 @@ describe("state composition", () => {
     clock: tickingClock(),
     tokens: await loadTokenCounter(),
     tools: [],
+    retrieval: null,
     historyTokens: 50,
     historyFetchLimit: 60,
     signal: new AbortController().signal,

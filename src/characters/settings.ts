@@ -35,6 +35,20 @@ const modelListSchema = z.preprocess(
 
 const tokenCount = z.int().positive().max(MAX_TOKENS_SETTING);
 
+/** Long-term memory knobs; each has a runtime default (src/runtime/memory-settings.ts). */
+const memorySchema = z.strictObject(
+  {
+    factsEvery: z.int().min(1).max(1_000).optional(),
+    summarizeAfter: z.int().min(20).max(10_000).optional(),
+    retentionDays: z.int().min(1).max(36_500).optional(),
+    knowledgeTokens: tokenCount.optional(),
+    factsTokens: tokenCount.optional(),
+    recallTokens: tokenCount.optional(),
+    threshold: z.number().min(0).max(1).optional(),
+  },
+  { error: (issue) => (issue.code === "unrecognized_keys" ? undefined : "expected an object") },
+);
+
 export const settingsSchema = z
   .object(
     {
@@ -49,6 +63,7 @@ export const settingsSchema = z
       maxSteps: z.int().min(1).max(MAX_STEPS).optional(),
       maxConsecutiveFailures: z.int().min(1).max(MAX_CONSECUTIVE_FAILURES).optional(),
       historyTokens: tokenCount.optional(),
+      memory: memorySchema.prefault({}),
       secrets: secretsSchema.optional(),
     },
     { error: "expected an object" },
@@ -77,6 +92,7 @@ export function splitSettings(parsed: ParsedSettings): SplitSettings {
     maxSteps,
     maxConsecutiveFailures,
     historyTokens,
+    memory,
     secrets,
     ...extraSettings
   } = parsed;
@@ -90,7 +106,7 @@ export function splitSettings(parsed: ParsedSettings): SplitSettings {
     maxConsecutiveFailures,
     historyTokens,
   });
-  const settings: RuntimeSettings = { ...optional, mcpServers, toolApproval, respond };
+  const settings: RuntimeSettings = { ...optional, mcpServers, toolApproval, respond, memory: withoutUndefined(memory) };
   return { settings, extraSettings, secrets: secrets ?? {} };
 }
 

@@ -10,12 +10,16 @@ import { requireAdmin } from "./auth.ts";
 import { handleError } from "./errors.ts";
 import { agentRoutes } from "./routes/agents.ts";
 import { healthRoutes } from "./routes/health.ts";
+import { knowledgeRoutes } from "./routes/knowledge.ts";
+import { memoryRoutes } from "./routes/memories.ts";
 import { messageRoutes } from "./routes/messages.ts";
 import { validationError } from "./validation.ts";
 
 /** Character files can carry long lore and examples; chat messages cannot. */
 export const MAX_AGENT_BODY_BYTES = 512 * 1024;
 export const MAX_MESSAGE_BODY_BYTES = 64 * 1024;
+/** Up to 500 memories of 8,000 characters would not fit; 1 MiB holds a few hundred real ones. */
+export const MAX_MEMORY_BODY_BYTES = 1024 * 1024;
 
 export function createApp(): OpenAPIHono<{ Bindings: Env }> {
   const app = new OpenAPIHono<{ Bindings: Env }>({
@@ -36,12 +40,18 @@ export function createApp(): OpenAPIHono<{ Bindings: Env }> {
   app.use("/agents/:agentId/messages", limit(MAX_MESSAGE_BODY_BYTES));
   app.use("/agents", limit(MAX_AGENT_BODY_BYTES));
   app.use("/agents/*", limit(MAX_AGENT_BODY_BYTES));
+  app.use("/memories", limit(MAX_MEMORY_BODY_BYTES));
+  app.use("/memories/*", limit(MAX_MEMORY_BODY_BYTES));
   app.use("/agents", requireAdmin());
   app.use("/agents/*", requireAdmin());
+  app.use("/memories", requireAdmin());
+  app.use("/memories/*", requireAdmin());
 
   app.route("/", healthRoutes());
   app.route("/", agentRoutes());
   app.route("/", messageRoutes());
+  app.route("/", knowledgeRoutes());
+  app.route("/", memoryRoutes());
 
   app.openAPIRegistry.registerComponent("securitySchemes", "bearerAuth", {
     type: "http",

@@ -1,20 +1,19 @@
 // Agents in D1. The submitted character file is stored as written (minus its secrets, which are
 // sealed with SECRETS_KEY in their own column) and re-parsed on read, so one schema validates it
 // both ways and nothing of the author's file is lost. Creating or replacing an agent writes its
-// lore memories in the same atomic batch.
+// lore memories and its knowledge document in the same atomic batch.
 import { and, asc, eq, gt } from "drizzle-orm";
 import { parseCharacter } from "../characters/parse-character.ts";
 import type { Character } from "../runtime/character.ts";
 import { ConflictError, InternalError, NotConfiguredError, NotFoundError, ValidationError } from "../runtime/errors.ts";
 import type { Memory } from "../runtime/types.ts";
 import type { Db } from "./d1-memory-store.ts";
-import { toMemoryRow } from "./rows.ts";
+import { MEMORY_ROWS_PER_INSERT, toMemoryRow } from "./rows.ts";
 import { agents, memories } from "./schema.ts";
 import type { SecretBox } from "./secret-box.ts";
+import { CHARACTER_DOCUMENT_ID, documentMemoryId, removeDocumentStatement, replaceDocumentStatements, type BuiltDocument } from "./knowledge.ts";
 
 export const AGENT_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
-/** D1 allows 100 bound parameters per statement; a memory row binds 8. */
-const MEMORY_ROWS_PER_INSERT = 12;
 
 export interface AgentRecord {
   id: string;
@@ -33,13 +32,16 @@ export interface AgentSummary {
   updatedAt: number;
 }
 
+/** Builds the character's knowledge document, written in the same batch as the agent. */
+export type KnowledgeBuilder = (agentId: string, character: Character) => Promise<BuiltDocument | null>;
+
 export interface AgentStore {
-  create(file: unknown, now: number): Promise<AgentRecord>;
+  create(file: unknown, now: number, knowledge?: KnowledgeBuilder): Promise<AgentRecord>;
   get(id: string): Promise<AgentRecord | null>;
   /** Only the version, for the hot path (is the agent there, is a room's copy current). */
   version(id: string): Promise<number | null>;
   list(options: { limit: number; after?: string }): Promise<{ agents: AgentSummary[]; nextCursor: string | null }>;
-  replace(id: string, file: unknown, now: number): Promise<AgentRecord>;
+  replace(id: string, file: unknown, now: number, knowledge?: KnowledgeBuilder): Promise<AgentRecord>;
   remove(id: string): Promise<boolean>;
 }
 
@@ -67,7 +69,7 @@ export function createAgentStore(db: Db, secretBox: SecretBox | null): AgentStor
   };
 
   return {
-    async create(file, now) {
+    async create(file, now, knowledge) {
       const character = parseCharacter(file);
       const id = agentIdFor(character);
       const existing = await db.select({ id: agents.id }).from(agents).where(eq(agents.id, id)).get();
@@ -75,6 +77,7 @@ export function createAgentStore(db: Db, secretBox: SecretBox | null): AgentStor
         throw new ConflictError(`an agent with id "${id}" already exists; give the character a different "id" or name, or PUT /agents/${id} to replace it`);
       }
       const secrets = await sealSecrets(id, character);
+      const built = knowledge ? await knowledge(id, character) : null;
       await db.batch([
         db.insert(agents).values({
           id,
@@ -87,6 +90,7 @@ export function createAgentStore(db: Db, secretBox: SecretBox | null): AgentStor
           updatedAt: now,
         }),
         ...loreInserts(db, id, character, now),
+        ...(built ? replaceDocumentStatements(db, built).inserts : []),
       ]);
       return { id, character, createdAt: now, updatedAt: now };
     },
@@ -119,7 +123,7 @@ export function createAgentStore(db: Db, secretBox: SecretBox | null): AgentStor
       return { agents: page, nextCursor: rows.length > limit ? (page.at(-1)?.id ?? null) : null };
     },
 
-    async replace(id, file, now) {
+    async replace(id, file, now, knowledge) {
       const character = parseCharacter(file);
       if (character.id !== undefined && character.id !== id) {
         throw new ValidationError(`the character's id "${character.id}" does not match the agent id "${id}" in the URL`);
@@ -128,6 +132,7 @@ export function createAgentStore(db: Db, secretBox: SecretBox | null): AgentStor
       if (!current) throw new NotFoundError(`no agent with id "${id}"`);
       const secrets = await sealSecrets(id, character);
       const updatedAt = Math.max(now, current.updatedAt + 1);
+      const built = knowledge ? await knowledge(id, character) : null;
       await db.batch([
         db
           .update(agents)
@@ -142,6 +147,9 @@ export function createAgentStore(db: Db, secretBox: SecretBox | null): AgentStor
           .where(eq(agents.id, id)),
         db.delete(memories).where(and(eq(memories.agentId, id), eq(memories.type, "lore"))),
         ...loreInserts(db, id, character, now),
+        // The file's knowledge replaces what the previous version of the file brought.
+        removeDocumentStatement(db, id, await documentMemoryId(id, CHARACTER_DOCUMENT_ID)),
+        ...(built ? replaceDocumentStatements(db, built).inserts : []),
       ]);
       return { id, character, createdAt: current.createdAt, updatedAt };
     },

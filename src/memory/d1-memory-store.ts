@@ -1,9 +1,10 @@
 // The runtime's MemoryStore over D1 with drizzle. Writes that belong together go in one
 // `db.batch()` (atomic on D1; `db.transaction()` is not supported there). Every write is
 // idempotent by primary key so a replayed turn never duplicates a message.
-import { and, desc, eq, lt, sql } from "drizzle-orm";
+import { and, asc, desc, eq, gt, lt, sql } from "drizzle-orm";
 import type { DrizzleD1Database } from "drizzle-orm/d1";
 import type { InboundMessage, Memory, MemoryStore } from "../runtime/types.ts";
+import { upsertMemory } from "./memory-repo.ts";
 import { fromMemoryRow, toMemoryRow } from "./rows.ts";
 import { memories, participants, relationships, rooms, users } from "./schema.ts";
 
@@ -45,8 +46,9 @@ export function createD1MemoryStore(db: Db): MemoryStore {
 
     recentMessages: (query) => selectRoomMessages(db, query),
 
-    async recordInteraction({ agentId, userId, turnId, at }): Promise<void> {
-      await db
+    async recordInteraction({ agentId, userId, turnId, at }): Promise<number> {
+      const [, [row]] = await db.batch([
+        db
         .insert(relationships)
         .values({ agentId, userId, interactionCount: 1, lastInteraction: at, lastTurnId: turnId })
         .onConflictDoUpdate({
@@ -58,7 +60,36 @@ export function createD1MemoryStore(db: Db): MemoryStore {
           },
           // A replayed turn (after eviction) must not count twice.
           setWhere: sql`${relationships.lastTurnId} IS NOT ${turnId}`,
-        });
+        }),
+        db
+          .select({ count: relationships.interactionCount })
+          .from(relationships)
+          .where(and(eq(relationships.agentId, agentId), eq(relationships.userId, userId))),
+      ]);
+      return row?.count ?? 0;
+    },
+
+    upsertMemory: (memory) => upsertMemory(db, memory),
+
+    async roomMessagesAfter({ agentId, roomId, afterMs, limit }) {
+      const rows = await db
+        .select()
+        .from(memories)
+        .where(and(eq(memories.agentId, agentId), eq(memories.roomId, roomId), eq(memories.type, "message"), gt(memories.createdAt, afterMs)))
+        .orderBy(asc(memories.createdAt), asc(memories.seq))
+        .limit(limit);
+      return rows.map(fromMemoryRow);
+    },
+
+    async latestSummary({ agentId, roomId }) {
+      const row = await db
+        .select()
+        .from(memories)
+        .where(and(eq(memories.agentId, agentId), eq(memories.roomId, roomId), eq(memories.type, "summary")))
+        .orderBy(desc(memories.createdAt))
+        .limit(1)
+        .get();
+      return row ? fromMemoryRow(row) : null;
     },
   };
 }
@@ -74,8 +105,8 @@ export async function selectRoomMessages(
     .select()
     .from(memories)
     .where(and(...conditions))
-    // rowid breaks ties between rows written in the same millisecond, in insertion order.
-    .orderBy(desc(memories.createdAt), desc(sql`${memories}.rowid`))
+    // seq breaks ties between rows written in the same millisecond, in insertion order.
+    .orderBy(desc(memories.createdAt), desc(memories.seq))
     .limit(limit);
   return rows.map(fromMemoryRow);
 }

@@ -24,6 +24,9 @@ export const MemoryContentRow = z.looseObject({
 
 const MetadataRow = z.record(z.string(), z.unknown());
 
+/** A memory row binds at most 11 parameters: 8 rows stay under D1's 100 per statement. */
+export const MEMORY_ROWS_PER_INSERT = 8;
+
 type MemoryRow = typeof memories.$inferSelect;
 type MemoryInsert = typeof memories.$inferInsert;
 

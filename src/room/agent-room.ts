@@ -25,6 +25,7 @@ export type TurnResult =
   | { ok: false; replayed: boolean; turnId: string; error: SerializedError };
 
 const RESUME_ITEM_ID = "resume-turns";
+const EMBED_ITEM_ID = "embed-pending";
 
 export class AgentRoom extends Agent<Env> {
   private journal!: TurnJournal;
@@ -78,6 +79,30 @@ export class AgentRoom extends Agent<Env> {
     await this.afterReplies;
     const runtime = await this.getRuntime();
     return runtime.messages.page(query);
+  }
+
+  /** The memory API changed this room's messages: drop the history kept in memory. */
+  async forgetHistory(): Promise<void> {
+    await this.afterReplies;
+    const runtime = await this.getRuntime();
+    runtime.history.reset();
+  }
+
+  /**
+   * Queue callback: gives this room's new memories (messages, facts, summaries) their vectors,
+   * after the replies. A failure throws, so the queue retries it; until then text search finds them.
+   */
+  async embedPending(payload: { agentId: string; roomId: string }): Promise<void> {
+    const runtime = await this.getRuntime();
+    const result = await runtime.embeddings.embedPending({ agentId: payload.agentId, roomId: payload.roomId });
+    if (result.pending) this.queueEmbedding(payload.agentId, payload.roomId);
+  }
+
+  private queueEmbedding(agentId: string, roomId: string): void {
+    // One item per room however many turns asked: pushing the same id replaces it.
+    this.queue("embedPending", { agentId, roomId }, { id: EMBED_ITEM_ID }).catch((error: unknown) => {
+      console.error(JSON.stringify({ level: "error", msg: "embed_item_failed", room: this.name, error: String(error) }));
+    });
   }
 
   /** Queue callback: holds a durable wake-up while work is pending, and resumes it. */
@@ -147,6 +172,7 @@ export class AgentRoom extends Agent<Env> {
         const current = character ?? (await this.characterFor(runtime, entry.input.agentId, await runtime.agents.version(entry.input.agentId)));
         await runtime.runner.afterReply(current, entry.input, outcome);
         this.journal.markEvaluated(entry.turnId, Date.now());
+        this.queueEmbedding(entry.input.agentId, entry.input.roomId);
       })
       .catch((error: unknown) => {
         // Left as `replied`: the resume item, or the next start, tries again.

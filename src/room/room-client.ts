@@ -20,3 +20,20 @@ export async function readHistory(env: Env, query: HistoryQuery): Promise<Histor
   const page: unknown = await stub.readHistory(query);
   return page as HistoryPage;
 }
+
+/**
+ * Tells rooms that their messages changed outside them (deleted or added through the memory
+ * API), so they drop the history they keep in memory. Best effort per room: a room that cannot
+ * be reached has no warm cache to drop.
+ */
+export async function forgetRoomHistory(env: Env, agentId: string, roomIds: string[]): Promise<void> {
+  await Promise.all(
+    [...new Set(roomIds)].map(async (roomId) => {
+      try {
+        await env.ROOMS.getByName(roomName(agentId, roomId)).forgetHistory();
+      } catch (error) {
+        console.warn(JSON.stringify({ level: "warn", msg: "forget_history_failed", agentId, roomId, error: String(error) }));
+      }
+    }),
+  );
+}

@@ -2,8 +2,7 @@
 // messages and runs its turns one at a time, so after one load from D1 it can serve every later
 // turn's history itself, saving a D1 round trip per turn. D1 reads first wait for the room's
 // pending reply writes (`settled`), so a read never misses a reply the room has already given.
-// Nothing else writes a room's messages today; a future writer (e.g. a memory API that deletes
-// messages) must make the room drop this cache.
+// The memory API, which can add or delete a room's messages, tells the room to drop this cache.
 import type { InboundMessage, Memory, MemoryStore } from "../runtime/types.ts";
 
 /** More than the runtime's history fetch limit, so a warm cache answers every turn. */
@@ -12,6 +11,13 @@ export const ROOM_HISTORY_CAPACITY = 100;
 export interface RoomHistoryStore extends MemoryStore {
   /** Adds a message the room has produced but not yet written to D1 (a reply being persisted). */
   remember(memory: Memory): void;
+  /** Drops the cache: the room's messages were changed from outside (the memory API). */
+  reset(): void;
+  /**
+   * The same store for work that runs inside the room's after-reply chain (evaluators): it must
+   * not wait for that chain to settle, since it is part of it.
+   */
+  readonly inChain: MemoryStore;
 }
 
 export function createRoomHistoryStore(store: MemoryStore, options: { settled: () => Promise<void> }): RoomHistoryStore {
@@ -32,7 +38,7 @@ export function createRoomHistoryStore(store: MemoryStore, options: { settled: (
     }
   };
 
-  return {
+  const build = (settled: () => Promise<void>): MemoryStore => ({
     async saveInbound(message: InboundMessage) {
       await store.saveInbound(message);
       add(message.memory);
@@ -46,7 +52,7 @@ export function createRoomHistoryStore(store: MemoryStore, options: { settled: (
       if (query.beforeMs === undefined && key === wanted && (complete || cached.length >= query.limit)) {
         return cached.slice(0, query.limit);
       }
-      await options.settled();
+      await settled();
       const rows = await store.recentMessages(query);
       if (query.beforeMs === undefined && query.limit <= ROOM_HISTORY_CAPACITY) {
         key = wanted;
@@ -56,6 +62,22 @@ export function createRoomHistoryStore(store: MemoryStore, options: { settled: (
       return rows;
     },
     recordInteraction: (input) => store.recordInteraction(input),
+    upsertMemory: (memory) => store.upsertMemory(memory),
+    async roomMessagesAfter(query) {
+      await settled();
+      return store.roomMessagesAfter(query);
+    },
+    latestSummary: (query) => store.latestSummary(query),
+  });
+
+  return {
+    ...build(options.settled),
+    inChain: build(() => Promise.resolve()),
     remember: add,
+    reset() {
+      key = null;
+      cached = [];
+      complete = false;
+    },
   };
 }

@@ -1,5 +1,6 @@
 // Wires the platform into the runtime's interfaces for one room object: D1 through drizzle,
-// the configured model backend, the built-in tools, the system clock and the structured log.
+// the configured model backend, long-term memory (retrieval, embeddings), the built-in tools, the
+// system clock and the structured log.
 // This is the only place that knows which concrete implementation backs each interface.
 import { drizzle } from "drizzle-orm/d1";
 import { loadConfig, MODEL_NOT_CONFIGURED_MESSAGE, type Config, type Env } from "../config.ts";
@@ -11,6 +12,10 @@ import { createOpenAIChatModel } from "../model/openai-chat.ts";
 import { createWorkersAIChatModel } from "../model/workers-ai-chat.ts";
 import { combineToolHosts, createBuiltinToolHost } from "../runtime/builtin-tools.ts";
 import { interactionEvaluator } from "../runtime/evaluators.ts";
+import { reflectionEvaluator, summaryEvaluator } from "../runtime/memory-evaluators.ts";
+import { knowledgeProvider, recallProvider, userFactsProvider } from "../runtime/providers/memory-providers.ts";
+import { memoryBackends } from "../memory/memory-backends.ts";
+import type { EmbeddingPipeline } from "../memory/embedding-pipeline.ts";
 import { createEventBus, type EventBus } from "../runtime/events.ts";
 import { characterProvider } from "../runtime/providers/character-provider.ts";
 import { historyProvider } from "../runtime/providers/history-provider.ts";
@@ -29,6 +34,7 @@ export interface RoomRuntime {
   history: RoomHistoryStore;
   agents: AgentStore;
   messages: MessageHistory;
+  embeddings: EmbeddingPipeline;
 }
 
 export interface RoomRuntimeOptions {
@@ -51,6 +57,7 @@ export async function createRoomRuntime(env: Env, options: RoomRuntimeOptions): 
   const config = loadConfig(env);
   const clock = createMonotonicClock();
   const db = drizzle(env.DB);
+  const backends = memoryBackends(env);
   const memory = createRoomHistoryStore(createD1MemoryStore(db), options);
   const events = createEventBus();
   let tools: ToolHost;
@@ -62,15 +69,18 @@ export async function createRoomRuntime(env: Env, options: RoomRuntimeOptions): 
     models: config.models,
     memory,
     tools,
-    providers: [characterProvider, timeProvider, toolsProvider, historyProvider],
-    evaluators: [interactionEvaluator],
+    providers: [characterProvider, timeProvider, userFactsProvider, knowledgeProvider, recallProvider, toolsProvider, historyProvider],
+    evaluators: [interactionEvaluator, reflectionEvaluator, summaryEvaluator],
+    retriever: backends.retriever,
+    // Evaluators run inside the room's after-reply chain; reads there must not wait on it.
+    afterReplyMemory: memory.inChain,
     clock,
     events,
     tokens: await loadTokenCounter(),
-    limits: DEFAULT_LIMITS,
+    limits: { ...DEFAULT_LIMITS, contextTokens: config.maxContextTokens },
   });
   const agents = createAgentStore(db, config.secretsKey ? createSecretBox(config.secretsKey) : null);
-  return { runner, events, config, history: memory, agents, messages: createMessageHistory(db) };
+  return { runner, events, config, history: memory, agents, messages: createMessageHistory(db), embeddings: backends.pipeline };
 }
 
 function chatModelFor(config: Config): ChatModel | null {

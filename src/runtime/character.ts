@@ -44,6 +44,22 @@ export interface RuntimeSettings {
   maxConsecutiveFailures?: number;
   /** Token budget for the room's recent messages in the prompt. */
   historyTokens?: number;
+  memory: MemorySettings;
+}
+
+/** Long-term memory knobs from `settings.memory`; unset ones take the runtime's defaults. */
+export interface MemorySettings {
+  /** Extract facts about a user every N of their messages. */
+  factsEvery?: number;
+  /** Summarize a room's older messages once this many are not yet summarized. */
+  summarizeAfter?: number;
+  /** Delete conversation memories (messages, summaries) older than this. */
+  retentionDays?: number;
+  knowledgeTokens?: number;
+  factsTokens?: number;
+  recallTokens?: number;
+  /** Minimum vector similarity for retrieved knowledge and older messages. */
+  threshold?: number;
 }
 
 export interface Character {

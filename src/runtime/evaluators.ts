@@ -4,7 +4,7 @@
 import type { Character } from "./character.ts";
 import { withDeadline } from "./deadline.ts";
 import type { TurnInput, TurnOutcome } from "./turn-types.ts";
-import type { Clock, EventSink, MemoryStore } from "./types.ts";
+import type { ChatModel, Clock, EventSink, MemoryRetriever, MemoryStore } from "./types.ts";
 
 export interface EvaluatorContext {
   character: Character;
@@ -12,16 +12,37 @@ export interface EvaluatorContext {
   outcome: TurnOutcome;
   memory: MemoryStore;
   clock: Clock;
+  /** The small model for side tasks; null when no model is configured. */
+  model: { client: ChatModel; name: string } | null;
+  retriever: MemoryRetriever | null;
+  /** The user's interaction count after this turn (set by the interaction evaluator, which runs first). */
+  interactions: number | null;
 }
 
 export interface Evaluator {
   name: string;
+  /** Runs before the others, which may read what it sets on the context. */
+  first?: boolean;
   /** Whether it applies to this turn (e.g. only when the agent replied). */
   shouldRun(context: EvaluatorContext): boolean;
   run(context: EvaluatorContext): Promise<void>;
 }
 
+/**
+ * Runs the interaction evaluator first (the others read its count), then the rest concurrently.
+ */
 export async function runEvaluators(
+  evaluators: Evaluator[],
+  context: EvaluatorContext,
+  options: { timeoutMs: number; events: EventSink },
+): Promise<void> {
+  const first = evaluators.filter((evaluator) => evaluator.first);
+  const rest = evaluators.filter((evaluator) => !evaluator.first);
+  await runConcurrently(first, context, options);
+  await runConcurrently(rest, context, options);
+}
+
+async function runConcurrently(
   evaluators: Evaluator[],
   context: EvaluatorContext,
   options: { timeoutMs: number; events: EventSink },
@@ -50,8 +71,10 @@ export async function runEvaluators(
 /** Keeps the relationships table current: how often and how recently each person talked to the agent. */
 export const interactionEvaluator: Evaluator = {
   name: "interaction",
+  first: true,
   shouldRun: ({ outcome }) => outcome.status === "replied",
-  async run({ input, memory, clock }) {
-    await memory.recordInteraction({ agentId: input.agentId, userId: input.userId, turnId: input.turnId, at: clock.now() });
+  async run(context) {
+    const { input, memory, clock } = context;
+    context.interactions = await memory.recordInteraction({ agentId: input.agentId, userId: input.userId, turnId: input.turnId, at: clock.now() });
   },
 };

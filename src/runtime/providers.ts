@@ -5,7 +5,23 @@ import type { Character } from "./character.ts";
 import { withDeadline } from "./deadline.ts";
 import type { TokenCounter } from "./tokens.ts";
 import type { TurnInput } from "./turn-types.ts";
-import type { ChatMessage, Clock, EventSink, MemoryStore, ToolDefinition } from "./types.ts";
+import type { ChatMessage, Clock, EventSink, MemoryRetriever, MemoryStore, ToolDefinition } from "./types.ts";
+
+/** Token budgets of the long-term memory sections of the prompt. */
+export interface MemoryBudgets {
+  facts: number;
+  knowledge: number;
+  recall: number;
+}
+
+/** Long-term memory for one turn: the retriever, and the message's vector, embedded at most once. */
+export interface TurnRetrieval {
+  retriever: MemoryRetriever;
+  queryVector(): Promise<Float32Array | null>;
+  budgets: MemoryBudgets;
+  /** Minimum vector similarity of retrieved knowledge and older messages. */
+  threshold?: number;
+}
 
 export interface ProviderContext {
   character: Character;
@@ -16,6 +32,8 @@ export interface ProviderContext {
   tools: ToolDefinition[];
   historyTokens: number;
   historyFetchLimit: number;
+  /** null when the runtime has no long-term memory wired (tests of the bare loop). */
+  retrieval: TurnRetrieval | null;
   signal: AbortSignal;
 }
 

@@ -7,14 +7,14 @@ import type { Character } from "./character.ts";
 import { AppError, ModelNotConfiguredError } from "./errors.ts";
 import { runEvaluators, type Evaluator } from "./evaluators.ts";
 import { ModelSession } from "./model-session.ts";
-import { composeState, type Provider } from "./providers.ts";
+import { composeState, type Provider, type TurnRetrieval } from "./providers.ts";
 import { chatName, inboundMessageId, replyMessageId } from "./providers/history-provider.ts";
 import { decideByRules, decideWithModel } from "./respond-decision.ts";
 import type { TokenCounter } from "./tokens.ts";
 import { ToolExecutor } from "./tool-executor.ts";
 import { runToolLoop } from "./tool-loop.ts";
 import type { RuntimeLimits, TurnInput, TurnOutcome } from "./turn-types.ts";
-import type { ChatMessage, ChatModel, Clock, EventSink, Memory, MemoryStore, ModelChoice, ToolHost } from "./types.ts";
+import type { ChatMessage, ChatModel, Clock, EventSink, Memory, MemoryRetriever, MemoryStore, ModelChoice, ToolHost } from "./types.ts";
 
 export interface TurnRunnerDeps {
   /** null when no model backend is configured: turns then fail with `model_not_configured`. */
@@ -30,6 +30,10 @@ export interface TurnRunnerDeps {
   events: EventSink;
   tokens: TokenCounter;
   limits: RuntimeLimits;
+  /** Long-term memory; null runs turns with the room's recent history only. */
+  retriever?: MemoryRetriever | null;
+  /** The store afterReply writes and evaluators read through, when it differs from `memory`. */
+  afterReplyMemory?: MemoryStore;
 }
 
 export interface TurnRunner {
@@ -105,9 +109,12 @@ export function createTurnRunner(deps: TurnRunnerDeps): TurnRunner {
     },
 
     async afterReply(character, input, outcome) {
+      const memory = deps.afterReplyMemory ?? deps.memory;
       // Stored before the evaluators run: they may read the conversation.
-      if (outcome.replyMemory) await deps.memory.saveMemory(outcome.replyMemory);
-      await runEvaluators(deps.evaluators, { character, input, outcome, memory: deps.memory, clock: deps.clock }, {
+      if (outcome.replyMemory) await memory.saveMemory(outcome.replyMemory);
+      const small = deps.model ? { client: deps.model, name: modelChoiceFor(character, deps.models).small } : null;
+      const context = { character, input, outcome, memory, clock: deps.clock, model: small, retriever: deps.retriever ?? null, interactions: null };
+      await runEvaluators(deps.evaluators, context, {
         timeoutMs: deps.limits.evaluatorTimeoutMs,
         events: deps.events,
       });
@@ -137,6 +144,7 @@ async function respondWith(
       tools: definitions,
       historyTokens: character.settings.historyTokens ?? deps.limits.historyTokens,
       historyFetchLimit: deps.limits.historyFetchLimit,
+      retrieval: deps.retriever ? turnRetrieval(deps.retriever, deps.limits, character, input.text) : null,
       signal,
     },
     { timeoutMs: deps.limits.providerTimeoutMs, events: deps.events, turnId: input.turnId },
@@ -229,6 +237,22 @@ function buildReply(
     messageId: inboundMessageId(input.turnId),
     replyId: reply.id,
     replyMemory: reply,
+  };
+}
+
+/** The turn's view of long-term memory: budgets from the context size, the query embedded once. */
+function turnRetrieval(retriever: MemoryRetriever, limits: RuntimeLimits, character: Character, text: string): TurnRetrieval {
+  let vector: Promise<Float32Array | null> | undefined;
+  const memory = character.settings.memory;
+  return {
+    retriever,
+    queryVector: () => (vector ??= retriever.embedQuery(text)),
+    budgets: {
+      facts: memory.factsTokens ?? Math.round(limits.contextTokens * 0.1),
+      knowledge: memory.knowledgeTokens ?? Math.round(limits.contextTokens * 0.25),
+      recall: memory.recallTokens ?? Math.round(limits.contextTokens * 0.15),
+    },
+    threshold: memory.threshold,
   };
 }
 

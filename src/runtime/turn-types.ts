@@ -68,6 +68,8 @@ export interface RuntimeLimits {
   turnTimeoutMs: number;
   historyTokens: number;
   historyFetchLimit: number;
+  /** Prompt budget (MAX_CONTEXT_TOKENS); long-term memory sections take shares of it. */
+  contextTokens: number;
   maxToolResultChars: number;
   evaluatorTimeoutMs: number;
 }
@@ -80,6 +82,7 @@ export const DEFAULT_LIMITS: RuntimeLimits = {
   turnTimeoutMs: 120_000,
   historyTokens: 3_000,
   historyFetchLimit: 60,
+  contextTokens: 8_000,
   maxToolResultChars: 16_000,
   evaluatorTimeoutMs: 10_000,
 };

@@ -140,8 +140,17 @@ export interface MemoryStore {
   saveMemory(memory: Memory): Promise<void>;
   /** Newest first, at most `limit`, optionally only those created before `beforeMs`. */
   recentMessages(query: { agentId: string; roomId: string; limit: number; beforeMs?: number }): Promise<Memory[]>;
-  /** Counts one interaction of a user with the agent; a repeat for the same turn is ignored. */
-  recordInteraction(input: { agentId: string; userId: string; turnId: string; at: number }): Promise<void>;
+  /**
+   * Counts one interaction of a user with the agent; a repeat for the same turn is ignored.
+   * Returns the user's interaction count afterwards.
+   */
+  recordInteraction(input: { agentId: string; userId: string; turnId: string; at: number }): Promise<number>;
+  /** Stores a memory that replaces an earlier version with the same id (a user's profile). */
+  upsertMemory(memory: Memory): Promise<void>;
+  /** A room's messages created after `afterMs`, oldest first, at most `limit`. */
+  roomMessagesAfter(query: { agentId: string; roomId: string; afterMs: number; limit: number }): Promise<Memory[]>;
+  /** The newest summary of a room, if any. */
+  latestSummary(query: { agentId: string; roomId: string }): Promise<Memory | null>;
 }
 
 // ---- embeddings and vectors ------------------------------------------------------------------
@@ -205,6 +214,43 @@ export interface VectorIndex {
 
 /** Longest memory id: Vectorize refuses vector ids over 64 bytes. */
 export const MAX_MEMORY_ID_CHARS = 64;
+
+// ---- retrieval ------------------------------------------------------------------------------
+
+export interface RetrievalQuery {
+  agentId: string;
+  text: string;
+  types?: MemoryType[];
+  roomId?: string;
+  userId?: string;
+  /** With `userId`: also facts any user shared. */
+  includeShared?: boolean;
+  limit: number;
+  /** Minimum vector similarity (0..1); memories not embedded yet are kept when their text matches. */
+  threshold?: number;
+}
+
+export interface RetrievedMemory {
+  memory: Memory;
+  /** Fused rank score, 0..1 (1 = first by both text and vector). */
+  score: number;
+  /** Cosine similarity to the query, when the vector leg found it. */
+  similarity: number | null;
+  matchedBy: Array<"text" | "vector">;
+  embedded: boolean;
+}
+
+/** Hybrid (full-text + vector) search over one agent's memories, and what it knows about a person. */
+export interface MemoryRetriever {
+  /** The query's vector, or null when no vector search is possible (then text search alone runs). */
+  embedQuery(text: string): Promise<Float32Array | null>;
+  /** `vector` from embedQuery (so a turn embeds its query once); undefined embeds it here. */
+  search(query: RetrievalQuery, vector?: Float32Array | null): Promise<RetrievedMemory[]>;
+  /** A user's facts and description (any room), plus facts marked shared; newest first. */
+  aboutUser(query: { agentId: string; userId: string; limit: number }): Promise<Memory[]>;
+  /** A document's fragments at the given positions. */
+  fragments(query: { agentId: string; documentId: string; positions: number[] }): Promise<Memory[]>;
+}
 
 // ---- time and events ------------------------------------------------------------------------
 

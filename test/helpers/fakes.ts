@@ -22,7 +22,23 @@ export class FakeMemoryStore implements MemoryStore {
       .slice(0, query.limit);
   }
   async recordInteraction(input: { agentId: string; userId: string; turnId: string }) {
-    this.interactions.push(input);
+    if (!this.interactions.some((i) => i.turnId === input.turnId && i.userId === input.userId)) this.interactions.push(input);
+    return this.interactions.filter((i) => i.agentId === input.agentId && i.userId === input.userId).length;
+  }
+  async upsertMemory(memory: Memory) {
+    const index = this.memories.findIndex((m) => m.id === memory.id);
+    if (index >= 0) this.memories[index] = memory;
+    else this.memories.push(memory);
+  }
+  async roomMessagesAfter(query: { agentId: string; roomId: string; afterMs: number; limit: number }) {
+    return this.memories
+      .filter((m) => m.type === "message" && m.agentId === query.agentId && m.roomId === query.roomId && m.createdAt > query.afterMs)
+      .sort((a, b) => a.createdAt - b.createdAt)
+      .slice(0, query.limit);
+  }
+  async latestSummary(query: { agentId: string; roomId: string }) {
+    const summaries = this.memories.filter((m) => m.type === "summary" && m.agentId === query.agentId && m.roomId === query.roomId);
+    return summaries.sort((a, b) => b.createdAt - a.createdAt)[0] ?? null;
   }
 }
 

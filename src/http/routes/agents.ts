@@ -9,6 +9,10 @@ import { NotFoundError } from "../../runtime/errors.ts";
 import { AgentIdParam, bearerSecurity, errorContent } from "../schemas.ts";
 import { forgetAgent } from "../known-agents.ts";
 import { agentStore } from "../stores.ts";
+import { characterKnowledge } from "../../memory/knowledge.ts";
+import { memoryBackends } from "../../memory/memory-backends.ts";
+import type { KnowledgeBuilder } from "../../memory/agent-store.ts";
+import { loadTokenCounter } from "../../runtime/tokens.ts";
 
 const CharacterFile = z
   .record(z.string(), z.unknown())
@@ -62,7 +66,9 @@ export function agentRoutes(): OpenAPIHono<{ Bindings: Env }> {
       },
     }),
     async (c) => {
-      const record = await agentStore(c.env).create(c.req.valid("json"), Date.now());
+      const now = Date.now();
+      const record = await agentStore(c.env).create(c.req.valid("json"), now, knowledgeBuilder(now));
+      await embedAgentMemories(c.env, record.id);
       c.header("Location", `/agents/${record.id}`);
       return c.json(detail(record), 201);
     },
@@ -120,7 +126,9 @@ export function agentRoutes(): OpenAPIHono<{ Bindings: Env }> {
     }),
     async (c) => {
       const { agentId } = c.req.valid("param");
-      const record = await agentStore(c.env).replace(agentId, c.req.valid("json"), Date.now());
+      const now = Date.now();
+      const record = await agentStore(c.env).replace(agentId, c.req.valid("json"), now, knowledgeBuilder(now));
+      await embedAgentMemories(c.env, record.id);
       return c.json(detail(record), 200);
     },
   );
@@ -138,9 +146,27 @@ export function agentRoutes(): OpenAPIHono<{ Bindings: Env }> {
       const { agentId } = c.req.valid("param");
       forgetAgent(agentId);
       if (!(await agentStore(c.env).remove(agentId))) throw new NotFoundError(`no agent with id "${agentId}"`);
+      // The agent's vectors go too: the local index by cascade, Vectorize through the outbox.
+      await memoryBackends(c.env).pipeline.sweepDeletions().catch((error: unknown) => logWarning("vector_sweep_failed", error));
       return c.body(null, 204);
     },
   );
 
   return app;
+}
+
+/** The character's `knowledge` text entries, chunked, stored with the agent in one batch. */
+function knowledgeBuilder(now: number): KnowledgeBuilder {
+  return async (agentId, character) => characterKnowledge(await loadTokenCounter(), agentId, character, now);
+}
+
+/** Lore and knowledge get their vectors now when they can; what fails stays pending (found by text). */
+async function embedAgentMemories(env: Env, agentId: string): Promise<void> {
+  await memoryBackends(env)
+    .pipeline.embedPending({ agentId, maxBatches: 5 })
+    .catch((error: unknown) => logWarning("agent_embedding_failed", error));
+}
+
+function logWarning(msg: string, error: unknown): void {
+  console.warn(JSON.stringify({ level: "warn", msg, error: error instanceof Error ? error.message : String(error) }));
 }

@@ -1,9 +1,12 @@
 // Liveness and what backs this deployment: which model backend serves turns (and with which
-// models), and that D1 answers. Public (no token): it names backends, never keys or URLs with
+// models), which embedder and vector index serve memory (and whether their dimensions agree),
+// and that D1 answers. Public (no token): it names backends, never keys or URLs with
 // credentials.
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import { loadConfig, type Env } from "../../config.ts";
 import { databaseReachable } from "../stores.ts";
+import { memoryBackends } from "../../memory/memory-backends.ts";
+import { describeEmbedder } from "../../model/embedder.ts";
 
 const Health = z
   .object({
@@ -15,6 +18,12 @@ const Health = z
       small: z.string().nullable(),
     }),
     database: z.enum(["ok", "unavailable"]),
+    embedding: z.object({ backend: z.enum(["openai", "workers-ai", "local"]), id: z.string(), dimensions: z.number().int() }),
+    vectors: z.object({
+      backend: z.enum(["vectorize", "local"]),
+      dimensions: z.number().int().nullable().openapi({ description: "The index's dimension (null: an empty local index)" }),
+      status: z.enum(["ok", "dimension_mismatch", "unavailable"]),
+    }),
   })
   .openapi("Health");
 
@@ -32,10 +41,25 @@ export function healthRoutes(): OpenAPIHono<{ Bindings: Env }> {
     }),
     async (c) => {
       const config = loadConfig(c.env);
-      const database = (await databaseReachable(c.env)) ? ("ok" as const) : ("unavailable" as const);
+      const { embedder, index } = memoryBackends(c.env);
+      const [database, indexDimensions] = await Promise.all([
+        databaseReachable(c.env).then((ok) => (ok ? ("ok" as const) : ("unavailable" as const))),
+        index.dimensions().catch(() => "unavailable" as const),
+      ]);
+      const vectors = {
+        backend: index.kind,
+        dimensions: typeof indexDimensions === "number" ? indexDimensions : null,
+        status:
+          indexDimensions === "unavailable"
+            ? ("unavailable" as const)
+            : indexDimensions !== null && indexDimensions !== embedder.dimensions
+              ? ("dimension_mismatch" as const)
+              : ("ok" as const),
+      };
       const configured = config.model.kind !== "none";
+      const healthy = database === "ok" && vectors.status === "ok";
       const body = {
-        status: database === "ok" ? ("ok" as const) : ("degraded" as const),
+        status: healthy ? ("ok" as const) : ("degraded" as const),
         model: {
           backend: config.model.kind,
           primary: configured ? config.models.primary : null,
@@ -43,8 +67,10 @@ export function healthRoutes(): OpenAPIHono<{ Bindings: Env }> {
           small: configured ? config.models.small : null,
         },
         database,
+        embedding: describeEmbedder(embedder),
+        vectors,
       };
-      return c.json(body, database === "ok" ? 200 : 503);
+      return c.json(body, healthy ? 200 : 503);
     },
   );
   return app;

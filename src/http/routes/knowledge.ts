@@ -1,0 +1,87 @@
+// Knowledge documents of an agent: text or markdown, chunked by tokens with overlap, stored as a
+// document and its fragments, embedded in batches. Ingesting a document with the same id (or the
+// same title) again replaces it; deleting removes it with its fragments and their vectors.
+import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
+import type { Env } from "../../config.ts";
+import { deleteDocument, DOCUMENT_ID_PATTERN, ingestDocument } from "../../memory/knowledge.ts";
+import { memoryBackends } from "../../memory/memory-backends.ts";
+import { NotFoundError } from "../../runtime/errors.ts";
+import { loadTokenCounter } from "../../runtime/tokens.ts";
+import { assertAgentExists } from "../known-agents.ts";
+import { AgentIdParam, bearerSecurity, errorContent } from "../schemas.ts";
+
+/** The request body is capped at 512 KiB for every /agents route. */
+export const MAX_DOCUMENT_CHARS = 500_000;
+
+const DocumentId = z.string().regex(DOCUMENT_ID_PATTERN, "1-128 letters, digits or . _ : @ -, starting with a letter or digit");
+
+const KnowledgeBody = z
+  .strictObject({
+    text: z.string().trim().min(1, "must not be empty").max(MAX_DOCUMENT_CHARS),
+    title: z.string().trim().min(1).max(200).optional(),
+    documentId: DocumentId.optional().openapi({ description: "Defaults to a slug of the title, else a hash of the text" }),
+    format: z.enum(["text", "markdown"]).default("text"),
+  })
+  .openapi("KnowledgeDocument");
+
+const IngestResult = z
+  .object({
+    documentId: z.string(),
+    fragments: z.number().int(),
+    embedded: z.number().int(),
+    replaced: z.boolean(),
+    embeddingError: z.string().optional().openapi({ description: "Why some fragments are not embedded yet (they are still found by text and embedded later)" }),
+  })
+  .openapi("IngestResult");
+
+export function knowledgeRoutes(): OpenAPIHono<{ Bindings: Env }> {
+  const app = new OpenAPIHono<{ Bindings: Env }>();
+
+  app.openapi(
+    createRoute({
+      method: "post",
+      path: "/agents/{agentId}/knowledge",
+      summary: "Ingest a document into the agent's knowledge",
+      security: bearerSecurity,
+      request: { params: z.object({ agentId: AgentIdParam }), body: { required: true, content: { "application/json": { schema: KnowledgeBody } } } },
+      responses: {
+        201: { description: "Stored", content: { "application/json": { schema: IngestResult } } },
+        400: errorContent("Invalid document"),
+        404: errorContent("No such agent"),
+      },
+    }),
+    async (c) => {
+      const { agentId } = c.req.valid("param");
+      const body = c.req.valid("json");
+      await assertAgentExists(c.env, agentId);
+      const { db, pipeline } = memoryBackends(c.env);
+      const result = await ingestDocument(db, pipeline, await loadTokenCounter(), { agentId, ...body, source: "api", now: Date.now() });
+      return c.json(result, 201);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: "delete",
+      path: "/agents/{agentId}/knowledge/{documentId}",
+      summary: "Delete a document and its fragments",
+      security: bearerSecurity,
+      request: { params: z.object({ agentId: AgentIdParam, documentId: DocumentId.openapi({ param: { name: "documentId", in: "path" } }) }) },
+      responses: {
+        204: { description: "Deleted" },
+        404: errorContent("No such agent or document"),
+      },
+    }),
+    async (c) => {
+      const { agentId, documentId } = c.req.valid("param");
+      await assertAgentExists(c.env, agentId);
+      const { db, pipeline } = memoryBackends(c.env);
+      const removed = await deleteDocument(db, agentId, documentId);
+      if (removed === 0) throw new NotFoundError(`agent "${agentId}" has no document "${documentId}"`);
+      await pipeline.sweepDeletions().catch(() => undefined);
+      return c.body(null, 204);
+    },
+  );
+
+  return app;
+}

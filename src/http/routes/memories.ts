@@ -1,0 +1,349 @@
+// The memory API: store memories (embedded inline, in batches), list them with filters and a
+// cursor, search them with the same hybrid retrieval the runtime uses, delete by filter (vectors
+// go too; deleting a user's memories is the "forget me" path), statistics, and a backfill that
+// embeds memories still waiting for a vector.
+import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
+import type { Env } from "../../config.ts";
+import { describeEmbedder } from "../../model/embedder.ts";
+import { memoryBackends } from "../../memory/memory-backends.ts";
+import { deleteMemories, insertMemories, listMemories, memoryIdsOfOtherAgents, memoryStats } from "../../memory/memory-repo.ts";
+import { forgetRoomHistory } from "../../room/room-client.ts";
+import { ConflictError, ValidationError } from "../../runtime/errors.ts";
+import type { Memory, MemoryType } from "../../runtime/types.ts";
+import { assertAgentExists } from "../known-agents.ts";
+import { AGENT_ID, bearerSecurity, errorContent, EXTERNAL_ID } from "../schemas.ts";
+
+export const MAX_MEMORY_TEXT_CHARS = 8_000;
+export const MAX_MEMORIES_PER_REQUEST = 500;
+const MAX_METADATA_CHARS = 8_192;
+const ALL_TYPES = ["message", "fact", "description", "lore", "document", "fragment", "summary"] as const;
+/** Documents and fragments come from POST /agents/:agentId/knowledge, which chunks and links them. */
+const WRITABLE_TYPES = ["message", "fact", "description", "lore", "summary"] as const;
+
+const AgentId = z.string().regex(AGENT_ID, "agent ids are 1-64 letters, digits, '-' or '_'");
+const ExternalId = z.string().regex(EXTERNAL_ID, "1-128 letters, digits or . _ : @ -, starting with a letter or digit");
+const TypeList = z
+  .string()
+  .transform((value) => value.split(",").map((t) => t.trim()))
+  .pipe(z.array(z.enum(ALL_TYPES)).min(1))
+  .optional()
+  .openapi({ description: "One type or a comma-separated list", example: "fact,description" });
+
+const MemoryInput = z
+  .strictObject({
+    agentId: AgentId,
+    type: z.enum(WRITABLE_TYPES),
+    text: z.string().trim().min(1, "must not be empty").max(MAX_MEMORY_TEXT_CHARS),
+    roomId: ExternalId.optional(),
+    userId: ExternalId.optional(),
+    userName: z.string().trim().min(1).max(100).optional(),
+    role: z.enum(["user", "agent"]).optional(),
+    metadata: z
+      .record(z.string(), z.unknown())
+      .refine((m) => JSON.stringify(m).length <= MAX_METADATA_CHARS, `must be at most ${MAX_METADATA_CHARS} characters as JSON`)
+      .optional(),
+    createdAt: z.int().min(0).max(8.64e15).optional().openapi({ description: "Milliseconds since the epoch; now when omitted" }),
+    id: z
+      .string()
+      .regex(/^[A-Za-z0-9][A-Za-z0-9._:@-]{0,63}$/, "1-64 letters, digits or . _ : @ -")
+      .optional()
+      .openapi({ description: "Your id for it; sending the same id again stores nothing new" }),
+    shared: z.boolean().optional().openapi({ description: "A fact every user may be told (not only its user)" }),
+  })
+  .superRefine((input, ctx) => {
+    if (input.type === "message" && !input.roomId) ctx.addIssue({ code: "custom", path: ["roomId"], message: "a message needs a roomId" });
+    if ((input.type === "fact" || input.type === "description") && !input.userId) {
+      ctx.addIssue({ code: "custom", path: ["userId"], message: `a ${input.type} needs the userId it is about` });
+    }
+  })
+  .openapi("MemoryInput");
+
+const MemoryView = z
+  .object({
+    id: z.string(),
+    type: z.enum(ALL_TYPES),
+    agentId: z.string(),
+    roomId: z.string().nullable(),
+    userId: z.string().nullable(),
+    parentId: z.string().nullable(),
+    text: z.string(),
+    role: z.enum(["user", "agent"]).optional(),
+    userName: z.string().optional(),
+    metadata: z.record(z.string(), z.unknown()),
+    createdAt: z.number().int(),
+    embedded: z.boolean(),
+  })
+  .openapi("Memory");
+
+const ScoredMemory = MemoryView.extend({
+  score: z.number().openapi({ description: "Fused rank score, 0..1" }),
+  similarity: z.number().nullable().openapi({ description: "Cosine similarity to the query when the vector search found it" }),
+  matchedBy: z.array(z.enum(["text", "vector"])),
+}).openapi("ScoredMemory");
+
+const FilterQuery = z.object({
+  agentId: AgentId,
+  roomId: ExternalId.optional(),
+  userId: ExternalId.optional(),
+  type: TypeList,
+});
+
+const json = <T extends z.ZodType>(schema: T, description: string) => ({ description, content: { "application/json": { schema } } });
+
+function view(memory: Memory & { embedded: boolean }): z.infer<typeof MemoryView> {
+  return {
+    id: memory.id,
+    type: memory.type,
+    agentId: memory.agentId,
+    roomId: memory.roomId,
+    userId: memory.userId,
+    parentId: memory.parentId ?? null,
+    text: memory.content.text,
+    ...(memory.content.role ? { role: memory.content.role } : {}),
+    ...(memory.content.userName ? { userName: memory.content.userName } : {}),
+    metadata: memory.metadata,
+    createdAt: memory.createdAt,
+    embedded: memory.embedded,
+  };
+}
+
+export function memoryRoutes(): OpenAPIHono<{ Bindings: Env }> {
+  const app = new OpenAPIHono<{ Bindings: Env }>();
+
+  app.openapi(
+    createRoute({
+      method: "post",
+      path: "/memories",
+      summary: "Store memories (embedded at once, in batches)",
+      security: bearerSecurity,
+      request: {
+        body: {
+          required: true,
+          content: { "application/json": { schema: z.strictObject({ memories: z.array(MemoryInput).min(1).max(MAX_MEMORIES_PER_REQUEST) }) } },
+        },
+      },
+      responses: {
+        201: json(
+          z.object({
+            memories: z.array(z.object({ id: z.string(), type: z.string(), createdAt: z.number() })),
+            embedded: z.number().int(),
+            pending: z.number().int().openapi({ description: "Stored but not embedded yet (found by text search; embedded later)" }),
+          }),
+          "Stored",
+        ),
+        400: errorContent("Invalid memories"),
+        404: errorContent("No such agent"),
+        409: errorContent("An id belongs to another agent's memory"),
+      },
+    }),
+    async (c) => {
+      const { memories: inputs } = c.req.valid("json");
+      const agentId = inputs[0]!.agentId;
+      if (inputs.some((input) => input.agentId !== agentId)) throw new ValidationError("all memories of one request must belong to one agent");
+      await assertAgentExists(c.env, agentId);
+      const backends = memoryBackends(c.env);
+      const now = Date.now();
+      const items: Memory[] = inputs.map((input) => ({
+        id: input.id ?? crypto.randomUUID(),
+        type: input.type,
+        agentId,
+        roomId: input.roomId ?? null,
+        userId: input.userId ?? null,
+        content: {
+          text: input.text,
+          source: "api",
+          ...(input.role ? { role: input.role } : input.type === "message" ? { role: "user" as const } : {}),
+          ...(input.userName ? { userName: input.userName } : {}),
+        },
+        metadata: { ...(input.metadata ?? {}), ...(input.shared ? { shared: true } : {}) },
+        createdAt: input.createdAt ?? now,
+      }));
+      const given = items.filter((_, i) => inputs[i]!.id !== undefined).map((m) => m.id);
+      if (given.length > 0) {
+        const existing = await memoryIdsOfOtherAgents(backends.db, agentId, given);
+        if (existing.length > 0) throw new ConflictError(`memory ids already used by another agent: ${existing.slice(0, 5).join(", ")}`);
+      }
+      await insertMemories(backends.db, items);
+      const rooms = items.filter((m) => m.type === "message" && m.roomId).map((m) => m.roomId!);
+      if (rooms.length > 0) await forgetRoomHistory(c.env, agentId, rooms);
+      let embedded = 0;
+      try {
+        embedded = await backends.pipeline.embed(items);
+      } catch (error) {
+        // Stored either way: text search finds them, and the embedding queue retries.
+        console.warn(JSON.stringify({ level: "warn", msg: "inline_embedding_failed", agentId, error: error instanceof Error ? error.message : String(error) }));
+      }
+      return c.json({ memories: items.map((m) => ({ id: m.id, type: m.type, createdAt: m.createdAt })), embedded, pending: items.length - embedded }, 201);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: "get",
+      path: "/memories",
+      summary: "List memories, newest first",
+      security: bearerSecurity,
+      request: {
+        query: FilterQuery.extend({
+          limit: z.coerce.number().int().min(1).max(200).default(50),
+          cursor: z.string().max(200).optional().openapi({ description: "`nextCursor` of the previous page" }),
+        }),
+      },
+      responses: {
+        200: json(z.object({ memories: z.array(MemoryView), nextCursor: z.string().nullable() }), "A page of memories"),
+        400: errorContent("Invalid filter"),
+        404: errorContent("No such agent"),
+      },
+    }),
+    async (c) => {
+      const { agentId, roomId, userId, type, limit, cursor } = c.req.valid("query");
+      await assertAgentExists(c.env, agentId);
+      const page = await listMemories(memoryBackends(c.env).db, { agentId, roomId, userId, types: type }, limit, cursor);
+      return c.json({ memories: page.memories.map(view), nextCursor: page.nextCursor }, 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: "post",
+      path: "/memories/similar",
+      summary: "Search memories (full text + vectors, fused)",
+      security: bearerSecurity,
+      request: {
+        body: {
+          required: true,
+          content: {
+            "application/json": {
+              schema: z.strictObject({
+                query: z.string().trim().min(1, "must not be empty").max(MAX_MEMORY_TEXT_CHARS),
+                agentId: AgentId,
+                type: z.union([z.enum(ALL_TYPES), z.array(z.enum(ALL_TYPES)).min(1)]).optional(),
+                roomId: ExternalId.optional(),
+                userId: ExternalId.optional(),
+                threshold: z.number().min(0).max(1).optional().openapi({ description: "Minimum cosine similarity; memories not embedded yet pass when their text matches" }),
+                limit: z.int().min(1).max(100).default(10),
+              }),
+            },
+          },
+        },
+      },
+      responses: {
+        200: json(z.object({ memories: z.array(ScoredMemory) }), "Best first"),
+        400: errorContent("Invalid query"),
+        404: errorContent("No such agent"),
+      },
+    }),
+    async (c) => {
+      const body = c.req.valid("json");
+      await assertAgentExists(c.env, body.agentId);
+      const types: MemoryType[] | undefined = body.type === undefined ? undefined : Array.isArray(body.type) ? body.type : [body.type];
+      const hits = await memoryBackends(c.env).retriever.search({
+        agentId: body.agentId,
+        text: body.query,
+        types,
+        roomId: body.roomId,
+        userId: body.userId,
+        threshold: body.threshold,
+        limit: body.limit,
+      });
+      return c.json(
+        {
+          memories: hits.map((hit) => ({
+            ...view({ ...hit.memory, embedded: hit.embedded }),
+            score: round(hit.score),
+            similarity: hit.similarity === null ? null : round(hit.similarity),
+            matchedBy: hit.matchedBy,
+          })),
+        },
+        200,
+      );
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: "delete",
+      path: "/memories",
+      summary: "Delete memories by filter (their vectors too)",
+      description: "`agentId` + `userId` deletes everything the agent remembers about that person: the \"forget me\" path.",
+      security: bearerSecurity,
+      request: { query: FilterQuery },
+      responses: {
+        200: json(z.object({ deleted: z.number().int() }), "How many were deleted"),
+        400: errorContent("Invalid filter"),
+        404: errorContent("No such agent"),
+      },
+    }),
+    async (c) => {
+      const { agentId, roomId, userId, type } = c.req.valid("query");
+      await assertAgentExists(c.env, agentId);
+      const backends = memoryBackends(c.env);
+      const result = await deleteMemories(backends.db, { agentId, roomId, userId, types: type });
+      if (result.rooms.length > 0) await forgetRoomHistory(c.env, agentId, result.rooms);
+      // Vectorize removals are best effort here; the cron sweep retries what is left.
+      await backends.pipeline.sweepDeletions().catch((error: unknown) => {
+        console.warn(JSON.stringify({ level: "warn", msg: "vector_sweep_failed", error: String(error) }));
+      });
+      return c.json({ deleted: result.deleted }, 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: "get",
+      path: "/memories/stats",
+      summary: "Counts by type, embedding backlog and backends",
+      security: bearerSecurity,
+      request: { query: z.object({ agentId: AgentId }) },
+      responses: {
+        200: json(
+          z.object({
+            agentId: z.string(),
+            total: z.number().int(),
+            byType: z.record(z.string(), z.number().int()),
+            pendingEmbedding: z.number().int(),
+            embedder: z.object({ backend: z.string(), id: z.string(), dimensions: z.number().int() }),
+            vectors: z.object({ backend: z.enum(["local", "vectorize"]), dimensions: z.number().int().nullable() }),
+          }),
+          "Statistics",
+        ),
+        404: errorContent("No such agent"),
+      },
+    }),
+    async (c) => {
+      const { agentId } = c.req.valid("query");
+      await assertAgentExists(c.env, agentId);
+      const backends = memoryBackends(c.env);
+      const [stats, dimensions] = await Promise.all([memoryStats(backends.db, agentId), backends.index.dimensions()]);
+      return c.json({ agentId, ...stats, embedder: describeEmbedder(backends.embedder), vectors: { backend: backends.index.kind, dimensions } }, 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: "post",
+      path: "/memories/embed",
+      summary: "Embed memories still waiting for a vector (a backfill step; call until pending is false)",
+      security: bearerSecurity,
+      request: { body: { required: true, content: { "application/json": { schema: z.strictObject({ agentId: AgentId }) } } } },
+      responses: {
+        200: json(z.object({ embedded: z.number().int(), pending: z.boolean() }), "Progress"),
+        404: errorContent("No such agent"),
+        502: errorContent("The embedding service failed"),
+        503: errorContent("The embedder does not fit the vector index"),
+      },
+    }),
+    async (c) => {
+      const { agentId } = c.req.valid("json");
+      await assertAgentExists(c.env, agentId);
+      const result = await memoryBackends(c.env).pipeline.embedPending({ agentId, maxBatches: 5 });
+      return c.json(result, 200);
+    },
+  );
+
+  return app;
+}
+
+function round(value: number): number {
+  return Math.round(value * 10_000) / 10_000;
+}

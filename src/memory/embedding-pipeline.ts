@@ -1,0 +1,99 @@
+// Gives memories their vectors, off the reply path: a room's queue (after a turn), the memory and
+// knowledge APIs (inline, in batches) and the cron sweep all come through here. A memory is marked
+// embedded only after its vector is written, so a failure leaves it pending (still found by
+// text) for the next run. Also removes the vectors of deleted memories from Vectorize.
+import { DimensionMismatchError } from "../runtime/errors.ts";
+import type { Embedder, Memory, VectorIndex } from "../runtime/types.ts";
+import type { Db } from "./d1-memory-store.ts";
+import { clearVectorDeletions, markEmbedded, pendingEmbeddings, takeVectorDeletions } from "./memory-repo.ts";
+
+/** OpenAI's input limit is 8,191 tokens; four characters a token is a safe bound. */
+const MAX_EMBED_CHARS = 24_000;
+/** Vectorize takes at most 1,000 ids per delete. */
+const DELETIONS_PER_SWEEP = 1_000;
+
+export interface EmbeddingPipeline {
+  /** Embeds the given memories now (documents are skipped). Returns how many got a vector. */
+  embed(items: Memory[]): Promise<number>;
+  /** Embeds up to `maxBatches` batches of an agent's (or one room's) pending memories. */
+  embedPending(query: { agentId: string; roomId?: string; maxBatches?: number }): Promise<{ embedded: number; pending: boolean }>;
+  /** Removes vectors of deleted memories from the index. Returns how many. */
+  sweepDeletions(): Promise<number>;
+  /** Throws DimensionMismatchError when the embedder does not fit the index. */
+  checkDimensions(): Promise<void>;
+}
+
+export function createEmbeddingPipeline(options: { db: Db; embedder: Embedder; index: VectorIndex; now: () => number }): EmbeddingPipeline {
+  const { db, embedder, index } = options;
+  let checked = false;
+
+  const checkDimensions = async () => {
+    const expected = await index.dimensions();
+    if (expected !== null && expected !== embedder.dimensions) {
+      throw new DimensionMismatchError({ expected, actual: embedder.dimensions, where: `${index.kind} index vs ${embedder.id}` });
+    }
+    checked = true;
+  };
+
+  const embed = async (items: Memory[]): Promise<number> => {
+    const embeddable = items.filter((m) => m.type !== "document");
+    if (embeddable.length === 0) return 0;
+    if (!checked) await checkDimensions();
+    let done = 0;
+    for (let i = 0; i < embeddable.length; i += embedder.maxBatch) {
+      const batch = embeddable.slice(i, i + embedder.maxBatch);
+      const vectors = await embedder.embed(batch.map(embeddingText));
+      // The index re-checks every vector's length and refuses the whole batch on a mismatch.
+      await index.upsert(
+        batch.map((memory, j) => ({
+          id: memory.id,
+          values: vectors[j]!,
+          metadata: { agentId: memory.agentId, type: memory.type, roomId: memory.roomId, userId: memory.userId },
+        })),
+      );
+      // Grouped by agent: markEmbedded is scoped to one.
+      const byAgent = new Map<string, string[]>();
+      for (const memory of batch) byAgent.set(memory.agentId, [...(byAgent.get(memory.agentId) ?? []), memory.id]);
+      for (const [agentId, ids] of byAgent) await markEmbedded(db, agentId, ids, options.now());
+      done += batch.length;
+    }
+    return done;
+  };
+
+  return {
+    embed,
+    checkDimensions,
+
+    async embedPending({ agentId, roomId, maxBatches = 10 }) {
+      let embedded = 0;
+      for (let round = 0; round < maxBatches; round++) {
+        const batch = await pendingEmbeddings(db, { agentId, roomId, limit: embedder.maxBatch });
+        if (batch.length === 0) return { embedded, pending: false };
+        embedded += await embed(batch);
+        if (batch.length < embedder.maxBatch) return { embedded, pending: false };
+      }
+      return { embedded, pending: true };
+    },
+
+    async sweepDeletions() {
+      let removed = 0;
+      for (;;) {
+        const batch = await takeVectorDeletions(db, DELETIONS_PER_SWEEP);
+        if (batch.length === 0) return removed;
+        const byAgent = new Map<string, string[]>();
+        for (const row of batch) byAgent.set(row.agentId, [...(byAgent.get(row.agentId) ?? []), row.memoryId]);
+        for (const [agentId, ids] of byAgent) await index.delete(agentId, ids);
+        await clearVectorDeletions(db, batch.map((row) => row.memoryId));
+        removed += batch.length;
+        if (batch.length < DELETIONS_PER_SWEEP) return removed;
+      }
+    },
+  };
+}
+
+/** What is embedded for a memory: who said it, and for a fragment the section it sits in. */
+export function embeddingText(memory: Memory): string {
+  const heading = typeof memory.metadata.heading === "string" && memory.metadata.heading ? `${memory.metadata.heading}\n` : "";
+  const speaker = memory.content.userName ? `${memory.content.userName}: ` : "";
+  return `${heading}${speaker}${memory.content.text}`.slice(0, MAX_EMBED_CHARS);
+}

@@ -1,0 +1,71 @@
+// Periodic memory upkeep, run by the cron trigger (wrangler.toml [triggers]): enforces each agent's
+// retention (`settings.memory.retentionDays`: messages and summaries older than that are deleted,
+// with their vectors), removes Vectorize vectors of deleted memories, and embeds memories that
+// were left pending (a failed embedding call, a room evicted before its queue ran).
+import { and, isNull, lt, ne } from "drizzle-orm";
+import { loadConfig, type Env } from "../config.ts";
+import { createSecretBox } from "./secret-box.ts";
+import { forgetRoomHistory } from "../room/room-client.ts";
+import { createAgentStore } from "./agent-store.ts";
+import { memoryBackends } from "./memory-backends.ts";
+import { deleteMemories } from "./memory-repo.ts";
+import { memories } from "./schema.ts";
+
+const DAY_MS = 86_400_000;
+/** Pending memories younger than this are their room's queue's job, not the sweep's. */
+const PENDING_GRACE_MS = 10 * 60_000;
+const AGENTS_PER_PAGE = 100;
+
+export interface MaintenanceReport {
+  agentsChecked: number;
+  expired: number;
+  vectorsRemoved: number;
+  embedded: number;
+}
+
+export async function runMemoryMaintenance(env: Env, now: number): Promise<MaintenanceReport> {
+  const { db, pipeline } = memoryBackends(env);
+  const { secretsKey } = loadConfig(env);
+  const agents = createAgentStore(db, secretsKey ? createSecretBox(secretsKey) : null);
+  const report: MaintenanceReport = { agentsChecked: 0, expired: 0, vectorsRemoved: 0, embedded: 0 };
+
+  for (let after: string | undefined, more = true; more; ) {
+    const page = await agents.list({ limit: AGENTS_PER_PAGE, after });
+    for (const summary of page.agents) {
+      report.agentsChecked++;
+      const days = await retentionDays(agents, summary.id);
+      if (days === undefined) continue;
+      const result = await deleteMemories(db, { agentId: summary.id, types: ["message", "summary"] }, now - days * DAY_MS);
+      report.expired += result.deleted;
+      if (result.rooms.length > 0) await forgetRoomHistory(env, summary.id, result.rooms);
+    }
+    after = page.nextCursor ?? undefined;
+    more = page.nextCursor !== null;
+  }
+
+  report.vectorsRemoved = await pipeline.sweepDeletions();
+
+  const stale = await db
+    .selectDistinct({ agentId: memories.agentId })
+    .from(memories)
+    .where(and(isNull(memories.embeddedAt), ne(memories.type, "document"), lt(memories.createdAt, now - PENDING_GRACE_MS)));
+  for (const { agentId } of stale) {
+    try {
+      report.embedded += (await pipeline.embedPending({ agentId, maxBatches: 5 })).embedded;
+    } catch (error) {
+      console.warn(JSON.stringify({ level: "warn", msg: "maintenance_embedding_failed", agentId, error: error instanceof Error ? error.message : String(error) }));
+    }
+  }
+  console.log(JSON.stringify({ level: "info", msg: "memory_maintenance", ...report }));
+  return report;
+}
+
+async function retentionDays(agents: ReturnType<typeof createAgentStore>, agentId: string): Promise<number | undefined> {
+  try {
+    return (await agents.get(agentId))?.character.settings.memory.retentionDays;
+  } catch (error) {
+    // One unreadable agent (e.g. SECRETS_KEY changed) must not stop the others' upkeep.
+    console.warn(JSON.stringify({ level: "warn", msg: "maintenance_agent_skipped", agentId, error: error instanceof Error ? error.message : String(error) }));
+    return undefined;
+  }
+}

@@ -1,0 +1,202 @@
+// Data access for long-term memory: typed inserts, filtered listing with a stable cursor, deletes
+// that report which rooms lost messages, the embedding queue's reads and writes, and statistics.
+// Every query is scoped to one agent. D1 caps bound parameters at 100 per statement, so bulk
+// writes are chunked and sent as one atomic `db.batch()`.
+import { and, count, desc, eq, inArray, isNull, lt, ne, or, sql, type SQL } from "drizzle-orm";
+import { ValidationError } from "../runtime/errors.ts";
+import type { Memory, MemoryType } from "../runtime/types.ts";
+import type { Db } from "./d1-memory-store.ts";
+import { fromMemoryRow, MEMORY_ROWS_PER_INSERT, toMemoryRow } from "./rows.ts";
+import { memories, vectorDeletions } from "./schema.ts";
+
+const IDS_PER_QUERY = 90;
+
+export interface MemoryFilter {
+  agentId: string;
+  roomId?: string;
+  userId?: string;
+  types?: MemoryType[];
+}
+
+export interface MemoryPage {
+  memories: Array<Memory & { embedded: boolean }>;
+  nextCursor: string | null;
+}
+
+export function filterConditions(filter: MemoryFilter): SQL[] {
+  const conditions: SQL[] = [eq(memories.agentId, filter.agentId)];
+  if (filter.roomId !== undefined) conditions.push(eq(memories.roomId, filter.roomId));
+  if (filter.userId !== undefined) conditions.push(eq(memories.userId, filter.userId));
+  if (filter.types && filter.types.length > 0) conditions.push(inArray(memories.type, filter.types));
+  return conditions;
+}
+
+/** Inserts memories; an id that already exists is left as it is (idempotent replays). */
+export async function insertMemories(db: Db, items: Memory[]): Promise<void> {
+  if (items.length === 0) return;
+  const statements = [];
+  for (let i = 0; i < items.length; i += MEMORY_ROWS_PER_INSERT) {
+    statements.push(db.insert(memories).values(items.slice(i, i + MEMORY_ROWS_PER_INSERT).map(toMemoryRow)).onConflictDoNothing());
+  }
+  const [first, ...rest] = statements;
+  await db.batch([first!, ...rest]);
+}
+
+/** Writes a memory that replaces its earlier version under the same id (a user's description). */
+export async function upsertMemory(db: Db, memory: Memory): Promise<void> {
+  const row = toMemoryRow(memory);
+  await db
+    .insert(memories)
+    .values(row)
+    .onConflictDoUpdate({
+      target: memories.id,
+      // Only for the same agent: an id can never move a memory between agents.
+      set: { content: row.content, metadata: row.metadata, createdAt: row.createdAt, embeddedAt: null },
+      setWhere: eq(memories.agentId, memory.agentId),
+    });
+}
+
+export async function listMemories(db: Db, filter: MemoryFilter, limit: number, cursor?: string): Promise<MemoryPage> {
+  const conditions = filterConditions(filter);
+  const after = cursor ? decodeCursor(cursor) : null;
+  if (after) {
+    conditions.push(
+      or(lt(memories.createdAt, after.createdAt), and(eq(memories.createdAt, after.createdAt), lt(memories.seq, after.seq)))!,
+    );
+  }
+  const rows = await db
+    .select()
+    .from(memories)
+    .where(and(...conditions))
+    .orderBy(desc(memories.createdAt), desc(memories.seq))
+    .limit(limit + 1);
+  const page = rows.slice(0, limit);
+  const last = page[page.length - 1];
+  return {
+    memories: page.map((row) => ({ ...fromMemoryRow(row), embedded: row.embeddedAt !== null })),
+    nextCursor: rows.length > limit && last ? encodeCursor(last.createdAt, last.seq) : null,
+  };
+}
+
+/** Memories by id, in no particular order; ids of other agents are never returned. */
+export async function memoriesByIds(db: Db, agentId: string, ids: string[]): Promise<Array<Memory & { embedded: boolean }>> {
+  const chunks: string[][] = [];
+  for (let i = 0; i < ids.length; i += IDS_PER_QUERY) chunks.push(ids.slice(i, i + IDS_PER_QUERY));
+  const results = await Promise.all(
+    chunks.map((chunk) =>
+      db
+        .select()
+        .from(memories)
+        .where(and(eq(memories.agentId, agentId), inArray(memories.id, chunk))),
+    ),
+  );
+  return results.flat().map((row) => ({ ...fromMemoryRow(row), embedded: row.embeddedAt !== null }));
+}
+
+/** Which of `ids` other agents' memories already use (ids are unique across agents). */
+export async function memoryIdsOfOtherAgents(db: Db, agentId: string, ids: string[]): Promise<string[]> {
+  const found: string[] = [];
+  for (let i = 0; i < ids.length; i += IDS_PER_QUERY) {
+    const rows = await db
+      .select({ id: memories.id })
+      .from(memories)
+      .where(and(inArray(memories.id, ids.slice(i, i + IDS_PER_QUERY)), ne(memories.agentId, agentId)));
+    found.push(...rows.map((r) => r.id));
+  }
+  return found;
+}
+
+/**
+ * Deletes what the filter matches and says how many, and which rooms lost messages (their rooms
+ * must drop cached history). Vectors follow: the local index by foreign key, Vectorize through
+ * the deletion outbox a trigger fills.
+ */
+export async function deleteMemories(db: Db, filter: MemoryFilter, olderThan?: number): Promise<{ deleted: number; rooms: string[] }> {
+  const conditions = filterConditions(filter);
+  if (olderThan !== undefined) conditions.push(lt(memories.createdAt, olderThan));
+  const where = and(...conditions);
+  const [rooms, deleted] = await db.batch([
+    db
+      .selectDistinct({ roomId: memories.roomId })
+      .from(memories)
+      .where(and(where, eq(memories.type, "message"))),
+    db.delete(memories).where(where).returning({ id: memories.id }),
+  ]);
+  return { deleted: deleted.length, rooms: rooms.map((r) => r.roomId).filter((id): id is string => id !== null) };
+}
+
+/** Memories still waiting for a vector, oldest first (documents are never embedded). */
+export async function pendingEmbeddings(db: Db, query: { agentId: string; roomId?: string; limit: number }): Promise<Memory[]> {
+  const conditions = [eq(memories.agentId, query.agentId), isNull(memories.embeddedAt), ne(memories.type, "document")];
+  if (query.roomId !== undefined) conditions.push(eq(memories.roomId, query.roomId));
+  const rows = await db
+    .select()
+    .from(memories)
+    .where(and(...conditions))
+    .orderBy(memories.seq)
+    .limit(query.limit);
+  return rows.map(fromMemoryRow);
+}
+
+export async function markEmbedded(db: Db, agentId: string, ids: string[], at: number): Promise<void> {
+  if (ids.length === 0) return;
+  const statements = [];
+  for (let i = 0; i < ids.length; i += IDS_PER_QUERY) {
+    statements.push(
+      db
+        .update(memories)
+        .set({ embeddedAt: at })
+        .where(and(eq(memories.agentId, agentId), inArray(memories.id, ids.slice(i, i + IDS_PER_QUERY)))),
+    );
+  }
+  const [first, ...rest] = statements;
+  await db.batch([first!, ...rest]);
+}
+
+export interface MemoryStats {
+  total: number;
+  byType: Record<MemoryType, number>;
+  pendingEmbedding: number;
+}
+
+export async function memoryStats(db: Db, agentId: string): Promise<MemoryStats> {
+  const [byType, pending] = await db.batch([
+    db.select({ type: memories.type, n: count() }).from(memories).where(eq(memories.agentId, agentId)).groupBy(memories.type),
+    db
+      .select({ n: count() })
+      .from(memories)
+      .where(and(eq(memories.agentId, agentId), isNull(memories.embeddedAt), ne(memories.type, "document"))),
+  ]);
+  const counts: Record<MemoryType, number> = { message: 0, fact: 0, description: 0, lore: 0, document: 0, fragment: 0, summary: 0 };
+  for (const row of byType) counts[row.type] = row.n;
+  return { total: byType.reduce((sum, row) => sum + row.n, 0), byType: counts, pendingEmbedding: pending[0]?.n ?? 0 };
+}
+
+/** Vectors whose memories are gone, for the Vectorize sweeper. Ids that were written again are skipped. */
+export async function takeVectorDeletions(db: Db, limit: number): Promise<Array<{ memoryId: string; agentId: string }>> {
+  return db
+    .select({ memoryId: vectorDeletions.memoryId, agentId: vectorDeletions.agentId })
+    .from(vectorDeletions)
+    .where(sql`${vectorDeletions.memoryId} NOT IN (SELECT ${memories.id} FROM ${memories})`)
+    .limit(limit);
+}
+
+export async function clearVectorDeletions(db: Db, ids: string[]): Promise<void> {
+  for (let i = 0; i < ids.length; i += IDS_PER_QUERY) {
+    await db.delete(vectorDeletions).where(inArray(vectorDeletions.memoryId, ids.slice(i, i + IDS_PER_QUERY)));
+  }
+}
+
+function encodeCursor(createdAt: number, seq: number): string {
+  return btoa(`${createdAt}:${seq}`).replace(/=+$/, "");
+}
+
+function decodeCursor(cursor: string): { createdAt: number; seq: number } {
+  try {
+    const [createdAt, seq] = atob(cursor).split(":").map(Number);
+    if (Number.isSafeInteger(createdAt) && Number.isSafeInteger(seq)) return { createdAt: createdAt!, seq: seq! };
+  } catch {
+    // fall through to the error
+  }
+  throw new ValidationError("cursor is not one this API returned (use nextCursor of the previous page)");
+}

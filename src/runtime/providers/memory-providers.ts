@@ -1,0 +1,130 @@
+// Long-term memory in the prompt, each section within its own token budget:
+// - what the agent knows about the person (their description and facts, from any room, plus
+//   facts marked shared; never another person's private facts);
+// - knowledge: document fragments and lore relevant to the message, with neighbouring fragments
+//   of the best hits so a passage cut at a chunk boundary reads whole;
+// - recall: older messages and summaries of this room that no longer fit the recent history.
+// Everything retrieved is quoted as data with its source (see quoted-data.ts).
+import type { Provider, ProviderContext } from "../providers.ts";
+import { quoteData, type QuotedEntry } from "../quoted-data.ts";
+import { queryTerms } from "../query-terms.ts";
+import type { Memory, RetrievedMemory } from "../types.ts";
+
+const MAX_USER_MEMORIES = 60;
+const KNOWLEDGE_HITS = 8;
+const RECALL_HITS = 8;
+/** Top knowledge hits whose neighbouring fragments are added. */
+const EXPANDED_HITS = 2;
+
+export const userFactsProvider: Provider = {
+  name: "user-facts",
+  position: 40,
+  async get({ retrieval, input, tokens }) {
+    if (!retrieval) return null;
+    const known = await retrieval.retriever.aboutUser({ agentId: input.agentId, userId: input.userId, limit: MAX_USER_MEMORIES });
+    if (known.length === 0) return null;
+    // The profile first, then the person's own facts, then shared ones; newest first within each.
+    const rank = (m: Memory) => (m.type === "description" ? 0 : m.userId === input.userId ? 1 : 2);
+    const ordered = [...known].sort((a, b) => rank(a) - rank(b) || b.createdAt - a.createdAt);
+    const entries = withinBudget(
+      ordered.map((m) => ({ source: m.type === "description" ? "profile" : m.userId === input.userId ? `fact ${day(m.createdAt)}` : "shared fact", text: m.content.text })),
+      retrieval.budgets.facts,
+      (entry) => tokens.count(entry.text) + 8,
+    );
+    const who = input.userName ?? input.userId;
+    return entries.length > 0 ? { text: quoteData(`What you know about ${who}`, entries) } : null;
+  },
+};
+
+export const knowledgeProvider: Provider = {
+  name: "knowledge",
+  position: 50,
+  async get(context) {
+    const { retrieval, input, tokens } = context;
+    if (!retrieval || queryTerms(input.text).length === 0) return null;
+    const hits = await retrieval.retriever.search(
+      { agentId: input.agentId, text: input.text, types: ["fragment", "lore"], limit: KNOWLEDGE_HITS, threshold: retrieval.threshold },
+      await retrieval.queryVector(),
+    );
+    if (hits.length === 0) return null;
+    const passages = await expandNeighbours(context, hits);
+    const entries = withinBudget(passages, retrieval.budgets.knowledge, (entry) => tokens.count(entry.text) + 12);
+    return entries.length > 0 ? { text: quoteData("Relevant knowledge", entries) } : null;
+  },
+};
+
+export const recallProvider: Provider = {
+  name: "recall",
+  position: 60,
+  async get({ retrieval, input, memory, tokens, historyFetchLimit }) {
+    if (!retrieval || queryTerms(input.text).length === 0) return null;
+    // Only a room longer than what the recent history shows has anything older to recall.
+    const recent = await memory.recentMessages({ agentId: input.agentId, roomId: input.roomId, limit: historyFetchLimit });
+    if (recent.length < historyFetchLimit) return null;
+    const shown = new Set(recent.map((m) => m.id));
+    const hits = await retrieval.retriever.search(
+      { agentId: input.agentId, text: input.text, types: ["message", "summary"], roomId: input.roomId, limit: RECALL_HITS + shown.size, threshold: retrieval.threshold },
+      await retrieval.queryVector(),
+    );
+    const older = hits.filter((hit) => !shown.has(hit.memory.id)).slice(0, RECALL_HITS);
+    if (older.length === 0) return null;
+    const entries = withinBudget(
+      older.map((hit) => ({ source: recallSource(hit.memory), text: hit.memory.content.text })),
+      retrieval.budgets.recall,
+      (entry) => tokens.count(entry.text) + 10,
+    );
+    return entries.length > 0 ? { text: quoteData("Earlier in this conversation", entries) } : null;
+  },
+};
+
+async function expandNeighbours({ retrieval, input }: ProviderContext, hits: RetrievedMemory[]): Promise<QuotedEntry[]> {
+  if (!retrieval) return [];
+  const neighbours = new Map<string, Memory[]>();
+  await Promise.all(
+    hits
+      .filter((hit) => hit.memory.type === "fragment" && hit.memory.parentId)
+      .slice(0, EXPANDED_HITS)
+      .map(async (hit) => {
+        const position = Number(hit.memory.metadata.position);
+        if (!Number.isInteger(position)) return;
+        const around = await retrieval.retriever.fragments({ agentId: input.agentId, documentId: hit.memory.parentId!, positions: [position - 1, position + 1] });
+        neighbours.set(hit.memory.id, around);
+      }),
+  );
+  const used = new Set(hits.map((hit) => hit.memory.id));
+  return hits.map((hit) => {
+    const around = (neighbours.get(hit.memory.id) ?? []).filter((m) => !used.has(m.id));
+    for (const m of around) used.add(m.id);
+    const passage = [...around, hit.memory].sort((a, b) => Number(a.metadata.position) - Number(b.metadata.position));
+    return { source: knowledgeSource(hit.memory), text: passage.map((m) => m.content.text).join("\n") };
+  });
+}
+
+function knowledgeSource(memory: Memory): string {
+  if (memory.type === "lore") return "background";
+  const where = [memory.metadata.title, memory.metadata.heading].filter((part, i, all) => typeof part === "string" && part && all.indexOf(part) === i);
+  return where.length > 0 ? `document: ${where.join(" > ")}` : "document";
+}
+
+function recallSource(memory: Memory): string {
+  if (memory.type === "summary") return `summary of the conversation up to ${day(memory.createdAt)}`;
+  const speaker = memory.content.role === "agent" ? "you" : (memory.content.userName ?? memory.userId ?? "someone");
+  return `${speaker}, ${day(memory.createdAt)}`;
+}
+
+function day(ms: number): string {
+  return new Date(ms).toISOString().slice(0, 10);
+}
+
+/** Keeps entries in order until the next one would pass the budget. */
+function withinBudget<T>(entries: T[], budget: number, cost: (entry: T) => number): T[] {
+  const kept: T[] = [];
+  let used = 0;
+  for (const entry of entries) {
+    const c = cost(entry);
+    if (used + c > budget) break;
+    used += c;
+    kept.push(entry);
+  }
+  return kept;
+}

@@ -1,0 +1,304 @@
+// The memory API end to end through the worker, with the offline default stack (local hashed
+// embedder, local vector index in D1, FTS5): storing, listing, hybrid search, thresholds, the
+// full-text fallback for memories without a vector, dimension mismatches, knowledge chunking and
+// replacement, deletions that leave no orphan vector, agent isolation, and retention.
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { runMemoryMaintenance } from "../src/memory/maintenance.ts";
+import { resetLocalVectorCache } from "../src/memory/local-vector-index.ts";
+import { api, createTestAgent, json } from "./helpers/api.ts";
+
+interface MemoryView {
+  id: string;
+  type: string;
+  text: string;
+  userId: string | null;
+  roomId: string | null;
+  embedded: boolean;
+  metadata: Record<string, unknown>;
+  createdAt: number;
+}
+interface Scored extends MemoryView {
+  score: number;
+  similarity: number | null;
+  matchedBy: string[];
+}
+
+async function store(agentId: string, memories: Record<string, unknown>[]) {
+  const response = await api("POST", "/memories", { body: { memories: memories.map((m) => ({ agentId, ...m })) } });
+  return { response, body: await json<{ memories: { id: string }[]; embedded: number; pending: number }>(response) };
+}
+
+async function similar(body: Record<string, unknown>) {
+  const response = await api("POST", "/memories/similar", { body });
+  expect(response.status).toBe(200);
+  return (await json<{ memories: Scored[] }>(response)).memories;
+}
+
+async function count(sql: string, ...params: unknown[]): Promise<number> {
+  const row = await env.DB.prepare(sql).bind(...params).first<{ n: number }>();
+  return row?.n ?? 0;
+}
+
+describe("memory API: storing and listing", () => {
+  it("stores typed memories, embeds them inline, and lists them newest first with filters and a cursor", async () => {
+    const agentId = await createTestAgent();
+    const { response, body } = await store(agentId, [
+      { type: "fact", userId: "alice", text: "Alice is training for the Berlin marathon", createdAt: 1_000 },
+      { type: "fact", userId: "bob", text: "Bob keeps bees on his roof", createdAt: 2_000 },
+      { type: "message", roomId: "general", userId: "alice", userName: "Alice", text: "Morning all", createdAt: 3_000 },
+      { type: "lore", text: "Testa was built in a lighthouse", createdAt: 4_000 },
+    ]);
+    expect(response.status).toBe(201);
+    expect(body).toMatchObject({ embedded: 4, pending: 0 });
+
+    const all = await json<{ memories: MemoryView[]; nextCursor: string | null }>(await api("GET", `/memories?agentId=${agentId}&limit=2`));
+    expect(all.memories.map((m) => m.text)).toEqual(["Testa was built in a lighthouse", "Morning all"]);
+    expect(all.nextCursor).not.toBeNull();
+    const next = await json<{ memories: MemoryView[]; nextCursor: string | null }>(await api("GET", `/memories?agentId=${agentId}&limit=2&cursor=${all.nextCursor}`));
+    expect(next.memories.map((m) => m.text)).toEqual(["Bob keeps bees on his roof", "Alice is training for the Berlin marathon"]);
+    expect(next.nextCursor).toBeNull();
+
+    const alices = await json<{ memories: MemoryView[] }>(await api("GET", `/memories?agentId=${agentId}&userId=alice&type=fact`));
+    expect(alices.memories.map((m) => m.text)).toEqual(["Alice is training for the Berlin marathon"]);
+    expect(alices.memories[0]!.embedded).toBe(true);
+  });
+
+  it("refuses bad memories with the failing field named, and stores nothing", async () => {
+    const agentId = await createTestAgent();
+    const response = await api("POST", "/memories", {
+      body: { memories: [{ agentId, type: "fact", text: "ok fact", userId: "alice" }, { agentId, type: "fact", text: "no user" }] },
+    });
+    expect(response.status).toBe(400);
+    const error = (await json<{ error: { code: string; message: string } }>(response)).error;
+    expect(error.code).toBe("validation");
+    expect(error.message).toContain("userId");
+    expect(await count("SELECT count(*) AS n FROM memories WHERE agent_id = ? AND type = 'fact'", agentId)).toBe(0);
+
+    const badCursor = await api("GET", `/memories?agentId=${agentId}&cursor=garbage`);
+    expect(badCursor.status).toBe(400);
+    const unknown = await api("POST", "/memories", { body: { memories: [{ agentId: "no-such-agent", type: "lore", text: "x" }] } });
+    expect(unknown.status).toBe(404);
+  });
+
+  it("refuses an id that another agent's memory already uses", async () => {
+    const first = await createTestAgent();
+    const second = await createTestAgent();
+    expect((await store(first, [{ id: "shared-id-1", type: "lore", text: "first" }])).response.status).toBe(201);
+    const { response } = await store(second, [{ id: "shared-id-1", type: "lore", text: "second" }]);
+    expect(response.status).toBe(409);
+    expect((await store(first, [{ id: "shared-id-1", type: "lore", text: "first again" }])).response.status).toBe(201);
+    expect(await count("SELECT count(*) AS n FROM memories WHERE id = 'shared-id-1'")).toBe(1);
+  });
+});
+
+describe("memory API: hybrid search", () => {
+  it("finds a memory by stemmed words and by vector similarity, best first, with scores", async () => {
+    const agentId = await createTestAgent();
+    await store(agentId, [
+      { type: "fact", userId: "alice", text: "Alice runs marathons every spring" },
+      { type: "fact", userId: "alice", text: "Alice's favourite food is ramen" },
+      { type: "fact", userId: "bob", text: "Bob collects vintage synthesizers" },
+    ]);
+    const hits = await similar({ agentId, query: "who is running a marathon?" });
+    expect(hits[0]!.text).toBe("Alice runs marathons every spring");
+    expect(hits[0]!.matchedBy).toEqual(expect.arrayContaining(["text", "vector"]));
+    expect(hits[0]!.similarity).toBeGreaterThan(0);
+    expect(hits[0]!.score).toBeGreaterThan(hits[hits.length - 1]!.score - 1e-9);
+
+    // A misspelling shares no FTS token, but character n-grams still bring it close.
+    const fuzzy = await similar({ agentId, query: "synthesiser", type: "fact" });
+    expect(fuzzy[0]!.text).toBe("Bob collects vintage synthesizers");
+    expect(fuzzy[0]!.matchedBy).toEqual(["vector"]);
+  });
+
+  it("still finds a memory that has no vector yet through full-text search", async () => {
+    const agentId = await createTestAgent();
+    const { body } = await store(agentId, [{ type: "lore", text: "The lighthouse keeper sings sea shanties at dusk" }]);
+    const id = body.memories[0]!.id;
+    // As if the embedding had not run yet: no vector, marked pending.
+    await env.DB.batch([
+      env.DB.prepare("DELETE FROM memory_vectors WHERE memory_id = ?").bind(id),
+      env.DB.prepare("UPDATE memories SET embedded_at = NULL WHERE id = ?").bind(id),
+    ]);
+    resetLocalVectorCache();
+    const hits = await similar({ agentId, query: "shanties", threshold: 0.95 });
+    expect(hits.map((h) => h.id)).toEqual([id]);
+    expect(hits[0]).toMatchObject({ matchedBy: ["text"], similarity: null, embedded: false });
+
+    const stats = await json<{ pendingEmbedding: number }>(await api("GET", `/memories/stats?agentId=${agentId}`));
+    expect(stats.pendingEmbedding).toBe(1);
+    const backfill = await json<{ embedded: number; pending: boolean }>(await api("POST", "/memories/embed", { body: { agentId } }));
+    expect(backfill).toEqual({ embedded: 1, pending: false });
+  });
+
+  it("applies a similarity threshold to embedded memories", async () => {
+    const agentId = await createTestAgent();
+    await store(agentId, [
+      { type: "lore", text: "Testa repairs old radios" },
+      { type: "lore", text: "Testa dislikes radios that hum and old repairs of tables" },
+    ]);
+    const loose = await similar({ agentId, query: "Testa repairs old radios", threshold: 0 });
+    expect(loose).toHaveLength(2);
+    const strict = await similar({ agentId, query: "Testa repairs old radios", threshold: 0.95 });
+    expect(strict.map((h) => h.text)).toEqual(["Testa repairs old radios"]);
+    expect(strict[0]!.similarity).toBeGreaterThanOrEqual(0.95);
+  });
+
+  it("never returns another agent's memories", async () => {
+    const mine = await createTestAgent();
+    const theirs = await createTestAgent();
+    await store(theirs, [{ type: "lore", text: "The secret recipe uses saffron" }]);
+    await store(mine, [{ type: "lore", text: "Nothing about spices here" }]);
+    const hits = await similar({ agentId: mine, query: "secret recipe saffron", limit: 20 });
+    expect(hits.every((h) => !h.text.includes("saffron"))).toBe(true);
+    const listed = await json<{ memories: MemoryView[] }>(await api("GET", `/memories?agentId=${mine}`));
+    expect(listed.memories.map((m) => m.text)).toEqual(["Nothing about spices here"]);
+  });
+});
+
+describe("memory API: deletion and forgetting", () => {
+  it("forgets everything about one user, vectors and text index included, and nothing else", async () => {
+    const agentId = await createTestAgent();
+    const { body } = await store(agentId, [
+      { type: "fact", userId: "alice", text: "Alice lives in Lisbon" },
+      { type: "description", userId: "alice", text: "Alice is a cheerful cellist" },
+      { type: "message", roomId: "r1", userId: "alice", text: "I play the cello" },
+      { type: "fact", userId: "bob", text: "Bob lives in Oslo" },
+    ]);
+    const aliceIds = body.memories.slice(0, 3).map((m) => m.id);
+    const response = await api("DELETE", `/memories?agentId=${agentId}&userId=alice`);
+    expect(await json(response)).toEqual({ deleted: 3 });
+    const placeholders = aliceIds.map(() => "?").join(",");
+    expect(await count(`SELECT count(*) AS n FROM memory_vectors WHERE memory_id IN (${placeholders})`, ...aliceIds)).toBe(0);
+    expect(await count("SELECT count(*) AS n FROM memory_vectors WHERE agent_id = ?", agentId)).toBe(1);
+    expect(await count("SELECT count(*) AS n FROM memories_fts WHERE memories_fts MATCH 'lisbon OR cellist OR cello'")).toBe(0);
+    const hits = await similar({ agentId, query: "Lisbon cello" });
+    expect(hits.every((h) => h.userId !== "alice")).toBe(true);
+  });
+
+  it("deleting an agent removes its memories' vectors", async () => {
+    const agentId = await createTestAgent();
+    await store(agentId, [{ type: "lore", text: "Short-lived lore" }]);
+    expect(await count("SELECT count(*) AS n FROM memory_vectors WHERE agent_id = ?", agentId)).toBe(1);
+    expect((await api("DELETE", `/agents/${agentId}`)).status).toBe(204);
+    expect(await count("SELECT count(*) AS n FROM memory_vectors WHERE agent_id = ?", agentId)).toBe(0);
+    expect(await count("SELECT count(*) AS n FROM memories WHERE agent_id = ?", agentId)).toBe(0);
+  });
+});
+
+describe("memory API: embedding dimension checks", () => {
+  it("refuses to write vectors of the wrong size, keeps the memories, and says so in /health", async () => {
+    const agentId = await createTestAgent();
+    await store(agentId, [{ type: "lore", text: "written while the index fits" }]);
+    const real = await env.DB.prepare("SELECT value FROM vector_index_meta WHERE key = 'dimensions'").first<{ value: string }>();
+    expect(real?.value).toBeDefined();
+    await env.DB.prepare("UPDATE vector_index_meta SET value = '999' WHERE key = 'dimensions'").run();
+    try {
+      const { response, body } = await store(agentId, [{ type: "lore", text: "written after the index changed" }]);
+      expect(response.status).toBe(201);
+      expect(body).toMatchObject({ embedded: 0, pending: 1 });
+      const health = await api("GET", "/health", { token: null });
+      expect(health.status).toBe(503);
+      expect((await json<{ vectors: { status: string; dimensions: number } }>(health)).vectors).toMatchObject({ status: "dimension_mismatch", dimensions: 999 });
+      const backfill = await api("POST", "/memories/embed", { body: { agentId } });
+      expect(backfill.status).toBe(503);
+      const error = (await json<{ error: { code: string; message: string } }>(backfill)).error;
+      expect(error.code).toBe("dimension_mismatch");
+      expect(error.message).toContain("999");
+      // Still found by text while it waits.
+      const hits = await similar({ agentId, query: "index changed" });
+      expect(hits[0]).toMatchObject({ text: "written after the index changed", embedded: false });
+    } finally {
+      await env.DB.prepare("UPDATE vector_index_meta SET value = ? WHERE key = 'dimensions'").bind(real!.value).run();
+    }
+  });
+});
+
+describe("knowledge", () => {
+  const handbook = [
+    "# Handbook",
+    "Welcome to the lighthouse. This handbook explains how things work here.",
+    "## Lamps",
+    ...Array.from({ length: 30 }, (_, i) => `Lamp rule ${i + 1}: clean lens number ${i + 1} with the soft cloth before sunset, and log it.`),
+    "## Boats",
+    "The rowing boat is kept in the north shed. The motor boat needs a licence.",
+  ].join("\n\n");
+
+  it("chunks a markdown document by tokens with headings and overlap, and finds its fragments", async () => {
+    const agentId = await createTestAgent();
+    const response = await api("POST", `/agents/${agentId}/knowledge`, { body: { title: "Handbook", text: handbook, format: "markdown" } });
+    expect(response.status).toBe(201);
+    const result = await json<{ documentId: string; fragments: number; embedded: number; replaced: boolean }>(response);
+    expect(result).toMatchObject({ documentId: "handbook", replaced: false });
+    expect(result.fragments).toBeGreaterThanOrEqual(3);
+    expect(result.embedded).toBe(result.fragments);
+
+    const fragments = (await json<{ memories: MemoryView[] }>(await api("GET", `/memories?agentId=${agentId}&type=fragment&limit=100`))).memories;
+    const headings = new Set(fragments.map((f) => f.metadata.heading));
+    expect(headings).toEqual(new Set(["Handbook", "Handbook > Lamps", "Handbook > Boats"]));
+    const lamps = fragments.filter((f) => f.metadata.heading === "Handbook > Lamps").sort((a, b) => Number(a.metadata.position) - Number(b.metadata.position));
+    expect(lamps.length).toBeGreaterThanOrEqual(2);
+    // Overlap: the next chunk opens with the last paragraphs of the previous one.
+    const previous = lamps[0]!.text.split("\n\n");
+    const next = lamps[1]!.text.split("\n\n");
+    const carried = next.filter((paragraph) => previous.includes(paragraph));
+    expect(carried.length).toBeGreaterThan(0);
+    expect(next.slice(0, carried.length)).toEqual(previous.slice(-carried.length));
+
+    const hits = await similar({ agentId, query: "where is the rowing boat kept?", type: "fragment" });
+    expect(hits[0]!.text).toContain("north shed");
+  });
+
+  it("replaces a document ingested again, leaving no orphan fragment or vector", async () => {
+    const agentId = await createTestAgent();
+    await api("POST", `/agents/${agentId}/knowledge`, { body: { title: "Handbook", text: handbook, format: "markdown" } });
+    const again = await json<{ fragments: number; replaced: boolean }>(
+      await api("POST", `/agents/${agentId}/knowledge`, { body: { title: "Handbook", text: "# Handbook\n\nOnly one short rule now." , format: "markdown" } }),
+    );
+    expect(again).toMatchObject({ fragments: 1, replaced: true });
+    expect(await count("SELECT count(*) AS n FROM memories WHERE agent_id = ? AND type = 'fragment'", agentId)).toBe(1);
+    expect(await count("SELECT count(*) AS n FROM memory_vectors WHERE agent_id = ?", agentId)).toBe(1);
+    expect((await api("DELETE", `/agents/${agentId}/knowledge/handbook`)).status).toBe(204);
+    expect(await count("SELECT count(*) AS n FROM memories WHERE agent_id = ? AND type IN ('fragment', 'document')", agentId)).toBe(0);
+    expect((await api("DELETE", `/agents/${agentId}/knowledge/handbook`)).status).toBe(404);
+  });
+
+  it("stores a character's knowledge entries with the agent, and replaces them on PUT", async () => {
+    const agentId = await createTestAgent({ knowledge: ["The lighthouse was built in 1888.", "The keeper's cat is called Fog."] });
+    const hits = await similar({ agentId, query: "what is the cat called?", type: "fragment" });
+    expect(hits[0]!.text).toContain("Fog");
+    const put = await api("PUT", `/agents/${agentId}`, { body: { id: agentId, name: "Testa", bio: ["x"], knowledge: ["The keeper's dog is called Mist."] } });
+    expect(put.status).toBe(200);
+    const after = (await json<{ memories: MemoryView[] }>(await api("GET", `/memories?agentId=${agentId}&type=fragment`))).memories;
+    expect(after.map((m) => m.text)).toEqual(["The keeper's dog is called Mist."]);
+  });
+});
+
+describe("retention", () => {
+  it("deletes conversation memories older than the agent's retention, and keeps facts and recent ones", async () => {
+    const agentId = await createTestAgent({ settings: { memory: { retentionDays: 2 } } });
+    const keeper = await createTestAgent();
+    const now = Date.now();
+    const old = now - 3 * 86_400_000;
+    await store(agentId, [
+      { type: "message", roomId: "r", userId: "alice", text: "an old message", createdAt: old },
+      { type: "summary", roomId: "r", text: "an old summary", createdAt: old },
+      { type: "fact", userId: "alice", text: "an old fact", createdAt: old },
+      { type: "message", roomId: "r", userId: "alice", text: "a recent message", createdAt: now },
+    ]);
+    await store(keeper, [{ type: "message", roomId: "r", userId: "alice", text: "no retention set", createdAt: old }]);
+    const report = await runMemoryMaintenance(env, now);
+    expect(report.expired).toBe(2);
+    const left = (await json<{ memories: MemoryView[] }>(await api("GET", `/memories?agentId=${agentId}`))).memories.map((m) => m.text);
+    expect(left.sort()).toEqual(["a recent message", "an old fact"]);
+    expect((await json<{ memories: MemoryView[] }>(await api("GET", `/memories?agentId=${keeper}`))).memories).toHaveLength(1);
+    expect(await count("SELECT count(*) AS n FROM memory_vectors WHERE agent_id = ?", agentId)).toBe(2);
+  });
+});
+
+describe("memory API: auth", () => {
+  it("needs the token", async () => {
+    expect((await api("GET", "/memories?agentId=x", { token: null })).status).toBe(401);
+  });
+});
