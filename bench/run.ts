@@ -2,19 +2,14 @@
 // with a zero-latency OpenAI-compatible stand-in on loopback. Prints a table per scenario: a plain
 // turn, a two-tool turn, and a turn in a room that already holds 1,000 messages. Only loopback
 // traffic; a fresh temporary D1/Durable Object state every run.
-import { execFileSync } from "node:child_process";
-import { randomBytes } from "node:crypto";
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
-import type { Readable } from "node:stream";
-import { convertV4MiniflareOptions, Miniflare, type V4MiniflareOptions } from "miniflare";
-import { unstable_getMiniflareWorkerOptions, unstable_splitSqlQuery } from "wrangler";
 import { startModelServer, type ModelServer } from "./model-server.ts";
 import { runCoreBench } from "./core.ts";
 import { coreTable, summarize, table, type Row } from "./stats.ts";
+import { startBenchWorker } from "./worker-harness.ts";
 
-const token = randomBytes(24).toString("base64url");
 const workDir = mkdtempSync(join(tmpdir(), "edge-agents-bench-"));
 
 interface Scenario {
@@ -33,52 +28,12 @@ async function main(): Promise<void> {
   console.log(coreTable(core));
 
   const model = await startModelServer();
-  // The worker exactly as `wrangler deploy` would upload it, run by Miniflare's workerd with the
-  // bindings wrangler.toml declares (local D1, R2 and Durable Objects, in memory).
-  // Inside the project: workerd resolves module names relative to it and refuses "..".
-  const dist = join(".wrangler", "bench-dist");
-  execFileSync("wrangler", ["deploy", "--dry-run", "--outdir", dist], { stdio: "ignore" });
-  // modulesRules describe how to bundle; the dry-run output is already one module.
-  const { modulesRules: _rules, ...workerOptions } = unstable_getMiniflareWorkerOptions("wrangler.toml").workerOptions;
-  // wrangler hands out Miniflare's v4-style worker options; Miniflare 5 converts them.
-  const options: V4MiniflareOptions = {
-    workers: [
-      {
-    ...workerOptions,
-    name: "edge-agents",
-    modules: true,
-    scriptPath: join(dist, "index.js"),
-    bindings: {
-      ...(workerOptions.bindings ?? {}),
-      OPENAI_API_KEY: "bench",
-      OPENAI_BASE_URL: `${model.url}/v1`,
-      MODEL: "bench-model",
-      ADMIN_TOKEN: token,
-      SECRETS_KEY: randomBytes(32).toString("base64url"),
-    },
-      },
-    ],
-    // The worker logs one JSON line per runtime event, as in production; keep them off the table.
-    handleRuntimeStdio: (stdout: Readable, stderr: Readable) => {
-      stdout.resume();
-      stderr.resume();
-    },
-    handleStructuredLogs: () => {},
-  };
-  const mf = new Miniflare(convertV4MiniflareOptions(options));
-  const url = await mf.ready;
-  const db = await mf.getD1Database("DB");
-  for (const file of readdirSync("migrations").filter((name) => name.endsWith(".sql")).sort()) {
-    for (const query of unstable_splitSqlQuery(readFileSync(join("migrations", file), "utf8"))) await db.prepare(query).run();
-  }
-  const worker = { stop: () => mf.dispose() };
-  const base = url.origin;
-  const call = (method: string, path: string, body?: unknown) =>
-    fetch(`${base}${path}`, {
-      method,
-      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
+  const worker = await startBenchWorker({
+    OPENAI_API_KEY: "bench",
+    OPENAI_BASE_URL: `${model.url}/v1`,
+    MODEL: "bench-model",
+  });
+  const call = worker.call;
 
   try {
     const created = await call("POST", "/agents", { id: "bench", name: "Bench", bio: ["A benchmark agent."], system: "You are Bench." });

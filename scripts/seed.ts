@@ -7,6 +7,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseCharacter } from "../src/characters/parse-character.ts";
 import { agentIdFor } from "../src/memory/agent-store.ts";
+import { characterKnowledge } from "../src/memory/knowledge.ts";
+import { loadTokenCounter } from "../src/runtime/tokens.ts";
 
 const target = process.argv.includes("--remote") ? "--remote" : "--local";
 const dir = "characters";
@@ -14,6 +16,7 @@ const now = Date.now();
 const quote = (value: string | null) => (value === null ? "NULL" : `'${value.replaceAll("'", "''")}'`);
 
 const statements: string[] = [];
+const tokens = await loadTokenCounter();
 const seeded: string[] = [];
 for (const file of readdirSync(dir).filter((name) => name.endsWith(".json")).sort()) {
   const raw: unknown = JSON.parse(readFileSync(join(dir, file), "utf8"));
@@ -32,6 +35,14 @@ for (const file of readdirSync(dir).filter((name) => name.endsWith(".json")).sor
       `INSERT OR IGNORE INTO memories (id, type, agent_id, room_id, user_id, content, metadata, created_at) SELECT ${quote(`${id}:lore:${index}`)}, 'lore', ${quote(id)}, NULL, NULL, ${quote(JSON.stringify({ text, source: "character" }))}, ${quote(JSON.stringify({ index }))}, ${now} WHERE (SELECT created_at FROM agents WHERE id = ${quote(id)}) = ${now};`,
     );
   });
+  // The file's knowledge entries, chunked as POST /agents would; vectors follow on first use
+  // (the cron sweep, or `npm run memory -- init --agent <id>`), and text search finds them at once.
+  const knowledge = await characterKnowledge(tokens, id, character, now);
+  for (const memory of knowledge ? [knowledge.document, ...knowledge.fragments] : []) {
+    statements.push(
+      `INSERT OR IGNORE INTO memories (id, type, agent_id, room_id, user_id, parent_id, content, metadata, created_at) SELECT ${quote(memory.id)}, ${quote(memory.type)}, ${quote(id)}, NULL, NULL, ${quote(memory.parentId ?? null)}, ${quote(JSON.stringify(memory.content))}, ${quote(JSON.stringify(memory.metadata))}, ${now} WHERE (SELECT created_at FROM agents WHERE id = ${quote(id)}) = ${now};`,
+    );
+  }
 }
 
 const work = mkdtempSync(join(tmpdir(), "edge-agents-seed-"));

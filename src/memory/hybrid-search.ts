@@ -22,6 +22,8 @@ export interface HybridSearchOptions {
   /** null: text search only. */
   index: VectorIndex | null;
   embedder: Embedder | null;
+  /** Weight of the vector ranking against the full-text one (1) in the fusion. */
+  vectorWeight?: number;
   log?: (entry: Record<string, unknown>) => void;
 }
 
@@ -67,6 +69,7 @@ export function createHybridSearch(options: HybridSearchOptions): MemoryRetrieve
       const fused = fuseRankings(
         textHits.map((hit) => ({ id: hit.memory.id })),
         vectorHits,
+        { textWeight: 1, vectorWeight: options.vectorWeight ?? 1 },
       );
       const loaded = new Map<string, { memory: Memory; embedded: boolean }>(textHits.map((hit) => [hit.memory.id, hit]));
       const missing = fused.slice(0, candidates).map((hit) => hit.id).filter((id) => !loaded.has(id));

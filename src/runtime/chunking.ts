@@ -41,7 +41,8 @@ export function chunkDocument(text: string, tokens: TokenCounter, options: Chunk
   /** Segments of the chunk being built; the first `carried` of them repeat the previous chunk. */
   let current: Segment[] = [];
   let carried = 0;
-  const tokensOf = (list: Segment[]) => list.reduce((sum, s) => sum + s.tokens, 0);
+  // Paragraph separators cost a token each when the chunk is joined back together.
+  const tokensOf = (list: Segment[]) => list.reduce((sum, s) => sum + s.tokens + 1, 0);
   const emit = () => {
     const body = current.map((s) => s.text).join("\n\n");
     chunks.push({ text: body, position: chunks.length, heading: current[current.length - 1]!.heading, tokens: tokens.count(body) });
@@ -58,7 +59,7 @@ export function chunkDocument(text: string, tokens: TokenCounter, options: Chunk
         for (let i = current.length - 1; i >= 0; i--) {
           const candidate = current[i]!;
           if (tokensOf(tail) + candidate.tokens > options.overlapTokens) break;
-          if (tokensOf(tail) + candidate.tokens + segment.tokens > options.maxTokens) break;
+          if (tokensOf(tail) + candidate.tokens + 1 + segment.tokens + 1 > options.maxTokens) break;
           tail.unshift(candidate);
         }
       }

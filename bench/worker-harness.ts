@@ -1,0 +1,69 @@
+// Starts the worker exactly as `wrangler deploy` would bundle it, in Miniflare's local workerd
+// with the bindings wrangler.toml declares (D1, R2, Durable Objects in a fresh in-memory state)
+// and the D1 migrations applied, for the benchmarks. Returns an authenticated JSON caller.
+import { execFileSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import type { Readable } from "node:stream";
+import { convertV4MiniflareOptions, Miniflare, type V4MiniflareOptions } from "miniflare";
+import { unstable_getMiniflareWorkerOptions, unstable_splitSqlQuery } from "wrangler";
+
+export type Call = (method: string, path: string, body?: unknown) => Promise<Response>;
+
+export interface BenchWorker {
+  base: string;
+  call: Call;
+  stop(): Promise<void>;
+}
+
+export async function startBenchWorker(bindings: Record<string, string>): Promise<BenchWorker> {
+  const token = randomBytes(24).toString("base64url");
+  // Inside the project: workerd resolves module names relative to it and refuses "..".
+  const dist = join(".wrangler", "bench-dist");
+  execFileSync("wrangler", ["deploy", "--dry-run", "--outdir", dist], { stdio: "ignore" });
+  // modulesRules describe how to bundle; the dry-run output is already one module.
+  const { modulesRules: _rules, ...workerOptions } = unstable_getMiniflareWorkerOptions("wrangler.toml").workerOptions;
+  // wrangler hands out Miniflare's v4-style worker options; Miniflare 5 converts them.
+  const options: V4MiniflareOptions = {
+    workers: [
+      {
+        ...workerOptions,
+        name: "edge-agents",
+        modules: true,
+        scriptPath: join(dist, "index.js"),
+        bindings: {
+          ...(workerOptions.bindings ?? {}),
+          // wrangler reads a developer's .dev.vars; benchmarks must not pick up its model or keys.
+          OPENAI_API_KEY: "",
+          OPENAI_BASE_URL: "",
+          EMBEDDING_MODEL: "",
+          EMBEDDING_DIMENSIONS: "",
+          ADMIN_TOKEN: token,
+          SECRETS_KEY: randomBytes(32).toString("base64url"),
+          ...bindings,
+        },
+      },
+    ],
+    // The worker logs one JSON line per runtime event, as in production; keep them off the tables.
+    handleRuntimeStdio: (stdout: Readable, stderr: Readable) => {
+      stdout.resume();
+      stderr.resume();
+    },
+    handleStructuredLogs: () => {},
+  };
+  const mf = new Miniflare(convertV4MiniflareOptions(options));
+  const url = await mf.ready;
+  const db = await mf.getD1Database("DB");
+  for (const file of readdirSync("migrations").filter((name) => name.endsWith(".sql")).sort()) {
+    for (const query of unstable_splitSqlQuery(readFileSync(join("migrations", file), "utf8"))) await db.prepare(query).run();
+  }
+  const base = url.origin;
+  const call: Call = (method, path, body) =>
+    fetch(`${base}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+  return { base, call, stop: () => mf.dispose() };
+}
