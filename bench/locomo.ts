@@ -1,11 +1,14 @@
-// The LoCoMo dev set (../shared/data/locomo-dev.json, CC BY-NC 4.0, evaluation only): loading its
-// conversations and questions, tolerating malformed evidence ids, and the paper's retrieval
-// metric: recall@k = share of a question's evidence turns in the top k (no evidence counts as 1).
+// The LoCoMo dev set (../shared/data/locomo-dev.json, CC BY-NC 4.0, evaluation only) for the memory
+// benchmark: conversations as timestamped turns, questions with their evidence turns, and the
+// paper's retrieval metric (recall@k = share of a question's evidence turns in the top k; a question
+// without evidence counts as 1), tallied per category. Pure apart from reading the file.
 import { readFileSync } from "node:fs";
+import { z } from "zod";
 
 export interface LocomoTurn {
   diaId: string;
   speaker: string;
+  /** The spoken text, plus " [shares a photo: <caption>]" when the turn shares an image. */
   text: string;
   session: number;
   /** Session start plus the turn's index in seconds, so turns keep their order. */
@@ -14,76 +17,120 @@ export interface LocomoTurn {
 
 export interface LocomoQuestion {
   question: string;
+  /** Evidence dia_ids that name a turn of this conversation. */
   evidence: string[];
+  /** Evidence entries that named no turn of this conversation (malformed or dangling). */
+  dropped: string[];
   category: number;
 }
 
 export interface LocomoConversation {
   id: string;
+  speakers: string[];
   turns: LocomoTurn[];
   questions: LocomoQuestion[];
 }
 
-export const CATEGORY_NAMES: Record<number, string> = { 1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial" };
+export const CATEGORY_NAMES: Readonly<Record<number, string>> = { 1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial" };
 
-interface RawTurn {
-  speaker: string;
-  dia_id: string;
-  text: string;
-  blip_caption?: string;
-}
+const Turn = z.looseObject({ speaker: z.string(), dia_id: z.string(), text: z.string(), blip_caption: z.string().optional() });
+const Question = z.looseObject({ question: z.string(), evidence: z.unknown(), category: z.int() });
+const Sample = z.looseObject({ sample_id: z.string().optional(), conversation: z.record(z.string(), z.unknown()), qa: z.array(Question) });
+
+const MONTHS = ["january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november", "december"];
 
 export function loadLocomo(path: string): LocomoConversation[] {
-  const raw = JSON.parse(readFileSync(path, "utf8")) as Array<{
-    sample_id?: string;
-    conversation: Record<string, unknown>;
-    qa: Array<{ question: string; evidence?: unknown; category: number }>;
-  }>;
-  return raw.map((sample, index) => {
-    const turns: LocomoTurn[] = [];
-    const conversation = sample.conversation;
-    const sessions = Object.keys(conversation)
-      .map((key) => /^session_(\d+)$/.exec(key))
-      .filter((m): m is RegExpExecArray => m !== null)
-      .map((m) => Number(m[1]))
-      .sort((a, b) => a - b);
-    for (const session of sessions) {
-      const start = parseSessionDate(String(conversation[`session_${session}_date_time`] ?? "")) ?? Date.UTC(2023, 0, session);
-      (conversation[`session_${session}`] as RawTurn[]).forEach((turn, i) => {
+  const samples = z.array(Sample).parse(JSON.parse(readFileSync(path, "utf8")));
+  return samples.map((sample, index) => parseConversation(sample, `conv-${index}`));
+}
+
+function parseConversation(sample: z.infer<typeof Sample>, fallbackId: string): LocomoConversation {
+  const id = sample.sample_id ?? fallbackId;
+  const fields = sample.conversation;
+  // Some files carry date_time keys for sessions that have no turns: the turns decide.
+  const sessions = Object.keys(fields)
+    .map((key) => /^session_(\d+)$/.exec(key)?.[1])
+    .filter((n): n is string => n !== undefined)
+    .map(Number)
+    .sort((a, b) => a - b);
+  const turns: LocomoTurn[] = [];
+  for (const session of sessions) {
+    const date = fields[`session_${session}_date_time`];
+    const start = typeof date === "string" ? parseSessionDate(date) : null;
+    if (start === null) throw new Error(`${id}: session ${session} has no readable date (${JSON.stringify(date)})`);
+    z.array(Turn)
+      .parse(fields[`session_${session}`])
+      .forEach((turn, i) => {
         const photo = turn.blip_caption ? ` [shares a photo: ${turn.blip_caption}]` : "";
         turns.push({ diaId: turn.dia_id, speaker: turn.speaker, text: `${turn.text}${photo}`, session, at: start + i * 1000 });
       });
-    }
-    const known = new Set(turns.map((t) => t.diaId));
-    const questions = sample.qa.map((qa) => ({
-      question: String(qa.question),
-      evidence: parseEvidence(qa.evidence).filter((id) => known.has(id)),
-      category: qa.category,
-    }));
-    return { id: sample.sample_id ?? `conv-${index}`, turns, questions };
+  }
+  const known = new Set(turns.map((turn) => turn.diaId));
+  const questions = sample.qa.map((qa) => {
+    const cited = parseEvidence(qa.evidence);
+    return { question: qa.question, evidence: cited.filter((e) => known.has(e)), dropped: cited.filter((e) => !known.has(e)), category: qa.category };
   });
+  const speakers = [fields.speaker_a, fields.speaker_b].filter((s): s is string => typeof s === "string");
+  return { id, speakers, turns, questions };
 }
 
-/** Evidence as the data has it: mostly ids, some "D8:6; D9:17" strings, a few junk values. */
+/**
+ * Evidence as the data has it: a list of dia_ids, where a few entries hold several ids
+ * ("D8:6; D9:17") or junk ("D", "D:11:26"). Splits on ';', ',' and spaces and keeps every
+ * piece; the loader then drops pieces that name no turn (the data README's rule).
+ */
 export function parseEvidence(value: unknown): string[] {
-  const items = Array.isArray(value) ? value : [value];
-  return items.flatMap((item) => (typeof item === "string" ? item.split(/[;,]\s*|\s+/) : [])).map((id) => id.trim()).filter((id) => /^D\d+:\d+$/.test(id));
+  const entries = Array.isArray(value) ? value : [value];
+  return [...new Set(entries.flatMap((entry) => (typeof entry === "string" ? entry.split(/[;,\s]+/) : [])).filter((piece) => piece !== ""))];
 }
 
-/** "1:56 pm on 8 May, 2023" -> epoch ms (UTC). */
+/** "1:56 pm on 8 May, 2023" -> epoch ms, read as UTC (the data has no time zone). */
 export function parseSessionDate(text: string): number | null {
-  const m = /(\d{1,2}):(\d{2})\s*(am|pm)\s+on\s+(\d{1,2})\s+([A-Za-z]+),?\s+(\d{4})/i.exec(text);
+  const m = /^\s*(\d{1,2}):(\d{2})\s*(am|pm)\s+on\s+(\d{1,2})\s+([A-Za-z]+),?\s+(\d{4})\s*$/i.exec(text);
   if (!m) return null;
-  const months = ["january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november", "december"];
-  const month = months.indexOf(m[5]!.toLowerCase());
-  if (month < 0) return null;
-  let hour = Number(m[1]) % 12;
-  if (m[3]!.toLowerCase() === "pm") hour += 12;
-  return Date.UTC(Number(m[6]), month, Number(m[4]), hour, Number(m[2]));
+  const [, hours = "", minutes = "", half = "", day = "", monthName = "", year = ""] = m;
+  const month = MONTHS.indexOf(monthName.toLowerCase());
+  const hour = Number(hours);
+  if (month < 0 || hour < 1 || hour > 12 || Number(minutes) > 59) return null;
+  return Date.UTC(Number(year), month, Number(day), (hour % 12) + (half.toLowerCase() === "pm" ? 12 : 0), Number(minutes));
 }
 
-export function recallAtK(retrieved: string[], evidence: string[], k: number): number {
+/** Share of the evidence found among the first k retrieved ids (Maharana et al. 2024, §5). */
+export function recallAtK(retrieved: readonly string[], evidence: readonly string[], k: number): number {
   if (evidence.length === 0) return 1;
   const top = new Set(retrieved.slice(0, k));
   return evidence.filter((id) => top.has(id)).length / evidence.length;
+}
+
+export interface RecallRow {
+  category: string;
+  questions: number;
+  /** Mean recall per k, in percent, in the order of `ks`. */
+  recall: number[];
+}
+
+export interface RecallTally {
+  add(category: number, retrieved: readonly string[], evidence: readonly string[]): void;
+  /** One row per category seen (in category order), then "overall". */
+  rows(): RecallRow[];
+}
+
+export function createRecallTally(ks: readonly number[]): RecallTally {
+  const sums = new Map<number, { n: number; sums: number[] }>();
+  const row = (category: string, entries: { n: number; sums: number[] }[]): RecallRow => {
+    const n = entries.reduce((a, e) => a + e.n, 0);
+    return { category, questions: n, recall: ks.map((_, i) => (n === 0 ? NaN : (100 * entries.reduce((a, e) => a + e.sums[i]!, 0)) / n)) };
+  };
+  return {
+    add(category, retrieved, evidence) {
+      const entry = sums.get(category) ?? { n: 0, sums: ks.map(() => 0) };
+      entry.n++;
+      ks.forEach((k, i) => (entry.sums[i]! += recallAtK(retrieved, evidence, k)));
+      sums.set(category, entry);
+    },
+    rows() {
+      const categories = [...sums.keys()].sort((a, b) => a - b);
+      return [...categories.map((c) => row(CATEGORY_NAMES[c] ?? `category ${c}`, [sums.get(c)!])), row("overall", [...sums.values()])];
+    },
+  };
 }

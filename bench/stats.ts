@@ -1,4 +1,4 @@
-// Percentiles and the markdown table the benchmark prints. Nearest-rank percentiles on the sorted
+// Percentiles and the markdown tables the benchmarks print. Nearest-rank percentiles on the sorted
 // samples: with a few hundred turns per scenario, p99 is the third-slowest-ish turn, not an average.
 
 export interface Summary {
@@ -46,4 +46,21 @@ export function coreTable(rows: { scenario: string; turns: number; latency: Summ
     lines.push(`| ${row.scenario} | ${row.turns} | ${f(row.latency.p50)} | ${f(row.latency.p95)} | ${f(row.latency.p99)} | ${f(row.latency.mean)} | ${row.modelCallsPerTurn.toFixed(2)} |`);
   }
   return lines.join("\n");
+}
+
+export type Cell = string | number;
+
+/**
+ * A markdown table from plain rows, for benchmarks whose rows are not turn scenarios. Number
+ * columns are right-aligned with `digits` decimals (one value, or one per column; NaN prints "-").
+ */
+export function markdownTable(headers: string[], rows: Cell[][], digits: number | readonly number[] = 1): string {
+  const decimals = (i: number) => (typeof digits === "number" ? digits : (digits[i] ?? 1));
+  const numeric = headers.map((_, i) => rows.some((row) => typeof row[i] === "number"));
+  const cell = (value: Cell | undefined, i: number) => (typeof value === "number" ? (Number.isNaN(value) ? "-" : value.toFixed(decimals(i))) : (value ?? ""));
+  return [
+    `| ${headers.join(" | ")} |`,
+    `|${numeric.map((n) => (n ? "---:" : "---")).join("|")}|`,
+    ...rows.map((row) => `| ${headers.map((_, i) => cell(row[i], i)).join(" | ")} |`),
+  ].join("\n");
 }

@@ -4,7 +4,8 @@
 import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { readdirSync, readFileSync } from "node:fs";
-import { join } from "node:path";
+import { createRequire } from "node:module";
+import { dirname, join } from "node:path";
 import type { Readable } from "node:stream";
 import { convertV4MiniflareOptions, Miniflare, type V4MiniflareOptions } from "miniflare";
 import { unstable_getMiniflareWorkerOptions, unstable_splitSqlQuery } from "wrangler";
@@ -13,6 +14,8 @@ export type Call = (method: string, path: string, body?: unknown) => Promise<Res
 
 export interface BenchWorker {
   base: string;
+  /** The worker's ADMIN_TOKEN, for callers that build their own requests (e.g. the memory CLI). */
+  token: string;
   call: Call;
   stop(): Promise<void>;
 }
@@ -21,7 +24,14 @@ export async function startBenchWorker(bindings: Record<string, string>): Promis
   const token = randomBytes(24).toString("base64url");
   // Inside the project: workerd resolves module names relative to it and refuses "..".
   const dist = join(".wrangler", "bench-dist");
-  execFileSync("wrangler", ["deploy", "--dry-run", "--outdir", dist], { stdio: "ignore" });
+  // wrangler's own entry under this Node (22): works from npm scripts and from a bare `node bench/x.ts`.
+  const wrangler = join(dirname(createRequire(import.meta.url).resolve("wrangler/package.json")), "bin", "wrangler.js");
+  try {
+    execFileSync(process.execPath, [wrangler, "deploy", "--dry-run", "--outdir", dist], { stdio: "pipe" });
+  } catch (error) {
+    const output = error instanceof Error && "stderr" in error ? String(error.stderr) : "";
+    throw new Error(`bundling the worker (wrangler deploy --dry-run) failed:\n${output}`);
+  }
   // modulesRules describe how to bundle; the dry-run output is already one module.
   const { modulesRules: _rules, ...workerOptions } = unstable_getMiniflareWorkerOptions("wrangler.toml").workerOptions;
   // wrangler hands out Miniflare's v4-style worker options; Miniflare 5 converts them.
@@ -65,5 +75,5 @@ export async function startBenchWorker(bindings: Record<string, string>): Promis
       headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
-  return { base, call, stop: () => mf.dispose() };
+  return { base, token, call, stop: () => mf.dispose() };
 }

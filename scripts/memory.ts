@@ -1,232 +1,380 @@
-// `npm run memory -- <command>`: inspect and manage an agent's long-term memory over the HTTP API,
-// against the local dev server (token read from .dev.vars) or a deployed worker (--url, --token).
-// Commands: list, similar, clear, stats, init. Tables fit the terminal; --json prints raw answers.
+// `npm run memory -- <list|similar|clear|stats|init>`: look into and manage an agent's long-term
+// memory over the HTTP API, against the local dev server (token from .dev.vars) or a deployed
+// worker (--url, --token). Only the API, never D1 directly, so it works the same everywhere.
+// Tables fit the terminal; --json prints the raw answers. Exit code 0 on success, 1 otherwise.
 import { existsSync, readFileSync } from "node:fs";
+import { parseArgs } from "node:util";
 
-const HELP = `Usage: npm run memory -- <command> [options]
+export const HELP = `Usage: npm run memory -- <command> --agent <id> [options]
 
 Commands:
-  list     --agent A [--room R] [--user U] [--type T] [--limit N]   newest memories first
-  similar  "query" --agent A [--type T] [--room R] [--user U] [--threshold X] [--limit N]
-  clear    --agent A [--room R] [--user U] [--type T] --yes          delete (vectors too)
-  stats    --agent A                                                  counts, backlog, backends
-  init     --agent A                                                  check dimensions, embed what waits
+  list      [--room R] [--user U] [--type T] [--limit N] [--cursor C]   newest first (limit 50)
+  similar   "query" [--room R] [--user U] [--type T] [--threshold X] [--limit N]
+            the hybrid search the agent uses (full text + vectors); limit 10, at most 100
+  clear     [--room R] [--user U] [--type T] --yes   delete memories and their vectors;
+            without --yes, shows what would be deleted and deletes nothing
+  stats     counts by type, memories waiting for a vector, embedder and vector index
+  init      checks that the embedder and the vector index agree, then embeds every memory
+            still waiting for a vector
 
 Options:
-  --url URL      worker URL (default $EDGE_AGENTS_URL or http://localhost:8787)
-  --token T      API token (default $EDGE_AGENTS_TOKEN, else ADMIN_TOKEN from .dev.vars for a local URL)
-  --json         print the raw JSON answers
-  --help         this text
+  --agent A    the agent (required)
+  --type T     message, fact, description, lore, document, fragment, summary; comma-separate several
+  --url URL    the worker (default: $EDGE_AGENTS_URL, else http://localhost:8787)
+  --token T    API token (default: $EDGE_AGENTS_TOKEN, else ADMIN_TOKEN from .dev.vars for a local URL)
+  --json       print the API's JSON instead of tables
+  --help       this text`;
 
-Types: message, fact, description, lore, document, fragment, summary (comma-separate several).`;
-
-interface Options {
-  command: string | undefined;
-  positional: string[];
-  flags: Map<string, string | true>;
-}
-
-class CliError extends Error {}
-
-function parse(argv: string[]): Options {
-  const flags = new Map<string, string | true>();
-  const positional: string[] = [];
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i]!;
-    if (arg.startsWith("--")) {
-      const next = argv[i + 1];
-      if (["--yes", "--json", "--help"].includes(arg) || next === undefined || next.startsWith("--")) flags.set(arg.slice(2), true);
-      else {
-        flags.set(arg.slice(2), next);
-        i++;
-      }
-    } else positional.push(arg);
-  }
-  return { command: positional.shift(), positional, flags };
-}
-
-const options = parse(process.argv.slice(2));
-const text = (name: string): string | undefined => {
-  const value = options.flags.get(name);
-  if (value === true) throw new CliError(`--${name} needs a value`);
-  return value;
+const COMMANDS = ["list", "similar", "clear", "stats", "init"] as const;
+type Command = (typeof COMMANDS)[number];
+const TYPES = ["message", "fact", "description", "lore", "document", "fragment", "summary"];
+/** Options each command accepts besides --agent, --url, --token, --json and --help. */
+const COMMAND_OPTIONS: Record<Command, readonly string[]> = {
+  list: ["room", "user", "type", "limit", "cursor"],
+  similar: ["room", "user", "type", "threshold", "limit"],
+  clear: ["room", "user", "type", "yes"],
+  stats: [],
+  init: [],
 };
-const required = (name: string): string => {
-  const value = text(name);
-  if (!value) throw new CliError(`--${name} is required (see --help)`);
+const MAX_LIST = 10_000;
+/** `clear` counts a filtered selection by paging through it; past this it says "at least". */
+const COUNT_CAP = 5_000;
+const REQUEST_TIMEOUT_MS = 120_000;
+const MIN_LAST_COLUMN = 24;
+const MIN_COLUMN = 6;
+
+export class CliError extends Error {}
+
+export interface CliOptions {
+  command: Command;
+  agent: string;
+  query: string;
+  room?: string;
+  user?: string;
+  types?: string[];
+  limit?: number;
+  cursor?: string;
+  threshold?: number;
+  yes: boolean;
+  json: boolean;
+  url: string;
+  token?: string;
+}
+
+/** `asked`: --help was given (print to stdout, exit 0) rather than no command at all (exit 1). */
+export type ParsedCli = { help: true; asked: boolean } | { help: false; options: CliOptions };
+
+export function parseCli(argv: string[], env: Readonly<Record<string, string | undefined>>): ParsedCli {
+  const spec = {
+    agent: { type: "string" }, room: { type: "string" }, user: { type: "string" }, type: { type: "string" },
+    limit: { type: "string" }, cursor: { type: "string" }, threshold: { type: "string" }, url: { type: "string" },
+    token: { type: "string" }, yes: { type: "boolean" }, json: { type: "boolean" }, help: { type: "boolean" },
+  } as const;
+  const { values, positionals } = (() => {
+    try {
+      return parseArgs({ args: argv, options: spec, allowPositionals: true, strict: true });
+    } catch (error) {
+      throw new CliError(`${error instanceof Error ? error.message : String(error)} (see --help)`);
+    }
+  })();
+  if (values.help || positionals.length === 0) return { help: true, asked: values.help === true };
+  const [name, ...rest] = positionals;
+  const command = COMMANDS.find((c) => c === name);
+  if (!command) throw new CliError(`unknown command "${name}": use one of ${COMMANDS.join(", ")} (see --help)`);
+  for (const key of Object.keys(values)) {
+    if (!["agent", "url", "token", "json", "help", ...COMMAND_OPTIONS[command]].includes(key)) throw new CliError(`--${key} does not apply to ${command} (see --help)`);
+  }
+  if (command !== "similar" && rest.length > 0) throw new CliError(`${command} takes no arguments besides options, got "${rest.join(" ")}"`);
+  const query = rest.join(" ").trim();
+  if (command === "similar" && !query) throw new CliError('similar needs the query text, e.g. npm run memory -- similar "where does Alice live" --agent ada');
+  if (!values.agent) throw new CliError("--agent is required (see --help)");
+
+  const types = values.type?.split(",").map((t) => t.trim());
+  const unknownType = types?.find((t) => !TYPES.includes(t));
+  if (unknownType !== undefined) throw new CliError(`unknown type "${unknownType}": use ${TYPES.join(", ")}`);
+  const limit = values.limit === undefined ? undefined : integerIn("limit", values.limit, 1, command === "similar" ? 100 : MAX_LIST);
+  const threshold = values.threshold === undefined ? undefined : Number(values.threshold);
+  if (threshold !== undefined && !(threshold >= 0 && threshold <= 1)) throw new CliError(`--threshold is a similarity between 0 and 1, got "${values.threshold}"`);
+  const url = (values.url ?? env.EDGE_AGENTS_URL ?? "http://localhost:8787").replace(/\/+$/, "");
+  if (!/^https?:\/\/[^/\s]+/.test(url)) throw new CliError(`--url must be an http(s) URL, got "${url}"`);
+
+  return {
+    help: false,
+    options: {
+      command, agent: values.agent, query, room: values.room, user: values.user, types, limit, cursor: values.cursor, threshold,
+      yes: values.yes ?? false, json: values.json ?? false, url, token: values.token ?? env.EDGE_AGENTS_TOKEN,
+    },
+  };
+}
+
+function integerIn(name: string, raw: string, min: number, max: number): number {
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < min || value > max) throw new CliError(`--${name} must be a whole number from ${min} to ${max}, got "${raw}"`);
   return value;
-};
-
-const baseUrl = (text("url") ?? process.env.EDGE_AGENTS_URL ?? "http://localhost:8787").replace(/\/+$/, "");
-
-function token(): string {
-  const given = text("token") ?? process.env.EDGE_AGENTS_TOKEN;
-  if (given) return given;
-  const local = /^https?:\/\/(localhost|127\.0\.0\.1)(:\d+)?$/.test(baseUrl);
-  if (local && existsSync(".dev.vars")) {
-    const match = /^\s*ADMIN_TOKEN\s*=\s*"?([^"\n]+)"?\s*$/m.exec(readFileSync(".dev.vars", "utf8"));
-    if (match?.[1]) return match[1];
-  }
-  throw new CliError("no API token: pass --token or set EDGE_AGENTS_TOKEN (for a local server, run `npm run dev` once to create .dev.vars)");
 }
 
-async function request(method: string, path: string, body?: unknown): Promise<unknown> {
-  let response: Response;
-  try {
-    response = await fetch(`${baseUrl}${path}`, {
-      method,
-      headers: { authorization: `Bearer ${token()}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-  } catch {
-    throw new CliError(`cannot reach ${baseUrl}: is \`npm run dev\` running (or is --url right)?`);
-  }
-  const raw = await response.text();
-  let parsed: unknown;
-  try {
-    parsed = raw ? JSON.parse(raw) : null;
-  } catch {
-    throw new CliError(`${method} ${path}: HTTP ${response.status}, not JSON`);
-  }
-  if (!response.ok) {
-    const error = (parsed as { error?: { code?: string; message?: string } } | null)?.error;
-    throw new CliError(`${method} ${path}: HTTP ${response.status} ${error?.code ?? ""}: ${error?.message ?? raw.slice(0, 200)}`);
-  }
-  return parsed;
+export function isLocalUrl(url: string): boolean {
+  return /^https?:\/\/(localhost|127\.0\.0\.1|\[::1\])(:\d+)?$/.test(url);
 }
 
-function query(params: Record<string, string | undefined>): string {
-  const search = new URLSearchParams();
-  for (const [key, value] of Object.entries(params)) if (value !== undefined) search.set(key, value);
-  return search.toString();
+/** ADMIN_TOKEN from the text of a .dev.vars file (KEY=value lines, optional quotes). */
+export function devVarsToken(text: string): string | undefined {
+  return /^\s*ADMIN_TOKEN\s*=\s*"?([^"\s]+)"?\s*$/m.exec(text)?.[1];
 }
+
+/**
+ * Plain-text table for a terminal of `width` columns. The last column (the text) takes what the
+ * others leave, down to MIN_LAST_COLUMN; past that the widest other columns give up room too.
+ * Cut cells end in "…".
+ */
+export function formatTable(headers: string[], rows: string[][], width: number): string {
+  const cells = rows.map((row) => headers.map((_, i) => (row[i] ?? "").replace(/\s+/g, " ").trim()));
+  const widths = headers.map((h, i) => Math.max(h.length, ...cells.map((row) => row[i]!.length)));
+  const last = widths.length - 1;
+  const others = () => widths.slice(0, last).reduce((a, b) => a + b + 2, 0);
+  widths[last] = Math.max(Math.min(widths[last]!, MIN_LAST_COLUMN), Math.min(widths[last]!, width - others()));
+  while (others() + widths[last]! > width) {
+    const widest = widths.indexOf(Math.max(...widths.slice(0, last)));
+    if (widest < 0 || widest === last || widths[widest]! <= MIN_COLUMN) break;
+    widths[widest]!--;
+  }
+  const fit = (value: string, w: number) => (value.length > w ? `${value.slice(0, w - 1)}…` : value.padEnd(w));
+  const line = (row: string[]) => row.map((cell, i) => fit(cell, widths[i]!)).join("  ").trimEnd();
+  return [line(headers), widths.map((w) => "-".repeat(w)).join("  "), ...cells.map(line)].join("\n");
+}
+
+const memoryCount = (n: number) => (n === 1 ? "1 memory" : `${n.toLocaleString("en")} memories`);
 
 interface MemoryView {
   id: string;
   type: string;
   roomId: string | null;
   userId: string | null;
+  userName?: string;
   text: string;
   createdAt: number;
   embedded: boolean;
-  score?: number;
-  similarity?: number | null;
-  matchedBy?: string[];
 }
 
-function printTable(headers: string[], rows: string[][]): void {
-  const width = process.stdout.columns && process.stdout.columns > 40 ? process.stdout.columns : 120;
-  const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
-  // The last column (the text) takes what is left of the terminal.
-  const fixed = widths.slice(0, -1).reduce((a, b) => a + b + 2, 0);
-  widths[widths.length - 1] = Math.max(10, Math.min(widths[widths.length - 1]!, width - fixed));
-  const cut = (value: string, w: number) => (value.length > w ? `${value.slice(0, w - 1)}…` : value.padEnd(w));
-  const line = (cells: string[]) => cells.map((c, i) => cut(c.replace(/\s+/g, " "), widths[i]!)).join("  ").trimEnd();
-  console.log(line(headers));
-  console.log(widths.map((w) => "-".repeat(w)).join("  "));
-  for (const row of rows) console.log(line(row));
+interface ScoredMemory extends MemoryView {
+  score: number;
+  similarity: number | null;
+  matchedBy: string[];
 }
 
-const day = (ms: number) => new Date(ms).toISOString().slice(0, 16).replace("T", " ");
+interface Stats {
+  total: number;
+  byType: Record<string, number>;
+  pendingEmbedding: number;
+  embedder: { backend: string; id: string; dimensions: number };
+  vectors: { backend: string; dimensions: number | null };
+}
 
-async function main(): Promise<void> {
-  if (options.flags.has("help") || !options.command) {
-    console.log(HELP);
-    return;
+interface Health {
+  embedding?: { backend: string; id: string; dimensions: number };
+  vectors?: { backend: string; dimensions: number | null; status?: string };
+}
+
+type Api = <T>(method: string, path: string, body?: unknown) => Promise<T>;
+
+function createApi(url: string, token: string | undefined): Api {
+  return async <T>(method: string, path: string, body?: unknown): Promise<T> => {
+    let response: Response;
+    try {
+      response = await fetch(`${url}${path}`, {
+        method,
+        headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...(body === undefined ? {} : { "content-type": "application/json" }) },
+        body: body === undefined ? undefined : JSON.stringify(body),
+        signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+      });
+    } catch (error) {
+      throw unreachable(url, error);
+    }
+    const raw = await response.text();
+    let parsed: unknown = null;
+    try {
+      parsed = raw ? JSON.parse(raw) : null;
+    } catch {
+      if (response.ok) throw new CliError(`${method} ${path}: the answer is not JSON (is ${url} an edge-agents worker?)`);
+    }
+    if (response.ok) return parsed as T;
+    const error = (parsed as { error?: { code?: string; message?: string } } | null)?.error;
+    const hint = response.status === 401 ? " (check --token or EDGE_AGENTS_TOKEN)" : "";
+    throw new CliError(`${method} ${path}: HTTP ${response.status} ${error?.code ?? response.statusText}: ${error?.message ?? raw.slice(0, 200)}${hint}`);
+  };
+}
+
+function unreachable(url: string, error: unknown): CliError {
+  const cause = error instanceof Error && error.cause instanceof Error ? error.cause : undefined;
+  const code = cause && "code" in cause ? String(cause.code) : undefined;
+  if (code === "ECONNREFUSED") return new CliError(`cannot reach ${url}: connection refused. Is \`npm run dev\` running (or is --url right)?`);
+  if (error instanceof Error && error.name === "TimeoutError") return new CliError(`${url} did not answer within ${REQUEST_TIMEOUT_MS / 1000} s`);
+  return new CliError(`cannot reach ${url}: ${code ?? cause?.message ?? String(error)}`);
+}
+
+/** /health needs no token, and answers 503 with the same body when a backend is wrong: read it either way. */
+async function getHealth(url: string): Promise<Health> {
+  let response: Response;
+  try {
+    response = await fetch(`${url}/health`, { signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
+  } catch (error) {
+    throw unreachable(url, error);
   }
-  const json = options.flags.has("json");
+  try {
+    return (await response.json()) as Health;
+  } catch {
+    throw new CliError(`${url}/health: HTTP ${response.status}, not JSON (is ${url} an edge-agents worker?)`);
+  }
+}
+
+function resolveToken(options: CliOptions): string {
+  if (options.token) return options.token;
+  const devVars = new URL("../.dev.vars", import.meta.url);
+  const local = isLocalUrl(options.url) && existsSync(devVars) ? devVarsToken(readFileSync(devVars, "utf8")) : undefined;
+  if (local) return local;
+  throw new CliError(
+    isLocalUrl(options.url)
+      ? "no API token: run `npm run dev` once (it writes ADMIN_TOKEN to .dev.vars), or pass --token"
+      : "no API token: pass --token or set EDGE_AGENTS_TOKEN",
+  );
+}
+
+const query = (params: Record<string, string | undefined>) =>
+  new URLSearchParams(Object.entries(params).filter((entry): entry is [string, string] => entry[1] !== undefined)).toString();
+const filterOf = (o: CliOptions) => ({ agentId: o.agent, roomId: o.room, userId: o.user, type: o.types?.join(",") });
+const when = (ms: number) => new Date(ms).toISOString().slice(0, 16).replace("T", " ");
+const terminalWidth = () => process.stdout.columns ?? (Number(process.env.COLUMNS) || 120);
+const print = (headers: string[], rows: string[][]) => console.log(rows.length === 0 ? "(none)" : formatTable(headers, rows, terminalWidth()));
+const memoryRow = (m: MemoryView) => [m.id, when(m.createdAt), m.type, m.roomId ?? "", m.userName ?? m.userId ?? "", m.embedded ? "yes" : "no", m.text];
+const MEMORY_HEADERS = ["id", "created", "type", "room", "user", "vector", "text"];
+
+/** Up to `limit` memories, newest first, over as many pages as that takes. */
+async function listAll(api: Api, filter: Record<string, string | undefined>, limit: number, cursor?: string) {
+  const memories: MemoryView[] = [];
+  let next: string | null = cursor ?? null;
+  do {
+    const page: { memories: MemoryView[]; nextCursor: string | null } = await api("GET", `/memories?${query({ ...filter, limit: String(Math.min(200, limit - memories.length)), cursor: next ?? undefined })}`);
+    memories.push(...page.memories);
+    next = page.nextCursor;
+  } while (next && memories.length < limit);
+  return { memories, nextCursor: next };
+}
+
+async function run(options: CliOptions): Promise<number> {
+  const api = createApi(options.url, resolveToken(options));
   switch (options.command) {
     case "list": {
-      const agentId = required("agent");
-      const body = (await request("GET", `/memories?${query({ agentId, roomId: text("room"), userId: text("user"), type: text("type"), limit: text("limit") ?? "50" })}`)) as {
-        memories: MemoryView[];
-        nextCursor: string | null;
-      };
-      if (json) return console.log(JSON.stringify(body, null, 2));
-      printTable(
-        ["created", "type", "room", "user", "vec", "text"],
-        body.memories.map((m) => [day(m.createdAt), m.type, m.roomId ?? "", m.userId ?? "", m.embedded ? "yes" : "no", m.text]),
-      );
-      if (body.nextCursor) console.log(`(more: the API's cursor is ${body.nextCursor})`);
-      return;
+      const page = await listAll(api, filterOf(options), options.limit ?? 50, options.cursor);
+      if (options.json) return out(page);
+      print(MEMORY_HEADERS, page.memories.map(memoryRow));
+      if (page.nextCursor) console.log(`\n${memoryCount(page.memories.length)} shown; more with --cursor ${page.nextCursor}`);
+      return 0;
     }
     case "similar": {
-      const agentId = required("agent");
-      const q = options.positional.join(" ").trim();
-      if (!q) throw new CliError('give the query text, e.g. npm run memory -- similar "where does Alice live" --agent ada');
-      const type = text("type");
-      const threshold = text("threshold");
-      const body = (await request("POST", "/memories/similar", {
-        agentId,
-        query: q,
-        ...(type ? { type: type.includes(",") ? type.split(",") : type } : {}),
-        ...(text("room") ? { roomId: text("room") } : {}),
-        ...(text("user") ? { userId: text("user") } : {}),
-        ...(threshold ? { threshold: Number(threshold) } : {}),
-        limit: Number(text("limit") ?? "10"),
-      })) as { memories: MemoryView[] };
-      if (json) return console.log(JSON.stringify(body, null, 2));
-      printTable(
-        ["score", "sim", "by", "type", "user", "text"],
-        body.memories.map((m) => [m.score?.toFixed(3) ?? "", m.similarity === null || m.similarity === undefined ? "-" : m.similarity.toFixed(3), (m.matchedBy ?? []).join("+"), m.type, m.userId ?? "", m.text]),
-      );
-      return;
+      const body = await api<{ memories: ScoredMemory[] }>("POST", "/memories/similar", {
+        agentId: options.agent, query: options.query, type: options.types, roomId: options.room, userId: options.user, threshold: options.threshold, limit: options.limit,
+      });
+      if (options.json) return out(body);
+      const similarity = (m: ScoredMemory) => (m.similarity === null ? "-" : m.similarity.toFixed(3));
+      print(["score", "similarity", "by", "type", "room", "user", "created", "text"], body.memories.map((m) => [m.score.toFixed(3), similarity(m), m.matchedBy.join("+"), m.type, m.roomId ?? "", m.userName ?? m.userId ?? "", when(m.createdAt), m.text]));
+      return 0;
     }
-    case "clear": {
-      const agentId = required("agent");
-      const filter = { agentId, roomId: text("room"), userId: text("user"), type: text("type") };
-      if (!options.flags.has("yes")) {
-        const stats = (await request("GET", `/memories/stats?${query({ agentId })}`)) as { total: number };
-        const scope = [filter.roomId && `room ${filter.roomId}`, filter.userId && `user ${filter.userId}`, filter.type && `type ${filter.type}`].filter(Boolean).join(", ");
-        throw new CliError(`this deletes ${scope ? `the memories of ${scope}` : `all ${stats.total} memories`} of agent ${agentId}, with their vectors; add --yes to do it`);
-      }
-      const body = (await request("DELETE", `/memories?${query(filter)}`)) as { deleted: number };
-      if (json) return console.log(JSON.stringify(body));
-      console.log(`deleted ${body.deleted} memories`);
-      return;
-    }
+    case "clear":
+      return clear(api, options);
     case "stats": {
-      const agentId = required("agent");
-      const body = (await request("GET", `/memories/stats?${query({ agentId })}`)) as {
-        total: number;
-        byType: Record<string, number>;
-        pendingEmbedding: number;
-        embedder: { backend: string; id: string; dimensions: number };
-        vectors: { backend: string; dimensions: number | null };
-      };
-      if (json) return console.log(JSON.stringify(body, null, 2));
-      printTable(["type", "count"], [...Object.entries(body.byType).map(([type, n]) => [type, String(n)]), ["total", String(body.total)]]);
-      console.log(`\nwaiting for a vector: ${body.pendingEmbedding}`);
-      console.log(`embedder: ${body.embedder.id} (${body.embedder.backend}, ${body.embedder.dimensions} dims)`);
-      console.log(`vector index: ${body.vectors.backend}, ${body.vectors.dimensions ?? "no"} dims`);
-      return;
+      const stats = await api<Stats>("GET", `/memories/stats?${query({ agentId: options.agent })}`);
+      if (options.json) return out(stats);
+      print(["type", "memories"], [...Object.entries(stats.byType).map(([type, n]) => [type, String(n)]), ["total", String(stats.total)]]);
+      console.log(`\nwaiting for a vector: ${stats.pendingEmbedding}${stats.pendingEmbedding > 0 ? ` (run: npm run memory -- init --agent ${options.agent})` : ""}`);
+      console.log(`embedder:     ${stats.embedder.id} (${stats.embedder.backend}), ${stats.embedder.dimensions} dimensions`);
+      console.log(`vector index: ${stats.vectors.backend}, ${stats.vectors.dimensions === null ? "empty (takes the embedder's size)" : `${stats.vectors.dimensions} dimensions`}`);
+      if (stats.vectors.dimensions !== null && stats.vectors.dimensions !== stats.embedder.dimensions) console.log("warning: the embedder and the index disagree; new memories get no vector (see init)");
+      return 0;
     }
-    case "init": {
-      const agentId = required("agent");
-      const health = (await (await fetch(`${baseUrl}/health`).catch(() => {
-        throw new CliError(`cannot reach ${baseUrl}: is \`npm run dev\` running (or is --url right)?`);
-      })).json()) as { embedding?: { id: string; dimensions: number }; vectors?: { backend: string; dimensions: number | null; status: string } };
-      if (!health.embedding || !health.vectors) throw new CliError("this server predates long-term memory (no embedding info in /health)");
-      console.log(`embedder ${health.embedding.id}: ${health.embedding.dimensions} dims; ${health.vectors.backend} index: ${health.vectors.dimensions ?? "not sized yet"}`);
-      if (health.vectors.status === "dimension_mismatch") {
-        throw new CliError("the embedder and the vector index disagree on the dimension: fix EMBEDDING_MODEL/EMBEDDING_DIMENSIONS or create a new index (README, Memory)");
-      }
-      let total = 0;
-      for (;;) {
-        const body = (await request("POST", "/memories/embed", { agentId })) as { embedded: number; pending: boolean };
-        total += body.embedded;
-        process.stdout.write(`\rembedded ${total}${body.pending ? " ..." : ""}   `);
-        if (!body.pending) break;
-      }
-      console.log(`\ndone: every memory of ${agentId} has a vector`);
-      return;
-    }
-    default:
-      throw new CliError(`unknown command "${options.command}" (see --help)`);
+    case "init":
+      return init(api, options);
   }
 }
 
-main().catch((error: unknown) => {
-  console.error(error instanceof CliError ? `error: ${error.message}` : error);
-  process.exit(1);
-});
+async function clear(api: Api, options: CliOptions): Promise<number> {
+  const filter = filterOf(options);
+  if (options.yes) {
+    const body = await api<{ deleted: number }>("DELETE", `/memories?${query(filter)}`);
+    if (options.json) return out(body);
+    console.log(`deleted ${memoryCount(body.deleted)} of ${options.agent} (and their vectors)`);
+    return 0;
+  }
+  // Count what matches: stats answer for the whole agent or by type; rooms and users are paged.
+  let count: number;
+  let atLeast = false;
+  const sample = await listAll(api, filter, 10);
+  if (options.room === undefined && options.user === undefined) {
+    const stats = await api<Stats>("GET", `/memories/stats?${query({ agentId: options.agent })}`);
+    count = options.types ? options.types.reduce((sum, t) => sum + (stats.byType[t] ?? 0), 0) : stats.total;
+  } else {
+    const counted = await listAll(api, filter, COUNT_CAP);
+    count = counted.memories.length;
+    atLeast = counted.nextCursor !== null;
+  }
+  const scope = [options.room && `room ${options.room}`, options.user && `user ${options.user}`, options.types && `type ${options.types.join(",")}`].filter(Boolean).join(", ");
+  if (options.json) return out({ wouldDelete: count, atLeast, sample: sample.memories }, count === 0 ? 0 : 1);
+  if (count === 0) {
+    console.log(`nothing matches${scope ? ` (${scope})` : ""}: nothing to delete`);
+    return 0;
+  }
+  console.log(`This would delete ${atLeast ? "at least " : ""}${memoryCount(count)} of agent ${options.agent}${scope ? ` (${scope})` : " (all of them)"}, with their vectors. Newest first:\n`);
+  print(MEMORY_HEADERS, sample.memories.map(memoryRow));
+  console.error("\nnothing deleted: run again with --yes to delete them");
+  return 1;
+}
+
+async function init(api: Api, options: CliOptions): Promise<number> {
+  const health = await getHealth(options.url);
+  const { embedding, vectors } = health;
+  if (!embedding || !vectors) throw new CliError(`${options.url}/health says nothing about embeddings: this worker predates long-term memory`);
+  if (!options.json) {
+    console.log(`embedder:     ${embedding.id} (${embedding.backend}), ${embedding.dimensions} dimensions`);
+    console.log(`vector index: ${vectors.backend}, ${vectors.dimensions === null ? "empty (takes the embedder's size)" : `${vectors.dimensions} dimensions`}`);
+  }
+  if (vectors.status === "unavailable") throw new CliError(`the ${vectors.backend} vector index does not answer; nothing was embedded`);
+  if (vectors.dimensions !== null && vectors.dimensions !== embedding.dimensions) {
+    throw new CliError(
+      `the embedder makes ${embedding.dimensions}-dimension vectors but the ${vectors.backend} index holds ${vectors.dimensions}: nothing was embedded. ` +
+        "Set EMBEDDING_MODEL / EMBEDDING_DIMENSIONS to match the index, or create a new index for this embedder (README, Memory).",
+    );
+  }
+  const before = await api<Stats>("GET", `/memories/stats?${query({ agentId: options.agent })}`);
+  let embedded = 0;
+  for (let pending = before.pendingEmbedding > 0; pending; ) {
+    // The route answers `pending` as a boolean; a count is accepted too.
+    const step = await api<{ embedded: number; pending: boolean | number }>("POST", "/memories/embed", { agentId: options.agent });
+    embedded += step.embedded;
+    pending = step.pending === true || (typeof step.pending === "number" && step.pending > 0);
+    if (!options.json) process.stdout.write(`${process.stdout.isTTY ? "\r" : ""}embedded ${embedded} of ${before.pendingEmbedding}${process.stdout.isTTY ? "" : "\n"}`);
+    if (pending && step.embedded === 0) throw new CliError("the worker embeds nothing more, yet says memories still wait: see its logs (wrangler tail)");
+  }
+  const after = await api<Stats>("GET", `/memories/stats?${query({ agentId: options.agent })}`);
+  if (options.json) return out({ agentId: options.agent, embedded, pending: after.pendingEmbedding });
+  console.log(`${process.stdout.isTTY && embedded > 0 ? "\n" : ""}done: ${embedded} embedded; ${memoryCount(after.total)}, ${after.pendingEmbedding} waiting for a vector`);
+  return after.pendingEmbedding === 0 ? 0 : 1;
+}
+
+function out(value: unknown, code = 0): number {
+  console.log(JSON.stringify(value, null, 2));
+  return code;
+}
+
+if (import.meta.main) {
+  try {
+    const parsed = parseCli(process.argv.slice(2), process.env);
+    if (!parsed.help) process.exitCode = await run(parsed.options);
+    else if (parsed.asked) console.log(HELP);
+    else {
+      console.error(HELP);
+      process.exitCode = 1;
+    }
+  } catch (error) {
+    console.error(error instanceof CliError ? `error: ${error.message}` : error);
+    process.exitCode = 1;
+  }
+}

@@ -6,6 +6,7 @@ import { NotConfiguredError } from "./runtime/errors.ts";
 import type { ModelChoice } from "./runtime/types.ts";
 import type { AgentRoom } from "./room/agent-room.ts";
 import { DEFAULT_WORKERS_AI_EMBEDDING_MODEL, WORKERS_AI_EMBEDDING_DIMENSIONS } from "./model/workers-ai-embedder.ts";
+import { DEFAULT_HASH_DIMENSIONS } from "./runtime/hash-embedder.ts";
 
 export interface Env {
   ROOMS: DurableObjectNamespace<AgentRoom>;
@@ -40,7 +41,10 @@ export const DEFAULT_WORKERS_AI_MODEL = "@cf/meta/llama-3.3-70b-instruct-fp8-fas
 export const DEFAULT_WORKERS_AI_SMALL_MODEL = "@cf/meta/llama-3.1-8b-instruct-fast";
 export const MIN_ADMIN_TOKEN_CHARS = 16;
 export const DEFAULT_MAX_CONTEXT_TOKENS = 8_000;
-export const DEFAULT_LOCAL_EMBEDDING_DIMENSIONS = 384;
+export const DEFAULT_LOCAL_EMBEDDING_DIMENSIONS = DEFAULT_HASH_DIMENSIONS;
+/** Vectorize's largest dimension. */
+export const MAX_EMBEDDING_DIMENSIONS = 1536;
+const EMBEDDING_DIMENSIONS_RULE = `must be a whole number from 1 to ${MAX_EMBEDDING_DIMENSIONS}`;
 
 const unset = (value: unknown) => (typeof value === "string" && value.trim() === "" ? undefined : value);
 const optionalString = z.preprocess(unset, z.string().trim().optional());
@@ -64,12 +68,23 @@ const VarsSchema = z.object({
   PUBLIC_BASE_URL: optionalUrl,
   EMBEDDING_MODEL: optionalString,
   // Vectorize's ceiling is 1,536 dimensions.
-  EMBEDDING_DIMENSIONS: z.preprocess(unset, z.coerce.number({ error: "must be a whole number" }).int("must be a whole number").min(8).max(1536).optional()),
+  EMBEDDING_DIMENSIONS: z.preprocess(
+    unset,
+    z.coerce
+      .number({ error: EMBEDDING_DIMENSIONS_RULE })
+      .int(EMBEDDING_DIMENSIONS_RULE)
+      .min(1, EMBEDDING_DIMENSIONS_RULE)
+      .max(MAX_EMBEDDING_DIMENSIONS, EMBEDDING_DIMENSIONS_RULE)
+      .optional(),
+  ),
   MAX_CONTEXT_TOKENS: z.preprocess(unset, z.coerce.number({ error: "must be a whole number" }).int("must be a whole number").min(1_000).max(2_000_000).optional()),
 });
 
-/** Output sizes of OpenAI's embedding models (text-embedding-3-large is asked for 1,536, Vectorize's maximum). */
-const OPENAI_EMBEDDING_DIMENSIONS: Record<string, number> = {
+/**
+ * Default sizes of OpenAI's embedding models. text-embedding-3-large natively gives 3,072; it is
+ * asked for 1,536 (the `dimensions` parameter), Vectorize's maximum.
+ */
+const OPENAI_EMBEDDING_DIMENSIONS: Readonly<Record<string, number>> = {
   "text-embedding-3-small": 1536,
   "text-embedding-3-large": 1536,
   "text-embedding-ada-002": 1536,
@@ -159,6 +174,8 @@ function chooseModel(vars: z.infer<typeof VarsSchema>, ai: Ai | undefined): Pick
 /**
  * OpenAI-compatible embeddings when EMBEDDING_MODEL names one and an endpoint is configured;
  * else Workers AI when the AI binding exists; else the local hashed embedder (offline).
+ * A Workers AI model we know has a fixed size, which wins over EMBEDDING_DIMENSIONS (the embedder
+ * would refuse any other); text-embedding-3-* models are asked for EMBEDDING_DIMENSIONS.
  */
 function chooseEmbedding(vars: z.infer<typeof VarsSchema>, ai: Ai | undefined): EmbeddingBackend {
   const model = vars.EMBEDDING_MODEL;
@@ -172,7 +189,7 @@ function chooseEmbedding(vars: z.infer<typeof VarsSchema>, ai: Ai | undefined): 
   }
   if (ai) {
     const name = isWorkersAiName ? model : DEFAULT_WORKERS_AI_EMBEDDING_MODEL;
-    const dimensions = vars.EMBEDDING_DIMENSIONS ?? WORKERS_AI_EMBEDDING_DIMENSIONS[name];
+    const dimensions = WORKERS_AI_EMBEDDING_DIMENSIONS[name] ?? vars.EMBEDDING_DIMENSIONS;
     if (dimensions === undefined) {
       throw new NotConfiguredError(`configuration: EMBEDDING_DIMENSIONS must be set for the embedding model "${name}" (its size is not known)`);
     }

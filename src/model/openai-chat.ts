@@ -65,21 +65,7 @@ interface CallContext {
 export function createOpenAIChatModel(options: OpenAIChatModelOptions): ChatModel {
   if (!options.apiKey) throw new ModelNotConfiguredError("OPENAI_API_KEY is not set");
   const timeoutMs = options.timeoutMs ?? DEFAULT_MODEL_TIMEOUT_MS;
-  const client = new OpenAI({
-    apiKey: options.apiKey,
-    baseURL: options.baseURL,
-    fetch: options.fetch,
-    maxRetries: 0,
-    timeout: timeoutMs,
-    // Explicit nulls: with nodejs_compat, process.env mirrors worker vars and the SDK would
-    // otherwise pick up OPENAI_ORG_ID / OPENAI_PROJECT_ID / OPENAI_ADMIN_KEY behind our back.
-    organization: null,
-    project: null,
-    adminAPIKey: null,
-    webhookSecret: null,
-    // OPENAI_LOG=debug would otherwise make the SDK log full request details.
-    logLevel: "warn",
-  });
+  const client = createOpenAIClient({ ...options, timeoutMs });
   const context: CallContext = {
     client,
     apiKey: options.apiKey,
@@ -136,6 +122,27 @@ async function attemptOnce(
   }
   const parsed = parseOpenAICompletion(body, request.model);
   return parsed.ok ? parsed : { ok: false, failure: { kind: "malformed", detail: parsed.problem } };
+}
+
+/**
+ * The SDK client for an OpenAI-compatible endpoint, our retries only (maxRetries 0). Explicit
+ * nulls: with nodejs_compat, process.env mirrors worker vars and the SDK would otherwise pick up
+ * OPENAI_ORG_ID / OPENAI_PROJECT_ID / OPENAI_ADMIN_KEY behind our back; OPENAI_LOG=debug would
+ * make it log full request details.
+ */
+export function createOpenAIClient(options: { apiKey: string; baseURL?: string; fetch?: typeof fetch; timeoutMs: number }): OpenAI {
+  return new OpenAI({
+    apiKey: options.apiKey,
+    baseURL: options.baseURL,
+    fetch: options.fetch,
+    maxRetries: 0,
+    timeout: options.timeoutMs,
+    organization: null,
+    project: null,
+    adminAPIKey: null,
+    webhookSecret: null,
+    logLevel: "warn",
+  });
 }
 
 function toCreateParams(request: ChatRequest): ChatCompletionCreateParamsNonStreaming {

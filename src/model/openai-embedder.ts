@@ -1,15 +1,31 @@
 // Embedder over any OpenAI-compatible /embeddings endpoint, through the `openai` package with its
-// own retries off: batches of at most 100 inputs, 429/5xx/timeouts retried with backoff and jitter
-// (Retry-After honoured), the response validated (one vector per input, in `index` order, of the
-// configured size) and normalized. Failures become EmbeddingError; the key never appears in one.
-import OpenAI, { APIConnectionError, APIError } from "openai";
+// own retries off (we retry 429/5xx/timeouts here, as the chat client does). Inputs go in batches
+// of 100; each answer is zod-checked (one vector per input, ordered by `index`, of the configured
+// size) and normalized. Every failure is an EmbeddingError that names the model, never the key.
+import type OpenAI from "openai";
+import { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from "openai";
+import { createOpenAIClient } from "./openai-chat.ts";
 import { z } from "zod";
 import { EmbeddingError } from "../runtime/errors.ts";
+import { unitVector } from "../runtime/hash-embedder.ts";
 import type { Embedder } from "../runtime/types.ts";
-import { abortableSleep, backoffDelayMs, isRetryableStatus, MAX_SERVER_RETRY_DELAY_MS, resolveRetryPolicy, serverRetryDelayMs, type RetryOptions, type Sleep } from "./retry.ts";
+import {
+  MAX_SERVER_RETRY_DELAY_MS,
+  abortableSleep,
+  backoffDelayMs,
+  isRetryableStatus,
+  resolveRetryPolicy,
+  serverRetryDelayMs,
+  type RetryOptions,
+  type RetryPolicy,
+  type Sleep,
+} from "./retry.ts";
 
-export const OPENAI_EMBEDDING_BATCH = 100;
-const EMBEDDING_TIMEOUT_MS = 30_000;
+/** Inputs per request; OpenAI takes more, but smaller batches fail and retry more cheaply. */
+export const OPENAI_EMBEDDING_MAX_BATCH = 100;
+export const DEFAULT_EMBEDDING_TIMEOUT_MS = 30_000;
+/** Only these models accept a requested output size (`dimensions`); others have a fixed one. */
+const ACCEPTS_DIMENSIONS = /^text-embedding-3-/;
 
 export interface OpenAIEmbedderOptions {
   apiKey: string;
@@ -17,84 +33,197 @@ export interface OpenAIEmbedderOptions {
   model: string;
   dimensions: number;
   fetch: typeof fetch;
+  /** Per attempt, not per call. */
+  timeoutMs?: number;
   retry?: RetryOptions;
   sleep?: Sleep;
   random?: () => number;
+  /** For Retry-After given as an HTTP-date. */
+  now?: () => number;
 }
 
-const EmbeddingResponse = z.object({
-  data: z.array(z.object({ index: z.int().min(0), embedding: z.array(z.number().refine(Number.isFinite, "not a finite number")) })),
+// zod 4's number() already refuses NaN and ±Infinity.
+const EmbeddingsResponse = z.object({
+  data: z.array(z.object({ index: z.int().min(0), embedding: z.array(z.number()) })),
 });
 
+type Failure =
+  | { kind: "http"; status: number; retryable: boolean; serverDelayMs?: number }
+  | { kind: "timeout" }
+  | { kind: "network"; detail: string }
+  | { kind: "malformed"; detail: string }
+  | { kind: "client"; detail: string };
+
+interface Context {
+  client: OpenAI;
+  options: OpenAIEmbedderOptions;
+  timeoutMs: number;
+  policy: RetryPolicy;
+  sleep: Sleep;
+  random: () => number;
+  now: () => number;
+}
+
 export function createOpenAIEmbedder(options: OpenAIEmbedderOptions): Embedder {
-  const client = new OpenAI({ apiKey: options.apiKey, baseURL: options.baseURL, fetch: options.fetch, maxRetries: 0, timeout: EMBEDDING_TIMEOUT_MS });
-  const policy = resolveRetryPolicy(options.retry);
-  const sleep = options.sleep ?? abortableSleep;
-  const random = options.random ?? Math.random;
-  // Only the text-embedding-3 family accepts a requested size; others have a fixed one (checked below).
-  const sendsDimensions = /^text-embedding-3/.test(options.model);
-
-  const embedBatch = async (texts: string[], signal?: AbortSignal): Promise<Float32Array[]> => {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        const raw: unknown = await client.embeddings.create(
-          { model: options.model, input: texts, encoding_format: "float", ...(sendsDimensions ? { dimensions: options.dimensions } : {}) },
-          { signal },
-        );
-        return toVectors(raw, texts.length, options);
-      } catch (error) {
-        if (error instanceof EmbeddingError || signal?.aborted) throw error;
-        const status = error instanceof APIError ? error.status : undefined;
-        const retryable = error instanceof APIConnectionError || (status !== undefined && isRetryableStatus(status));
-        if (!retryable || attempt >= policy.maxAttempts) {
-          const what = status !== undefined ? `HTTP ${status}` : error instanceof APIConnectionError ? "the endpoint is unreachable" : "an unexpected error";
-          throw new EmbeddingError(`embedding with ${options.model} failed after ${attempt} attempt(s): ${what}`);
-        }
-        const asked = error instanceof APIError ? serverRetryDelayMs(error.headers as Headers | undefined, Date.now()) : undefined;
-        await sleep(asked !== undefined && asked <= MAX_SERVER_RETRY_DELAY_MS ? asked : backoffDelayMs(attempt, policy, random), signal);
-      }
-    }
+  if (!Number.isInteger(options.dimensions) || options.dimensions < 1) {
+    throw new EmbeddingError(`embedding model ${options.model}: dimensions must be a positive whole number`);
+  }
+  const timeoutMs = options.timeoutMs ?? DEFAULT_EMBEDDING_TIMEOUT_MS;
+  const client = createOpenAIClient({ apiKey: options.apiKey, baseURL: options.baseURL, fetch: options.fetch, timeoutMs });
+  const context: Context = {
+    client,
+    options,
+    timeoutMs,
+    policy: resolveRetryPolicy(options.retry),
+    sleep: options.sleep ?? abortableSleep,
+    random: options.random ?? Math.random,
+    now: options.now ?? Date.now,
   };
-
   return {
     id: `openai:${options.model}`,
     kind: "openai",
     dimensions: options.dimensions,
-    maxBatch: OPENAI_EMBEDDING_BATCH,
+    maxBatch: OPENAI_EMBEDDING_MAX_BATCH,
     async embed(texts, signal) {
-      const out: Float32Array[] = [];
-      for (let i = 0; i < texts.length; i += OPENAI_EMBEDDING_BATCH) {
-        out.push(...(await embedBatch(texts.slice(i, i + OPENAI_EMBEDDING_BATCH), signal)));
+      const vectors: Float32Array[] = [];
+      // Sequential: a 429 on one batch should slow the rest down, not meet them in flight.
+      for (let start = 0; start < texts.length; start += OPENAI_EMBEDDING_MAX_BATCH) {
+        vectors.push(...(await embedBatch(context, texts.slice(start, start + OPENAI_EMBEDDING_MAX_BATCH), signal)));
       }
-      return out;
+      return vectors;
     },
   };
 }
 
-function toVectors(raw: unknown, expected: number, options: { model: string; dimensions: number }): Float32Array[] {
-  const parsed = EmbeddingResponse.safeParse(raw);
-  if (!parsed.success) throw new EmbeddingError(`the embeddings response of ${options.model} is malformed`);
-  const byIndex = new Map(parsed.data.data.map((item) => [item.index, item.embedding]));
-  const vectors: Float32Array[] = [];
-  for (let i = 0; i < expected; i++) {
-    const values = byIndex.get(i);
-    if (!values) throw new EmbeddingError(`the embeddings response of ${options.model} has no vector for input ${i}`);
-    if (values.length !== options.dimensions) {
-      throw new EmbeddingError(`${options.model} returned ${values.length}-dimensional vectors; EMBEDDING_DIMENSIONS is ${options.dimensions}`);
+async function embedBatch(context: Context, texts: string[], signal: AbortSignal | undefined): Promise<Float32Array[]> {
+  const { model, dimensions } = context.options;
+  const params = {
+    model,
+    input: texts,
+    encoding_format: "float" as const,
+    ...(ACCEPTS_DIMENSIONS.test(model) ? { dimensions } : {}),
+  };
+  for (let attempt = 1; ; attempt++) {
+    signal?.throwIfAborted();
+    let failure: Failure;
+    try {
+      const body: unknown = await context.client.embeddings.create(params, {
+        signal,
+        timeout: context.timeoutMs,
+        maxRetries: 0,
+        headers: { "x-stainless-retry-count": String(attempt - 1) },
+      });
+      const parsed = toVectors(body, texts.length, context.options);
+      if (parsed.ok) return parsed.vectors;
+      failure = { kind: "malformed", detail: parsed.problem };
+    } catch (error) {
+      // The caller's abort is not a service failure: surface the caller's own reason.
+      if (signal?.aborted) throw signal.reason;
+      // A vector of the wrong size is a configuration problem; asking again will not fix it.
+      if (error instanceof EmbeddingError) throw error;
+      failure = classify(error, context.now());
     }
-    vectors.push(normalize(values));
+    const serverDelayMs = failure.kind === "http" ? failure.serverDelayMs : undefined;
+    if (!isRetryable(failure) || attempt >= context.policy.maxAttempts) throw toEmbeddingError(context, failure, attempt);
+    if (serverDelayMs !== undefined && serverDelayMs > MAX_SERVER_RETRY_DELAY_MS) {
+      throw toEmbeddingError(context, failure, attempt, serverDelayMs);
+    }
+    await context.sleep(serverDelayMs ?? backoffDelayMs(attempt, context.policy, context.random), signal);
+    signal?.throwIfAborted();
   }
-  return vectors;
 }
 
-/** Unit length, so a dot product is the cosine; a zero vector stays zero. */
-export function normalize(values: ArrayLike<number>): Float32Array {
-  const vector = Float32Array.from(values);
-  let norm = 0;
-  for (const v of vector) norm += v * v;
-  if (norm > 0) {
-    const scale = 1 / Math.sqrt(norm);
-    for (let i = 0; i < vector.length; i++) vector[i]! *= scale;
+/**
+ * One unit vector per input in input order, or the problem. A vector of the wrong size throws at
+ * once (EmbeddingError) instead of being reported as retryable malformed output.
+ */
+function toVectors(
+  body: unknown,
+  expected: number,
+  options: { model: string; dimensions: number },
+): { ok: true; vectors: Float32Array[] } | { ok: false; problem: string } {
+  const parsed = EmbeddingsResponse.safeParse(body);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    return { ok: false, problem: issue ? `${issue.path.join(".") || "body"}: ${issue.message}` : "unexpected body" };
   }
-  return vector;
+  const { data } = parsed.data;
+  if (data.length !== expected) return { ok: false, problem: `${data.length} vectors for ${expected} inputs` };
+  const vectors: Array<Float32Array | undefined> = new Array(expected);
+  for (const item of data) {
+    if (item.index >= expected || vectors[item.index] !== undefined) {
+      return { ok: false, problem: `index ${item.index} is out of range or repeated` };
+    }
+    if (item.embedding.length !== options.dimensions) {
+      throw new EmbeddingError(
+        `embedding model ${options.model} returned ${item.embedding.length}-dimensional vectors, expected ${options.dimensions}; ` +
+          "set EMBEDDING_DIMENSIONS to the model's size (and use a vector index of that size)",
+      );
+    }
+    const unit = unitVector(item.embedding);
+    if (!unit) return { ok: false, problem: `vector ${item.index} is all zeros` };
+    vectors[item.index] = unit;
+  }
+  // Lengths match and no index repeats, so every slot is filled.
+  return { ok: true, vectors: vectors as Float32Array[] };
+}
+
+function classify(error: unknown, nowMs: number): Failure {
+  // Order matters: the timeout and abort errors are subclasses of APIConnectionError/APIError.
+  if (error instanceof APIConnectionTimeoutError) return { kind: "timeout" };
+  if (error instanceof APIUserAbortError) return { kind: "network", detail: "request aborted" };
+  if (error instanceof APIConnectionError) {
+    return { kind: "network", detail: error.cause instanceof Error ? error.cause.message : error.message };
+  }
+  if (error instanceof APIError && typeof error.status === "number") {
+    const serverSaysNo = error.headers?.get("x-should-retry") === "false";
+    return {
+      kind: "http",
+      status: error.status,
+      retryable: isRetryableStatus(error.status) && !serverSaysNo,
+      serverDelayMs: serverRetryDelayMs(error.headers, nowMs),
+    };
+  }
+  // The SDK parses JSON itself; a 200 whose body is not JSON surfaces as a SyntaxError.
+  if (error instanceof SyntaxError) return { kind: "malformed", detail: "response body is not valid JSON" };
+  return { kind: "client", detail: error instanceof Error ? error.message : String(error) };
+}
+
+function isRetryable(failure: Failure): boolean {
+  if (failure.kind === "http") return failure.retryable;
+  return failure.kind !== "client";
+}
+
+function toEmbeddingError(context: Context, failure: Failure, attempts: number, refusedDelayMs?: number): EmbeddingError {
+  const { model, apiKey } = context.options;
+  const after = `after ${attempts} attempt${attempts === 1 ? "" : "s"}`;
+  let message: string;
+  switch (failure.kind) {
+    case "http":
+      // Upstream error text is never quoted: OpenAI echoes a masked fragment of a rejected key.
+      if (failure.status === 401 || failure.status === 403) {
+        message = `embedding model ${model}: HTTP ${failure.status}, the API rejected the credentials; check OPENAI_API_KEY`;
+      } else if (failure.status === 404) {
+        message = `embedding model ${model}: HTTP 404 (unknown model or endpoint); check EMBEDDING_MODEL and OPENAI_BASE_URL`;
+      } else if (refusedDelayMs !== undefined) {
+        message = `embedding model ${model}: HTTP ${failure.status} ${after}; server asked to retry in ${Math.ceil(refusedDelayMs / 1000)} s`;
+      } else {
+        message = `embedding model ${model}: HTTP ${failure.status} ${after}`;
+      }
+      break;
+    case "timeout":
+      message = `embedding model ${model}: no answer within ${context.timeoutMs} ms ${after}`;
+      break;
+    case "network":
+      message = `embedding model ${model}: network error ${after}: ${failure.detail}`;
+      break;
+    case "malformed":
+      message = `embedding model ${model}: malformed response ${after}: ${failure.detail}`;
+      break;
+    case "client":
+      message = `embedding model ${model}: client error: ${failure.detail}`;
+      break;
+  }
+  // Belt and braces: whatever a transport error says, the key never leaves here.
+  return new EmbeddingError(apiKey ? message.split(apiKey).join("[redacted]") : message);
 }

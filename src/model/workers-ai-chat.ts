@@ -113,7 +113,7 @@ export function parseWorkersAIOutput(output: unknown, model: string): ParsedOutp
 }
 
 /** `ai.run` takes no signal; we stop waiting on abort (the inference itself runs to its end). */
-function runAbortably(
+export function runAbortably(
   ai: WorkersAIBinding,
   model: string,
   inputs: Record<string, unknown>,
@@ -136,6 +136,6 @@ function runAbortably(
   });
 }
 
-function truncate(text: string): string {
+export function truncate(text: string): string {
   return text.length > MAX_ERROR_DETAIL_CHARS ? `${text.slice(0, MAX_ERROR_DETAIL_CHARS)}…` : text;
 }

@@ -11,9 +11,14 @@ const STOPWORDS = new Set(
     "our ours ourselves out over own same she should so some such than that the their theirs them themselves then there " +
     "these they this those through to too under until up very was we were what when where which while who whom why will " +
     "with would you your yours yourself yourselves also ever got get gets like really one thing things ok okay yes yeah " +
-    "hi hello hey thanks thank please sure cool great"
+    "hi hello hey thanks thank please sure cool great cannot ought whose lot lots much many might must shall us via let " +
+    "lets dont doesnt didnt isnt arent wasnt werent cant couldnt wouldnt shouldnt wont hasnt havent hadnt"
   ).split(" "),
 );
+
+export function isStopword(word: string): boolean {
+  return STOPWORDS.has(word);
+}
 
 /** Every content word of the text, in order, repeats included. */
 export function contentWords(text: string): string[] {
