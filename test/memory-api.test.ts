@@ -3,9 +3,13 @@
 // full-text fallback for memories without a vector, dimension mismatches, knowledge chunking and
 // replacement, deletions that leave no orphan vector, agent isolation, and retention.
 import { env } from "cloudflare:workers";
+import { eq } from "drizzle-orm";
+import { drizzle } from "drizzle-orm/d1";
 import { describe, expect, it } from "vitest";
 import { runMemoryMaintenance } from "../src/memory/maintenance.ts";
 import { resetLocalVectorCache } from "../src/memory/local-vector-index.ts";
+import { memories } from "../src/memory/schema.ts";
+import { searchText } from "../src/memory/text-search.ts";
 import { api, createTestAgent, json } from "./helpers/api.ts";
 
 interface MemoryView {
@@ -154,6 +158,45 @@ describe("memory API: hybrid search", () => {
     expect(hits.every((h) => !h.text.includes("saffron"))).toBe(true);
     const listed = await json<{ memories: MemoryView[] }>(await api("GET", `/memories?agentId=${mine}`));
     expect(listed.memories.map((m) => m.text)).toEqual(["Nothing about spices here"]);
+  });
+});
+
+describe("full-text leg: filters inside the index", () => {
+  const db = () => drizzle(env.DB);
+  it("ranks within the agent, room, user and types, even when other agents hold many better matches", async () => {
+    const mine = await createTestAgent();
+    const theirs = await createTestAgent();
+    // Forty strong matches elsewhere: a filter applied after a LIMIT would leave nothing for us.
+    await store(theirs, Array.from({ length: 40 }, (_, i) => ({ type: "lore", text: `kayak kayak kayak paddle river ${i}` })));
+    const stored = await store(mine, [
+      { type: "message", roomId: "salle-ete:1", userId: "zoe_b@guild", userName: "Zoë", text: "I bought a kayak" },
+      { type: "message", roomId: "other-room", userId: "zoe_b@guild", userName: "Zoë", text: "The kayak leaks" },
+      { type: "fact", userId: "zoe_b@guild", text: "Zoë paddles a kayak on weekends" },
+      { type: "fact", userId: "max", text: "Max rents kayaks to tourists", metadata: { shared: true } },
+      { type: "fact", userId: "max", text: "Max hides his kayak keys under a stone" },
+    ]);
+    expect(stored.response.status, JSON.stringify(stored.body)).toBe(201);
+    const texts = async (query: Omit<Parameters<typeof searchText>[1], "text" | "limit">) =>
+      (await searchText(db(), { text: "kayak", limit: 5, ...query })).map((hit) => hit.memory.content.text).sort();
+
+    expect(await texts({ agentId: mine })).toHaveLength(5);
+    expect(await texts({ agentId: mine, roomId: "salle-ete:1" })).toEqual(["I bought a kayak"]);
+    expect(await texts({ agentId: mine, userId: "zoe_b@guild", types: ["fact"] })).toEqual(["Zoë paddles a kayak on weekends"]);
+    expect(await texts({ agentId: mine, userId: "zoe_b@guild", types: ["fact"], includeShared: true })).toEqual([
+      "Max rents kayaks to tourists",
+      "Zoë paddles a kayak on weekends",
+    ]);
+    expect(await texts({ agentId: mine, types: ["message", "lore"] })).toEqual(["I bought a kayak", "The kayak leaks"]);
+    expect(await texts({ agentId: mine, userId: "zoe_b" })).toEqual([]);
+  });
+
+  it("follows a memory rewritten in place (a replaced profile)", async () => {
+    const agentId = await createTestAgent();
+    await store(agentId, [{ id: `${agentId}-profile-ann`, type: "description", userId: "ann", text: "Ann plays the cello" }]);
+    const d = db();
+    await d.update(memories).set({ content: JSON.stringify({ text: "Ann plays the trumpet" }) }).where(eq(memories.id, `${agentId}-profile-ann`));
+    expect(await searchText(d, { agentId, userId: "ann", text: "cello", limit: 5 })).toEqual([]);
+    expect((await searchText(d, { agentId, userId: "ann", text: "trumpet", limit: 5 })).map((hit) => hit.memory.id)).toEqual([`${agentId}-profile-ann`]);
   });
 });
 

@@ -6,6 +6,9 @@ export const AGENT_ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
 /** Room and user ids: Discord snowflakes, REST callers' own ids, `user:<id>` DM rooms. */
 export const EXTERNAL_ID = /^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}$/;
 
+/** A room or user id in a body or query string. */
+export const ExternalId = z.string().regex(EXTERNAL_ID, "1-128 letters, digits or . _ : @ -, starting with a letter or digit");
+
 export const AgentIdParam = z
   .string()
   .regex(AGENT_ID, "agent ids are 1-64 letters, digits, '-' or '_'")

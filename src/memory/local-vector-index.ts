@@ -21,8 +21,14 @@ const EXACT_BELOW = 4_000;
 /** Candidates kept by the Hamming pass: max(MIN_POOL, POOL_FACTOR * topK). */
 const MIN_POOL = 600;
 const POOL_FACTOR = 24;
-/** Vectors cached per isolate across agents before the least recently used agent is dropped. */
-const MAX_CACHED_VECTORS = 300_000;
+/**
+ * Bytes of cached vectors per isolate (of its 128 MB) before the least recently used other agents
+ * are dropped. The agent being queried always stays: one agent larger than this is served, but a
+ * local index much past 100k vectors of 384 dimensions is Vectorize's job (see README).
+ */
+const MAX_CACHED_BYTES = 48 * 1024 * 1024;
+/** Per cached vector besides its int8 values and sign bits: norm, id string, filters, map entry. */
+const SLOT_OVERHEAD_BYTES = 160;
 
 interface AgentCache {
   dimensions: number;
@@ -272,11 +278,12 @@ function grow(cache: AgentCache): void {
 }
 
 function evictBeyondCapacity(current: string): void {
+  const bytes = (cache: AgentCache) => cache.slots.size * (cache.dimensions + cache.words * 4 + SLOT_OVERHEAD_BYTES);
   let total = 0;
-  for (const cache of caches.values()) total += cache.slots.size;
+  for (const cache of caches.values()) total += bytes(cache);
   for (const [agentId, cache] of caches) {
-    if (total <= MAX_CACHED_VECTORS || agentId === current) continue;
-    total -= cache.slots.size;
+    if (total <= MAX_CACHED_BYTES || agentId === current) continue;
+    total -= bytes(cache);
     caches.delete(agentId);
   }
 }

@@ -146,3 +146,21 @@ export const relationships = sqliteTable(
   },
   (t) => [primaryKey({ columns: [t.agentId, t.userId] })],
 );
+
+/** Which agent serves a Discord channel (set with `/agent`); unset channels use the client default. */
+export const discordChannels = sqliteTable("discord_channels", {
+  channelId: text("channel_id").primaryKey(),
+  guildId: text("guild_id"),
+  agentId: text("agent_id")
+    .notNull()
+    .references(() => agents.id, { onDelete: "cascade" }),
+  updatedBy: text("updated_by").notNull(),
+  updatedAt: integer("updated_at").notNull(),
+});
+
+/** Per-client settings (`POST /clients/:clientId/config`), one JSON document per client. */
+export const clientConfigs = sqliteTable("client_configs", {
+  clientId: text("client_id").primaryKey(),
+  config: text("config").notNull(),
+  updatedAt: integer("updated_at").notNull(),
+});

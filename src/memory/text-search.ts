@@ -1,7 +1,10 @@
 // The full-text leg of hybrid retrieval: SQLite FTS5 (porter stemming) over memory text, ranked by
-// BM25 and filtered to one agent. The query is reduced to its content words and OR-ed, each quoted,
-// so user text can never be read as FTS5 syntax (a stray `"` or `NEAR(` is just a word).
-import { and, eq, sql, type SQL } from "drizzle-orm";
+// BM25. The query is reduced to its content words and OR-ed, each quoted, so user text can never be
+// read as FTS5 syntax (a stray `"` or `NEAR(` is just a word). Filters (agent, type, room, user)
+// are tokens of the index's `scope` column (migration 0003), so FTS5 narrows and ranks inside the
+// index and only the best `limit` rows are joined with `memories`: at 100k memories of one agent
+// this is what keeps a query in milliseconds rather than scoring and joining every match.
+import { and, asc, eq, sql, type SQL } from "drizzle-orm";
 import { integer, sqliteTable, text as textColumn } from "drizzle-orm/sqlite-core";
 import { queryTerms } from "../runtime/query-terms.ts";
 import type { Memory } from "../runtime/types.ts";
@@ -14,7 +17,7 @@ import { memories } from "./schema.ts";
  * The FTS5 table of migrations/0002 as drizzle sees it, for typed joins. Declared here, outside
  * schema.ts, so drizzle-kit never tries to create it as an ordinary table.
  */
-const memoriesFts = sqliteTable("memories_fts", { rowid: integer("rowid").notNull(), text: textColumn("text") });
+const memoriesFts = sqliteTable("memories_fts", { rowid: integer("rowid").notNull(), text: textColumn("text"), scope: textColumn("scope") });
 
 export interface TextSearchQuery extends MemoryFilter {
   text: string;
@@ -23,18 +26,45 @@ export interface TextSearchQuery extends MemoryFilter {
   includeShared?: boolean;
 }
 
-/** The FTS5 MATCH expression for free text, or null when it has no searchable word. */
+/** The FTS5 expression for free text (its content words, OR-ed), or null when it has none. */
 export function ftsQuery(text: string): string | null {
   const terms = queryTerms(text);
   if (terms.length === 0) return null;
   return terms.map((term) => `"${term.replace(/"/g, '""')}"`).join(" OR ");
 }
 
-/** Best first. Each memory comes with its BM25 rank (lower is better, as SQLite reports it). */
+/**
+ * One `scope` token, as migration 0003's triggers write it: a kind letter, the value's UTF-8 bytes
+ * in lowercase hex, and `x` (so the porter stemmer, which strips no final x, leaves it whole).
+ */
+export function scopeToken(kind: "a" | "t" | "r" | "u", value: string): string {
+  let hex = "";
+  for (const byte of new TextEncoder().encode(value)) hex += byte.toString(16).padStart(2, "0");
+  return `${kind}${hex}x`;
+}
+const SHARED_TOKEN = "sharedx";
+
+/** The full MATCH expression: the filter's scope tokens AND-ed with the text's words. */
+export function scopedFtsQuery(query: TextSearchQuery): string | null {
+  const words = ftsQuery(query.text);
+  if (!words) return null;
+  const scope = [scopeToken("a", query.agentId)];
+  if (query.roomId !== undefined) scope.push(scopeToken("r", query.roomId));
+  if (query.userId !== undefined) {
+    const user = scopeToken("u", query.userId);
+    scope.push(query.includeShared ? `(${user} OR ${SHARED_TOKEN})` : user);
+  }
+  if (query.types && query.types.length > 0) scope.push(`(${query.types.map((type) => scopeToken("t", type)).join(" OR ")})`);
+  return `scope : (${scope.join(" AND ")}) AND text : (${words})`;
+}
+
+/** Best first, by BM25 over the text column (the scope column weighs nothing). */
 export async function searchText(db: Db, query: TextSearchQuery): Promise<Array<{ memory: Memory; embedded: boolean }>> {
-  const match = ftsQuery(query.text);
+  const match = scopedFtsQuery(query);
   if (!match) return [];
   const { userId, ...rest } = query;
+  // The same filters again in SQL: cheap on at most `limit` rows, and a guard should the index and
+  // the table ever disagree.
   const conditions: SQL[] = filterConditions(rest);
   if (userId !== undefined) {
     conditions.push(
@@ -43,12 +73,18 @@ export async function searchText(db: Db, query: TextSearchQuery): Promise<Array<
         : sql`${memories.userId} = ${userId}`,
     );
   }
+  const ranked = db
+    .select({ seq: memoriesFts.rowid, score: sql<number>`bm25(memories_fts, 1.0, 0.0)`.as("score") })
+    .from(memoriesFts)
+    .where(sql`memories_fts MATCH ${match}`)
+    .orderBy(sql`score`)
+    .limit(query.limit)
+    .as("ranked");
   const rows = await db
-    .select()
-    .from(memories)
-    .innerJoin(memoriesFts, eq(memoriesFts.rowid, memories.seq))
-    .where(and(sql`memories_fts MATCH ${match}`, ...conditions))
-    .orderBy(sql`bm25(memories_fts)`)
-    .limit(query.limit);
-  return rows.map((row) => ({ memory: fromMemoryRow(row.memories), embedded: row.memories.embeddedAt !== null }));
+    .select({ memory: memories })
+    .from(ranked)
+    .innerJoin(memories, eq(memories.seq, ranked.seq))
+    .where(and(...conditions))
+    .orderBy(asc(ranked.score));
+  return rows.map((row) => ({ memory: fromMemoryRow(row.memory), embedded: row.memory.embeddedAt !== null }));
 }

@@ -11,7 +11,7 @@ import { forgetRoomHistory } from "../../room/room-client.ts";
 import { ConflictError, ValidationError } from "../../runtime/errors.ts";
 import type { Memory, MemoryType } from "../../runtime/types.ts";
 import { assertAgentExists } from "../known-agents.ts";
-import { AGENT_ID, bearerSecurity, errorContent, EXTERNAL_ID } from "../schemas.ts";
+import { AGENT_ID, bearerSecurity, errorContent, ExternalId } from "../schemas.ts";
 
 export const MAX_MEMORY_TEXT_CHARS = 8_000;
 export const MAX_MEMORIES_PER_REQUEST = 500;
@@ -21,7 +21,6 @@ const ALL_TYPES = ["message", "fact", "description", "lore", "document", "fragme
 const WRITABLE_TYPES = ["message", "fact", "description", "lore", "summary"] as const;
 
 const AgentId = z.string().regex(AGENT_ID, "agent ids are 1-64 letters, digits, '-' or '_'");
-const ExternalId = z.string().regex(EXTERNAL_ID, "1-128 letters, digits or . _ : @ -, starting with a letter or digit");
 const TypeList = z
   .string()
   .transform((value) => value.split(",").map((t) => t.trim()))

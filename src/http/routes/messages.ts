@@ -8,13 +8,12 @@ import { AppError, fromSerialized } from "../../runtime/errors.ts";
 import type { TurnInput } from "../../runtime/turn-types.ts";
 import type { TurnResult } from "../../room/agent-room.ts";
 import { readHistory, submitTurn } from "../../room/room-client.ts";
-import { AgentIdParam, bearerSecurity, errorContent, EXTERNAL_ID, RoomIdParam } from "../schemas.ts";
+import { AgentIdParam, bearerSecurity, errorContent, ExternalId, RoomIdParam } from "../schemas.ts";
 import { assertAgentExists } from "../known-agents.ts";
 
 export const MAX_MESSAGE_CHARS = 8_000;
 export const MAX_ATTACHMENTS = 10;
 
-const ExternalId = z.string().regex(EXTERNAL_ID, "1-128 letters, digits or . _ : @ -, starting with a letter or digit");
 
 const MessageBody = z
   .strictObject({
