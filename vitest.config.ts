@@ -24,8 +24,17 @@ const baseBindings = {
   SMALL_MODEL: "test-small",
 };
 
+/** A real Ed25519 key pair per run: the worker gets the public key, tests sign with the private one. */
+async function discordKeys(): Promise<{ publicKey: string; privateKey: string }> {
+  const pair = (await crypto.subtle.generateKey({ name: "Ed25519" }, true, ["sign", "verify"])) as CryptoKeyPair;
+  const publicKey = Buffer.from(await crypto.subtle.exportKey("raw", pair.publicKey)).toString("hex");
+  const privateKey = Buffer.from(await crypto.subtle.exportKey("pkcs8", pair.privateKey)).toString("base64");
+  return { publicKey, privateKey };
+}
+
 export default defineConfig(async () => {
   const migrations = await readD1Migrations("migrations");
+  const discord = await discordKeys();
   const project = (name: string, include: string[], bindings: Record<string, unknown>) => ({
     plugins: [
       cloudflareTest({
@@ -49,6 +58,11 @@ export default defineConfig(async () => {
           OPENAI_API_KEY: "sk-test-not-a-real-key",
           OPENAI_BASE_URL: "http://model.test/v1",
           MODEL_FALLBACKS: "test-fallback",
+          DISCORD_PUBLIC_KEY: discord.publicKey,
+          DISCORD_APPLICATION_ID: "100000000000000001",
+          DISCORD_API_BASE: "http://discord.test/api/v10",
+          DISCORD_BOT_TOKEN: "test-bot-token-not-real",
+          TEST_DISCORD_PRIVATE_KEY: discord.privateKey,
         }),
         project("no-model", ["test/no-model/**/*.spec.ts"], {}),
       ],

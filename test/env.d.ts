@@ -6,6 +6,8 @@ declare global {
   namespace Cloudflare {
     interface Env extends AppEnv {
       TEST_MIGRATIONS?: D1Migration[];
+      /** PKCS#8, base64: signs test interactions for DISCORD_PUBLIC_KEY. */
+      TEST_DISCORD_PRIVATE_KEY?: string;
     }
     interface GlobalProps {
       mainModule: typeof import("../src/index.ts");

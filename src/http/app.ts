@@ -9,6 +9,7 @@ import { NotFoundError, PayloadTooLargeError } from "../runtime/errors.ts";
 import { requireAdmin } from "./auth.ts";
 import { handleError } from "./errors.ts";
 import { agentRoutes } from "./routes/agents.ts";
+import { discordRoutes, MAX_INTERACTION_BODY_BYTES } from "./routes/discord.ts";
 import { healthRoutes } from "./routes/health.ts";
 import { knowledgeRoutes } from "./routes/knowledge.ts";
 import { memoryRoutes } from "./routes/memories.ts";
@@ -42,6 +43,9 @@ export function createApp(): OpenAPIHono<{ Bindings: Env }> {
   app.use("/agents/*", limit(MAX_AGENT_BODY_BYTES));
   app.use("/memories", limit(MAX_MEMORY_BODY_BYTES));
   app.use("/memories/*", limit(MAX_MEMORY_BODY_BYTES));
+  app.use("/discord/interactions", limit(MAX_INTERACTION_BODY_BYTES));
+  app.use("/clients/*", limit(MAX_MESSAGE_BODY_BYTES));
+  app.use("/clients/*", requireAdmin());
   app.use("/agents", requireAdmin());
   app.use("/agents/*", requireAdmin());
   app.use("/memories", requireAdmin());
@@ -52,6 +56,7 @@ export function createApp(): OpenAPIHono<{ Bindings: Env }> {
   app.route("/", messageRoutes());
   app.route("/", knowledgeRoutes());
   app.route("/", memoryRoutes());
+  app.route("/", discordRoutes());
 
   app.openAPIRegistry.registerComponent("securitySchemes", "bearerAuth", {
     type: "http",

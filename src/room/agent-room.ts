@@ -11,7 +11,9 @@ import { AppError, NotFoundError, type SerializedError } from "../runtime/errors
 import type { TurnInput, TurnOutcome } from "../runtime/turn-types.ts";
 import type { HistoryPage, HistoryQuery } from "../memory/message-history.ts";
 import { createRoomRuntime, type RoomRuntime } from "./room-runtime.ts";
-import { MAX_TURN_ATTEMPTS, TurnJournal, type JournalEntry } from "./turn-journal.ts";
+import { MAX_TURN_ATTEMPTS, TurnJournal, type DiscordDelivery, type JournalEntry } from "./turn-journal.ts";
+import { deliverToDiscord } from "../clients/discord/delivery.ts";
+import { createDiscordRest, DiscordApiError, type DiscordRest } from "../clients/discord/rest.ts";
 
 export interface SubmitTurnRequest {
   input: TurnInput;
@@ -20,12 +22,22 @@ export interface SubmitTurnRequest {
   fingerprint?: string;
 }
 
+export interface EnqueueTurnRequest {
+  input: TurnInput;
+  /** Required: a webhook delivered twice must produce one turn (e.g. `discord:<interaction id>`). */
+  idempotencyKey: string;
+  delivery: DiscordDelivery;
+}
+
 export type TurnResult =
   | { ok: true; replayed: boolean; outcome: TurnOutcome }
   | { ok: false; replayed: boolean; turnId: string; error: SerializedError };
 
 const RESUME_ITEM_ID = "resume-turns";
 const EMBED_ITEM_ID = "embed-pending";
+const DELIVER_ITEM_ID = "deliver-replies";
+/** Delivery retries (Discord 429/5xx beyond what one attempt waits): about 10 minutes in all. */
+const DELIVERY_RETRY = { maxAttempts: 8, baseDelayMs: 5_000, maxDelayMs: 120_000 };
 
 export class AgentRoom extends Agent<Env> {
   private journal!: TurnJournal;
@@ -36,6 +48,9 @@ export class AgentRoom extends Agent<Env> {
   private afterReplies: Promise<void> = Promise.resolve();
   private readonly finishing = new Set<string>();
   private readonly waiters = new Map<string, Array<(result: TurnResult) => void>>();
+  /** Replies on their way to Discord, chained so a channel gets them in turn order. */
+  private deliveries: Promise<void> = Promise.resolve();
+  private discord: DiscordRest | null = null;
 
   override onStart(): void {
     this.journal = new TurnJournal(this.ctx.storage.sql);
@@ -44,6 +59,26 @@ export class AgentRoom extends Agent<Env> {
     // Work left by an earlier instance (eviction, crash, deploy) resumes on first contact.
     this.finishReplied();
     if (this.journal.nextToRun()) void this.drain();
+    if (this.journal.undelivered().length > 0) void this.deliverPending().catch(() => this.armDelivery());
+  }
+
+  /**
+   * Journals a turn whose reply goes to a webhook surface (Discord) and returns at once: the
+   * caller acknowledges the webhook, and the reply is delivered when the turn is done. A second
+   * delivery of the same webhook (same idempotency key) is recognised and changes nothing.
+   */
+  async enqueueTurn(request: EnqueueTurnRequest): Promise<{ turnId: string; duplicate: boolean }> {
+    const existing = this.journal.byKey(request.idempotencyKey);
+    if (existing) return { turnId: existing.turnId, duplicate: true };
+    this.journal.insert({ input: request.input, idempotencyKey: request.idempotencyKey, delivery: request.delivery, now: Date.now() });
+    this.armResume();
+    void this.drain();
+    return { turnId: request.input.turnId, duplicate: false };
+  }
+
+  /** Queue callback: retries replies that could not reach Discord yet (throws to be retried). */
+  async deliverReplies(): Promise<void> {
+    await this.deliverPending();
   }
 
   /** Runs one turn (or finds the one its Idempotency-Key already started) and waits for its reply. */
@@ -152,12 +187,14 @@ export class AgentRoom extends Agent<Env> {
       this.journal.markReplied(turnId, outcome, Date.now());
       if (outcome.replyMemory) runtime.history.remember(outcome.replyMemory);
       this.settle(turnId, { ok: true, replayed: false, outcome });
+      this.scheduleDelivery(entry);
       this.finish({ ...entry, status: "replied", outcome }, character);
     } catch (error) {
       // A missing agent makes the inbound write fail on its foreign key; report the cause.
       const serialized = serializeError(await this.explain(agentId, error));
       this.journal.markFailed(turnId, serialized, Date.now());
       this.settle(turnId, { ok: false, replayed: false, turnId, error: serialized });
+      this.scheduleDelivery(entry);
     }
   }
 
@@ -179,6 +216,47 @@ export class AgentRoom extends Agent<Env> {
         console.error(JSON.stringify({ level: "error", msg: "after_reply_failed", room: this.name, turnId: entry.turnId, error: String(error) }));
       })
       .finally(() => this.finishing.delete(entry.turnId));
+  }
+
+  private scheduleDelivery(entry: JournalEntry): void {
+    if (!entry.delivery) return;
+    void this.deliverPending().catch(() => this.armDelivery());
+  }
+
+  private armDelivery(): void {
+    this.queue("deliverReplies", {}, { id: DELIVER_ITEM_ID, retry: DELIVERY_RETRY }).catch((error: unknown) => {
+      console.error(JSON.stringify({ level: "error", msg: "deliver_item_failed", room: this.name, error: String(error) }));
+    });
+  }
+
+  /** Sends every finished, undelivered reply in turn order; throws on a failure worth retrying. */
+  private deliverPending(): Promise<void> {
+    const run = this.deliveries.then(async () => {
+      for (const entry of this.journal.undelivered()) await this.deliver(entry);
+    });
+    // The chain itself never stays rejected: the next call starts clean.
+    this.deliveries = run.catch(() => {});
+    return run;
+  }
+
+  private async deliver(entry: JournalEntry): Promise<void> {
+    if (!entry.delivery) return;
+    this.discord ??= createDiscordRest({ baseUrl: this.env.DISCORD_API_BASE, botToken: this.env.DISCORD_BOT_TOKEN });
+    try {
+      await deliverToDiscord(
+        this.discord,
+        { target: entry.delivery, reply: entry.outcome?.reply?.text ?? null, error: entry.error, sentParts: entry.deliveredParts },
+        Date.now,
+        (parts) => this.journal.markDeliveredParts(entry.turnId, parts, Date.now()),
+      );
+      this.journal.markDelivery(entry.turnId, "delivered", Date.now());
+    } catch (error) {
+      const final = error instanceof DiscordApiError && !error.retryable;
+      console.error(JSON.stringify({ level: "error", msg: "discord_delivery_failed", room: this.name, turnId: entry.turnId, final, error: String(error) }));
+      if (!final) throw error;
+      // Discord refused for good (deleted channel, missing access): nothing more can be sent.
+      this.journal.markDelivery(entry.turnId, "failed", Date.now());
+    }
   }
 
   private finishReplied(): void {

@@ -3,7 +3,7 @@
 // `unknown` fields (tool arguments, error details) although they are plain JSON at runtime.
 import type { Env } from "../config.ts";
 import type { HistoryPage, HistoryQuery } from "../memory/message-history.ts";
-import type { SubmitTurnRequest, TurnResult } from "./agent-room.ts";
+import type { EnqueueTurnRequest, SubmitTurnRequest, TurnResult } from "./agent-room.ts";
 
 export function roomName(agentId: string, roomId: string): string {
   return `${agentId}:${roomId}`;
@@ -36,4 +36,10 @@ export async function forgetRoomHistory(env: Env, agentId: string, roomIds: stri
       }
     }),
   );
+}
+
+/** Hands a webhook turn to its room; resolves once it is journalled, long before the reply. */
+export async function enqueueTurn(env: Env, request: EnqueueTurnRequest): Promise<{ turnId: string; duplicate: boolean }> {
+  const stub = env.ROOMS.getByName(roomName(request.input.agentId, request.input.roomId));
+  return await stub.enqueueTurn(request);
 }

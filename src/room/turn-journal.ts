@@ -8,6 +8,18 @@ import type { SerializedError } from "../runtime/errors.ts";
 import type { TurnInput, TurnOutcome } from "../runtime/turn-types.ts";
 
 export type TurnStatus = "received" | "running" | "replied" | "evaluated" | "failed";
+/** Where a reply goes besides the caller waiting on the RPC (a Discord interaction). */
+export type DeliveryStatus = "pending" | "delivered" | "failed";
+
+/** A Discord interaction to answer: its token edits the deferred response and sends follow-ups. */
+export interface DiscordDelivery {
+  kind: "discord";
+  applicationId: string;
+  interactionToken: string;
+  channelId: string;
+  /** When the interaction token stops working (15 minutes after Discord created it). */
+  expiresAt: number;
+}
 
 export const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;
 /** A turn that crashed the object this many times is failed instead of retried forever. */
@@ -25,6 +37,10 @@ export interface JournalEntry {
   attempts: number;
   createdAt: number;
   updatedAt: number;
+  delivery: DiscordDelivery | null;
+  deliveryStatus: DeliveryStatus | null;
+  /** Messages of the reply already sent, so a resumed delivery sends none twice. */
+  deliveredParts: number;
 }
 
 const Row = z.object({
@@ -39,6 +55,9 @@ const Row = z.object({
   attempts: z.number(),
   created_at: z.number(),
   updated_at: z.number(),
+  delivery: z.string().nullable(),
+  delivery_status: z.enum(["pending", "delivered", "failed"]).nullable(),
+  delivered_parts: z.number(),
 });
 
 export class TurnJournal {
@@ -63,20 +82,44 @@ export class TurnJournal {
       updated_at INTEGER NOT NULL
     )`);
     this.sql.exec("CREATE INDEX IF NOT EXISTS turn_journal_status ON turn_journal (status, seq)");
+    // Added with the Discord client: rooms created before it get the columns on their next start.
+    const columns = new Set(this.sql.exec("SELECT name FROM pragma_table_info('turn_journal')").toArray().map((row) => String(row.name)));
+    if (!columns.has("delivery")) this.sql.exec("ALTER TABLE turn_journal ADD COLUMN delivery TEXT");
+    if (!columns.has("delivery_status")) this.sql.exec("ALTER TABLE turn_journal ADD COLUMN delivery_status TEXT");
+    if (!columns.has("delivered_parts")) this.sql.exec("ALTER TABLE turn_journal ADD COLUMN delivered_parts INTEGER NOT NULL DEFAULT 0");
+    this.sql.exec("CREATE INDEX IF NOT EXISTS turn_journal_delivery ON turn_journal (delivery_status, seq)");
   }
 
   /** Synchronous on purpose: callers rely on nothing interleaving between check and insert. */
-  insert(entry: { input: TurnInput; idempotencyKey?: string; fingerprint?: string; now: number }): void {
+  insert(entry: { input: TurnInput; idempotencyKey?: string; fingerprint?: string; delivery?: DiscordDelivery; now: number }): void {
     this.sql.exec(
-      `INSERT INTO turn_journal (turn_id, idempotency_key, fingerprint, status, input, created_at, updated_at)
-       VALUES (?, ?, ?, 'received', ?, ?, ?)`,
+      `INSERT INTO turn_journal (turn_id, idempotency_key, fingerprint, status, input, created_at, updated_at, delivery, delivery_status)
+       VALUES (?, ?, ?, 'received', ?, ?, ?, ?, ?)`,
       entry.input.turnId,
       entry.idempotencyKey ?? null,
       entry.fingerprint ?? null,
       JSON.stringify(entry.input),
       entry.now,
       entry.now,
+      entry.delivery ? JSON.stringify(entry.delivery) : null,
+      entry.delivery ? "pending" : null,
     );
+  }
+
+  /** Finished turns whose reply still has to reach its surface, oldest first. */
+  undelivered(): JournalEntry[] {
+    return this.sql
+      .exec("SELECT * FROM turn_journal WHERE delivery_status = 'pending' AND status IN ('replied', 'evaluated', 'failed') ORDER BY seq")
+      .toArray()
+      .map(toEntry);
+  }
+
+  markDeliveredParts(turnId: string, parts: number, now: number): void {
+    this.sql.exec("UPDATE turn_journal SET delivered_parts = ?, updated_at = ? WHERE turn_id = ?", parts, now, turnId);
+  }
+
+  markDelivery(turnId: string, status: "delivered" | "failed", now: number): void {
+    this.sql.exec("UPDATE turn_journal SET delivery_status = ?, updated_at = ? WHERE turn_id = ?", status, now, turnId);
   }
 
   byKey(idempotencyKey: string): JournalEntry | null {
@@ -126,7 +169,7 @@ export class TurnJournal {
   /** Drops finished turns older than the idempotency window. */
   prune(now: number): number {
     return this.sql.exec(
-      "DELETE FROM turn_journal WHERE status IN ('evaluated', 'failed') AND updated_at < ?",
+      "DELETE FROM turn_journal WHERE status IN ('evaluated', 'failed') AND coalesce(delivery_status, '') <> 'pending' AND updated_at < ?",
       now - IDEMPOTENCY_WINDOW_MS,
     ).rowsWritten;
   }
@@ -153,5 +196,8 @@ function toEntry(raw: unknown): JournalEntry {
     attempts: row.attempts,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
+    delivery: row.delivery ? (JSON.parse(row.delivery) as DiscordDelivery) : null,
+    deliveryStatus: row.delivery_status,
+    deliveredParts: row.delivered_parts,
   };
 }

@@ -1,0 +1,164 @@
+// `npm run bench:discord`: the Discord webhook through the real worker in local workerd. Signed
+// interactions (a fresh Ed25519 key pair) -> the type-5 acknowledgement, client-measured, over
+// 1,000 `/chat` interactions across 50 channels sent one after another without waiting for the
+// replies; then the time from sending an interaction to the follow-up PATCH reaching a Discord
+// stand-in, one interaction at a time, with a model stand-in that answers at once.
+import { createServer, type IncomingMessage } from "node:http";
+import type { AddressInfo } from "node:net";
+import { cpus } from "node:os";
+import { createDiscordStandIn } from "../test/stand-ins/discord-stand-in.ts";
+import { startModelServer } from "./model-server.ts";
+import { markdownTable, summarize } from "./stats.ts";
+import { startBenchWorker } from "./worker-harness.ts";
+
+const APP_ID = "100000000000000001";
+const CHANNELS = 50;
+const ACK_INTERACTIONS = 1_000;
+const FOLLOW_UP_INTERACTIONS = 100;
+const WARMUP = 20;
+
+async function main(): Promise<void> {
+  const cpu = cpus();
+  console.log(`\nedge-agents discord bench: ${cpu[0]?.model ?? "unknown CPU"} x${cpu.length}, Node ${process.version}`);
+  const pair = (await crypto.subtle.generateKey({ name: "Ed25519" }, true, ["sign", "verify"])) as CryptoKeyPair;
+  const publicKey = Buffer.from(await crypto.subtle.exportKey("raw", pair.publicKey)).toString("hex");
+  const discord = await startDiscordServer();
+  const model = await startModelServer();
+  model.respondWith(() => ({ text: "Hello from the bench!" }));
+  const worker = await startBenchWorker({
+    OPENAI_API_KEY: "bench",
+    OPENAI_BASE_URL: `${model.url}/v1`,
+    MODEL: "bench-model",
+    DISCORD_PUBLIC_KEY: publicKey,
+    DISCORD_APPLICATION_ID: APP_ID,
+    DISCORD_API_BASE: `${discord.url}/api/v10`,
+  });
+  try {
+    const created = await worker.call("POST", "/agents", { id: "discord-bench", name: "Bench", bio: ["A benchmark agent."], system: "You are Bench.", settings: { memory: { factsEvery: 1000, summarizeAfter: 10000 } } });
+    if (created.status !== 201) throw new Error(`creating the agent failed: ${created.status} ${await created.text()}`);
+    const configured = await worker.call("POST", "/clients/discord/config", { defaultAgentId: "discord-bench" });
+    if (configured.status !== 200) throw new Error(`configuring Discord failed: ${configured.status} ${await configured.text()}`);
+
+    let n = 0;
+    const send = async (channel: number): Promise<{ ms: number; token: string; sentAt: number }> => {
+      n += 1;
+      const token = `bench-token-${n}`;
+      const body = JSON.stringify({
+        id: String(1_000_000_000_000_000n + BigInt(n)),
+        application_id: APP_ID,
+        type: 2,
+        token,
+        guild_id: "900000000000000001",
+        channel_id: String(800_000_000_000_000_000n + BigInt(channel)),
+        member: { user: { id: String(700_000_000_000_000_000n + BigInt(n % 200)), username: "bench" }, permissions: "0" },
+        data: { name: "chat", options: [{ name: "message", type: 3, value: `message ${n}` }] },
+      });
+      const timestamp = String(Math.floor(Date.now() / 1000));
+      const signature = Buffer.from(await crypto.subtle.sign({ name: "Ed25519" }, pair.privateKey, new TextEncoder().encode(timestamp + body))).toString("hex");
+      const sentAt = performance.now();
+      const response = await fetch(`${worker.base}/discord/interactions`, {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-signature-ed25519": signature, "x-signature-timestamp": timestamp },
+        body,
+      });
+      const text = await response.text();
+      const ms = performance.now() - sentAt;
+      if (response.status !== 200 || text !== '{"type":5}') throw new Error(`interaction ${n}: HTTP ${response.status} ${text.slice(0, 200)}`);
+      return { ms, token, sentAt };
+    };
+
+    // 1. Acknowledgements under a steady stream (replies are produced in the background).
+    const acks: number[] = [];
+    for (let i = 0; i < WARMUP + ACK_INTERACTIONS; i++) {
+      const { ms } = await send(i % CHANNELS);
+      if (i >= WARMUP) acks.push(ms);
+    }
+    const streamStarted = performance.now();
+    await discord.waitForEdits(WARMUP + ACK_INTERACTIONS, 300_000);
+    const drainMs = performance.now() - streamStarted;
+
+    // 2. Send -> follow-up PATCH, one interaction at a time.
+    const followUps: number[] = [];
+    for (let i = 0; i < FOLLOW_UP_INTERACTIONS; i++) {
+      const { token, sentAt } = await send(i % CHANNELS);
+      const at = await discord.editArrival(token, 30_000);
+      followUps.push(at - sentAt);
+    }
+
+    const ack = summarize(acks);
+    const follow = summarize(followUps);
+    console.log(`\n1. Signed /chat interaction -> type-5 acknowledgement (client-measured), ${ACK_INTERACTIONS} interactions over ${CHANNELS} channels`);
+    console.log(`   after ${WARMUP} warm-up; Discord's deadline is 3,000 ms, the issue's target p99 <= 25 ms.\n`);
+    console.log(markdownTable(["interactions", "p50 ms", "p95 ms", "p99 ms", "mean ms"], [[ack.n, ack.p50, ack.p95, ack.p99, ack.mean]], [0, 1, 1, 1, 1]));
+    console.log(`\n   all ${WARMUP + ACK_INTERACTIONS} replies had reached the Discord stand-in ${(drainMs / 1000).toFixed(1)} s after the last acknowledgement.`);
+    console.log(`\n2. Send -> the reply's PATCH @original at the Discord stand-in, one at a time, model stand-in answering at once\n`);
+    console.log(markdownTable(["interactions", "p50 ms", "p95 ms", "p99 ms", "mean ms"], [[follow.n, follow.p50, follow.p95, follow.p99, follow.mean]], [0, 1, 1, 1, 1]));
+    console.log(`\n   model calls: ${model.calls()} for ${n} interactions`);
+  } finally {
+    await worker.stop();
+    await model.close();
+    await discord.close();
+  }
+}
+
+interface DiscordServer {
+  url: string;
+  waitForEdits(count: number, timeoutMs: number): Promise<void>;
+  /** performance.now() when the PATCH for this interaction token arrived. */
+  editArrival(token: string, timeoutMs: number): Promise<number>;
+  close(): Promise<void>;
+}
+
+async function startDiscordServer(): Promise<DiscordServer> {
+  const standIn = createDiscordStandIn();
+  const arrivals = new Map<string, number>();
+  let waiters: Array<() => void> = [];
+  const server = createServer(async (req, res) => {
+    const body = await readBody(req);
+    const at = performance.now();
+    const response = await standIn.fetch(new Request(`http://127.0.0.1${req.url ?? "/"}`, { method: req.method, headers: { "content-type": "application/json" }, body }));
+    const token = /\/webhooks\/\d+\/([^/]+)\/messages\/@original$/.exec(req.url ?? "")?.[1];
+    if (req.method === "PATCH" && token) arrivals.set(token, at);
+    for (const wake of waiters) wake();
+    res.writeHead(response.status, { "content-type": "application/json" });
+    res.end(Buffer.from(await response.arrayBuffer()));
+  });
+  server.keepAliveTimeout = 60_000;
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const until = (done: () => boolean, timeoutMs: number, what: string) =>
+    new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`timed out waiting for ${what}`)), timeoutMs);
+      const check = () => {
+        if (!done()) return;
+        clearTimeout(timer);
+        waiters = waiters.filter((w) => w !== check);
+        resolve();
+      };
+      waiters.push(check);
+      check();
+    });
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    waitForEdits: (count, timeoutMs) => until(() => arrivals.size >= count, timeoutMs, `${count} replies (saw ${arrivals.size})`),
+    async editArrival(token, timeoutMs) {
+      await until(() => arrivals.has(token), timeoutMs, `the reply to ${token}`);
+      return arrivals.get(token)!;
+    },
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+function readBody(req: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let body = "";
+    req.setEncoding("utf8");
+    req.on("data", (chunk: string) => (body += chunk));
+    req.on("end", () => resolve(body));
+    req.on("error", reject);
+  });
+}
+
+main().catch((error: unknown) => {
+  console.error(`bench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+  process.exit(1);
+});

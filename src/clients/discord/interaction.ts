@@ -1,0 +1,77 @@
+// The parts of a Discord interaction the bot reads, validated with zod after the signature check.
+// Unknown fields pass (Discord adds fields over time); missing or mistyped ones are a 400.
+import { z } from "zod";
+
+export const InteractionType = { PING: 1, APPLICATION_COMMAND: 2, MESSAGE_COMPONENT: 3, AUTOCOMPLETE: 4 } as const;
+export const ResponseType = {
+  PONG: 1,
+  MESSAGE: 4,
+  DEFERRED_MESSAGE: 5,
+  UPDATE_MESSAGE: 7,
+  AUTOCOMPLETE_RESULT: 8,
+} as const;
+/** Message flag: only the invoking user sees it. */
+export const EPHEMERAL = 1 << 6;
+
+const Snowflake = z.string().regex(/^\d{1,20}$/, "a Discord id (snowflake)");
+
+const User = z.object({
+  id: Snowflake,
+  username: z.string().max(100),
+  global_name: z.string().max(100).nullish(),
+  bot: z.boolean().optional(),
+});
+
+const Option = z.object({
+  name: z.string().max(32),
+  type: z.number().int(),
+  value: z.union([z.string(), z.number(), z.boolean()]).optional(),
+  focused: z.boolean().optional(),
+});
+
+const ResolvedAttachment = z.object({
+  id: Snowflake,
+  filename: z.string().max(1024),
+  size: z.number().int().nonnegative(),
+  url: z.url(),
+  content_type: z.string().max(255).optional(),
+});
+
+const CommandData = z.object({
+  name: z.string().max(32),
+  options: z.array(Option).max(25).optional(),
+  resolved: z.object({ attachments: z.record(z.string(), ResolvedAttachment).optional() }).optional(),
+});
+
+const ComponentData = z.object({ custom_id: z.string().max(100), component_type: z.number().int() });
+
+const Base = z.object({
+  id: Snowflake,
+  application_id: Snowflake,
+  token: z.string().min(1).max(1_000),
+  guild_id: Snowflake.optional(),
+  channel_id: Snowflake.optional(),
+  member: z.object({ user: User, permissions: z.string().regex(/^\d+$/).optional() }).optional(),
+  user: User.optional(),
+});
+
+export const Interaction = z.discriminatedUnion("type", [
+  z.object({ type: z.literal(InteractionType.PING), id: Snowflake, application_id: Snowflake }),
+  Base.extend({ type: z.literal(InteractionType.APPLICATION_COMMAND), data: CommandData }),
+  Base.extend({ type: z.literal(InteractionType.AUTOCOMPLETE), data: CommandData }),
+  Base.extend({ type: z.literal(InteractionType.MESSAGE_COMPONENT), data: ComponentData }),
+]);
+export type Interaction = z.infer<typeof Interaction>;
+export type CommandInteraction = Extract<Interaction, { type: 2 | 4 }>;
+export type ComponentInteraction = Extract<Interaction, { type: 3 }>;
+export type ResolvedAttachment = z.infer<typeof ResolvedAttachment>;
+
+/** Who invoked it: `member.user` in a server, `user` in a DM. */
+export function invoker(interaction: CommandInteraction | ComponentInteraction): z.infer<typeof User> | undefined {
+  return interaction.member?.user ?? interaction.user;
+}
+
+export function stringOption(interaction: CommandInteraction, name: string): string | undefined {
+  const value = interaction.data.options?.find((option) => option.name === name)?.value;
+  return typeof value === "string" ? value : undefined;
+}

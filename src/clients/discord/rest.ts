@@ -1,0 +1,124 @@
+// Discord's REST API for what the bot sends: editing the deferred response, follow-up messages
+// (interaction webhooks, no bot token needed), and a channel message with the bot token when the
+// interaction token has expired. 429s wait the `retry_after` Discord gives; 5xx and network errors
+// back off; any other 4xx is final. Every message is sent with `allowed_mentions: {parse: []}`, so
+// nothing the model writes can ping @everyone, a role or a user.
+import { backoffDelayMs, resolveRetryPolicy, serverRetryDelayMs, abortableSleep, type Sleep } from "../../model/retry.ts";
+
+export const DEFAULT_DISCORD_API_BASE = "https://discord.com/api/v10";
+/** An interaction token works for 15 minutes; we stop using it a little before. */
+export const INTERACTION_TOKEN_LIFETIME_MS = 15 * 60 * 1000;
+export const TOKEN_SAFETY_MARGIN_MS = 20_000;
+/** Longer rate-limit waits than this are left to the room's retry (alarm) instead of sleeping. */
+const MAX_INLINE_WAIT_MS = 30_000;
+
+export interface DiscordMessageBody {
+  content: string;
+  flags?: number;
+  components?: unknown[];
+}
+
+export class DiscordApiError extends Error {
+  readonly status: number;
+  readonly retryable: boolean;
+  constructor(status: number, message: string, retryable: boolean) {
+    super(message);
+    this.name = "DiscordApiError";
+    this.status = status;
+    this.retryable = retryable;
+  }
+}
+
+export interface DiscordRestOptions {
+  baseUrl?: string;
+  botToken?: string;
+  fetch?: typeof fetch;
+  sleep?: Sleep;
+  random?: () => number;
+  now?: () => number;
+  maxAttempts?: number;
+}
+
+export interface DiscordRest {
+  editOriginal(applicationId: string, token: string, body: DiscordMessageBody): Promise<void>;
+  followUp(applicationId: string, token: string, body: DiscordMessageBody): Promise<void>;
+  channelMessage(channelId: string, body: DiscordMessageBody): Promise<void>;
+}
+
+export function createDiscordRest(options: DiscordRestOptions = {}): DiscordRest {
+  const base = (options.baseUrl || DEFAULT_DISCORD_API_BASE).replace(/\/+$/, "");
+  const doFetch = options.fetch ?? ((input, init) => fetch(input, init));
+  const sleep = options.sleep ?? abortableSleep;
+  const random = options.random ?? Math.random;
+  const now = options.now ?? Date.now;
+  const policy = resolveRetryPolicy({ maxAttempts: options.maxAttempts ?? 5, baseDelayMs: 500, maxDelayMs: 8_000 });
+
+  const send = async (method: string, path: string, body: DiscordMessageBody, auth?: string): Promise<void> => {
+    const payload = JSON.stringify({ ...body, allowed_mentions: { parse: [] } });
+    let last: DiscordApiError | null = null;
+    for (let attempt = 1; attempt <= policy.maxAttempts; attempt++) {
+      let response: Response;
+      try {
+        response = await doFetch(`${base}${path}`, {
+          method,
+          headers: { "content-type": "application/json", ...(auth ? { authorization: auth } : {}) },
+          body: payload,
+        });
+      } catch (error) {
+        last = new DiscordApiError(0, `Discord unreachable: ${error instanceof Error ? error.message : String(error)}`, true);
+        await sleep(backoffDelayMs(attempt, policy, random));
+        continue;
+      }
+      if (response.ok) {
+        await response.body?.cancel();
+        return;
+      }
+      const text = await response.text();
+      if (response.status === 429) {
+        const wait = retryAfterMs(text, response.headers, now());
+        last = new DiscordApiError(429, `Discord rate limit (retry after ${wait} ms)`, true);
+        if (wait > MAX_INLINE_WAIT_MS) break;
+        await sleep(wait);
+        continue;
+      }
+      if (response.status >= 500) {
+        last = new DiscordApiError(response.status, `Discord answered ${response.status}`, true);
+        await sleep(backoffDelayMs(attempt, policy, random));
+        continue;
+      }
+      // The path holds the interaction token: never put it in an error.
+      throw new DiscordApiError(response.status, `Discord refused the message (${response.status}): ${discordMessage(text)}`, false);
+    }
+    throw last ?? new DiscordApiError(0, "Discord delivery failed", true);
+  };
+
+  return {
+    editOriginal: (applicationId, token, body) => send("PATCH", `/webhooks/${applicationId}/${token}/messages/@original`, body),
+    followUp: (applicationId, token, body) => send("POST", `/webhooks/${applicationId}/${token}`, body),
+    channelMessage: (channelId, body) => {
+      if (!options.botToken) throw new DiscordApiError(0, "DISCORD_BOT_TOKEN is not set, so the bot cannot post to the channel", false);
+      return send("POST", `/channels/${channelId}/messages`, body, `Bot ${options.botToken}`);
+    },
+  };
+}
+
+/** Discord puts the wait in the JSON body (`retry_after`, seconds, fractional) and in Retry-After. */
+function retryAfterMs(body: string, headers: Headers, nowMs: number): number {
+  try {
+    const parsed = JSON.parse(body) as { retry_after?: unknown };
+    if (typeof parsed.retry_after === "number" && parsed.retry_after >= 0) return Math.ceil(parsed.retry_after * 1000);
+  } catch {
+    // Fall back to the header.
+  }
+  return serverRetryDelayMs(headers, nowMs) ?? 1_000;
+}
+
+function discordMessage(body: string): string {
+  try {
+    const parsed = JSON.parse(body) as { message?: unknown; code?: unknown };
+    if (typeof parsed.message === "string") return `${parsed.message}${typeof parsed.code === "number" ? ` (code ${parsed.code})` : ""}`.slice(0, 200);
+  } catch {
+    // Not JSON.
+  }
+  return body.slice(0, 200);
+}

@@ -1,0 +1,294 @@
+// The Discord bot over interaction webhooks. The signature (Ed25519 over timestamp + raw body) is
+// checked before anything is parsed; a timestamp older than 5 minutes is a replay. `/chat` is
+// journalled in its room's Durable Object with one RPC and acknowledged with a deferred response
+// (type 5) at once; the room edits that response when the turn is done. The other commands are
+// small D1 reads and writes answered directly. Room = `discord:<channel>`, user = `discord:<user>`.
+import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
+import type { Context } from "hono";
+import { verifyKey } from "discord-interactions";
+import type { Env } from "../../config.ts";
+import { COMMANDS, MANAGE_GUILD } from "../../clients/discord/commands.ts";
+import { INTERACTION_TOKEN_LIFETIME_MS } from "../../clients/discord/rest.ts";
+import {
+  EPHEMERAL,
+  Interaction,
+  InteractionType,
+  invoker,
+  ResponseType,
+  stringOption,
+  type CommandInteraction,
+  type ComponentInteraction,
+} from "../../clients/discord/interaction.ts";
+import { channelContext, DiscordConfig, readDiscordConfig, setChannelAgent, writeDiscordConfig } from "../../clients/discord/settings.ts";
+import { memoryBackends } from "../../memory/memory-backends.ts";
+import { deleteMemories, insertMemories } from "../../memory/memory-repo.ts";
+import { enqueueTurn, forgetRoomHistory } from "../../room/room-client.ts";
+import { BUILTIN_TOOL_DEFINITIONS } from "../../runtime/builtin-tools.ts";
+import { NotConfiguredError, NotFoundError, UnauthorizedError, ValidationError } from "../../runtime/errors.ts";
+import type { Attachment, Memory } from "../../runtime/types.ts";
+import { bearerSecurity, errorContent } from "../schemas.ts";
+import { agentStore } from "../stores.ts";
+import { validationError } from "../validation.ts";
+
+/** Discord signs the time it sent the request; older than this is treated as a replay. */
+export const MAX_INTERACTION_AGE_MS = 5 * 60 * 1000;
+export const MAX_INTERACTION_BODY_BYTES = 256 * 1024;
+const MAX_FACTS_SHOWN = 15;
+
+type Ctx = Context<{ Bindings: Env }>;
+
+const publicKeys = new Map<string, Promise<CryptoKey>>();
+function publicKey(hex: string): Promise<CryptoKey> {
+  let key = publicKeys.get(hex);
+  if (!key) {
+    const bytes = new Uint8Array(hex.match(/../g)?.map((pair) => Number.parseInt(pair, 16)) ?? []);
+    key = crypto.subtle.importKey("raw", bytes, { name: "Ed25519" }, false, ["verify"]);
+    key.catch(() => publicKeys.delete(hex));
+    publicKeys.set(hex, key);
+  }
+  return key;
+}
+
+export function discordRoutes(): OpenAPIHono<{ Bindings: Env }> {
+  const app = new OpenAPIHono<{ Bindings: Env }>();
+
+  app.post("/discord/interactions", async (c) => {
+    const keyHex = c.env.DISCORD_PUBLIC_KEY?.trim();
+    if (!keyHex || !/^[0-9a-fA-F]{64}$/.test(keyHex)) {
+      throw new NotConfiguredError("DISCORD_PUBLIC_KEY is not set (or is not 64 hex characters): copy it from the Discord developer portal");
+    }
+    const signature = c.req.header("x-signature-ed25519");
+    const timestamp = c.req.header("x-signature-timestamp");
+    if (!signature || !timestamp) throw new UnauthorizedError("missing X-Signature-Ed25519 or X-Signature-Timestamp");
+    if (!/^\d{1,12}$/.test(timestamp) || Math.abs(Date.now() - Number(timestamp) * 1000) > MAX_INTERACTION_AGE_MS) {
+      throw new UnauthorizedError("the signed timestamp is more than 5 minutes off: refused as a replay");
+    }
+    const raw = new Uint8Array(await c.req.arrayBuffer());
+    if (!(await verifyKey(raw, signature, timestamp, await publicKey(keyHex)))) throw new UnauthorizedError("invalid request signature");
+
+    let body: unknown;
+    try {
+      body = JSON.parse(new TextDecoder().decode(raw));
+    } catch {
+      throw new ValidationError("invalid request body: not JSON");
+    }
+    const parsed = Interaction.safeParse(body);
+    if (!parsed.success) throw validationError("json", parsed.error.issues);
+    const interaction = parsed.data;
+    switch (interaction.type) {
+      case InteractionType.PING:
+        return c.json({ type: ResponseType.PONG });
+      case InteractionType.AUTOCOMPLETE:
+        return c.json(await autocomplete(c, interaction));
+      case InteractionType.MESSAGE_COMPONENT:
+        return c.json(await component(c, interaction));
+      case InteractionType.APPLICATION_COMMAND:
+        return c.json(await command(c, interaction));
+    }
+  });
+
+  app.openapi(
+    createRoute({
+      method: "get",
+      path: "/clients/{clientId}/config",
+      summary: "A client's settings (Discord: default agent, allowed channels)",
+      security: bearerSecurity,
+      request: { params: z.object({ clientId: z.literal("discord") }) },
+      responses: { 200: { description: "The settings", content: { "application/json": { schema: DiscordConfig } } }, 400: errorContent("Unknown client") },
+    }),
+    async (c) => c.json(await readDiscordConfig(memoryBackends(c.env).db), 200),
+  );
+
+  app.openapi(
+    createRoute({
+      method: "post",
+      path: "/clients/{clientId}/config",
+      summary: "Set a client's settings (Discord: default agent, allowed channels)",
+      security: bearerSecurity,
+      request: {
+        params: z.object({ clientId: z.literal("discord") }),
+        body: { required: true, content: { "application/json": { schema: DiscordConfig } } },
+      },
+      responses: {
+        200: { description: "The settings as stored", content: { "application/json": { schema: DiscordConfig } } },
+        400: errorContent("Invalid settings or unknown client"),
+        404: errorContent("The default agent does not exist"),
+      },
+    }),
+    async (c) => {
+      const config = c.req.valid("json");
+      if (config.defaultAgentId && (await agentStore(c.env).version(config.defaultAgentId)) === null) {
+        throw new NotFoundError(`no agent with id "${config.defaultAgentId}"`);
+      }
+      await writeDiscordConfig(memoryBackends(c.env).db, config, Date.now());
+      return c.json(config, 200);
+    },
+  );
+  return app;
+}
+
+
+function message(content: string, ephemeral = true, components?: unknown[]) {
+  return {
+    type: ResponseType.MESSAGE,
+    data: { content, allowed_mentions: { parse: [] }, ...(ephemeral ? { flags: EPHEMERAL } : {}), ...(components ? { components } : {}) },
+  };
+}
+
+/** The agent serving the interaction's channel, or why there is none (as a message to show). */
+async function resolveAgent(c: Ctx, channelId: string): Promise<{ agentId: string } | { refusal: ReturnType<typeof message> }> {
+  const { agentId, config } = await channelContext(memoryBackends(c.env).db, channelId);
+  if (config.allowedChannels.length > 0 && !config.allowedChannels.includes(channelId)) {
+    return { refusal: message("I'm not enabled in this channel. A server manager can add it to the bot's allowed channels.") };
+  }
+  const chosen = agentId ?? config.defaultAgentId;
+  if (!chosen) return { refusal: message("No agent serves this channel yet. A server manager can pick one with `/agent`.") };
+  return { agentId: chosen };
+}
+
+async function command(c: Ctx, interaction: CommandInteraction) {
+  const user = invoker(interaction);
+  const channelId = interaction.channel_id;
+  if (!user || !channelId) throw new ValidationError("invalid request body: an application command needs a user and a channel");
+  const name = interaction.data.name;
+  if (!COMMANDS.some((definition) => definition.name === name)) return message(`I don't know the command \`/${name}\`.`);
+  if (name === "agent") return chooseAgent(c, interaction, user.id, channelId);
+
+  const resolved = await resolveAgent(c, channelId);
+  if ("refusal" in resolved) return resolved.refusal;
+  const { agentId } = resolved;
+  const userId = `discord:${user.id}`;
+  const db = memoryBackends(c.env).db;
+
+  switch (name) {
+    case "chat": {
+      const text = stringOption(interaction, "message")?.trim();
+      if (!text) return message("`/chat` needs a message.");
+      const now = Date.now();
+      const attachments = chatAttachments(interaction);
+      await enqueueTurn(c.env, {
+        idempotencyKey: `discord:${interaction.id}`,
+        input: {
+          turnId: crypto.randomUUID(),
+          agentId,
+          roomId: `discord:${channelId}`,
+          userId,
+          userName: user.global_name ?? user.username,
+          text,
+          attachments,
+          source: "discord",
+          isDirect: true,
+          mentioned: true,
+          fromBot: user.bot === true,
+          receivedAt: now,
+        },
+        delivery: {
+          kind: "discord",
+          applicationId: interaction.application_id,
+          interactionToken: interaction.token,
+          channelId,
+          // Discord's clock started when it created the interaction, a little before we saw it.
+          expiresAt: now + INTERACTION_TOKEN_LIFETIME_MS - 5_000,
+        },
+      });
+      return { type: ResponseType.DEFERRED_MESSAGE };
+    }
+    case "remember": {
+      const fact = stringOption(interaction, "fact")?.trim();
+      if (!fact) return message("`/remember` needs a fact.");
+      const memory: Memory = {
+        // One fact per interaction: a redelivered webhook writes nothing new.
+        id: `discord:${interaction.id}:fact`,
+        type: "fact",
+        agentId,
+        roomId: `discord:${channelId}`,
+        userId,
+        content: { text: fact, source: "discord", userName: user.global_name ?? user.username },
+        metadata: { via: "/remember" },
+        createdAt: Date.now(),
+      };
+      await insertMemories(db, [memory]);
+      // The vector can follow the answer: until then text search finds the fact.
+      c.executionCtx.waitUntil(memoryBackends(c.env).pipeline.embed([memory]).catch(() => {}));
+      return message(`Got it, I'll remember: ${quote(fact)}`);
+    }
+    case "recall": {
+      const query = stringOption(interaction, "query")?.trim();
+      const { retriever } = memoryBackends(c.env);
+      const memories = query
+        ? (await retriever.search({ agentId, userId, includeShared: false, types: ["fact", "description"], text: query, limit: MAX_FACTS_SHOWN })).map((hit) => hit.memory)
+        : (await retriever.aboutUser({ agentId, userId, limit: MAX_FACTS_SHOWN * 2 })).filter((memory) => memory.userId === userId).slice(0, MAX_FACTS_SHOWN);
+      if (memories.length === 0) return message(query ? `I don't remember anything about you matching ${quote(query)}.` : "I don't remember anything about you yet.");
+      const lines = memories.map((memory) => `• ${memory.type === "description" ? "(profile) " : ""}${memory.content.text}`);
+      return message(truncate(`Here's what I remember about you:\n${lines.join("\n")}`));
+    }
+    case "forget":
+      return message("Delete everything I remember about you (facts, your profile and your messages)? This cannot be undone.", true, [
+        {
+          type: 1,
+          components: [
+            { type: 2, style: 4, label: "Forget me", custom_id: `forget:yes:${user.id}:${agentId}` },
+            { type: 2, style: 2, label: "Cancel", custom_id: `forget:no:${user.id}:${agentId}` },
+          ],
+        },
+      ]);
+    case "tools": {
+      const lines = BUILTIN_TOOL_DEFINITIONS.map((tool) => `• \`${tool.name}\`: ${tool.description}`);
+      return message(truncate(`Built-in tools:\n${lines.join("\n")}\n\nNo MCP servers are attached to this agent.`));
+    }
+  }
+  return message(`I don't know the command \`/${name}\`.`);
+}
+
+async function chooseAgent(c: Ctx, interaction: CommandInteraction, userId: string, channelId: string) {
+  // Discord hides the command from members without the permission; a DM has no member at all.
+  if (interaction.member?.permissions !== undefined && (BigInt(interaction.member.permissions) & (MANAGE_GUILD | 8n)) === 0n) {
+    return message("Only server managers can choose the agent for a channel.");
+  }
+  const agentId = stringOption(interaction, "name")?.trim() ?? "";
+  const record = agentId ? await agentStore(c.env).get(agentId) : null;
+  if (!record) return message(`There is no agent called ${quote(agentId)}. Start typing to see the agents I know.`);
+  await setChannelAgent(memoryBackends(c.env).db, { channelId, guildId: interaction.guild_id ?? null, agentId, userId, now: Date.now() });
+  return message(`${record.character.name} (\`${agentId}\`) now answers in this channel.`, false);
+}
+
+async function autocomplete(c: Ctx, interaction: CommandInteraction) {
+  const typed = (interaction.data.options?.find((option) => option.focused)?.value ?? "").toString().toLowerCase();
+  const { agents } = await agentStore(c.env).list({ limit: 200 });
+  const choices = agents
+    .filter((agent) => agent.id.toLowerCase().includes(typed) || agent.name.toLowerCase().includes(typed))
+    .slice(0, 25)
+    .map((agent) => ({ name: `${agent.name} (${agent.id})`.slice(0, 100), value: agent.id }));
+  return { type: ResponseType.AUTOCOMPLETE_RESULT, data: { choices } };
+}
+
+async function component(c: Ctx, interaction: ComponentInteraction) {
+  const user = invoker(interaction);
+  const match = /^forget:(yes|no):(\d{1,20}):([A-Za-z0-9][A-Za-z0-9_-]{0,63})$/.exec(interaction.data.custom_id);
+  if (!user || !match) return message("That button is no longer valid.");
+  const [, choice, ownerId, agentId] = match;
+  if (user.id !== ownerId) return message("Only the person who asked can answer this.");
+  if (choice === "no") return { type: ResponseType.UPDATE_MESSAGE, data: { content: "Nothing was deleted.", components: [] } };
+  const { deleted, rooms } = await deleteMemories(memoryBackends(c.env).db, { agentId: agentId!, userId: `discord:${ownerId}` });
+  c.executionCtx.waitUntil(forgetRoomHistory(c.env, agentId!, rooms));
+  return {
+    type: ResponseType.UPDATE_MESSAGE,
+    data: { content: `Done: I forgot ${deleted} ${deleted === 1 ? "memory" : "memories"} about you.`, components: [] },
+  };
+}
+
+/** The /chat attachment, described to the model by its URL (Discord's CDN serves it for a while). */
+function chatAttachments(interaction: CommandInteraction): Attachment[] {
+  const id = interaction.data.options?.find((option) => option.name === "attachment")?.value;
+  const file = typeof id === "string" ? interaction.data.resolved?.attachments?.[id] : undefined;
+  if (!file) return [];
+  return [{ url: file.url, contentType: file.content_type ?? "application/octet-stream", title: file.filename }];
+}
+
+function quote(text: string): string {
+  return `“${text.replace(/[`*_~|>]/g, (ch) => `\\${ch}`).slice(0, 300)}”`;
+}
+
+function truncate(text: string): string {
+  return text.length > 1_900 ? `${text.slice(0, 1_900)}…` : text;
+}
