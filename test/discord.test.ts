@@ -2,93 +2,14 @@
 // for the run, see vitest.config.ts), the deferred flow with the model stand-in held open, the
 // follow-up edits and messages at Discord's REST stand-in, splitting, exactly-once delivery,
 // 429s, the other commands, and the per-client settings.
-import { env } from "cloudflare:workers";
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { describe, expect, it } from "vitest";
 import { COMMANDS } from "../src/clients/discord/commands.ts";
 import { diffCommands } from "../src/clients/discord/register.ts";
 import { splitMessage } from "../src/clients/discord/split.ts";
-import { api, createTestAgent, json, MODEL_HOST } from "./helpers/api.ts";
-import { createOpenAIStandIn } from "./stand-ins/openai-stand-in.ts";
-import { createDiscordStandIn } from "./stand-ins/discord-stand-in.ts";
+import { api, createTestAgent, json } from "./helpers/api.ts";
+import { APP_ID, chat, command, post, snowflake, useAgentIn, useDiscordStandIns } from "./helpers/discord.ts";
 
-const model = createOpenAIStandIn();
-const discord = createDiscordStandIn();
-const realFetch = globalThis.fetch;
-vi.spyOn(globalThis, "fetch").mockImplementation((input, init) => {
-  const url = new URL(input instanceof Request ? input.url : String(input));
-  if (url.host === MODEL_HOST) return model.fetch(input, init);
-  if (url.host === "discord.test") return discord.fetch(input, init);
-  return realFetch(input, init);
-});
-afterEach(() => {
-  model.releaseHung({ text: "late" });
-  model.reset();
-  discord.reset();
-});
-
-const APP_ID = "100000000000000001";
-let privateKey: Promise<CryptoKey> | null = null;
-let counter = 0;
-
-function hex(bytes: ArrayBuffer): string {
-  return [...new Uint8Array(bytes)].map((b) => b.toString(16).padStart(2, "0")).join("");
-}
-
-async function sign(body: string, timestamp: string): Promise<string> {
-  privateKey ??= crypto.subtle.importKey(
-    "pkcs8",
-    Uint8Array.from(atob(env.TEST_DISCORD_PRIVATE_KEY!), (c) => c.charCodeAt(0)),
-    { name: "Ed25519" },
-    false,
-    ["sign"],
-  );
-  return hex(await crypto.subtle.sign({ name: "Ed25519" }, await privateKey, new TextEncoder().encode(timestamp + body)));
-}
-
-async function post(body: string, options: { timestamp?: string; signature?: string | null; tamper?: (s: string) => string } = {}) {
-  const timestamp = options.timestamp ?? String(Math.floor(Date.now() / 1000));
-  const signature = options.signature === undefined ? await sign(body, timestamp) : options.signature;
-  const headers: Record<string, string> = { "content-type": "application/json", "x-signature-timestamp": timestamp };
-  if (signature !== null) headers["x-signature-ed25519"] = signature;
-  return api("POST", "/discord/interactions", { token: null, headers, body: options.tamper ? options.tamper(body) : body });
-}
-
-function snowflake(): string {
-  counter += 1;
-  return `${Date.now()}${String(counter).padStart(4, "0")}`;
-}
-
-interface CommandOptions {
-  channel?: string;
-  user?: string;
-  id?: string;
-  options?: Array<{ name: string; type: number; value: string; focused?: boolean }>;
-  type?: number;
-  permissions?: string;
-}
-
-function command(name: string, o: CommandOptions = {}) {
-  return JSON.stringify({
-    id: o.id ?? snowflake(),
-    application_id: APP_ID,
-    type: o.type ?? 2,
-    token: `tok-${snowflake()}`,
-    guild_id: "900000000000000001",
-    channel_id: o.channel ?? "800000000000000001",
-    member: { user: { id: o.user ?? "700000000000000001", username: "dana", global_name: "Dana" }, permissions: o.permissions ?? "32" },
-    data: { name, options: o.options ?? [] },
-  });
-}
-
-async function useAgentIn(channel: string): Promise<string> {
-  const agentId = await createTestAgent({ settings: { memory: { factsEvery: 1000 } } });
-  const response = await post(command("agent", { channel, options: [{ name: "name", type: 3, value: agentId }] }));
-  expect(response.status).toBe(200);
-  return agentId;
-}
-
-const chat = (channel: string, text: string, extra: CommandOptions = {}) =>
-  command("chat", { channel, ...extra, options: [{ name: "message", type: 3, value: text }] });
+const { model, discord } = useDiscordStandIns();
 
 describe("Discord webhook: signature and payload checks", () => {
   it("answers a signed PING with PONG", async () => {

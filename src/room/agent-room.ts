@@ -11,9 +11,11 @@ import { AppError, NotFoundError, type SerializedError } from "../runtime/errors
 import type { TurnInput, TurnOutcome } from "../runtime/turn-types.ts";
 import type { HistoryPage, HistoryQuery } from "../memory/message-history.ts";
 import { createRoomRuntime, type RoomRuntime } from "./room-runtime.ts";
-import { MAX_TURN_ATTEMPTS, TurnJournal, type DiscordDelivery, type JournalEntry } from "./turn-journal.ts";
-import { deliverToDiscord } from "../clients/discord/delivery.ts";
-import { createDiscordRest, DiscordApiError, type DiscordRest } from "../clients/discord/rest.ts";
+import { MAX_TURN_ATTEMPTS, TurnJournal, type ApprovalPause, type DiscordDelivery, type JournalEntry } from "./turn-journal.ts";
+import { APPROVAL_WINDOW_MS, approvalPrompt, approvalResultText, canRouteApproval, newApprovalId } from "../clients/discord/approval.ts";
+import { deliverToDiscord, editPosted, postForInteraction } from "../clients/discord/delivery.ts";
+import { createDiscordRest, DiscordApiError, INTERACTION_TOKEN_LIFETIME_MS, type DiscordRest } from "../clients/discord/rest.ts";
+import type { TurnPause } from "../runtime/turn-types.ts";
 
 export interface SubmitTurnRequest {
   input: TurnInput;
@@ -28,6 +30,23 @@ export interface EnqueueTurnRequest {
   idempotencyKey: string;
   delivery: DiscordDelivery;
 }
+
+/** A click on an approval prompt's button, as the worker hands it to the room. */
+export interface ApprovalAnswer {
+  approvalId: string;
+  approve: boolean;
+  /** Who clicked, as a turn user id (`discord:<id>`), and their display name. */
+  userId: string;
+  userName: string;
+  /** The click's own interaction: its token is fresh, and its @original is the prompt. */
+  applicationId: string;
+  interactionToken: string;
+}
+
+export type ApprovalAnswerResult =
+  | { status: "resolved"; tool: string; decision: "approved" | "denied" }
+  | { status: "not_yours" }
+  | { status: "gone" };
 
 export type TurnResult =
   | { ok: true; replayed: boolean; outcome: TurnOutcome }
@@ -60,6 +79,65 @@ export class AgentRoom extends Agent<Env> {
     this.finishReplied();
     if (this.journal.nextToRun()) void this.drain();
     if (this.journal.undelivered().length > 0) void this.deliverPending().catch(() => this.armDelivery());
+    for (const entry of this.journal.awaitingApproval()) this.armApprovalExpiry(entry);
+  }
+
+  /**
+   * A person answered an approval prompt. Only the person whose message started the turn counts;
+   * the turn resumes at once with the decision, and the click's fresh token carries the reply.
+   */
+  async resolveApproval(answer: ApprovalAnswer): Promise<ApprovalAnswerResult> {
+    const entry = this.journal.byApprovalId(answer.approvalId);
+    const pause = entry?.pause;
+    if (!entry || !pause || pause.decision) return { status: "gone" };
+    if (pause.requesterId !== answer.userId) return { status: "not_yours" };
+    const now = Date.now();
+    const decision = answer.approve ? ("approved" as const) : ("denied" as const);
+    const delivery: DiscordDelivery | null = entry.delivery
+      ? {
+          ...entry.delivery,
+          applicationId: answer.applicationId,
+          interactionToken: answer.interactionToken,
+          expiresAt: now + INTERACTION_TOKEN_LIFETIME_MS - 5_000,
+          originalUsed: true,
+        }
+      : null;
+    this.journal.markDecided(entry.turnId, { ...pause, decision: { value: decision, by: answer.userName, at: now } }, delivery, now);
+    this.armResume();
+    void this.drain();
+    return { status: "resolved", tool: pause.tool, decision };
+  }
+
+  /** Schedule callback: nobody answered in time, so the turn goes on without the tool. */
+  async expireApproval(payload: { turnId: string; approvalId: string }): Promise<void> {
+    const entry = this.journal.byApprovalId(payload.approvalId);
+    const pause = entry?.pause;
+    if (!entry || !pause || pause.decision || entry.turnId !== payload.turnId) return;
+    const now = Date.now();
+    this.journal.markDecided(entry.turnId, { ...pause, decision: { value: "expired", by: null, at: now } }, entry.delivery, now);
+    this.armResume();
+    void this.drain();
+    // The buttons would still look answerable: say what happened (best effort, the reply follows).
+    if (pause.prompt) {
+      const posted = pause.prompt;
+      this.deliveries = this.deliveries.then(async () => {
+        try {
+          await editPosted(this.discordRest(), posted, { content: approvalResultText(pause.tool, "expired"), components: [] }, Date.now);
+        } catch (error) {
+          console.warn(JSON.stringify({ level: "warn", msg: "approval_prompt_edit_failed", room: this.name, turnId: entry.turnId, error: String(error) }));
+        }
+      });
+    }
+  }
+
+  private armApprovalExpiry(entry: JournalEntry): void {
+    const pause = entry.pause;
+    if (!pause || pause.decision) return;
+    const payload = { turnId: entry.turnId, approvalId: pause.approvalId };
+    // Idempotent: re-arming on every start never doubles it, and a lost one is re-created.
+    this.schedule(new Date(Math.max(pause.expiresAt, Date.now() + 1_000)), "expireApproval", payload, { idempotent: true }).catch((error: unknown) => {
+      console.error(JSON.stringify({ level: "error", msg: "approval_expiry_failed", room: this.name, error: String(error) }));
+    });
   }
 
   /**
@@ -180,10 +258,18 @@ export class AgentRoom extends Agent<Env> {
       }
       this.journal.markRunning(turnId, Date.now());
       const runtime = await this.getRuntime();
+      const decided = entry.pause?.decision ? { checkpoint: entry.pause.checkpoint, decision: entry.pause.decision.value } : undefined;
       // The inbound message is stored while the agent's current version is read: one round trip.
-      const [version] = await Promise.all([runtime.agents.version(agentId), runtime.runner.receive(entry.input)]);
+      // (A turn resuming after an approval stored it the first time.)
+      const [version] = await Promise.all([runtime.agents.version(agentId), decided ? null : runtime.runner.receive(entry.input)]);
       const character = await this.characterFor(runtime, agentId, version);
-      const outcome = await runtime.runner.respond(character, entry.input);
+      // Only a surface with buttons can ask a person; elsewhere such tools are refused.
+      const canAskApproval = entry.delivery?.kind === "discord" && canRouteApproval(agentId);
+      const outcome = await runtime.runner.respondOrPause(character, entry.input, { canAskApproval, resume: decided });
+      if (outcome.status === "awaiting_approval") {
+        this.pauseForApproval(entry, outcome);
+        return;
+      }
       this.journal.markReplied(turnId, outcome, Date.now());
       if (outcome.replyMemory) runtime.history.remember(outcome.replyMemory);
       this.settle(turnId, { ok: true, replayed: false, outcome });
@@ -196,6 +282,24 @@ export class AgentRoom extends Agent<Env> {
       this.settle(turnId, { ok: false, replayed: false, turnId, error: serialized });
       this.scheduleDelivery(entry);
     }
+  }
+
+  /** running -> awaiting_approval: journal the checkpoint, arm the expiry, post the buttons. */
+  private pauseForApproval(entry: JournalEntry, paused: TurnPause): void {
+    const now = Date.now();
+    const pause: ApprovalPause = {
+      approvalId: newApprovalId(),
+      tool: paused.tool,
+      arguments: paused.arguments,
+      requesterId: entry.input.userId,
+      requestedAt: now,
+      expiresAt: now + APPROVAL_WINDOW_MS,
+      checkpoint: paused.checkpoint,
+      prompt: null,
+    };
+    this.journal.markAwaitingApproval(entry.turnId, pause, now);
+    this.armApprovalExpiry({ ...entry, pause });
+    this.scheduleDelivery(entry);
   }
 
   /** replied -> evaluated: the reply reaches D1, then evaluators run. Chained in turn order. */
@@ -239,12 +343,17 @@ export class AgentRoom extends Agent<Env> {
     return run;
   }
 
+  private discordRest(): DiscordRest {
+    this.discord ??= createDiscordRest({ baseUrl: this.env.DISCORD_API_BASE, botToken: this.env.DISCORD_BOT_TOKEN });
+    return this.discord;
+  }
+
   private async deliver(entry: JournalEntry): Promise<void> {
     if (!entry.delivery) return;
-    this.discord ??= createDiscordRest({ baseUrl: this.env.DISCORD_API_BASE, botToken: this.env.DISCORD_BOT_TOKEN });
+    if (entry.status === "awaiting_approval") return this.postApprovalPrompt(entry, entry.delivery);
     try {
       await deliverToDiscord(
-        this.discord,
+        this.discordRest(),
         { target: entry.delivery, reply: entry.outcome?.reply?.text ?? null, error: entry.error, sentParts: entry.deliveredParts },
         Date.now,
         (parts) => this.journal.markDeliveredParts(entry.turnId, parts, Date.now()),
@@ -256,6 +365,33 @@ export class AgentRoom extends Agent<Env> {
       if (!final) throw error;
       // Discord refused for good (deleted channel, missing access): nothing more can be sent.
       this.journal.markDelivery(entry.turnId, "failed", Date.now());
+    }
+  }
+
+  private async postApprovalPrompt(entry: JournalEntry, target: DiscordDelivery): Promise<void> {
+    const pause = entry.pause;
+    if (!pause || pause.prompt) return;
+    const runtime = await this.getRuntime();
+    const record = await runtime.agents.get(entry.input.agentId);
+    const body = approvalPrompt({
+      approvalId: pause.approvalId,
+      agentId: entry.input.agentId,
+      agentName: record?.character.name ?? entry.input.agentId,
+      tool: pause.tool,
+      arguments: pause.arguments,
+      requesterDiscordId: /^discord:(\d{1,20})$/.exec(pause.requesterId)?.[1] ?? null,
+      expiresAt: pause.expiresAt,
+    });
+    try {
+      const posted = await postForInteraction(this.discordRest(), target, body, Date.now);
+      this.journal.markPromptPosted(entry.turnId, { ...pause, prompt: posted }, { ...target, originalUsed: true }, Date.now());
+    } catch (error) {
+      const final = error instanceof DiscordApiError && !error.retryable;
+      console.error(JSON.stringify({ level: "error", msg: "approval_prompt_failed", room: this.name, turnId: entry.turnId, final, error: String(error) }));
+      if (!final) throw error;
+      // Nobody can be asked: the turn goes on as if nobody answered.
+      this.journal.markPromptPosted(entry.turnId, { ...pause, prompt: null }, target, Date.now());
+      await this.expireApproval({ turnId: entry.turnId, approvalId: pause.approvalId });
     }
   }
 

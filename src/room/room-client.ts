@@ -3,7 +3,7 @@
 // `unknown` fields (tool arguments, error details) although they are plain JSON at runtime.
 import type { Env } from "../config.ts";
 import type { HistoryPage, HistoryQuery } from "../memory/message-history.ts";
-import type { EnqueueTurnRequest, SubmitTurnRequest, TurnResult } from "./agent-room.ts";
+import type { ApprovalAnswer, ApprovalAnswerResult, EnqueueTurnRequest, SubmitTurnRequest, TurnResult } from "./agent-room.ts";
 
 export function roomName(agentId: string, roomId: string): string {
   return `${agentId}:${roomId}`;
@@ -42,4 +42,9 @@ export async function forgetRoomHistory(env: Env, agentId: string, roomIds: stri
 export async function enqueueTurn(env: Env, request: EnqueueTurnRequest): Promise<{ turnId: string; duplicate: boolean }> {
   const stub = env.ROOMS.getByName(roomName(request.input.agentId, request.input.roomId));
   return await stub.enqueueTurn(request);
+}
+
+/** Hands a click on an approval button to the room whose turn is waiting for it. */
+export async function resolveApproval(env: Env, agentId: string, roomId: string, answer: ApprovalAnswer): Promise<ApprovalAnswerResult> {
+  return await env.ROOMS.getByName(roomName(agentId, roomId)).resolveApproval(answer);
 }

@@ -5,9 +5,10 @@
 // Finished turns are kept for IDEMPOTENCY_WINDOW_MS so a retried request finds its answer.
 import { z } from "zod";
 import type { SerializedError } from "../runtime/errors.ts";
-import type { TurnInput, TurnOutcome } from "../runtime/turn-types.ts";
+import type { ApprovalDecision, ToolLoopCheckpoint, TurnInput, TurnOutcome } from "../runtime/turn-types.ts";
+import type { PostedMessage } from "../clients/discord/delivery.ts";
 
-export type TurnStatus = "received" | "running" | "replied" | "evaluated" | "failed";
+export type TurnStatus = "received" | "running" | "awaiting_approval" | "replied" | "evaluated" | "failed";
 /** Where a reply goes besides the caller waiting on the RPC (a Discord interaction). */
 export type DeliveryStatus = "pending" | "delivered" | "failed";
 
@@ -19,6 +20,23 @@ export interface DiscordDelivery {
   channelId: string;
   /** When the interaction token stops working (15 minutes after Discord created it). */
   expiresAt: number;
+  /** The deferred response already holds something (an approval prompt): the reply follows it. */
+  originalUsed?: boolean;
+}
+
+/** A turn stopped at a tool call that needs a person's approval, and what became of it. */
+export interface ApprovalPause {
+  approvalId: string;
+  tool: string;
+  arguments: Record<string, unknown>;
+  /** The turn's user (`discord:<id>`): the only person whose answer counts. */
+  requesterId: string;
+  requestedAt: number;
+  expiresAt: number;
+  checkpoint: ToolLoopCheckpoint;
+  /** The message with the buttons, once posted (null until then). */
+  prompt: PostedMessage | null;
+  decision?: { value: ApprovalDecision; by: string | null; at: number };
 }
 
 export const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;
@@ -41,6 +59,8 @@ export interface JournalEntry {
   deliveryStatus: DeliveryStatus | null;
   /** Messages of the reply already sent, so a resumed delivery sends none twice. */
   deliveredParts: number;
+  /** Set while (and after) the turn waited for a tool approval. */
+  pause: ApprovalPause | null;
 }
 
 const Row = z.object({
@@ -48,7 +68,7 @@ const Row = z.object({
   turn_id: z.string(),
   idempotency_key: z.string().nullable(),
   fingerprint: z.string().nullable(),
-  status: z.enum(["received", "running", "replied", "evaluated", "failed"]),
+  status: z.enum(["received", "running", "awaiting_approval", "replied", "evaluated", "failed"]),
   input: z.string(),
   outcome: z.string().nullable(),
   error: z.string().nullable(),
@@ -58,6 +78,7 @@ const Row = z.object({
   delivery: z.string().nullable(),
   delivery_status: z.enum(["pending", "delivered", "failed"]).nullable(),
   delivered_parts: z.number(),
+  pause: z.string().nullable(),
 });
 
 export class TurnJournal {
@@ -87,6 +108,8 @@ export class TurnJournal {
     if (!columns.has("delivery")) this.sql.exec("ALTER TABLE turn_journal ADD COLUMN delivery TEXT");
     if (!columns.has("delivery_status")) this.sql.exec("ALTER TABLE turn_journal ADD COLUMN delivery_status TEXT");
     if (!columns.has("delivered_parts")) this.sql.exec("ALTER TABLE turn_journal ADD COLUMN delivered_parts INTEGER NOT NULL DEFAULT 0");
+    // Added with tool approval.
+    if (!columns.has("pause")) this.sql.exec("ALTER TABLE turn_journal ADD COLUMN pause TEXT");
     this.sql.exec("CREATE INDEX IF NOT EXISTS turn_journal_delivery ON turn_journal (delivery_status, seq)");
   }
 
@@ -106,12 +129,59 @@ export class TurnJournal {
     );
   }
 
-  /** Finished turns whose reply still has to reach its surface, oldest first. */
+  /**
+   * What still has to reach the turn's surface, oldest first: finished replies, and approval
+   * prompts not posted yet.
+   */
   undelivered(): JournalEntry[] {
     return this.sql
-      .exec("SELECT * FROM turn_journal WHERE delivery_status = 'pending' AND status IN ('replied', 'evaluated', 'failed') ORDER BY seq")
+      .exec(
+        `SELECT * FROM turn_journal WHERE delivery_status = 'pending'
+           AND (status IN ('replied', 'evaluated', 'failed') OR (status = 'awaiting_approval' AND json_extract(pause, '$.prompt') IS NULL))
+         ORDER BY seq`,
+      )
       .toArray()
       .map(toEntry);
+  }
+
+  /** running -> awaiting_approval. The crash counter restarts: the pause is not a crash. */
+  markAwaitingApproval(turnId: string, pause: ApprovalPause, now: number): void {
+    this.sql.exec(
+      "UPDATE turn_journal SET status = 'awaiting_approval', pause = ?, attempts = 0, updated_at = ? WHERE turn_id = ?",
+      JSON.stringify(pause),
+      now,
+      turnId,
+    );
+  }
+
+  /** Records where the prompt went (and that the deferred response now holds it). */
+  markPromptPosted(turnId: string, pause: ApprovalPause, delivery: DiscordDelivery, now: number): void {
+    this.sql.exec(
+      "UPDATE turn_journal SET pause = ?, delivery = ?, updated_at = ? WHERE turn_id = ?",
+      JSON.stringify(pause),
+      JSON.stringify(delivery),
+      now,
+      turnId,
+    );
+  }
+
+  /** awaiting_approval -> received with the decision: the next drain resumes the turn. */
+  markDecided(turnId: string, pause: ApprovalPause, delivery: DiscordDelivery | null, now: number): void {
+    this.sql.exec(
+      "UPDATE turn_journal SET status = 'received', pause = ?, delivery = ?, updated_at = ? WHERE turn_id = ? AND status = 'awaiting_approval'",
+      JSON.stringify(pause),
+      delivery ? JSON.stringify(delivery) : null,
+      now,
+      turnId,
+    );
+  }
+
+  awaitingApproval(): JournalEntry[] {
+    return this.sql.exec("SELECT * FROM turn_journal WHERE status = 'awaiting_approval' ORDER BY seq").toArray().map(toEntry);
+  }
+
+  byApprovalId(approvalId: string): JournalEntry | null {
+    return this.one("SELECT * FROM turn_journal WHERE status = 'awaiting_approval' AND json_extract(pause, '$.approvalId') = ?", approvalId);
   }
 
   markDeliveredParts(turnId: string, parts: number, now: number): void {
@@ -199,5 +269,6 @@ function toEntry(raw: unknown): JournalEntry {
     delivery: row.delivery ? (JSON.parse(row.delivery) as DiscordDelivery) : null,
     deliveryStatus: row.delivery_status,
     deliveredParts: row.delivered_parts,
+    pause: row.pause ? (JSON.parse(row.pause) as ApprovalPause) : null,
   };
 }

@@ -15,6 +15,8 @@ export interface ModelSessionOptions {
   events: EventSink;
   now: () => number;
   ids: { turnId: string; agentId: string; roomId: string };
+  /** Carry on a paused turn: its place in the fallback list and the usage so far. */
+  resume?: { position: number; usage: TokenUsage & { modelCalls: number } };
 }
 
 export class ModelSession {
@@ -27,6 +29,15 @@ export class ModelSession {
   constructor(options: ModelSessionOptions) {
     this.options = options;
     this.candidates = [options.choice.primary, ...options.choice.fallbacks.filter((m) => m !== options.choice.primary)];
+    if (options.resume) {
+      this.index = Math.min(Math.max(0, options.resume.position), this.candidates.length - 1);
+      Object.assign(this.usage, options.resume.usage);
+    }
+  }
+
+  /** Which of the candidate models is current (0 = the primary). */
+  get position(): number {
+    return this.index;
   }
 
   get current(): string {

@@ -4,7 +4,7 @@
 import { Validator } from "@cfworker/json-schema";
 import { DeadlineExceeded, withDeadline } from "./deadline.ts";
 import { stableStringify } from "./stable-json.ts";
-import type { ToolCallRecord } from "./turn-types.ts";
+import type { ApprovalDecision, ToolCallRecord } from "./turn-types.ts";
 import { MAX_TOOL_RECORD_CHARS } from "./turn-types.ts";
 import type { ToolCall, ToolContext, ToolDefinition, ToolHost, ToolOutput } from "./types.ts";
 
@@ -44,10 +44,25 @@ export class ToolExecutor {
     this.cache.clear();
   }
 
-  async execute(call: ToolCall, context: Context): Promise<ToolExecution> {
+  /**
+   * The validated arguments of a call that must wait for a person's approval before it runs, or
+   * null when the call can go ahead (or fails on its own: unknown tool, invalid arguments, which
+   * the model is told without bothering anyone).
+   */
+  awaitingApproval(call: ToolCall): Record<string, unknown> | null {
+    const tool = this.byName.get(call.name);
+    if (!tool?.requiresApproval) return null;
+    const parsed = parseArguments(call.arguments);
+    if (!parsed.ok || this.validate(tool, parsed.value)) return null;
+    if (this.cache.has(cacheKey(tool.name, parsed.value))) return null;
+    return parsed.value;
+  }
+
+  async execute(call: ToolCall, context: Context, approval?: ApprovalDecision): Promise<ToolExecution> {
     const started = this.options.now();
     const callIndex = this.calls++;
     const parsed = parseArguments(call.arguments);
+    const tool = this.byName.get(call.name);
     const finish = (output: ToolOutput, cached: boolean): ToolExecution => {
       const text = output.ok ? output.content : `Error: ${output.error}`;
       const modelContent = truncate(text, this.options.maxResultChars);
@@ -62,11 +77,11 @@ export class ToolExecutor {
           cached,
           durationMs: this.options.now() - started,
           model: context.model,
+          ...(approval && tool?.requiresApproval ? { approval } : {}),
         },
       };
     };
 
-    const tool = this.byName.get(call.name);
     if (!tool) {
       const known = [...this.byName.keys()].join(", ") || "none";
       return finish({ ok: false, error: `unknown tool "${call.name}"; available tools: ${known}` }, false);
@@ -75,13 +90,11 @@ export class ToolExecutor {
     const invalid = this.validate(tool, parsed.value);
     if (invalid) return finish({ ok: false, error: invalid }, false);
 
-    const key = `${tool.name}\u0000${stableStringify(parsed.value)}`;
+    const key = cacheKey(tool.name, parsed.value);
     const hit = this.cache.get(key);
     if (hit) return finish(hit, true);
 
-    if (tool.requiresApproval) {
-      return finish({ ok: false, error: `${tool.name} needs a person's approval before it runs, and this conversation cannot ask for it` }, false);
-    }
+    if (tool.requiresApproval && approval !== "approved") return finish({ ok: false, error: refusal(tool.name, approval) }, false);
 
     const output = await this.runWithTimeout(tool, parsed.value, {
       ...context,
@@ -130,6 +143,22 @@ export class ToolExecutor {
     } finally {
       context.signal.removeEventListener("abort", onAbort);
     }
+  }
+}
+
+function cacheKey(name: string, args: Record<string, unknown>): string {
+  return `${name}\u0000${stableStringify(args)}`;
+}
+
+/** What the model is told when a tool needing approval did not get it. */
+function refusal(name: string, decision: ApprovalDecision | undefined): string {
+  switch (decision) {
+    case "denied":
+      return `the user denied permission to run ${name}; it was not run. Do not call it again for this request: tell them what you would have done instead`;
+    case "expired":
+      return `nobody approved ${name} within the time allowed, so it was not run. Do not call it again for this request: tell the user it needs their approval`;
+    default:
+      return `${name} needs a person's approval before it runs, and this conversation cannot ask for it`;
   }
 }
 

@@ -1,10 +1,12 @@
 // The model <-> tools loop of one turn: ask the model, run the tools it calls, feed the results
 // back, until it answers in text or a bound is hit (maxSteps model rounds, maxConsecutiveFailures
 // failed tool calls in a row, or the turn's deadline). A bound ends with a clear final message.
+// A call to a tool that needs a person's approval pauses the loop when the surface can ask: the
+// loop returns a checkpoint (plain data) and is later resumed from it with the person's decision.
 import { ModelSession, transcriptForFallback } from "./model-session.ts";
 import type { ToolExecutor } from "./tool-executor.ts";
-import type { StopReason, ToolCallRecord } from "./turn-types.ts";
-import type { ChatMessage, EventSink, ToolSpec } from "./types.ts";
+import type { ApprovalDecision, StopReason, ToolCallRecord, ToolLoopCheckpoint } from "./turn-types.ts";
+import type { ChatMessage, EventSink, ToolCall, ToolSpec } from "./types.ts";
 
 export interface ToolLoopInput {
   session: ModelSession;
@@ -21,53 +23,76 @@ export interface ToolLoopInput {
   maxSteps: number;
   maxConsecutiveFailures: number;
   signal: AbortSignal;
+  /** A call needing approval pauses the loop (instead of being refused) when this is set. */
+  canAskApproval?: boolean;
+  /** Carry on from a pause; `messages` and `turnStart` are then taken from the checkpoint. */
+  resume?: { checkpoint: ToolLoopCheckpoint; decision: ApprovalDecision };
 }
 
-export interface ToolLoopResult {
-  text: string;
-  stopReason: StopReason;
-  toolCalls: ToolCallRecord[];
-  /** The model that wrote the final text; null when a bound ended the turn before any answer. */
-  model: string | null;
-}
+export type ToolLoopResult =
+  | {
+      kind: "reply";
+      text: string;
+      stopReason: StopReason;
+      toolCalls: ToolCallRecord[];
+      /** The model that wrote the final text; null when a bound ended the turn before any answer. */
+      model: string | null;
+    }
+  | { kind: "paused"; tool: string; arguments: Record<string, unknown>; checkpoint: ToolLoopCheckpoint };
 
 export async function runToolLoop(input: ToolLoopInput): Promise<ToolLoopResult> {
-  let messages = input.messages;
-  const records: ToolCallRecord[] = [];
-  let consecutiveFailures = 0;
+  const from = input.resume?.checkpoint;
+  let messages = from ? [...from.messages] : input.messages;
+  const turnStart = from?.turnStart ?? input.turnStart;
+  const records: ToolCallRecord[] = from ? [...from.records] : [];
+  let consecutiveFailures = from?.consecutiveFailures ?? 0;
+  let step = from?.step ?? 0;
+  // Calls of the latest model response still to run; the decision applies to the first of them.
+  let pending: ToolCall[] = from ? [...from.pendingCalls] : [];
+  let model = from?.model ?? "";
+  const decided = input.resume && pending[0] ? { callId: pending[0].id, decision: input.resume.decision } : null;
 
   const onFailover = (): ChatMessage[] => {
     input.executor.clearCache();
-    messages = transcriptForFallback(messages, input.turnStart);
+    messages = transcriptForFallback(messages, turnStart);
     return messages;
   };
 
-  for (let step = 0; step < input.maxSteps; step++) {
-    const response = await input.session.complete(
-      {
-        messages,
-        tools: input.tools.length > 0 ? input.tools : undefined,
-        temperature: input.temperature,
-        maxOutputTokens: input.maxOutputTokens,
-        signal: input.signal,
-      },
-      onFailover,
-    );
-    if (response.toolCalls.length === 0) {
-      const text = (response.text ?? "").trim();
-      return { text: text || "(no answer)", stopReason: "completed", toolCalls: records, model: response.model };
-    }
-
-    messages = [...messages, { role: "assistant", content: response.text, toolCalls: response.toolCalls }];
-    for (const call of response.toolCalls) {
-      const { record, modelContent } = await input.executor.execute(call, {
-        agentId: input.ids.agentId,
-        roomId: input.ids.roomId,
-        userId: input.ids.userId,
-        turnId: input.ids.turnId,
-        signal: input.signal,
-        model: response.model,
-      });
+  for (;;) {
+    while (pending.length > 0 && !input.signal.aborted) {
+      const call = pending[0]!;
+      const approval = decided?.callId === call.id ? decided.decision : undefined;
+      if (approval === undefined && input.canAskApproval) {
+        const args = input.executor.awaitingApproval(call);
+        if (args) {
+          const checkpoint: ToolLoopCheckpoint = {
+            messages,
+            turnStart,
+            step,
+            consecutiveFailures,
+            records,
+            pendingCalls: pending,
+            model,
+            modelIndex: input.session.position,
+            usage: { ...input.session.usage },
+          };
+          input.events.emit({ type: "tool_approval_requested", turnId: input.ids.turnId, agentId: input.ids.agentId, roomId: input.ids.roomId, at: input.now(), tool: call.name });
+          return { kind: "paused", tool: call.name, arguments: args, checkpoint };
+        }
+      }
+      pending = pending.slice(1);
+      const { record, modelContent } = await input.executor.execute(
+        call,
+        {
+          agentId: input.ids.agentId,
+          roomId: input.ids.roomId,
+          userId: input.ids.userId,
+          turnId: input.ids.turnId,
+          signal: input.signal,
+          model,
+        },
+        approval,
+      );
       records.push(record);
       messages.push({ role: "tool", toolCallId: call.id, content: modelContent });
       input.events.emit({
@@ -82,12 +107,12 @@ export async function runToolLoop(input: ToolLoopInput): Promise<ToolLoopResult>
         durationMs: record.durationMs,
       });
       consecutiveFailures = record.ok ? 0 : consecutiveFailures + 1;
-      if (input.signal.aborted) break;
     }
     if (input.signal.aborted) break;
     if (consecutiveFailures >= input.maxConsecutiveFailures) {
       const failed = records.slice(-consecutiveFailures).map((r) => r.name);
       return {
+        kind: "reply",
         text:
           `I couldn't finish this: ${consecutiveFailures} tool calls failed in a row (${unique(failed).join(", ")}). ` +
           "Please check the request or try again later.",
@@ -96,13 +121,34 @@ export async function runToolLoop(input: ToolLoopInput): Promise<ToolLoopResult>
         model: null,
       };
     }
+    if (step >= input.maxSteps) break;
+
+    step += 1;
+    const response = await input.session.complete(
+      {
+        messages,
+        tools: input.tools.length > 0 ? input.tools : undefined,
+        temperature: input.temperature,
+        maxOutputTokens: input.maxOutputTokens,
+        signal: input.signal,
+      },
+      onFailover,
+    );
+    if (response.toolCalls.length === 0) {
+      const text = (response.text ?? "").trim();
+      return { kind: "reply", text: text || "(no answer)", stopReason: "completed", toolCalls: records, model: response.model };
+    }
+    messages = [...messages, { role: "assistant", content: response.text, toolCalls: response.toolCalls }];
+    pending = [...response.toolCalls];
+    model = response.model;
   }
 
   if (input.signal.aborted) {
-    return { text: "I ran out of time on this one before I could finish. Please try again.", stopReason: "timeout", toolCalls: records, model: null };
+    return { kind: "reply", text: "I ran out of time on this one before I could finish. Please try again.", stopReason: "timeout", toolCalls: records, model: null };
   }
   const used = unique(records.map((r) => r.name));
   return {
+    kind: "reply",
     text:
       `I stopped after ${input.maxSteps} steps without reaching an answer` +
       (used.length > 0 ? ` (tools used: ${used.join(", ")})` : "") +

@@ -12,8 +12,8 @@ import { chatName, inboundMessageId, replyMessageId } from "./providers/history-
 import { decideByRules, decideWithModel } from "./respond-decision.ts";
 import type { TokenCounter } from "./tokens.ts";
 import { ToolExecutor } from "./tool-executor.ts";
-import { runToolLoop } from "./tool-loop.ts";
-import type { RuntimeLimits, TurnInput, TurnOutcome } from "./turn-types.ts";
+import { runToolLoop, type ToolLoopResult } from "./tool-loop.ts";
+import type { RespondOptions, RuntimeLimits, TurnInput, TurnOutcome, TurnPause } from "./turn-types.ts";
 import type { ChatMessage, ChatModel, Clock, EventSink, Memory, MemoryRetriever, MemoryStore, ModelChoice, ToolHost } from "./types.ts";
 
 export interface TurnRunnerDeps {
@@ -38,7 +38,10 @@ export interface TurnRunnerDeps {
 
 export interface TurnRunner {
   receive(input: TurnInput): Promise<void>;
+  /** A turn on a surface that cannot ask a person: tools needing approval are refused. */
   respond(character: Character, input: TurnInput): Promise<TurnOutcome>;
+  /** Like respond, but may stop at a tool call that needs approval, and resume from that stop. */
+  respondOrPause(character: Character, input: TurnInput, options: RespondOptions): Promise<TurnOutcome | TurnPause>;
   afterReply(character: Character, input: TurnInput, outcome: TurnOutcome): Promise<void>;
 }
 
@@ -67,45 +70,14 @@ export function createTurnRunner(deps: TurnRunnerDeps): TurnRunner {
     },
 
     async respond(character, input) {
-      const started = deps.clock.now();
-      const ids = { turnId: input.turnId, agentId: input.agentId, roomId: input.roomId };
-      deps.events.emit({ type: "run_started", ...ids, at: started });
-      const controller = new AbortController();
-      const timer = setTimeout(() => controller.abort(new Error("turn timeout")), deps.limits.turnTimeoutMs);
-      let session: ModelSession | null = null;
-      try {
-        if (!deps.model) throw new ModelNotConfiguredError(deps.modelNotConfiguredMessage);
-        const choice = modelChoiceFor(character, deps.models);
-        session = new ModelSession({ model: deps.model, choice, events: deps.events, now: () => deps.clock.now(), ids });
-        const outcome = await respondWith(deps, deps.model, character, input, session, controller.signal);
-        emitEnded(deps, ids, started, outcome.status, session);
-        return outcome;
-      } catch (error) {
-        if (controller.signal.aborted && session) {
-          deps.events.emit({ type: "run_timed_out", ...ids, at: deps.clock.now(), limitMs: deps.limits.turnTimeoutMs });
-          const outcome = buildReply(deps, input, session, {
-            text: "I ran out of time on this one before I could finish. Please try again.",
-            stopReason: "timeout",
-            toolCalls: [],
-            model: null,
-          });
-          emitEnded(deps, ids, started, "replied", session);
-          return outcome;
-        }
-        emitEnded(deps, ids, started, "failed", session);
-        const failure = error instanceof AppError ? error : null;
-        deps.events.emit({
-          type: "run_failed",
-          ...ids,
-          at: deps.clock.now(),
-          code: failure?.code ?? "internal",
-          reason: error instanceof Error ? error.message : String(error),
-        });
-        // Unknown errors may carry internals (SQL, stack details): the caller gets a plain message.
-        throw failure ?? new AppError("internal", 500, "the turn failed unexpectedly; see the worker logs");
-      } finally {
-        clearTimeout(timer);
-      }
+      const outcome = await respondOrPause(deps, character, input, {});
+      // Without canAskApproval the tool loop refuses such calls instead of pausing.
+      if (outcome.status === "awaiting_approval") throw new AppError("internal", 500, "a turn paused on a surface that cannot ask for approval");
+      return outcome;
+    },
+
+    respondOrPause(character, input, options) {
+      return respondOrPause(deps, character, input, options);
     },
 
     async afterReply(character, input, outcome) {
@@ -122,6 +94,49 @@ export function createTurnRunner(deps: TurnRunnerDeps): TurnRunner {
   };
 }
 
+async function respondOrPause(deps: TurnRunnerDeps, character: Character, input: TurnInput, options: RespondOptions): Promise<TurnOutcome | TurnPause> {
+  const started = deps.clock.now();
+  const ids = { turnId: input.turnId, agentId: input.agentId, roomId: input.roomId };
+  deps.events.emit({ type: "run_started", ...ids, at: started });
+  const controller = new AbortController();
+  const timer = setTimeout(() => controller.abort(new Error("turn timeout")), deps.limits.turnTimeoutMs);
+  let session: ModelSession | null = null;
+  try {
+    if (!deps.model) throw new ModelNotConfiguredError(deps.modelNotConfiguredMessage);
+    const choice = modelChoiceFor(character, deps.models);
+    const resume = options.resume ? { position: options.resume.checkpoint.modelIndex, usage: options.resume.checkpoint.usage } : undefined;
+    session = new ModelSession({ model: deps.model, choice, events: deps.events, now: () => deps.clock.now(), ids, resume });
+    const outcome = await respondWith(deps, deps.model, character, input, session, controller.signal, options);
+    emitEnded(deps, ids, started, outcome.status === "awaiting_approval" ? "paused" : outcome.status, session);
+    return outcome;
+  } catch (error) {
+    if (controller.signal.aborted && session) {
+      deps.events.emit({ type: "run_timed_out", ...ids, at: deps.clock.now(), limitMs: deps.limits.turnTimeoutMs });
+      const outcome = buildReply(deps, input, session, {
+        text: "I ran out of time on this one before I could finish. Please try again.",
+        stopReason: "timeout",
+        toolCalls: [],
+        model: null,
+      });
+      emitEnded(deps, ids, started, "replied", session);
+      return outcome;
+    }
+    emitEnded(deps, ids, started, "failed", session);
+    const failure = error instanceof AppError ? error : null;
+    deps.events.emit({
+      type: "run_failed",
+      ...ids,
+      at: deps.clock.now(),
+      code: failure?.code ?? "internal",
+      reason: error instanceof Error ? error.message : String(error),
+    });
+    // Unknown errors may carry internals (SQL, stack details): the caller gets a plain message.
+    throw failure ?? new AppError("internal", 500, "the turn failed unexpectedly; see the worker logs");
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 async function respondWith(
   deps: TurnRunnerDeps,
   model: ChatModel,
@@ -129,10 +144,40 @@ async function respondWith(
   input: TurnInput,
   session: ModelSession,
   signal: AbortSignal,
-): Promise<TurnOutcome> {
+  options: RespondOptions,
+): Promise<TurnOutcome | TurnPause> {
   const tools = await deps.tools.list();
   const approval = new Set(character.settings.toolApproval);
   const definitions = tools.map((tool) => (approval.has(tool.name) ? { ...tool, requiresApproval: true } : tool));
+  const executor = new ToolExecutor({
+    host: deps.tools,
+    tools: definitions,
+    defaultTimeoutMs: deps.limits.toolTimeoutMs,
+    maxResultChars: deps.limits.maxToolResultChars,
+    now: () => deps.clock.now(),
+  });
+  const loop = {
+    session,
+    executor,
+    events: deps.events,
+    now: () => deps.clock.now(),
+    ids: { turnId: input.turnId, agentId: input.agentId, roomId: input.roomId, userId: input.userId },
+    tools: definitions.map(({ name: toolName, description, parameters }) => ({ name: toolName, description, parameters })),
+    temperature: character.settings.temperature,
+    maxOutputTokens: character.settings.maxOutputTokens,
+    maxSteps: character.settings.maxSteps ?? deps.limits.maxSteps,
+    maxConsecutiveFailures: character.settings.maxConsecutiveFailures ?? deps.limits.maxConsecutiveFailures,
+    signal,
+    canAskApproval: options.canAskApproval === true,
+  };
+
+  // A resumed turn carries on from its checkpoint: context and the decision to answer are made.
+  if (options.resume) {
+    const result = await runToolLoop({ ...loop, messages: [], turnStart: 0, resume: options.resume });
+    if (signal.aborted) throw new Error("turn timeout");
+    return result.kind === "paused" ? pauseOf(input, result) : buildReply(deps, input, session, result);
+  }
+
   const state = await composeState(
     deps.providers,
     {
@@ -174,30 +219,13 @@ async function respondWith(
   const name = chatName(input.userName ?? input.userId);
   const current: ChatMessage = name ? { role: "user", content: input.text, name } : { role: "user", content: input.text };
   const messages: ChatMessage[] = [{ role: "system", content: state.sections.join("\n\n") }, ...state.history, current];
-  const executor = new ToolExecutor({
-    host: deps.tools,
-    tools: definitions,
-    defaultTimeoutMs: deps.limits.toolTimeoutMs,
-    maxResultChars: deps.limits.maxToolResultChars,
-    now: () => deps.clock.now(),
-  });
-  const result = await runToolLoop({
-    session,
-    executor,
-    events: deps.events,
-    now: () => deps.clock.now(),
-    ids: { turnId: input.turnId, agentId: input.agentId, roomId: input.roomId, userId: input.userId },
-    messages,
-    turnStart: messages.length - 1,
-    tools: definitions.map(({ name: toolName, description, parameters }) => ({ name: toolName, description, parameters })),
-    temperature: character.settings.temperature,
-    maxOutputTokens: character.settings.maxOutputTokens,
-    maxSteps: character.settings.maxSteps ?? deps.limits.maxSteps,
-    maxConsecutiveFailures: character.settings.maxConsecutiveFailures ?? deps.limits.maxConsecutiveFailures,
-    signal,
-  });
+  const result = await runToolLoop({ ...loop, messages, turnStart: messages.length - 1 });
   if (signal.aborted) throw new Error("turn timeout");
-  return buildReply(deps, input, session, result);
+  return result.kind === "paused" ? pauseOf(input, result) : buildReply(deps, input, session, result);
+}
+
+function pauseOf(input: TurnInput, paused: Extract<ToolLoopResult, { kind: "paused" }>): TurnPause {
+  return { turnId: input.turnId, status: "awaiting_approval", tool: paused.tool, arguments: paused.arguments, checkpoint: paused.checkpoint };
 }
 
 function buildReply(
@@ -268,7 +296,7 @@ function emitEnded(
   deps: TurnRunnerDeps,
   ids: { turnId: string; agentId: string; roomId: string },
   started: number,
-  status: "replied" | "ignored" | "failed",
+  status: "replied" | "ignored" | "failed" | "paused",
   session: ModelSession | null,
 ): void {
   const usage = session?.usage ?? { promptTokens: 0, completionTokens: 0, modelCalls: 0 };

@@ -1,6 +1,6 @@
 // What goes into a turn and what comes out of it, plus the bounds that keep a turn finite.
 // These shapes cross the worker -> Durable Object RPC boundary, so they hold plain data only.
-import type { Attachment, Memory, TokenUsage } from "./types.ts";
+import type { Attachment, ChatMessage, Memory, TokenUsage, ToolCall } from "./types.ts";
 
 export interface TurnInput {
   turnId: string;
@@ -34,6 +34,48 @@ export interface ToolCallRecord {
   durationMs: number;
   /** Which model asked for it. */
   model: string;
+  /** For a tool that needs a person's approval: what they decided. */
+  approval?: ApprovalDecision;
+}
+
+/** A person's answer to a tool call that needs approval; `expired` when nobody answered in time. */
+export type ApprovalDecision = "approved" | "denied" | "expired";
+
+/**
+ * Where the tool loop stopped to ask a person: everything needed to carry on exactly there, as
+ * plain data (it is journalled and survives eviction).
+ */
+export interface ToolLoopCheckpoint {
+  messages: ChatMessage[];
+  /** Index in `messages` where this turn's own messages begin (for failover). */
+  turnStart: number;
+  /** Model rounds done so far. */
+  step: number;
+  consecutiveFailures: number;
+  records: ToolCallRecord[];
+  /** Calls of the last model response not yet run; the first is the one waiting for approval. */
+  pendingCalls: ToolCall[];
+  /** The model that asked for the pending calls, and its place in the fallback list. */
+  model: string;
+  modelIndex: number;
+  usage: TurnUsage;
+}
+
+/** `respond` stopped at a tool call that needs a person's approval. */
+export interface TurnPause {
+  turnId: string;
+  status: "awaiting_approval";
+  tool: string;
+  /** The call's arguments as validated against the tool's schema. */
+  arguments: Record<string, unknown>;
+  checkpoint: ToolLoopCheckpoint;
+}
+
+export interface RespondOptions {
+  /** The surface can ask a person (Discord buttons): a tool needing approval pauses the turn. */
+  canAskApproval?: boolean;
+  /** Carry on from a pause with the person's decision on its pending call. */
+  resume?: { checkpoint: ToolLoopCheckpoint; decision: ApprovalDecision };
 }
 
 export type StopReason = "completed" | "max_steps" | "max_failures" | "timeout" | "ignored";

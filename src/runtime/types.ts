@@ -267,7 +267,7 @@ export type RuntimeEvent =
       roomId: string;
       at: number;
       durationMs: number;
-      status: "replied" | "ignored" | "failed";
+      status: "replied" | "ignored" | "failed" | "paused";
       modelCalls: number;
       usage: TokenUsage;
     }
@@ -283,6 +283,7 @@ export type RuntimeEvent =
       cached: boolean;
       durationMs: number;
     }
+  | { type: "tool_approval_requested"; turnId: string; agentId: string; roomId: string; at: number; tool: string }
   | { type: "model_failover"; turnId: string; agentId: string; roomId: string; at: number; from: string; to: string; reason: string }
   | { type: "provider_skipped"; turnId: string; agentId: string; roomId: string; at: number; provider: string; reason: string }
   | { type: "evaluator_failed"; turnId: string; agentId: string; roomId: string; at: number; evaluator: string; reason: string }

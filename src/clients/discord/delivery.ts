@@ -4,7 +4,7 @@
 // message, so a delivery resumed after an eviction sends none twice.
 import type { DiscordDelivery } from "../../room/turn-journal.ts";
 import type { SerializedError } from "../../runtime/errors.ts";
-import { DiscordApiError, TOKEN_SAFETY_MARGIN_MS, type DiscordRest } from "./rest.ts";
+import { DiscordApiError, TOKEN_SAFETY_MARGIN_MS, type DiscordMessageBody, type DiscordRest } from "./rest.ts";
 import { splitMessage } from "./split.ts";
 
 export interface DeliveryJob {
@@ -25,20 +25,53 @@ export function deliveryText(job: Pick<DeliveryJob, "reply" | "error">): string 
 export async function deliverToDiscord(rest: DiscordRest, job: DeliveryJob, now: () => number, onSent: (parts: number) => void): Promise<void> {
   const parts = splitMessage(deliveryText(job));
   for (let i = job.sentParts; i < parts.length; i++) {
-    const body = { content: parts[i]! };
-    const tokenAlive = now() < job.target.expiresAt - TOKEN_SAFETY_MARGIN_MS;
-    if (tokenAlive) {
-      try {
-        if (i === 0) await rest.editOriginal(job.target.applicationId, job.target.interactionToken, body);
-        else await rest.followUp(job.target.applicationId, job.target.interactionToken, body);
-      } catch (error) {
-        // 401/404: the token died early (Discord revoked it); the channel still works.
-        if (!(error instanceof DiscordApiError) || error.retryable || (error.status !== 401 && error.status !== 404)) throw error;
-        await rest.channelMessage(job.target.channelId, body);
-      }
-    } else {
-      await rest.channelMessage(job.target.channelId, body);
-    }
+    // The deferred response holds an approval prompt once one was asked: the reply follows it.
+    await post(rest, job.target, { content: parts[i]! }, i === 0 && !job.target.originalUsed, now);
     onSent(i + 1);
   }
+}
+
+/** Where a posted message is, so it can be edited later (an approval prompt, when it expires). */
+export type PostedMessage =
+  | { via: "webhook"; applicationId: string; token: string; messageId: string; tokenExpiresAt: number }
+  | { via: "channel"; channelId: string; messageId: string };
+
+/**
+ * Posts one message for the interaction: into the deferred response while it is unused, else as a
+ * follow-up; with the bot token in the channel once the interaction token is (nearly) dead.
+ */
+export async function postForInteraction(rest: DiscordRest, target: DiscordDelivery, body: DiscordMessageBody, now: () => number): Promise<PostedMessage | null> {
+  return post(rest, target, body, !target.originalUsed, now);
+}
+
+/** Edits a message posted by postForInteraction; false when it can no longer be reached. */
+export async function editPosted(rest: DiscordRest, posted: PostedMessage, body: DiscordMessageBody, now: () => number): Promise<boolean> {
+  if (posted.via === "channel") {
+    await rest.editChannelMessage(posted.channelId, posted.messageId, body);
+    return true;
+  }
+  if (now() >= posted.tokenExpiresAt - TOKEN_SAFETY_MARGIN_MS) return false;
+  if (posted.messageId === "@original") await rest.editOriginal(posted.applicationId, posted.token, body);
+  else await rest.editFollowUp(posted.applicationId, posted.token, posted.messageId, body);
+  return true;
+}
+
+async function post(rest: DiscordRest, target: DiscordDelivery, body: DiscordMessageBody, useOriginal: boolean, now: () => number): Promise<PostedMessage | null> {
+  const tokenAlive = now() < target.expiresAt - TOKEN_SAFETY_MARGIN_MS;
+  if (tokenAlive) {
+    try {
+      const webhook = { via: "webhook" as const, applicationId: target.applicationId, token: target.interactionToken, tokenExpiresAt: target.expiresAt };
+      if (useOriginal) {
+        await rest.editOriginal(target.applicationId, target.interactionToken, body);
+        return { ...webhook, messageId: "@original" };
+      }
+      const sent = await rest.followUp(target.applicationId, target.interactionToken, body);
+      return sent.id ? { ...webhook, messageId: sent.id } : null;
+    } catch (error) {
+      // 401/404: the token died early (Discord revoked it); the channel still works.
+      if (!(error instanceof DiscordApiError) || error.retryable || (error.status !== 401 && error.status !== 404)) throw error;
+    }
+  }
+  const sent = await rest.channelMessage(target.channelId, body);
+  return sent.id ? { via: "channel", channelId: target.channelId, messageId: sent.id } : null;
 }

@@ -39,10 +39,18 @@ export interface DiscordRestOptions {
   maxAttempts?: number;
 }
 
+/** The message Discord created or edited (its id, when the answer carried one). */
+export interface SentMessage {
+  id: string | null;
+}
+
 export interface DiscordRest {
-  editOriginal(applicationId: string, token: string, body: DiscordMessageBody): Promise<void>;
-  followUp(applicationId: string, token: string, body: DiscordMessageBody): Promise<void>;
-  channelMessage(channelId: string, body: DiscordMessageBody): Promise<void>;
+  editOriginal(applicationId: string, token: string, body: DiscordMessageBody): Promise<SentMessage>;
+  followUp(applicationId: string, token: string, body: DiscordMessageBody): Promise<SentMessage>;
+  /** Edits a follow-up sent with the same interaction token. */
+  editFollowUp(applicationId: string, token: string, messageId: string, body: DiscordMessageBody): Promise<SentMessage>;
+  channelMessage(channelId: string, body: DiscordMessageBody): Promise<SentMessage>;
+  editChannelMessage(channelId: string, messageId: string, body: DiscordMessageBody): Promise<SentMessage>;
 }
 
 export function createDiscordRest(options: DiscordRestOptions = {}): DiscordRest {
@@ -53,7 +61,7 @@ export function createDiscordRest(options: DiscordRestOptions = {}): DiscordRest
   const now = options.now ?? Date.now;
   const policy = resolveRetryPolicy({ maxAttempts: options.maxAttempts ?? 5, baseDelayMs: 500, maxDelayMs: 8_000 });
 
-  const send = async (method: string, path: string, body: DiscordMessageBody, auth?: string): Promise<void> => {
+  const send = async (method: string, path: string, body: DiscordMessageBody, auth?: string): Promise<SentMessage> => {
     const payload = JSON.stringify({ ...body, allowed_mentions: { parse: [] } });
     let last: DiscordApiError | null = null;
     for (let attempt = 1; attempt <= policy.maxAttempts; attempt++) {
@@ -69,10 +77,7 @@ export function createDiscordRest(options: DiscordRestOptions = {}): DiscordRest
         await sleep(backoffDelayMs(attempt, policy, random));
         continue;
       }
-      if (response.ok) {
-        await response.body?.cancel();
-        return;
-      }
+      if (response.ok) return { id: messageId(await response.text()) };
       const text = await response.text();
       if (response.status === 429) {
         const wait = retryAfterMs(text, response.headers, now());
@@ -92,13 +97,18 @@ export function createDiscordRest(options: DiscordRestOptions = {}): DiscordRest
     throw last ?? new DiscordApiError(0, "Discord delivery failed", true);
   };
 
+  const bot = (): string => {
+    if (!options.botToken) throw new DiscordApiError(0, "DISCORD_BOT_TOKEN is not set, so the bot cannot post to the channel", false);
+    return `Bot ${options.botToken}`;
+  };
+
   return {
     editOriginal: (applicationId, token, body) => send("PATCH", `/webhooks/${applicationId}/${token}/messages/@original`, body),
-    followUp: (applicationId, token, body) => send("POST", `/webhooks/${applicationId}/${token}`, body),
-    channelMessage: (channelId, body) => {
-      if (!options.botToken) throw new DiscordApiError(0, "DISCORD_BOT_TOKEN is not set, so the bot cannot post to the channel", false);
-      return send("POST", `/channels/${channelId}/messages`, body, `Bot ${options.botToken}`);
-    },
+    // wait=true makes Discord answer with the message, whose id a later edit needs.
+    followUp: (applicationId, token, body) => send("POST", `/webhooks/${applicationId}/${token}?wait=true`, body),
+    editFollowUp: (applicationId, token, id, body) => send("PATCH", `/webhooks/${applicationId}/${token}/messages/${id}`, body),
+    channelMessage: async (channelId, body) => send("POST", `/channels/${channelId}/messages`, body, bot()),
+    editChannelMessage: async (channelId, id, body) => send("PATCH", `/channels/${channelId}/messages/${id}`, body, bot()),
   };
 }
 
@@ -111,6 +121,15 @@ function retryAfterMs(body: string, headers: Headers, nowMs: number): number {
     // Fall back to the header.
   }
   return serverRetryDelayMs(headers, nowMs) ?? 1_000;
+}
+
+function messageId(body: string): string | null {
+  try {
+    const parsed = JSON.parse(body) as { id?: unknown };
+    return typeof parsed.id === "string" && /^\d{1,20}$/.test(parsed.id) ? parsed.id : null;
+  } catch {
+    return null;
+  }
 }
 
 function discordMessage(body: string): string {

@@ -22,7 +22,8 @@ import {
 import { channelContext, DiscordConfig, readDiscordConfig, setChannelAgent, writeDiscordConfig } from "../../clients/discord/settings.ts";
 import { memoryBackends } from "../../memory/memory-backends.ts";
 import { deleteMemories, insertMemories } from "../../memory/memory-repo.ts";
-import { enqueueTurn, forgetRoomHistory } from "../../room/room-client.ts";
+import { enqueueTurn, forgetRoomHistory, resolveApproval } from "../../room/room-client.ts";
+import { approvalResultText, parseApprovalCustomId, type ApprovalButton } from "../../clients/discord/approval.ts";
 import { BUILTIN_TOOL_DEFINITIONS } from "../../runtime/builtin-tools.ts";
 import { NotConfiguredError, NotFoundError, UnauthorizedError, ValidationError } from "../../runtime/errors.ts";
 import type { Attachment, Memory } from "../../runtime/types.ts";
@@ -263,6 +264,8 @@ async function autocomplete(c: Ctx, interaction: CommandInteraction) {
 }
 
 async function component(c: Ctx, interaction: ComponentInteraction) {
+  const approval = parseApprovalCustomId(interaction.data.custom_id);
+  if (approval) return answerApproval(c, interaction, approval);
   const user = invoker(interaction);
   const match = /^forget:(yes|no):(\d{1,20}):([A-Za-z0-9][A-Za-z0-9_-]{0,63})$/.exec(interaction.data.custom_id);
   if (!user || !match) return message("That button is no longer valid.");
@@ -275,6 +278,29 @@ async function component(c: Ctx, interaction: ComponentInteraction) {
     type: ResponseType.UPDATE_MESSAGE,
     data: { content: `Done: I forgot ${deleted} ${deleted === 1 ? "memory" : "memories"} about you.`, components: [] },
   };
+}
+
+/** Approve / Deny on a paused turn's prompt: the room decides whether this click counts. */
+async function answerApproval(c: Ctx, interaction: ComponentInteraction, button: ApprovalButton) {
+  const user = invoker(interaction);
+  if (!user || !interaction.channel_id) return message("That button is no longer valid.");
+  const name = user.global_name ?? user.username;
+  const result = await resolveApproval(c.env, button.agentId, `discord:${interaction.channel_id}`, {
+    approvalId: button.approvalId,
+    approve: button.approve,
+    userId: `discord:${user.id}`,
+    userName: name,
+    applicationId: interaction.application_id,
+    interactionToken: interaction.token,
+  });
+  switch (result.status) {
+    case "not_yours":
+      return message("Only the person who asked can approve or deny this.");
+    case "gone":
+      return message("This request is no longer waiting for an answer: it was already answered, or it expired.");
+    case "resolved":
+      return { type: ResponseType.UPDATE_MESSAGE, data: { content: approvalResultText(result.tool, result.decision, name), components: [], allowed_mentions: { parse: [] } } };
+  }
 }
 
 /** The /chat attachment, described to the model by its URL (Discord's CDN serves it for a while). */

@@ -1,0 +1,94 @@
+// Tool approval on Discord: the message with Approve / Deny buttons a paused turn posts, the
+// buttons' custom ids, and the texts that replace the buttons once someone answers. The room
+// keeps the pending state; a click is routed back to it by the agent id and channel it carries.
+import type { DiscordMessageBody } from "./rest.ts";
+
+/** How long a person has to answer before the model is told the tool was not allowed. */
+export const APPROVAL_WINDOW_MS = 10 * 60 * 1000;
+/** Discord's limit on a component's custom_id. */
+const MAX_CUSTOM_ID = 100;
+const PREFIX = "ap";
+const MAX_ARGUMENT_CHARS = 1_200;
+
+export interface ApprovalButton {
+  approve: boolean;
+  approvalId: string;
+  agentId: string;
+}
+
+/** `ap:<y|n>:<approval id>:<agent id>`, or null when the agent id is too long to fit. */
+export function approvalCustomId(button: ApprovalButton): string | null {
+  const id = `${PREFIX}:${button.approve ? "y" : "n"}:${button.approvalId}:${button.agentId}`;
+  return id.length <= MAX_CUSTOM_ID ? id : null;
+}
+
+export function parseApprovalCustomId(customId: string): ApprovalButton | null {
+  const match = /^ap:([yn]):([0-9a-f]{16}):([A-Za-z0-9][A-Za-z0-9_.:@-]{0,127})$/.exec(customId);
+  if (!match) return null;
+  return { approve: match[1] === "y", approvalId: match[2]!, agentId: match[3]! };
+}
+
+/** Whether a click on an approval for this agent could be routed back (its id fits a custom_id). */
+export function canRouteApproval(agentId: string): boolean {
+  return approvalCustomId({ approve: false, approvalId: "x".repeat(16), agentId }) !== null;
+}
+
+/** 64 random bits in hex: unguessable, and short enough to leave room for the agent id. */
+export function newApprovalId(): string {
+  return crypto.randomUUID().replaceAll("-", "").slice(0, 16);
+}
+
+export interface ApprovalPromptInput {
+  approvalId: string;
+  agentId: string;
+  agentName: string;
+  tool: string;
+  arguments: Record<string, unknown>;
+  /** The Discord user id (snowflake) of the person who asked; only they can answer. */
+  requesterDiscordId: string | null;
+  expiresAt: number;
+}
+
+export function approvalPrompt(input: ApprovalPromptInput): DiscordMessageBody {
+  const approve = approvalCustomId({ approve: true, approvalId: input.approvalId, agentId: input.agentId });
+  const deny = approvalCustomId({ approve: false, approvalId: input.approvalId, agentId: input.agentId });
+  if (!approve || !deny) throw new Error("agent id too long for an approval button");
+  const args = JSON.stringify(input.arguments, null, 2);
+  const shown = args.length > MAX_ARGUMENT_CHARS ? `${args.slice(0, MAX_ARGUMENT_CHARS)}\n…` : args;
+  const who = input.requesterDiscordId ? `<@${input.requesterDiscordId}>` : "the person who asked";
+  const deadline = Math.floor(input.expiresAt / 1000);
+  return {
+    content:
+      `🔐 ${escapeMarkdown(input.agentName)} wants to run \`${input.tool}\` with:\n` +
+      "```json\n" +
+      // A ``` inside the arguments would close the block early.
+      shown.replaceAll("```", "`\u200b``") +
+      "\n```\n" +
+      `Only ${who} can answer, until <t:${deadline}:t> (<t:${deadline}:R>). Without an answer it will not run.`,
+    components: [
+      {
+        type: 1,
+        components: [
+          { type: 2, style: 3, label: "Approve", custom_id: approve },
+          { type: 2, style: 4, label: "Deny", custom_id: deny },
+        ],
+      },
+    ],
+  };
+}
+
+/** What the prompt turns into once answered (the buttons are removed). */
+export function approvalResultText(tool: string, decision: "approved" | "denied" | "expired", by?: string): string {
+  switch (decision) {
+    case "approved":
+      return `✅ ${by ? escapeMarkdown(by) : "Approved"}${by ? " approved" : ""}: running \`${tool}\`…`;
+    case "denied":
+      return `🚫 ${by ? `${escapeMarkdown(by)} denied` : "Denied"} \`${tool}\`: it was not run.`;
+    case "expired":
+      return `⌛ Nobody answered within ${APPROVAL_WINDOW_MS / 60_000} minutes: \`${tool}\` was not run.`;
+  }
+}
+
+function escapeMarkdown(text: string): string {
+  return text.replace(/[\\`*_~|>]/g, (ch) => `\\${ch}`);
+}
