@@ -155,8 +155,10 @@ async function command(c: Ctx, interaction: CommandInteraction) {
   if (!COMMANDS.some((definition) => definition.name === name)) return message(`I don't know the command \`/${name}\`.`);
   if (name === "agent") return chooseAgent(c, interaction, user.id, channelId);
 
+  const started = Date.now();
   const resolved = await resolveAgent(c, channelId);
   if ("refusal" in resolved) return resolved.refusal;
+  const resolvedAt = Date.now();
   const { agentId } = resolved;
   const userId = `discord:${user.id}`;
   const db = memoryBackends(c.env).db;
@@ -192,6 +194,8 @@ async function command(c: Ctx, interaction: CommandInteraction) {
           expiresAt: now + INTERACTION_TOKEN_LIFETIME_MS - 5_000,
         },
       });
+      // Where the acknowledgement's time goes: the channel's settings (D1), the room's journal (RPC).
+      c.header("Server-Timing", `channel;dur=${resolvedAt - started}, enqueue;dur=${Date.now() - resolvedAt}`);
       return { type: ResponseType.DEFERRED_MESSAGE };
     }
     case "remember": {
