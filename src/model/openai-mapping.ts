@@ -9,15 +9,30 @@ import type {
 } from "openai/resources/chat/completions";
 import type { ChatMessage, ChatResponse, ToolCall, ToolSpec } from "../runtime/types.ts";
 
-export function toOpenAIMessages(messages: ChatMessage[]): ChatCompletionMessageParam[] {
+/**
+ * `images: false` for models that cannot see: a user message's images become a note in its text
+ * instead of image parts the model would reject.
+ */
+export function toOpenAIMessages(messages: ChatMessage[], options: { images?: boolean } = {}): ChatCompletionMessageParam[] {
+  const images = options.images !== false;
   return messages.map((message): ChatCompletionMessageParam => {
     switch (message.role) {
       case "system":
         return { role: "system", content: message.content };
-      case "user":
-        return message.name === undefined
-          ? { role: "user", content: message.content }
-          : { role: "user", content: message.content, name: message.name };
+      case "user": {
+        const name = message.name === undefined ? {} : { name: message.name };
+        const attached = message.images ?? [];
+        if (attached.length === 0) return { role: "user", content: message.content, ...name };
+        if (!images) {
+          const note = `\n\n[${attached.length} image${attached.length === 1 ? " was" : "s were"} attached, but this model cannot see images]`;
+          return { role: "user", content: message.content + note, ...name };
+        }
+        return {
+          role: "user",
+          content: [{ type: "text", text: message.content }, ...attached.map((url) => ({ type: "image_url" as const, image_url: { url } }))],
+          ...name,
+        };
+      }
       case "assistant":
         // OpenAI rejects `tool_calls: []`, so the key is left out when there are none.
         return message.toolCalls && message.toolCalls.length > 0

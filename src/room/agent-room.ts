@@ -13,6 +13,7 @@ import type { HistoryPage, HistoryQuery } from "../memory/message-history.ts";
 import { createRoomRuntime, type RoomRuntime } from "./room-runtime.ts";
 import { MAX_TURN_ATTEMPTS, TurnJournal, type ApprovalPause, type DiscordDelivery, type JournalEntry } from "./turn-journal.ts";
 import { APPROVAL_WINDOW_MS, approvalPrompt, approvalResultText, canRouteApproval, newApprovalId } from "../clients/discord/approval.ts";
+import { attachmentPrompt, DISCORD_ATTACHMENT_HOSTS, ingestAttachments } from "../clients/discord/attachments.ts";
 import { deliverToDiscord, editPosted, postForInteraction } from "../clients/discord/delivery.ts";
 import { createDiscordRest, DiscordApiError, INTERACTION_TOKEN_LIFETIME_MS, type DiscordRest } from "../clients/discord/rest.ts";
 import type { TurnPause } from "../runtime/turn-types.ts";
@@ -265,7 +266,8 @@ export class AgentRoom extends Agent<Env> {
       const character = await this.characterFor(runtime, agentId, version);
       // Only a surface with buttons can ask a person; elsewhere such tools are refused.
       const canAskApproval = entry.delivery?.kind === "discord" && canRouteApproval(agentId);
-      const outcome = await runtime.runner.respondOrPause(character, entry.input, { canAskApproval, resume: decided });
+      const attachments = !decided && entry.input.attachments.length > 0 ? await this.readAttachments(entry) : undefined;
+      const outcome = await runtime.runner.respondOrPause(character, entry.input, { canAskApproval, resume: decided, attachments });
       if (outcome.status === "awaiting_approval") {
         this.pauseForApproval(entry, outcome);
         return;
@@ -282,6 +284,17 @@ export class AgentRoom extends Agent<Env> {
       this.settle(turnId, { ok: false, replayed: false, turnId, error: serialized });
       this.scheduleDelivery(entry);
     }
+  }
+
+  /** Copies the turn's files into R2 (once: a re-run finds them there) and reads them for the model. */
+  private async readAttachments(entry: JournalEntry): Promise<{ text: string; images: string[] }> {
+    const apiHost = this.env.DISCORD_API_BASE ? new URL(this.env.DISCORD_API_BASE).host : null;
+    const results = await ingestAttachments(entry.input.attachments, {
+      bucket: this.env.MEDIA,
+      keyPrefix: `attachments/${entry.input.agentId}/${entry.turnId}`,
+      allowedHosts: [...DISCORD_ATTACHMENT_HOSTS, ...(apiHost ? [apiHost] : [])],
+    });
+    return attachmentPrompt(results);
   }
 
   /** running -> awaiting_approval: journal the checkpoint, arm the expiry, post the buttons. */

@@ -217,7 +217,14 @@ async function respondWith(
   }
 
   const name = chatName(input.userName ?? input.userId);
-  const current: ChatMessage = name ? { role: "user", content: input.text, name } : { role: "user", content: input.text };
+  const extra = options.attachments;
+  const content = extra?.text ? `${input.text}\n\n${extra.text}` : input.text;
+  const current: ChatMessage = {
+    role: "user",
+    content,
+    ...(name ? { name } : {}),
+    ...(extra && extra.images.length > 0 ? { images: extra.images } : {}),
+  };
   const messages: ChatMessage[] = [{ role: "system", content: state.sections.join("\n\n") }, ...state.history, current];
   const result = await runToolLoop({ ...loop, messages, turnStart: messages.length - 1 });
   if (signal.aborted) throw new Error("turn timeout");

@@ -74,6 +74,8 @@ export interface TurnPause {
 export interface RespondOptions {
   /** The surface can ask a person (Discord buttons): a tool needing approval pauses the turn. */
   canAskApproval?: boolean;
+  /** What the turn's attachments add to the person's message (read and checked by the surface). */
+  attachments?: { text: string; images: string[] };
   /** Carry on from a pause with the person's decision on its pending call. */
   resume?: { checkpoint: ToolLoopCheckpoint; decision: ApprovalDecision };
 }

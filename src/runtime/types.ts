@@ -48,7 +48,7 @@ export interface ToolCall {
 
 export type ChatMessage =
   | { role: "system"; content: string }
-  | { role: "user"; content: string; name?: string }
+  | { role: "user"; content: string; name?: string; /** Image URLs (https or data:) the model should look at. */ images?: string[] }
   | { role: "assistant"; content: string | null; toolCalls?: ToolCall[] }
   | { role: "tool"; toolCallId: string; content: string };
 

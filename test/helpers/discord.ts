@@ -10,10 +10,18 @@ import { api, createTestAgent, MODEL_HOST } from "./api.ts";
 export function useDiscordStandIns() {
   const model = createOpenAIStandIn();
   const discord = createDiscordStandIn();
+  /** Files Discord's CDN serves, at `http://discord.test/cdn/<name>` (downloads are counted). */
+  const files = new Map<string, { body: Uint8Array; type: string; downloads: number }>();
   const realFetch = globalThis.fetch;
-  vi.spyOn(globalThis, "fetch").mockImplementation((input, init) => {
+  vi.spyOn(globalThis, "fetch").mockImplementation(async (input, init) => {
     const url = new URL(input instanceof Request ? input.url : String(input));
     if (url.host === MODEL_HOST) return model.fetch(input, init);
+    if (url.host === "discord.test" && url.pathname.startsWith("/cdn/")) {
+      const file = files.get(url.pathname.slice("/cdn/".length));
+      if (!file) return new Response("not found", { status: 404 });
+      file.downloads += 1;
+      return new Response(file.body, { headers: { "content-type": file.type } });
+    }
     if (url.host === "discord.test") return discord.fetch(input, init);
     return realFetch(input, init);
   });
@@ -21,8 +29,9 @@ export function useDiscordStandIns() {
     model.releaseHung({ text: "late" });
     model.reset();
     discord.reset();
+    files.clear();
   });
-  return { model, discord };
+  return { model, discord, files };
 }
 
 export const APP_ID = "100000000000000001";

@@ -1,0 +1,170 @@
+// Files attached to a Discord message: copied from Discord's CDN into R2 (checked by content, not
+// by name or declared type, and by size while downloading), then given to the model: text files
+// as quoted data in the message, images as image inputs. A resumed turn finds its copies in R2 and
+// downloads nothing twice. Source URLs carry Discord's signed query string: it never reaches R2
+// metadata, an error or the model.
+import { ATTACHMENT_PREAMBLE, quoteData } from "../../runtime/quoted-data.ts";
+import type { Attachment } from "../../runtime/types.ts";
+
+export const MAX_ATTACHMENTS = 4;
+/** Where Discord serves attachments (besides DISCORD_API_BASE's host, for stand-ins). */
+export const DISCORD_ATTACHMENT_HOSTS = ["cdn.discordapp.com", "media.discordapp.net"];
+export const MAX_IMAGE_BYTES = 8 * 1024 * 1024;
+export const MAX_TEXT_BYTES = 256 * 1024;
+/** Images go to the model inline (base64); larger ones need a public URL we do not serve yet. */
+export const MAX_INLINE_IMAGE_BYTES = 4 * 1024 * 1024;
+const DOWNLOAD_TIMEOUT_MS = 10_000;
+const TEXT_EXTENSIONS = /\.(txt|md|markdown|csv|json|log|ya?ml|xml|html?|ts|js|py)$/i;
+
+export type IngestedAttachment =
+  | { ok: true; title: string; key: string; contentType: string; size: number; kind: "image"; dataUrl: string }
+  | { ok: true; title: string; key: string; contentType: string; size: number; kind: "text"; text: string }
+  | { ok: false; title: string; reason: string };
+
+export interface IngestOptions {
+  bucket: R2Bucket;
+  /** R2 key prefix for this turn, e.g. `attachments/<agent>/<turn>`. */
+  keyPrefix: string;
+  /** Hosts files may be downloaded from (Discord's CDN): anything else is refused. */
+  allowedHosts: string[];
+  fetch?: typeof fetch;
+}
+
+export async function ingestAttachments(attachments: Attachment[], options: IngestOptions): Promise<IngestedAttachment[]> {
+  const results: IngestedAttachment[] = [];
+  for (const [index, attachment] of attachments.entries()) {
+    const title = safeName(attachment.title ?? `attachment-${index + 1}`);
+    if (index >= MAX_ATTACHMENTS) {
+      results.push({ ok: false, title, reason: `only ${MAX_ATTACHMENTS} attachments are read per message` });
+      continue;
+    }
+    try {
+      results.push(await ingestOne(attachment, title, `${options.keyPrefix}/${index}-${title}`, options));
+    } catch (error) {
+      results.push({ ok: false, title, reason: error instanceof AttachmentRefused ? error.message : "it could not be downloaded" });
+    }
+  }
+  return results;
+}
+
+class AttachmentRefused extends Error {}
+
+async function ingestOne(attachment: Attachment, title: string, key: string, options: IngestOptions): Promise<IngestedAttachment> {
+  const stored = await options.bucket.get(key);
+  const bytes = stored ? new Uint8Array(await stored.arrayBuffer()) : await download(attachment.url, options);
+  const kind = sniff(bytes, title, attachment.contentType);
+  if (!kind) throw new AttachmentRefused("only JPEG, PNG, GIF and WebP images and UTF-8 text files are accepted");
+  const limit = kind.kind === "image" ? MAX_IMAGE_BYTES : MAX_TEXT_BYTES;
+  if (bytes.byteLength > limit) throw new AttachmentRefused(`it is larger than ${limit / 1024 / 1024 >= 1 ? `${limit / 1024 / 1024} MiB` : `${limit / 1024} KiB`}`);
+  if (!stored) {
+    const sha256 = hex(await crypto.subtle.digest("SHA-256", bytes));
+    await options.bucket.put(key, bytes, {
+      httpMetadata: { contentType: kind.contentType },
+      customMetadata: { sha256, filename: title, source: new URL(attachment.url).host },
+    });
+  }
+  const base = { ok: true as const, title, key, contentType: kind.contentType, size: bytes.byteLength };
+  if (kind.kind === "text") return { ...base, kind: "text", text: new TextDecoder().decode(bytes) };
+  if (bytes.byteLength > MAX_INLINE_IMAGE_BYTES) throw new AttachmentRefused(`images over ${MAX_INLINE_IMAGE_BYTES / 1024 / 1024} MiB cannot be shown to the model yet`);
+  return { ...base, kind: "image", dataUrl: `data:${kind.contentType};base64,${base64(bytes)}` };
+}
+
+async function download(url: string, options: IngestOptions): Promise<Uint8Array> {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new AttachmentRefused("its address is not a URL");
+  }
+  if (!options.allowedHosts.includes(parsed.host) || (parsed.protocol !== "https:" && parsed.protocol !== "http:")) {
+    throw new AttachmentRefused("it is not hosted by Discord");
+  }
+  const controller = new AbortController();
+  const timer = setTimeout(() => controller.abort(), DOWNLOAD_TIMEOUT_MS);
+  try {
+    const response = await (options.fetch ?? fetch)(url, { signal: controller.signal });
+    if (!response.ok || !response.body) {
+      await response.body?.cancel();
+      throw new AttachmentRefused(`Discord answered ${response.status} for it`);
+    }
+    const declared = Number(response.headers.get("content-length") ?? Number.NaN);
+    if (declared > MAX_IMAGE_BYTES) {
+      await response.body.cancel();
+      throw new AttachmentRefused(`it is larger than ${MAX_IMAGE_BYTES / 1024 / 1024} MiB`);
+    }
+    // The declared length is not trusted: the cap holds while reading.
+    const chunks: Uint8Array[] = [];
+    let total = 0;
+    const reader = response.body.getReader();
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      total += value.byteLength;
+      if (total > MAX_IMAGE_BYTES) {
+        await reader.cancel();
+        throw new AttachmentRefused(`it is larger than ${MAX_IMAGE_BYTES / 1024 / 1024} MiB`);
+      }
+      chunks.push(value);
+    }
+    const bytes = new Uint8Array(total);
+    let offset = 0;
+    for (const chunk of chunks) {
+      bytes.set(chunk, offset);
+      offset += chunk.byteLength;
+    }
+    return bytes;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** The file's real type from its first bytes; text only when it decodes as UTF-8 without NULs. */
+export function sniff(bytes: Uint8Array, name: string, declared?: string): { kind: "image" | "text"; contentType: string } | null {
+  const starts = (...signature: number[]) => signature.every((byte, i) => bytes[i] === byte);
+  if (starts(0xff, 0xd8, 0xff)) return { kind: "image", contentType: "image/jpeg" };
+  if (starts(0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a)) return { kind: "image", contentType: "image/png" };
+  if (starts(0x47, 0x49, 0x46, 0x38) && (bytes[4] === 0x37 || bytes[4] === 0x39) && bytes[5] === 0x61) return { kind: "image", contentType: "image/gif" };
+  if (starts(0x52, 0x49, 0x46, 0x46) && bytes[8] === 0x57 && bytes[9] === 0x45 && bytes[10] === 0x42 && bytes[11] === 0x50) {
+    return { kind: "image", contentType: "image/webp" };
+  }
+  const looksText = TEXT_EXTENSIONS.test(name) || (declared ?? "").startsWith("text/") || declared === "application/json";
+  if (!looksText || bytes.includes(0)) return null;
+  try {
+    new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(bytes);
+  } catch {
+    return null;
+  }
+  return { kind: "text", contentType: "text/plain; charset=utf-8" };
+}
+
+/** What the model gets: text files and refusals appended to the message, images alongside it. */
+export function attachmentPrompt(results: IngestedAttachment[]): { text: string; images: string[] } {
+  const notes: string[] = [];
+  const files: { source: string; text: string }[] = [];
+  const images: string[] = [];
+  for (const result of results) {
+    if (!result.ok) notes.push(`(The attachment "${result.title}" was not read: ${result.reason}.)`);
+    else if (result.kind === "text") files.push({ source: `file ${result.title}`, text: result.text });
+    else {
+      notes.push(`(Image attached: "${result.title}".)`);
+      images.push(result.dataUrl);
+    }
+  }
+  if (files.length > 0) notes.push(quoteData("Attached files", files, ATTACHMENT_PREAMBLE));
+  return { text: notes.join("\n\n"), images };
+}
+
+function safeName(name: string): string {
+  const cleaned = name.replace(/[^A-Za-z0-9._-]+/g, "_").replace(/^[._]+/, "").slice(0, 100);
+  return cleaned || "file";
+}
+
+function hex(buffer: ArrayBuffer): string {
+  return [...new Uint8Array(buffer)].map((byte) => byte.toString(16).padStart(2, "0")).join("");
+}
+
+function base64(bytes: Uint8Array): string {
+  let binary = "";
+  for (let i = 0; i < bytes.length; i += 0x8000) binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+  return btoa(binary);
+}
