@@ -1,8 +1,8 @@
 // Tests run inside workerd through @cloudflare/vitest-plugin, with the real wrangler.toml, local
 // D1/R2/Durable Objects and migrations applied per test file. No test reaches the internet:
 // outside services are stand-ins behind globalThis.fetch (see test/stand-ins/).
-// Two projects: the main one has a model configured; `no-model` has none, to prove a turn then
-// answers 503 model_not_configured and still stores the message.
+// Three projects: the main one has a model configured; `no-model` has none, to prove a turn then
+// answers 503 model_not_configured and still stores the message; `limits` has tight rate limits.
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
 
@@ -19,6 +19,9 @@ const baseBindings = {
   INSTAGRAM_ACCESS_TOKEN: "",
   PUBLIC_BASE_URL: "",
   ADMIN_TOKEN: TEST_ADMIN_TOKEN,
+  RATE_LIMIT_PER_TOKEN: "",
+  RATE_LIMIT_PER_USER: "",
+  DAILY_TOKEN_LIMIT: "",
   SECRETS_KEY: "test-secrets-key-0123456789abcdef0123456789",
   MODEL: "test-primary",
   SMALL_MODEL: "test-small",
@@ -51,20 +54,24 @@ export default defineConfig(async () => {
     ],
     test: { name, include, setupFiles: ["./test/setup/apply-migrations.ts"] },
   });
+  const withModelAndDiscord = {
+    OPENAI_API_KEY: "sk-test-not-a-real-key",
+    OPENAI_BASE_URL: "http://model.test/v1",
+    MODEL_FALLBACKS: "test-fallback",
+    DISCORD_PUBLIC_KEY: discord.publicKey,
+    DISCORD_APPLICATION_ID: "100000000000000001",
+    DISCORD_API_BASE: "http://discord.test/api/v10",
+    DISCORD_BOT_TOKEN: "test-bot-token-not-real",
+    TEST_DISCORD_PRIVATE_KEY: discord.privateKey,
+  };
   return {
     test: {
       projects: [
-        project("main", ["test/**/*.test.ts"], {
-          OPENAI_API_KEY: "sk-test-not-a-real-key",
-          OPENAI_BASE_URL: "http://model.test/v1",
-          MODEL_FALLBACKS: "test-fallback",
-          DISCORD_PUBLIC_KEY: discord.publicKey,
-          DISCORD_APPLICATION_ID: "100000000000000001",
-          DISCORD_API_BASE: "http://discord.test/api/v10",
-          DISCORD_BOT_TOKEN: "test-bot-token-not-real",
-          TEST_DISCORD_PRIVATE_KEY: discord.privateKey,
-        }),
+        // Limits high enough that no test trips them by accident, but the limiter is on every request.
+        project("main", ["test/**/*.test.ts"], { ...withModelAndDiscord, RATE_LIMIT_PER_TOKEN: "100000/min", RATE_LIMIT_PER_USER: "100000/min" }),
         project("no-model", ["test/no-model/**/*.spec.ts"], {}),
+        // The deployment defaults tightened, to watch them bite.
+        project("limits", ["test/limits/**/*.spec.ts"], { ...withModelAndDiscord, RATE_LIMIT_PER_TOKEN: "30/min", RATE_LIMIT_PER_USER: "3/min" }),
       ],
     },
   };

@@ -5,11 +5,14 @@ import { z } from "zod";
 import { NotConfiguredError } from "./runtime/errors.ts";
 import type { ModelChoice } from "./runtime/types.ts";
 import type { AgentRoom } from "./room/agent-room.ts";
+import type { RateLimiter } from "./room/rate-limiter.ts";
+import { parseRateRule, RATE_RULE_FORMAT, type RateRule } from "./runtime/token-bucket.ts";
 import { DEFAULT_WORKERS_AI_EMBEDDING_MODEL, WORKERS_AI_EMBEDDING_DIMENSIONS } from "./model/workers-ai-embedder.ts";
 import { DEFAULT_HASH_DIMENSIONS } from "./runtime/hash-embedder.ts";
 
 export interface Env {
   ROOMS: DurableObjectNamespace<AgentRoom>;
+  LIMITS: DurableObjectNamespace<RateLimiter>;
   DB: D1Database;
   MEDIA: R2Bucket;
   VECTORS?: Vectorize;
@@ -32,6 +35,9 @@ export interface Env {
   SECRETS_KEY?: string;
   PUBLIC_BASE_URL?: string;
   MAX_CONTEXT_TOKENS?: string;
+  RATE_LIMIT_PER_TOKEN?: string;
+  RATE_LIMIT_PER_USER?: string;
+  DAILY_TOKEN_LIMIT?: string;
 }
 
 export const DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1";
@@ -41,6 +47,10 @@ export const DEFAULT_WORKERS_AI_MODEL = "@cf/meta/llama-3.3-70b-instruct-fp8-fas
 export const DEFAULT_WORKERS_AI_SMALL_MODEL = "@cf/meta/llama-3.1-8b-instruct-fast";
 export const MIN_ADMIN_TOKEN_CHARS = 16;
 export const DEFAULT_MAX_CONTEXT_TOKENS = 8_000;
+/** Per API token: bursts of 600, 600 a minute sustained. */
+export const DEFAULT_RATE_LIMIT_PER_TOKEN = "600/min";
+/** Per end user (a Discord user, a REST userId): chat turns. */
+export const DEFAULT_RATE_LIMIT_PER_USER = "20/min";
 export const DEFAULT_LOCAL_EMBEDDING_DIMENSIONS = DEFAULT_HASH_DIMENSIONS;
 /** Vectorize's largest dimension. */
 export const MAX_EMBEDDING_DIMENSIONS = 1536;
@@ -56,6 +66,20 @@ const commaList = z.preprocess(
     .optional()
     .transform((value) => (value ? value.split(",").map((item) => item.trim()).filter(Boolean) : [])),
 );
+
+function rateRule(fallback: string) {
+  return z.preprocess(
+    (value) => unset(value) ?? fallback,
+    z.string().transform((text, ctx): RateRule | null => {
+      try {
+        return parseRateRule(text);
+      } catch {
+        ctx.addIssue({ code: "custom", message: `must be ${RATE_RULE_FORMAT}` });
+        return z.NEVER;
+      }
+    }),
+  );
+}
 
 const VarsSchema = z.object({
   OPENAI_API_KEY: optionalString,
@@ -77,6 +101,9 @@ const VarsSchema = z.object({
       .max(MAX_EMBEDDING_DIMENSIONS, EMBEDDING_DIMENSIONS_RULE)
       .optional(),
   ),
+  RATE_LIMIT_PER_TOKEN: rateRule(DEFAULT_RATE_LIMIT_PER_TOKEN),
+  RATE_LIMIT_PER_USER: rateRule(DEFAULT_RATE_LIMIT_PER_USER),
+  DAILY_TOKEN_LIMIT: z.preprocess(unset, z.coerce.number({ error: "must be a whole number" }).int("must be a whole number").min(1).optional()),
   MAX_CONTEXT_TOKENS: z.preprocess(unset, z.coerce.number({ error: "must be a whole number" }).int("must be a whole number").min(1_000).max(2_000_000).optional()),
 });
 
@@ -109,6 +136,10 @@ export interface Config {
   adminToken?: string;
   secretsKey?: string;
   publicBaseUrl?: string;
+  /** null: no limit. */
+  rateLimits: { perToken: RateRule | null; perUser: RateRule | null };
+  /** Model tokens an agent may spend per UTC day unless its character says otherwise; null: no ceiling. */
+  dailyTokenLimit: number | null;
 }
 
 export const MODEL_NOT_CONFIGURED_MESSAGE =
@@ -119,7 +150,7 @@ const cache = new WeakMap<object, Config>();
 export function loadConfig(env: Env): Config {
   const cached = cache.get(env);
   if (cached) return cached;
-  for (const binding of ["DB", "ROOMS"] as const) {
+  for (const binding of ["DB", "ROOMS", "LIMITS"] as const) {
     if (!env[binding]) throw new NotConfiguredError(`configuration: the ${binding} binding is missing; check wrangler.toml`);
   }
   const parsed = VarsSchema.safeParse(env);
@@ -136,6 +167,8 @@ export function loadConfig(env: Env): Config {
     adminToken: vars.ADMIN_TOKEN,
     secretsKey: vars.SECRETS_KEY,
     publicBaseUrl: vars.PUBLIC_BASE_URL,
+    rateLimits: { perToken: vars.RATE_LIMIT_PER_TOKEN, perUser: vars.RATE_LIMIT_PER_USER },
+    dailyTokenLimit: vars.DAILY_TOKEN_LIMIT ?? null,
   };
   cache.set(env, config);
   return config;

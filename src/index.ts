@@ -6,6 +6,7 @@ import { createApp } from "./http/app.ts";
 import { runMemoryMaintenance } from "./memory/maintenance.ts";
 
 export { AgentRoom } from "./room/agent-room.ts";
+export { RateLimiter } from "./room/rate-limiter.ts";
 
 const app = createApp();
 

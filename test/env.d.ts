@@ -11,7 +11,7 @@ declare global {
     }
     interface GlobalProps {
       mainModule: typeof import("../src/index.ts");
-      durableNamespaces: "AgentRoom";
+      durableNamespaces: "AgentRoom" | "RateLimiter";
     }
   }
 }

@@ -63,6 +63,7 @@ export const settingsSchema = z
       maxSteps: z.int().min(1).max(MAX_STEPS).optional(),
       maxConsecutiveFailures: z.int().min(1).max(MAX_CONSECUTIVE_FAILURES).optional(),
       historyTokens: tokenCount.optional(),
+      dailyTokens: z.int().min(1).max(1e12).optional(),
       memory: memorySchema.prefault({}),
       secrets: secretsSchema.optional(),
     },
@@ -92,6 +93,7 @@ export function splitSettings(parsed: ParsedSettings): SplitSettings {
     maxSteps,
     maxConsecutiveFailures,
     historyTokens,
+    dailyTokens,
     memory,
     secrets,
     ...extraSettings
@@ -105,6 +107,7 @@ export function splitSettings(parsed: ParsedSettings): SplitSettings {
     maxSteps,
     maxConsecutiveFailures,
     historyTokens,
+    dailyTokens,
   });
   const settings: RuntimeSettings = { ...optional, mcpServers, toolApproval, respond, memory: withoutUndefined(memory) };
   return { settings, extraSettings, secrets: secrets ?? {} };

@@ -1,12 +1,11 @@
-// Builds the worker's Hono app: body limits, bearer auth on the API, the routes of each surface,
-// the generated OpenAPI document and a browsable reference. Every error leaves through
-// handleError, so clients always get `{"error":{code,message}}`.
+// Builds the worker's Hono app: body limits, the routes of each surface (each declaring and
+// enforcing its bearer-token scope, see auth.ts), the generated OpenAPI document and a browsable
+// reference. Every error leaves through handleError, so clients always get `{"error":{code,message}}`.
 import { OpenAPIHono } from "@hono/zod-openapi";
 import { swaggerUI } from "@hono/swagger-ui";
 import { bodyLimit } from "hono/body-limit";
-import type { Env } from "../config.ts";
 import { NotFoundError, PayloadTooLargeError } from "../runtime/errors.ts";
-import { requireAdmin } from "./auth.ts";
+import type { AppEnv } from "./app-env.ts";
 import { handleError } from "./errors.ts";
 import { agentRoutes } from "./routes/agents.ts";
 import { discordRoutes, MAX_INTERACTION_BODY_BYTES } from "./routes/discord.ts";
@@ -14,6 +13,7 @@ import { healthRoutes } from "./routes/health.ts";
 import { knowledgeRoutes } from "./routes/knowledge.ts";
 import { memoryRoutes } from "./routes/memories.ts";
 import { messageRoutes } from "./routes/messages.ts";
+import { tokenRoutes } from "./routes/tokens.ts";
 import { validationError } from "./validation.ts";
 
 /** Character files can carry long lore and examples; chat messages cannot. */
@@ -22,8 +22,8 @@ export const MAX_MESSAGE_BODY_BYTES = 64 * 1024;
 /** Up to 500 memories of 8,000 characters would not fit; 1 MiB holds a few hundred real ones. */
 export const MAX_MEMORY_BODY_BYTES = 1024 * 1024;
 
-export function createApp(): OpenAPIHono<{ Bindings: Env }> {
-  const app = new OpenAPIHono<{ Bindings: Env }>({
+export function createApp(): OpenAPIHono<AppEnv> {
+  const app = new OpenAPIHono<AppEnv>({
     defaultHook: (result) => {
       if (!result.success) throw validationError(result.target, result.error.issues);
     },
@@ -45,11 +45,7 @@ export function createApp(): OpenAPIHono<{ Bindings: Env }> {
   app.use("/memories/*", limit(MAX_MEMORY_BODY_BYTES));
   app.use("/discord/interactions", limit(MAX_INTERACTION_BODY_BYTES));
   app.use("/clients/*", limit(MAX_MESSAGE_BODY_BYTES));
-  app.use("/clients/*", requireAdmin());
-  app.use("/agents", requireAdmin());
-  app.use("/agents/*", requireAdmin());
-  app.use("/memories", requireAdmin());
-  app.use("/memories/*", requireAdmin());
+  app.use("/auth/*", limit(MAX_MESSAGE_BODY_BYTES));
 
   app.route("/", healthRoutes());
   app.route("/", agentRoutes());
@@ -57,11 +53,13 @@ export function createApp(): OpenAPIHono<{ Bindings: Env }> {
   app.route("/", knowledgeRoutes());
   app.route("/", memoryRoutes());
   app.route("/", discordRoutes());
+  app.route("/", tokenRoutes());
 
   app.openAPIRegistry.registerComponent("securitySchemes", "bearerAuth", {
     type: "http",
     scheme: "bearer",
-    description: "ADMIN_TOKEN (or a minted API token)",
+    description:
+      "ADMIN_TOKEN, or a token minted with POST /auth/tokens. Each operation lists the one scope it needs; `admin` implies every scope.",
   });
   app.doc31("/openapi.json", {
     openapi: "3.1.0",

@@ -1,22 +1,93 @@
-// Bearer-token check for the admin API. The token is compared as SHA-256 digests with a
-// constant-time comparison (workerd's crypto.subtle.timingSafeEqual), so response timing does not
-// reveal how much of a guess was right. With no ADMIN_TOKEN set, protected routes refuse to serve.
-import type { MiddlewareHandler } from "hono";
-import { loadConfig, type Env } from "../config.ts";
-import { NotConfiguredError, UnauthorizedError } from "../runtime/errors.ts";
+// Bearer-token authentication and scope checks. Every protected route spreads `guard(scope)` into
+// its createRoute definition, so the scope it declares in /openapi.json and the scope it enforces
+// are one value. Each authenticated request then draws from its token's rate bucket. ADMIN_TOKEN is compared as SHA-256 digests in constant time; minted tokens are
+// looked up by hash (src/memory/token-store.ts). Error messages never echo the presented token.
+import type { Context, MiddlewareHandler } from "hono";
+import { drizzle } from "drizzle-orm/d1";
+import { loadConfig } from "../config.ts";
+import { createTokenStore, LAST_USED_RESOLUTION_MS, TOKEN_PREFIX, type Scope, type TokenRecord } from "../memory/token-store.ts";
+import { ForbiddenError, NotConfiguredError, UnauthorizedError } from "../runtime/errors.ts";
+import { parseRateRule } from "../runtime/token-bucket.ts";
+import type { AppEnv, Principal } from "./app-env.ts";
+import { enforceRate } from "./rate-limit.ts";
 
-export function requireAdmin(): MiddlewareHandler<{ Bindings: Env }> {
+export const ADMIN_PRINCIPAL_ID = "admin-token";
+
+/** What a route needs: the OpenAPI security requirement and the middleware enforcing it. */
+export function guard(scope: Scope) {
+  return {
+    security: [{ bearerAuth: [scope] }],
+    middleware: [requireScope(scope)],
+  };
+}
+
+export function requireScope(scope: Scope): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
-    const expected = loadConfig(c.env).adminToken;
-    if (!expected) {
-      throw new NotConfiguredError("ADMIN_TOKEN is not set; set it (wrangler secret put ADMIN_TOKEN, or .dev.vars locally) to use the API");
+    const principal = await authenticate(c);
+    await enforceRate(c.env, `token:${principal.id}`, principal.rateRule, "this API token");
+    if (!hasScope(principal, scope)) {
+      throw new ForbiddenError(`this token lacks the \`${scope}\` scope (it has: ${principal.scopes.join(", ")})`);
     }
-    const header = c.req.header("authorization") ?? "";
-    const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
-    if (!match?.[1]) throw new UnauthorizedError("send the API token as `Authorization: Bearer <token>`");
-    if (!(await sameSecret(match[1], expected))) throw new UnauthorizedError("the bearer token is not valid");
+    // Routes under /agents/:agentId are checked here; routes taking agentId in a body or query
+    // string call assertMayActFor themselves.
+    const agentId = c.req.param("agentId");
+    if (agentId !== undefined) assertMayActFor(principal, agentId);
+    c.set("principal", principal);
     await next();
   };
+}
+
+export function hasScope(principal: Principal, scope: Scope): boolean {
+  return principal.scopes.includes("admin") || principal.scopes.includes(scope);
+}
+
+export function mayActFor(principal: Principal, agentId: string): boolean {
+  return principal.agents === null || principal.agents.includes(agentId);
+}
+
+export function assertMayActFor(principal: Principal, agentId: string): void {
+  if (!mayActFor(principal, agentId)) throw new ForbiddenError(`this token may not act for agent "${agentId}"`);
+}
+
+async function authenticate(c: Context<AppEnv>): Promise<Principal> {
+  const header = c.req.header("authorization") ?? "";
+  const match = /^Bearer[ \t]+([\x21-\x7e]+)[ \t]*$/i.exec(header);
+  if (!match?.[1]) throw new UnauthorizedError("send an API token as `Authorization: Bearer <token>`");
+  const given = match[1];
+  const adminToken = loadConfig(c.env).adminToken;
+  if (given.startsWith(TOKEN_PREFIX)) {
+    const record = await createTokenStore(drizzle(c.env.DB)).findBySecret(given);
+    if (record || !adminToken) return fromRecord(c, record);
+  }
+  if (!adminToken) {
+    throw new NotConfiguredError("ADMIN_TOKEN is not set; set it (wrangler secret put ADMIN_TOKEN, or .dev.vars locally) to use the API");
+  }
+  if (!(await sameSecret(given, adminToken))) throw new UnauthorizedError("the bearer token is not valid");
+  return { id: ADMIN_PRINCIPAL_ID, scopes: ["admin"], agents: null, rateRule: loadConfig(c.env).rateLimits.perToken };
+}
+
+function fromRecord(c: Context<AppEnv>, record: TokenRecord | null): Principal {
+  if (!record) throw new UnauthorizedError("the bearer token is not valid");
+  const now = Date.now();
+  if (record.revokedAt !== null) throw new UnauthorizedError("the bearer token has been revoked");
+  if (record.expiresAt !== null && record.expiresAt <= now) throw new UnauthorizedError("the bearer token has expired");
+  if (record.lastUsedAt === null || now - record.lastUsedAt >= LAST_USED_RESOLUTION_MS) {
+    const touched = createTokenStore(drizzle(c.env.DB))
+      .touch(record.id, now)
+      .catch((error: unknown) => console.warn(JSON.stringify({ level: "warn", msg: "token_touch_failed", tokenId: record.id, error: String(error) })));
+    waitUntil(c, touched);
+  }
+  // The rule was validated when the token was minted.
+  const rateRule = record.rateLimit === null ? loadConfig(c.env).rateLimits.perToken : parseRateRule(record.rateLimit);
+  return { id: record.id, scopes: record.scopes, agents: record.agents, rateRule };
+}
+
+function waitUntil(c: Context<AppEnv>, promise: Promise<unknown>): void {
+  try {
+    c.executionCtx.waitUntil(promise);
+  } catch {
+    // No execution context (a direct app.fetch in a script): the promise still runs on its own.
+  }
 }
 
 async function sameSecret(given: string, expected: string): Promise<boolean> {

@@ -11,6 +11,9 @@ export function errorBody(code: ErrorCode, message: string, details?: unknown) {
 }
 
 export function errorResponse(c: Context, error: AppError): Response {
+  // A rate-limited error that crossed an RPC boundary is a plain AppError: its seconds ride in details.
+  const retryAfter = (error.details as { retryAfterSeconds?: unknown } | undefined)?.retryAfterSeconds;
+  if (error.status === 429 && typeof retryAfter === "number") c.header("Retry-After", String(Math.max(1, Math.ceil(retryAfter))));
   return c.json(errorBody(error.code, error.message, error.details), error.status as ContentfulStatusCode);
 }
 

@@ -33,5 +33,3 @@ export const errorContent = (description: string) => ({
   description,
   content: { "application/json": { schema: ErrorResponse } },
 });
-
-export const bearerSecurity = [{ bearerAuth: [] }];

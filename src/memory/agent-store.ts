@@ -2,7 +2,7 @@
 // sealed with SECRETS_KEY in their own column) and re-parsed on read, so one schema validates it
 // both ways and nothing of the author's file is lost. Creating or replacing an agent writes its
 // lore memories and its knowledge document in the same atomic batch.
-import { and, asc, eq, gt } from "drizzle-orm";
+import { and, asc, eq, gt, inArray } from "drizzle-orm";
 import { parseCharacter } from "../characters/parse-character.ts";
 import type { Character } from "../runtime/character.ts";
 import { ConflictError, InternalError, NotConfiguredError, NotFoundError, ValidationError } from "../runtime/errors.ts";
@@ -40,7 +40,8 @@ export interface AgentStore {
   get(id: string): Promise<AgentRecord | null>;
   /** Only the version, for the hot path (is the agent there, is a room's copy current). */
   version(id: string): Promise<number | null>;
-  list(options: { limit: number; after?: string }): Promise<{ agents: AgentSummary[]; nextCursor: string | null }>;
+  /** `only` limits the listing to those ids (a token limited to some agents sees just those). */
+  list(options: { limit: number; after?: string; only?: readonly string[] }): Promise<{ agents: AgentSummary[]; nextCursor: string | null }>;
   replace(id: string, file: unknown, now: number, knowledge?: KnowledgeBuilder): Promise<AgentRecord>;
   remove(id: string): Promise<boolean>;
 }
@@ -105,7 +106,7 @@ export function createAgentStore(db: Db, secretBox: SecretBox | null): AgentStor
       return row?.updatedAt ?? null;
     },
 
-    async list({ limit, after }) {
+    async list({ limit, after, only }) {
       const rows = await db
         .select({
           id: agents.id,
@@ -116,7 +117,7 @@ export function createAgentStore(db: Db, secretBox: SecretBox | null): AgentStor
           updatedAt: agents.updatedAt,
         })
         .from(agents)
-        .where(after ? gt(agents.id, after) : undefined)
+        .where(and(after ? gt(agents.id, after) : undefined, only ? inArray(agents.id, [...only]) : undefined))
         .orderBy(asc(agents.id))
         .limit(limit + 1);
       const page = rows.slice(0, limit);

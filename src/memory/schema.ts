@@ -164,3 +164,39 @@ export const clientConfigs = sqliteTable("client_configs", {
   config: text("config").notNull(),
   updatedAt: integer("updated_at").notNull(),
 });
+
+/**
+ * API tokens minted with `POST /auth/tokens`. Only the SHA-256 of the secret is stored; the secret
+ * is shown once, at minting. Revoked tokens stay listed (with `revokedAt`) as an audit trail.
+ */
+export const apiTokens = sqliteTable("api_tokens", {
+  id: text("id").primaryKey(),
+  /** Hex SHA-256 of the whole bearer token. */
+  hash: text("hash").notNull().unique(),
+  name: text("name").notNull(),
+  /** JSON array of scopes. */
+  scopes: text("scopes").notNull(),
+  /** JSON array of agent ids the token may act for; null means every agent. */
+  agents: text("agents"),
+  /** This token's own rate rule ("100/min"); null means RATE_LIMIT_PER_TOKEN. */
+  rateLimit: text("rate_limit"),
+  createdBy: text("created_by").notNull(),
+  createdAt: integer("created_at").notNull(),
+  expiresAt: integer("expires_at"),
+  revokedAt: integer("revoked_at"),
+  lastUsedAt: integer("last_used_at"),
+});
+
+/** Model tokens spent per agent per UTC day, for the per-agent daily ceiling. */
+export const modelUsageDaily = sqliteTable(
+  "model_usage_daily",
+  {
+    agentId: text("agent_id")
+      .notNull()
+      .references(() => agents.id, { onDelete: "cascade" }),
+    /** YYYY-MM-DD, UTC. */
+    day: text("day").notNull(),
+    tokens: integer("tokens").notNull().default(0),
+  },
+  (t) => [primaryKey({ columns: [t.agentId, t.day] })],
+);

@@ -8,6 +8,7 @@ import { createAgentStore, type AgentStore } from "../memory/agent-store.ts";
 import { createD1MemoryStore } from "../memory/d1-memory-store.ts";
 import { createMessageHistory, type MessageHistory } from "../memory/message-history.ts";
 import { createSecretBox } from "../memory/secret-box.ts";
+import { createD1SpendLedger } from "../memory/spend-ledger.ts";
 import { createOpenAIChatModel } from "../model/openai-chat.ts";
 import { createWorkersAIChatModel } from "../model/workers-ai-chat.ts";
 import { combineToolHosts, createBuiltinToolHost } from "../runtime/builtin-tools.ts";
@@ -78,6 +79,8 @@ export async function createRoomRuntime(env: Env, options: RoomRuntimeOptions): 
     events,
     tokens: await loadTokenCounter(),
     limits: { ...DEFAULT_LIMITS, contextTokens: config.maxContextTokens },
+    spend: createD1SpendLedger(db),
+    dailyTokenLimit: config.dailyTokenLimit,
   });
   const agents = createAgentStore(db, config.secretsKey ? createSecretBox(config.secretsKey) : null);
   return { runner, events, config, history: memory, agents, messages: createMessageHistory(db), embeddings: backends.pipeline };

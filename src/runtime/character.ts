@@ -44,6 +44,8 @@ export interface RuntimeSettings {
   maxConsecutiveFailures?: number;
   /** Token budget for the room's recent messages in the prompt. */
   historyTokens?: number;
+  /** Model tokens this agent may spend per UTC day (overrides DAILY_TOKEN_LIMIT). */
+  dailyTokens?: number;
   memory: MemorySettings;
 }
 

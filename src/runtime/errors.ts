@@ -57,6 +57,22 @@ export class UnauthorizedError extends AppError {
   }
 }
 
+export class ForbiddenError extends AppError {
+  constructor(message: string) {
+    super("forbidden", 403, message);
+  }
+}
+
+/** A rate limit or spending ceiling was hit; `retryAfterSeconds` becomes the Retry-After header. */
+export class RateLimitedError extends AppError {
+  readonly retryAfterSeconds: number;
+
+  constructor(message: string, retryAfterSeconds: number, details?: Record<string, unknown>) {
+    super("rate_limited", 429, message, { ...details, retryAfterSeconds });
+    this.retryAfterSeconds = retryAfterSeconds;
+  }
+}
+
 export class NotFoundError extends AppError {
   constructor(message: string) {
     super("not_found", 404, message);

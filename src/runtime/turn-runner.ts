@@ -7,6 +7,7 @@ import type { Character } from "./character.ts";
 import { AppError, ModelNotConfiguredError } from "./errors.ts";
 import { runEvaluators, type Evaluator } from "./evaluators.ts";
 import { ModelSession } from "./model-session.ts";
+import { assertWithinDailyBudget, dailyCeiling, utcDay, type SpendLedger } from "./spend.ts";
 import { composeState, type Provider, type TurnRetrieval } from "./providers.ts";
 import { chatName, inboundMessageId, replyMessageId } from "./providers/history-provider.ts";
 import { decideByRules, decideWithModel } from "./respond-decision.ts";
@@ -34,6 +35,10 @@ export interface TurnRunnerDeps {
   retriever?: MemoryRetriever | null;
   /** The store afterReply writes and evaluators read through, when it differs from `memory`. */
   afterReplyMemory?: MemoryStore;
+  /** Where model spend is counted; without it there is no daily ceiling. */
+  spend?: SpendLedger;
+  /** Tokens an agent may spend per UTC day unless its character says otherwise; null: none. */
+  dailyTokenLimit?: number | null;
 }
 
 export interface TurnRunner {
@@ -84,6 +89,7 @@ export function createTurnRunner(deps: TurnRunnerDeps): TurnRunner {
       const memory = deps.afterReplyMemory ?? deps.memory;
       // Stored before the evaluators run: they may read the conversation.
       if (outcome.replyMemory) await memory.saveMemory(outcome.replyMemory);
+      if (outcome.spentTokens) await recordSpend(deps, input.agentId, outcome.spentTokens);
       const small = deps.model ? { client: deps.model, name: modelChoiceFor(character, deps.models).small } : null;
       const context = { character, input, outcome, memory, clock: deps.clock, model: small, retriever: deps.retriever ?? null, interactions: null };
       await runEvaluators(deps.evaluators, context, {
@@ -101,13 +107,20 @@ async function respondOrPause(deps: TurnRunnerDeps, character: Character, input:
   const controller = new AbortController();
   const timer = setTimeout(() => controller.abort(new Error("turn timeout")), deps.limits.turnTimeoutMs);
   let session: ModelSession | null = null;
+  const resume = options.resume ? { position: options.resume.checkpoint.modelIndex, usage: options.resume.checkpoint.usage } : undefined;
   try {
     if (!deps.model) throw new ModelNotConfiguredError(deps.modelNotConfiguredMessage);
+    // A turn resuming after an approval was admitted when it started.
+    if (deps.spend && !options.resume) {
+      await assertWithinDailyBudget(deps.spend, input.agentId, dailyCeiling(character, deps.dailyTokenLimit ?? null), started);
+    }
     const choice = modelChoiceFor(character, deps.models);
-    const resume = options.resume ? { position: options.resume.checkpoint.modelIndex, usage: options.resume.checkpoint.usage } : undefined;
     session = new ModelSession({ model: deps.model, choice, events: deps.events, now: () => deps.clock.now(), ids, resume });
     const outcome = await respondWith(deps, deps.model, character, input, session, controller.signal, options);
     emitEnded(deps, ids, started, outcome.status === "awaiting_approval" ? "paused" : outcome.status, session);
+    // A reply's spend is counted after the reply (afterReply), off the caller's path.
+    if (outcome.status === "awaiting_approval") await recordSpend(deps, input.agentId, spentSince(session, resume));
+    else outcome.spentTokens = spentSince(session, resume);
     return outcome;
   } catch (error) {
     if (controller.signal.aborted && session) {
@@ -119,9 +132,11 @@ async function respondOrPause(deps: TurnRunnerDeps, character: Character, input:
         model: null,
       });
       emitEnded(deps, ids, started, "replied", session);
+      outcome.spentTokens = spentSince(session, resume);
       return outcome;
     }
     emitEnded(deps, ids, started, "failed", session);
+    if (session) await recordSpend(deps, input.agentId, spentSince(session, resume));
     const failure = error instanceof AppError ? error : null;
     deps.events.emit({
       type: "run_failed",
@@ -297,6 +312,22 @@ export function modelChoiceFor(character: Character, defaults: ModelChoice): Mod
     fallbacks: character.settings.modelFallbacks ?? defaults.fallbacks,
     small: character.settings.smallModel ?? defaults.small,
   };
+}
+
+/** Tokens this run spent (a resumed turn's earlier part was counted when it paused). */
+function spentSince(session: ModelSession, resume: { usage: { promptTokens: number; completionTokens: number } } | undefined): number {
+  const total = session.usage.promptTokens + session.usage.completionTokens;
+  return Math.max(0, total - (resume ? resume.usage.promptTokens + resume.usage.completionTokens : 0));
+}
+
+/** Counting never fails a turn: a lost count only makes the ceiling more lenient (and is logged). */
+async function recordSpend(deps: TurnRunnerDeps, agentId: string, tokens: number): Promise<void> {
+  if (!deps.spend || tokens <= 0) return;
+  try {
+    await deps.spend.add(agentId, utcDay(deps.clock.now()), tokens);
+  } catch (error) {
+    deps.events.emit({ type: "spend_not_recorded", agentId, tokens, at: deps.clock.now(), reason: error instanceof Error ? error.message : String(error) });
+  }
 }
 
 function emitEnded(

@@ -102,6 +102,8 @@ export interface TurnOutcome {
   replyId: string | null;
   /** The reply as it will be stored; the room persists it after answering (see afterReply). */
   replyMemory: Memory | null;
+  /** Model tokens this run spent, counted against the daily ceiling in afterReply. */
+  spentTokens?: number;
 }
 
 export interface RuntimeLimits {

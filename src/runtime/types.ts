@@ -287,7 +287,8 @@ export type RuntimeEvent =
   | { type: "model_failover"; turnId: string; agentId: string; roomId: string; at: number; from: string; to: string; reason: string }
   | { type: "provider_skipped"; turnId: string; agentId: string; roomId: string; at: number; provider: string; reason: string }
   | { type: "evaluator_failed"; turnId: string; agentId: string; roomId: string; at: number; evaluator: string; reason: string }
-  | { type: "run_failed"; turnId: string; agentId: string; roomId: string; at: number; code: string; reason: string };
+  | { type: "run_failed"; turnId: string; agentId: string; roomId: string; at: number; code: string; reason: string }
+  | { type: "spend_not_recorded"; agentId: string; at: number; tokens: number; reason: string };
 
 export interface EventSink {
   emit(event: RuntimeEvent): void;

@@ -2,11 +2,13 @@
 // by the character schema (every failing path listed) rather than by a route schema, so the two
 // formats and their portable extras are accepted as written. Responses never include secrets.
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
-import { publicCharacter } from "../../characters/parse-character.ts";
+import { parseCharacter, publicCharacter } from "../../characters/parse-character.ts";
 import type { Env } from "../../config.ts";
-import type { AgentRecord } from "../../memory/agent-store.ts";
+import type { AppEnv } from "../app-env.ts";
+import { assertMayActFor, guard } from "../auth.ts";
+import { agentIdFor, type AgentRecord } from "../../memory/agent-store.ts";
 import { NotFoundError } from "../../runtime/errors.ts";
-import { AgentIdParam, bearerSecurity, errorContent } from "../schemas.ts";
+import { AgentIdParam, errorContent } from "../schemas.ts";
 import { forgetAgent } from "../known-agents.ts";
 import { agentStore } from "../stores.ts";
 import { characterKnowledge } from "../../memory/knowledge.ts";
@@ -49,15 +51,15 @@ function detail(record: AgentRecord) {
   return { id: record.id, character: publicCharacter(record.character), createdAt: record.createdAt, updatedAt: record.updatedAt };
 }
 
-export function agentRoutes(): OpenAPIHono<{ Bindings: Env }> {
-  const app = new OpenAPIHono<{ Bindings: Env }>();
+export function agentRoutes(): OpenAPIHono<AppEnv> {
+  const app = new OpenAPIHono<AppEnv>();
 
   app.openapi(
     createRoute({
       method: "post",
       path: "/agents",
       summary: "Create an agent from a character file",
-      security: bearerSecurity,
+      ...guard("agents:write"),
       request: { body: characterBody },
       responses: {
         201: json(AgentDetail, "The agent, as stored"),
@@ -66,8 +68,12 @@ export function agentRoutes(): OpenAPIHono<{ Bindings: Env }> {
       },
     }),
     async (c) => {
+      const file = c.req.valid("json");
+      const principal = c.get("principal");
+      // A token limited to some agents may create only those: the id must be known before writing.
+      if (principal.agents !== null) assertMayActFor(principal, agentIdFor(parseCharacter(file)));
       const now = Date.now();
-      const record = await agentStore(c.env).create(c.req.valid("json"), now, knowledgeBuilder(now));
+      const record = await agentStore(c.env).create(file, now, knowledgeBuilder(now));
       await embedAgentMemories(c.env, record.id);
       c.header("Location", `/agents/${record.id}`);
       return c.json(detail(record), 201);
@@ -79,7 +85,7 @@ export function agentRoutes(): OpenAPIHono<{ Bindings: Env }> {
       method: "get",
       path: "/agents",
       summary: "List agents",
-      security: bearerSecurity,
+      ...guard("agents:read"),
       request: {
         query: z.object({
           limit: z.coerce.number().int().min(1).max(100).default(50),
@@ -90,7 +96,8 @@ export function agentRoutes(): OpenAPIHono<{ Bindings: Env }> {
     }),
     async (c) => {
       const { limit, after } = c.req.valid("query");
-      return c.json(await agentStore(c.env).list({ limit, after }), 200);
+      const only = c.get("principal").agents ?? undefined;
+      return c.json(await agentStore(c.env).list({ limit, after, only }), 200);
     },
   );
 
@@ -99,7 +106,7 @@ export function agentRoutes(): OpenAPIHono<{ Bindings: Env }> {
       method: "get",
       path: "/agents/{agentId}",
       summary: "Get an agent",
-      security: bearerSecurity,
+      ...guard("agents:read"),
       request: { params: z.object({ agentId: AgentIdParam }) },
       responses: { 200: json(AgentDetail, "The agent"), 404: errorContent("No such agent") },
     }),
@@ -116,7 +123,7 @@ export function agentRoutes(): OpenAPIHono<{ Bindings: Env }> {
       method: "put",
       path: "/agents/{agentId}",
       summary: "Replace an agent's character",
-      security: bearerSecurity,
+      ...guard("agents:write"),
       request: { params: z.object({ agentId: AgentIdParam }), body: characterBody },
       responses: {
         200: json(AgentDetail, "The updated agent"),
@@ -138,7 +145,7 @@ export function agentRoutes(): OpenAPIHono<{ Bindings: Env }> {
       method: "delete",
       path: "/agents/{agentId}",
       summary: "Delete an agent with its memories, rooms and relationships",
-      security: bearerSecurity,
+      ...guard("agents:write"),
       request: { params: z.object({ agentId: AgentIdParam }) },
       responses: { 204: { description: "Deleted" }, 404: errorContent("No such agent") },
     }),

@@ -6,7 +6,10 @@
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { verifyKey } from "discord-interactions";
-import type { Env } from "../../config.ts";
+import { loadConfig, type Env } from "../../config.ts";
+import type { AppEnv } from "../app-env.ts";
+import { enforceRate } from "../rate-limit.ts";
+import { guard } from "../auth.ts";
 import { COMMANDS, MANAGE_GUILD } from "../../clients/discord/commands.ts";
 import { INTERACTION_TOKEN_LIFETIME_MS } from "../../clients/discord/rest.ts";
 import {
@@ -25,9 +28,9 @@ import { deleteMemories, insertMemories } from "../../memory/memory-repo.ts";
 import { enqueueTurn, forgetRoomHistory, resolveApproval } from "../../room/room-client.ts";
 import { approvalResultText, parseApprovalCustomId, type ApprovalButton } from "../../clients/discord/approval.ts";
 import { BUILTIN_TOOL_DEFINITIONS } from "../../runtime/builtin-tools.ts";
-import { NotConfiguredError, NotFoundError, UnauthorizedError, ValidationError } from "../../runtime/errors.ts";
+import { NotConfiguredError, NotFoundError, RateLimitedError, UnauthorizedError, ValidationError } from "../../runtime/errors.ts";
 import type { Attachment, Memory } from "../../runtime/types.ts";
-import { bearerSecurity, errorContent } from "../schemas.ts";
+import { errorContent } from "../schemas.ts";
 import { agentStore } from "../stores.ts";
 import { validationError } from "../validation.ts";
 
@@ -36,7 +39,7 @@ export const MAX_INTERACTION_AGE_MS = 5 * 60 * 1000;
 export const MAX_INTERACTION_BODY_BYTES = 256 * 1024;
 const MAX_FACTS_SHOWN = 15;
 
-type Ctx = Context<{ Bindings: Env }>;
+type Ctx = Context<AppEnv>;
 
 const publicKeys = new Map<string, Promise<CryptoKey>>();
 function publicKey(hex: string): Promise<CryptoKey> {
@@ -50,8 +53,28 @@ function publicKey(hex: string): Promise<CryptoKey> {
   return key;
 }
 
-export function discordRoutes(): OpenAPIHono<{ Bindings: Env }> {
-  const app = new OpenAPIHono<{ Bindings: Env }>();
+export function discordRoutes(): OpenAPIHono<AppEnv> {
+  const app = new OpenAPIHono<AppEnv>();
+
+  // Documented, not validated by the route schema: the signature covers the raw bytes, so the body
+  // is read and verified first and parsed after (below).
+  app.openAPIRegistry.registerPath({
+    method: "post",
+    path: "/discord/interactions",
+    summary: "Discord interactions webhook (Ed25519-signed by Discord; no bearer token)",
+    request: {
+      headers: z.object({
+        "x-signature-ed25519": z.string().openapi({ description: "Hex Ed25519 signature of timestamp + body" }),
+        "x-signature-timestamp": z.string().openapi({ description: "Unix seconds; refused when more than 5 minutes off" }),
+      }),
+      body: { required: true, content: { "application/json": { schema: z.record(z.string(), z.unknown()).openapi({ description: "A Discord interaction" }) } } },
+    },
+    responses: {
+      200: { description: "An interaction response (PONG, a message, or a deferred acknowledgement)" },
+      400: errorContent("A verified body that is not a valid interaction"),
+      401: errorContent("Missing, stale or invalid signature"),
+    },
+  });
 
   app.post("/discord/interactions", async (c) => {
     const keyHex = c.env.DISCORD_PUBLIC_KEY?.trim();
@@ -93,7 +116,7 @@ export function discordRoutes(): OpenAPIHono<{ Bindings: Env }> {
       method: "get",
       path: "/clients/{clientId}/config",
       summary: "A client's settings (Discord: default agent, allowed channels)",
-      security: bearerSecurity,
+      ...guard("admin"),
       request: { params: z.object({ clientId: z.literal("discord") }) },
       responses: { 200: { description: "The settings", content: { "application/json": { schema: DiscordConfig } } }, 400: errorContent("Unknown client") },
     }),
@@ -105,7 +128,7 @@ export function discordRoutes(): OpenAPIHono<{ Bindings: Env }> {
       method: "post",
       path: "/clients/{clientId}/config",
       summary: "Set a client's settings (Discord: default agent, allowed channels)",
-      security: bearerSecurity,
+      ...guard("admin"),
       request: {
         params: z.object({ clientId: z.literal("discord") }),
         body: { required: true, content: { "application/json": { schema: DiscordConfig } } },
@@ -169,6 +192,13 @@ async function command(c: Ctx, interaction: CommandInteraction) {
       if (!text) return message("`/chat` needs a message.");
       const now = Date.now();
       const attachments = chatAttachments(interaction);
+      try {
+        await enforceRate(c.env, `user:discord:${user.id}`, loadConfig(c.env).rateLimits.perUser, "this Discord user");
+      } catch (error) {
+        // Discord shows a failed interaction for an HTTP error: tell the person instead, privately.
+        if (error instanceof RateLimitedError) return message(`You're sending messages faster than I can answer; try again in ${error.retryAfterSeconds} s.`);
+        throw error;
+      }
       await enqueueTurn(c.env, {
         idempotencyKey: `discord:${interaction.id}`,
         input: {

@@ -3,12 +3,14 @@
 // same title) again replaces it; deleting removes it with its fragments and their vectors.
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Env } from "../../config.ts";
+import type { AppEnv } from "../app-env.ts";
+import { guard } from "../auth.ts";
 import { deleteDocument, DOCUMENT_ID_PATTERN, ingestDocument } from "../../memory/knowledge.ts";
 import { memoryBackends } from "../../memory/memory-backends.ts";
 import { NotFoundError } from "../../runtime/errors.ts";
 import { loadTokenCounter } from "../../runtime/tokens.ts";
 import { assertAgentExists } from "../known-agents.ts";
-import { AgentIdParam, bearerSecurity, errorContent } from "../schemas.ts";
+import { AgentIdParam, errorContent } from "../schemas.ts";
 
 /** The request body is capped at 512 KiB for every /agents route. */
 export const MAX_DOCUMENT_CHARS = 500_000;
@@ -34,15 +36,15 @@ const IngestResult = z
   })
   .openapi("IngestResult");
 
-export function knowledgeRoutes(): OpenAPIHono<{ Bindings: Env }> {
-  const app = new OpenAPIHono<{ Bindings: Env }>();
+export function knowledgeRoutes(): OpenAPIHono<AppEnv> {
+  const app = new OpenAPIHono<AppEnv>();
 
   app.openapi(
     createRoute({
       method: "post",
       path: "/agents/{agentId}/knowledge",
       summary: "Ingest a document into the agent's knowledge",
-      security: bearerSecurity,
+      ...guard("memories:write"),
       request: { params: z.object({ agentId: AgentIdParam }), body: { required: true, content: { "application/json": { schema: KnowledgeBody } } } },
       responses: {
         201: { description: "Stored", content: { "application/json": { schema: IngestResult } } },
@@ -65,7 +67,7 @@ export function knowledgeRoutes(): OpenAPIHono<{ Bindings: Env }> {
       method: "delete",
       path: "/agents/{agentId}/knowledge/{documentId}",
       summary: "Delete a document and its fragments",
-      security: bearerSecurity,
+      ...guard("memories:write"),
       request: { params: z.object({ agentId: AgentIdParam, documentId: DocumentId.openapi({ param: { name: "documentId", in: "path" } }) }) },
       responses: {
         204: { description: "Deleted" },

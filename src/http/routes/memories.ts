@@ -4,6 +4,8 @@
 // embeds memories still waiting for a vector.
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Env } from "../../config.ts";
+import type { AppEnv } from "../app-env.ts";
+import { assertMayActFor, guard } from "../auth.ts";
 import { describeEmbedder } from "../../model/embedder.ts";
 import { memoryBackends } from "../../memory/memory-backends.ts";
 import { deleteMemories, insertMemories, listMemories, memoryIdsOfOtherAgents, memoryStats } from "../../memory/memory-repo.ts";
@@ -11,7 +13,7 @@ import { forgetRoomHistory } from "../../room/room-client.ts";
 import { ConflictError, ValidationError } from "../../runtime/errors.ts";
 import type { Memory, MemoryType } from "../../runtime/types.ts";
 import { assertAgentExists } from "../known-agents.ts";
-import { AGENT_ID, bearerSecurity, errorContent, ExternalId } from "../schemas.ts";
+import { AGENT_ID, errorContent, ExternalId } from "../schemas.ts";
 
 export const MAX_MEMORY_TEXT_CHARS = 8_000;
 export const MAX_MEMORIES_PER_REQUEST = 500;
@@ -106,15 +108,15 @@ function view(memory: Memory & { embedded: boolean }): z.infer<typeof MemoryView
   };
 }
 
-export function memoryRoutes(): OpenAPIHono<{ Bindings: Env }> {
-  const app = new OpenAPIHono<{ Bindings: Env }>();
+export function memoryRoutes(): OpenAPIHono<AppEnv> {
+  const app = new OpenAPIHono<AppEnv>();
 
   app.openapi(
     createRoute({
       method: "post",
       path: "/memories",
       summary: "Store memories (embedded at once, in batches)",
-      security: bearerSecurity,
+      ...guard("memories:write"),
       request: {
         body: {
           required: true,
@@ -139,6 +141,7 @@ export function memoryRoutes(): OpenAPIHono<{ Bindings: Env }> {
       const { memories: inputs } = c.req.valid("json");
       const agentId = inputs[0]!.agentId;
       if (inputs.some((input) => input.agentId !== agentId)) throw new ValidationError("all memories of one request must belong to one agent");
+      assertMayActFor(c.get("principal"), agentId);
       await assertAgentExists(c.env, agentId);
       const backends = memoryBackends(c.env);
       const now = Date.now();
@@ -181,7 +184,7 @@ export function memoryRoutes(): OpenAPIHono<{ Bindings: Env }> {
       method: "get",
       path: "/memories",
       summary: "List memories, newest first",
-      security: bearerSecurity,
+      ...guard("memories:read"),
       request: {
         query: FilterQuery.extend({
           limit: z.coerce.number().int().min(1).max(200).default(50),
@@ -196,6 +199,7 @@ export function memoryRoutes(): OpenAPIHono<{ Bindings: Env }> {
     }),
     async (c) => {
       const { agentId, roomId, userId, type, limit, cursor } = c.req.valid("query");
+      assertMayActFor(c.get("principal"), agentId);
       await assertAgentExists(c.env, agentId);
       const page = await listMemories(memoryBackends(c.env).db, { agentId, roomId, userId, types: type }, limit, cursor);
       return c.json({ memories: page.memories.map(view), nextCursor: page.nextCursor }, 200);
@@ -207,7 +211,7 @@ export function memoryRoutes(): OpenAPIHono<{ Bindings: Env }> {
       method: "post",
       path: "/memories/similar",
       summary: "Search memories (full text + vectors, fused)",
-      security: bearerSecurity,
+      ...guard("memories:read"),
       request: {
         body: {
           required: true,
@@ -234,6 +238,7 @@ export function memoryRoutes(): OpenAPIHono<{ Bindings: Env }> {
     }),
     async (c) => {
       const body = c.req.valid("json");
+      assertMayActFor(c.get("principal"), body.agentId);
       await assertAgentExists(c.env, body.agentId);
       const types: MemoryType[] | undefined = body.type === undefined ? undefined : Array.isArray(body.type) ? body.type : [body.type];
       const hits = await memoryBackends(c.env).retriever.search({
@@ -265,7 +270,7 @@ export function memoryRoutes(): OpenAPIHono<{ Bindings: Env }> {
       path: "/memories",
       summary: "Delete memories by filter (their vectors too)",
       description: "`agentId` + `userId` deletes everything the agent remembers about that person: the \"forget me\" path.",
-      security: bearerSecurity,
+      ...guard("memories:write"),
       request: { query: FilterQuery },
       responses: {
         200: json(z.object({ deleted: z.number().int() }), "How many were deleted"),
@@ -275,6 +280,7 @@ export function memoryRoutes(): OpenAPIHono<{ Bindings: Env }> {
     }),
     async (c) => {
       const { agentId, roomId, userId, type } = c.req.valid("query");
+      assertMayActFor(c.get("principal"), agentId);
       await assertAgentExists(c.env, agentId);
       const backends = memoryBackends(c.env);
       const result = await deleteMemories(backends.db, { agentId, roomId, userId, types: type });
@@ -292,7 +298,7 @@ export function memoryRoutes(): OpenAPIHono<{ Bindings: Env }> {
       method: "get",
       path: "/memories/stats",
       summary: "Counts by type, embedding backlog and backends",
-      security: bearerSecurity,
+      ...guard("memories:read"),
       request: { query: z.object({ agentId: AgentId }) },
       responses: {
         200: json(
@@ -311,6 +317,7 @@ export function memoryRoutes(): OpenAPIHono<{ Bindings: Env }> {
     }),
     async (c) => {
       const { agentId } = c.req.valid("query");
+      assertMayActFor(c.get("principal"), agentId);
       await assertAgentExists(c.env, agentId);
       const backends = memoryBackends(c.env);
       const [stats, dimensions] = await Promise.all([memoryStats(backends.db, agentId), backends.index.dimensions()]);
@@ -323,7 +330,7 @@ export function memoryRoutes(): OpenAPIHono<{ Bindings: Env }> {
       method: "post",
       path: "/memories/embed",
       summary: "Embed memories still waiting for a vector (a backfill step; call until pending is false)",
-      security: bearerSecurity,
+      ...guard("memories:write"),
       request: { body: { required: true, content: { "application/json": { schema: z.strictObject({ agentId: AgentId }) } } } },
       responses: {
         200: json(z.object({ embedded: z.number().int(), pending: z.boolean() }), "Progress"),
@@ -334,6 +341,7 @@ export function memoryRoutes(): OpenAPIHono<{ Bindings: Env }> {
     }),
     async (c) => {
       const { agentId } = c.req.valid("json");
+      assertMayActFor(c.get("principal"), agentId);
       await assertAgentExists(c.env, agentId);
       const result = await memoryBackends(c.env).pipeline.embedPending({ agentId, maxBatches: 5 });
       return c.json(result, 200);

@@ -2,13 +2,16 @@
 // Durable Object with one RPC; the worker never runs it inline. `Idempotency-Key` makes a retried
 // POST return the first answer (the room dedupes, even for concurrent repeats).
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
-import type { Env } from "../../config.ts";
+import { loadConfig, type Env } from "../../config.ts";
+import { enforceRate } from "../rate-limit.ts";
+import type { AppEnv } from "../app-env.ts";
+import { guard } from "../auth.ts";
 import { stableStringify } from "../../runtime/stable-json.ts";
 import { AppError, fromSerialized } from "../../runtime/errors.ts";
 import type { TurnInput } from "../../runtime/turn-types.ts";
 import type { TurnResult } from "../../room/agent-room.ts";
 import { readHistory, submitTurn } from "../../room/room-client.ts";
-import { AgentIdParam, bearerSecurity, errorContent, ExternalId, RoomIdParam } from "../schemas.ts";
+import { AgentIdParam, errorContent, ExternalId, RoomIdParam } from "../schemas.ts";
 import { assertAgentExists } from "../known-agents.ts";
 
 export const MAX_MESSAGE_CHARS = 8_000;
@@ -74,15 +77,15 @@ const IdempotencyKey = z
   .optional()
   .openapi({ param: { name: "idempotency-key", in: "header" }, description: "Retries with the same key return the same turn" });
 
-export function messageRoutes(): OpenAPIHono<{ Bindings: Env }> {
-  const app = new OpenAPIHono<{ Bindings: Env }>();
+export function messageRoutes(): OpenAPIHono<AppEnv> {
+  const app = new OpenAPIHono<AppEnv>();
 
   app.openapi(
     createRoute({
       method: "post",
       path: "/agents/{agentId}/messages",
       summary: "Send a message and get the agent's reply",
-      security: bearerSecurity,
+      ...guard("messages:write"),
       request: {
         params: z.object({ agentId: AgentIdParam }),
         headers: z.object({ "idempotency-key": IdempotencyKey }),
@@ -102,6 +105,7 @@ export function messageRoutes(): OpenAPIHono<{ Bindings: Env }> {
       const body = c.req.valid("json");
       const idempotencyKey = c.req.valid("header")["idempotency-key"];
       await assertAgentExists(c.env, agentId);
+      await enforceRate(c.env, `user:rest:${agentId}:${body.userId}`, loadConfig(c.env).rateLimits.perUser, `user "${body.userId}"`);
       const roomId = body.roomId ?? `user:${body.userId}`;
       const input: TurnInput = {
         turnId: crypto.randomUUID(),
@@ -160,7 +164,7 @@ export function messageRoutes(): OpenAPIHono<{ Bindings: Env }> {
       method: "get",
       path: "/agents/{agentId}/rooms/{roomId}/messages",
       summary: "A room's conversation, newest first",
-      security: bearerSecurity,
+      ...guard("memories:read"),
       request: {
         params: z.object({ agentId: AgentIdParam, roomId: RoomIdParam }),
         query: z.object({

@@ -1,0 +1,25 @@
+// Model tokens spent per agent per UTC day, in D1, for the daily ceiling
+// (DAILY_TOKEN_LIMIT / a character's settings.dailyTokens). One upsert per turn, off the reply path.
+import { and, eq, sql } from "drizzle-orm";
+import type { SpendLedger } from "../runtime/spend.ts";
+import type { Db } from "./d1-memory-store.ts";
+import { modelUsageDaily } from "./schema.ts";
+
+export function createD1SpendLedger(db: Db): SpendLedger {
+  return {
+    async spentOn(agentId, day) {
+      const row = await db
+        .select({ tokens: modelUsageDaily.tokens })
+        .from(modelUsageDaily)
+        .where(and(eq(modelUsageDaily.agentId, agentId), eq(modelUsageDaily.day, day)))
+        .get();
+      return row?.tokens ?? 0;
+    },
+    async add(agentId, day, tokens) {
+      await db
+        .insert(modelUsageDaily)
+        .values({ agentId, day, tokens })
+        .onConflictDoUpdate({ target: [modelUsageDaily.agentId, modelUsageDaily.day], set: { tokens: sql`${modelUsageDaily.tokens} + ${tokens}` } });
+    },
+  };
+}

@@ -1,0 +1,33 @@
+// The per-agent daily ceiling on model spend (tokens, UTC days). A turn checks it before its first
+// model call and refuses with 429 (Retry-After: the next UTC midnight) once the day's tokens reach
+// it; what a turn spends is added afterwards. The check is per turn, so the turn that crosses the
+// ceiling finishes: the ceiling can be passed by at most one turn's worth per room.
+import type { Character } from "./character.ts";
+import { RateLimitedError } from "./errors.ts";
+
+export interface SpendLedger {
+  spentOn(agentId: string, day: string): Promise<number>;
+  add(agentId: string, day: string, tokens: number): Promise<void>;
+}
+
+const DAY_MS = 86_400_000;
+
+export function utcDay(now: number): string {
+  return new Date(now).toISOString().slice(0, 10);
+}
+
+export function dailyCeiling(character: Character, deploymentDefault: number | null): number | null {
+  return character.settings.dailyTokens ?? deploymentDefault;
+}
+
+export async function assertWithinDailyBudget(ledger: SpendLedger, agentId: string, ceiling: number | null, now: number): Promise<void> {
+  if (ceiling === null) return;
+  const spent = await ledger.spentOn(agentId, utcDay(now));
+  if (spent < ceiling) return;
+  const retryAfterSeconds = Math.ceil((DAY_MS - (now % DAY_MS)) / 1000);
+  throw new RateLimitedError(
+    `agent "${agentId}" has used its daily model budget (${spent} of ${ceiling} tokens today, UTC); it resets at 00:00 UTC`,
+    retryAfterSeconds,
+    { spentTokens: spent, dailyTokens: ceiling },
+  );
+}

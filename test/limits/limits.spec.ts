@@ -1,0 +1,95 @@
+// Runs in the `limits` project: RATE_LIMIT_PER_TOKEN=30/min, RATE_LIMIT_PER_USER=3/min. Rate limits
+// per API token and per end user answer 429 with Retry-After and store nothing; the per-agent daily
+// model budget refuses turns once spent, with Retry-After pointing at the next UTC midnight.
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { api, createTestAgent, json } from "../helpers/api.ts";
+import { chat, post, useAgentIn, useDiscordStandIns } from "../helpers/discord.ts";
+
+interface Problem {
+  error: { code: string; message: string; details?: { retryAfterSeconds?: number } };
+}
+
+const { model } = useDiscordStandIns();
+
+async function storedUserMessages(agentId: string): Promise<string[]> {
+  const rows = await env.DB.prepare("SELECT content FROM memories WHERE agent_id = ? AND type = 'message' ORDER BY created_at").bind(agentId).all<{ content: string }>();
+  return rows.results.map((row) => JSON.parse(row.content) as { text: string; role: string }).filter((c) => c.role === "user").map((c) => c.text);
+}
+
+describe("rate limits", () => {
+  it("limits each API token to its own bucket, with 429 and Retry-After", async () => {
+    const mint = async (rateLimit?: string) =>
+      json<{ token: string }>(await api("POST", "/auth/tokens", { body: { name: "limited", scopes: ["agents:read"], ...(rateLimit ? { rateLimit } : {}) } }));
+    const tight = await mint("3/min");
+    const other = await mint("3/min");
+    for (let i = 0; i < 3; i += 1) expect((await api("GET", "/agents", { token: tight.token })).status).toBe(200);
+    const refused = await api("GET", "/agents", { token: tight.token });
+    expect(refused.status).toBe(429);
+    const retryAfter = Number(refused.headers.get("retry-after"));
+    // 3 a minute: one request comes back every 20 s.
+    expect(retryAfter).toBeGreaterThanOrEqual(1);
+    expect(retryAfter).toBeLessThanOrEqual(20);
+    const problem = await json<Problem>(refused);
+    expect(problem.error.code).toBe("rate_limited");
+    expect(problem.error.details?.retryAfterSeconds).toBe(retryAfter);
+    expect((await api("GET", "/agents", { token: other.token })).status).toBe(200);
+    expect((await api("POST", "/auth/tokens", { body: { name: "x", scopes: ["agents:read"], rateLimit: "lots" } })).status).toBe(400);
+  });
+
+  it("limits each REST end user to RATE_LIMIT_PER_USER turns, and stores nothing for a refused one", async () => {
+    const agentId = await createTestAgent();
+    for (let i = 1; i <= 3; i += 1) {
+      expect((await api("POST", `/agents/${agentId}/messages`, { body: { userId: "ann", text: `message ${i}` } })).status).toBe(200);
+    }
+    const refused = await api("POST", `/agents/${agentId}/messages`, { body: { userId: "ann", text: "message 4" } });
+    expect(refused.status).toBe(429);
+    expect(Number(refused.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
+    expect((await json<Problem>(refused)).error.message).toContain('user "ann"');
+    expect((await api("POST", `/agents/${agentId}/messages`, { body: { userId: "bob", text: "hello" } })).status).toBe(200);
+    expect(await storedUserMessages(agentId)).toEqual(["message 1", "message 2", "message 3", "hello"]);
+  });
+
+  it("tells a Discord user who chats too fast, privately, without starting a turn", async () => {
+    const channel = "810000000000000001";
+    await useAgentIn(channel);
+    const user = "710000000000000001";
+    for (let i = 1; i <= 3; i += 1) {
+      const response = await post(chat(channel, `hi ${i}`, { user }));
+      expect((await json<{ type: number }>(response)).type).toBe(5);
+    }
+    const refused = await json<{ type: number; data: { content: string; flags: number } }>(await post(chat(channel, "hi 4", { user })));
+    expect(refused.type).toBe(4);
+    expect(refused.data.flags & 64).toBe(64);
+    expect(refused.data.content).toMatch(/faster than I can answer; try again in \d+ s/);
+  });
+});
+
+describe("daily model budget", () => {
+  it("refuses an agent's turns once its tokens for the day are spent, keeping the message", async () => {
+    const agentId = await createTestAgent({ settings: { dailyTokens: 100, memory: { factsEvery: 1000 } } });
+    model.script({ text: "first answer", usage: { promptTokens: 90, completionTokens: 30 } });
+    expect((await api("POST", `/agents/${agentId}/messages`, { body: { userId: "cy", text: "one" } })).status).toBe(200);
+    // Reading the history waits for the room's after-reply work, where the spend is counted.
+    await api("GET", `/agents/${agentId}/rooms/user:cy/messages`);
+    const usage = await env.DB.prepare("SELECT tokens FROM model_usage_daily WHERE agent_id = ?").bind(agentId).first<{ tokens: number }>();
+    expect(usage?.tokens).toBe(120);
+
+    const calls = model.calls.length;
+    const refused = await api("POST", `/agents/${agentId}/messages`, { body: { userId: "dee", text: "two" } });
+    expect(refused.status).toBe(429);
+    const problem = await json<Problem>(refused);
+    expect(problem.error.message).toContain("daily model budget (120 of 100 tokens");
+    const retryAfter = Number(refused.headers.get("retry-after"));
+    const secondsToMidnight = Math.ceil((86_400_000 - (Date.now() % 86_400_000)) / 1000);
+    expect(Math.abs(retryAfter - secondsToMidnight)).toBeLessThanOrEqual(5);
+    expect(model.calls.length).toBe(calls);
+    expect(await storedUserMessages(agentId)).toEqual(["one", "two"]);
+  });
+
+  it("rejects a daily budget that is not a positive whole number", async () => {
+    const response = await api("POST", "/agents", { body: { name: "Spendy", bio: ["x"], settings: { dailyTokens: -5 } } });
+    expect(response.status).toBe(400);
+    expect(JSON.stringify(await response.json())).toContain("dailyTokens");
+  });
+});
