@@ -140,8 +140,9 @@ export function messageRoutes(): OpenAPIHono<AppEnv> {
             : "the room restarted while answering; the turn will still complete (see the room's history)",
         );
       }
+      // A replayed failure is marked too: the client learns that retrying this key will not help.
+      if (result.replayed && (result.ok || result.error.code !== "conflict")) c.header("Idempotent-Replayed", "true");
       if (!result.ok) throw fromSerialized(result.error);
-      if (result.replayed) c.header("Idempotent-Replayed", "true");
       const { outcome } = result;
       return c.json(
         {
