@@ -220,6 +220,16 @@ describe("memory API: deletion and forgetting", () => {
     expect(hits.every((h) => h.userId !== "alice")).toBe(true);
   });
 
+  it("refuses a filter it does not know instead of ignoring it (a typo must not widen a deletion)", async () => {
+    const agentId = await createTestAgent();
+    await store(agentId, [{ type: "fact", userId: "bob", text: "Bob lives in Oslo" }]);
+    const response = await api("DELETE", `/memories?agentId=${agentId}&usrId=alice`);
+    expect(response.status).toBe(400);
+    expect(JSON.stringify(await response.json())).toContain("usrId");
+    expect(await count("SELECT count(*) AS n FROM memories WHERE agent_id = ?", agentId)).toBe(1);
+    expect((await api("GET", `/memories?agentId=${agentId}&tpe=fact`)).status).toBe(400);
+  });
+
   it("deleting an agent removes its memories' vectors", async () => {
     const agentId = await createTestAgent();
     await store(agentId, [{ type: "lore", text: "Short-lived lore" }]);

@@ -87,7 +87,7 @@ export function agentRoutes(): OpenAPIHono<AppEnv> {
       summary: "List agents",
       ...guard("agents:read"),
       request: {
-        query: z.object({
+        query: z.strictObject({
           limit: z.coerce.number().int().min(1).max(100).default(50),
           after: AgentIdParam.optional().openapi({ param: { name: "after", in: "query" }, description: "Cursor: the last id of the previous page" }),
         }),

@@ -82,7 +82,7 @@ const ScoredMemory = MemoryView.extend({
   matchedBy: z.array(z.enum(["text", "vector"])),
 }).openapi("ScoredMemory");
 
-const FilterQuery = z.object({
+const FilterQuery = z.strictObject({
   agentId: AgentId,
   roomId: ExternalId.optional(),
   userId: ExternalId.optional(),
@@ -299,7 +299,7 @@ export function memoryRoutes(): OpenAPIHono<AppEnv> {
       path: "/memories/stats",
       summary: "Counts by type, embedding backlog and backends",
       ...guard("memories:read"),
-      request: { query: z.object({ agentId: AgentId }) },
+      request: { query: z.strictObject({ agentId: AgentId }) },
       responses: {
         200: json(
           z.object({

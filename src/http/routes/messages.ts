@@ -168,7 +168,7 @@ export function messageRoutes(): OpenAPIHono<AppEnv> {
       ...guard("memories:read"),
       request: {
         params: z.object({ agentId: AgentIdParam, roomId: RoomIdParam }),
-        query: z.object({
+        query: z.strictObject({
           limit: z.coerce.number().int().min(1).max(200).default(50),
           before: z.coerce.number().int().positive().optional().openapi({ description: "Cursor: `nextBefore` of the previous page" }),
         }),
