@@ -1,6 +1,7 @@
 // Tools every agent has without any MCP server: what it can do, remembering a fact about the
 // person it talks to, reading back the room's history, and the current time. Side effects use ids
 // derived from the turn and call, so a replayed turn does not store a fact twice.
+import { CHAT_HISTORY_PREAMBLE, quoteData } from "./quoted-data.ts";
 import type { Clock, Memory, MemoryStore, ToolContext, ToolDefinition, ToolHost, ToolOutput } from "./types.ts";
 
 const MAX_FACT_CHARS = 1_000;
@@ -88,10 +89,12 @@ export function createBuiltinToolHost(options: BuiltinToolsOptions): ToolHost {
       if (beforeMs !== undefined && Number.isNaN(beforeMs)) return { ok: false, error: "before is not a valid date-time" };
       const messages = await options.memory.recentMessages({ agentId: ctx.agentId, roomId: ctx.roomId, limit, beforeMs });
       if (messages.length === 0) return { ok: true, content: "No earlier messages." };
-      const lines = messages
-        .reverse()
-        .map((m) => `[${new Date(m.createdAt).toISOString()}] ${m.content.role === "agent" ? "you" : (m.content.userName ?? m.userId ?? "user")}: ${m.content.text}`);
-      return { ok: true, content: lines.join("\n") };
+      // Other people's words: quoted as data with who said them and when, never as instructions.
+      const entries = messages.reverse().map((m) => ({
+        source: `${m.content.role === "agent" ? "you" : (m.content.userName ?? m.userId ?? "user")} at ${new Date(m.createdAt).toISOString()}`,
+        text: m.content.text,
+      }));
+      return { ok: true, content: quoteData("Earlier messages in this room", entries, CHAT_HISTORY_PREAMBLE) };
     },
 
     async current_time(args) {
