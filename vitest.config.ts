@@ -22,6 +22,7 @@ const baseBindings = {
   RATE_LIMIT_PER_TOKEN: "",
   RATE_LIMIT_PER_USER: "",
   DAILY_TOKEN_LIMIT: "",
+  MCP_ALLOW_LOOPBACK: "",
   SECRETS_KEY: "test-secrets-key-0123456789abcdef0123456789",
   MODEL: "test-primary",
   SMALL_MODEL: "test-small",
@@ -38,7 +39,7 @@ async function discordKeys(): Promise<{ publicKey: string; privateKey: string }>
 export default defineConfig(async () => {
   const migrations = await readD1Migrations("migrations");
   const discord = await discordKeys();
-  const project = (name: string, include: string[], bindings: Record<string, unknown>) => ({
+  const project = (name: string, include: string[], bindings: Record<string, unknown>, globalSetup: string[] = []) => ({
     plugins: [
       cloudflareTest({
         wrangler: { configPath: "./wrangler.toml" },
@@ -52,7 +53,7 @@ export default defineConfig(async () => {
         },
       }),
     ],
-    test: { name, include, setupFiles: ["./test/setup/apply-migrations.ts"] },
+    test: { name, include, globalSetup, setupFiles: ["./test/setup/apply-migrations.ts"] },
   });
   const withModelAndDiscord = {
     OPENAI_API_KEY: "sk-test-not-a-real-key",
@@ -63,12 +64,17 @@ export default defineConfig(async () => {
     DISCORD_API_BASE: "http://discord.test/api/v10",
     DISCORD_BOT_TOKEN: "test-bot-token-not-real",
     TEST_DISCORD_PRIVATE_KEY: discord.privateKey,
+    // The MCP test peers listen on 127.0.0.1 over http.
+    MCP_ALLOW_LOOPBACK: "true",
   };
   return {
     test: {
       projects: [
         // Limits high enough that no test trips them by accident, but the limiter is on every request.
-        project("main", ["test/**/*.test.ts"], { ...withModelAndDiscord, RATE_LIMIT_PER_TOKEN: "100000/min", RATE_LIMIT_PER_USER: "100000/min" }),
+        project("main", ["test/**/*.test.ts"], { ...withModelAndDiscord, RATE_LIMIT_PER_TOKEN: "100000/min", RATE_LIMIT_PER_USER: "100000/min" }, [
+          // Real MCP servers (and an OAuth one) from the MCP SDK, on loopback.
+          "./test/setup/mcp-peers.ts",
+        ]),
         project("no-model", ["test/no-model/**/*.spec.ts"], {}),
         // The deployment defaults tightened, to watch them bite.
         project("limits", ["test/limits/**/*.spec.ts"], { ...withModelAndDiscord, RATE_LIMIT_PER_TOKEN: "30/min", RATE_LIMIT_PER_USER: "3/min" }),

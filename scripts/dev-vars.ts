@@ -1,4 +1,5 @@
-// Makes sure .dev.vars exists for `npm run dev`, with a random ADMIN_TOKEN and SECRETS_KEY, and
+// Makes sure .dev.vars exists for `npm run dev`, with a random ADMIN_TOKEN and SECRETS_KEY (and
+// MCP_ALLOW_LOOPBACK=true, for MCP servers on localhost), and
 // prints the admin token so the README's curl examples work at once. Never overwrites a value
 // you set; only adds what is missing. .dev.vars is git-ignored: it holds local secrets.
 import { randomBytes } from "node:crypto";
@@ -18,6 +19,8 @@ const has = (name: string) => new RegExp(`^\\s*${name}\\s*=`, "m").test(existing
 const additions: string[] = [];
 if (!has("ADMIN_TOKEN")) additions.push(`ADMIN_TOKEN=${randomBytes(24).toString("base64url")}`);
 if (!has("SECRETS_KEY")) additions.push(`SECRETS_KEY=${randomBytes(32).toString("base64url")}`);
+// Local MCP servers (e.g. the SDK's examples on localhost) over http; never set this in production.
+if (!has("MCP_ALLOW_LOOPBACK")) additions.push("MCP_ALLOW_LOOPBACK=true");
 if (additions.length > 0 || !existsSync(PATH)) {
   writeFileSync(PATH, `${existing.trimEnd()}\n${additions.join("\n")}\n`);
 }

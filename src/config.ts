@@ -38,6 +38,7 @@ export interface Env {
   RATE_LIMIT_PER_TOKEN?: string;
   RATE_LIMIT_PER_USER?: string;
   DAILY_TOKEN_LIMIT?: string;
+  MCP_ALLOW_LOOPBACK?: string;
 }
 
 export const DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1";
@@ -103,6 +104,7 @@ const VarsSchema = z.object({
   ),
   RATE_LIMIT_PER_TOKEN: rateRule(DEFAULT_RATE_LIMIT_PER_TOKEN),
   RATE_LIMIT_PER_USER: rateRule(DEFAULT_RATE_LIMIT_PER_USER),
+  MCP_ALLOW_LOOPBACK: z.preprocess(unset, z.enum(["true", "false"], { error: 'must be "true" or "false"' }).optional()),
   DAILY_TOKEN_LIMIT: z.preprocess(unset, z.coerce.number({ error: "must be a whole number" }).int("must be a whole number").min(1).optional()),
   MAX_CONTEXT_TOKENS: z.preprocess(unset, z.coerce.number({ error: "must be a whole number" }).int("must be a whole number").min(1_000).max(2_000_000).optional()),
 });
@@ -140,6 +142,8 @@ export interface Config {
   rateLimits: { perToken: RateRule | null; perUser: RateRule | null };
   /** Model tokens an agent may spend per UTC day unless its character says otherwise; null: no ceiling. */
   dailyTokenLimit: number | null;
+  /** Development only: MCP servers on loopback over http (tests, `npm run dev`). */
+  mcpAllowLoopback: boolean;
 }
 
 export const MODEL_NOT_CONFIGURED_MESSAGE =
@@ -169,6 +173,7 @@ export function loadConfig(env: Env): Config {
     publicBaseUrl: vars.PUBLIC_BASE_URL,
     rateLimits: { perToken: vars.RATE_LIMIT_PER_TOKEN, perUser: vars.RATE_LIMIT_PER_USER },
     dailyTokenLimit: vars.DAILY_TOKEN_LIMIT ?? null,
+    mcpAllowLoopback: vars.MCP_ALLOW_LOOPBACK === "true",
   };
   cache.set(env, config);
   return config;

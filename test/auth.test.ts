@@ -47,6 +47,15 @@ const REQUESTS: Record<string, () => Promise<MatrixRequest>> = {
   "DELETE /memories": async () => withAgent((id) => ({ path: `/memories?agentId=${id}&userId=u1`, status: 200 })),
   "GET /memories/stats": async () => withAgent((id) => ({ path: `/memories/stats?agentId=${id}`, status: 200 })),
   "POST /memories/embed": async () => withAgent((id) => ({ path: "/memories/embed", body: { agentId: id }, status: 200 })),
+  "GET /agents/{agentId}/tools": async () => withAgent((id) => ({ path: `/agents/${id}/tools`, status: 200 })),
+  "POST /agents/{agentId}/tools": async () =>
+    // Nothing listens on the discard port: the server is added and reported down.
+    withAgent((id) => ({ path: `/agents/${id}/tools`, body: { name: "nowhere", url: "http://127.0.0.1:9/mcp" }, status: 201 })),
+  "DELETE /agents/{agentId}/tools/{name}": async () => {
+    const id = await createTestAgent();
+    await admin("POST", `/agents/${id}/tools`, { name: "gone", url: "http://127.0.0.1:9/mcp" }, 201);
+    return { path: `/agents/${id}/tools/gone`, agentId: id, status: 204 };
+  },
   "GET /clients/{clientId}/config": async () => ({ path: "/clients/discord/config", status: 200 }),
   "POST /clients/{clientId}/config": async () => ({ path: "/clients/discord/config", body: { allowedChannels: [] }, status: 200 }),
   "POST /auth/tokens": async () => ({ path: "/auth/tokens", body: { name: "minted-in-matrix", scopes: ["agents:read"] }, status: 201 }),
@@ -104,7 +113,7 @@ describe("API tokens and scopes", () => {
         .filter(([, op]) => op.security === undefined)
         .map(([method]) => `${method.toUpperCase()} ${path}`),
     );
-    expect(open.sort()).toEqual(["GET /health", "POST /discord/interactions"]);
+    expect(open.sort()).toEqual(["GET /health", "GET /oauth/callback", "POST /discord/interactions"]);
     const operations = await specOperations();
     expect(operations.map((op) => op.key).sort()).toEqual(Object.keys(REQUESTS).sort());
     for (const op of operations) expect(ALL_SCOPES).toContain(op.scope);

@@ -1,3 +1,4 @@
+/// <reference path="./peers/provided-context.d.ts" />
 // Types for the test-only bindings and for `cloudflare:workers` imports in tests.
 import type { D1Migration } from "cloudflare:test";
 import type { Env as AppEnv } from "../src/config.ts";

@@ -80,6 +80,7 @@ describe("state composition", () => {
     input: turnInput({ turnId: "now" }),
     memory: new FakeMemoryStore(),
     clock: tickingClock(),
+    toolSources: [],
     tokens: await loadTokenCounter(),
     tools: [],
     retrieval: null,

@@ -14,6 +14,8 @@ import { knowledgeRoutes } from "./routes/knowledge.ts";
 import { memoryRoutes } from "./routes/memories.ts";
 import { messageRoutes } from "./routes/messages.ts";
 import { tokenRoutes } from "./routes/tokens.ts";
+import { oauthRoutes } from "./routes/oauth.ts";
+import { toolRoutes } from "./routes/tools.ts";
 import { validationError } from "./validation.ts";
 
 /** Character files can carry long lore and examples; chat messages cannot. */
@@ -54,6 +56,8 @@ export function createApp(): OpenAPIHono<AppEnv> {
   app.route("/", memoryRoutes());
   app.route("/", discordRoutes());
   app.route("/", tokenRoutes());
+  app.route("/", toolRoutes());
+  app.route("/", oauthRoutes());
 
   app.openAPIRegistry.registerComponent("securitySchemes", "bearerAuth", {
     type: "http",

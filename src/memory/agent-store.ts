@@ -2,7 +2,7 @@
 // sealed with SECRETS_KEY in their own column) and re-parsed on read, so one schema validates it
 // both ways and nothing of the author's file is lost. Creating or replacing an agent writes its
 // lore memories and its knowledge document in the same atomic batch.
-import { and, asc, eq, gt, inArray } from "drizzle-orm";
+import { and, asc, eq, gt, inArray, sql } from "drizzle-orm";
 import { parseCharacter } from "../characters/parse-character.ts";
 import type { Character } from "../runtime/character.ts";
 import { ConflictError, InternalError, NotConfiguredError, NotFoundError, ValidationError } from "../runtime/errors.ts";
@@ -44,6 +44,8 @@ export interface AgentStore {
   list(options: { limit: number; after?: string; only?: readonly string[] }): Promise<{ agents: AgentSummary[]; nextCursor: string | null }>;
   replace(id: string, file: unknown, now: number, knowledge?: KnowledgeBuilder): Promise<AgentRecord>;
   remove(id: string): Promise<boolean>;
+  /** Marks the agent changed (its tools changed), so rooms re-read what they cached. */
+  touch(id: string, now: number): Promise<boolean>;
 }
 
 export function createAgentStore(db: Db, secretBox: SecretBox | null): AgentStore {
@@ -99,6 +101,15 @@ export function createAgentStore(db: Db, secretBox: SecretBox | null): AgentStor
     async get(id) {
       const row = await db.select().from(agents).where(eq(agents.id, id)).get();
       return row ? toRecord(row) : null;
+    },
+
+    async touch(id, now) {
+      const updated = await db
+        .update(agents)
+        .set({ updatedAt: sql`max(${now}, ${agents.updatedAt} + 1)` })
+        .where(eq(agents.id, id))
+        .returning({ id: agents.id });
+      return updated.length > 0;
     },
 
     async version(id) {

@@ -11,6 +11,7 @@ import type { Db } from "./d1-memory-store.ts";
 import type { EmbeddingPipeline } from "./embedding-pipeline.ts";
 import { MEMORY_ROWS_PER_INSERT, toMemoryRow } from "./rows.ts";
 import { memories } from "./schema.ts";
+import { sha256Hex } from "../runtime/hashing.ts";
 
 export const DOCUMENT_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$/;
 
@@ -145,9 +146,4 @@ function slugFor(title: string | undefined): string | null {
     .replace(/^-+|-+$/g, "")
     .slice(0, 96);
   return slug || null;
-}
-
-async function sha256Hex(text: string): Promise<string> {
-  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
-  return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
 }

@@ -200,3 +200,44 @@ export const modelUsageDaily = sqliteTable(
   },
   (t) => [primaryKey({ columns: [t.agentId, t.day] })],
 );
+
+/**
+ * MCP servers added to one agent at runtime (`POST /agents/:agentId/tools`). Servers in the
+ * checked-in registry (mcp-servers.json) are not copied here; a character names those.
+ */
+export const agentMcpServers = sqliteTable(
+  "agent_mcp_servers",
+  {
+    agentId: text("agent_id")
+      .notNull()
+      .references(() => agents.id, { onDelete: "cascade" }),
+    name: text("name").notNull(),
+    /** The server's settings as JSON (url, transport, headers, auth); re-validated on read. */
+    config: text("config").notNull(),
+    createdAt: integer("created_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.agentId, t.name] })],
+);
+
+/**
+ * OAuth state per agent and MCP server, shared by every room of the agent: the registered client,
+ * the tokens and the pending PKCE verifier, sealed together with SECRETS_KEY (AES-GCM).
+ */
+export const mcpCredentials = sqliteTable(
+  "mcp_credentials",
+  {
+    agentId: text("agent_id")
+      .notNull()
+      .references(() => agents.id, { onDelete: "cascade" }),
+    server: text("server").notNull(),
+    /** Sealed JSON: client information, tokens, code verifier, discovery state, redirect URL. */
+    sealed: text("sealed").notNull(),
+    /** SHA-256 (hex) of the pending authorization's `state`, to find the row on the callback. */
+    stateHash: text("state_hash"),
+    stateExpiresAt: integer("state_expires_at"),
+    /** When the access token expires (ms), to refresh ahead of time; null when unknown. */
+    tokenExpiresAt: integer("token_expires_at"),
+    updatedAt: integer("updated_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.agentId, t.server] }), index("mcp_credentials_state_idx").on(t.stateHash)],
+);

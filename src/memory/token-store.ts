@@ -5,6 +5,7 @@ import { asc, eq } from "drizzle-orm";
 import { z } from "zod";
 import type { Db } from "./d1-memory-store.ts";
 import { apiTokens } from "./schema.ts";
+import { sha256Hex, toHex } from "../runtime/hashing.ts";
 
 export const SCOPES = [
   "admin",
@@ -78,7 +79,7 @@ export function createTokenStore(db: Db): TokenStore {
       };
       await db.insert(apiTokens).values({
         id: record.id,
-        hash: await tokenHash(token),
+        hash: await sha256Hex(token),
         name: record.name,
         scopes: JSON.stringify(record.scopes),
         agents: record.agents ? JSON.stringify(record.agents) : null,
@@ -91,7 +92,7 @@ export function createTokenStore(db: Db): TokenStore {
     },
     async findBySecret(token) {
       if (!token.startsWith(TOKEN_PREFIX)) return null;
-      const [row] = await db.select().from(apiTokens).where(eq(apiTokens.hash, await tokenHash(token))).limit(1);
+      const [row] = await db.select().from(apiTokens).where(eq(apiTokens.hash, await sha256Hex(token))).limit(1);
       return row ? toRecord(row) : null;
     },
     async list() {
@@ -123,14 +124,6 @@ function toRecord(row: typeof apiTokens.$inferSelect): TokenRecord {
     revokedAt: row.revokedAt,
     lastUsedAt: row.lastUsedAt,
   };
-}
-
-async function tokenHash(token: string): Promise<string> {
-  return toHex(new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(token))));
-}
-
-function toHex(bytes: Uint8Array): string {
-  return Array.from(bytes, (byte) => byte.toString(16).padStart(2, "0")).join("");
 }
 
 function toBase64Url(bytes: Uint8Array): string {

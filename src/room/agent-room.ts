@@ -17,6 +17,7 @@ import { attachmentPrompt, DISCORD_ATTACHMENT_HOSTS, ingestAttachments } from ".
 import { deliverToDiscord, editPosted, postForInteraction } from "../clients/discord/delivery.ts";
 import { createDiscordRest, DiscordApiError, INTERACTION_TOKEN_LIFETIME_MS, type DiscordRest } from "../clients/discord/rest.ts";
 import type { TurnPause } from "../runtime/turn-types.ts";
+import { effectiveServers, type McpServerEntry } from "../mcp/registry.ts";
 
 export interface SubmitTurnRequest {
   input: TurnInput;
@@ -63,6 +64,8 @@ export class AgentRoom extends Agent<Env> {
   private journal!: TurnJournal;
   private runtime: Promise<RoomRuntime> | null = null;
   private cachedCharacter: { version: number; character: Character } | null = null;
+  /** The agent's runtime-added MCP servers, as of an agent version (adding one bumps it). */
+  private agentServers: { version: number | null; servers: McpServerEntry[] } | null = null;
   private draining: Promise<void> | null = null;
   /** Reply writes and evaluations, chained so they reach D1 in turn order. */
   private afterReplies: Promise<void> = Promise.resolve();
@@ -264,6 +267,7 @@ export class AgentRoom extends Agent<Env> {
       // (A turn resuming after an approval stored it the first time.)
       const [version] = await Promise.all([runtime.agents.version(agentId), decided ? null : runtime.runner.receive(entry.input)]);
       const character = await this.characterFor(runtime, agentId, version);
+      await this.prepareTools(runtime, agentId, version, character);
       // Only a surface with buttons can ask a person; elsewhere such tools are refused.
       const canAskApproval = entry.delivery?.kind === "discord" && canRouteApproval(agentId);
       const attachments = !decided && entry.input.attachments.length > 0 ? await this.readAttachments(entry) : undefined;
@@ -439,11 +443,20 @@ export class AgentRoom extends Agent<Env> {
   }
 
   private getRuntime(): Promise<RoomRuntime> {
-    this.runtime ??= createRoomRuntime(this.env, { settled: () => this.afterReplies }).catch((error: unknown) => {
+    // Room names are `<agentId>:<roomId>`; agent ids contain no ':'.
+    this.runtime ??= createRoomRuntime(this.env, this.name.split(":")[0]!, { settled: () => this.afterReplies }).catch((error: unknown) => {
       this.runtime = null;
       throw error;
     });
     return this.runtime;
+  }
+
+  /** Connects the MCP servers the agent uses (once per room instance; again after a change). */
+  private async prepareTools(runtime: RoomRuntime, agentId: string, version: number | null, character: Character): Promise<void> {
+    if (this.agentServers?.version !== version) {
+      this.agentServers = { version, servers: await runtime.mcpPlatform.servers.list(agentId) };
+    }
+    await runtime.mcp.prepare(effectiveServers(character.settings.mcpServers, this.agentServers.servers));
   }
 
   private async characterFor(runtime: RoomRuntime, agentId: string, version: number | null): Promise<Character> {

@@ -27,6 +27,8 @@ import { createTurnRunner, type TurnRunner } from "../runtime/turn-runner.ts";
 import { DEFAULT_LIMITS } from "../runtime/turn-types.ts";
 import type { ChatModel, Clock, ToolHost } from "../runtime/types.ts";
 import { createRoomHistoryStore, type RoomHistoryStore } from "./room-history.ts";
+import { McpConnections } from "../mcp/connections.ts";
+import { mcpPlatform, type McpPlatform } from "../mcp/platform.ts";
 
 export interface RoomRuntime {
   runner: TurnRunner;
@@ -36,6 +38,9 @@ export interface RoomRuntime {
   agents: AgentStore;
   messages: MessageHistory;
   embeddings: EmbeddingPipeline;
+  /** This room's MCP connections (also part of the runner's tools). */
+  mcp: McpConnections;
+  mcpPlatform: McpPlatform;
 }
 
 export interface RoomRuntimeOptions {
@@ -54,7 +59,7 @@ export function createMonotonicClock(): Clock {
   };
 }
 
-export async function createRoomRuntime(env: Env, options: RoomRuntimeOptions): Promise<RoomRuntime> {
+export async function createRoomRuntime(env: Env, agentId: string, options: RoomRuntimeOptions): Promise<RoomRuntime> {
   const config = loadConfig(env);
   const clock = createMonotonicClock();
   const db = drizzle(env.DB);
@@ -62,8 +67,18 @@ export async function createRoomRuntime(env: Env, options: RoomRuntimeOptions): 
   const memory = createRoomHistoryStore(createD1MemoryStore(db), options);
   const events = createEventBus();
   let tools: ToolHost;
-  const builtins = createBuiltinToolHost({ memory, clock, listAll: () => tools.list() });
-  tools = combineToolHosts([builtins]);
+  const platform = mcpPlatform(env);
+  const mcp = new McpConnections({
+    agentId,
+    fetch: platform.fetch,
+    urlPolicy: platform.urlPolicy,
+    credentials: platform.credentials,
+    redirectUrl: platform.redirectUrl,
+    secret: platform.secret,
+    now: () => Date.now(),
+  });
+  const builtins = createBuiltinToolHost({ memory, clock, listAll: () => tools.list(), sources: () => mcp.sources() });
+  tools = combineToolHosts([builtins, mcp]);
   const runner = createTurnRunner({
     model: chatModelFor(config),
     modelNotConfiguredMessage: MODEL_NOT_CONFIGURED_MESSAGE,
@@ -83,7 +98,7 @@ export async function createRoomRuntime(env: Env, options: RoomRuntimeOptions): 
     dailyTokenLimit: config.dailyTokenLimit,
   });
   const agents = createAgentStore(db, config.secretsKey ? createSecretBox(config.secretsKey) : null);
-  return { runner, events, config, history: memory, agents, messages: createMessageHistory(db), embeddings: backends.pipeline };
+  return { runner, events, config, history: memory, agents, messages: createMessageHistory(db), embeddings: backends.pipeline, mcp, mcpPlatform: platform };
 }
 
 function chatModelFor(config: Config): ChatModel | null {

@@ -2,7 +2,7 @@
 // person it talks to, reading back the room's history, and the current time. Side effects use ids
 // derived from the turn and call, so a replayed turn does not store a fact twice.
 import { CHAT_HISTORY_PREAMBLE, quoteData } from "./quoted-data.ts";
-import type { Clock, Memory, MemoryStore, ToolContext, ToolDefinition, ToolHost, ToolOutput } from "./types.ts";
+import type { Clock, Memory, MemoryStore, ToolContext, ToolDefinition, ToolHost, ToolOutput, ToolSourceStatus } from "./types.ts";
 
 const MAX_FACT_CHARS = 1_000;
 const MAX_HISTORY_LIMIT = 50;
@@ -12,6 +12,14 @@ export interface BuiltinToolsOptions {
   clock: Clock;
   /** Every tool the agent can call right now (built-in and remote), for list_available_tools. */
   listAll: () => Promise<ToolDefinition[]>;
+  /** The remote tool sources and their state, for list_available_tools. */
+  sources?: () => ToolSourceStatus[];
+}
+
+export function describeSource(source: ToolSourceStatus): string {
+  if (source.state === "ready") return `${source.name}: ready, ${source.tools} tool${source.tools === 1 ? "" : "s"}`;
+  const state = source.state === "authenticating" ? "waiting for authorization" : source.state === "down" ? "unreachable" : "misconfigured";
+  return `${source.name}: ${state}${source.detail ? ` (${source.detail})` : ""}; its tools cannot be used now`;
 }
 
 type Handler = (args: Record<string, unknown>, ctx: ToolContext) => Promise<ToolOutput>;
@@ -64,7 +72,13 @@ export function createBuiltinToolHost(options: BuiltinToolsOptions): ToolHost {
   const handlers: Record<string, Handler> = {
     async list_available_tools() {
       const tools = await options.listAll();
-      return { ok: true, content: tools.map((tool) => `${tool.name}: ${tool.description}`).join("\n") };
+      const lines = tools.map((tool) => `${tool.name}: ${tool.description}`);
+      const sources = options.sources?.() ?? [];
+      if (sources.length > 0) {
+        lines.push("", "Tool servers:");
+        for (const source of sources) lines.push(`- ${describeSource(source)}`);
+      }
+      return { ok: true, content: lines.join("\n") };
     },
 
     async remember(args, ctx) {
@@ -139,6 +153,7 @@ export function combineToolHosts(hosts: ToolHost[]): ToolHost {
   };
   return {
     list,
+    sources: () => hosts.flatMap((host) => host.sources?.() ?? []),
     async call(name, args, ctx) {
       if (!owners) await list();
       const host = owners?.get(name);

@@ -5,7 +5,7 @@ import type { Character } from "./character.ts";
 import { withDeadline } from "./deadline.ts";
 import type { TokenCounter } from "./tokens.ts";
 import type { TurnInput } from "./turn-types.ts";
-import type { ChatMessage, Clock, EventSink, MemoryRetriever, MemoryStore, ToolDefinition } from "./types.ts";
+import type { ChatMessage, Clock, EventSink, MemoryRetriever, MemoryStore, ToolDefinition, ToolSourceStatus } from "./types.ts";
 
 /** Token budgets of the long-term memory sections of the prompt. */
 export interface MemoryBudgets {
@@ -30,6 +30,8 @@ export interface ProviderContext {
   clock: Clock;
   tokens: TokenCounter;
   tools: ToolDefinition[];
+  /** Remote tool sources and their state (MCP servers); empty when there are none. */
+  toolSources: ToolSourceStatus[];
   historyTokens: number;
   historyFetchLimit: number;
   /** null when the runtime has no long-term memory wired (tests of the bare loop). */

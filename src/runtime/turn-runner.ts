@@ -202,6 +202,7 @@ async function respondWith(
       clock: deps.clock,
       tokens: deps.tokens,
       tools: definitions,
+      toolSources: deps.tools.sources?.() ?? [],
       historyTokens: character.settings.historyTokens ?? deps.limits.historyTokens,
       historyFetchLimit: deps.limits.historyFetchLimit,
       retrieval: deps.retriever ? turnRetrieval(deps.retriever, deps.limits, character, input.text) : null,

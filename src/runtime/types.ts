@@ -123,6 +123,17 @@ export interface ToolDefinition extends ToolSpec {
 export interface ToolHost {
   list(): Promise<ToolDefinition[]>;
   call(name: string, args: Record<string, unknown>, ctx: ToolContext): Promise<ToolOutput>;
+  /** Where remote tools come from and whether each source is usable now (MCP servers). */
+  sources?(): ToolSourceStatus[];
+}
+
+export interface ToolSourceStatus {
+  /** e.g. "MCP server docs". */
+  name: string;
+  state: "ready" | "authenticating" | "down" | "failed";
+  tools: number;
+  /** Why it is not ready. */
+  detail?: string;
 }
 
 // ---- storage --------------------------------------------------------------------------------

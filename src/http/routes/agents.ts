@@ -15,6 +15,8 @@ import { characterKnowledge } from "../../memory/knowledge.ts";
 import { memoryBackends } from "../../memory/memory-backends.ts";
 import type { KnowledgeBuilder } from "../../memory/agent-store.ts";
 import { loadTokenCounter } from "../../runtime/tokens.ts";
+import { mcpPlatform } from "../../mcp/platform.ts";
+import { assertKnownServers } from "../../mcp/registry.ts";
 
 const CharacterFile = z
   .record(z.string(), z.unknown())
@@ -70,8 +72,11 @@ export function agentRoutes(): OpenAPIHono<AppEnv> {
     async (c) => {
       const file = c.req.valid("json");
       const principal = c.get("principal");
+      const character = parseCharacter(file);
       // A token limited to some agents may create only those: the id must be known before writing.
-      if (principal.agents !== null) assertMayActFor(principal, agentIdFor(parseCharacter(file)));
+      if (principal.agents !== null) assertMayActFor(principal, agentIdFor(character));
+      // A new agent has no servers of its own yet: it may name only mcp-servers.json's.
+      assertKnownServers(character.settings.mcpServers);
       const now = Date.now();
       const record = await agentStore(c.env).create(file, now, knowledgeBuilder(now));
       await embedAgentMemories(c.env, record.id);
@@ -133,8 +138,11 @@ export function agentRoutes(): OpenAPIHono<AppEnv> {
     }),
     async (c) => {
       const { agentId } = c.req.valid("param");
+      const file = c.req.valid("json");
+      const own = await mcpPlatform(c.env).servers.list(agentId);
+      assertKnownServers(parseCharacter(file).settings.mcpServers, own.map((server) => server.name));
       const now = Date.now();
-      const record = await agentStore(c.env).replace(agentId, c.req.valid("json"), now, knowledgeBuilder(now));
+      const record = await agentStore(c.env).replace(agentId, file, now, knowledgeBuilder(now));
       await embedAgentMemories(c.env, record.id);
       return c.json(detail(record), 200);
     },

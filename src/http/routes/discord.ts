@@ -28,6 +28,9 @@ import { deleteMemories, insertMemories } from "../../memory/memory-repo.ts";
 import { enqueueTurn, forgetRoomHistory, resolveApproval } from "../../room/room-client.ts";
 import { approvalResultText, parseApprovalCustomId, type ApprovalButton } from "../../clients/discord/approval.ts";
 import { BUILTIN_TOOL_DEFINITIONS } from "../../runtime/builtin-tools.ts";
+import { describeServers } from "../../mcp/overview.ts";
+import { mcpPlatform } from "../../mcp/platform.ts";
+import { effectiveServers } from "../../mcp/registry.ts";
 import { NotConfiguredError, NotFoundError, RateLimitedError, UnauthorizedError, ValidationError } from "../../runtime/errors.ts";
 import type { Attachment, Memory } from "../../runtime/types.ts";
 import { errorContent } from "../schemas.ts";
@@ -52,6 +55,8 @@ function publicKey(hex: string): Promise<CryptoKey> {
   }
   return key;
 }
+
+const TOOLS_OVERVIEW_BUDGET_MS = 2_000;
 
 export function discordRoutes(): OpenAPIHono<AppEnv> {
   const app = new OpenAPIHono<AppEnv>();
@@ -268,11 +273,35 @@ async function command(c: Ctx, interaction: CommandInteraction) {
         },
       ]);
     case "tools": {
-      const lines = BUILTIN_TOOL_DEFINITIONS.map((tool) => `• \`${tool.name}\`: ${tool.description}`);
-      return message(truncate(`Built-in tools:\n${lines.join("\n")}\n\nNo MCP servers are attached to this agent.`));
+      // A consent link connects the agent to the account of whoever opens it: managers only.
+      const manager = interaction.member?.permissions === undefined || (BigInt(interaction.member.permissions) & (MANAGE_GUILD | 8n)) !== 0n;
+      return message(truncate(await toolsOverview(c, agentId, manager)));
     }
   }
   return message(`I don't know the command \`/${name}\`.`);
+}
+
+/** Built-in tools, then each MCP server with its state and, when it waits for consent, the link. */
+async function toolsOverview(c: Ctx, agentId: string, canAuthorize: boolean): Promise<string> {
+  const lines = ["Built-in tools:", ...BUILTIN_TOOL_DEFINITIONS.map((tool) => `• \`${tool.name}\`: ${tool.description}`)];
+  const record = await agentStore(c.env).get(agentId);
+  const platform = mcpPlatform(c.env, new URL(c.req.url).origin);
+  const entries = record ? effectiveServers(record.character.settings.mcpServers, await platform.servers.list(agentId)) : [];
+  if (entries.length === 0) return [...lines, "", "No MCP servers are attached to this agent."].join("\n");
+  // Discord waits 3 s for this answer: starting an authorization gets at most 2 of them.
+  const overview = await Promise.race([
+    describeServers(platform, agentId, entries, { probe: false, startAuthorization: canAuthorize, now: Date.now }),
+    new Promise<null>((resolve) => setTimeout(() => resolve(null), TOOLS_OVERVIEW_BUDGET_MS)),
+  ]);
+  lines.push("", "MCP servers:");
+  if (!overview) return [...lines, ...entries.map((entry) => `• **${entry.name}**: checking… run /tools again in a moment`)].join("\n");
+  for (const server of overview) {
+    if (server.state === "authenticating" && !canAuthorize) lines.push(`• **${server.name}**: needs authorization by a server manager (they can run /tools)`);
+    else if (server.authUrl) lines.push(`• **${server.name}**: needs authorization: ${server.authUrl}`);
+    else if (server.state === "failed") lines.push(`• **${server.name}**: not usable (${server.error ?? "misconfigured"})`);
+    else lines.push(`• **${server.name}**: ${server.auth === "oauth" ? "authorized" : "configured"} (${server.url})`);
+  }
+  return lines.join("\n");
 }
 
 async function chooseAgent(c: Ctx, interaction: CommandInteraction, userId: string, channelId: string) {

@@ -13,6 +13,7 @@ import type { TurnResult } from "../../room/agent-room.ts";
 import { readHistory, submitTurn } from "../../room/room-client.ts";
 import { AgentIdParam, errorContent, ExternalId, RoomIdParam } from "../schemas.ts";
 import { assertAgentExists } from "../known-agents.ts";
+import { sha256Hex } from "../../runtime/hashing.ts";
 
 export const MAX_MESSAGE_CHARS = 8_000;
 export const MAX_ATTACHMENTS = 10;
@@ -202,9 +203,4 @@ export function messageRoutes(): OpenAPIHono<AppEnv> {
   );
 
   return app;
-}
-
-async function sha256Hex(text: string): Promise<string> {
-  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
-  return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
 }

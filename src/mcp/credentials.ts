@@ -1,0 +1,69 @@
+// OAuth state for one agent and one MCP server, in D1, sealed with SECRETS_KEY (AES-GCM, the row's
+// key bound as additional data). Every room of the agent reads the same row, so one consent serves
+// them all. The pending authorization's `state` is stored only as a hash, to find the row when the
+// browser comes back to /oauth/callback.
+import type { OAuthClientInformationMixed, OAuthTokens } from "@modelcontextprotocol/sdk/shared/auth.js";
+import type { OAuthDiscoveryState } from "@modelcontextprotocol/sdk/client/auth.js";
+import { and, eq } from "drizzle-orm";
+import type { Db } from "../memory/d1-memory-store.ts";
+import { mcpCredentials } from "../memory/schema.ts";
+import type { SecretBox } from "../memory/secret-box.ts";
+
+export interface McpAuthData {
+  redirectUrl?: string;
+  clientInformation?: OAuthClientInformationMixed;
+  tokens?: OAuthTokens;
+  codeVerifier?: string;
+  discovery?: OAuthDiscoveryState;
+  /** The consent URL of the authorization in progress. */
+  authUrl?: string;
+}
+
+export interface McpCredentialRow {
+  agentId: string;
+  server: string;
+  data: McpAuthData;
+  stateHash: string | null;
+  stateExpiresAt: number | null;
+  tokenExpiresAt: number | null;
+}
+
+export interface McpCredentialStore {
+  load(agentId: string, server: string): Promise<McpCredentialRow | null>;
+  save(row: McpCredentialRow, now: number): Promise<void>;
+  findByStateHash(stateHash: string): Promise<McpCredentialRow | null>;
+  remove(agentId: string, server: string): Promise<void>;
+}
+
+export function createMcpCredentialStore(db: Db, box: SecretBox): McpCredentialStore {
+  const recordId = (agentId: string, server: string) => `mcp:${agentId}:${server}`;
+  const open = async (row: typeof mcpCredentials.$inferSelect): Promise<McpCredentialRow> => ({
+    agentId: row.agentId,
+    server: row.server,
+    data: JSON.parse(await box.open(row.sealed, recordId(row.agentId, row.server))) as McpAuthData,
+    stateHash: row.stateHash,
+    stateExpiresAt: row.stateExpiresAt,
+    tokenExpiresAt: row.tokenExpiresAt,
+  });
+  return {
+    async load(agentId, server) {
+      const row = await db.select().from(mcpCredentials).where(and(eq(mcpCredentials.agentId, agentId), eq(mcpCredentials.server, server))).get();
+      return row ? open(row) : null;
+    },
+    async save(row, now) {
+      const sealed = await box.seal(JSON.stringify(row.data), recordId(row.agentId, row.server));
+      const values = { sealed, stateHash: row.stateHash, stateExpiresAt: row.stateExpiresAt, tokenExpiresAt: row.tokenExpiresAt, updatedAt: now };
+      await db
+        .insert(mcpCredentials)
+        .values({ agentId: row.agentId, server: row.server, ...values })
+        .onConflictDoUpdate({ target: [mcpCredentials.agentId, mcpCredentials.server], set: values });
+    },
+    async findByStateHash(stateHash) {
+      const row = await db.select().from(mcpCredentials).where(eq(mcpCredentials.stateHash, stateHash)).get();
+      return row ? open(row) : null;
+    },
+    async remove(agentId, server) {
+      await db.delete(mcpCredentials).where(and(eq(mcpCredentials.agentId, agentId), eq(mcpCredentials.server, server)));
+    },
+  };
+}

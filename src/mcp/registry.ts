@@ -1,0 +1,133 @@
+// Which MCP servers exist and which an agent uses. Two sources: the checked-in registry
+// (mcp-servers.json, bundled with the worker, for every agent whose character names a server) and
+// servers added to one agent at runtime (POST /agents/:agentId/tools, kept in D1). An agent uses
+// the servers its character names plus the ones added to it.
+import { and, asc, eq } from "drizzle-orm";
+import { z } from "zod";
+import registryFile from "../../mcp-servers.json";
+import type { Db } from "../memory/d1-memory-store.ts";
+import { agentMcpServers } from "../memory/schema.ts";
+import { ConflictError, NotConfiguredError, NotFoundError, ValidationError } from "../runtime/errors.ts";
+
+/** Lower-case, no underscores: `__` separates server and tool in the model's tool names. */
+export const SERVER_NAME = /^[a-z0-9][a-z0-9-]{0,31}$/;
+export const SERVER_NAME_RULE = "1-32 lower-case letters, digits or '-', starting with a letter or digit";
+/**
+ * Worker secrets a server may use as its bearer token. Only MCP_* names: anyone who may add a
+ * server must not be able to send OPENAI_API_KEY or ADMIN_TOKEN to a server of their choosing.
+ */
+const SECRET_NAME = /^MCP_[A-Z0-9_]{1,60}$/;
+/** Credentials go through `auth`, where they are kept out of D1 (bearer) or encrypted (oauth). */
+const FORBIDDEN_HEADERS = new Set(["authorization", "cookie", "proxy-authorization", "host", "content-length", "mcp-session-id"]);
+
+export const McpAuth = z.discriminatedUnion("type", [
+  z.strictObject({ type: z.literal("none") }),
+  z.strictObject({
+    type: z.literal("bearer"),
+    secret: z.string().regex(SECRET_NAME, "the name of a worker secret starting with MCP_ (e.g. MCP_GITHUB_TOKEN), not the token itself"),
+  }),
+  z.strictObject({ type: z.literal("oauth"), scopes: z.array(z.string().regex(/^[\x21-\x7e]{1,100}$/)).max(20).optional() }),
+]);
+
+export const McpServerConfig = z.strictObject({
+  url: z.url({ protocol: /^https?$/, error: "must be an http(s) URL" }).max(2_000),
+  /** `streamable-http` falls back to the older HTTP+SSE transport when the server lacks the new one. */
+  transport: z.enum(["streamable-http", "sse"]).default("streamable-http"),
+  headers: z
+    .record(
+      z.string().regex(/^[A-Za-z0-9-]{1,64}$/, "a header name").refine((name) => !FORBIDDEN_HEADERS.has(name.toLowerCase()), "set credentials with `auth`, not as a header"),
+      z.string().max(1_000).regex(/^[\x20-\x7e]*$/, "printable ASCII"),
+    )
+    .refine((headers) => Object.keys(headers).length <= 20, "at most 20 headers")
+    .optional(),
+  auth: McpAuth.default({ type: "none" }),
+  /** Per tool call; default MCP_TOOL_TIMEOUT_MS. */
+  timeoutMs: z.int().min(1_000).max(120_000).optional(),
+});
+export type McpServerConfig = z.infer<typeof McpServerConfig>;
+
+export interface McpServerEntry {
+  name: string;
+  config: McpServerConfig;
+  /** `registry` (mcp-servers.json) or `agent` (added at runtime). */
+  origin: "registry" | "agent";
+}
+
+const RegistryFile = z.strictObject({ $schema: z.string().optional(), servers: z.record(z.string().regex(SERVER_NAME, SERVER_NAME_RULE), McpServerConfig) });
+
+let registry: Map<string, McpServerConfig> | undefined;
+
+/** The checked-in registry, validated once per isolate; a broken file is a clear error. */
+export function registryServers(): Map<string, McpServerConfig> {
+  if (registry) return registry;
+  const parsed = RegistryFile.safeParse(registryFile);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((issue) => `${issue.path.join(".")}: ${issue.message}`).join("; ");
+    throw new NotConfiguredError(`mcp-servers.json is invalid: ${problems}`);
+  }
+  registry = new Map(Object.entries(parsed.data.servers));
+  return registry;
+}
+
+/** Refuses a character that names servers nobody configured, listing what exists. */
+export function assertKnownServers(names: readonly string[], agentServers: readonly string[] = []): void {
+  const known = new Set([...registryServers().keys(), ...agentServers]);
+  const unknown = names.filter((name) => !known.has(name));
+  if (unknown.length === 0) return;
+  const available = [...known].sort().join(", ") || "none";
+  throw new ValidationError(`settings.mcpServers names unknown MCP servers: ${unknown.join(", ")} (configured: ${available})`, {
+    issues: unknown.map((name) => ({ path: "settings.mcpServers", message: `no MCP server named "${name}"` })),
+  });
+}
+
+export interface AgentServerStore {
+  list(agentId: string): Promise<McpServerEntry[]>;
+  add(agentId: string, name: string, config: McpServerConfig, now: number): Promise<void>;
+  remove(agentId: string, name: string): Promise<boolean>;
+}
+
+export function createAgentServerStore(db: Db): AgentServerStore {
+  return {
+    async list(agentId) {
+      const rows = await db.select().from(agentMcpServers).where(eq(agentMcpServers.agentId, agentId)).orderBy(asc(agentMcpServers.name));
+      return rows.map((row) => ({ name: row.name, config: McpServerConfig.parse(JSON.parse(row.config)), origin: "agent" as const }));
+    },
+    async add(agentId, name, config, now) {
+      if (registryServers().has(name)) throw new ConflictError(`"${name}" is a server of mcp-servers.json; name it in the character's settings.mcpServers instead`);
+      const inserted = await db
+        .insert(agentMcpServers)
+        .values({ agentId, name, config: JSON.stringify(config), createdAt: now })
+        .onConflictDoNothing()
+        .returning({ name: agentMcpServers.name });
+      if (inserted.length === 0) throw new ConflictError(`agent "${agentId}" already has an MCP server named "${name}"; DELETE it first to change it`);
+    },
+    async remove(agentId, name) {
+      const removed = await db
+        .delete(agentMcpServers)
+        .where(and(eq(agentMcpServers.agentId, agentId), eq(agentMcpServers.name, name)))
+        .returning({ name: agentMcpServers.name });
+      return removed.length > 0;
+    },
+  };
+}
+
+/** The servers an agent uses: those its character names, then those added to it. */
+export function effectiveServers(characterNames: readonly string[], agentServers: readonly McpServerEntry[]): McpServerEntry[] {
+  const byName = new Map<string, McpServerEntry>();
+  const own = new Map(agentServers.map((entry) => [entry.name, entry]));
+  for (const name of characterNames) {
+    const config = registryServers().get(name);
+    if (config) byName.set(name, { name, config, origin: "registry" });
+    else if (own.has(name)) byName.set(name, own.get(name)!);
+  }
+  for (const entry of agentServers) if (!byName.has(entry.name)) byName.set(entry.name, entry);
+  return [...byName.values()];
+}
+
+export function findServer(name: string, agentServers: readonly McpServerEntry[]): McpServerEntry {
+  const config = registryServers().get(name);
+  if (config) return { name, config, origin: "registry" };
+  const own = agentServers.find((entry) => entry.name === name);
+  if (!own) throw new NotFoundError(`no MCP server named "${name}"`);
+  return own;
+}

@@ -1,0 +1,8 @@
+// What the global setup (test/setup/mcp-peers.ts) hands to tests: the MCP peers' URLs.
+import "vitest";
+
+declare module "vitest" {
+  export interface ProvidedContext {
+    mcpPeers: { plainUrl: string; oauthUrl: string; authServerUrl: string; controlUrl: string };
+  }
+}
