@@ -132,6 +132,17 @@ describe("MCP servers over Streamable HTTP", () => {
     expect(fourth.body.toolCalls).toMatchObject([{ name: "plain__echo", ok: true }]);
   });
 
+  it("falls back to the older HTTP+SSE transport for a server without Streamable HTTP", async () => {
+    const agentId = await createTestAgent();
+    const { status, view } = await addServer(agentId, { name: "legacy", url: peers.sseUrl });
+    expect(status).toBe(201);
+    expect(view).toMatchObject({ state: "ready", transport: "streamable-http" });
+    expect(view.tools.map((tool) => tool.name)).toContain("legacy__echo");
+    model.script({ toolCalls: [{ name: "legacy__echo", arguments: { text: "over sse" } }] }, { text: "ok" });
+    expect((await say(agentId, "old server")).body.toolCalls).toMatchObject([{ name: "legacy__echo", ok: true }]);
+    expect(lastToolResult()).toContain("over sse");
+  });
+
   it("refuses unsafe URLs and unknown names with a clear error, storing nothing", async () => {
     const agentId = await createTestAgent();
     for (const url of ["https://10.0.0.1/mcp", "http://example.com/mcp", "https://169.254.169.254/"]) {

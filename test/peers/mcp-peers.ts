@@ -10,6 +10,7 @@ import type { AddressInfo, Socket } from "node:net";
 import express from "express";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
+import { SSEServerTransport } from "@modelcontextprotocol/sdk/server/sse.js";
 import { requireBearerAuth } from "@modelcontextprotocol/sdk/server/auth/middleware/bearerAuth.js";
 import { createOAuthMetadata, getOAuthProtectedResourceMetadataUrl, mcpAuthMetadataRouter, mcpAuthRouter } from "@modelcontextprotocol/sdk/server/auth/router.js";
 import { InvalidGrantError, InvalidTokenError } from "@modelcontextprotocol/sdk/server/auth/errors.js";
@@ -21,6 +22,8 @@ import { z } from "zod";
 
 export interface McpPeers {
   plainUrl: string;
+  /** The same tools over the older HTTP+SSE transport only (2024-11-05): GET /sse, POST /messages. */
+  sseUrl: string;
   oauthUrl: string;
   authServerUrl: string;
   controlUrl: string;
@@ -217,6 +220,25 @@ export async function startMcpPeers(): Promise<McpPeers> {
   const plainPort = await listen(plain);
   let plainRunning = true;
 
+  // An older server that speaks only HTTP+SSE: a POST to /sse is 405, as such servers answer.
+  const sseSessions = new Map<string, SSEServerTransport>();
+  const sseApp = express();
+  sseApp.get("/sse", async (_req, res) => {
+    const transport = new SSEServerTransport("/messages", res);
+    sseSessions.set(transport.sessionId, transport);
+    res.on("close", () => sseSessions.delete(transport.sessionId));
+    await plainServer(calls).connect(transport);
+  });
+  sseApp.post("/sse", (_req, res) => void res.status(405).set("allow", "GET").end());
+  sseApp.post("/messages", express.json(), async (req, res) => {
+    const transport = sseSessions.get(String(req.query.sessionId));
+    if (!transport) return void res.status(404).end();
+    await transport.handlePostMessage(req, res, req.body);
+  });
+  const sseHttp = createServer(sseApp);
+  const sseSockets = tracked(sseHttp);
+  const ssePort = await listen(sseHttp);
+
   // The OAuth-protected server and its authorization server, on two ports.
   const oauthHttp = createServer();
   const authHttp = createServer();
@@ -297,6 +319,7 @@ export async function startMcpPeers(): Promise<McpPeers> {
 
   return {
     plainUrl: `http://127.0.0.1:${plainPort}/mcp`,
+    sseUrl: `http://127.0.0.1:${ssePort}/sse`,
     oauthUrl: oauthUrl.href,
     authServerUrl: authServerUrl.href,
     controlUrl: `http://127.0.0.1:${controlPort}`,
@@ -306,6 +329,7 @@ export async function startMcpPeers(): Promise<McpPeers> {
         closeServer(oauthHttp, oauthSockets),
         closeServer(authHttp, authSockets),
         closeServer(control, controlSockets),
+        closeServer(sseHttp, sseSockets),
       ]);
     },
   };
