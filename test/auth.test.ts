@@ -113,7 +113,7 @@ describe("API tokens and scopes", () => {
         .filter(([, op]) => op.security === undefined)
         .map(([method]) => `${method.toUpperCase()} ${path}`),
     );
-    expect(open.sort()).toEqual(["GET /health", "GET /oauth/callback", "POST /discord/interactions"]);
+    expect(open.sort()).toEqual(["GET /health", "GET /media/{key}", "GET /oauth/callback", "POST /discord/interactions"]);
     const operations = await specOperations();
     expect(operations.map((op) => op.key).sort()).toEqual(Object.keys(REQUESTS).sort());
     for (const op of operations) expect(ALL_SCOPES).toContain(op.scope);

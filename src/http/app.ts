@@ -15,6 +15,7 @@ import { memoryRoutes } from "./routes/memories.ts";
 import { messageRoutes } from "./routes/messages.ts";
 import { tokenRoutes } from "./routes/tokens.ts";
 import { oauthRoutes } from "./routes/oauth.ts";
+import { mediaRoutes } from "./routes/media.ts";
 import { toolRoutes } from "./routes/tools.ts";
 import { validationError } from "./validation.ts";
 
@@ -58,6 +59,7 @@ export function createApp(): OpenAPIHono<AppEnv> {
   app.route("/", tokenRoutes());
   app.route("/", toolRoutes());
   app.route("/", oauthRoutes());
+  app.route("/", mediaRoutes());
 
   app.openAPIRegistry.registerComponent("securitySchemes", "bearerAuth", {
     type: "http",

@@ -268,6 +268,7 @@ export class McpConnections implements ToolHost {
   }
 
   private markNotReady(connection: Connection, error: unknown): void {
+    void connection.client?.close().catch(() => undefined);
     connection.client = null;
     if (error instanceof UnauthorizedError) {
       this.setStatus(connection, "authenticating", "the server needs authorization");
