@@ -10,7 +10,7 @@ import type { Readable } from "node:stream";
 import { convertV4MiniflareOptions, Miniflare, type V4MiniflareOptions } from "miniflare";
 import { unstable_getMiniflareWorkerOptions, unstable_splitSqlQuery } from "wrangler";
 
-export type Call = (method: string, path: string, body?: unknown) => Promise<Response>;
+export type Call = (method: string, path: string, body?: unknown, headers?: Record<string, string>) => Promise<Response>;
 
 export interface BenchWorker {
   base: string;
@@ -74,10 +74,10 @@ export async function startBenchWorker(bindings: Record<string, string>): Promis
     for (const query of unstable_splitSqlQuery(readFileSync(join("migrations", file), "utf8"))) await db.prepare(query).run();
   }
   const base = url.origin;
-  const call: Call = (method, path, body) =>
+  const call: Call = (method, path, body, headers = {}) =>
     fetch(`${base}${path}`, {
       method,
-      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/json", ...headers },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
   return { base, token, call, stop: () => mf.dispose() };
