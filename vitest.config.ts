@@ -66,6 +66,11 @@ export default defineConfig(async () => {
     TEST_DISCORD_PRIVATE_KEY: discord.privateKey,
     // The MCP test peers listen on 127.0.0.1 over http.
     MCP_ALLOW_LOOPBACK: "true",
+    // Instagram publishing against the Graph API stand-in (test/stand-ins/graph-stand-in.ts).
+    INSTAGRAM_USER_ID: "17841400000000001",
+    INSTAGRAM_ACCESS_TOKEN: "test-instagram-token",
+    INSTAGRAM_GRAPH_BASE: "http://graph.test/v26.0",
+    PUBLIC_BASE_URL: "https://agents.test",
   };
   return {
     test: {

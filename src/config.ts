@@ -104,6 +104,9 @@ const VarsSchema = z.object({
   ),
   RATE_LIMIT_PER_TOKEN: rateRule(DEFAULT_RATE_LIMIT_PER_TOKEN),
   RATE_LIMIT_PER_USER: rateRule(DEFAULT_RATE_LIMIT_PER_USER),
+  INSTAGRAM_USER_ID: z.preprocess(unset, z.string().regex(/^\d{1,30}$/, "must be the numeric Instagram professional account id").optional()),
+  INSTAGRAM_ACCESS_TOKEN: optionalString,
+  INSTAGRAM_GRAPH_BASE: optionalUrl,
   MCP_ALLOW_LOOPBACK: z.preprocess(unset, z.enum(["true", "false"], { error: 'must be "true" or "false"' }).optional()),
   DAILY_TOKEN_LIMIT: z.preprocess(unset, z.coerce.number({ error: "must be a whole number" }).int("must be a whole number").min(1).optional()),
   MAX_CONTEXT_TOKENS: z.preprocess(unset, z.coerce.number({ error: "must be a whole number" }).int("must be a whole number").min(1_000).max(2_000_000).optional()),
@@ -144,6 +147,8 @@ export interface Config {
   dailyTokenLimit: number | null;
   /** Development only: MCP servers on loopback over http (tests, `npm run dev`). */
   mcpAllowLoopback: boolean;
+  /** Instagram publishing; null unless both the account id and the token are set. */
+  instagram: { userId: string; accessToken: string; graphBase?: string } | null;
 }
 
 export const MODEL_NOT_CONFIGURED_MESSAGE =
@@ -174,6 +179,10 @@ export function loadConfig(env: Env): Config {
     rateLimits: { perToken: vars.RATE_LIMIT_PER_TOKEN, perUser: vars.RATE_LIMIT_PER_USER },
     dailyTokenLimit: vars.DAILY_TOKEN_LIMIT ?? null,
     mcpAllowLoopback: vars.MCP_ALLOW_LOOPBACK === "true",
+    instagram:
+      vars.INSTAGRAM_USER_ID && vars.INSTAGRAM_ACCESS_TOKEN
+        ? { userId: vars.INSTAGRAM_USER_ID, accessToken: vars.INSTAGRAM_ACCESS_TOKEN, graphBase: vars.INSTAGRAM_GRAPH_BASE }
+        : null,
   };
   cache.set(env, config);
   return config;

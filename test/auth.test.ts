@@ -56,6 +56,13 @@ const REQUESTS: Record<string, () => Promise<MatrixRequest>> = {
     await admin("POST", `/agents/${id}/tools`, { name: "gone", url: "http://127.0.0.1:9/mcp" }, 201);
     return { path: `/agents/${id}/tools/gone`, agentId: id, status: 204 };
   },
+  "POST /agents/{agentId}/media": async () => withAgent((id) => ({ path: `/agents/${id}/media`, body: photoForm(), status: 202 })),
+  "GET /agents/{agentId}/media/{postId}": async () => {
+    const id = await createTestAgent();
+    const stored = await api("POST", `/agents/${id}/media`, { body: photoForm() });
+    const { postId } = await json<{ postId: string }>(stored);
+    return { path: `/agents/${id}/media/${postId}`, agentId: id, status: 200 };
+  },
   "GET /clients/{clientId}/config": async () => ({ path: "/clients/discord/config", status: 200 }),
   "POST /clients/{clientId}/config": async () => ({ path: "/clients/discord/config", body: { allowedChannels: [] }, status: 200 }),
   "POST /auth/tokens": async () => ({ path: "/auth/tokens", body: { name: "minted-in-matrix", scopes: ["agents:read"] }, status: 201 }),
@@ -65,6 +72,18 @@ const REQUESTS: Record<string, () => Promise<MatrixRequest>> = {
     return { path: `/auth/tokens/${minted.id}`, status: 204 };
   },
 };
+
+/** A fresh multipart body each call (a body is read once): one square JPEG, stored, not published. */
+function photoForm(): FormData {
+  const jpeg = new Uint8Array([
+    0xff, 0xd8, 0xff, 0xc0, 0x00, 0x11, 0x08, 0x04, 0x38, 0x04, 0x38, 0x03, 0x01, 0x22, 0x00, 0x02, 0x11, 0x01, 0x03, 0x11, 0x01,
+    0xff, 0xda, 0x00, 0x0c, 0x03, 0x01, 0x00, 0x02, 0x11, 0x03, 0x11, 0x00, 0x3f, 0x00, 0x12, 0x34, 0xff, 0xd9,
+  ]);
+  const form = new FormData();
+  form.append("file", new File([jpeg], "square.jpg"));
+  form.append("publish", "false");
+  return form;
+}
 
 async function withAgent(build: (id: string) => Omit<MatrixRequest, "agentId">): Promise<MatrixRequest> {
   const id = await createTestAgent();

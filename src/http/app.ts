@@ -16,6 +16,8 @@ import { messageRoutes } from "./routes/messages.ts";
 import { tokenRoutes } from "./routes/tokens.ts";
 import { oauthRoutes } from "./routes/oauth.ts";
 import { mediaRoutes } from "./routes/media.ts";
+import { MAX_UPLOAD_BODY_BYTES } from "../media/validate.ts";
+import { postRoutes } from "./routes/posts.ts";
 import { toolRoutes } from "./routes/tools.ts";
 import { validationError } from "./validation.ts";
 
@@ -43,7 +45,10 @@ export function createApp(): OpenAPIHono<AppEnv> {
     });
   app.use("/agents/:agentId/messages", limit(MAX_MESSAGE_BODY_BYTES));
   app.use("/agents", limit(MAX_AGENT_BODY_BYTES));
-  app.use("/agents/*", limit(MAX_AGENT_BODY_BYTES));
+  // Uploads (up to ten files) get their own, larger ceiling; every other /agents route the small one.
+  const agentLimit = limit(MAX_AGENT_BODY_BYTES);
+  const uploadLimit = limit(MAX_UPLOAD_BODY_BYTES);
+  app.use("/agents/*", (c, next) => (/^\/agents\/[^/]+\/media$/.test(c.req.path) ? uploadLimit(c, next) : agentLimit(c, next)));
   app.use("/memories", limit(MAX_MEMORY_BODY_BYTES));
   app.use("/memories/*", limit(MAX_MEMORY_BODY_BYTES));
   app.use("/discord/interactions", limit(MAX_INTERACTION_BODY_BYTES));
@@ -60,6 +65,7 @@ export function createApp(): OpenAPIHono<AppEnv> {
   app.route("/", toolRoutes());
   app.route("/", oauthRoutes());
   app.route("/", mediaRoutes());
+  app.route("/", postRoutes());
 
   app.openAPIRegistry.registerComponent("securitySchemes", "bearerAuth", {
     type: "http",

@@ -241,3 +241,38 @@ export const mcpCredentials = sqliteTable(
   },
   (t) => [primaryKey({ columns: [t.agentId, t.server] }), index("mcp_credentials_state_idx").on(t.stateHash)],
 );
+
+export const MEDIA_POST_STATUSES = ["stored", "queued", "processing", "publishing", "published", "failed"] as const;
+
+/**
+ * Instagram posts: the uploaded files (in R2) and where publishing stands. The publisher moves a
+ * post queued -> processing (container created) -> publishing -> published, or failed, storing
+ * each step before taking the next, so a restarted Durable Object resumes without publishing twice.
+ */
+export const mediaPosts = sqliteTable(
+  "media_posts",
+  {
+    id: text("id").primaryKey(),
+    agentId: text("agent_id")
+      .notNull()
+      .references(() => agents.id, { onDelete: "cascade" }),
+    status: text("status", { enum: MEDIA_POST_STATUSES }).notNull(),
+    caption: text("caption").notNull().default(""),
+    altText: text("alt_text"),
+    /** JSON: [{key, kind, contentType, bytes, sha256, width?, height?}] in post order. */
+    items: text("items").notNull(),
+    /** The Graph API container to publish (a carousel's parent) and its children (JSON). */
+    containerId: text("container_id"),
+    children: text("children"),
+    mediaId: text("media_id"),
+    permalink: text("permalink"),
+    /** JSON {code, message, graphCode?, graphSubcode?} when failed. */
+    error: text("error"),
+    /** Transient failures and status polls so far, for backoff and the give-up bound. */
+    attempts: integer("attempts").notNull().default(0),
+    processingSince: integer("processing_since"),
+    createdAt: integer("created_at").notNull(),
+    updatedAt: integer("updated_at").notNull(),
+  },
+  (t) => [index("media_posts_agent_idx").on(t.agentId, t.createdAt)],
+);

@@ -18,6 +18,8 @@ import { deliverToDiscord, editPosted, postForInteraction } from "../clients/dis
 import { createDiscordRest, DiscordApiError, INTERACTION_TOKEN_LIFETIME_MS, type DiscordRest } from "../clients/discord/rest.ts";
 import type { TurnPause } from "../runtime/turn-types.ts";
 import { effectiveServers, type McpServerEntry } from "../mcp/registry.ts";
+import { mediaPostStore, publisherDeps, rememberPost } from "../clients/instagram/platform.ts";
+import { publishStep } from "../clients/instagram/publisher.ts";
 
 export interface SubmitTurnRequest {
   input: TurnInput;
@@ -55,6 +57,8 @@ export type TurnResult =
   | { ok: false; replayed: boolean; turnId: string; error: SerializedError };
 
 const RESUME_ITEM_ID = "resume-turns";
+/** A publishing step cut off by an eviction is run again after this long. */
+const PUBLISH_WATCHDOG_S = 120;
 const EMBED_ITEM_ID = "embed-pending";
 const DELIVER_ITEM_ID = "deliver-replies";
 /** Delivery retries (Discord 429/5xx beyond what one attempt waits): about 10 minutes in all. */
@@ -70,6 +74,8 @@ export class AgentRoom extends Agent<Env> {
   /** Reply writes and evaluations, chained so they reach D1 in turn order. */
   private afterReplies: Promise<void> = Promise.resolve();
   private readonly finishing = new Set<string>();
+  /** Posts whose publishing step is running in this instance. */
+  private readonly publishingPosts = new Set<string>();
   private readonly waiters = new Map<string, Array<(result: TurnResult) => void>>();
   /** Replies on their way to Discord, chained so a channel gets them in turn order. */
   private deliveries: Promise<void> = Promise.resolve();
@@ -156,6 +162,49 @@ export class AgentRoom extends Agent<Env> {
     this.armResume();
     void this.drain();
     return { turnId: request.input.turnId, duplicate: false };
+  }
+
+  /**
+   * Instagram publishing for the agent (this is its `<agentId>:instagram` object): runs the post's
+   * next step now. Steps after it run on the scheduler; a watchdog step, cancelled when a step
+   * finishes, resumes a post whose step was cut off by an eviction.
+   */
+  async publishPost(postId: string): Promise<void> {
+    await this.runPublishStep(postId);
+  }
+
+  /** Schedule callback for publishPost's later steps and its watchdog. */
+  async publishStep(payload: { postId: string }): Promise<void> {
+    await this.runPublishStep(payload.postId);
+  }
+
+  private async runPublishStep(postId: string): Promise<void> {
+    if (this.publishingPosts.has(postId)) return;
+    this.publishingPosts.add(postId);
+    const watchdog = await this.schedule(PUBLISH_WATCHDOG_S, "publishStep", { postId });
+    let finished = false;
+    try {
+      await this.publishOnce(postId);
+      finished = true;
+    } finally {
+      this.publishingPosts.delete(postId);
+      // A step that threw (D1 down, say) keeps its watchdog: it is tried again.
+      if (finished) await this.cancelSchedule(watchdog.id);
+    }
+  }
+
+  private async publishOnce(postId: string): Promise<void> {
+    const store = mediaPostStore(this.env);
+    const post = await store.get(this.name.split(":")[0]!, postId);
+    if (!post) return;
+    const deps = publisherDeps(this.env);
+    if ("missing" in deps) {
+      if (post.status === "queued") await store.save({ ...post, status: "failed", error: { code: "not_configured", message: deps.missing }, updatedAt: Date.now() });
+      return;
+    }
+    const next = await publishStep(post, deps);
+    if (next !== null) await this.schedule(Math.max(1, Math.ceil(next / 1000)), "publishStep", { postId });
+    if (post.status === "published") await rememberPost(this.env, post);
   }
 
   /** Queue callback: retries replies that could not reach Discord yet (throws to be retried). */

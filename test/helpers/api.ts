@@ -16,8 +16,11 @@ export interface ApiOptions {
 export async function api(method: string, path: string, options: ApiOptions = {}): Promise<Response> {
   const headers: Record<string, string> = { ...options.headers };
   if (options.token !== null) headers.authorization = `Bearer ${options.token ?? ADMIN_TOKEN}`;
-  let body: string | undefined;
-  if (options.body !== undefined) {
+  let body: string | FormData | undefined;
+  if (options.body instanceof FormData) {
+    // fetch sets the multipart content type with its boundary.
+    body = options.body;
+  } else if (options.body !== undefined) {
     body = typeof options.body === "string" ? options.body : JSON.stringify(options.body);
     headers["content-type"] ??= "application/json";
   }

@@ -1,0 +1,80 @@
+// Instagram posts in D1 (src/memory/schema.ts `media_posts`): created by the upload route, advanced
+// by the publisher in the agent's Durable Object. JSON columns are re-validated on read.
+import { and, eq } from "drizzle-orm";
+import { z } from "zod";
+import type { PostState } from "../clients/instagram/publisher.ts";
+import type { Db } from "./d1-memory-store.ts";
+import { mediaPosts } from "./schema.ts";
+
+const Items = z.array(
+  z.object({
+    key: z.string(),
+    kind: z.enum(["image", "video"]),
+    contentType: z.string(),
+    bytes: z.number(),
+    sha256: z.string(),
+    width: z.number().optional(),
+    height: z.number().optional(),
+  }),
+);
+const PostErrorJson = z.object({
+  code: z.enum(["quota_exhausted", "graph", "container", "timeout", "not_configured"]),
+  message: z.string(),
+  graphCode: z.number().optional(),
+  graphSubcode: z.number().optional(),
+});
+
+export interface MediaPostStore {
+  insert(post: PostState & { createdAt: number }): Promise<void>;
+  get(agentId: string, id: string): Promise<(PostState & { createdAt: number }) | null>;
+  save(post: PostState): Promise<void>;
+}
+
+export function createMediaPostStore(db: Db): MediaPostStore {
+  return {
+    async insert(post) {
+      await db.insert(mediaPosts).values({ ...columns(post), id: post.id, agentId: post.agentId, createdAt: post.createdAt });
+    },
+    async get(agentId, id) {
+      const row = await db.select().from(mediaPosts).where(and(eq(mediaPosts.agentId, agentId), eq(mediaPosts.id, id))).get();
+      if (!row) return null;
+      return {
+        id: row.id,
+        agentId: row.agentId,
+        status: row.status,
+        caption: row.caption,
+        altText: row.altText,
+        items: Items.parse(JSON.parse(row.items)),
+        containerId: row.containerId,
+        children: row.children === null ? null : z.array(z.string()).parse(JSON.parse(row.children)),
+        mediaId: row.mediaId,
+        permalink: row.permalink,
+        error: row.error === null ? null : PostErrorJson.parse(JSON.parse(row.error)),
+        attempts: row.attempts,
+        processingSince: row.processingSince,
+        createdAt: row.createdAt,
+        updatedAt: row.updatedAt,
+      };
+    },
+    async save(post) {
+      await db.update(mediaPosts).set(columns(post)).where(and(eq(mediaPosts.agentId, post.agentId), eq(mediaPosts.id, post.id)));
+    },
+  };
+}
+
+function columns(post: PostState) {
+  return {
+    status: post.status,
+    caption: post.caption,
+    altText: post.altText,
+    items: JSON.stringify(post.items),
+    containerId: post.containerId,
+    children: post.children ? JSON.stringify(post.children) : null,
+    mediaId: post.mediaId,
+    permalink: post.permalink,
+    error: post.error ? JSON.stringify(post.error) : null,
+    attempts: post.attempts,
+    processingSince: post.processingSince,
+    updatedAt: post.updatedAt,
+  };
+}
