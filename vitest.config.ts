@@ -53,7 +53,9 @@ export default defineConfig(async () => {
         },
       }),
     ],
-    test: { name, include, globalSetup, setupFiles: ["./test/setup/apply-migrations.ts"] },
+    // Integration tests make hundreds of requests through workerd; on a busy 2-core machine the
+    // default 5 s is too tight. Nothing here asserts speed (that is `npm run bench`).
+    test: { name, include, globalSetup, testTimeout: 30_000, setupFiles: ["./test/setup/apply-migrations.ts"] },
   });
   const withModelAndDiscord = {
     OPENAI_API_KEY: "sk-test-not-a-real-key",

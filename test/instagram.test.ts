@@ -56,7 +56,7 @@ async function status(agentId: string, postId: string) {
 
 /** Runs the post's scheduled steps, as the alarm would, until it is published or failed. */
 async function drive(agentId: string, postId: string, maxSteps = 12) {
-  const room = env.ROOMS.getByName(`${agentId}:instagram`);
+  const room = env.ROOMS.getByName(`${agentId}:~instagram`);
   for (let step = 0; step < maxSteps; step++) {
     const current = await status(agentId, postId);
     if (current.status === "published" || current.status === "failed") return current;
@@ -151,7 +151,7 @@ describe("Instagram publishing", () => {
     // The object dies while asking Meta about the container it has just created (as an eviction
     // or a deploy would cut it off); the next step runs in a new instance, from what D1 holds.
     let state: DurableObjectState | undefined;
-    await runInDurableObject(env.ROOMS.getByName(`${agentId}:instagram`), (_instance, captured) => {
+    await runInDurableObject(env.ROOMS.getByName(`${agentId}:~instagram`), (_instance, captured) => {
       state = captured;
     });
     const stand = realGraph;
@@ -180,7 +180,7 @@ describe("Instagram publishing", () => {
       "CREATE TRIGGER inject_publish_failure BEFORE UPDATE ON media_posts WHEN NEW.status = 'published' BEGIN SELECT RAISE(ABORT, 'injected D1 failure'); END",
     );
     const second = await upload(agentId, [{ bytes: jpeg(1080, 1080, { pad: 500 }), name: "b.jpg" }], { caption: "only once" });
-    const room = env.ROOMS.getByName(`${agentId}:instagram`);
+    const room = env.ROOMS.getByName(`${agentId}:~instagram`);
     await vi.waitFor(async () => expect((await status(agentId, second.body.postId)).status).toBe("publishing"));
     expect(realGraph.published).toHaveLength(2);
     await env.DB.exec("DROP TRIGGER inject_publish_failure");
@@ -188,6 +188,53 @@ describe("Instagram publishing", () => {
     const done = await status(agentId, second.body.postId);
     expect(done).toMatchObject({ status: "published", mediaId: realGraph.published[1]!.mediaId });
     expect(realGraph.published).toHaveLength(2);
+  });
+
+  it("lets the agent write the caption in character, looking at the photo, and asks again when it breaks a rule", async () => {
+    const agentId = await createTestAgent({ postExamples: ["Salt in my hair, sun on my face."], style: { post: ["lowercase, dreamy"] } });
+    model.script({ text: Array.from({ length: 31 }, (_, i) => `#t${i}`).join(" ") }, { text: '"sea, sun and salt. #summer"' });
+    const { status: code, body } = await upload(agentId, [{ bytes: jpeg(1080, 1080), name: "beach.jpg" }], { caption: "our beach day", generateCaption: "true" });
+    expect(code).toBe(202);
+    expect(await drive(agentId, body.postId)).toMatchObject({ status: "published" });
+    expect(realGraph.containers[0]!.params.caption).toBe("sea, sun and salt. #summer");
+    const [first, second] = model.calls.slice(-2);
+    const system = String(first!.messages[0]!.content);
+    expect(system).toContain("Salt in my hair, sun on my face.");
+    expect(system).toContain("lowercase, dreamy");
+    const ask = first!.messages[1]!.content as Array<{ type: string; text?: string; image_url?: { url: string } }>;
+    expect(ask.find((part) => part.type === "image_url")!.image_url!.url).toMatch(/^data:image\/jpeg;base64,/);
+    expect(ask.find((part) => part.type === "text")!.text).toContain('<data source="uploader">\nour beach day\n</data>');
+    expect(String(second!.messages.at(-1)!.content)).toContain("31 hashtags");
+    const bad = await upload(agentId, [{ bytes: jpeg(1080, 1080), name: "x.jpg" }], { generateCaption: "true", publish: "false" });
+    expect(bad.status).toBe(400);
+  });
+
+  it("lets the agent publish an uploaded post with its instagram_publish tool", async () => {
+    const agentId = await createTestAgent();
+    const stored = await upload(agentId, [{ bytes: jpeg(1080, 1080), name: "draft.jpg" }], { publish: "false" });
+    expect(stored.body.status).toBe("stored");
+    model.script({ toolCalls: [{ name: "instagram_publish", arguments: { postId: stored.body.postId, caption: "Fresh from the oven #bread" } }] }, { text: "Posted!" });
+    const turn = await exports.default.fetch(
+      new Request(`https://agents.test/agents/${agentId}/messages`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/json" },
+        body: JSON.stringify({ userId: "baker", text: `please post ${stored.body.postId}` }),
+      }),
+    );
+    expect(await json(turn)).toMatchObject({ reply: { text: "Posted!" }, toolCalls: [{ name: "instagram_publish", ok: true }] });
+    expect(await drive(agentId, stored.body.postId)).toMatchObject({ status: "published" });
+    expect(realGraph.containers[0]!.params.caption).toBe("Fresh from the oven #bread");
+    // Once published, it cannot be published again.
+    model.script({ toolCalls: [{ name: "instagram_publish", arguments: { postId: stored.body.postId } }] }, { text: "no" });
+    const again = await exports.default.fetch(
+      new Request(`https://agents.test/agents/${agentId}/messages`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/json" },
+        body: JSON.stringify({ userId: "baker", text: "again" }),
+      }),
+    );
+    expect(await json(again)).toMatchObject({ toolCalls: [{ name: "instagram_publish", ok: false }] });
+    expect(realGraph.published).toHaveLength(1);
   });
 
   it("refuses bad files and captions with the reason, storing nothing", async () => {

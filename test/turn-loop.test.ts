@@ -49,6 +49,8 @@ describe("the runtime loop over REST", () => {
       "remember",
       "get_chat_history",
       "current_time",
+      // The test deployment has Instagram configured (vitest.config.ts).
+      "instagram_publish",
     ]);
   });
 

@@ -18,7 +18,7 @@ const Items = z.array(
   }),
 );
 const PostErrorJson = z.object({
-  code: z.enum(["quota_exhausted", "graph", "container", "timeout", "not_configured"]),
+  code: z.enum(["quota_exhausted", "graph", "container", "timeout", "not_configured", "caption"]),
   message: z.string(),
   graphCode: z.number().optional(),
   graphSubcode: z.number().optional(),
@@ -43,6 +43,7 @@ export function createMediaPostStore(db: Db): MediaPostStore {
         agentId: row.agentId,
         status: row.status,
         caption: row.caption,
+        captionPending: row.captionPending,
         altText: row.altText,
         items: Items.parse(JSON.parse(row.items)),
         containerId: row.containerId,
@@ -66,6 +67,7 @@ function columns(post: PostState) {
   return {
     status: post.status,
     caption: post.caption,
+    captionPending: post.captionPending,
     altText: post.altText,
     items: JSON.stringify(post.items),
     containerId: post.containerId,

@@ -258,6 +258,8 @@ export const mediaPosts = sqliteTable(
       .references(() => agents.id, { onDelete: "cascade" }),
     status: text("status", { enum: MEDIA_POST_STATUSES }).notNull(),
     caption: text("caption").notNull().default(""),
+    /** The agent is to write the caption (in character) before the post is published. */
+    captionPending: integer("caption_pending", { mode: "boolean" }).notNull().default(false),
     altText: text("alt_text"),
     /** JSON: [{key, kind, contentType, bytes, sha256, width?, height?}] in post order. */
     items: text("items").notNull(),

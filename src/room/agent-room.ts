@@ -13,13 +13,16 @@ import type { HistoryPage, HistoryQuery } from "../memory/message-history.ts";
 import { createRoomRuntime, type RoomRuntime } from "./room-runtime.ts";
 import { MAX_TURN_ATTEMPTS, TurnJournal, type ApprovalPause, type DiscordDelivery, type JournalEntry } from "./turn-journal.ts";
 import { APPROVAL_WINDOW_MS, approvalPrompt, approvalResultText, canRouteApproval, newApprovalId } from "../clients/discord/approval.ts";
-import { attachmentPrompt, DISCORD_ATTACHMENT_HOSTS, ingestAttachments } from "../clients/discord/attachments.ts";
+import { attachmentPrompt, base64, DISCORD_ATTACHMENT_HOSTS, ingestAttachments } from "../clients/discord/attachments.ts";
 import { deliverToDiscord, editPosted, postForInteraction } from "../clients/discord/delivery.ts";
 import { createDiscordRest, DiscordApiError, INTERACTION_TOKEN_LIFETIME_MS, type DiscordRest } from "../clients/discord/rest.ts";
 import type { TurnPause } from "../runtime/turn-types.ts";
 import { effectiveServers, type McpServerEntry } from "../mcp/registry.ts";
 import { mediaPostStore, publisherDeps, rememberPost } from "../clients/instagram/platform.ts";
-import { publishStep } from "../clients/instagram/publisher.ts";
+import { publishStep, type PostState } from "../clients/instagram/publisher.ts";
+import { writeCaption } from "../runtime/caption-writer.ts";
+import { modelChoiceFor } from "../runtime/turn-runner.ts";
+import { checkCaption } from "../media/validate.ts";
 
 export interface SubmitTurnRequest {
   input: TurnInput;
@@ -59,6 +62,9 @@ export type TurnResult =
 const RESUME_ITEM_ID = "resume-turns";
 /** A publishing step cut off by an eviction is run again after this long. */
 const PUBLISH_WATCHDOG_S = 120;
+/** Larger photos are not shown to the model when it writes a caption (base64 costs a third more). */
+const MAX_CAPTION_IMAGE_BYTES = 4 * 1024 * 1024;
+
 const EMBED_ITEM_ID = "embed-pending";
 const DELIVER_ITEM_ID = "deliver-replies";
 /** Delivery retries (Discord 429/5xx beyond what one attempt waits): about 10 minutes in all. */
@@ -165,7 +171,7 @@ export class AgentRoom extends Agent<Env> {
   }
 
   /**
-   * Instagram publishing for the agent (this is its `<agentId>:instagram` object): runs the post's
+   * Instagram publishing for the agent (this is its `<agentId>:~instagram` object): runs the post's
    * next step now. Steps after it run on the scheduler; a watchdog step, cancelled when a step
    * finishes, resumes a post whose step was cut off by an eviction.
    */
@@ -193,6 +199,26 @@ export class AgentRoom extends Agent<Env> {
     }
   }
 
+  /** The agent writing its caption with its primary model, looking at the first photo. */
+  private async captionWriter(): Promise<((post: PostState) => Promise<string>) | null> {
+    const runtime = await this.getRuntime();
+    const model = runtime.chat.model;
+    if (!model) return null;
+    const agentId = this.name.split(":")[0]!;
+    const character = await this.characterFor(runtime, agentId, await runtime.agents.version(agentId));
+    return async (post) => {
+      const first = post.items.find((item) => item.kind === "image" && item.bytes <= MAX_CAPTION_IMAGE_BYTES);
+      const object = first ? await this.env.MEDIA.get(first.key) : null;
+      const image = object ? `data:${first!.contentType};base64,${base64(new Uint8Array(await object.arrayBuffer()))}` : undefined;
+      const { caption } = await writeCaption(
+        character,
+        { kinds: post.items.map((item) => item.kind), hint: post.caption || undefined, image },
+        { model, modelName: modelChoiceFor(character, runtime.chat.models).primary, check: checkCaption },
+      );
+      return caption;
+    };
+  }
+
   private async publishOnce(postId: string): Promise<void> {
     const store = mediaPostStore(this.env);
     const post = await store.get(this.name.split(":")[0]!, postId);
@@ -201,6 +227,10 @@ export class AgentRoom extends Agent<Env> {
     if ("missing" in deps) {
       if (post.status === "queued") await store.save({ ...post, status: "failed", error: { code: "not_configured", message: deps.missing }, updatedAt: Date.now() });
       return;
+    }
+    if (post.captionPending) {
+      const writer = await this.captionWriter();
+      if (writer) deps.writeCaption = writer;
     }
     const next = await publishStep(post, deps);
     if (next !== null) await this.schedule(Math.max(1, Math.ceil(next / 1000)), "publishStep", { postId });

@@ -25,9 +25,11 @@ import { toolsProvider } from "../runtime/providers/tools-provider.ts";
 import { loadTokenCounter } from "../runtime/tokens.ts";
 import { createTurnRunner, type TurnRunner } from "../runtime/turn-runner.ts";
 import { DEFAULT_LIMITS } from "../runtime/turn-types.ts";
-import type { ChatModel, Clock, ToolHost } from "../runtime/types.ts";
+import type { ChatModel, Clock, ModelChoice, ToolHost } from "../runtime/types.ts";
 import { createRoomHistoryStore, type RoomHistoryStore } from "./room-history.ts";
 import { McpConnections } from "../mcp/connections.ts";
+import { mediaPostStore } from "../clients/instagram/platform.ts";
+import { createInstagramToolHost } from "../clients/instagram/tool.ts";
 import { mcpPlatform, type McpPlatform } from "../mcp/platform.ts";
 
 export interface RoomRuntime {
@@ -41,6 +43,8 @@ export interface RoomRuntime {
   /** This room's MCP connections (also part of the runner's tools). */
   mcp: McpConnections;
   mcpPlatform: McpPlatform;
+  /** The chat model outside turns (the agent writing an Instagram caption). */
+  chat: { model: ChatModel | null; models: ModelChoice };
 }
 
 export interface RoomRuntimeOptions {
@@ -78,9 +82,14 @@ export async function createRoomRuntime(env: Env, agentId: string, options: Room
     now: () => Date.now(),
   });
   const builtins = createBuiltinToolHost({ memory, clock, listAll: () => tools.list(), sources: () => mcp.sources() });
-  tools = combineToolHosts([builtins, mcp]);
+  // Agents of a deployment with Instagram configured can publish their uploaded posts.
+  const instagram = config.instagram
+    ? [createInstagramToolHost({ agentId, posts: mediaPostStore(env), startPublishing: (postId) => env.ROOMS.getByName(`${agentId}:~instagram`).publishPost(postId), now: () => Date.now() })]
+    : [];
+  tools = combineToolHosts([builtins, ...instagram, mcp]);
+  const chat = chatModelFor(config);
   const runner = createTurnRunner({
-    model: chatModelFor(config),
+    model: chat,
     modelNotConfiguredMessage: MODEL_NOT_CONFIGURED_MESSAGE,
     models: config.models,
     memory,
@@ -98,7 +107,7 @@ export async function createRoomRuntime(env: Env, agentId: string, options: Room
     dailyTokenLimit: config.dailyTokenLimit,
   });
   const agents = createAgentStore(db, config.secretsKey ? createSecretBox(config.secretsKey) : null);
-  return { runner, events, config, history: memory, agents, messages: createMessageHistory(db), embeddings: backends.pipeline, mcp, mcpPlatform: platform };
+  return { runner, events, config, history: memory, agents, messages: createMessageHistory(db), embeddings: backends.pipeline, mcp, mcpPlatform: platform, chat: { model: chat, models: config.models } };
 }
 
 function chatModelFor(config: Config): ChatModel | null {

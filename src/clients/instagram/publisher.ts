@@ -20,7 +20,7 @@ export interface PostItem {
 export type PostStatus = "stored" | "queued" | "processing" | "publishing" | "published" | "failed";
 
 export interface PostError {
-  code: "quota_exhausted" | "graph" | "container" | "timeout" | "not_configured";
+  code: "quota_exhausted" | "graph" | "container" | "timeout" | "not_configured" | "caption";
   message: string;
   graphCode?: number;
   graphSubcode?: number;
@@ -31,6 +31,8 @@ export interface PostState {
   agentId: string;
   status: PostStatus;
   caption: string;
+  /** The agent writes the caption first (the current caption is then only a hint). */
+  captionPending: boolean;
   altText: string | null;
   items: PostItem[];
   containerId: string | null;
@@ -50,6 +52,8 @@ export interface PublisherDeps {
   mediaUrl(key: string): Promise<string>;
   now(): number;
   save(post: PostState): Promise<void>;
+  /** Writes the caption in the agent's voice; absent when no model is configured. */
+  writeCaption?(post: PostState): Promise<string>;
 }
 
 export const POLL_DELAYS_MS = [2_000, 4_000, 8_000, 15_000, 30_000] as const;
@@ -87,6 +91,10 @@ async function advance(post: PostState, deps: PublisherDeps): Promise<number | n
       case "failed":
         return null;
       case "queued": {
+        if (post.captionPending) {
+          if (!(await captionFirst(post, deps))) return null;
+          continue;
+        }
         const quota = await deps.graph.publishingLimit();
         if (quota.used >= quota.total) {
           await fail(post, deps, { code: "quota_exhausted", message: `the account has used its publishing limit (${quota.used} of ${quota.total} posts in the last 24 hours); try again later` });
@@ -137,6 +145,23 @@ async function advance(post: PostState, deps: PublisherDeps): Promise<number | n
       }
     }
   }
+}
+
+/** Writes and stores the caption; false when it could not be written (the post has failed). */
+async function captionFirst(post: PostState, deps: PublisherDeps): Promise<boolean> {
+  if (!deps.writeCaption) {
+    await fail(post, deps, { code: "not_configured", message: "generateCaption needs a model: configure OPENAI_API_KEY or the AI binding" });
+    return false;
+  }
+  try {
+    post.caption = await deps.writeCaption(post);
+  } catch (error) {
+    await fail(post, deps, { code: "caption", message: `the agent could not write the caption: ${error instanceof Error ? error.message : String(error)}` });
+    return false;
+  }
+  post.captionPending = false;
+  await save(post, deps);
+  return true;
 }
 
 async function createContainers(post: PostState, deps: PublisherDeps): Promise<void> {

@@ -1,6 +1,6 @@
 // Instagram posts: POST /agents/:agentId/media takes the files (multipart), checks them by content
 // (src/media/validate.ts) and the caption, stores them in R2 with their SHA-256, records the post in
-// D1 and hands publishing to the agent's `<agentId>:instagram` Durable Object; it answers 202 at
+// D1 and hands publishing to the agent's `<agentId>:~instagram` Durable Object; it answers 202 at
 // once. Everything is checked before anything is stored, and a failed write removes what was
 // written. GET /agents/:agentId/media/:postId shows where publishing stands.
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
@@ -16,7 +16,7 @@ import { AgentIdParam, errorContent } from "../schemas.ts";
 
 export const MAX_POST_FILES = 10;
 const MAX_ALT_TEXT_CHARS = 1_000;
-const FIELDS = new Set(["file", "caption", "altText", "publish"]);
+const FIELDS = new Set(["file", "caption", "altText", "publish", "generateCaption"]);
 
 const PostView = z
   .object({
@@ -49,6 +49,7 @@ const UploadForm = {
     caption: { type: "string" as const, description: "At most 2,200 characters and 30 hashtags" },
     altText: { type: "string" as const, description: "Alternative text for a single photo" },
     publish: { type: "string" as const, enum: ["true", "false"], description: "Publish now (default true), or only store" },
+    generateCaption: { type: "string" as const, enum: ["true", "false"], description: "The agent writes the caption in character (`caption`, if given, is its hint)" },
   },
 };
 
@@ -79,14 +80,15 @@ export function postRoutes(): OpenAPIHono<AppEnv> {
         throw new ValidationError("the body must be multipart/form-data with one or more `file` fields");
       }
       const unknown = [...new Set([...form.keys()].filter((key) => !FIELDS.has(key)))];
-      if (unknown.length > 0) throw new ValidationError(`unknown fields: ${unknown.join(", ")} (expected file, caption, altText, publish)`);
+      if (unknown.length > 0) throw new ValidationError(`unknown fields: ${unknown.join(", ")} (expected file, caption, altText, publish, generateCaption)`);
       const files = form.getAll("file").filter((value): value is File => typeof value !== "string");
       if (files.length === 0 || files.length !== form.getAll("file").length) throw new ValidationError("send one to ten files in `file` fields");
       if (files.length > MAX_POST_FILES) throw new ValidationError(`a post has at most ${MAX_POST_FILES} files (a carousel); got ${files.length}`);
       const caption = single(form, "caption") ?? "";
       const altText = single(form, "altText");
-      const publish = (single(form, "publish") ?? "true") === "true";
-      if (!["true", "false"].includes(single(form, "publish") ?? "true")) throw new ValidationError("publish must be true or false");
+      const publish = flag(form, "publish", true);
+      const generateCaption = flag(form, "generateCaption", false);
+      if (generateCaption && !publish) throw new ValidationError("generateCaption applies to a post being published (publish=true)");
       const captionProblem = checkCaption(caption);
       if (captionProblem) throw new ValidationError(captionProblem);
       if (altText !== undefined && (altText.length > MAX_ALT_TEXT_CHARS || files.length > 1)) {
@@ -119,6 +121,7 @@ export function postRoutes(): OpenAPIHono<AppEnv> {
         agentId,
         status: publish ? "queued" : "stored",
         caption,
+        captionPending: generateCaption,
         altText: altText ?? null,
         items: checked.map((entry) => entry.item),
         containerId: null,
@@ -145,7 +148,7 @@ export function postRoutes(): OpenAPIHono<AppEnv> {
         throw new AppError("upstream", 503, "storing the upload failed; nothing was kept, try again");
       }
       if (publish) {
-        const room = c.env.ROOMS.getByName(`${agentId}:instagram`);
+        const room = c.env.ROOMS.getByName(`${agentId}:~instagram`);
         const started = room.publishPost(postId).catch((error: unknown) => {
           // The watchdog step scheduled by the room retries; log for the operator.
           console.error(JSON.stringify({ level: "error", msg: "publish_start_failed", agentId, postId, error: error instanceof Error ? error.message : String(error) }));
@@ -191,6 +194,13 @@ export function postRoutes(): OpenAPIHono<AppEnv> {
     },
   );
   return app;
+}
+
+function flag(form: FormData, name: string, fallback: boolean): boolean {
+  const value = single(form, name);
+  if (value === undefined) return fallback;
+  if (value !== "true" && value !== "false") throw new ValidationError(`${name} must be true or false`);
+  return value === "true";
 }
 
 function single(form: FormData, name: string): string | undefined {

@@ -1,0 +1,1 @@
+ALTER TABLE `media_posts` ADD `caption_pending` integer DEFAULT false NOT NULL;
