@@ -42,7 +42,8 @@ function hex(bytes: ArrayBuffer): string {
   return [...new Uint8Array(bytes)].map((b) => b.toString(16).padStart(2, "0")).join("");
 }
 
-async function sign(body: string, timestamp: string): Promise<string> {
+/** Discord's signature: Ed25519 over the timestamp's bytes followed by the raw body's. */
+export async function sign(body: string | Uint8Array, timestamp: string): Promise<string> {
   privateKey ??= crypto.subtle.importKey(
     "pkcs8",
     Uint8Array.from(atob(env.TEST_DISCORD_PRIVATE_KEY!), (c) => c.charCodeAt(0)),
@@ -50,7 +51,13 @@ async function sign(body: string, timestamp: string): Promise<string> {
     false,
     ["sign"],
   );
-  return hex(await crypto.subtle.sign({ name: "Ed25519" }, await privateKey, new TextEncoder().encode(timestamp + body)));
+  const encoder = new TextEncoder();
+  const prefix = encoder.encode(timestamp);
+  const raw = typeof body === "string" ? encoder.encode(body) : body;
+  const message = new Uint8Array(prefix.length + raw.length);
+  message.set(prefix);
+  message.set(raw, prefix.length);
+  return hex(await crypto.subtle.sign({ name: "Ed25519" }, await privateKey, message));
 }
 
 export async function post(body: string, options: { timestamp?: string; signature?: string | null; tamper?: (s: string) => string } = {}) {
