@@ -94,6 +94,20 @@ describe("memory API: storing and listing", () => {
     expect((await store(first, [{ id: "shared-id-1", type: "lore", text: "first again" }])).response.status).toBe(201);
     expect(await count("SELECT count(*) AS n FROM memories WHERE id = 'shared-id-1'")).toBe(1);
   });
+
+  // Found by fuzzing (test/fuzz.test.ts's requests, other seeds): 1,001 levels fit in 8 KiB, and
+  // SQLite's JSON functions in the text index's trigger refused them, so the insert failed (500).
+  it("refuses metadata nested too deeply with 400, storing nothing, and keeps 32 levels", async () => {
+    const agentId = await createTestAgent();
+    const nested = (levels: number) => `${'{"a":'.repeat(levels - 1)}{}${"}".repeat(levels - 1)}`;
+    const deep = await api("POST", "/memories", { body: `{"memories":[{"agentId":"${agentId}","type":"lore","text":"deep","metadata":${nested(1_001)}}]}` });
+    expect(deep.status).toBe(400);
+    const error = (await json<{ error: { code: string; message: string } }>(deep)).error;
+    expect(error).toMatchObject({ code: "validation", message: expect.stringMatching(/memories\.0\.metadata: must not be nested/) });
+    expect(await count("SELECT count(*) AS n FROM memories WHERE agent_id = ? AND type = 'lore'", agentId)).toBe(0);
+    const fine = await api("POST", "/memories", { body: `{"memories":[{"agentId":"${agentId}","type":"lore","text":"fine","metadata":${nested(32)}}]}` });
+    expect(fine.status).toBe(201);
+  });
 });
 
 describe("memory API: hybrid search", () => {

@@ -18,6 +18,11 @@ import { AGENT_ID, errorContent, ExternalId } from "../schemas.ts";
 export const MAX_MEMORY_TEXT_CHARS = 8_000;
 export const MAX_MEMORIES_PER_REQUEST = 500;
 const MAX_METADATA_CHARS = 8_192;
+/**
+ * The text index's triggers read `metadata` with SQLite's JSON functions, which refuse nesting
+ * past 1,000 levels: deeper metadata fits in 8 KiB but failed the insert with a D1 error (a 500).
+ */
+const MAX_METADATA_DEPTH = 32;
 const ALL_TYPES = ["message", "fact", "description", "lore", "document", "fragment", "summary"] as const;
 /** Documents and fragments come from POST /agents/:agentId/knowledge, which chunks and links them. */
 const WRITABLE_TYPES = ["message", "fact", "description", "lore", "summary"] as const;
@@ -42,6 +47,7 @@ const MemoryInput = z
     metadata: z
       .record(z.string(), z.unknown())
       .refine((m) => JSON.stringify(m).length <= MAX_METADATA_CHARS, `must be at most ${MAX_METADATA_CHARS} characters as JSON`)
+      .refine((m) => !nestedDeeperThan(m, MAX_METADATA_DEPTH), `must not be nested more than ${MAX_METADATA_DEPTH} levels deep`)
       .optional(),
     createdAt: z.int().min(0).max(8.64e15).optional().openapi({ description: "Milliseconds since the epoch; now when omitted" }),
     id: z
@@ -349,6 +355,12 @@ export function memoryRoutes(): OpenAPIHono<AppEnv> {
   );
 
   return app;
+}
+
+/** Whether objects and arrays nest more than `levels` deep in `value` (looks no deeper than that). */
+function nestedDeeperThan(value: unknown, levels: number): boolean {
+  if (typeof value !== "object" || value === null) return false;
+  return levels === 0 || Object.values(value).some((child) => nestedDeeperThan(child, levels - 1));
 }
 
 function round(value: number): number {
