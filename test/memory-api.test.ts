@@ -105,6 +105,11 @@ describe("memory API: storing and listing", () => {
     const error = (await json<{ error: { code: string; message: string } }>(deep)).error;
     expect(error).toMatchObject({ code: "validation", message: expect.stringMatching(/memories\.0\.metadata: must not be nested/) });
     expect(await count("SELECT count(*) AS n FROM memories WHERE agent_id = ? AND type = 'lore'", agentId)).toBe(0);
+    // Deeper still, with index-like keys, the size check's JSON.stringify overflowed the stack (500).
+    const deeper = `${'{"0":'.repeat(5_000)}1${"}".repeat(5_000)}`;
+    const overflow = await api("POST", "/memories", { body: `{"memories":[{"agentId":"${agentId}","type":"lore","text":"deeper","metadata":${deeper}}]}` });
+    expect(overflow.status).toBe(400);
+    expect(await count("SELECT count(*) AS n FROM memories WHERE agent_id = ? AND type = 'lore'", agentId)).toBe(0);
     const fine = await api("POST", "/memories", { body: `{"memories":[{"agentId":"${agentId}","type":"lore","text":"fine","metadata":${nested(32)}}]}` });
     expect(fine.status).toBe(201);
   });

@@ -12,6 +12,7 @@ import { deleteMemories, insertMemories, listMemories, memoryIdsOfOtherAgents, m
 import { forgetRoomHistory } from "../../room/room-client.ts";
 import { ConflictError, ValidationError } from "../../runtime/errors.ts";
 import type { Memory, MemoryType } from "../../runtime/types.ts";
+import { pathNestedDeeperThan } from "../json-depth.ts";
 import { assertAgentExists } from "../known-agents.ts";
 import { AGENT_ID, errorContent, ExternalId } from "../schemas.ts";
 
@@ -21,6 +22,7 @@ const MAX_METADATA_CHARS = 8_192;
 /**
  * The text index's triggers read `metadata` with SQLite's JSON functions, which refuse nesting
  * past 1,000 levels: deeper metadata fits in 8 KiB but failed the insert with a D1 error (a 500).
+ * Checked before the size, whose JSON.stringify would overflow the stack on deeper nesting still.
  */
 const MAX_METADATA_DEPTH = 32;
 const ALL_TYPES = ["message", "fact", "description", "lore", "document", "fragment", "summary"] as const;
@@ -46,8 +48,11 @@ const MemoryInput = z
     role: z.enum(["user", "agent"]).optional(),
     metadata: z
       .record(z.string(), z.unknown())
+      .refine((m) => pathNestedDeeperThan(m, MAX_METADATA_DEPTH) === null, {
+        message: `must not be nested more than ${MAX_METADATA_DEPTH} levels deep`,
+        abort: true,
+      })
       .refine((m) => JSON.stringify(m).length <= MAX_METADATA_CHARS, `must be at most ${MAX_METADATA_CHARS} characters as JSON`)
-      .refine((m) => !nestedDeeperThan(m, MAX_METADATA_DEPTH), `must not be nested more than ${MAX_METADATA_DEPTH} levels deep`)
       .optional(),
     createdAt: z.int().min(0).max(8.64e15).optional().openapi({ description: "Milliseconds since the epoch; now when omitted" }),
     id: z
@@ -355,12 +360,6 @@ export function memoryRoutes(): OpenAPIHono<AppEnv> {
   );
 
   return app;
-}
-
-/** Whether objects and arrays nest more than `levels` deep in `value` (looks no deeper than that). */
-function nestedDeeperThan(value: unknown, levels: number): boolean {
-  if (typeof value !== "object" || value === null) return false;
-  return levels === 0 || Object.values(value).some((child) => nestedDeeperThan(child, levels - 1));
 }
 
 function round(value: number): number {
