@@ -131,6 +131,22 @@ describe("request validation and errors", () => {
     expect((await json<Problem>(noType)).error).toBeDefined();
   });
 
+  // Found by the fuzz test's requests (seed 202): a key the character schema does not know is
+  // stored as written, and JSON.stringify overflowed the stack on it (500).
+  it("refuses a character file nested more than 32 levels deep, even under an unknown key, storing nothing", async () => {
+    const deep = `${'{"0":'.repeat(5_000)}1${"}".repeat(5_000)}`;
+    const created = await api("POST", "/agents", { body: `{"id":"deep-junk","name":"Deep","bio":"x","junk":${deep}}` });
+    expect(created.status).toBe(400);
+    const error = (await json<Problem>(created)).error;
+    expect(error.code).toBe("validation");
+    expect(error.details!.issues[0]!.path).toMatch(/^junk(\.0){31}$/);
+    expect((await api("GET", "/agents/deep-junk")).status).toBe(404);
+    await api("POST", "/agents", { body: { id: "shallow-junk", name: "Shallow", bio: "x", junk: { a: { b: [1, 2, { c: true }] } } } });
+    const replaced = await api("PUT", "/agents/shallow-junk", { body: `{"name":"Deeper","bio":"x","junk":${deep}}` });
+    expect(replaced.status).toBe(400);
+    expect(await json(await api("GET", "/agents/shallow-junk"))).toMatchObject({ character: { name: "Shallow" } });
+  });
+
   it("refuses bodies over the size limit with 413", async () => {
     const response = await api("POST", "/agents/any/messages", { body: { userId: "u", text: "x".repeat(70 * 1024) } });
     expect(response.status).toBe(413);

@@ -1,6 +1,7 @@
 // Agents CRUD. The body of POST/PUT is a character file in either ElizaOS format; it is validated
-// by the character schema (every failing path listed) rather than by a route schema, so the two
-// formats and their portable extras are accepted as written. Responses never include secrets.
+// by the character schema (every failing path listed) rather than by a route schema, which only
+// bounds its nesting, so the two formats and their portable extras are accepted as written.
+// Responses never include secrets.
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import { parseCharacter, publicCharacter } from "../../characters/parse-character.ts";
 import type { Env } from "../../config.ts";
@@ -9,6 +10,7 @@ import { assertMayActFor, guard } from "../auth.ts";
 import { agentIdFor, type AgentRecord } from "../../memory/agent-store.ts";
 import { NotFoundError } from "../../runtime/errors.ts";
 import { AgentIdParam, errorContent } from "../schemas.ts";
+import { pathNestedDeeperThan } from "../json-depth.ts";
 import { forgetAgent } from "../known-agents.ts";
 import { agentStore } from "../stores.ts";
 import { characterKnowledge } from "../../memory/knowledge.ts";
@@ -18,8 +20,19 @@ import { loadTokenCounter } from "../../runtime/tokens.ts";
 import { mcpPlatform } from "../../mcp/platform.ts";
 import { assertKnownServers } from "../../mcp/registry.ts";
 
+/**
+ * The file is stored as written, keys the schema does not know included, so its nesting is bounded
+ * as a whole: JSON.stringify overflowed the stack (a 500) on a few thousand levels in such a key.
+ * Far above what any known field allows (settings and clientConfig values nest at most 10 levels).
+ */
+const MAX_CHARACTER_DEPTH = 32;
+
 const CharacterFile = z
   .record(z.string(), z.unknown())
+  .superRefine((file, ctx) => {
+    const path = pathNestedDeeperThan(file, MAX_CHARACTER_DEPTH);
+    if (path) ctx.addIssue({ code: "custom", path, message: `nested more than ${MAX_CHARACTER_DEPTH} levels deep` });
+  })
   .openapi("CharacterFile", {
     description:
       "An ElizaOS character file, v1 or legacy v0.x format. Our own options (model, mcpServers, toolApproval, respond, maxSteps, ...) go under `settings`.",
