@@ -146,7 +146,10 @@ function requestBody(base: fc.Arbitrary<unknown>): fc.Arbitrary<string | Uint8Ar
   return fc.oneof(
     // One broken field (sometimes two), so the rest of the body gets past the validator too.
     { weight: 12, arbitrary: fc.tuple(base, fc.oneof({ weight: 3, arbitrary: fc.tuple(mutation) }, fc.tuple(mutation, mutation))).map(([value, ms]) => JSON.stringify(mutate(value, ms)) ?? "") },
-    { weight: 2, arbitrary: fc.tuple(base, fc.nat(), deepJsonText).map(([value, at, deep]) => withDeepField(value, at, deep)) },
+    {
+      weight: 2,
+      arbitrary: fc.tuple(base, fc.nat(), fc.constantFrom("replace" as const, "add-key" as const), deepJsonText).map(([value, at, kind, deep]) => withDeepField(value, at, kind, deep)),
+    },
     // As the schema allows: valid by chance, unless the path, query or headers are not.
     { weight: 1, arbitrary: base.map((value) => JSON.stringify(value) ?? "") },
     { weight: 3, arbitrary: malformedJson(base) },

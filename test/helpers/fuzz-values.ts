@@ -218,15 +218,18 @@ export function malformedJson(base: fc.Arbitrary<unknown>): fc.Arbitrary<string>
   );
 }
 
-/** Nesting written as text, up to 100,000 levels: cheaper than building the value to stringify it. */
+/**
+ * Nesting written as text, up to 100,000 levels: cheaper than building the value to stringify it.
+ * Objects keyed "0" too: V8 stringifies those recursively, so they overflow where {"a":...} does not.
+ */
 export const deepJsonText: fc.Arbitrary<string> = fc
-  .tuple(fc.constantFrom(100, 1_001, 10_000, 100_000), fc.boolean())
-  .map(([depth, arrays]) => (arrays ? "[".repeat(depth) + "]".repeat(depth) : '{"a":'.repeat(depth) + "1" + "}".repeat(depth)));
+  .tuple(fc.constantFrom(100, 1_001, 10_000, 100_000), fc.constantFrom("[", '{"a":', '{"0":'))
+  .map(([depth, open]) => (open === "[" ? "[".repeat(depth) + "]".repeat(depth) : open.repeat(depth) + "1" + "}".repeat(depth)));
 
 const DEEP_MARK = "\u0001deep\u0001";
 
-/** The value as JSON text, with one of its fields (chosen by `at`) replaced by the deep text. */
-export function withDeepField(value: unknown, at: number, deep: string): string {
-  const marked = mutate(value, [{ kind: "replace", at, key: "", payload: DEEP_MARK }]);
+/** The value as JSON text, with one of its fields (chosen by `at`) replaced by, or given a new key holding, the deep text. */
+export function withDeepField(value: unknown, at: number, kind: "replace" | "add-key", deep: string): string {
+  const marked = mutate(value, [{ kind, at, key: "junk", payload: DEEP_MARK }]);
   return (JSON.stringify(marked) ?? "").replace(JSON.stringify(DEEP_MARK), () => deep);
 }
