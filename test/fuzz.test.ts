@@ -85,6 +85,12 @@ async function signInto(headers: Headers, request: FuzzRequest): Promise<void> {
 
 function expectErrorEnvelope(request: FuzzRequest, response: Response, text: string): void {
   const where = `${response.status} for ${describeRequest(request)}: ${text.slice(0, 300)}`;
+  // Documented: the OAuth callback is a page a browser lands on; browsers get its errors as HTML.
+  const accept = Object.entries(request.headers).find(([name]) => name.toLowerCase() === "accept")?.[1] ?? "";
+  if (request.route === "GET /oauth/callback" && /text\/html/.test(accept) && /^text\/html/.test(response.headers.get("content-type") ?? "")) {
+    if (request.method !== "HEAD") expect(text, where).toContain("<h1>Not connected</h1>");
+    return;
+  }
   expect(response.headers.get("content-type") ?? "", where).toMatch(/^application\/json/);
   if (request.method === "HEAD") return;
   let parsed: unknown;

@@ -16,6 +16,7 @@ import { AppError, NotConfiguredError, ValidationError } from "../../runtime/err
 import type { AppEnv } from "../app-env.ts";
 import { errorBody } from "../errors.ts";
 import { errorContent } from "../schemas.ts";
+import { validationError } from "../validation.ts";
 
 const CallbackQuery = z.strictObject({
   state: z.string().min(16).max(512),
@@ -33,7 +34,12 @@ export function oauthRoutes(): OpenAPIHono<AppEnv> {
       method: "get",
       path: OAUTH_CALLBACK_PATH,
       summary: "OAuth redirect target for MCP servers (checked by its state; no bearer token)",
-      request: { query: CallbackQuery },
+      // Documented by hand: the route checks its own query, so a browser gets even that error as a page.
+      parameters: [
+        { name: "state", in: "query", required: true, schema: { type: "string" } },
+        { name: "code", in: "query", required: false, schema: { type: "string" } },
+        { name: "error", in: "query", required: false, schema: { type: "string" } },
+      ],
       responses: {
         200: { description: "Authorized and connected (HTML for browsers, JSON otherwise)", content: { "text/html": { schema: z.string() } } },
         400: errorContent("Unknown or expired state, a refused consent, or a failed code exchange"),
@@ -41,7 +47,9 @@ export function oauthRoutes(): OpenAPIHono<AppEnv> {
     }),
     async (c) => {
       try {
-        const { state, code, error, error_description: description } = c.req.valid("query");
+        const query = CallbackQuery.safeParse(c.req.query());
+        if (!query.success) throw validationError("query", query.error.issues);
+        const { state, code, error, error_description: description } = query.data;
         const platform = mcpPlatform(c.env, new URL(c.req.url).origin);
         if (!platform.credentials) throw new NotConfiguredError("SECRETS_KEY is not set, so no authorization can be stored");
         const row = await platform.credentials.findByStateHash(await sha256Hex(state));
