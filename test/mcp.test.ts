@@ -5,6 +5,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, inject, it } from "vitest";
 import { api, createTestAgent, json, useModelStandIn } from "./helpers/api.ts";
 import { toolMessages } from "./helpers/model-messages.ts";
+import { command, post, snowflake, useAgentIn } from "./helpers/discord.ts";
 
 const peers = inject("mcpPeers");
 /** The peer's tokens look like `at_<uuid>` / `rt_<uuid>`. */
@@ -262,6 +263,20 @@ describe("MCP servers with OAuth", () => {
     const again = await addServer(agentId, { name: "secure" });
     expect(again.status).toBe(200);
     expect(again.view.authUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/authorize\?/);
+  });
+
+  it("shows the consent link in Discord's /tools to managers only", async () => {
+    const channel = snowflake();
+    const agentId = await useAgentIn(channel);
+    await addServer(agentId, { name: "secure", url: peers.oauthUrl, auth: { type: "oauth" } });
+    await addServer(agentId, { name: "plain", url: peers.plainUrl });
+    const asManager = await json<{ data: { content: string; flags: number } }>(await post(command("tools", { channel })));
+    expect(asManager.data.flags & 64).toBe(64);
+    expect(asManager.data.content).toMatch(/\*\*secure\*\*: needs authorization: http:\/\/127\.0\.0\.1:\d+\/authorize\?/);
+    expect(asManager.data.content).toContain("**plain**: configured");
+    const asMember = await json<{ data: { content: string } }>(await post(command("tools", { channel, permissions: "0" })));
+    expect(asMember.data.content).toContain("**secure**: needs authorization by a server manager");
+    expect(asMember.data.content).not.toContain("/authorize?");
   });
 
   it("refuses an unknown or replayed state on the callback", async () => {
