@@ -2,7 +2,8 @@
 // format its API takes) of at most 8 MiB with an aspect ratio between 4:5 and 1.91:1, read from the
 // JPEG's frame header; MP4 videos (an ISO-BMFF `ftyp` box) for reels. A JPEG without its end
 // marker is treated as truncated. Captions: at most 2,200 characters and 30 hashtags.
-// Pure functions over bytes, so the upload route and the Discord attachments share them.
+// Pure functions over bytes; the file type itself comes from sniff.ts, shared with attachments.
+import { describeType, sniffType } from "./sniff.ts";
 
 export const MAX_IMAGE_BYTES = 8 * 1024 * 1024;
 /** Reels can be long; a Worker request body is capped at 100 MB on most plans. */
@@ -21,7 +22,8 @@ export type MediaCheck =
 
 export function checkMedia(bytes: Uint8Array, name = "the file"): MediaCheck {
   if (bytes.length === 0) return { ok: false, reason: `${name} is empty` };
-  if (isJpeg(bytes)) {
+  const type = sniffType(bytes);
+  if (type === "image/jpeg") {
     if (bytes.length > MAX_IMAGE_BYTES) return { ok: false, reason: `${name} is ${bytes.length} bytes; Instagram takes images of at most ${MAX_IMAGE_BYTES} bytes (8 MiB)` };
     const size = jpegSize(bytes);
     if (!size) return { ok: false, reason: `${name} is not a complete JPEG (no frame header found)` };
@@ -32,11 +34,11 @@ export function checkMedia(bytes: Uint8Array, name = "the file"): MediaCheck {
     }
     return { ok: true, kind: "image", contentType: "image/jpeg", ...size };
   }
-  if (isMp4(bytes)) {
+  if (type === "video/mp4") {
     if (bytes.length > MAX_VIDEO_BYTES) return { ok: false, reason: `${name} is ${bytes.length} bytes; videos may be at most ${MAX_VIDEO_BYTES} bytes` };
     return { ok: true, kind: "video", contentType: "video/mp4" };
   }
-  return { ok: false, reason: `${name} is ${describe(bytes)}; Instagram takes JPEG photos and MP4 videos only` };
+  return { ok: false, reason: `${name} is ${describeType(type)}; Instagram takes JPEG photos and MP4 videos only` };
 }
 
 export function checkCaption(caption: string): string | null {
@@ -45,14 +47,6 @@ export function checkCaption(caption: string): string | null {
   const hashtags = caption.match(/(^|\s)#[\p{L}\p{N}_]+/gu)?.length ?? 0;
   if (hashtags > MAX_HASHTAGS) return `the caption has ${hashtags} hashtags; Instagram allows ${MAX_HASHTAGS}`;
   return null;
-}
-
-function isJpeg(b: Uint8Array): boolean {
-  return b.length >= 3 && b[0] === 0xff && b[1] === 0xd8 && b[2] === 0xff;
-}
-
-function isMp4(b: Uint8Array): boolean {
-  return b.length >= 12 && b[4] === 0x66 && b[5] === 0x74 && b[6] === 0x79 && b[7] === 0x70; // "ftyp"
 }
 
 function hasEndMarker(b: Uint8Array): boolean {
@@ -88,12 +82,4 @@ function jpegSize(b: Uint8Array): { width: number; height: number } | null {
     i += 2 + length;
   }
   return null;
-}
-
-function describe(b: Uint8Array): string {
-  if (b[0] === 0x89 && b[1] === 0x50 && b[2] === 0x4e && b[3] === 0x47) return "a PNG image";
-  if (b[0] === 0x47 && b[1] === 0x49 && b[2] === 0x46) return "a GIF image";
-  if (b[0] === 0x52 && b[1] === 0x49 && b[2] === 0x46 && b[3] === 0x46) return "a RIFF file (WebP or WAV)";
-  if (b[0] === 0x25 && b[1] === 0x50 && b[2] === 0x44 && b[3] === 0x46) return "a PDF document";
-  return "not a JPEG or MP4 file";
 }

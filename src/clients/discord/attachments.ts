@@ -3,6 +3,8 @@
 // as quoted data in the message, images as image inputs. A resumed turn finds its copies in R2 and
 // downloads nothing twice. Source URLs carry Discord's signed query string: it never reaches R2
 // metadata, an error or the model.
+import { sniffType } from "../../media/sniff.ts";
+import { storeMedia } from "../../media/store.ts";
 import { ATTACHMENT_PREAMBLE, quoteData } from "../../runtime/quoted-data.ts";
 import type { Attachment } from "../../runtime/types.ts";
 
@@ -56,13 +58,7 @@ async function ingestOne(attachment: Attachment, title: string, key: string, opt
   if (!kind) throw new AttachmentRefused("only JPEG, PNG, GIF and WebP images and UTF-8 text files are accepted");
   const limit = kind.kind === "image" ? MAX_IMAGE_BYTES : MAX_TEXT_BYTES;
   if (bytes.byteLength > limit) throw new AttachmentRefused(`it is larger than ${limit / 1024 / 1024 >= 1 ? `${limit / 1024 / 1024} MiB` : `${limit / 1024} KiB`}`);
-  if (!stored) {
-    const sha256 = hex(await crypto.subtle.digest("SHA-256", bytes));
-    await options.bucket.put(key, bytes, {
-      httpMetadata: { contentType: kind.contentType },
-      customMetadata: { sha256, filename: title, source: new URL(attachment.url).host },
-    });
-  }
+  if (!stored) await storeMedia(options.bucket, key, bytes, kind.contentType, { filename: title, source: new URL(attachment.url).host });
   const base = { ok: true as const, title, key, contentType: kind.contentType, size: bytes.byteLength };
   if (kind.kind === "text") return { ...base, kind: "text", text: new TextDecoder().decode(bytes) };
   if (bytes.byteLength > MAX_INLINE_IMAGE_BYTES) throw new AttachmentRefused(`images over ${MAX_INLINE_IMAGE_BYTES / 1024 / 1024} MiB cannot be shown to the model yet`);
@@ -120,13 +116,9 @@ async function download(url: string, options: IngestOptions): Promise<Uint8Array
 
 /** The file's real type from its first bytes; text only when it decodes as UTF-8 without NULs. */
 export function sniff(bytes: Uint8Array, name: string, declared?: string): { kind: "image" | "text"; contentType: string } | null {
-  const starts = (...signature: number[]) => signature.every((byte, i) => bytes[i] === byte);
-  if (starts(0xff, 0xd8, 0xff)) return { kind: "image", contentType: "image/jpeg" };
-  if (starts(0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a)) return { kind: "image", contentType: "image/png" };
-  if (starts(0x47, 0x49, 0x46, 0x38) && (bytes[4] === 0x37 || bytes[4] === 0x39) && bytes[5] === 0x61) return { kind: "image", contentType: "image/gif" };
-  if (starts(0x52, 0x49, 0x46, 0x46) && bytes[8] === 0x57 && bytes[9] === 0x45 && bytes[10] === 0x42 && bytes[11] === 0x50) {
-    return { kind: "image", contentType: "image/webp" };
-  }
+  const type = sniffType(bytes);
+  if (type?.startsWith("image/")) return { kind: "image", contentType: type };
+  if (type) return null;
   const looksText = TEXT_EXTENSIONS.test(name) || (declared ?? "").startsWith("text/") || declared === "application/json";
   if (!looksText || bytes.includes(0)) return null;
   try {
@@ -157,10 +149,6 @@ export function attachmentPrompt(results: IngestedAttachment[]): { text: string;
 function safeName(name: string): string {
   const cleaned = name.replace(/[^A-Za-z0-9._-]+/g, "_").replace(/^[._]+/, "").slice(0, 100);
   return cleaned || "file";
-}
-
-function hex(buffer: ArrayBuffer): string {
-  return [...new Uint8Array(buffer)].map((byte) => byte.toString(16).padStart(2, "0")).join("");
 }
 
 export function base64(bytes: Uint8Array): string {

@@ -7,6 +7,7 @@ import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import type { PostItem, PostState } from "../../clients/instagram/publisher.ts";
 import { mediaPostStore } from "../../clients/instagram/platform.ts";
 import { checkCaption, checkMedia } from "../../media/validate.ts";
+import { sha256OfBytes, storeMedia } from "../../media/store.ts";
 import { toHex } from "../../runtime/hashing.ts";
 import { AppError, NotFoundError, ValidationError } from "../../runtime/errors.ts";
 import type { AppEnv } from "../app-env.ts";
@@ -109,7 +110,7 @@ export function postRoutes(): OpenAPIHono<AppEnv> {
             kind: check.kind,
             contentType: check.contentType,
             bytes: bytes.length,
-            sha256: toHex(new Uint8Array(await crypto.subtle.digest("SHA-256", bytes))),
+            sha256: await sha256OfBytes(bytes),
             ...(check.kind === "image" ? { width: check.width, height: check.height } : {}),
           },
         });
@@ -137,7 +138,7 @@ export function postRoutes(): OpenAPIHono<AppEnv> {
       const written: string[] = [];
       try {
         for (const { bytes, item } of checked) {
-          await c.env.MEDIA.put(item.key, bytes, { httpMetadata: { contentType: item.contentType }, customMetadata: { sha256: item.sha256, postId } });
+          await storeMedia(c.env.MEDIA, item.key, bytes, item.contentType, { postId }, item.sha256);
           written.push(item.key);
         }
         await mediaPostStore(c.env).insert(post);
