@@ -13,57 +13,17 @@ import type { HistoryPage, HistoryQuery } from "../memory/message-history.ts";
 import { createRoomRuntime, type RoomRuntime } from "./room-runtime.ts";
 import { MAX_TURN_ATTEMPTS, TurnJournal, type ApprovalPause, type DiscordDelivery, type JournalEntry } from "./turn-journal.ts";
 import { APPROVAL_WINDOW_MS, approvalPrompt, approvalResultText, canRouteApproval, newApprovalId } from "../clients/discord/approval.ts";
-import { attachmentPrompt, base64, DISCORD_ATTACHMENT_HOSTS, ingestAttachments } from "../clients/discord/attachments.ts";
+import { attachmentPrompt, DISCORD_ATTACHMENT_HOSTS, ingestAttachments } from "../clients/discord/attachments.ts";
 import { deliverToDiscord, editPosted, postForInteraction } from "../clients/discord/delivery.ts";
 import { createDiscordRest, DiscordApiError, INTERACTION_TOKEN_LIFETIME_MS, type DiscordRest } from "../clients/discord/rest.ts";
 import type { TurnPause } from "../runtime/turn-types.ts";
 import { effectiveServers, type McpServerEntry } from "../mcp/registry.ts";
-import { mediaPostStore, publisherDeps, rememberPost } from "../clients/instagram/platform.ts";
-import { publishStep, type PostState } from "../clients/instagram/publisher.ts";
-import { writeCaption } from "../runtime/caption-writer.ts";
-import { modelChoiceFor } from "../runtime/turn-runner.ts";
-import { checkCaption } from "../media/validate.ts";
+import { PostPublishing } from "./post-publishing.ts";
+import type { ApprovalAnswer, ApprovalAnswerResult, EnqueueTurnRequest, SubmitTurnRequest, TurnResult } from "./room-types.ts";
 
-export interface SubmitTurnRequest {
-  input: TurnInput;
-  idempotencyKey?: string;
-  /** Hash of what the request asked for; a reused key with another fingerprint is a conflict. */
-  fingerprint?: string;
-}
-
-export interface EnqueueTurnRequest {
-  input: TurnInput;
-  /** Required: a webhook delivered twice must produce one turn (e.g. `discord:<interaction id>`). */
-  idempotencyKey: string;
-  delivery: DiscordDelivery;
-}
-
-/** A click on an approval prompt's button, as the worker hands it to the room. */
-export interface ApprovalAnswer {
-  approvalId: string;
-  approve: boolean;
-  /** Who clicked, as a turn user id (`discord:<id>`), and their display name. */
-  userId: string;
-  userName: string;
-  /** The click's own interaction: its token is fresh, and its @original is the prompt. */
-  applicationId: string;
-  interactionToken: string;
-}
-
-export type ApprovalAnswerResult =
-  | { status: "resolved"; tool: string; decision: "approved" | "denied" }
-  | { status: "not_yours" }
-  | { status: "gone" };
-
-export type TurnResult =
-  | { ok: true; replayed: boolean; outcome: TurnOutcome }
-  | { ok: false; replayed: boolean; turnId: string; error: SerializedError };
+export type { ApprovalAnswer, ApprovalAnswerResult, EnqueueTurnRequest, SubmitTurnRequest, TurnResult } from "./room-types.ts";
 
 const RESUME_ITEM_ID = "resume-turns";
-/** A publishing step cut off by an eviction is run again after this long. */
-const PUBLISH_WATCHDOG_S = 120;
-/** Larger photos are not shown to the model when it writes a caption (base64 costs a third more). */
-const MAX_CAPTION_IMAGE_BYTES = 4 * 1024 * 1024;
 
 const EMBED_ITEM_ID = "embed-pending";
 const DELIVER_ITEM_ID = "deliver-replies";
@@ -80,8 +40,8 @@ export class AgentRoom extends Agent<Env> {
   /** Reply writes and evaluations, chained so they reach D1 in turn order. */
   private afterReplies: Promise<void> = Promise.resolve();
   private readonly finishing = new Set<string>();
-  /** Posts whose publishing step is running in this instance. */
-  private readonly publishingPosts = new Set<string>();
+  /** Instagram publishing, when this is the agent's `~instagram` object. */
+  private postPublishing: PostPublishing | null = null;
   private readonly waiters = new Map<string, Array<(result: TurnResult) => void>>();
   /** Replies on their way to Discord, chained so a channel gets them in turn order. */
   private deliveries: Promise<void> = Promise.resolve();
@@ -176,65 +136,29 @@ export class AgentRoom extends Agent<Env> {
    * finishes, resumes a post whose step was cut off by an eviction.
    */
   async publishPost(postId: string): Promise<void> {
-    await this.runPublishStep(postId);
+    await this.publishing.step(postId);
   }
 
   /** Schedule callback for publishPost's later steps and its watchdog. */
   async publishStep(payload: { postId: string }): Promise<void> {
-    await this.runPublishStep(payload.postId);
+    await this.publishing.step(payload.postId);
   }
 
-  private async runPublishStep(postId: string): Promise<void> {
-    if (this.publishingPosts.has(postId)) return;
-    this.publishingPosts.add(postId);
-    const watchdog = await this.schedule(PUBLISH_WATCHDOG_S, "publishStep", { postId });
-    let finished = false;
-    try {
-      await this.publishOnce(postId);
-      finished = true;
-    } finally {
-      this.publishingPosts.delete(postId);
-      // A step that threw (D1 down, say) keeps its watchdog: it is tried again.
-      if (finished) await this.cancelSchedule(watchdog.id);
-    }
-  }
-
-  /** The agent writing its caption with its primary model, looking at the first photo. */
-  private async captionWriter(): Promise<((post: PostState) => Promise<string>) | null> {
-    const runtime = await this.getRuntime();
-    const model = runtime.chat.model;
-    if (!model) return null;
-    const agentId = this.name.split(":")[0]!;
-    const character = await this.characterFor(runtime, agentId, await runtime.agents.version(agentId));
-    return async (post) => {
-      const first = post.items.find((item) => item.kind === "image" && item.bytes <= MAX_CAPTION_IMAGE_BYTES);
-      const object = first ? await this.env.MEDIA.get(first.key) : null;
-      const image = object ? `data:${first!.contentType};base64,${base64(new Uint8Array(await object.arrayBuffer()))}` : undefined;
-      const { caption } = await writeCaption(
-        character,
-        { kinds: post.items.map((item) => item.kind), hint: post.caption || undefined, image },
-        { model, modelName: modelChoiceFor(character, runtime.chat.models).primary, check: checkCaption },
-      );
-      return caption;
-    };
-  }
-
-  private async publishOnce(postId: string): Promise<void> {
-    const store = mediaPostStore(this.env);
-    const post = await store.get(this.name.split(":")[0]!, postId);
-    if (!post) return;
-    const deps = publisherDeps(this.env);
-    if ("missing" in deps) {
-      if (post.status === "queued") await store.save({ ...post, status: "failed", error: { code: "not_configured", message: deps.missing }, updatedAt: Date.now() });
-      return;
-    }
-    if (post.captionPending) {
-      const writer = await this.captionWriter();
-      if (writer) deps.writeCaption = writer;
-    }
-    const next = await publishStep(post, deps);
-    if (next !== null) await this.schedule(Math.max(1, Math.ceil(next / 1000)), "publishStep", { postId });
-    if (post.status === "published") await rememberPost(this.env, post);
+  private get publishing(): PostPublishing {
+    this.postPublishing ??= new PostPublishing({
+      env: this.env,
+      agentId: this.name.split(":")[0]!,
+      schedule: (delaySeconds, postId) => this.schedule(delaySeconds, "publishStep", { postId }),
+      cancel: (id) => this.cancelSchedule(id),
+      captionContext: async () => {
+        const runtime = await this.getRuntime();
+        if (!runtime.chat.model) return null;
+        const agentId = this.name.split(":")[0]!;
+        const character = await this.characterFor(runtime, agentId, await runtime.agents.version(agentId));
+        return { character, model: runtime.chat.model, models: runtime.chat.models };
+      },
+    });
+    return this.postPublishing;
   }
 
   /** Queue callback: retries replies that could not reach Discord yet (throws to be retried). */

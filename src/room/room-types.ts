@@ -1,0 +1,40 @@
+// What callers hand an AgentRoom over RPC and what it answers: plain data, so it crosses the
+// boundary intact (class identity does not survive RPC).
+import type { SerializedError } from "../runtime/errors.ts";
+import type { TurnInput, TurnOutcome } from "../runtime/turn-types.ts";
+import type { DiscordDelivery } from "./turn-journal.ts";
+
+export interface SubmitTurnRequest {
+  input: TurnInput;
+  idempotencyKey?: string;
+  /** Hash of what the request asked for; a reused key with another fingerprint is a conflict. */
+  fingerprint?: string;
+}
+
+export interface EnqueueTurnRequest {
+  input: TurnInput;
+  /** Required: a webhook delivered twice must produce one turn (e.g. `discord:<interaction id>`). */
+  idempotencyKey: string;
+  delivery: DiscordDelivery;
+}
+
+/** A click on an approval prompt's button, as the worker hands it to the room. */
+export interface ApprovalAnswer {
+  approvalId: string;
+  approve: boolean;
+  /** Who clicked, as a turn user id (`discord:<id>`), and their display name. */
+  userId: string;
+  userName: string;
+  /** The click's own interaction: its token is fresh, and its @original is the prompt. */
+  applicationId: string;
+  interactionToken: string;
+}
+
+export type ApprovalAnswerResult =
+  | { status: "resolved"; tool: string; decision: "approved" | "denied" }
+  | { status: "not_yours" }
+  | { status: "gone" };
+
+export type TurnResult =
+  | { ok: true; replayed: boolean; outcome: TurnOutcome }
+  | { ok: false; replayed: boolean; turnId: string; error: SerializedError };
