@@ -209,6 +209,20 @@ describe("Instagram publishing", () => {
     expect(bad.status).toBe(400);
   });
 
+  it("counts caption writing against the agent's daily model budget, and refuses it once spent", async () => {
+    const agentId = await createTestAgent({ settings: { dailyTokens: 50 } });
+    model.script({ text: "first caption", usage: { promptTokens: 40, completionTokens: 20 } });
+    const first = await upload(agentId, [{ bytes: jpeg(1080, 1080), name: "a.jpg" }], { generateCaption: "true" });
+    expect(await drive(agentId, first.body.postId)).toMatchObject({ status: "published" });
+    const spent = await env.DB.prepare("SELECT tokens FROM model_usage_daily WHERE agent_id = ?").bind(agentId).first<{ tokens: number }>();
+    expect(spent?.tokens).toBe(60);
+    const calls = model.calls.length;
+    const second = await upload(agentId, [{ bytes: jpeg(1080, 1080, { pad: 400 }), name: "b.jpg" }], { generateCaption: "true" });
+    expect(await drive(agentId, second.body.postId)).toMatchObject({ status: "failed", error: { code: "caption", message: expect.stringContaining("daily model budget (60 of 50 tokens") } });
+    expect(model.calls.length).toBe(calls);
+    expect(realGraph.published).toHaveLength(1);
+  });
+
   it("lets the agent publish an uploaded post with its instagram_publish tool", async () => {
     const agentId = await createTestAgent();
     const stored = await upload(agentId, [{ bytes: jpeg(1080, 1080), name: "draft.jpg" }], { publish: "false" });

@@ -2,7 +2,10 @@
 // the publisher (src/clients/instagram/publisher.ts) at a time per post, the next step on the
 // scheduler, and a watchdog step (cancelled when a step ends) that reruns a step cut off by an
 // eviction. The object's class keeps only the RPC method and the schedule callback.
-import type { Env } from "../config.ts";
+import { drizzle } from "drizzle-orm/d1";
+import { loadConfig, type Env } from "../config.ts";
+import { createD1SpendLedger } from "../memory/spend-ledger.ts";
+import { assertWithinDailyBudget, dailyCeiling, utcDay } from "../runtime/spend.ts";
 import { base64 } from "../clients/discord/attachments.ts";
 import { mediaPostStore, publisherDeps, rememberPost } from "../clients/instagram/platform.ts";
 import { publishStep, type PostState } from "../clients/instagram/publisher.ts";
@@ -74,15 +77,21 @@ export class PostPublishing {
     const context = await this.host.captionContext();
     if (!context) return null;
     const { character, model, models } = context;
+    const { env, agentId } = this.host;
+    const ledger = createD1SpendLedger(drizzle(env.DB));
+    const ceiling = dailyCeiling(character, loadConfig(env).dailyTokenLimit);
     return async (post) => {
+      // Caption writing is model spend like a turn's: refused once the day's budget is used up.
+      await assertWithinDailyBudget(ledger, agentId, ceiling, Date.now());
       const first = post.items.find((item) => item.kind === "image" && item.bytes <= MAX_CAPTION_IMAGE_BYTES);
       const object = first ? await this.host.env.MEDIA.get(first.key) : null;
       const image = object ? `data:${first!.contentType};base64,${base64(new Uint8Array(await object.arrayBuffer()))}` : undefined;
-      const { caption } = await writeCaption(
+      const { caption, tokens } = await writeCaption(
         character,
         { kinds: post.items.map((item) => item.kind), hint: post.caption || undefined, image },
         { model, modelName: modelChoiceFor(character, models).primary, check: checkCaption },
       );
+      await ledger.add(agentId, utcDay(Date.now()), tokens);
       return caption;
     };
   }
