@@ -109,7 +109,10 @@ describe("fault injection", () => {
       return { text: "evaluated reply" };
     });
     const response = await send(agentId, "I live in Porto", "k-eval");
-    expect(await json(response)).toMatchObject({ reply: { text: "evaluated reply" } });
+    // The answer normally leaves before the evaluators start; if the eviction lands while it is
+    // still held by the output gate, the client gets 503 and its retry with the key gets the reply.
+    if (response.status !== 200) expect(await json(response)).toMatchObject({ error: { code: "upstream" } });
+    else expect(await json(response)).toMatchObject({ reply: { text: "evaluated reply" } });
     await vi.waitFor(() => expect(evictedOnce).toBe(true));
 
     expect(await runDurableObjectAlarm(env.ROOMS.getByName(`${agentId}:user:flo`))).toBe(true);
@@ -120,6 +123,7 @@ describe("fault injection", () => {
     ]);
     const relationship = await env.DB.prepare("SELECT interaction_count FROM relationships WHERE agent_id = ?").bind(agentId).first<{ interaction_count: number }>();
     expect(relationship?.interaction_count).toBe(1);
+    expect(await json(await send(agentId, "I live in Porto", "k-eval"))).toMatchObject({ reply: { text: "evaluated reply" } });
     expect(model.calls.filter((c) => c.model === "test-primary")).toHaveLength(1);
   });
 });

@@ -172,3 +172,20 @@ describe("turn deadline", () => {
     expect(events.events.map((e) => e.type)).toContain("run_timed_out");
   });
 });
+
+describe("token counting", () => {
+  it("counts a 100,000-character word in pieces (the whole word at once is quadratic), close to the exact count", async () => {
+    const { loadTokenCounter, countInPieces, MAX_RUN_CHARS } = await import("../src/runtime/tokens.ts");
+    const counter = await loadTokenCounter();
+    const pieces = counter.count("a".repeat(100_000));
+    // Compared with the exact count of a shorter run, scaled: "a" x 256 is a fixed number of tokens.
+    const perPiece = counter.count("a".repeat(MAX_RUN_CHARS));
+    expect(pieces).toBeGreaterThanOrEqual(Math.floor(100_000 / MAX_RUN_CHARS) * perPiece);
+    // Ordinary text is counted in one piece, exactly as before.
+    const calls: string[] = [];
+    countInPieces("Hello there, how are you?", (text) => (calls.push(text), 1));
+    expect(calls).toEqual(["Hello there, how are you?"]);
+    countInPieces(`start ${"b".repeat(600)} end`, (text) => (calls.push(text), 1));
+    expect(calls.slice(1).join("")).toBe(`start ${"b".repeat(600)} end`);
+  });
+});
