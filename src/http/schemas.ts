@@ -33,3 +33,6 @@ export const errorContent = (description: string) => ({
   description,
   content: { "application/json": { schema: ErrorResponse } },
 });
+
+/** A JSON response of `schema` for a route's OpenAPI definition. */
+export const jsonContent = <T extends z.ZodType>(schema: T, description: string) => ({ description, content: { "application/json": { schema } } });

@@ -4,7 +4,7 @@
 // what it produces. Every change is written at once, so a room evicted mid-flow loses nothing.
 import type { OAuthClientProvider, OAuthDiscoveryState } from "@modelcontextprotocol/sdk/client/auth.js";
 import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from "@modelcontextprotocol/sdk/shared/auth.js";
-import { sha256Hex } from "../runtime/hashing.ts";
+import { sha256Hex, toBase64Url } from "../runtime/hashing.ts";
 import type { McpCredentialRow, McpCredentialStore } from "./credentials.ts";
 
 /** How long a consent link stays usable. */
@@ -82,8 +82,7 @@ export class AgentOAuthProvider implements OAuthClientProvider {
   }
 
   async state(): Promise<string> {
-    const bytes = crypto.getRandomValues(new Uint8Array(32));
-    const state = btoa(String.fromCharCode(...bytes)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+    const state = toBase64Url(crypto.getRandomValues(new Uint8Array(32)));
     this.row.stateHash = await sha256Hex(state);
     this.row.stateExpiresAt = this.options.now() + AUTHORIZATION_WINDOW_MS;
     this.row.data.redirectUrl = this.redirectUrl;

@@ -7,6 +7,8 @@
 export const MEDIA_KEY = /^(?!.*\.\.)[A-Za-z0-9][A-Za-z0-9._\-/]{0,511}$/;
 export const MAX_MEDIA_URL_LIFETIME_S = 7 * 24 * 3600;
 
+import { fromBase64Url, toBase64Url } from "../runtime/hashing.ts";
+
 const keys = new Map<string, Promise<CryptoKey>>();
 
 function hmacKey(secretsKey: string): Promise<CryptoKey> {
@@ -49,15 +51,4 @@ export async function checkMediaSignature(key: string, exp: string, sig: string,
   const valid = await crypto.subtle.verify("HMAC", await hmacKey(secretsKey), signature, payload(key, Number(exp)));
   if (!valid) return "invalid";
   return Number(exp) < nowSeconds ? "expired" : "valid";
-}
-
-function toBase64Url(bytes: Uint8Array): string {
-  return btoa(String.fromCharCode(...bytes)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
-}
-
-function fromBase64Url(text: string): Uint8Array<ArrayBuffer> {
-  const binary = atob(text.replace(/-/g, "+").replace(/_/g, "/"));
-  const bytes = new Uint8Array(binary.length);
-  for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
-  return bytes;
 }

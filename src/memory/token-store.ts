@@ -5,7 +5,7 @@ import { asc, eq } from "drizzle-orm";
 import { z } from "zod";
 import type { Db } from "./d1-memory-store.ts";
 import { apiTokens } from "./schema.ts";
-import { sha256Hex, toHex } from "../runtime/hashing.ts";
+import { sha256Hex, toBase64Url, toHex } from "../runtime/hashing.ts";
 
 export const SCOPES = [
   "admin",
@@ -124,8 +124,4 @@ function toRecord(row: typeof apiTokens.$inferSelect): TokenRecord {
     revokedAt: row.revokedAt,
     lastUsedAt: row.lastUsedAt,
   };
-}
-
-function toBase64Url(bytes: Uint8Array): string {
-  return btoa(String.fromCharCode(...bytes)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
 }

@@ -9,7 +9,7 @@ import type { AppEnv } from "../app-env.ts";
 import { assertMayActFor, guard } from "../auth.ts";
 import { agentIdFor, type AgentRecord } from "../../memory/agent-store.ts";
 import { NotFoundError } from "../../runtime/errors.ts";
-import { AgentIdParam, errorContent } from "../schemas.ts";
+import { AgentIdParam, errorContent, jsonContent } from "../schemas.ts";
 import { pathNestedDeeperThan } from "../json-depth.ts";
 import { forgetAgent } from "../known-agents.ts";
 import { agentStore } from "../stores.ts";
@@ -59,7 +59,6 @@ const AgentDetail = z
   })
   .openapi("Agent");
 
-const json = <T extends z.ZodType>(schema: T, description: string) => ({ description, content: { "application/json": { schema } } });
 const characterBody = { required: true, content: { "application/json": { schema: CharacterFile } } };
 
 function detail(record: AgentRecord) {
@@ -77,7 +76,7 @@ export function agentRoutes(): OpenAPIHono<AppEnv> {
       ...guard("agents:write"),
       request: { body: characterBody },
       responses: {
-        201: json(AgentDetail, "The agent, as stored"),
+        201: jsonContent(AgentDetail, "The agent, as stored"),
         400: errorContent("The character file is invalid; `details.issues` lists every failing path"),
         409: errorContent("An agent with this id already exists"),
       },
@@ -110,7 +109,7 @@ export function agentRoutes(): OpenAPIHono<AppEnv> {
           after: AgentIdParam.optional().openapi({ param: { name: "after", in: "query" }, description: "Cursor: the last id of the previous page" }),
         }),
       },
-      responses: { 200: json(z.object({ agents: z.array(AgentSummary), nextCursor: z.string().nullable() }), "A page of agents, by id") },
+      responses: { 200: jsonContent(z.object({ agents: z.array(AgentSummary), nextCursor: z.string().nullable() }), "A page of agents, by id") },
     }),
     async (c) => {
       const { limit, after } = c.req.valid("query");
@@ -126,7 +125,7 @@ export function agentRoutes(): OpenAPIHono<AppEnv> {
       summary: "Get an agent",
       ...guard("agents:read"),
       request: { params: z.object({ agentId: AgentIdParam }) },
-      responses: { 200: json(AgentDetail, "The agent"), 404: errorContent("No such agent") },
+      responses: { 200: jsonContent(AgentDetail, "The agent"), 404: errorContent("No such agent") },
     }),
     async (c) => {
       const { agentId } = c.req.valid("param");
@@ -144,7 +143,7 @@ export function agentRoutes(): OpenAPIHono<AppEnv> {
       ...guard("agents:write"),
       request: { params: z.object({ agentId: AgentIdParam }), body: characterBody },
       responses: {
-        200: json(AgentDetail, "The updated agent"),
+        200: jsonContent(AgentDetail, "The updated agent"),
         400: errorContent("The character file is invalid"),
         404: errorContent("No such agent"),
       },

@@ -14,7 +14,7 @@ import { ConflictError, ValidationError } from "../../runtime/errors.ts";
 import type { Memory, MemoryType } from "../../runtime/types.ts";
 import { pathNestedDeeperThan } from "../json-depth.ts";
 import { assertAgentExists } from "../known-agents.ts";
-import { AGENT_ID, errorContent, ExternalId } from "../schemas.ts";
+import { AGENT_ID, errorContent, jsonContent, ExternalId } from "../schemas.ts";
 
 export const MAX_MEMORY_TEXT_CHARS = 8_000;
 export const MAX_MEMORIES_PER_REQUEST = 500;
@@ -100,7 +100,6 @@ const FilterQuery = z.strictObject({
   type: TypeList,
 });
 
-const json = <T extends z.ZodType>(schema: T, description: string) => ({ description, content: { "application/json": { schema } } });
 
 function view(memory: Memory & { embedded: boolean }): z.infer<typeof MemoryView> {
   return {
@@ -135,7 +134,7 @@ export function memoryRoutes(): OpenAPIHono<AppEnv> {
         },
       },
       responses: {
-        201: json(
+        201: jsonContent(
           z.object({
             memories: z.array(z.object({ id: z.string(), type: z.string(), createdAt: z.number() })),
             embedded: z.number().int(),
@@ -203,7 +202,7 @@ export function memoryRoutes(): OpenAPIHono<AppEnv> {
         }),
       },
       responses: {
-        200: json(z.object({ memories: z.array(MemoryView), nextCursor: z.string().nullable() }), "A page of memories"),
+        200: jsonContent(z.object({ memories: z.array(MemoryView), nextCursor: z.string().nullable() }), "A page of memories"),
         400: errorContent("Invalid filter"),
         404: errorContent("No such agent"),
       },
@@ -242,7 +241,7 @@ export function memoryRoutes(): OpenAPIHono<AppEnv> {
         },
       },
       responses: {
-        200: json(z.object({ memories: z.array(ScoredMemory) }), "Best first"),
+        200: jsonContent(z.object({ memories: z.array(ScoredMemory) }), "Best first"),
         400: errorContent("Invalid query"),
         404: errorContent("No such agent"),
       },
@@ -284,7 +283,7 @@ export function memoryRoutes(): OpenAPIHono<AppEnv> {
       ...guard("memories:write"),
       request: { query: FilterQuery },
       responses: {
-        200: json(z.object({ deleted: z.number().int() }), "How many were deleted"),
+        200: jsonContent(z.object({ deleted: z.number().int() }), "How many were deleted"),
         400: errorContent("Invalid filter"),
         404: errorContent("No such agent"),
       },
@@ -312,7 +311,7 @@ export function memoryRoutes(): OpenAPIHono<AppEnv> {
       ...guard("memories:read"),
       request: { query: z.strictObject({ agentId: AgentId }) },
       responses: {
-        200: json(
+        200: jsonContent(
           z.object({
             agentId: z.string(),
             total: z.number().int(),
@@ -344,7 +343,7 @@ export function memoryRoutes(): OpenAPIHono<AppEnv> {
       ...guard("memories:write"),
       request: { body: { required: true, content: { "application/json": { schema: z.strictObject({ agentId: AgentId }) } } } },
       responses: {
-        200: json(z.object({ embedded: z.number().int(), pending: z.boolean() }), "Progress"),
+        200: jsonContent(z.object({ embedded: z.number().int(), pending: z.boolean() }), "Progress"),
         404: errorContent("No such agent"),
         502: errorContent("The embedding service failed"),
         503: errorContent("The embedder does not fit the vector index"),

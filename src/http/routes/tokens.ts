@@ -8,7 +8,7 @@ import { NotFoundError, ValidationError } from "../../runtime/errors.ts";
 import { parseRateRule, RATE_RULE_FORMAT } from "../../runtime/token-bucket.ts";
 import type { AppEnv } from "../app-env.ts";
 import { guard } from "../auth.ts";
-import { AgentIdParam, errorContent } from "../schemas.ts";
+import { AgentIdParam, errorContent, jsonContent } from "../schemas.ts";
 
 /** Up to five years; a token meant to live longer should be rotated anyway. */
 const MAX_TOKEN_LIFETIME_SECONDS = 5 * 366 * 24 * 3600;
@@ -59,7 +59,6 @@ function isRateRule(text: string): boolean {
   }
 }
 
-const json = <T extends z.ZodType>(schema: T, description: string) => ({ description, content: { "application/json": { schema } } });
 
 export function tokenRoutes(): OpenAPIHono<AppEnv> {
   const app = new OpenAPIHono<AppEnv>();
@@ -73,7 +72,7 @@ export function tokenRoutes(): OpenAPIHono<AppEnv> {
       ...guard("admin"),
       request: { body: { required: true, content: { "application/json": { schema: MintBody } } } },
       responses: {
-        201: json(TokenInfo.extend({ token: z.string().openapi({ description: "The bearer token. Store it now: it is not shown again." }) }), "The new token"),
+        201: jsonContent(TokenInfo.extend({ token: z.string().openapi({ description: "The bearer token. Store it now: it is not shown again." }) }), "The new token"),
         400: errorContent("Invalid scopes, agents or lifetime"),
       },
     }),
@@ -100,7 +99,7 @@ export function tokenRoutes(): OpenAPIHono<AppEnv> {
       path: "/auth/tokens",
       summary: "List API tokens (never their secrets), revoked ones included",
       ...guard("admin"),
-      responses: { 200: json(z.object({ tokens: z.array(TokenInfo) }), "Every minted token, oldest first") },
+      responses: { 200: jsonContent(z.object({ tokens: z.array(TokenInfo) }), "Every minted token, oldest first") },
     }),
     async (c) => c.json({ tokens: await store(c.env).list() }, 200),
   );

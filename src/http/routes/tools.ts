@@ -10,7 +10,7 @@ import { BUILTIN_TOOL_DEFINITIONS } from "../../runtime/builtin-tools.ts";
 import { ConflictError, NotFoundError } from "../../runtime/errors.ts";
 import type { AppEnv } from "../app-env.ts";
 import { guard } from "../auth.ts";
-import { AgentIdParam, errorContent } from "../schemas.ts";
+import { AgentIdParam, errorContent, jsonContent } from "../schemas.ts";
 import { agentStore } from "../stores.ts";
 
 const ServerName = z.string().regex(SERVER_NAME, SERVER_NAME_RULE);
@@ -36,7 +36,6 @@ const ServerView = z
   })
   .openapi("McpServer");
 
-const json = <T extends z.ZodType>(schema: T, description: string) => ({ description, content: { "application/json": { schema } } });
 
 export function toolRoutes(): OpenAPIHono<AppEnv> {
   const app = new OpenAPIHono<AppEnv>();
@@ -49,7 +48,7 @@ export function toolRoutes(): OpenAPIHono<AppEnv> {
       ...guard("agents:read"),
       request: { params: z.object({ agentId: AgentIdParam }) },
       responses: {
-        200: json(
+        200: jsonContent(
           z.object({ servers: z.array(ServerView), tools: z.array(z.object({ name: z.string(), description: z.string(), source: z.string() })) }),
           "Servers with their state, and the tools of the built-ins and of the ready servers",
         ),
@@ -82,8 +81,8 @@ export function toolRoutes(): OpenAPIHono<AppEnv> {
         body: { required: true, content: { "application/json": { schema: AddServer } } },
       },
       responses: {
-        201: json(ServerView, "Added; `state` says whether it works, `authUrl` where to consent"),
-        200: json(ServerView, "An existing server, with its state (and a fresh consent link when it needs one)"),
+        201: jsonContent(ServerView, "Added; `state` says whether it works, `authUrl` where to consent"),
+        200: jsonContent(ServerView, "An existing server, with its state (and a fresh consent link when it needs one)"),
         400: errorContent("Invalid settings, or a URL that is not https and public"),
         404: errorContent("No such agent or server"),
         409: errorContent("The agent already has a server with this name"),
