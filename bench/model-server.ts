@@ -14,8 +14,13 @@ export interface ModelServer {
   close(): Promise<void>;
 }
 
-export async function startModelServer(): Promise<ModelServer> {
-  const standIn = createOpenAIStandIn();
+export interface ModelServerOptions {
+  /** Streamed answers (`stream: true`) pause this long between chunks: a model writing at a fixed rate. */
+  chunkDelayMs?: number;
+}
+
+export async function startModelServer(options: ModelServerOptions = {}): Promise<ModelServer> {
+  const standIn = createOpenAIStandIn({ chunkDelayMs: options.chunkDelayMs });
   let serviceTimes: number[] = [];
   let count = 0;
   const server = createServer(async (req, res) => {
@@ -26,11 +31,12 @@ export async function startModelServer(): Promise<ModelServer> {
     const response = await standIn.fetch(
       new Request(`http://127.0.0.1${req.url ?? "/"}`, { method: req.method, headers, body: req.method === "POST" ? body : undefined }),
     );
-    const payload = Buffer.from(await response.arrayBuffer());
+    res.writeHead(response.status, Object.fromEntries(response.headers));
+    // Passed on chunk by chunk, so a streamed answer reaches the worker at the stand-in's pace.
+    if (response.body) for await (const chunk of response.body) res.write(chunk);
+    res.end();
     count += 1;
     serviceTimes.push(performance.now() - started);
-    res.writeHead(response.status, Object.fromEntries(response.headers));
-    res.end(payload);
   });
   server.keepAliveTimeout = 60_000;
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));

@@ -7,6 +7,7 @@ import type { ChatCompletionCreateParamsNonStreaming } from "openai/resources/ch
 import { ModelCallError, ModelNotConfiguredError } from "../runtime/errors.ts";
 import type { ChatModel, ChatRequest, ChatResponse } from "../runtime/types.ts";
 import { parseOpenAICompletion, toOpenAIMessages, toOpenAITools } from "./openai-mapping.ts";
+import { collectStream } from "./openai-stream.ts";
 import {
   MAX_SERVER_RETRY_DELAY_MS,
   abortableSleep,
@@ -106,22 +107,29 @@ async function attemptOnce(
   request: ChatRequest,
   attempt: number,
 ): Promise<AttemptOutcome> {
-  let body: unknown;
+  const requestOptions = {
+    signal: request.signal,
+    timeout: context.timeoutMs,
+    maxRetries: 0,
+    // The SDK reports its own retries in this header; ours would always read 0 without this.
+    headers: { "x-stainless-retry-count": String(attempt - 1) },
+  };
+  const onText = request.onText;
   try {
-    body = await context.client.chat.completions.create(params, {
-      signal: request.signal,
-      timeout: context.timeoutMs,
-      maxRetries: 0,
-      // The SDK reports its own retries in this header; ours would always read 0 without this.
-      headers: { "x-stainless-retry-count": String(attempt - 1) },
-    });
+    if (onText) {
+      // Usage arrives in a last chunk without choices, only when asked for.
+      const stream = await context.client.chat.completions.create({ ...params, stream: true, stream_options: { include_usage: true } }, requestOptions);
+      const streamed = await collectStream(stream, request.model, onText);
+      return streamed.ok ? streamed : { ok: false, failure: { kind: "malformed", detail: streamed.problem } };
+    }
+    const body: unknown = await context.client.chat.completions.create(params, requestOptions);
+    const parsed = parseOpenAICompletion(body, request.model);
+    return parsed.ok ? parsed : { ok: false, failure: { kind: "malformed", detail: parsed.problem } };
   } catch (error) {
     // The caller's abort is not a model failure: surface the caller's own reason, untouched.
     if (request.signal?.aborted) throw request.signal.reason;
     return { ok: false, failure: classifyError(error, context.now()) };
   }
-  const parsed = parseOpenAICompletion(body, request.model);
-  return parsed.ok ? parsed : { ok: false, failure: { kind: "malformed", detail: parsed.problem } };
 }
 
 /**

@@ -52,7 +52,15 @@ const ClassicOutput = z
   });
 
 export function createWorkersAIChatModel(options: WorkersAIChatModelOptions): ChatModel {
-  return { backend: "workers-ai", complete: (request) => complete(options.ai, request) };
+  return {
+    backend: "workers-ai",
+    async complete(request) {
+      const response = await complete(options.ai, request);
+      // Not streamed from Workers AI: a streaming caller gets the whole text as one piece.
+      if (request.onText && response.text) request.onText(response.text);
+      return response;
+    },
+  };
 }
 
 async function complete(ai: WorkersAIBinding, request: ChatRequest): Promise<ChatResponse> {

@@ -19,9 +19,10 @@ import { createDiscordRest, DiscordApiError, INTERACTION_TOKEN_LIFETIME_MS, type
 import type { TurnPause } from "../runtime/turn-types.ts";
 import { effectiveServers, type McpServerEntry } from "../mcp/registry.ts";
 import { PostPublishing } from "./post-publishing.ts";
-import type { ApprovalAnswer, ApprovalAnswerResult, EnqueueTurnRequest, SubmitTurnRequest, TurnResult } from "./room-types.ts";
+import type { ApprovalAnswer, ApprovalAnswerResult, EnqueueTurnRequest, StreamedTurnResult, SubmitTurnRequest, TurnResult } from "./room-types.ts";
+import { TurnStream } from "./turn-stream.ts";
 
-export type { ApprovalAnswer, ApprovalAnswerResult, EnqueueTurnRequest, SubmitTurnRequest, TurnResult } from "./room-types.ts";
+export type { ApprovalAnswer, ApprovalAnswerResult, EnqueueTurnRequest, StreamedTurnResult, SubmitTurnRequest, TurnResult } from "./room-types.ts";
 
 const RESUME_ITEM_ID = "resume-turns";
 
@@ -43,6 +44,8 @@ export class AgentRoom extends Agent<Env> {
   /** Instagram publishing, when this is the agent's `~instagram` object. */
   private postPublishing: PostPublishing | null = null;
   private readonly waiters = new Map<string, Array<(result: TurnResult) => void>>();
+  /** Streaming clients of turns in this instance, by turn id (gone with the instance). */
+  private readonly streams = new Map<string, TurnStream>();
   /** Replies on their way to Discord, chained so a channel gets them in turn order. */
   private deliveries: Promise<void> = Promise.resolve();
   private discord: DiscordRest | null = null;
@@ -192,6 +195,34 @@ export class AgentRoom extends Agent<Env> {
   }
 
   /**
+   * Like submitTurn, but answers once the turn has started, with a stream of what it does: the
+   * memories it uses, text as the model writes it, tool calls, then the outcome. The turn does
+   * not depend on the stream: if the client leaves, it still completes and is stored. A repeat
+   * of an Idempotency-Key gets only the outcome, once there is one.
+   */
+  async streamTurn(request: SubmitTurnRequest): Promise<StreamedTurnResult> {
+    if (request.idempotencyKey && this.journal.byKey(request.idempotencyKey)) {
+      const result = await this.submitTurn(request);
+      if (!result.ok) return result;
+      const replay = new TurnStream(result.outcome.turnId, request.input.roomId);
+      replay.done(result.outcome);
+      return { ok: true, replayed: true, stream: replay.readable };
+    }
+    const { turnId, roomId } = request.input;
+    const stream = new TurnStream(turnId, roomId);
+    this.streams.set(turnId, stream);
+    const result = this.submitTurn(request);
+    // A failure before the turn starts answers as a plain error (a proper status, no stream).
+    const first = await Promise.race([stream.started.then(() => null), result]);
+    if (first && !first.ok) {
+      this.streams.delete(turnId);
+      stream.close();
+      return first;
+    }
+    return { ok: true, replayed: false, stream: stream.readable };
+  }
+
+  /**
    * A page of the room's conversation from D1, read after the room's pending reply writes land,
    * so a client that just got a reply always finds it in the history.
    */
@@ -274,7 +305,8 @@ export class AgentRoom extends Agent<Env> {
       // Only a surface with buttons can ask a person; elsewhere such tools are refused.
       const canAskApproval = entry.delivery?.kind === "discord" && canRouteApproval(agentId);
       const attachments = !decided && entry.input.attachments.length > 0 ? await this.readAttachments(entry) : undefined;
-      const outcome = await runtime.runner.respondOrPause(character, entry.input, { canAskApproval, resume: decided, attachments });
+      const observer = this.streams.get(turnId)?.observer;
+      const outcome = await runtime.runner.respondOrPause(character, entry.input, { canAskApproval, resume: decided, attachments, observer });
       if (outcome.status === "awaiting_approval") {
         this.pauseForApproval(entry, outcome);
         return;
@@ -443,6 +475,12 @@ export class AgentRoom extends Agent<Env> {
     const list = this.waiters.get(turnId);
     this.waiters.delete(turnId);
     for (const resolve of list ?? []) resolve(result);
+    const stream = this.streams.get(turnId);
+    this.streams.delete(turnId);
+    if (stream) {
+      if (result.ok) stream.done(result.outcome);
+      else stream.fail(result.error);
+    }
   }
 
   private getRuntime(): Promise<RoomRuntime> {

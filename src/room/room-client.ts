@@ -3,7 +3,7 @@
 // `unknown` fields (tool arguments, error details) although they are plain JSON at runtime.
 import type { Env } from "../config.ts";
 import type { HistoryPage, HistoryQuery } from "../memory/message-history.ts";
-import type { ApprovalAnswer, ApprovalAnswerResult, EnqueueTurnRequest, SubmitTurnRequest, TurnResult } from "./agent-room.ts";
+import type { ApprovalAnswer, ApprovalAnswerResult, EnqueueTurnRequest, StreamedTurnResult, SubmitTurnRequest, TurnResult } from "./agent-room.ts";
 
 export function roomName(agentId: string, roomId: string): string {
   return `${agentId}:${roomId}`;
@@ -13,6 +13,13 @@ export async function submitTurn(env: Env, request: SubmitTurnRequest): Promise<
   const stub = env.ROOMS.getByName(roomName(request.input.agentId, request.input.roomId));
   const result: unknown = await stub.submitTurn(request);
   return result as TurnResult;
+}
+
+/** The streamed variant of submitTurn: resolves once the turn has started (or failed before). */
+export async function streamTurn(env: Env, request: SubmitTurnRequest): Promise<StreamedTurnResult> {
+  const stub = env.ROOMS.getByName(roomName(request.input.agentId, request.input.roomId));
+  const result: unknown = await stub.streamTurn(request);
+  return result as StreamedTurnResult;
 }
 
 export async function readHistory(env: Env, query: HistoryQuery): Promise<HistoryPage> {

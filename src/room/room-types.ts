@@ -38,3 +38,11 @@ export type ApprovalAnswerResult =
 export type TurnResult =
   | { ok: true; replayed: boolean; outcome: TurnOutcome }
   | { ok: false; replayed: boolean; turnId: string; error: SerializedError };
+
+/**
+ * A streamed turn: the events as server-sent-event bytes once the turn has started, or, when it
+ * failed before starting (no model, spend ceiling, unknown agent, a reused key), the failure.
+ */
+export type StreamedTurnResult =
+  | { ok: true; replayed: boolean; stream: ReadableStream<Uint8Array> }
+  | { ok: false; replayed: boolean; turnId: string; error: SerializedError };

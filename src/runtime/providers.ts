@@ -4,7 +4,7 @@
 import type { Character } from "./character.ts";
 import { withDeadline } from "./deadline.ts";
 import type { TokenCounter } from "./tokens.ts";
-import type { TurnInput } from "./turn-types.ts";
+import type { TurnInput, UsedMemory } from "./turn-types.ts";
 import type { ChatMessage, Clock, EventSink, MemoryRetriever, MemoryStore, ToolDefinition, ToolSourceStatus } from "./types.ts";
 
 /** Token budgets of the long-term memory sections of the prompt. */
@@ -44,6 +44,8 @@ export interface ProviderResult {
   text?: string;
   /** Conversation messages that go between the system prompt and the new message. */
   messages?: ChatMessage[];
+  /** Long-term memories whose text is in `text`, for whoever watches the turn. */
+  memories?: UsedMemory[];
 }
 
 export interface Provider {
@@ -56,6 +58,8 @@ export interface Provider {
 export interface ComposedState {
   sections: string[];
   history: ChatMessage[];
+  /** The long-term memories in `sections`, in prompt order. */
+  memories: UsedMemory[];
 }
 
 export async function composeState(
@@ -80,11 +84,12 @@ export async function composeState(
       }),
     ),
   );
-  const state: ComposedState = { sections: [], history: [] };
+  const state: ComposedState = { sections: [], history: [], memories: [] };
   for (const result of results) {
     if (!result) continue;
     if (result.text) state.sections.push(result.text);
     if (result.messages) state.history.push(...result.messages);
+    if (result.memories) state.memories.push(...result.memories);
   }
   return state;
 }

@@ -5,7 +5,7 @@
 // loop returns a checkpoint (plain data) and is later resumed from it with the person's decision.
 import { ModelSession, transcriptForFallback } from "./model-session.ts";
 import type { ToolExecutor } from "./tool-executor.ts";
-import type { ApprovalDecision, StopReason, ToolCallRecord, ToolLoopCheckpoint } from "./turn-types.ts";
+import type { ApprovalDecision, StopReason, ToolCallRecord, ToolLoopCheckpoint, TurnObserver } from "./turn-types.ts";
 import type { ChatMessage, EventSink, ToolCall, ToolSpec } from "./types.ts";
 
 export interface ToolLoopInput {
@@ -27,6 +27,8 @@ export interface ToolLoopInput {
   canAskApproval?: boolean;
   /** Carry on from a pause; `messages` and `turnStart` are then taken from the checkpoint. */
   resume?: { checkpoint: ToolLoopCheckpoint; decision: ApprovalDecision };
+  /** Sees text as it is written and tool calls as they run (streaming replies). */
+  observer?: TurnObserver;
 }
 
 export type ToolLoopResult =
@@ -81,6 +83,7 @@ export async function runToolLoop(input: ToolLoopInput): Promise<ToolLoopResult>
         }
       }
       pending = pending.slice(1);
+      input.observer?.toolCall?.({ id: call.id, name: call.name, arguments: parsedOrRaw(call.arguments) });
       const { record, modelContent } = await input.executor.execute(
         call,
         {
@@ -94,6 +97,7 @@ export async function runToolLoop(input: ToolLoopInput): Promise<ToolLoopResult>
         approval,
       );
       records.push(record);
+      input.observer?.toolResult?.(record);
       messages.push({ role: "tool", toolCallId: call.id, content: modelContent });
       input.events.emit({
         type: "tool_called",
@@ -131,6 +135,7 @@ export async function runToolLoop(input: ToolLoopInput): Promise<ToolLoopResult>
         temperature: input.temperature,
         maxOutputTokens: input.maxOutputTokens,
         signal: input.signal,
+        ...(input.observer?.text ? { onText: input.observer.text } : {}),
       },
       onFailover,
     );
@@ -157,6 +162,15 @@ export async function runToolLoop(input: ToolLoopInput): Promise<ToolLoopResult>
     toolCalls: records,
     model: null,
   };
+}
+
+/** Tool arguments as a watcher should see them: parsed when they are JSON, else as written. */
+function parsedOrRaw(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
 }
 
 function unique(values: string[]): string[] {

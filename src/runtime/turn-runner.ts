@@ -184,6 +184,7 @@ async function respondWith(
     maxConsecutiveFailures: character.settings.maxConsecutiveFailures ?? deps.limits.maxConsecutiveFailures,
     signal,
     canAskApproval: options.canAskApproval === true,
+    observer: options.observer,
   };
 
   // A resumed turn carries on from its checkpoint: context and the decision to answer are made.
@@ -211,6 +212,7 @@ async function respondWith(
     { timeoutMs: deps.limits.providerTimeoutMs, events: deps.events, turnId: input.turnId },
   );
 
+  options.observer?.memories?.(state.memories);
   const rules = decideByRules(input, character);
   const decision =
     rules === "ask"

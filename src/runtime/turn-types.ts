@@ -1,6 +1,6 @@
 // What goes into a turn and what comes out of it, plus the bounds that keep a turn finite.
 // These shapes cross the worker -> Durable Object RPC boundary, so they hold plain data only.
-import type { Attachment, ChatMessage, Memory, TokenUsage, ToolCall } from "./types.ts";
+import type { Attachment, ChatMessage, Memory, MemoryType, TokenUsage, ToolCall } from "./types.ts";
 
 export interface TurnInput {
   turnId: string;
@@ -71,7 +71,33 @@ export interface TurnPause {
   checkpoint: ToolLoopCheckpoint;
 }
 
+/** A memory that went into the turn's prompt, as a watcher of the turn sees it. */
+export interface UsedMemory {
+  id: string;
+  type: MemoryType;
+  text: string;
+  /** The retrieval's fused score (0..1); null for what is known about the person (not ranked). */
+  score: number | null;
+}
+
+/**
+ * Someone watching the turn as it runs (a streaming client). Plain callbacks that must not throw;
+ * nothing the turn does depends on them, so a watcher that goes away changes nothing.
+ */
+export interface TurnObserver {
+  /** The long-term memories put into the prompt (possibly none), before the first model call. */
+  memories?(used: UsedMemory[]): void;
+  /** A piece of text as the model writes it (any round, also one that then calls tools). */
+  text?(delta: string): void;
+  /** The model called a tool; it is about to run. */
+  toolCall?(call: { id: string; name: string; arguments: unknown }): void;
+  /** A tool call finished (or was refused). */
+  toolResult?(record: ToolCallRecord): void;
+}
+
 export interface RespondOptions {
+  /** Told what happens as the turn runs (streaming replies). */
+  observer?: TurnObserver;
   /** The surface can ask a person (Discord buttons): a tool needing approval pauses the turn. */
   canAskApproval?: boolean;
   /** What the turn's attachments add to the person's message (read and checked by the surface). */

@@ -66,6 +66,12 @@ export interface ChatRequest {
   temperature?: number;
   maxOutputTokens?: number;
   signal?: AbortSignal;
+  /**
+   * Stream the answer: called with each piece of text as the model writes it. The response is
+   * the same as without it. A retried attempt streams again from the start (the final
+   * ChatResponse is what counts).
+   */
+  onText?: (delta: string) => void;
 }
 
 export interface TokenUsage {

@@ -24,6 +24,8 @@ interface StepCommon {
   usage?: StandInUsage;
   /** Simulated latency before answering (aborts with the request). */
   delayMs?: number;
+  /** With `stream: true`: the pause between streamed chunks (default: the stand-in's option). */
+  chunkDelayMs?: number;
 }
 
 export type StandInStep =
@@ -48,6 +50,8 @@ export type StandInResponder = (call: StandInCall) => StandInStep | Promise<Stan
 export interface OpenAIStandInOptions {
   /** Added before every answer, for benchmarks that want a model-like delay. */
   latencyMs?: number;
+  /** With `stream: true`: the pause between streamed chunks, for a model that writes at a fixed rate. */
+  chunkDelayMs?: number;
   respondWith?: StandInResponder;
 }
 
@@ -137,6 +141,7 @@ export function createOpenAIStandIn(options: OpenAIStandInOptions = {}): OpenAIS
     if ("hang" in step) step = (await hangUntilReleased(signal)) ?? (await responder(call));
     const delayMs = (options.latencyMs ?? 0) + (step.delayMs ?? 0);
     if (delayMs > 0) await sleep(delayMs, signal);
+    if (body.stream === true) return streamAnswer(step, call, ++sequence, step.chunkDelayMs ?? options.chunkDelayMs ?? 0, signal);
     return answer(step, call, ++sequence);
   }
 
@@ -222,6 +227,52 @@ function answer(step: StandInStep, call: StandInCall, sequence: number): Respons
     choices: [{ index: 0, message, logprobs: null, finish_reason: toolCalls.length > 0 ? "tool_calls" : "stop" }],
     usage: { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens },
   });
+}
+
+/**
+ * The same answer as `answer`, as Chat Completions stream chunks (server-sent events): the text a
+ * word at a time, each tool call's id and name first and its arguments in two pieces, then the
+ * finish reason, then usage in a chunk without choices (as `stream_options.include_usage` asks).
+ */
+function streamAnswer(step: StandInStep, call: StandInCall, sequence: number, chunkDelayMs: number, signal: AbortSignal | undefined): Response {
+  if ("status" in step || "hang" in step) return answer(step, call, sequence);
+  const envelope = { id: `chatcmpl-standin-${sequence}`, object: "chat.completion.chunk", created: 1_700_000_000 + sequence, model: call.model };
+  const chunks: unknown[] = [];
+  const choice = (delta: Record<string, unknown>, finish: string | null = null) => ({ ...envelope, choices: [{ index: 0, delta, finish_reason: finish }] });
+  if ("malformed" in step) {
+    chunks.push({ ...envelope, choices: [{ index: 0, delta: { content: 42 }, finish_reason: null }] });
+  } else {
+    chunks.push(choice({ role: "assistant", content: "" }));
+    for (const piece of (step.text ?? "").match(/\S*\s*/g)?.filter(Boolean) ?? []) chunks.push(choice({ content: piece }));
+    const toolCalls = "toolCalls" in step ? step.toolCalls : [];
+    toolCalls.forEach((toolCall, index) => {
+      const args = typeof toolCall.arguments === "string" ? toolCall.arguments : JSON.stringify(toolCall.arguments);
+      const id = toolCall.id ?? `call_${sequence.toString(36)}${String.fromCharCode(97 + (index % 26))}`;
+      const half = Math.ceil(args.length / 2);
+      chunks.push(choice({ tool_calls: [{ index, id, type: "function", function: { name: toolCall.name, arguments: args.slice(0, half) } }] }));
+      chunks.push(choice({ tool_calls: [{ index, function: { arguments: args.slice(half) } }] }));
+    });
+    chunks.push(choice({}, toolCalls.length > 0 ? "tool_calls" : "stop"));
+    const promptTokens = step.usage?.promptTokens ?? Math.ceil(JSON.stringify(call.messages).length / 4);
+    const completionTokens = step.usage?.completionTokens ?? Math.ceil(JSON.stringify([step.text ?? null, toolCalls]).length / 4);
+    chunks.push({ ...envelope, choices: [], usage: { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens } });
+  }
+  const encoder = new TextEncoder();
+  const body = new ReadableStream<Uint8Array>({
+    async start(controller) {
+      try {
+        for (const [index, chunk] of chunks.entries()) {
+          if (index > 0 && chunkDelayMs > 0) await sleep(chunkDelayMs, signal);
+          controller.enqueue(encoder.encode(`data: ${JSON.stringify(chunk)}\n\n`));
+        }
+        controller.enqueue(encoder.encode("data: [DONE]\n\n"));
+        controller.close();
+      } catch (error) {
+        controller.error(error);
+      }
+    },
+  });
+  return new Response(body, { status: 200, headers: { "content-type": "text/event-stream", "x-request-id": `req_standin_${sequence}` } });
 }
 
 function malformedResponse(kind: MalformedKind, envelope: Record<string, unknown>): Response {

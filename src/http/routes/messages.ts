@@ -9,8 +9,8 @@ import { guard } from "../auth.ts";
 import { stableStringify } from "../../runtime/stable-json.ts";
 import { AppError, fromSerialized } from "../../runtime/errors.ts";
 import type { TurnInput } from "../../runtime/turn-types.ts";
-import type { TurnResult } from "../../room/agent-room.ts";
-import { readHistory, submitTurn } from "../../room/room-client.ts";
+import type { StreamedTurnResult, TurnResult } from "../../room/agent-room.ts";
+import { readHistory, streamTurn, submitTurn } from "../../room/room-client.ts";
 import { AgentIdParam, errorContent, ExternalId, RoomIdParam } from "../schemas.ts";
 import { assertAgentExists } from "../known-agents.ts";
 import { sha256Hex } from "../../runtime/hashing.ts";
@@ -78,6 +78,17 @@ const IdempotencyKey = z
   .optional()
   .openapi({ param: { name: "idempotency-key", in: "header" }, description: "Retries with the same key return the same turn" });
 
+/** Whether the client asked for server-sent events (a media range in Accept with q > 0). */
+export function wantsEventStream(accept: string | undefined): boolean {
+  if (!accept) return false;
+  return accept.split(",").some((range) => {
+    const [type, ...params] = range.split(";").map((part) => part.trim().toLowerCase());
+    if (type !== "text/event-stream") return false;
+    const q = params.find((param) => param.startsWith("q="));
+    return q === undefined || Number(q.slice(2)) > 0;
+  });
+}
+
 export function messageRoutes(): OpenAPIHono<AppEnv> {
   const app = new OpenAPIHono<AppEnv>();
 
@@ -93,7 +104,13 @@ export function messageRoutes(): OpenAPIHono<AppEnv> {
         body: { required: true, content: { "application/json": { schema: MessageBody } } },
       },
       responses: {
-        200: { description: "The turn's outcome", content: { "application/json": { schema: TurnResponse } } },
+        200: {
+          description: "The turn's outcome; with `Accept: text/event-stream`, a stream of server-sent events ending in the same outcome (see README, Streaming)",
+          content: {
+            "application/json": { schema: TurnResponse },
+            "text/event-stream": { schema: z.string().openapi({ description: "events turn, memories, delta, tool_call, tool_result, then done or error" }) },
+          },
+        },
         400: errorContent("Invalid request"),
         404: errorContent("No such agent"),
         409: errorContent("The Idempotency-Key was used for a different request"),
@@ -123,26 +140,46 @@ export function messageRoutes(): OpenAPIHono<AppEnv> {
         receivedAt: Date.now(),
       };
       const fingerprint = idempotencyKey ? await sha256Hex(stableStringify({ roomId, ...body })) : undefined;
-      // Declared, not inferred: the RPC stub's inferred type collapses on `unknown` fields.
-      let result: TurnResult;
-      const started = Date.now();
-      try {
-        result = await submitTurn(c.env, { input, idempotencyKey, fingerprint });
-        // How long the room took (journal, D1, model, tools), for clients and `npm run bench`.
-        c.header("Server-Timing", `turn;dur=${Date.now() - started}`);
-      } catch (error) {
+      const request = { input, idempotencyKey, fingerprint };
+      const roomRestarted = (error: unknown): AppError => {
         // The room was reset mid-turn (deploy, eviction); its journal resumes the turn.
         console.error(JSON.stringify({ level: "error", msg: "room_rpc_failed", agentId, roomId, error: String(error) }));
-        throw new AppError(
+        return new AppError(
           "upstream",
           503,
           idempotencyKey
             ? "the room restarted while answering; retry with the same Idempotency-Key to get the reply"
             : "the room restarted while answering; the turn will still complete (see the room's history)",
         );
+      };
+      const markReplayed = (result: TurnResult | StreamedTurnResult): void => {
+        // A replayed failure is marked too: the client learns that retrying this key will not help.
+        if (result.replayed && (result.ok || result.error.code !== "conflict")) c.header("Idempotent-Replayed", "true");
+      };
+
+      if (wantsEventStream(c.req.header("accept"))) {
+        let streamed: StreamedTurnResult;
+        try {
+          streamed = await streamTurn(c.env, request);
+        } catch (error) {
+          throw roomRestarted(error);
+        }
+        markReplayed(streamed);
+        if (!streamed.ok) throw fromSerialized(streamed.error);
+        return c.body(streamed.stream, 200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache, no-transform" });
       }
-      // A replayed failure is marked too: the client learns that retrying this key will not help.
-      if (result.replayed && (result.ok || result.error.code !== "conflict")) c.header("Idempotent-Replayed", "true");
+
+      // Declared, not inferred: the RPC stub's inferred type collapses on `unknown` fields.
+      let result: TurnResult;
+      const started = Date.now();
+      try {
+        result = await submitTurn(c.env, request);
+        // How long the room took (journal, D1, model, tools), for clients and `npm run bench`.
+        c.header("Server-Timing", `turn;dur=${Date.now() - started}`);
+      } catch (error) {
+        throw roomRestarted(error);
+      }
+      markReplayed(result);
       if (!result.ok) throw fromSerialized(result.error);
       const { outcome } = result;
       return c.json(

@@ -8,6 +8,7 @@
 import type { Provider, ProviderContext } from "../providers.ts";
 import { quoteData, type QuotedEntry } from "../quoted-data.ts";
 import { queryTerms } from "../query-terms.ts";
+import type { UsedMemory } from "../turn-types.ts";
 import type { Memory, RetrievedMemory } from "../types.ts";
 
 const MAX_USER_MEMORIES = 60;
@@ -32,7 +33,8 @@ export const userFactsProvider: Provider = {
       (entry) => tokens.count(entry.text) + 8,
     );
     const who = input.userName ?? input.userId;
-    return entries.length > 0 ? { text: quoteData(`What you know about ${who}`, entries) } : null;
+    if (entries.length === 0) return null;
+    return { text: quoteData(`What you know about ${who}`, entries), memories: ordered.slice(0, entries.length).map((m) => usedMemory(m, null)) };
   },
 };
 
@@ -49,7 +51,9 @@ export const knowledgeProvider: Provider = {
     if (hits.length === 0) return null;
     const passages = await expandNeighbours(context, hits);
     const entries = withinBudget(passages, retrieval.budgets.knowledge, (entry) => tokens.count(entry.text) + 12);
-    return entries.length > 0 ? { text: quoteData("Relevant knowledge", entries) } : null;
+    if (entries.length === 0) return null;
+    // One passage per hit (neighbours are folded into it), so the kept prefix maps back to hits.
+    return { text: quoteData("Relevant knowledge", entries), memories: hits.slice(0, entries.length).map((hit) => usedMemory(hit.memory, hit.score)) };
   },
 };
 
@@ -73,7 +77,8 @@ export const recallProvider: Provider = {
       retrieval.budgets.recall,
       (entry) => tokens.count(entry.text) + 10,
     );
-    return entries.length > 0 ? { text: quoteData("Earlier in this conversation", entries) } : null;
+    if (entries.length === 0) return null;
+    return { text: quoteData("Earlier in this conversation", entries), memories: older.slice(0, entries.length).map((hit) => usedMemory(hit.memory, hit.score)) };
   },
 };
 
@@ -98,6 +103,14 @@ async function expandNeighbours({ retrieval, input }: ProviderContext, hits: Ret
     const passage = [...around, hit.memory].sort((a, b) => Number(a.metadata.position) - Number(b.metadata.position));
     return { source: knowledgeSource(hit.memory), text: passage.map((m) => m.content.text).join("\n") };
   });
+}
+
+/** Watchers get a preview, not whole documents. */
+const USED_MEMORY_PREVIEW_CHARS = 500;
+
+function usedMemory(memory: Memory, score: number | null): UsedMemory {
+  const text = memory.content.text;
+  return { id: memory.id, type: memory.type, text: text.length > USED_MEMORY_PREVIEW_CHARS ? `${text.slice(0, USED_MEMORY_PREVIEW_CHARS)}…` : text, score };
 }
 
 function knowledgeSource(memory: Memory): string {
