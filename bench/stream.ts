@@ -37,8 +37,12 @@ async function main(): Promise<void> {
   console.log(`Model stand-in streams ${WORDS} words, one every ${CHUNK_DELAY_MS} ms; ${TURNS} turns per row after ${WARMUP} warm-up turns.\n`);
   const model = await startModelServer({ chunkDelayMs: CHUNK_DELAY_MS });
   // Unstreamed, the stand-in takes as long as its stream would: the model writes at one pace.
-  model.respondWith((call) => (call.body.stream === true ? { text: REPLY } : { text: REPLY, delayMs: WORDS * CHUNK_DELAY_MS }));
-  const worker = await startBenchWorker({ OPENAI_API_KEY: "bench", OPENAI_BASE_URL: `${model.url}/v1`, MODEL: "bench-model" });
+  // The evaluators' small-model calls after each reply answer at once, as in `npm run bench`.
+  model.respondWith((call) => {
+    if (call.model === "bench-small") return { text: "{}" };
+    return call.body.stream === true ? { text: REPLY } : { text: REPLY, delayMs: WORDS * CHUNK_DELAY_MS };
+  });
+  const worker = await startBenchWorker({ OPENAI_API_KEY: "bench", OPENAI_BASE_URL: `${model.url}/v1`, MODEL: "bench-model", SMALL_MODEL: "bench-small" });
   try {
     const created = await worker.call("POST", "/agents", { id: "bench", name: "Bench", bio: ["A benchmark agent."], system: "You are Bench." });
     if (created.status !== 201) throw new Error(`creating the agent failed: ${created.status} ${await created.text()}`);
@@ -77,7 +81,7 @@ async function main(): Promise<void> {
       ["through the worker, Accept: text/event-stream", TURNS, ttft.p50, ttft.p99, summarize(streamed.map((t) => t.total)).p50],
       ["through the worker, JSON (first byte = whole reply)", TURNS, summarize(plain).p50, summarize(plain).p99, summarize(plain).p50],
     ];
-    console.log(markdownTable(["path", "turns", "first token p50 ms", "first token p99 ms", "whole reply p50 ms"], rows));
+    console.log(markdownTable(["path", "turns", "first token p50 ms", "first token p99 ms", "whole reply p50 ms"], rows, [0, 0, 1, 1, 1]));
     console.log(`\nFirst token through the worker: ${(ttft.p50 - floor.p50).toFixed(1)} ms above the model's own (p50), ${(summarize(plain).p50 / ttft.p50).toFixed(1)}x sooner than the JSON answer.`);
   } finally {
     await worker.stop();
