@@ -85,6 +85,14 @@ describe("daily model budget", () => {
     expect(Math.abs(retryAfter - secondsToMidnight)).toBeLessThanOrEqual(5);
     expect(model.calls.length).toBe(calls);
     expect(await storedUserMessages(agentId)).toEqual(["one", "two"]);
+
+    // Asking for a stream changes nothing: the refusal comes before the turn starts, as JSON.
+    const streamed = await api("POST", `/agents/${agentId}/messages`, { headers: { accept: "text/event-stream" }, body: { userId: "eve", text: "three" } });
+    expect(streamed.status).toBe(429);
+    expect(streamed.headers.get("content-type")).toMatch(/^application\/json/);
+    expect(Number(streamed.headers.get("retry-after"))).toBeGreaterThan(0);
+    expect((await json<Problem>(streamed)).error.message).toContain("daily model budget");
+    expect(model.calls.length).toBe(calls);
   });
 
   it("rejects a daily budget that is not a positive whole number", async () => {

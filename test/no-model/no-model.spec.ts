@@ -16,6 +16,14 @@ describe("with no model configured", () => {
     expect(stored.results.map((row) => (JSON.parse(row.content) as { text: string }).text)).toEqual(["Is anyone there?"]);
   });
 
+  it("answers a request for a stream the same way, as JSON before any stream starts", async () => {
+    expect((await api("POST", "/agents", { body: { id: "mute-stream", name: "Mute", bio: "x" } })).status).toBe(201);
+    const response = await api("POST", "/agents/mute-stream/messages", { headers: { accept: "text/event-stream" }, body: { userId: "dana", text: "Anyone?" } });
+    expect(response.status).toBe(503);
+    expect(response.headers.get("content-type")).toMatch(/^application\/json/);
+    expect((await json<{ error: { code: string } }>(response)).error.code).toBe("model_not_configured");
+  });
+
   it("reports the missing model backend on /health", async () => {
     const health = await json(await api("GET", "/health", { token: null }));
     expect(health).toMatchObject({ status: "ok", model: { backend: "none", primary: null } });
