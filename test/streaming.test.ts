@@ -95,7 +95,7 @@ describe("streaming replies over server-sent events", () => {
     await api("POST", "/memories", { body: { memories: [{ agentId, type: "fact", userId: "alice", text: "Alice is allergic to peanuts" }] } });
     model.script({ text: "In the north shed." });
     const events = parseEvents(await (await streamed(agentId, "Where is the rowing boat kept?")).text());
-    const [{ memories }] = named(events, "memories") as { memories: { id: string; type: string; text: string; score: number | null }[] }[];
+    const { memories } = named(events, "memories")[0] as { memories: { id: string; type: string; text: string; score: number | null }[] };
     expect(memories.map((m) => [m.type, m.text])).toEqual([
       ["fact", "Alice is allergic to peanuts"],
       ["fragment", "The rowing boat is kept in the north shed."],

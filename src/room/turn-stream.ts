@@ -8,6 +8,20 @@ import type { ToolCallRecord, TurnObserver, TurnOutcome, UsedMemory } from "../r
 /** A comment line this often keeps proxies and browsers from closing a quiet stream. */
 export const KEEP_ALIVE_MS = 15_000;
 
+/** What a client is told of a finished turn: the JSON answer's body, and the stream's `done`. */
+export function turnBody(outcome: TurnOutcome, roomId: string) {
+  return {
+    turnId: outcome.turnId,
+    roomId,
+    reply: outcome.reply,
+    actions: outcome.actions,
+    toolCalls: outcome.toolCalls,
+    usage: outcome.usage,
+    model: outcome.model,
+    stopReason: outcome.stopReason,
+  };
+}
+
 export class TurnStream {
   readonly readable: ReadableStream<Uint8Array>;
   /** Resolves when the turn has started answering (its memories are known), so headers can go; never for a turn that fails first. */
@@ -46,16 +60,7 @@ export class TurnStream {
 
   /** The last event: the same body the JSON answer has, then the stream ends. */
   done(outcome: TurnOutcome): void {
-    this.send("done", {
-      turnId: outcome.turnId,
-      roomId: this.roomId,
-      reply: outcome.reply,
-      actions: outcome.actions,
-      toolCalls: outcome.toolCalls,
-      usage: outcome.usage,
-      model: outcome.model,
-      stopReason: outcome.stopReason,
-    });
+    this.send("done", turnBody(outcome, this.roomId));
     this.close();
   }
 

@@ -11,6 +11,7 @@ import { AppError, fromSerialized } from "../../runtime/errors.ts";
 import type { TurnInput } from "../../runtime/turn-types.ts";
 import type { StreamedTurnResult, TurnResult } from "../../room/agent-room.ts";
 import { readHistory, streamTurn, submitTurn } from "../../room/room-client.ts";
+import { turnBody } from "../../room/turn-stream.ts";
 import { AgentIdParam, errorContent, ExternalId, RoomIdParam } from "../schemas.ts";
 import { assertAgentExists } from "../known-agents.ts";
 import { sha256Hex } from "../../runtime/hashing.ts";
@@ -181,20 +182,7 @@ export function messageRoutes(): OpenAPIHono<AppEnv> {
       }
       markReplayed(result);
       if (!result.ok) throw fromSerialized(result.error);
-      const { outcome } = result;
-      return c.json(
-        {
-          turnId: outcome.turnId,
-          roomId,
-          reply: outcome.reply,
-          actions: outcome.actions,
-          toolCalls: outcome.toolCalls,
-          usage: outcome.usage,
-          model: outcome.model,
-          stopReason: outcome.stopReason,
-        },
-        200,
-      );
+      return c.json(turnBody(result.outcome, roomId), 200);
     },
   );
 
