@@ -207,6 +207,10 @@ describe("authentication", () => {
     expect(spec.components.securitySchemes).toMatchObject({ bearerAuth: { type: "http", scheme: "bearer" } });
     const docs = await api("GET", "/docs", { token: null });
     expect(docs.status).toBe(200);
-    expect(await docs.text()).toContain("/openapi.json");
+    const page = await docs.text();
+    expect(page).toContain("/openapi.json");
+    // The viewer loads from this worker's static assets, never from a CDN.
+    expect(page).toContain('src="/vendor/swagger-ui-dist/swagger-ui-bundle.js"');
+    expect(page).not.toMatch(/https?:\/\//);
   });
 });

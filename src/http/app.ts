@@ -1,6 +1,7 @@
 // Builds the worker's Hono app: body limits, the routes of each surface (each declaring and
 // enforcing its bearer-token scope, see auth.ts), the generated OpenAPI document and a browsable
-// reference. Every error leaves through handleError, so clients always get `{"error":{code,message}}`.
+// reference (Swagger UI, served from the static assets). Every error leaves through handleError,
+// so clients always get `{"error":{code,message}}`.
 import { OpenAPIHono } from "@hono/zod-openapi";
 import { swaggerUI } from "@hono/swagger-ui";
 import { bodyLimit } from "hono/body-limit";
@@ -26,6 +27,8 @@ export const MAX_AGENT_BODY_BYTES = 512 * 1024;
 export const MAX_MESSAGE_BODY_BYTES = 64 * 1024;
 /** Up to 500 memories of 8,000 characters would not fit; 1 MiB holds a few hundred real ones. */
 export const MAX_MEMORY_BODY_BYTES = 1024 * 1024;
+/** Where public/vendor/swagger-ui-dist/ is served (@hono/swagger-ui appends `/swagger-ui-dist/<file>`). */
+export const DOCS_VIEWER_BASE = "/vendor";
 
 export function createApp(): OpenAPIHono<AppEnv> {
   const app = new OpenAPIHono<AppEnv>({
@@ -81,6 +84,8 @@ export function createApp(): OpenAPIHono<AppEnv> {
       description: "An ElizaOS-style agent runtime on Cloudflare Workers, Durable Objects and D1.",
     },
   });
-  app.get("/docs", swaggerUI({ url: "/openapi.json", title: "edge-agents API" }));
+  // Swagger UI's files come from this worker's static assets (copied out of swagger-ui-dist by
+  // scripts/vendor-docs-viewer.ts), not from a CDN: /docs works offline and loads no third-party code.
+  app.get("/docs", swaggerUI({ url: "/openapi.json", title: "edge-agents API", baseUrl: DOCS_VIEWER_BASE }));
   return app;
 }
