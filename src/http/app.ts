@@ -85,7 +85,7 @@ export function createApp(): OpenAPIHono<AppEnv> {
     },
   });
   // Swagger UI's files come from this worker's static assets (copied out of swagger-ui-dist by
-  // scripts/vendor-docs-viewer.ts), not from a CDN: /docs works offline and loads no third-party code.
+  // scripts/vendor-docs-viewer.mjs), not from a CDN: /docs works offline and loads no third-party code.
   app.get("/docs", swaggerUI({ url: "/openapi.json", title: "edge-agents API", baseUrl: DOCS_VIEWER_BASE }));
   return app;
 }

@@ -1,7 +1,8 @@
 // Copies the API reference's viewer (Swagger UI, from the swagger-ui-dist package) into the static
 // assets directory, so /docs loads it from this worker instead of a CDN. wrangler runs it as the
 // `[build]` command before `wrangler dev` and `wrangler deploy`; the copy is git-ignored, the pinned
-// package in package-lock.json is the source of truth.
+// package in package-lock.json is the source of truth. Plain JavaScript, not TypeScript: wrangler
+// runs it with whichever `node` is first on PATH, which may be older than the project's Node 22.
 import { copyFileSync, mkdirSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";

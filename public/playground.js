@@ -1,0 +1,516 @@
+// The playground: pick or create an agent, chat with it (replies stream as server-sent events, see
+// the streaming contract in README "Playground"; a plain JSON answer works too), watch its tool
+// calls and the memories each turn used, browse and search memories, and see its MCP servers.
+// Security: the API token lives only in sessionStorage (this tab); server and model text is put
+// on the page with textContent only, never as HTML; links from the server must be http(s).
+
+const TOKEN_KEY = "edge-agents.token";
+const AGENT_KEY = "edge-agents.agent";
+const MEMORY_PAGE = 20;
+
+const $ = (id) => document.getElementById(id);
+const state = { token: sessionStorage.getItem(TOKEN_KEY) ?? "", agentId: "", memoryCursor: null, sending: false };
+
+class ApiError extends Error {
+  constructor(status, error) {
+    super(typeof error.message === "string" ? error.message : `HTTP ${status}`);
+    this.status = status;
+    this.code = error.code;
+    this.details = error.details;
+  }
+}
+
+/** Builds an element; strings become text nodes, so nothing from the server is ever parsed as HTML. */
+function el(tag, props = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(props)) {
+    if (value === undefined || value === null || value === false) continue;
+    if (key === "class") node.className = value;
+    else if (key === "text") node.textContent = value;
+    else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
+    else node.setAttribute(key, value === true ? "" : String(value));
+  }
+  for (const child of children) if (child !== null && child !== undefined) node.append(child);
+  return node;
+}
+
+function setStatus(id, message, kind = "info") {
+  const node = $(id);
+  node.textContent = message;
+  node.dataset.kind = kind;
+}
+
+async function request(method, path, body, headers = {}) {
+  const init = { method, headers: { authorization: `Bearer ${state.token}`, ...headers } };
+  if (body !== undefined) {
+    init.headers["content-type"] = "application/json";
+    init.body = JSON.stringify(body);
+  }
+  const response = await fetch(path, init);
+  if (!response.ok) throw await toApiError(response);
+  return response;
+}
+
+async function api(method, path, body) {
+  const response = await request(method, path, body);
+  return response.status === 204 ? null : response.json();
+}
+
+async function toApiError(response) {
+  let error = { code: `http_${response.status}`, message: `HTTP ${response.status} ${response.statusText}`.trim() };
+  try {
+    const body = await response.json();
+    if (body && typeof body.error === "object" && body.error !== null) error = body.error;
+  } catch {
+    // Not the JSON error envelope (a proxy's page): keep the status line.
+  }
+  return new ApiError(response.status, error);
+}
+
+/** A sentence for the user; a refused token also sends them back to the token form. */
+function explain(error) {
+  if (!(error instanceof ApiError)) return `Request failed: ${error instanceof Error ? error.message : String(error)}`;
+  if (error.status === 401) {
+    showSignedIn(false);
+    setStatus("token-status", `The server refused this token: ${error.message}`, "error");
+    $("token").focus();
+    return `Not signed in: ${error.message}. Enter a valid API token above.`;
+  }
+  if (error.status === 403) return `This token may not do that: ${error.message}`;
+  if (error.status === 429) return `Rate limited: ${error.message}`;
+  return `${error.message} (${error.code}, HTTP ${error.status})`;
+}
+
+function agentPath(suffix = "") {
+  return `/agents/${encodeURIComponent(state.agentId)}${suffix}`;
+}
+
+// ---- token -------------------------------------------------------------------------------------
+
+function showSignedIn(signedIn) {
+  $("token-form").hidden = signedIn;
+  $("signed-in").hidden = !signedIn;
+  $("workspace").hidden = !signedIn;
+}
+
+async function connect() {
+  setStatus("token-status", "Checking the token…");
+  try {
+    await loadAgents(sessionStorage.getItem(AGENT_KEY) ?? "");
+    setStatus("token-status", "");
+    showSignedIn(true);
+  } catch (error) {
+    showSignedIn(false);
+    const message = explain(error);
+    if (!(error instanceof ApiError && error.status === 401)) setStatus("token-status", message, "error");
+  }
+}
+
+$("token-form").addEventListener("submit", (event) => {
+  event.preventDefault();
+  state.token = $("token").value.trim();
+  $("token").value = "";
+  sessionStorage.setItem(TOKEN_KEY, state.token);
+  connect();
+});
+
+$("token-forget").addEventListener("click", () => {
+  sessionStorage.removeItem(TOKEN_KEY);
+  state.token = "";
+  showSignedIn(false);
+  setStatus("token-status", "Token forgotten.");
+  $("token").focus();
+});
+
+// ---- agents ------------------------------------------------------------------------------------
+
+async function loadAgents(preferred) {
+  const { agents } = await api("GET", "/agents?limit=100");
+  const select = $("agent-select");
+  select.replaceChildren(...agents.map((agent) => el("option", { value: agent.id, text: `${agent.name} (${agent.id})` })));
+  if (agents.length === 0) {
+    select.append(el("option", { value: "", text: "No agents yet: create one below" }));
+    $("create-agent").open = true;
+  }
+  const chosen = agents.some((agent) => agent.id === preferred) ? preferred : (agents[0]?.id ?? "");
+  select.value = chosen;
+  await selectAgent(chosen);
+}
+
+async function selectAgent(agentId) {
+  state.agentId = agentId;
+  if (agentId) sessionStorage.setItem(AGENT_KEY, agentId);
+  $("log").replaceChildren();
+  $("memories").replaceChildren();
+  $("memories-more").hidden = true;
+  for (const id of ["chat-status", "memory-status", "tools-status"]) setStatus(id, "");
+  $("servers").replaceChildren();
+  $("tools-summary").textContent = "";
+  if (!agentId) return;
+  await Promise.all([loadTools(), openRoom()]);
+}
+
+$("agent-select").addEventListener("change", (event) => selectAgent(event.target.value));
+$("agents-refresh").addEventListener("click", () => loadAgents(state.agentId).catch((error) => setStatus("tools-status", explain(error), "error")));
+
+$("create-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const field = $("character");
+  const errors = $("character-errors");
+  errors.replaceChildren();
+  field.removeAttribute("aria-invalid");
+  const showIssues = (issues) => {
+    field.setAttribute("aria-invalid", "true");
+    errors.replaceChildren(...issues.map((issue) => el("li", {}, el("code", { text: issue.path || "(file)" }), `: ${issue.message}`)));
+  };
+  let character;
+  try {
+    character = JSON.parse(field.value);
+  } catch (error) {
+    showIssues([{ path: "JSON", message: error instanceof Error ? error.message : "not valid JSON" }]);
+    return field.focus();
+  }
+  try {
+    const created = await api("POST", "/agents", character);
+    field.value = "";
+    $("create-agent").open = false;
+    await loadAgents(created.id);
+    setStatus("chat-status", `Created agent ${created.id}.`, "ok");
+    $("message").focus();
+  } catch (error) {
+    const issues = error instanceof ApiError && Array.isArray(error.details?.issues) ? error.details.issues : [];
+    showIssues(issues.length > 0 ? issues : [{ path: "", message: explain(error) }]);
+    field.focus();
+  }
+});
+
+// ---- MCP servers and tools ---------------------------------------------------------------------
+
+/** Only http(s) links from the server become clickable (no javascript: or data: URLs). */
+function safeUrl(text) {
+  try {
+    const url = new URL(text, location.href);
+    return url.protocol === "https:" || url.protocol === "http:" ? url.href : null;
+  } catch {
+    return null;
+  }
+}
+
+async function loadTools() {
+  setStatus("tools-status", "Checking the agent's MCP servers…");
+  try {
+    const { servers, tools } = await api("GET", agentPath("/tools"));
+    $("servers").replaceChildren(...servers.map(serverCard));
+    if (servers.length === 0) $("servers").append(el("li", { class: "muted", text: "No MCP servers." }));
+    $("tools-summary").textContent = `Tools it can call: ${tools.map((tool) => tool.name).join(", ") || "none"}`;
+    setStatus("tools-status", "");
+  } catch (error) {
+    setStatus("tools-status", explain(error), "error");
+  }
+}
+
+function serverCard(server) {
+  const card = el(
+    "li",
+    { class: "card" },
+    el("div", { class: "card-head" }, el("strong", { text: server.name }), el("span", { class: `badge state-${server.state}`, text: server.state })),
+    el("div", { class: "muted small", text: `${server.url} · ${server.transport} · auth: ${server.auth} · ${server.origin}` }),
+    server.error ? el("div", { class: "error small", text: server.error }) : null,
+    server.tools.length > 0 ? el("div", { class: "small", text: `Tools: ${server.tools.map((tool) => tool.name).join(", ")}` }) : null,
+  );
+  if (server.auth === "oauth" && server.state !== "ready") {
+    const slot = el("div", { class: "row" });
+    const link = (href) => el("a", { href, target: "_blank", rel: "noopener noreferrer", class: "button", text: `Connect ${server.name} (opens the consent page)` });
+    const href = server.authUrl ? safeUrl(server.authUrl) : null;
+    if (href) slot.append(link(href));
+    else {
+      slot.append(
+        el("button", {
+          type: "button",
+          text: `Connect ${server.name}`,
+          onclick: async () => {
+            try {
+              const view = await api("POST", agentPath("/tools"), { name: server.name });
+              const fresh = view.authUrl ? safeUrl(view.authUrl) : null;
+              if (!fresh) return setStatus("tools-status", `${server.name}: ${view.state}${view.error ? `: ${view.error}` : ""}`);
+              slot.replaceChildren(link(fresh));
+              window.open(fresh, "_blank", "noopener");
+            } catch (error) {
+              setStatus("tools-status", explain(error), "error");
+            }
+          },
+        }),
+      );
+    }
+    card.append(slot);
+  }
+  return card;
+}
+
+$("tools-refresh").addEventListener("click", () => state.agentId && loadTools());
+
+// ---- chat --------------------------------------------------------------------------------------
+
+function roomId() {
+  return $("room-id").value.trim() || `user:${$("user-id").value.trim()}`;
+}
+
+function time(ms) {
+  return new Date(ms).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+}
+
+function messageItem(role, who, text, at) {
+  return el(
+    "li",
+    { class: `msg ${role}` },
+    el("div", { class: "meta", text: `${who}${at ? ` · ${time(at)}` : ""}` }),
+    el("p", { class: "text", text }),
+  );
+}
+
+async function openRoom() {
+  if (!state.agentId || !$("room-form").reportValidity()) return;
+  setStatus("chat-status", "Loading the room's history…");
+  try {
+    const path = agentPath(`/rooms/${encodeURIComponent(roomId())}/messages?limit=50`);
+    const { messages } = await api("GET", path);
+    $("log").replaceChildren(
+      ...messages.reverse().map((m) => messageItem(m.role, m.role === "agent" ? state.agentId : (m.userName ?? m.userId ?? "user"), m.text, m.createdAt)),
+    );
+    setStatus("chat-status", messages.length === 0 ? `Room ${roomId()} is empty: say something.` : `Room ${roomId()}.`);
+    scrollLog();
+  } catch (error) {
+    setStatus("chat-status", explain(error), "error");
+  }
+}
+
+$("room-form").addEventListener("submit", (event) => {
+  event.preventDefault();
+  openRoom();
+});
+
+function scrollLog() {
+  const log = $("log");
+  log.scrollTop = log.scrollHeight;
+}
+
+function pretty(value) {
+  if (typeof value === "string") {
+    try {
+      return JSON.stringify(JSON.parse(value), null, 2);
+    } catch {
+      return value;
+    }
+  }
+  return JSON.stringify(value, null, 2) ?? String(value);
+}
+
+/** One agent turn on the page: memories used, tool calls, and the reply as it streams. */
+function turnView() {
+  const memories = el("details", { class: "memories", hidden: true });
+  const tools = el("div", { class: "tools" });
+  const text = el("p", { class: "text streaming", text: "…" });
+  const meta = el("div", { class: "meta", text: state.agentId });
+  const foot = el("div", { class: "muted small" });
+  const item = el("li", { class: "msg agent" }, meta, memories, tools, text, foot);
+  const calls = new Map();
+  let draft = "";
+
+  const toolCall = (call) => {
+    const result = el("pre", { class: "small", text: "running…" });
+    const summary = el("summary", {}, el("span", { class: "badge", text: "tool" }), ` ${call.name}`);
+    const box = el("details", { class: "tool", open: true }, summary, el("div", { class: "small muted", text: "arguments" }), el("pre", { class: "small", text: pretty(call.arguments) }), el("div", { class: "small muted", text: "result" }), result);
+    tools.append(box);
+    calls.set(call.id, { result, summary });
+  };
+  const toolResult = (res) => {
+    if (!calls.has(res.id)) toolCall(res);
+    const { result, summary } = calls.get(res.id);
+    result.textContent = pretty(res.output);
+    summary.append(el("span", { class: `badge ${res.ok ? "state-ready" : "state-failed"}`, text: `${res.ok ? "ok" : "failed"} · ${res.durationMs} ms${res.cached ? " · cached" : ""}` }));
+  };
+
+  return {
+    item,
+    memories(list) {
+      memories.hidden = false;
+      memories.replaceChildren(
+        el("summary", { text: `Memories used (${list.length})` }),
+        el("ol", { class: "small" }, ...list.map((m) => el("li", {}, el("span", { class: "badge", text: m.type }), ` ${m.text} `, el("span", { class: "muted", text: `score ${Number(m.score).toFixed(3)}` })))),
+      );
+    },
+    delta(piece) {
+      draft += piece;
+      text.textContent = draft;
+    },
+    toolCall,
+    toolResult,
+    done(outcome) {
+      for (const call of outcome.toolCalls ?? []) if (!calls.has(call.id)) toolResult(call);
+      text.classList.remove("streaming");
+      text.textContent = outcome.reply?.text ?? `(no reply: ${outcome.stopReason})`;
+      const usage = outcome.usage ?? {};
+      foot.textContent = `${outcome.model ?? "no model"} · ${usage.promptTokens ?? 0}+${usage.completionTokens ?? 0} tokens · ${usage.modelCalls ?? 0} model calls · ${outcome.stopReason}`;
+    },
+    fail(message) {
+      text.classList.remove("streaming");
+      text.classList.add("error");
+      text.textContent = message;
+    },
+  };
+}
+
+/** Reads a text/event-stream body: `event:` + `data:` blocks; `:` lines are keep-alives. */
+async function readEvents(response, onEvent) {
+  const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buffer += value;
+    let match;
+    while ((match = /\r?\n\r?\n/.exec(buffer))) {
+      const block = buffer.slice(0, match.index);
+      buffer = buffer.slice(match.index + match[0].length);
+      let name = "message";
+      const data = [];
+      for (const line of block.split(/\r?\n/)) {
+        if (line.startsWith(":")) continue;
+        const colon = line.indexOf(":");
+        const field = colon < 0 ? line : line.slice(0, colon);
+        const text = colon < 0 ? "" : line.slice(colon + 1).replace(/^ /, "");
+        if (field === "event") name = text;
+        else if (field === "data") data.push(text);
+      }
+      if (data.length > 0) onEvent(name, JSON.parse(data.join("\n")));
+    }
+  }
+}
+
+async function send(text) {
+  const userId = $("user-id").value.trim();
+  $("log").append(messageItem("user", userId, text, Date.now()));
+  const turn = turnView();
+  $("log").append(turn.item);
+  scrollLog();
+  const body = { userId, text, ...($("room-id").value.trim() ? { roomId: $("room-id").value.trim() } : {}) };
+  let finished = false;
+  try {
+    const response = await request("POST", agentPath("/messages"), body, {
+      accept: "text/event-stream, application/json;q=0.9",
+      // A retried send (or a reload mid-turn) must not answer twice.
+      "idempotency-key": crypto.randomUUID(),
+    });
+    if ((response.headers.get("content-type") ?? "").includes("text/event-stream")) {
+      setStatus("chat-status", "Streaming the reply…");
+      await readEvents(response, (name, data) => {
+        if (name === "memories") turn.memories(data.memories ?? []);
+        else if (name === "delta") turn.delta(data.text ?? "");
+        else if (name === "tool_call") turn.toolCall(data);
+        else if (name === "tool_result") turn.toolResult(data);
+        else if (name === "done") {
+          finished = true;
+          turn.done(data);
+        } else if (name === "error") {
+          finished = true;
+          turn.fail(`The turn failed: ${data.error?.message ?? "unknown error"} (${data.error?.code ?? "error"})`);
+        }
+        scrollLog();
+      });
+    } else {
+      turn.done(await response.json());
+      finished = true;
+    }
+    if (!finished) {
+      turn.fail("The connection closed before the reply finished. The turn still completes on the server: reloading the room's history.");
+      setTimeout(openRoom, 2000);
+    } else setStatus("chat-status", "");
+  } catch (error) {
+    turn.fail(explain(error));
+    setStatus("chat-status", "The message was not answered.", "error");
+  }
+  scrollLog();
+}
+
+$("send-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const text = $("message").value.trim();
+  if (!text || state.sending || !state.agentId || !$("room-form").reportValidity()) return;
+  state.sending = true;
+  $("send").disabled = true;
+  $("message").value = "";
+  try {
+    await send(text);
+  } finally {
+    state.sending = false;
+    $("send").disabled = false;
+    $("message").focus();
+  }
+});
+
+$("message").addEventListener("keydown", (event) => {
+  // Enter sends; Shift+Enter is a new line; Enter while an IME composes a word is not a send.
+  if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+    event.preventDefault();
+    $("send-form").requestSubmit();
+  }
+});
+
+// ---- memories ----------------------------------------------------------------------------------
+
+function memoryCard(memory) {
+  const facts = [memory.userId && `user ${memory.userId}`, memory.roomId && `room ${memory.roomId}`, new Date(memory.createdAt).toLocaleString()];
+  if (memory.score !== undefined) facts.unshift(`score ${memory.score.toFixed(3)} (${memory.matchedBy.join("+")})`);
+  if (memory.embedded === false) facts.push("not embedded yet");
+  return el(
+    "li",
+    { class: "card" },
+    el("div", { class: "card-head" }, el("span", { class: "badge", text: memory.type }), el("span", { class: "muted small", text: facts.filter(Boolean).join(" · ") })),
+    el("p", { class: "text", text: memory.text }),
+  );
+}
+
+async function browse(more) {
+  if (!state.agentId) return;
+  const params = new URLSearchParams({ agentId: state.agentId, limit: String(MEMORY_PAGE) });
+  if ($("memory-type").value) params.set("type", $("memory-type").value);
+  if (more && state.memoryCursor) params.set("cursor", state.memoryCursor);
+  setStatus("memory-status", "Loading…");
+  try {
+    const page = await api("GET", `/memories?${params}`);
+    const cards = page.memories.map(memoryCard);
+    if (more) $("memories").append(...cards);
+    else $("memories").replaceChildren(...cards);
+    state.memoryCursor = page.nextCursor;
+    $("memories-more").hidden = !page.nextCursor;
+    setStatus("memory-status", `${$("memories").children.length} memories shown, newest first.`);
+  } catch (error) {
+    setStatus("memory-status", explain(error), "error");
+  }
+}
+
+$("browse-form").addEventListener("submit", (event) => {
+  event.preventDefault();
+  browse(false);
+});
+$("memories-more").addEventListener("click", () => browse(true));
+
+$("search-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const query = $("memory-query").value.trim();
+  if (!query || !state.agentId) return;
+  setStatus("memory-status", "Searching…");
+  try {
+    const body = { agentId: state.agentId, query, limit: 10 };
+    if ($("memory-type").value) body.type = $("memory-type").value;
+    const { memories } = await api("POST", "/memories/similar", body);
+    $("memories").replaceChildren(...memories.map(memoryCard));
+    $("memories-more").hidden = true;
+    setStatus("memory-status", `${memories.length} found for “${query}”, best first.`);
+  } catch (error) {
+    setStatus("memory-status", explain(error), "error");
+  }
+});
+
+if (state.token) connect();
+else $("token").focus();

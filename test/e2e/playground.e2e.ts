@@ -1,0 +1,273 @@
+// End-to-end test of the playground in headless Chromium (Debian's /usr/bin/chromium, driven by
+// playwright-core, which downloads nothing): the worker bundled as `wrangler deploy` would ship it,
+// with its static assets, in local workerd (bench/worker-harness.ts); the scripted model stand-in
+// and the MCP test peers on loopback. A user signs in, pastes a character, chats (the model calls the
+// built-in current_time tool first), watches the reply, connects an OAuth MCP server, searches
+// memories; screenshots at desktop and phone width go to test/artifacts/.
+// Run: `npm run test:e2e`. Exits non-zero on any failure; the last line is `N passed, N failed`.
+import { mkdirSync } from "node:fs";
+import { chromium, type Browser, type Page } from "playwright-core";
+import { startModelServer, type ModelServer } from "../../bench/model-server.ts";
+import { startBenchWorker, type BenchWorker } from "../../bench/worker-harness.ts";
+import { startMcpPeers, type McpPeers } from "../peers/mcp-peers.ts";
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
+const ARTIFACTS = "test/artifacts";
+const STEP_TIMEOUT_MS = 20_000;
+const AGENT_ID = "ada-e2e";
+const DESKTOP = { width: 1280, height: 900 };
+const PHONE = { width: 390, height: 844 };
+
+const CHARACTER = {
+  id: AGENT_ID,
+  name: "Ada",
+  bio: ["A precise, friendly helper who keeps a small garden."],
+  lore: ["Ada grows tomatoes and basil on her balcony."],
+  system: "You are Ada. Use tools when they help.",
+  // No fact extraction or summaries: every model call in this test is a chat turn.
+  settings: { memory: { factsEvery: 1000, summarizeAfter: 10000 } },
+};
+
+/** The model: asked about the time, it calls current_time first, then answers with the tool's output. */
+function scriptModel(model: ModelServer): void {
+  model.respondWith((call) => {
+    const last = call.messages.at(-1);
+    const asked = String(call.messages.findLast((m) => m.role === "user")?.content ?? "");
+    if (last?.role === "tool") return { text: `In Paris it is now ${String(last.content).slice(0, 80)}. Anything else?` };
+    const echo = /echo: (.*)$/s.exec(asked);
+    if (echo) return { text: echo[1]! };
+    if (/time/i.test(asked) && call.tools?.length) return { toolCalls: [{ name: "current_time", arguments: { timeZone: "Europe/Paris" } }] };
+    return { text: "Hello from the stand-in model." };
+  });
+}
+
+let passed = 0;
+let failed = 0;
+/** Saves what the page looked like when a step failed. */
+let failureShot: (() => Promise<unknown>) | undefined;
+
+async function step(name: string, run: () => Promise<void>): Promise<void> {
+  // Steps build on each other: after a failure the rest would only time out, so they are skipped
+  // (and counted as failed).
+  if (failed > 0) {
+    failed += 1;
+    console.log(`  skip  ${name}`);
+    return;
+  }
+  try {
+    await run();
+    passed += 1;
+    console.log(`  ok    ${name}`);
+  } catch (error) {
+    failed += 1;
+    await failureShot?.().catch(() => undefined);
+    console.log(`  FAIL  ${name}\n        ${(error instanceof Error ? error.message : String(error)).split("\n").join("\n        ")}`);
+  }
+}
+
+function check(condition: unknown, message: string): asserts condition {
+  if (!condition) throw new Error(message);
+}
+
+async function text(page: Page, selector: string): Promise<string> {
+  return (await page.locator(selector).allTextContents()).join("\n");
+}
+
+async function main(): Promise<void> {
+  mkdirSync(ARTIFACTS, { recursive: true });
+  const model = await startModelServer();
+  scriptModel(model);
+  const peers: McpPeers = await startMcpPeers();
+  let worker: BenchWorker | undefined;
+  let browser: Browser | undefined;
+  try {
+    worker = await startBenchWorker({ OPENAI_API_KEY: "e2e", OPENAI_BASE_URL: `${model.url}/v1`, MODEL: "e2e-model", MCP_ALLOW_LOOPBACK: "true" });
+    const { base, token } = worker;
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
+    });
+    const context = await browser.newContext({ viewport: DESKTOP });
+    context.setDefaultTimeout(STEP_TIMEOUT_MS);
+    const page = await context.newPage();
+    failureShot = () => page.screenshot({ path: `${ARTIFACTS}/playground-failure.png`, fullPage: true });
+    const foreign: string[] = [];
+    const pageErrors: string[] = [];
+    const turnContentTypes: string[] = [];
+    let memoriesShown = 0;
+    page.on("request", (request) => {
+      if (!request.url().startsWith(base) && !request.url().startsWith("data:")) foreign.push(request.url());
+    });
+    page.on("pageerror", (error) => pageErrors.push(error.message));
+    page.on("response", (response) => {
+      if (response.request().method() === "POST" && /\/agents\/[^/]+\/messages$/.test(response.url())) {
+        turnContentTypes.push(response.headers()["content-type"] ?? "");
+      }
+    });
+
+    await step("serves the page, its script and stylesheet as static assets, with a content security policy", async () => {
+      for (const [path, type] of [["/", "text/html"], ["/playground.js", "javascript"], ["/playground.css", "text/css"]] as const) {
+        const response = await fetch(`${base}${path}`);
+        check(response.status === 200, `${path}: HTTP ${response.status}`);
+        check((response.headers.get("content-type") ?? "").includes(type), `${path}: content-type ${response.headers.get("content-type")}`);
+      }
+      const csp = (await fetch(`${base}/`)).headers.get("content-security-policy") ?? "";
+      check(csp.includes("script-src 'self'"), `no CSP on the page: "${csp}"`);
+      const api = await fetch(`${base}/agents`);
+      check(api.status === 401, `the API behind the assets still needs a token: HTTP ${api.status}`);
+    });
+
+    await step("asks for a token and says clearly when the server refuses it", async () => {
+      await page.goto(base);
+      check(await page.locator("#token").evaluate((node) => node === document.activeElement), "the token field does not have focus");
+      await page.fill("#token", "not-the-token");
+      await page.press("#token", "Enter");
+      await page.locator("#token-status", { hasText: "refused" }).waitFor();
+      check(await page.locator("#workspace").isHidden(), "the workspace shows without a valid token");
+      check(await page.locator("#token").evaluate((node) => node === document.activeElement), "focus did not go back to the token field");
+    });
+
+    await step("signs in with the token, keeps it in this tab only and never shows it", async () => {
+      await page.fill("#token", token);
+      await page.click("#token-form button[type=submit]");
+      await page.locator("#workspace").waitFor({ state: "visible" });
+      await page.locator("#signed-in", { hasText: "Signed in" }).waitFor();
+      check(await page.locator("#token-form").isHidden(), "the token form stays open after signing in");
+      const stored = await page.evaluate(() => ({ session: sessionStorage.getItem("edge-agents.token"), local: localStorage.length, cookie: document.cookie }));
+      check(stored.session === token, "the token is not in sessionStorage");
+      check(stored.local === 0 && stored.cookie === "", "the token leaked into localStorage or a cookie");
+      check(!(await page.content()).includes(token), "the token is rendered on the page");
+    });
+
+    await step("shows a character file's validation errors next to the field", async () => {
+      // With no agents yet the page opens the form by itself.
+      if (!(await page.locator("#create-agent").evaluate((node) => (node as HTMLDetailsElement).open))) await page.locator("#create-agent summary").click();
+      await page.fill("#character", JSON.stringify({ bio: "no name", settings: { respond: { mode: "sometimes" } } }));
+      await page.click("#create-form button[type=submit]");
+      await page.locator("#character-errors li").first().waitFor();
+      const errors = await text(page, "#character-errors li");
+      check(/name/.test(errors), `the missing name is not reported: ${errors}`);
+      check((await page.getAttribute("#character", "aria-invalid")) === "true", "the field is not marked invalid");
+      await page.fill("#character", "{ not json");
+      await page.click("#create-form button[type=submit]");
+      await page.locator("#character-errors li", { hasText: "JSON" }).waitFor();
+    });
+
+    await step("creates an agent from a pasted character and lists its built-in tools", async () => {
+      await page.fill("#character", JSON.stringify(CHARACTER, null, 2));
+      await page.click("#create-form button[type=submit]");
+      await page.waitForFunction((id) => (document.getElementById("agent-select") as HTMLSelectElement).value === id, AGENT_ID);
+      await page.locator("#tools-summary", { hasText: "current_time" }).waitFor();
+      check((await page.locator("#character-errors li").count()) === 0, "errors left next to the field");
+    });
+
+    await step("sends a message with Enter and shows the reply, the tool call with its arguments and result", async () => {
+      await page.fill("#message", "What time is it in Paris?");
+      await page.press("#message", "Enter");
+      const reply = page.locator("#log .msg.agent .text:not(.streaming)", { hasText: "In Paris it is now" });
+      await reply.waitFor();
+      const tool = page.locator("#log .msg.agent .tool").first();
+      check((await tool.locator("summary").textContent())?.includes("current_time"), "no current_time tool call shown");
+      const pres = await tool.locator("pre").allTextContents();
+      check(pres[0]?.includes("Europe/Paris"), `tool arguments not shown: ${pres[0]}`);
+      check(pres[1] && pres[1] !== "running…", `tool result not shown: ${pres[1]}`);
+      check((await tool.locator("summary .badge", { hasText: "ok" }).count()) === 1, "the tool result is not marked ok");
+      check((await page.locator("#message").evaluate((node) => node === document.activeElement)), "focus did not return to the message field");
+    });
+
+    await step("puts model text on the page as text, never as HTML", async () => {
+      const payload = `<img src=x onerror="window.__xss=1"><b>bold</b>`;
+      await page.fill("#message", `echo: ${payload}`);
+      await page.press("#message", "Enter");
+      await page.locator("#log .msg.agent .text:not(.streaming)", { hasText: "<b>bold</b>" }).waitFor();
+      check((await page.evaluate(() => (window as { __xss?: number }).__xss)) === undefined, "an onerror handler from model text ran");
+      check((await page.locator("#log b, #log img").count()) === 0, "model text became elements");
+    });
+
+    await page.screenshot({ path: `${ARTIFACTS}/playground-chat.png` });
+    // Counted before the reload: history does not carry what each turn retrieved.
+    memoriesShown = await page.locator("#log .msg.agent details.memories:not([hidden])").count();
+
+    await step("reloads the room's history after a page reload, signed in from the tab's storage", async () => {
+      await page.reload();
+      await page.locator("#workspace").waitFor({ state: "visible" });
+      await page.locator("#log .msg.user", { hasText: "What time is it in Paris?" }).waitFor();
+      await page.locator("#log .msg.agent", { hasText: "In Paris it is now" }).waitFor();
+    });
+
+    await step("shows MCP servers with their state and connects an OAuth one through its consent link", async () => {
+      for (const server of [{ name: "plain", url: peers.plainUrl }, { name: "vault", url: peers.oauthUrl, auth: { type: "oauth" } }]) {
+        const added = await worker!.call("POST", `/agents/${AGENT_ID}/tools`, server);
+        check(added.status === 201, `adding ${server.name}: HTTP ${added.status} ${await added.text()}`);
+      }
+      await page.click("#tools-refresh");
+      await page.locator("#servers .card", { hasText: "plain" }).locator(".badge.state-ready").waitFor();
+      const vault = page.locator("#servers .card", { hasText: "vault" });
+      await vault.locator(".badge.state-authenticating").waitFor();
+      // The peer's authorization server consents at once and redirects to /oauth/callback.
+      const consent = page.context().waitForEvent("page");
+      await vault.locator("button, a.button").first().click();
+      const tab = await consent;
+      await tab.waitForLoadState("load");
+      await tab.close();
+      await page.click("#tools-refresh");
+      await vault.locator(".badge.state-ready").waitFor();
+      await page.locator("#tools-summary", { hasText: "plain__echo" }).waitFor();
+    });
+
+    await step("searches and browses the agent's memories", async () => {
+      await page.fill("#memory-query", "tomatoes balcony");
+      await page.press("#memory-query", "Enter");
+      const hit = page.locator("#memories .card", { hasText: "Ada grows tomatoes" });
+      await hit.waitFor();
+      check((await hit.textContent())?.includes("score"), "a search hit shows no score");
+      await page.selectOption("#memory-type", "message");
+      await page.click("#browse-form button[type=submit]");
+      await page.locator("#memories .card", { hasText: "What time is it in Paris?" }).waitFor();
+      await page.screenshot({ path: `${ARTIFACTS}/playground-desktop.png`, fullPage: true });
+    });
+
+    await step("fits a 390 px phone screen without sideways scrolling", async () => {
+      await page.setViewportSize(PHONE);
+      const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+      check(overflow <= 0, `the page is ${overflow}px wider than the screen`);
+      const tops = await Promise.all(["#agent-panel", "#chat-panel", "#memory-panel", "#tools-panel"].map(async (id) => (await page.locator(id).boundingBox())?.y ?? -1));
+      check(tops.every((top, i) => i === 0 || top > tops[i - 1]!), `panels are not in one column in reading order: ${tops.join(", ")}`);
+      await page.screenshot({ path: `${ARTIFACTS}/playground-phone.png`, fullPage: true });
+      await page.setViewportSize(DESKTOP);
+    });
+
+    await step("renders /openapi.json at /docs with Swagger UI from the worker itself", async () => {
+      const docs = await context.newPage();
+      await docs.goto(`${base}/docs`);
+      await docs.locator(".swagger-ui .opblock").nth(10).waitFor();
+      check((await docs.locator(".swagger-ui .opblock-summary-path", { hasText: "/agents/{agentId}/messages" }).count()) > 0, "the messages operation is missing");
+      await docs.close();
+    });
+
+    await step("loaded nothing from other hosts and raised no script errors", async () => {
+      check(foreign.length === 0, `requests to other hosts: ${foreign.join(", ")}`);
+      check(pageErrors.length === 0, `page errors: ${pageErrors.join("; ")}`);
+    });
+
+    await step("streamed every reply as server-sent events and showed the memories each turn used", async () => {
+      check(turnContentTypes.length >= 2, `only ${turnContentTypes.length} turns seen`);
+      const notStreamed = turnContentTypes.filter((type) => !type.includes("text/event-stream"));
+      check(notStreamed.length === 0, `turns answered as ${notStreamed.join(", ")}, not streamed (the page rendered them from JSON)`);
+      check(memoriesShown >= 2, `memories used were shown for ${memoriesShown} of ${turnContentTypes.length} turns`);
+    });
+  } catch (error) {
+    failed += 1;
+    console.log(`  FAIL  setup: ${error instanceof Error ? error.stack : String(error)}`);
+  } finally {
+    await browser?.close();
+    await worker?.stop();
+    await peers.close();
+    await model.close();
+  }
+}
+
+console.log("\nplayground end-to-end (headless Chromium)");
+await main();
+console.log(`\n${passed} passed, ${failed} failed`);
+process.exit(failed > 0 ? 1 : 0);
