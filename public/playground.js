@@ -336,7 +336,7 @@ function turnView() {
       memories.hidden = false;
       memories.replaceChildren(
         el("summary", { text: `Memories used (${list.length})` }),
-        el("ol", { class: "small" }, ...list.map((m) => el("li", {}, el("span", { class: "badge", text: m.type }), ` ${m.text} `, el("span", { class: "muted", text: `score ${Number(m.score).toFixed(3)}` })))),
+        el("ol", { class: "small" }, ...list.map((m) => el("li", {}, el("span", { class: "badge", text: m.type }), ` ${m.text} `, typeof m.score === "number" ? el("span", { class: "muted", text: `score ${m.score.toFixed(3)}` }) : null))),
       );
     },
     delta(piece) {

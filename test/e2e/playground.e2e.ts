@@ -17,6 +17,8 @@ const STEP_TIMEOUT_MS = 20_000;
 const AGENT_ID = "ada-e2e";
 const DESKTOP = { width: 1280, height: 900 };
 const PHONE = { width: 390, height: 844 };
+/** The stand-in model writes a word every 15 ms when streaming, so deltas arrive one by one. */
+const CHUNK_DELAY_MS = 15;
 
 const CHARACTER = {
   id: AGENT_ID,
@@ -75,7 +77,7 @@ async function text(page: Page, selector: string): Promise<string> {
 
 async function main(): Promise<void> {
   mkdirSync(ARTIFACTS, { recursive: true });
-  const model = await startModelServer();
+  const model = await startModelServer({ chunkDelayMs: CHUNK_DELAY_MS });
   scriptModel(model);
   const peers: McpPeers = await startMcpPeers();
   let worker: BenchWorker | undefined;
@@ -95,6 +97,8 @@ async function main(): Promise<void> {
     const pageErrors: string[] = [];
     const turnContentTypes: string[] = [];
     let memoriesShown = 0;
+    let memoriesListed = 0;
+    let deltaRenders = 0;
     page.on("request", (request) => {
       if (!request.url().startsWith(base) && !request.url().startsWith("data:")) foreign.push(request.url());
     });
@@ -162,6 +166,14 @@ async function main(): Promise<void> {
     });
 
     await step("sends a message with Enter and shows the reply, the tool call with its arguments and result", async () => {
+      // Counts each time a streaming reply's text changes: one per delta event rendered.
+      await page.evaluate(() => {
+        const counter = window as { __deltaRenders?: number };
+        counter.__deltaRenders = 0;
+        new MutationObserver((records) => {
+          for (const record of records) if ((record.target as Element).classList?.contains("streaming")) counter.__deltaRenders! += 1;
+        }).observe(document.getElementById("log")!, { subtree: true, childList: true });
+      });
       await page.fill("#message", "What time is it in Paris?");
       await page.press("#message", "Enter");
       const reply = page.locator("#log .msg.agent .text:not(.streaming)", { hasText: "In Paris it is now" });
@@ -173,6 +185,10 @@ async function main(): Promise<void> {
       check(pres[1] && pres[1] !== "running…", `tool result not shown: ${pres[1]}`);
       check((await tool.locator("summary .badge", { hasText: "ok" }).count()) === 1, "the tool result is not marked ok");
       check((await page.locator("#message").evaluate((node) => node === document.activeElement)), "focus did not return to the message field");
+      deltaRenders = await page.evaluate(() => (window as { __deltaRenders?: number }).__deltaRenders ?? 0);
+      const memories = page.locator("#log .msg.agent details.memories").first();
+      await memories.locator("summary").click();
+      memoriesListed = await memories.locator("li").count();
     });
 
     await step("puts model text on the page as text, never as HTML", async () => {
@@ -255,6 +271,9 @@ async function main(): Promise<void> {
       const notStreamed = turnContentTypes.filter((type) => !type.includes("text/event-stream"));
       check(notStreamed.length === 0, `turns answered as ${notStreamed.join(", ")}, not streamed (the page rendered them from JSON)`);
       check(memoriesShown >= 2, `memories used were shown for ${memoriesShown} of ${turnContentTypes.length} turns`);
+      check(memoriesListed >= 1, "the first turn listed no memory (the agent's lore should be retrieved)");
+      // The stand-in streams the answer a word at a time, 15 ms apart: the page showed it growing.
+      check(deltaRenders >= 5, `the reply was rendered ${deltaRenders} times while streaming, not word by word`);
     });
   } catch (error) {
     failed += 1;
