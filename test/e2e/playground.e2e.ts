@@ -71,6 +71,18 @@ function check(condition: unknown, message: string): asserts condition {
   if (!condition) throw new Error(message);
 }
 
+/**
+ * Runs an expression in the page. A string, not a function: this file is type-checked as Node code
+ * (tsconfig.node.json, no DOM library), and the page's globals do not exist here.
+ */
+async function inPage<T = unknown>(page: Page, expression: string): Promise<T> {
+  return (await page.evaluate(expression)) as T;
+}
+
+async function focused(page: Page, selector: string): Promise<boolean> {
+  return (await page.locator(`${selector}:focus`).count()) === 1;
+}
+
 async function text(page: Page, selector: string): Promise<string> {
   return (await page.locator(selector).allTextContents()).join("\n");
 }
@@ -123,12 +135,12 @@ async function main(): Promise<void> {
 
     await step("asks for a token and says clearly when the server refuses it", async () => {
       await page.goto(base);
-      check(await page.locator("#token").evaluate((node) => node === document.activeElement), "the token field does not have focus");
+      check(await focused(page, "#token"), "the token field does not have focus");
       await page.fill("#token", "not-the-token");
       await page.press("#token", "Enter");
       await page.locator("#token-status", { hasText: "refused" }).waitFor();
       check(await page.locator("#workspace").isHidden(), "the workspace shows without a valid token");
-      check(await page.locator("#token").evaluate((node) => node === document.activeElement), "focus did not go back to the token field");
+      check(await focused(page, "#token"), "focus did not go back to the token field");
     });
 
     await step("signs in with the token, keeps it in this tab only and never shows it", async () => {
@@ -137,7 +149,10 @@ async function main(): Promise<void> {
       await page.locator("#workspace").waitFor({ state: "visible" });
       await page.locator("#signed-in", { hasText: "Signed in" }).waitFor();
       check(await page.locator("#token-form").isHidden(), "the token form stays open after signing in");
-      const stored = await page.evaluate(() => ({ session: sessionStorage.getItem("edge-agents.token"), local: localStorage.length, cookie: document.cookie }));
+      const stored = await inPage<{ session: string | null; local: number; cookie: string }>(
+        page,
+        `({ session: sessionStorage.getItem("edge-agents.token"), local: localStorage.length, cookie: document.cookie })`,
+      );
       check(stored.session === token, "the token is not in sessionStorage");
       check(stored.local === 0 && stored.cookie === "", "the token leaked into localStorage or a cookie");
       check(!(await page.content()).includes(token), "the token is rendered on the page");
@@ -145,7 +160,7 @@ async function main(): Promise<void> {
 
     await step("shows a character file's validation errors next to the field", async () => {
       // With no agents yet the page opens the form by itself.
-      if (!(await page.locator("#create-agent").evaluate((node) => (node as HTMLDetailsElement).open))) await page.locator("#create-agent summary").click();
+      if ((await page.locator("#create-agent[open]").count()) === 0) await page.locator("#create-agent summary").click();
       await page.fill("#character", JSON.stringify({ bio: "no name", settings: { respond: { mode: "sometimes" } } }));
       await page.click("#create-form button[type=submit]");
       await page.locator("#character-errors li").first().waitFor();
@@ -160,20 +175,21 @@ async function main(): Promise<void> {
     await step("creates an agent from a pasted character and lists its built-in tools", async () => {
       await page.fill("#character", JSON.stringify(CHARACTER, null, 2));
       await page.click("#create-form button[type=submit]");
-      await page.waitForFunction((id) => (document.getElementById("agent-select") as HTMLSelectElement).value === id, AGENT_ID);
+      // The tools of the agent just selected arrive last.
       await page.locator("#tools-summary", { hasText: "current_time" }).waitFor();
+      check((await page.locator("#agent-select").inputValue()) === AGENT_ID, `the new agent is not selected: ${await page.locator("#agent-select").inputValue()}`);
       check((await page.locator("#character-errors li").count()) === 0, "errors left next to the field");
     });
 
     await step("sends a message with Enter and shows the reply, the tool call with its arguments and result", async () => {
       // Counts each time a streaming reply's text changes: one per delta event rendered.
-      await page.evaluate(() => {
-        const counter = window as { __deltaRenders?: number };
-        counter.__deltaRenders = 0;
+      await inPage(
+        page,
+        `window.__deltaRenders = 0;
         new MutationObserver((records) => {
-          for (const record of records) if ((record.target as Element).classList?.contains("streaming")) counter.__deltaRenders! += 1;
-        }).observe(document.getElementById("log")!, { subtree: true, childList: true });
-      });
+          for (const record of records) if (record.target.classList?.contains("streaming")) window.__deltaRenders += 1;
+        }).observe(document.getElementById("log"), { subtree: true, childList: true })`,
+      );
       await page.fill("#message", "What time is it in Paris?");
       await page.press("#message", "Enter");
       const reply = page.locator("#log .msg.agent .text:not(.streaming)", { hasText: "In Paris it is now" });
@@ -184,8 +200,8 @@ async function main(): Promise<void> {
       check(pres[0]?.includes("Europe/Paris"), `tool arguments not shown: ${pres[0]}`);
       check(pres[1] && pres[1] !== "running…", `tool result not shown: ${pres[1]}`);
       check((await tool.locator("summary .badge", { hasText: "ok" }).count()) === 1, "the tool result is not marked ok");
-      check((await page.locator("#message").evaluate((node) => node === document.activeElement)), "focus did not return to the message field");
-      deltaRenders = await page.evaluate(() => (window as { __deltaRenders?: number }).__deltaRenders ?? 0);
+      check(await focused(page, "#message"), "focus did not return to the message field");
+      deltaRenders = await inPage<number>(page, "window.__deltaRenders ?? 0");
       const memories = page.locator("#log .msg.agent details.memories").first();
       await memories.locator("summary").click();
       memoriesListed = await memories.locator("li").count();
@@ -196,7 +212,7 @@ async function main(): Promise<void> {
       await page.fill("#message", `echo: ${payload}`);
       await page.press("#message", "Enter");
       await page.locator("#log .msg.agent .text:not(.streaming)", { hasText: "<b>bold</b>" }).waitFor();
-      check((await page.evaluate(() => (window as { __xss?: number }).__xss)) === undefined, "an onerror handler from model text ran");
+      check((await inPage<number | null>(page, "window.__xss ?? null")) === null, "an onerror handler from model text ran");
       check((await page.locator("#log b, #log img").count()) === 0, "model text became elements");
     });
 
@@ -245,7 +261,7 @@ async function main(): Promise<void> {
 
     await step("fits a 390 px phone screen without sideways scrolling", async () => {
       await page.setViewportSize(PHONE);
-      const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+      const overflow = await inPage<number>(page, "document.documentElement.scrollWidth - window.innerWidth");
       check(overflow <= 0, `the page is ${overflow}px wider than the screen`);
       const tops = await Promise.all(["#agent-panel", "#chat-panel", "#memory-panel", "#tools-panel"].map(async (id) => (await page.locator(id).boundingBox())?.y ?? -1));
       check(tops.every((top, i) => i === 0 || top > tops[i - 1]!), `panels are not in one column in reading order: ${tops.join(", ")}`);
