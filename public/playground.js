@@ -9,7 +9,7 @@ const AGENT_KEY = "edge-agents.agent";
 const MEMORY_PAGE = 20;
 
 const $ = (id) => document.getElementById(id);
-const state = { token: sessionStorage.getItem(TOKEN_KEY) ?? "", agentId: "", memoryCursor: null, sending: false };
+const state = { token: sessionStorage.getItem(TOKEN_KEY) ?? "", agentId: "", memoryCursor: null, sending: false, consentPending: false };
 
 class ApiError extends Error {
   constructor(status, error) {
@@ -220,7 +220,15 @@ function serverCard(server) {
   );
   if (server.auth === "oauth" && server.state !== "ready") {
     const slot = el("div", { class: "row" });
-    const link = (href) => el("a", { href, target: "_blank", rel: "noopener noreferrer", class: "button", text: `Connect ${server.name} (opens the consent page)` });
+    const link = (href) =>
+      el("a", {
+        href,
+        target: "_blank",
+        rel: "noopener noreferrer",
+        class: "button",
+        text: `Connect ${server.name} (opens the consent page)`,
+        onclick: () => (state.consentPending = true),
+      });
     const href = server.authUrl ? safeUrl(server.authUrl) : null;
     if (href) slot.append(link(href));
     else {
@@ -234,6 +242,7 @@ function serverCard(server) {
               const fresh = view.authUrl ? safeUrl(view.authUrl) : null;
               if (!fresh) return setStatus("tools-status", `${server.name}: ${view.state}${view.error ? `: ${view.error}` : ""}`);
               slot.replaceChildren(link(fresh));
+              state.consentPending = true;
               window.open(fresh, "_blank", "noopener");
             } catch (error) {
               setStatus("tools-status", explain(error), "error");
@@ -248,6 +257,13 @@ function serverCard(server) {
 }
 
 $("tools-refresh").addEventListener("click", () => state.agentId && loadTools());
+// Back from a consent tab: show whether the server is ready now, without a click.
+window.addEventListener("focus", () => {
+  if (state.consentPending && state.agentId) {
+    state.consentPending = false;
+    loadTools();
+  }
+});
 
 // ---- chat --------------------------------------------------------------------------------------
 
@@ -312,7 +328,8 @@ function turnView() {
   const text = el("p", { class: "text streaming", text: "…" });
   const meta = el("div", { class: "meta", text: state.agentId });
   const foot = el("div", { class: "muted small" });
-  const item = el("li", { class: "msg agent" }, meta, memories, tools, text, foot);
+  // aria-busy: screen readers announce the finished turn once, not every delta.
+  const item = el("li", { class: "msg agent", "aria-busy": "true" }, meta, memories, tools, text, foot);
   const calls = new Map();
   let draft = "";
 
@@ -346,6 +363,7 @@ function turnView() {
     toolCall,
     toolResult,
     done(outcome) {
+      item.setAttribute("aria-busy", "false");
       for (const call of outcome.toolCalls ?? []) if (!calls.has(call.id)) toolResult(call);
       text.classList.remove("streaming");
       text.textContent = outcome.reply?.text ?? `(no reply: ${outcome.stopReason})`;
@@ -353,6 +371,7 @@ function turnView() {
       foot.textContent = `${outcome.model ?? "no model"} · ${usage.promptTokens ?? 0}+${usage.completionTokens ?? 0} tokens · ${usage.modelCalls ?? 0} model calls · ${outcome.stopReason}`;
     },
     fail(message) {
+      item.setAttribute("aria-busy", "false");
       text.classList.remove("streaming");
       text.classList.add("error");
       text.textContent = message;

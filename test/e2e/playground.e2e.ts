@@ -30,12 +30,16 @@ const CHARACTER = {
   settings: { memory: { factsEvery: 1000, summarizeAfter: 10000 } },
 };
 
+/** Forty words at 60 ms a word: long enough to leave the page in the middle of it. */
+const SLOW_STORY = `Once upon a time ${Array.from({ length: 36 }, (_, i) => `word${i}`).join(" ")} the end.`;
+
 /** The model: asked about the time, it calls current_time first, then answers with the tool's output. */
 function scriptModel(model: ModelServer): void {
   model.respondWith((call) => {
     const last = call.messages.at(-1);
     const asked = String(call.messages.findLast((m) => m.role === "user")?.content ?? "");
     if (last?.role === "tool") return { text: `In Paris it is now ${String(last.content).slice(0, 80)}. Anything else?` };
+    if (/slow story/i.test(asked)) return { text: SLOW_STORY, chunkDelayMs: 60 };
     const echo = /echo: (.*)$/s.exec(asked);
     if (echo) return { text: echo[1]! };
     if (/time/i.test(asked) && call.tools?.length) return { toolCalls: [{ name: "current_time", arguments: { timeZone: "Europe/Paris" } }] };
@@ -220,6 +224,22 @@ async function main(): Promise<void> {
     // Counted before the reload: history does not carry what each turn retrieved.
     memoriesShown = await page.locator("#log .msg.agent details.memories:not([hidden])").count();
 
+    await step("a reply left mid-stream by a reload is still stored and shows in the room's history", async () => {
+      await page.fill("#message", "Tell me a slow story");
+      await page.press("#message", "Enter");
+      await page.locator("#log .msg.agent .text.streaming", { hasText: "Once upon" }).waitFor();
+      await page.reload();
+      await page.locator("#workspace").waitFor({ state: "visible" });
+      // The page does not know a turn is still running: the user opens the room again until it shows.
+      const stored = page.locator("#log .msg.agent", { hasText: "the end." });
+      let shown = false;
+      for (let attempt = 0; attempt < 15 && !shown; attempt += 1) {
+        if (attempt > 0) await page.click("#room-form button[type=submit]");
+        shown = await stored.waitFor({ timeout: 1_000 }).then(() => true, () => false);
+      }
+      check(shown, "the interrupted reply never appeared in the room's history");
+    });
+
     await step("reloads the room's history after a page reload, signed in from the tab's storage", async () => {
       await page.reload();
       await page.locator("#workspace").waitFor({ state: "visible" });
@@ -274,6 +294,7 @@ async function main(): Promise<void> {
       await docs.goto(`${base}/docs`);
       await docs.locator(".swagger-ui .opblock").nth(10).waitFor();
       check((await docs.locator(".swagger-ui .opblock-summary-path", { hasText: "/agents/{agentId}/messages" }).count()) > 0, "the messages operation is missing");
+      await docs.screenshot({ path: `${ARTIFACTS}/docs.png` });
       await docs.close();
     });
 
