@@ -125,7 +125,13 @@ $("token-forget").addEventListener("click", () => {
 // ---- agents ------------------------------------------------------------------------------------
 
 async function loadAgents(preferred) {
-  const { agents } = await api("GET", "/agents?limit=100");
+  const agents = [];
+  let after = null;
+  do {
+    const page = await api("GET", `/agents?limit=100${after ? `&after=${encodeURIComponent(after)}` : ""}`);
+    agents.push(...page.agents);
+    after = page.nextCursor;
+  } while (after);
   const select = $("agent-select");
   select.replaceChildren(...agents.map((agent) => el("option", { value: agent.id, text: `${agent.name} (${agent.id})` })));
   if (agents.length === 0) {

@@ -160,6 +160,19 @@ async function main(): Promise<void> {
       check(stored.session === token, "the token is not in sessionStorage");
       check(stored.local === 0 && stored.cookie === "", "the token leaked into localStorage or a cookie");
       check(!(await page.content()).includes(token), "the token is rendered on the page");
+      const unlabelled = await inPage<string[]>(page, `[...document.querySelectorAll("input, select, textarea")].filter((field) => field.labels.length === 0).map((field) => field.id)`);
+      check(unlabelled.length === 0, `fields without a label: ${unlabelled.join(", ")}`);
+    });
+
+    await step("moves through the chat with the keyboard in reading order", async () => {
+      await page.focus("#user-id");
+      const order: string[] = [];
+      for (let i = 0; i < 5; i += 1) {
+        await page.keyboard.press("Tab");
+        order.push(await inPage<string>(page, "document.activeElement.id || document.activeElement.textContent"));
+      }
+      const expected = ["room-id", "Open room", "log", "message", "send"];
+      check(order.join(",") === expected.join(","), `Tab went ${order.join(" → ")}, expected ${expected.join(" → ")}`);
     });
 
     await step("shows a character file's validation errors next to the field", async () => {
