@@ -38,6 +38,7 @@ function scriptModel(model: ModelServer): void {
   model.respondWith((call) => {
     const last = call.messages.at(-1);
     const asked = String(call.messages.findLast((m) => m.role === "user")?.content ?? "");
+    if (last?.role === "tool" && /break/i.test(asked)) return { status: 400 };
     if (last?.role === "tool") return { text: `In Paris it is now ${String(last.content).slice(0, 80)}. Anything else?` };
     if (/slow story/i.test(asked)) return { text: SLOW_STORY, chunkDelayMs: 60 };
     const echo = /echo: (.*)$/s.exec(asked);
@@ -237,6 +238,17 @@ async function main(): Promise<void> {
     // Counted before the reload: history does not carry what each turn retrieved.
     memoriesShown = await page.locator("#log .msg.agent details.memories:not([hidden])").count();
 
+    await step("shows a turn that fails after its stream began as an error in the conversation", async () => {
+      // The model calls current_time, then refuses the follow-up: the stream's `error` event.
+      await page.fill("#message", "What time is it? (then break)");
+      await page.press("#message", "Enter");
+      const failedTurn = page.locator("#log .msg.agent .text.error", { hasText: "The turn failed" });
+      await failedTurn.waitFor();
+      check((await failedTurn.textContent())?.includes("(model)"), `the error does not name its code: ${await failedTurn.textContent()}`);
+      check((await page.locator("#log .msg.agent").last().locator(".tool summary", { hasText: "current_time" }).count()) === 1, "the tool call before the failure is not shown");
+      await page.locator("#send:not([disabled])").waitFor();
+    });
+
     await step("a reply left mid-stream by a reload is still stored and shows in the room's history", async () => {
       await page.fill("#message", "Tell me a slow story");
       await page.press("#message", "Enter");
@@ -300,6 +312,27 @@ async function main(): Promise<void> {
       check(tops.every((top, i) => i === 0 || top > tops[i - 1]!), `panels are not in one column in reading order: ${tops.join(", ")}`);
       await page.screenshot({ path: `${ARTIFACTS}/playground-phone.png`, fullPage: true });
       await page.setViewportSize(DESKTOP);
+    });
+
+    await step("says in words when a token lacks the scope for an action", async () => {
+      const minted = await worker!.call("POST", "/auth/tokens", { name: "e2e-reader", scopes: ["agents:read"], expiresInSeconds: 600 });
+      check(minted.status === 201, `minting a read-only token: HTTP ${minted.status}`);
+      const { token: reader } = (await minted.json()) as { token: string };
+      const tab = await context.newPage();
+      await tab.goto(base);
+      await tab.evaluate("sessionStorage.clear()");
+      await tab.reload();
+      await tab.fill("#token", reader);
+      await tab.press("#token", "Enter");
+      await tab.locator("#signed-in").waitFor();
+      if ((await tab.locator("#create-agent[open]").count()) === 0) await tab.locator("#create-agent summary").click();
+      await tab.fill("#character", JSON.stringify({ name: "Nope", bio: ["Never created."] }));
+      await tab.click("#create-form button[type=submit]");
+      const refusal = tab.locator("#character-errors li", { hasText: "may not do that" });
+      await refusal.waitFor();
+      check((await refusal.textContent())?.includes("agents:write"), `the refusal does not name the missing scope: ${await refusal.textContent()}`);
+      check(!(await tab.content()).includes(reader), "the token is rendered on the page");
+      await tab.close();
     });
 
     await step("renders /openapi.json at /docs with Swagger UI from the worker itself", async () => {
