@@ -234,6 +234,21 @@ async function main(): Promise<void> {
       check((await page.locator("#log b, #log img").count()) === 0, "model text became elements");
     });
 
+    await step("renders a plain JSON answer too, as from a server without streaming", async () => {
+      const before = turnContentTypes.length;
+      const pattern = "**/agents/*/messages";
+      // The same request asking for JSON only: the worker then answers with one JSON body.
+      await page.route(pattern, (route) => route.continue({ headers: { ...route.request().headers(), accept: "application/json" } }));
+      await page.fill("#message", "echo: answered in one piece");
+      await page.press("#message", "Enter");
+      const turn = page.locator("#log .msg.agent").last();
+      await turn.locator(".text:not(.streaming)", { hasText: "answered in one piece" }).waitFor();
+      await turn.locator(".small", { hasText: "completed" }).waitFor();
+      await page.unroute(pattern);
+      const types = turnContentTypes.splice(before);
+      check(types.length === 1 && types[0]!.includes("application/json"), `the turn was answered as ${types.join(", ")}, not JSON`);
+    });
+
     await page.screenshot({ path: `${ARTIFACTS}/playground-chat.png` });
     // Counted before the reload: history does not carry what each turn retrieved.
     memoriesShown = await page.locator("#log .msg.agent details.memories:not([hidden])").count();
