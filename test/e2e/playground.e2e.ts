@@ -5,7 +5,7 @@
 // built-in current_time tool first), watches the reply, connects an OAuth MCP server, searches
 // memories; screenshots at desktop and phone width go to test/artifacts/.
 // Run: `npm run test:e2e`. Exits non-zero on any failure; the last line is `N passed, N failed`.
-import { mkdirSync } from "node:fs";
+import { mkdirSync, readdirSync } from "node:fs";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { startModelServer, type ModelServer } from "../../bench/model-server.ts";
 import { startBenchWorker, type BenchWorker } from "../../bench/worker-harness.ts";
@@ -136,6 +136,12 @@ async function main(): Promise<void> {
       check(csp.includes("script-src 'self'"), `no CSP on the page: "${csp}"`);
       const api = await fetch(`${base}/agents`);
       check(api.status === 401, `the API behind the assets still needs a token: HTTP ${api.status}`);
+      // Assets are served before the worker runs: a file named like a route would shadow it
+      // (public/health.html would answer /health, with html_handling's extension dropping).
+      const spec = (await (await fetch(`${base}/openapi.json`)).json()) as { paths: Record<string, unknown> };
+      const routeRoots = new Set(["docs", "openapi.json", "discord", "oauth", ...Object.keys(spec.paths).map((path) => path.split("/")[1]!)]);
+      const shadowing = readdirSync("public").filter((name) => routeRoots.has(name.replace(/\.html$/, "")));
+      check(shadowing.length === 0, `files in public/ shadow API routes: ${shadowing.join(", ")}`);
     });
 
     await step("asks for a token and says clearly when the server refuses it", async () => {
