@@ -255,7 +255,7 @@ async function main(): Promise<void> {
       check(types.length === 1 && types[0]!.includes("application/json"), `the turn was answered as ${types.join(", ")}, not JSON`);
     });
 
-    await page.screenshot({ path: `${ARTIFACTS}/playground-chat.png` });
+    if (failed === 0) await page.screenshot({ path: `${ARTIFACTS}/playground-chat.png` });
     // Counted before the reload: history does not carry what each turn retrieved.
     memoriesShown = await page.locator("#log .msg.agent details.memories:not([hidden])").count();
 
