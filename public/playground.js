@@ -140,10 +140,10 @@ async function loadAgents(preferred) {
   }
   const chosen = agents.some((agent) => agent.id === preferred) ? preferred : (agents[0]?.id ?? "");
   select.value = chosen;
-  await selectAgent(chosen);
+  selectAgent(chosen);
 }
 
-async function selectAgent(agentId) {
+function selectAgent(agentId) {
   state.agentId = agentId;
   if (agentId) sessionStorage.setItem(AGENT_KEY, agentId);
   $("log").replaceChildren();
@@ -153,7 +153,9 @@ async function selectAgent(agentId) {
   $("servers").replaceChildren();
   $("tools-summary").textContent = "";
   if (!agentId) return;
-  await Promise.all([loadTools(), openRoom()]);
+  // Not awaited: the servers are probed live and may be slow; each panel reports its own errors.
+  loadTools();
+  openRoom();
 }
 
 $("agent-select").addEventListener("change", (event) => selectAgent(event.target.value));
@@ -205,7 +207,9 @@ function safeUrl(text) {
 async function loadTools() {
   setStatus("tools-status", "Checking the agent's MCP servers…");
   try {
+    const agentId = state.agentId;
     const { servers, tools } = await api("GET", agentPath("/tools"));
+    if (agentId !== state.agentId) return; // another agent was picked meanwhile
     $("servers").replaceChildren(...servers.map(serverCard));
     if (servers.length === 0) $("servers").append(el("li", { class: "muted", text: "No MCP servers." }));
     $("tools-summary").textContent = `Tools it can call: ${tools.map((tool) => tool.name).join(", ") || "none"}`;
@@ -295,7 +299,9 @@ async function openRoom() {
   setStatus("chat-status", "Loading the room's history…");
   try {
     const path = agentPath(`/rooms/${encodeURIComponent(roomId())}/messages?limit=50`);
+    const agentId = state.agentId;
     const { messages } = await api("GET", path);
+    if (agentId !== state.agentId) return; // another agent was picked meanwhile
     $("log").replaceChildren(
       ...messages.reverse().map((m) => messageItem(m.role, m.role === "agent" ? state.agentId : (m.userName ?? m.userId ?? "user"), m.text, m.createdAt)),
     );
