@@ -117,29 +117,47 @@ function locomoMemories(conversation: LocomoConversation, agentId: string): Memo
 
 async function scale(call: Call, sizes: number[]): Promise<void> {
   const rows: Cell[][] = [];
+  const legRows: Cell[][] = [];
   for (const size of sizes) {
     const agentId = `scale-${size}`;
     await createAgent(call, agentId, `Scale ${size}`);
     const corpus = createCorpus(size);
     const ingest = await ingestAll(call, agentId, corpus.memories(agentId));
     const queries = corpus.queries(SCALE_WARMUP + SCALE_QUERIES + 1);
-    const search = (query: string) => expectJson(call("POST", "/memories/similar", { agentId, query, limit: SCALE_LIMIT }), 200);
+    const legs = new Map<string, number[]>();
+    const search = async (query: string, record: boolean) => {
+      const response = await call("POST", "/memories/similar", { agentId, query, limit: SCALE_LIMIT });
+      if (record) for (const [leg, ms] of serverTimings(response)) legs.set(leg, [...(legs.get(leg) ?? []), ms]);
+      await expectJson(Promise.resolve(response), 200);
+    };
     const t0 = performance.now();
-    await search(queries[0]!);
+    await search(queries[0]!, false);
     const cold = performance.now() - t0;
     const latencies: number[] = [];
     for (const [i, query] of queries.slice(1).entries()) {
       const q0 = performance.now();
-      await search(query);
+      await search(query, i >= SCALE_WARMUP);
       if (i >= SCALE_WARMUP) latencies.push(performance.now() - q0);
     }
     const lat = summarize(latencies);
     rows.push([size.toLocaleString("en"), ingest.seconds, Math.round(size / ingest.seconds), describeEmbedding(ingest), cold, lat.p50, lat.p95, lat.p99]);
+    legRows.push([size.toLocaleString("en"), ...LEGS.map((leg) => summarize(legs.get(leg) ?? []).p50)]);
   }
   console.log(`\n2. One agent holding N synthetic memories (messages, facts, profiles, lore, summaries in 200 rooms), ingested through`);
   console.log(`   POST /memories (batches of ${BATCH_SIZE}) until nothing waits for a vector; then POST /memories/similar (limit ${SCALE_LIMIT}):`);
   console.log(`   the first query after ingest, then ${SCALE_QUERIES} queries after ${SCALE_WARMUP} warm-up, client-measured.\n`);
   console.log(markdownTable(["memories", "ingest s", "memories/s", "vectors", "first query ms", "p50 ms", "p95 ms", "p99 ms"], rows, [0, 1, 0, 0, 0, 1, 1, 1]));
+  console.log(`\n   Inside the worker (Server-Timing of the same queries), median ms per leg; text and vector run at once:\n`);
+  console.log(markdownTable(["memories", ...LEGS.map((leg) => `${leg} p50`)], legRows, [0, ...LEGS.map(() => 1)]));
+}
+
+/** The legs POST /memories/similar reports, in the order a search runs them. */
+const LEGS = ["embed", "text", "vector", "load", "neighbours", "search"] as const;
+
+/** `leg;dur=ms` pairs of a response's Server-Timing header. */
+function serverTimings(response: Response): Array<[string, number]> {
+  const header = response.headers.get("server-timing") ?? "";
+  return [...header.matchAll(/([\w-]+);dur=([\d.]+)/g)].map((m) => [m[1]!, Number(m[2])]);
 }
 
 /** Stores the memories in batches, then embeds whatever is still pending, and checks the count. */

@@ -180,6 +180,59 @@ describe("memory API: hybrid search", () => {
   });
 });
 
+describe("memory API: neighbour expansion", () => {
+  // A conversation where the question's words are in one turn and the answer in the next.
+  const conversation = (roomId: string, at: number) => [
+    { type: "message", roomId, userId: "cara", userName: "Cara", text: "Guess what, we finally went to the animal shelter on Saturday", createdAt: at },
+    { type: "message", roomId, userId: "dev", userName: "Dev", text: "No way! And?", createdAt: at + 1_000 },
+    { type: "message", roomId, userId: "cara", userName: "Cara", text: "We came home with a tiny grey kitten called Pebble", createdAt: at + 2_000 },
+    { type: "message", roomId, userId: "dev", userName: "Dev", text: "Pebble is a perfect name", createdAt: at + 3_000 },
+  ];
+
+  it("adds the messages right before and after a hit in its room, marked as neighbours, ranked below it", async () => {
+    const agentId = await createTestAgent();
+    await store(agentId, [
+      ...conversation("porch", 10_000),
+      // Same times, another room: never a neighbour of the porch messages.
+      { type: "message", roomId: "kitchen", userId: "dev", userName: "Dev", text: "The kettle is broken again", createdAt: 11_000 },
+    ]);
+    const hits = await similar({ agentId, query: "Did they go to the shelter?", type: "message", limit: 5 });
+    expect(hits[0]).toMatchObject({ text: "Guess what, we finally went to the animal shelter on Saturday", matchedBy: expect.arrayContaining(["text"]) });
+    // The reply right after the hit comes next, with 0.9 of its score (its own, as a weak vector
+    // match, is far lower).
+    expect(hits[1]).toMatchObject({ text: "No way! And?", matchedBy: expect.arrayContaining(["neighbour"]) });
+    expect(hits[1]!.score).toBeCloseTo(hits[0]!.score * 0.9, 3);
+    // Same time, another room: never anyone's neighbour.
+    const kettle = hits.find((h) => h.text === "The kettle is broken again");
+    expect(kettle?.matchedBy ?? []).not.toContain("neighbour");
+    // Two turns from the hit: at best a neighbour of a neighbour, ranked below it.
+    const kitten = hits.find((h) => h.text === "We came home with a tiny grey kitten called Pebble");
+    expect(kitten?.score ?? 0).toBeLessThan(hits[1]!.score);
+  });
+
+  it("keeps to the query's filters and does not expand other types", async () => {
+    const agentId = await createTestAgent();
+    await store(agentId, [
+      ...conversation("porch", 10_000),
+      { type: "lore", text: "The shelter down the road takes in cats" },
+    ]);
+    const cara = await similar({ agentId, query: "animal shelter", userId: "cara", limit: 10 });
+    expect(cara.every((h) => h.userId === "cara")).toBe(true);
+    expect(cara.some((h) => h.matchedBy.includes("neighbour"))).toBe(false);
+    const lore = await similar({ agentId, query: "shelter", type: "lore", limit: 10 });
+    expect(lore.map((h) => h.text)).toEqual(["The shelter down the road takes in cats"]);
+  });
+
+  it("reports each leg's time in Server-Timing", async () => {
+    const agentId = await createTestAgent();
+    await store(agentId, conversation("porch", 10_000));
+    const response = await api("POST", "/memories/similar", { body: { agentId, query: "shelter", limit: 5 } });
+    expect(response.status).toBe(200);
+    const timing = response.headers.get("server-timing") ?? "";
+    for (const leg of ["embed", "text", "vector", "neighbours", "search"]) expect(timing).toMatch(new RegExp(`(^|, )${leg};dur=\\d+(\\.\\d)?(,|$)`));
+  });
+});
+
 describe("full-text leg: filters inside the index", () => {
   const db = () => drizzle(env.DB);
   it("ranks within the agent, room, user and types, even when other agents hold many better matches", async () => {

@@ -9,6 +9,7 @@ import { and, eq, gt, inArray } from "drizzle-orm";
 import { DimensionMismatchError } from "../runtime/errors.ts";
 import type { MemoryType, VectorIndex, VectorMatch, VectorQuery, VectorRecord } from "../runtime/types.ts";
 import type { Db } from "./d1-memory-store.ts";
+import { ofAgent } from "./memory-repo.ts";
 import { memoryVectors, vectorIndexMeta } from "./schema.ts";
 
 /** Rows per sync query; one statement's result stays small. */
@@ -56,8 +57,14 @@ export function resetLocalVectorCache(): void {
 export function createLocalVectorIndex(db: Db): VectorIndex {
   const readDimensions = async (): Promise<number | null> => {
     const row = await db.select({ value: vectorIndexMeta.value }).from(vectorIndexMeta).where(eq(vectorIndexMeta.key, "dimensions")).get();
-    return row ? Number(row.value) : null;
+    known = row ? Number(row.value) : null;
+    return known;
   };
+  // Once claimed, the dimension never changes (nothing rewrites it), so a query need not read it
+  // again: that read would queue behind the full-text leg's in D1. A query vector that disagrees
+  // with the remembered value re-reads before it is refused.
+  let known: number | null = null;
+  const queryDimensions = async (length: number): Promise<number | null> => (known === length ? known : readDimensions());
 
   /** The index's dimension, set by the first write (two first writers agree: INSERT OR IGNORE). */
   const claimDimensions = async (wanted: number): Promise<number> => {
@@ -134,7 +141,7 @@ export function createLocalVectorIndex(db: Db): VectorIndex {
     },
 
     async query(query: VectorQuery): Promise<VectorMatch[]> {
-      const dimensions = await readDimensions();
+      const dimensions = await queryDimensions(query.vector.length);
       if (dimensions === null) return [];
       if (query.vector.length !== dimensions) {
         throw new DimensionMismatchError({ expected: dimensions, actual: query.vector.length, where: "local index, query vector" });
@@ -149,7 +156,7 @@ export function createLocalVectorIndex(db: Db): VectorIndex {
         const rows = await db
           .select({ id: memoryVectors.memoryId })
           .from(memoryVectors)
-          .where(and(eq(memoryVectors.agentId, query.agentId), inArray(memoryVectors.memoryId, wanted.slice(i, i + IDS_PER_QUERY).map((c) => c.id))));
+          .where(and(inArray(memoryVectors.memoryId, wanted.slice(i, i + IDS_PER_QUERY).map((c) => c.id)), ofAgent(memoryVectors.agentId, query.agentId)));
         for (const row of rows) present.add(row.id);
       }
       for (const candidate of wanted) if (!present.has(candidate.id)) remove(cache, candidate.id);
@@ -158,7 +165,7 @@ export function createLocalVectorIndex(db: Db): VectorIndex {
 
     async delete(agentId: string, ids: string[]) {
       for (let i = 0; i < ids.length; i += IDS_PER_QUERY) {
-        await db.delete(memoryVectors).where(and(eq(memoryVectors.agentId, agentId), inArray(memoryVectors.memoryId, ids.slice(i, i + IDS_PER_QUERY))));
+        await db.delete(memoryVectors).where(and(inArray(memoryVectors.memoryId, ids.slice(i, i + IDS_PER_QUERY)), ofAgent(memoryVectors.agentId, agentId)));
       }
       const cache = caches.get(agentId);
       if (cache) for (const id of ids) remove(cache, id);

@@ -4,6 +4,7 @@
 // writes are chunked and sent as one atomic `db.batch()`.
 import { and, count, desc, eq, inArray, isNull, lt, ne, or, sql, type SQL } from "drizzle-orm";
 import { ValidationError } from "../runtime/errors.ts";
+import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
 import type { Memory, MemoryType } from "../runtime/types.ts";
 import type { Db } from "./d1-memory-store.ts";
 import { fromMemoryRow, MEMORY_ROWS_PER_INSERT, toMemoryRow } from "./rows.ts";
@@ -21,6 +22,16 @@ export interface MemoryFilter {
 export interface MemoryPage {
   memories: Array<Memory & { embedded: boolean }>;
   nextCursor: string | null;
+}
+
+/**
+ * `agent_id = ?` written so SQLite cannot use it to pick an index (a unary `+`). For "these ids of
+ * this agent": without table statistics the planner prefers an (agent_id, …) index to the unique
+ * id index and reads every row of the agent, which at 100k memories costs a search hundreds of
+ * ms. Looked up by id, then checked, the agent filter stays a guard and costs nothing.
+ */
+export function ofAgent(column: SQLiteColumn, agentId: string): SQL {
+  return sql`+${column} = ${agentId}`;
 }
 
 export function filterConditions(filter: MemoryFilter): SQL[] {
@@ -87,10 +98,42 @@ export async function memoriesByIds(db: Db, agentId: string, ids: string[]): Pro
       db
         .select()
         .from(memories)
-        .where(and(eq(memories.agentId, agentId), inArray(memories.id, chunk))),
+        .where(and(inArray(memories.id, chunk), ofAgent(memories.agentId, agentId))),
     ),
   );
   return results.flat().map((row) => ({ ...fromMemoryRow(row), embedded: row.embeddedAt !== null }));
+}
+
+/**
+ * The messages right before and after each given message in its room (by time, then insertion
+ * order), keyed by the given message's id; messages only, never another room's or agent's.
+ * One statement per message, all in one batch (one round trip); each is two lookups on the room
+ * index. Hybrid search uses it for neighbour expansion: in a conversation the answer to a question
+ * is often the turn after the one that names the topic.
+ */
+export async function adjacentMessages(db: Db, agentId: string, ids: string[]): Promise<Map<string, Array<Memory & { embedded: boolean }>>> {
+  const around = new Map<string, Array<Memory & { embedded: boolean }>>();
+  if (ids.length === 0) return around;
+  // `s` is the given message, `n` a neighbour in the same room, ordered by (created_at, seq).
+  const side = (id: string, before: boolean) => {
+    const direction = sql.raw(before ? "DESC" : "ASC");
+    return sql`(SELECT n.seq FROM ${memories} AS s, ${memories} AS n
+      WHERE s.id = ${id} AND n.agent_id = s.agent_id AND n.room_id = s.room_id AND n.type = 'message'
+        AND (n.created_at, n.seq) ${sql.raw(before ? "<" : ">")} (s.created_at, s.seq)
+      ORDER BY n.created_at ${direction}, n.seq ${direction} LIMIT 1)`;
+  };
+  const statements = ids.map((id) =>
+    db
+      .select()
+      .from(memories)
+      .where(and(sql`${memories.seq} IN (${side(id, true)}, ${side(id, false)})`, ofAgent(memories.agentId, agentId))),
+  );
+  const [first, ...rest] = statements;
+  const results = await db.batch([first!, ...rest]);
+  results.forEach((rows, i) => {
+    around.set(ids[i]!, rows.map((row) => ({ ...fromMemoryRow(row), embedded: row.embeddedAt !== null })));
+  });
+  return around;
 }
 
 /** Which of `ids` other agents' memories already use (ids are unique across agents). */
@@ -146,7 +189,7 @@ export async function markEmbedded(db: Db, agentId: string, ids: string[], at: n
       db
         .update(memories)
         .set({ embeddedAt: at })
-        .where(and(eq(memories.agentId, agentId), inArray(memories.id, ids.slice(i, i + IDS_PER_QUERY)))),
+        .where(and(inArray(memories.id, ids.slice(i, i + IDS_PER_QUERY)), ofAgent(memories.agentId, agentId))),
     );
   }
   const [first, ...rest] = statements;

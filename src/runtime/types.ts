@@ -253,16 +253,23 @@ export interface RetrievedMemory {
   score: number;
   /** Cosine similarity to the query, when the vector leg found it. */
   similarity: number | null;
-  matchedBy: Array<"text" | "vector">;
+  /** "neighbour": the message before or after a hit in its room (neighbour expansion). */
+  matchedBy: Array<"text" | "vector" | "neighbour">;
   embedded: boolean;
 }
+
+/** Wall time per leg of one search, in ms: embed the query, full text, vectors, load rows, neighbour expansion. */
+export type SearchTimings = Partial<Record<"embed" | "text" | "vector" | "load" | "neighbours", number>>;
 
 /** Hybrid (full-text + vector) search over one agent's memories, and what it knows about a person. */
 export interface MemoryRetriever {
   /** The query's vector, or null when no vector search is possible (then text search alone runs). */
   embedQuery(text: string): Promise<Float32Array | null>;
-  /** `vector` from embedQuery (so a turn embeds its query once); undefined embeds it here. */
-  search(query: RetrievalQuery, vector?: Float32Array | null): Promise<RetrievedMemory[]>;
+  /**
+   * `vector` from embedQuery (so a turn embeds its query once); undefined embeds it here.
+   * `timings`, when given, receives each leg's wall time in ms (for Server-Timing).
+   */
+  search(query: RetrievalQuery, vector?: Float32Array | null, timings?: SearchTimings): Promise<RetrievedMemory[]>;
   /** A user's facts and description (any room), plus facts marked shared; newest first. */
   aboutUser(query: { agentId: string; userId: string; limit: number }): Promise<Memory[]>;
   /** A document's fragments at the given positions. */

@@ -11,7 +11,7 @@ import { memoryBackends } from "../../memory/memory-backends.ts";
 import { deleteMemories, insertMemories, listMemories, memoryIdsOfOtherAgents, memoryStats } from "../../memory/memory-repo.ts";
 import { forgetRoomHistory } from "../../room/room-client.ts";
 import { ConflictError, ValidationError } from "../../runtime/errors.ts";
-import type { Memory, MemoryType } from "../../runtime/types.ts";
+import type { Memory, MemoryType, SearchTimings } from "../../runtime/types.ts";
 import { pathNestedDeeperThan } from "../json-depth.ts";
 import { assertAgentExists } from "../known-agents.ts";
 import { AGENT_ID, errorContent, jsonContent, ExternalId } from "../schemas.ts";
@@ -90,7 +90,7 @@ const MemoryView = z
 const ScoredMemory = MemoryView.extend({
   score: z.number().openapi({ description: "Fused rank score, 0..1" }),
   similarity: z.number().nullable().openapi({ description: "Cosine similarity to the query when the vector search found it" }),
-  matchedBy: z.array(z.enum(["text", "vector"])),
+  matchedBy: z.array(z.enum(["text", "vector", "neighbour"])).openapi({ description: "neighbour: the message before or after a hit in its room" }),
 }).openapi("ScoredMemory");
 
 const FilterQuery = z.strictObject({
@@ -251,15 +251,16 @@ export function memoryRoutes(): OpenAPIHono<AppEnv> {
       assertMayActFor(c.get("principal"), body.agentId);
       await assertAgentExists(c.env, body.agentId);
       const types: MemoryType[] | undefined = body.type === undefined ? undefined : Array.isArray(body.type) ? body.type : [body.type];
-      const hits = await memoryBackends(c.env).retriever.search({
-        agentId: body.agentId,
-        text: body.query,
-        types,
-        roomId: body.roomId,
-        userId: body.userId,
-        threshold: body.threshold,
-        limit: body.limit,
-      });
+      const timings: SearchTimings = {};
+      const started = performance.now();
+      const hits = await memoryBackends(c.env).retriever.search(
+        { agentId: body.agentId, text: body.query, types, roomId: body.roomId, userId: body.userId, threshold: body.threshold, limit: body.limit },
+        undefined,
+        timings,
+      );
+      // Where a search's time goes (the memory benchmark reads it): legs overlap, total is the whole.
+      const legs = Object.entries(timings).map(([leg, ms]) => `${leg};dur=${ms.toFixed(1)}`);
+      c.header("Server-Timing", [...legs, `search;dur=${(performance.now() - started).toFixed(1)}`].join(", "));
       return c.json(
         {
           memories: hits.map((hit) => ({
