@@ -61,6 +61,7 @@ async function locomo(call: Call): Promise<void> {
   const conversations = loadLocomo(LOCOMO_PATH);
   const tally = createRecallTally(RECALL_KS);
   const latencies: number[] = [];
+  const legs = new Map<string, number[]>();
   let turns = 0;
   let ingest: IngestResult = { seconds: 0, embeddedInline: 0, embeddedLater: 0 };
   let dropped = 0;
@@ -73,10 +74,10 @@ async function locomo(call: Call): Promise<void> {
     ingest = { seconds: ingest.seconds + result.seconds, embeddedInline: ingest.embeddedInline + result.embeddedInline, embeddedLater: ingest.embeddedLater + result.embeddedLater };
     for (const question of conversation.questions) {
       const t0 = performance.now();
-      const body = (await expectJson(call("POST", "/memories/similar", { agentId, query: question.question, type: "message", limit: LOCOMO_LIMIT }), 200)) as {
-        memories: Array<{ metadata: Record<string, unknown> }>;
-      };
+      const response = await call("POST", "/memories/similar", { agentId, query: question.question, type: "message", limit: LOCOMO_LIMIT });
+      const body = (await expectJson(Promise.resolve(response), 200)) as { memories: Array<{ metadata: Record<string, unknown> }> };
       latencies.push(performance.now() - t0);
+      for (const [leg, ms] of serverTimings(response)) legs.set(leg, [...(legs.get(leg) ?? []), ms]);
       const retrieved = body.memories.map((m) => (typeof m.metadata.dia_id === "string" ? m.metadata.dia_id : ""));
       tally.add(question.category, retrieved, question.evidence);
       dropped += question.dropped.length;
@@ -97,6 +98,7 @@ async function locomo(call: Call): Promise<void> {
   const lat = summarize(latencies);
   console.log(`\ningest: ${turns} memories in ${ingest.seconds.toFixed(1)} s = ${Math.round(turns / ingest.seconds)} memories/s through POST /memories (batches of ${BATCH_SIZE}); ${describeEmbedding(ingest)}`);
   console.log(`query latency (client-measured, ${lat.n} queries): p50 ${lat.p50.toFixed(1)} ms, p99 ${lat.p99.toFixed(1)} ms`);
+  console.log(`inside the worker (Server-Timing), p50 ms: ${LEGS.map((leg) => `${leg} ${summarize(legs.get(leg) ?? []).p50.toFixed(1)}`).join(", ")}`);
   console.log(`evidence: ${dropped} cited ids name no turn and were dropped; ${withoutEvidence} questions are left without evidence and count as 1`);
 }
 
