@@ -8,6 +8,7 @@ import { drizzle } from "drizzle-orm/d1";
 import { describe, expect, it } from "vitest";
 import { runMemoryMaintenance } from "../src/memory/maintenance.ts";
 import { resetLocalVectorCache } from "../src/memory/local-vector-index.ts";
+import { adjacentMessages, memoriesByIds } from "../src/memory/memory-repo.ts";
 import { memories } from "../src/memory/schema.ts";
 import { searchText } from "../src/memory/text-search.ts";
 import { api, createTestAgent, json } from "./helpers/api.ts";
@@ -221,6 +222,17 @@ describe("memory API: neighbour expansion", () => {
     expect(cara.some((h) => h.matchedBy.includes("neighbour"))).toBe(false);
     const lore = await similar({ agentId, query: "shelter", type: "lore", limit: 10 });
     expect(lore.map((h) => h.text)).toEqual(["The shelter down the road takes in cats"]);
+  });
+
+  it("looks rows and neighbours up by id within the agent only", async () => {
+    const mine = await createTestAgent();
+    const theirs = await createTestAgent();
+    const ids = (await store(theirs, conversation("porch", 10_000))).body.memories.map((m) => m.id);
+    const d = drizzle(env.DB);
+    expect(await memoriesByIds(d, mine, ids)).toEqual([]);
+    expect([...(await adjacentMessages(d, mine, ids.slice(1, 2))).values()].flat()).toEqual([]);
+    const around = await adjacentMessages(d, theirs, ids.slice(1, 2));
+    expect(around.get(ids[1]!)!.map((m) => m.id).sort()).toEqual([ids[0], ids[2]].sort());
   });
 
   it("reports each leg's time in Server-Timing", async () => {

@@ -151,14 +151,17 @@ export function createLocalVectorIndex(db: Db): VectorIndex {
       if (candidates.length === 0) return [];
       // Confirm the winners still exist (a delete, or a cascade from a deleted memory).
       const wanted = candidates.slice(0, Math.max(query.topK * 2, query.topK + 10));
-      const present = new Set<string>();
-      for (let i = 0; i < wanted.length; i += IDS_PER_QUERY) {
-        const rows = await db
-          .select({ id: memoryVectors.memoryId })
-          .from(memoryVectors)
-          .where(and(inArray(memoryVectors.memoryId, wanted.slice(i, i + IDS_PER_QUERY).map((c) => c.id)), ofAgent(memoryVectors.agentId, query.agentId)));
-        for (const row of rows) present.add(row.id);
-      }
+      const chunks: VectorMatch[][] = [];
+      for (let i = 0; i < wanted.length; i += IDS_PER_QUERY) chunks.push(wanted.slice(i, i + IDS_PER_QUERY));
+      const found = await Promise.all(
+        chunks.map((chunk) =>
+          db
+            .select({ id: memoryVectors.memoryId })
+            .from(memoryVectors)
+            .where(and(inArray(memoryVectors.memoryId, chunk.map((c) => c.id)), ofAgent(memoryVectors.agentId, query.agentId))),
+        ),
+      );
+      const present = new Set(found.flat().map((row) => row.id));
       for (const candidate of wanted) if (!present.has(candidate.id)) remove(cache, candidate.id);
       return wanted.filter((c) => present.has(c.id)).slice(0, query.topK);
     },

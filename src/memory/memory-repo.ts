@@ -4,7 +4,7 @@
 // writes are chunked and sent as one atomic `db.batch()`.
 import { and, count, desc, eq, inArray, isNull, lt, ne, or, sql, type SQL } from "drizzle-orm";
 import { ValidationError } from "../runtime/errors.ts";
-import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
+import { alias, type SQLiteColumn } from "drizzle-orm/sqlite-core";
 import type { Memory, MemoryType } from "../runtime/types.ts";
 import type { Db } from "./d1-memory-store.ts";
 import { fromMemoryRow, MEMORY_ROWS_PER_INSERT, toMemoryRow } from "./rows.ts";
@@ -107,32 +107,38 @@ export async function memoriesByIds(db: Db, agentId: string, ids: string[]): Pro
 /**
  * The messages right before and after each given message in its room (by time, then insertion
  * order), keyed by the given message's id; messages only, never another room's or agent's.
- * One statement per message, all in one batch (one round trip); each is two lookups on the room
- * index. Hybrid search uses it for neighbour expansion: in a conversation the answer to a question
- * is often the turn after the one that names the topic.
+ * One statement per 90 messages; each neighbour is one step on the room index. Hybrid search
+ * uses it for neighbour expansion: in a conversation the answer to a question is often the turn
+ * after the one that names the topic.
  */
 export async function adjacentMessages(db: Db, agentId: string, ids: string[]): Promise<Map<string, Array<Memory & { embedded: boolean }>>> {
   const around = new Map<string, Array<Memory & { embedded: boolean }>>();
-  if (ids.length === 0) return around;
-  // `s` is the given message, `n` a neighbour in the same room, ordered by (created_at, seq).
-  const side = (id: string, before: boolean) => {
-    const direction = sql.raw(before ? "DESC" : "ASC");
-    return sql`(SELECT n.seq FROM ${memories} AS s, ${memories} AS n
-      WHERE s.id = ${id} AND n.agent_id = s.agent_id AND n.room_id = s.room_id AND n.type = 'message'
-        AND (n.created_at, n.seq) ${sql.raw(before ? "<" : ">")} (s.created_at, s.seq)
+  const seed = alias(memories, "seed");
+  // The nearest message of the seed's room before (or after) it, as a rowid.
+  const nearest = (before: boolean) => {
+    const [op, direction] = before ? [sql.raw("<"), sql.raw("DESC")] : [sql.raw(">"), sql.raw("ASC")];
+    return sql`(SELECT n.seq FROM ${memories} AS n
+      WHERE n.agent_id = ${seed.agentId} AND n.room_id = ${seed.roomId} AND n.type = 'message'
+        AND (n.created_at, n.seq) ${op} (${seed.createdAt}, ${seed.seq})
       ORDER BY n.created_at ${direction}, n.seq ${direction} LIMIT 1)`;
   };
-  const statements = ids.map((id) =>
-    db
-      .select()
-      .from(memories)
-      .where(and(sql`${memories.seq} IN (${side(id, true)}, ${side(id, false)})`, ofAgent(memories.agentId, agentId))),
+  const chunks: string[][] = [];
+  for (let i = 0; i < ids.length; i += IDS_PER_QUERY) chunks.push(ids.slice(i, i + IDS_PER_QUERY));
+  const results = await Promise.all(
+    chunks.map((chunk) =>
+      db
+        .select({ seedId: seed.id, memory: memories })
+        .from(seed)
+        .innerJoin(memories, sql`${memories.seq} IN (${nearest(true)}, ${nearest(false)})`)
+        .where(and(inArray(seed.id, chunk), ofAgent(seed.agentId, agentId))),
+    ),
   );
-  const [first, ...rest] = statements;
-  const results = await db.batch([first!, ...rest]);
-  results.forEach((rows, i) => {
-    around.set(ids[i]!, rows.map((row) => ({ ...fromMemoryRow(row), embedded: row.embeddedAt !== null })));
-  });
+  for (const { seedId, memory: row } of results.flat()) {
+    if (row.agentId !== agentId) continue;
+    const list = around.get(seedId) ?? [];
+    list.push({ ...fromMemoryRow(row), embedded: row.embeddedAt !== null });
+    around.set(seedId, list);
+  }
   return around;
 }
 

@@ -243,7 +243,10 @@ export interface RetrievalQuery {
   /** With `userId`: also facts any user shared. */
   includeShared?: boolean;
   limit: number;
-  /** Minimum vector similarity (0..1); memories not embedded yet are kept when their text matches. */
+  /**
+   * Minimum vector similarity (0..1); memories not embedded yet are kept when their text matches,
+   * and the neighbouring messages of a hit that passes come with it.
+   */
   threshold?: number;
 }
 

@@ -233,7 +233,7 @@ export function memoryRoutes(): OpenAPIHono<AppEnv> {
                 type: z.union([z.enum(ALL_TYPES), z.array(z.enum(ALL_TYPES)).min(1)]).optional(),
                 roomId: ExternalId.optional(),
                 userId: ExternalId.optional(),
-                threshold: z.number().min(0).max(1).optional().openapi({ description: "Minimum cosine similarity; memories not embedded yet pass when their text matches" }),
+                threshold: z.number().min(0).max(1).optional().openapi({ description: "Minimum cosine similarity; memories not embedded yet pass when their text matches, and the neighbouring messages of a hit that passes come with it" }),
                 limit: z.int().min(1).max(100).default(10),
               }),
             },
