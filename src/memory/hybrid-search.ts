@@ -1,7 +1,8 @@
 // Hybrid retrieval over D1 and the vector index: the FTS5 leg and the vector leg run at once and
 // are fused by reciprocal rank (src/runtime/fusion.ts). A memory not embedded yet is still found by
 // its text; a vector index that fails or no longer fits the embedder degrades the search to text
-// alone (logged) instead of failing the turn. Everything is scoped to one agent.
+// alone (logged) instead of failing the turn. Message hits bring their neighbouring messages.
+// Everything is scoped to one agent.
 import { and, desc, eq, inArray, or, sql } from "drizzle-orm";
 import { dedupeByText, fuseRankings } from "../runtime/fusion.ts";
 import type { Embedder, Memory, MemoryRetriever, RetrievalQuery, RetrievedMemory, SearchTimings, VectorIndex, VectorMatch } from "../runtime/types.ts";
@@ -138,7 +139,8 @@ export function createHybridSearch(options: HybridSearchOptions): MemoryRetrieve
  * joins the results with NEIGHBOUR_DECAY of the hit's score (or keeps its own, if higher). In a
  * conversation the words of a question are often in the turn that raises the topic, and the
  * answer in the reply to it ("What did you adopt?" / "A puppy!"). Only hits whose neighbours could
- * still make the first `limit` are expanded, so the result is the same as expanding every hit.
+ * still make the first `limit` are expanded (which, de-duplication aside, gives what expanding
+ * every hit would); neighbours are not expanded in turn.
  */
 async function withNeighbours(db: Db, query: RetrievalQuery, results: RetrievedMemory[]): Promise<RetrievedMemory[]> {
   if (query.types && query.types.length > 0 && !query.types.includes("message")) return results;
