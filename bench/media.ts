@@ -1,7 +1,9 @@
 // `npm run bench:media`: Instagram uploads through the worker in local workerd. 1. Upload-to-202
 // latency of a 2 MiB JPEG (multipart, stored in R2 and D1, publish=false so no Graph call is
 // timed). 2. The workerd process's resident memory while 8 MiB photos are uploaded, one at a time
-// and four at once, sampled from /proc every 10 ms: how many bytes of memory one upload costs.
+// and four at once, and while ten 8 MiB photos go up in one carousel request, sampled from /proc
+// every 10 ms: how much memory an upload costs. The figures include the local R2 simulator, which
+// runs in the same workerd process, and garbage V8 has not collected yet.
 import { readFileSync, readdirSync } from "node:fs";
 import { cpus } from "node:os";
 import { markdownTable, summarize } from "./stats.ts";
@@ -10,6 +12,8 @@ import { startBenchWorker, type BenchWorker } from "./worker-harness.ts";
 const SMALL_UPLOADS = 200;
 const WARMUP = 10;
 const LARGE_UPLOADS = 12;
+const CAROUSEL_FILES = 10;
+const CAROUSELS = 3;
 const MiB = 1024 * 1024;
 
 /** A JPEG's structure (SOI, frame header, scan, EOI) padded to `bytes`. */
@@ -23,9 +27,9 @@ function jpeg(bytes: number, seed: number): Uint8Array {
   return out;
 }
 
-async function upload(worker: BenchWorker, bytes: Uint8Array): Promise<number> {
+async function upload(worker: BenchWorker, ...files: Uint8Array[]): Promise<number> {
   const form = new FormData();
-  form.append("file", new File([bytes], "photo.jpg"));
+  for (const [i, bytes] of files.entries()) form.append("file", new File([bytes], `photo-${i + 1}.jpg`));
   form.append("publish", "false");
   const started = performance.now();
   const response = await fetch(`${worker.base}/agents/media-bench/media`, { method: "POST", headers: { authorization: `Bearer ${worker.token}` }, body: form });
@@ -95,6 +99,13 @@ async function main(): Promise<void> {
       for (let i = 0; i < LARGE_UPLOADS; i++) await upload(worker, jpeg(8 * MiB - 1024, i));
     });
     const parallel = await peakDuring(pid, () => Promise.all(Array.from({ length: 4 }, (_, i) => upload(worker, jpeg(8 * MiB - 1024, 100 + i)))));
+    const carouselMs: number[] = [];
+    const carousel = await peakDuring(pid, async () => {
+      for (let c = 0; c < CAROUSELS; c++) {
+        const files = Array.from({ length: CAROUSEL_FILES }, (_, i) => jpeg(8 * MiB - 1024, 200 + c * CAROUSEL_FILES + i));
+        carouselMs.push(await upload(worker, ...files));
+      }
+    });
     console.log(`\n2. workerd resident memory while uploading 8 MiB photos (sampled every 10 ms):\n`);
     console.log(
       markdownTable(
@@ -102,12 +113,14 @@ async function main(): Promise<void> {
         [
           [`${LARGE_UPLOADS}, one at a time`, sequential.before / MiB, sequential.peak / MiB, (sequential.peak - sequential.before) / MiB, (sequential.peak - sequential.before) / MiB / LARGE_UPLOADS],
           ["4 at once", parallel.before / MiB, parallel.peak / MiB, (parallel.peak - parallel.before) / MiB, (parallel.peak - parallel.before) / MiB / 4],
+          [`${CAROUSELS} carousels of ${CAROUSEL_FILES}, one at a time`, carousel.before / MiB, carousel.peak / MiB, (carousel.peak - carousel.before) / MiB, (carousel.peak - carousel.before) / MiB / CAROUSELS],
         ],
         1,
       ),
     );
-    console.log("\n   The route buffers the multipart body (FormData) and reads each file's bytes to check and hash them before");
-    console.log("   the R2 put; growth includes garbage V8 has not collected yet (one at a time, it accumulates).");
+    const carouselTimes = summarize(carouselMs);
+    console.log(`\n   A carousel of ${CAROUSEL_FILES} x 8 MiB (80 MiB) to 202: p50 ${carouselTimes.p50.toFixed(0)} ms over ${CAROUSELS} uploads. Growth includes the`);
+    console.log("   R2 simulator's memory (same process) and garbage V8 has not collected yet (one at a time, it accumulates).");
   } finally {
     await worker.stop();
   }

@@ -4,6 +4,7 @@
 // so clients always get `{"error":{code,message}}`.
 import { OpenAPIHono } from "@hono/zod-openapi";
 import { swaggerUI } from "@hono/swagger-ui";
+import type { MiddlewareHandler } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { NotFoundError, PayloadTooLargeError } from "../runtime/errors.ts";
 import type { AppEnv } from "./app-env.ts";
@@ -49,8 +50,13 @@ export function createApp(): OpenAPIHono<AppEnv> {
   app.use("/agents/:agentId/messages", limit(MAX_MESSAGE_BODY_BYTES));
   app.use("/agents", limit(MAX_AGENT_BODY_BYTES));
   // Uploads (up to ten files) get their own, larger ceiling; every other /agents route the small one.
+  // Hono's bodyLimit would buffer a body sent without Content-Length, so an upload is only held to
+  // its declared length here; the streaming multipart reader counts the bytes that really arrive.
   const agentLimit = limit(MAX_AGENT_BODY_BYTES);
-  const uploadLimit = limit(MAX_UPLOAD_BODY_BYTES);
+  const uploadLimit: MiddlewareHandler<AppEnv> = async (c, next) => {
+    if (Number(c.req.header("content-length") ?? 0) > MAX_UPLOAD_BODY_BYTES) throw new PayloadTooLargeError(`request body is larger than ${MAX_UPLOAD_BODY_BYTES} bytes`);
+    await next();
+  };
   app.use("/agents/*", (c, next) => (/^\/agents\/[^/]+\/media$/.test(c.req.path) ? uploadLimit(c, next) : agentLimit(c, next)));
   app.use("/memories", limit(MAX_MEMORY_BODY_BYTES));
   app.use("/memories/*", limit(MAX_MEMORY_BODY_BYTES));

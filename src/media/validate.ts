@@ -2,8 +2,9 @@
 // format its API takes) of at most 8 MiB with an aspect ratio between 4:5 and 1.91:1, read from the
 // JPEG's frame header; MP4 videos (an ISO-BMFF `ftyp` box) for reels. A JPEG without its end
 // marker is treated as truncated. Captions: at most 2,200 characters and 30 hashtags.
-// Pure functions over bytes; the file type itself comes from sniff.ts, shared with attachments.
-import { describeType, sniffType } from "./sniff.ts";
+// Pure code over bytes, fed chunk by chunk as an upload streams in (MediaCheckStream) or given a
+// whole file (checkMedia); the file type itself comes from sniff.ts, shared with attachments.
+import { describeType, sniffType, type SniffedType } from "./sniff.ts";
 
 export const MAX_IMAGE_BYTES = 8 * 1024 * 1024;
 /** Reels can be long; a Worker request body is capped at 100 MB on most plans. */
@@ -20,25 +21,94 @@ export type MediaCheck =
   | { ok: true; kind: "video"; contentType: "video/mp4" }
   | { ok: false; reason: string };
 
-export function checkMedia(bytes: Uint8Array, name = "the file"): MediaCheck {
-  if (bytes.length === 0) return { ok: false, reason: `${name} is empty` };
-  const type = sniffType(bytes);
-  if (type === "image/jpeg") {
-    if (bytes.length > MAX_IMAGE_BYTES) return { ok: false, reason: `${name} is ${bytes.length} bytes; Instagram takes images of at most ${MAX_IMAGE_BYTES} bytes (8 MiB)` };
-    const size = jpegSize(bytes);
-    if (!size) return { ok: false, reason: `${name} is not a complete JPEG (no frame header found)` };
-    if (!hasEndMarker(bytes)) return { ok: false, reason: `${name} is a truncated JPEG (it does not end with the end-of-image marker)` };
-    const ratio = size.width / size.height;
-    if (ratio < MIN_ASPECT_RATIO - 1e-3 || ratio > MAX_ASPECT_RATIO + 1e-3) {
-      return { ok: false, reason: `${name} is ${size.width}x${size.height} (aspect ratio ${ratio.toFixed(2)}:1); Instagram takes 4:5 (0.80) to 1.91:1` };
+/** Bytes sniffed before the type is decided: enough for the longest signature (MP4's `ftyp`). */
+const SNIFF_BYTES = 12;
+/** Some encoders pad after the end-of-image marker; it is looked for in the last bytes. */
+const END_MARKER_WINDOW = 64;
+
+/**
+ * The content check fed as a file streams in: `push` each chunk in order and it answers with the
+ * reason to refuse as soon as one is known (the type from the first bytes, the aspect ratio once
+ * the frame header has arrived, the size cap as it is passed); `finish` gives the verdict at the
+ * end (empty, truncated). Memory: a few dozen bytes, whatever the file's size.
+ */
+export class MediaCheckStream {
+  private readonly name: string;
+  private head: Uint8Array = new Uint8Array(0);
+  private type: SniffedType | null | undefined;
+  private readonly frame = new JpegFrameReader();
+  private tail: Uint8Array = new Uint8Array(0);
+  private total = 0;
+  private problem: string | null = null;
+
+  constructor(name = "the file") {
+    this.name = name;
+  }
+
+  get bytes(): number {
+    return this.total;
+  }
+
+  /** The kind of file, once the first bytes have shown it to be one Instagram takes. */
+  get kind(): { kind: "image"; contentType: "image/jpeg" } | { kind: "video"; contentType: "video/mp4" } | null {
+    if (this.type === "image/jpeg") return { kind: "image", contentType: "image/jpeg" };
+    if (this.type === "video/mp4") return { kind: "video", contentType: "video/mp4" };
+    return null;
+  }
+
+  push(chunk: Uint8Array): string | null {
+    if (this.problem || chunk.length === 0) return this.problem;
+    this.frame.feed(chunk, this.total);
+    this.total += chunk.length;
+    if (this.type === undefined) {
+      this.head = joined(this.head, chunk.subarray(0, SNIFF_BYTES - this.head.length));
+      if (this.head.length >= SNIFF_BYTES) this.type = sniffType(this.head);
     }
+    this.tail = chunk.length >= END_MARKER_WINDOW ? chunk.slice(-END_MARKER_WINDOW) : joined(this.tail, chunk).slice(-END_MARKER_WINDOW);
+    this.problem = this.type === undefined ? null : this.early();
+    return this.problem;
+  }
+
+  finish(): MediaCheck {
+    if (this.total === 0) return { ok: false, reason: `${this.name} is empty` };
+    if (this.type === undefined) this.type = sniffType(this.head);
+    const problem = this.problem ?? this.early();
+    if (problem) return { ok: false, reason: problem };
+    if (this.type === "video/mp4") return { ok: true, kind: "video", contentType: "video/mp4" };
+    const size = this.frame.size;
+    if (!size) return { ok: false, reason: `${this.name} is not a complete JPEG (no frame header found)` };
+    if (!hasEndMarker(this.tail)) return { ok: false, reason: `${this.name} is a truncated JPEG (it does not end with the end-of-image marker)` };
     return { ok: true, kind: "image", contentType: "image/jpeg", ...size };
   }
-  if (type === "video/mp4") {
-    if (bytes.length > MAX_VIDEO_BYTES) return { ok: false, reason: `${name} is ${bytes.length} bytes; videos may be at most ${MAX_VIDEO_BYTES} bytes` };
-    return { ok: true, kind: "video", contentType: "video/mp4" };
+
+  /** What can be refused before the end of the file (at the end, a missing frame header too). */
+  private early(): string | null {
+    const name = this.name;
+    if (this.type === "image/jpeg") {
+      if (this.total > MAX_IMAGE_BYTES) return `${name} is over ${MAX_IMAGE_BYTES} bytes; Instagram takes images of at most ${MAX_IMAGE_BYTES} bytes (8 MiB)`;
+      const size = this.frame.size;
+      if (size) {
+        const ratio = size.width / size.height;
+        if (ratio < MIN_ASPECT_RATIO - 1e-3 || ratio > MAX_ASPECT_RATIO + 1e-3) {
+          return `${name} is ${size.width}x${size.height} (aspect ratio ${ratio.toFixed(2)}:1); Instagram takes 4:5 (0.80) to 1.91:1`;
+        }
+      } else if (this.frame.failed) {
+        return `${name} is not a complete JPEG (no frame header found)`;
+      }
+      return null;
+    }
+    if (this.type === "video/mp4") {
+      return this.total > MAX_VIDEO_BYTES ? `${name} is over ${MAX_VIDEO_BYTES} bytes; videos may be at most ${MAX_VIDEO_BYTES} bytes` : null;
+    }
+    return `${name} is ${describeType(this.type ?? null)}; Instagram takes JPEG photos and MP4 videos only`;
   }
-  return { ok: false, reason: `${name} is ${describeType(type)}; Instagram takes JPEG photos and MP4 videos only` };
+}
+
+/** The whole-file form of the check, for bytes already in memory. */
+export function checkMedia(bytes: Uint8Array, name = "the file"): MediaCheck {
+  const check = new MediaCheckStream(name);
+  check.push(bytes);
+  return check.finish();
 }
 
 export function checkCaption(caption: string): string | null {
@@ -49,37 +119,73 @@ export function checkCaption(caption: string): string | null {
   return null;
 }
 
-function hasEndMarker(b: Uint8Array): boolean {
-  // Some encoders pad after EOI; look in the last few bytes.
-  for (let i = b.length - 2; i >= Math.max(2, b.length - 64); i--) if (b[i] === 0xff && b[i + 1] === 0xd9) return true;
+function hasEndMarker(tail: Uint8Array): boolean {
+  for (let i = tail.length - 2; i >= 0; i--) if (tail[i] === 0xff && tail[i + 1] === 0xd9) return true;
   return false;
 }
 
-/** Walks the JPEG's marker segments to the first start-of-frame (SOF0-SOF15 except DHT, JPG, DAC). */
-function jpegSize(b: Uint8Array): { width: number; height: number } | null {
-  let i = 2;
-  while (i + 4 <= b.length) {
-    if (b[i] !== 0xff) return null;
-    const marker = b[i + 1]!;
-    if (marker === 0xff) {
-      i += 1; // fill byte
-      continue;
+function joined(a: Uint8Array, b: Uint8Array): Uint8Array {
+  const out = new Uint8Array(a.length + b.length);
+  out.set(a);
+  out.set(b, a.length);
+  return out;
+}
+
+/**
+ * Walks a JPEG's marker segments to the first start-of-frame (SOF0-SOF15 except DHT, JPG, DAC) as
+ * the bytes arrive, skipping segments (EXIF, ICC profiles: up to 64 KiB each) without keeping them.
+ */
+class JpegFrameReader {
+  size: { width: number; height: number } | null = null;
+  /** The structure is broken, or a scan starts before any frame header. */
+  failed = false;
+  /** Absolute offset of the marker being read (after SOI). */
+  private at = 2;
+  /** Its first bytes: 0xFF, the marker, the segment length, and for a frame the size. */
+  private header: number[] = [];
+
+  feed(chunk: Uint8Array, chunkStart: number): void {
+    const chunkEnd = chunkStart + chunk.length;
+    const need = (n: number): boolean => {
+      while (this.header.length < n) {
+        const offset = this.at + this.header.length;
+        if (offset >= chunkEnd) return false;
+        this.header.push(chunk[offset - chunkStart]!);
+      }
+      return true;
+    };
+    while (!this.size && !this.failed && this.at < chunkEnd) {
+      if (!need(2)) return;
+      const [prefix, marker] = this.header as [number, number];
+      if (prefix !== 0xff) return this.fail();
+      if (marker === 0xff) {
+        this.at += 1; // fill byte
+        this.header = [0xff];
+        continue;
+      }
+      if (marker === 0xd8 || (marker >= 0xd0 && marker <= 0xd7) || marker === 0x01) {
+        this.at += 2; // markers without a length
+        this.header = [];
+        continue;
+      }
+      if (marker === 0xda) return this.fail(); // start of scan before any frame header
+      if (!need(4)) return;
+      const length = (this.header[2]! << 8) | this.header[3]!;
+      if (length < 2) return this.fail();
+      if (marker >= 0xc0 && marker <= 0xcf && marker !== 0xc4 && marker !== 0xc8 && marker !== 0xcc) {
+        if (!need(9)) return;
+        const height = (this.header[5]! << 8) | this.header[6]!;
+        const width = (this.header[7]! << 8) | this.header[8]!;
+        if (width === 0 || height === 0) return this.fail();
+        this.size = { width, height };
+        return;
+      }
+      this.at += 2 + length;
+      this.header = [];
     }
-    if (marker === 0xd8 || (marker >= 0xd0 && marker <= 0xd7) || marker === 0x01) {
-      i += 2;
-      continue;
-    }
-    const length = (b[i + 2]! << 8) | b[i + 3]!;
-    if (length < 2) return null;
-    const isFrame = marker >= 0xc0 && marker <= 0xcf && marker !== 0xc4 && marker !== 0xc8 && marker !== 0xcc;
-    if (isFrame) {
-      if (i + 9 > b.length) return null;
-      const height = (b[i + 5]! << 8) | b[i + 6]!;
-      const width = (b[i + 7]! << 8) | b[i + 8]!;
-      return width > 0 && height > 0 ? { width, height } : null;
-    }
-    if (marker === 0xda) return null; // start of scan before any frame header
-    i += 2 + length;
   }
-  return null;
+
+  private fail(): void {
+    this.failed = true;
+  }
 }

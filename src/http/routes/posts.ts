@@ -1,23 +1,18 @@
-// Instagram posts: POST /agents/:agentId/media takes the files (multipart), checks them by content
-// (src/media/validate.ts) and the caption, stores them in R2 with their SHA-256, records the post in
-// D1 and hands publishing to the agent's `<agentId>:~instagram` Durable Object; it answers 202 at
-// once. Everything is checked before anything is stored, and a failed write removes what was
-// written. GET /agents/:agentId/media/:postId shows where publishing stands.
+// Instagram posts: POST /agents/:agentId/media streams the files (multipart) into R2, checked by
+// content and hashed on the way (post-upload.ts), records the post in D1 and hands publishing to
+// the agent's `<agentId>:~instagram` Durable Object; it answers 202 at once. A refused file, a bad
+// field or a failed write removes everything the request wrote: nothing is kept half-done.
+// GET /agents/:agentId/media/:postId shows where publishing stands.
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
-import type { PostItem, PostState } from "../../clients/instagram/publisher.ts";
+import type { PostState } from "../../clients/instagram/publisher.ts";
 import { mediaPostStore } from "../../clients/instagram/platform.ts";
-import { checkCaption, checkMedia } from "../../media/validate.ts";
-import { sha256OfBytes, storeMedia } from "../../media/store.ts";
 import { toHex } from "../../runtime/hashing.ts";
-import { AppError, NotFoundError, ValidationError } from "../../runtime/errors.ts";
+import { AppError, NotFoundError } from "../../runtime/errors.ts";
 import type { AppEnv } from "../app-env.ts";
 import { guard } from "../auth.ts";
 import { assertAgentExists } from "../known-agents.ts";
 import { AgentIdParam, errorContent } from "../schemas.ts";
-
-export const MAX_POST_FILES = 10;
-const MAX_ALT_TEXT_CHARS = 1_000;
-const FIELDS = new Set(["file", "caption", "altText", "publish", "generateCaption"]);
+import { receiveUpload } from "./post-upload.ts";
 
 const PostView = z
   .object({
@@ -74,47 +69,9 @@ export function postRoutes(): OpenAPIHono<AppEnv> {
     async (c) => {
       const { agentId } = c.req.valid("param");
       await assertAgentExists(c.env, agentId);
-      let form: FormData;
-      try {
-        form = await c.req.raw.formData();
-      } catch {
-        throw new ValidationError("the body must be multipart/form-data with one or more `file` fields");
-      }
-      const unknown = [...new Set([...form.keys()].filter((key) => !FIELDS.has(key)))];
-      if (unknown.length > 0) throw new ValidationError(`unknown fields: ${unknown.join(", ")} (expected file, caption, altText, publish, generateCaption)`);
-      const files = form.getAll("file").filter((value): value is File => typeof value !== "string");
-      if (files.length === 0 || files.length !== form.getAll("file").length) throw new ValidationError("send one to ten files in `file` fields");
-      if (files.length > MAX_POST_FILES) throw new ValidationError(`a post has at most ${MAX_POST_FILES} files (a carousel); got ${files.length}`);
-      const caption = single(form, "caption") ?? "";
-      const altText = single(form, "altText");
-      const publish = flag(form, "publish", true);
-      const generateCaption = flag(form, "generateCaption", false);
-      if (generateCaption && !publish) throw new ValidationError("generateCaption applies to a post being published (publish=true)");
-      const captionProblem = checkCaption(caption);
-      if (captionProblem) throw new ValidationError(captionProblem);
-      if (altText !== undefined && (altText.length > MAX_ALT_TEXT_CHARS || files.length > 1)) {
-        throw new ValidationError(`altText is for a single photo, at most ${MAX_ALT_TEXT_CHARS} characters`);
-      }
-
       const postId = `post_${toHex(crypto.getRandomValues(new Uint8Array(8)))}`;
-      const checked: Array<{ bytes: Uint8Array; item: PostItem }> = [];
-      for (const [index, file] of files.entries()) {
-        const bytes = new Uint8Array(await file.arrayBuffer());
-        const check = checkMedia(bytes, `file ${index + 1} (${file.name || "unnamed"})`);
-        if (!check.ok) throw new ValidationError(check.reason);
-        const extension = check.kind === "image" ? "jpg" : "mp4";
-        checked.push({
-          bytes,
-          item: {
-            key: `media/${agentId}/${postId}/${index + 1}.${extension}`,
-            kind: check.kind,
-            contentType: check.contentType,
-            bytes: bytes.length,
-            sha256: await sha256OfBytes(bytes),
-            ...(check.kind === "image" ? { width: check.width, height: check.height } : {}),
-          },
-        });
-      }
+      const upload = await receiveUpload({ request: c.req.raw, bucket: c.env.MEDIA, agentId, postId });
+      const { caption, publish } = upload;
 
       const now = Date.now();
       const post: PostState & { createdAt: number } = {
@@ -122,9 +79,9 @@ export function postRoutes(): OpenAPIHono<AppEnv> {
         agentId,
         status: publish ? "queued" : "stored",
         caption,
-        captionPending: generateCaption,
-        altText: altText ?? null,
-        items: checked.map((entry) => entry.item),
+        captionPending: upload.generateCaption,
+        altText: upload.altText,
+        items: upload.items,
         containerId: null,
         children: null,
         mediaId: null,
@@ -135,16 +92,11 @@ export function postRoutes(): OpenAPIHono<AppEnv> {
         createdAt: now,
         updatedAt: now,
       };
-      const written: string[] = [];
       try {
-        for (const { bytes, item } of checked) {
-          await storeMedia(c.env.MEDIA, item.key, bytes, item.contentType, { postId }, item.sha256);
-          written.push(item.key);
-        }
         await mediaPostStore(c.env).insert(post);
       } catch (error) {
         // Nothing half-written: the files go if the post cannot be recorded.
-        await c.env.MEDIA.delete(written).catch(() => undefined);
+        await upload.discard();
         console.error(JSON.stringify({ level: "error", msg: "media_store_failed", agentId, postId, error: error instanceof Error ? error.message : String(error) }));
         throw new AppError("upstream", 503, "storing the upload failed; nothing was kept, try again");
       }
@@ -195,19 +147,4 @@ export function postRoutes(): OpenAPIHono<AppEnv> {
     },
   );
   return app;
-}
-
-function flag(form: FormData, name: string, fallback: boolean): boolean {
-  const value = single(form, name);
-  if (value === undefined) return fallback;
-  if (value !== "true" && value !== "false") throw new ValidationError(`${name} must be true or false`);
-  return value === "true";
-}
-
-function single(form: FormData, name: string): string | undefined {
-  const values = form.getAll(name);
-  if (values.length > 1) throw new ValidationError(`send \`${name}\` once`);
-  const value = values[0];
-  if (value !== undefined && typeof value !== "string") throw new ValidationError(`\`${name}\` must be text, not a file`);
-  return value;
 }
