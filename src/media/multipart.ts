@@ -178,7 +178,7 @@ const HEADER_END = encoder.encode("\r\n\r\n");
 function parsePartHeaders(block: string): MultipartPart {
   let disposition: string | null = null;
   let contentType: string | null = null;
-  for (const line of block.split("\r\n")) {
+  for (const line of block === "" ? [] : block.split("\r\n")) {
     const colon = line.indexOf(":");
     if (colon <= 0 || /^\s/.test(line)) throw new ValidationError(`a part has a malformed header line: ${JSON.stringify(line.slice(0, 80))}`);
     const name = line.slice(0, colon).trim().toLowerCase();
