@@ -122,9 +122,11 @@ export class MultipartReader {
     for (;;) {
       const line = this.buffer.subarray(start);
       if (line.length >= 2 && line[0] === 0x2d && line[1] === 0x2d) {
-        // The epilogue after the closing delimiter is ignored (RFC 2046), and not read.
+        // The epilogue after the closing delimiter (usually a CRLF) is read to the end and ignored
+        // (RFC 2046); it still counts against the body limit.
         this.state = "done";
-        await this.cancel();
+        this.buffer = new Uint8Array(0);
+        while (await this.fill()) this.buffer = new Uint8Array(0);
         return;
       }
       let i = 0;
