@@ -38,10 +38,14 @@ export class StreamedMediaWrite {
   readonly key: string;
   private readonly metadata: Record<string, string>;
 
-  constructor(bucket: R2Bucket, key: string, metadata: Record<string, string> = {}) {
+  private readonly sizeHint: number;
+
+  /** `sizeHint`: an upper bound of the file's size when one is known (the request's length). */
+  constructor(bucket: R2Bucket, key: string, metadata: Record<string, string> = {}, sizeHint?: number) {
     this.bucket = bucket;
     this.key = key;
     this.metadata = metadata;
+    this.sizeHint = sizeHint && sizeHint > 0 ? sizeHint : FIRST_BUFFER_BYTES;
   }
 
   /** Takes the next bytes; `contentType` is needed only once a part goes to R2. */
@@ -78,7 +82,8 @@ export class StreamedMediaWrite {
 
   private grow(): void {
     // Small files stay small in memory; once a multipart upload runs, every part is a full one.
-    const size = this.upload ? R2_PART_BYTES : Math.min(R2_PART_BYTES, Math.max(FIRST_BUFFER_BYTES, this.buffer.length * 2));
+    const first = this.buffer.length === 0 ? this.sizeHint : this.buffer.length * 2;
+    const size = this.upload ? R2_PART_BYTES : Math.min(R2_PART_BYTES, Math.max(first, this.buffer.length + 1));
     const grown = new Uint8Array(size);
     grown.set(this.buffer.subarray(0, this.filled));
     this.buffer = grown;

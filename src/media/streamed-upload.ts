@@ -26,6 +26,8 @@ export interface ReceiveMediaOptions {
   /** How error messages name it: "file 2 (beach.jpg)". */
   name: string;
   metadata?: Record<string, string>;
+  /** An upper bound of the file's size, when known (the request's Content-Length): sizes the buffer. */
+  sizeHint?: number;
 }
 
 /** Stores a file Instagram accepts, or throws ValidationError with the reason and stores nothing. */
@@ -39,7 +41,7 @@ export async function receiveMedia(options: ReceiveMediaOptions): Promise<Receiv
   // The first bytes wait until they show what the file is (its key's extension depends on it).
   const pending: Uint8Array[] = [];
   const flush = async (kind: NonNullable<MediaCheckStream["kind"]>): Promise<StreamedMediaWrite> => {
-    write ??= new StreamedMediaWrite(options.bucket, options.keyFor(kind.kind === "image" ? "jpg" : "mp4"), options.metadata);
+    write ??= new StreamedMediaWrite(options.bucket, options.keyFor(kind.kind === "image" ? "jpg" : "mp4"), options.metadata, options.sizeHint);
     for (const chunk of pending.splice(0)) await write.write(chunk, kind.contentType);
     return write;
   };

@@ -52,6 +52,7 @@ export async function receiveUpload({ request, bucket, agentId, postId }: Receiv
             keyFor: (extension) => `media/${agentId}/${postId}/${number}.${extension}`,
             name: `file ${number} (${part.filename || "unnamed"})`,
             metadata: { postId },
+            sizeHint: Number(request.headers.get("content-length")) || undefined,
           }),
         );
         continue;
