@@ -1,6 +1,7 @@
 // Puts checked bytes into R2 the one way every upload path does: with their content type and
 // SHA-256 (hex) in the object's metadata, so a copy can be verified and a re-upload recognised.
-// Uploads stream in through StreamedMediaWrite, which never holds more than one R2 part in memory.
+// Uploads stream in through StreamedMediaWrite, which never holds more than one R2 part in memory
+// and hashes with workerd's crypto.DigestStream.
 import { toHex } from "../runtime/hashing.ts";
 
 /** `sha256` when the caller already hashed the bytes (it is not computed twice). */
@@ -22,7 +23,7 @@ export const R2_PART_BYTES = 5 * 1024 * 1024;
 const FIRST_BUFFER_BYTES = 256 * 1024;
 
 /**
- * Writes a file of unknown length to R2 as it streams in. `bucket.put` wants the length up front
+ * Writes a file of unknown length to R2 as it streams in, and hashes it (SHA-256) on the way. `bucket.put` wants the length up front
  * (a multipart part has none), so bytes are gathered into one part of R2_PART_BYTES: a file that
  * ends before filling it goes up with one `put` (with its SHA-256 in the metadata, as storeMedia
  * does); a larger one becomes a multipart upload, one part at a time. R2 takes a multipart
@@ -39,9 +40,14 @@ export class StreamedMediaWrite {
   private readonly metadata: Record<string, string>;
 
   private readonly sizeHint: number;
+  /** SHA-256 of everything written, with workerd's DigestStream (no copy of the bytes kept). */
+  private readonly hashing = new crypto.DigestStream("SHA-256");
+  private readonly hash = this.hashing.getWriter();
 
   /** `sizeHint`: an upper bound of the file's size when one is known (the request's length). */
   constructor(bucket: R2Bucket, key: string, metadata: Record<string, string> = {}, sizeHint?: number) {
+    // Aborting the hash (a refused file) rejects `digest`; that is expected, not unhandled.
+    this.hashing.digest.catch(() => undefined);
     this.bucket = bucket;
     this.key = key;
     this.metadata = metadata;
@@ -61,23 +67,35 @@ export class StreamedMediaWrite {
     }
   }
 
-  /** Stores what was written, after the caller's checks passed. */
-  async finish(contentType: string, sha256: string): Promise<void> {
+  /** Stores what was written, after the caller's checks passed; returns its SHA-256 (hex). */
+  async finish(contentType: string): Promise<string> {
+    let sha256: string;
     if (!this.upload) {
-      await this.bucket.put(this.key, this.buffer.subarray(0, this.filled), { httpMetadata: { contentType }, customMetadata: { ...this.metadata, sha256 } });
+      const bytes = this.buffer.subarray(0, this.filled);
+      await this.hash.write(bytes);
+      sha256 = await this.digest();
+      await this.bucket.put(this.key, bytes, { httpMetadata: { contentType }, customMetadata: { ...this.metadata, sha256 } });
     } else {
       if (this.filled > 0) await this.flushPart(contentType);
+      sha256 = await this.digest();
       await this.upload.complete(this.parts);
     }
     this.buffer = new Uint8Array(0);
+    return sha256;
   }
 
   /** Drops the parts uploaded so far (nothing was stored as an object yet). */
   async abort(): Promise<void> {
     this.buffer = new Uint8Array(0);
+    await this.hash.abort().catch(() => undefined);
     const upload = this.upload;
     this.upload = null;
     if (upload) await upload.abort();
+  }
+
+  private async digest(): Promise<string> {
+    await this.hash.close();
+    return toHex(new Uint8Array(await this.hashing.digest));
   }
 
   private grow(): void {
@@ -95,6 +113,8 @@ export class StreamedMediaWrite {
     // A fresh buffer for the next part: R2 may still hold on to this one's memory.
     this.buffer = new Uint8Array(0);
     this.filled = 0;
-    this.parts.push(await this.upload.uploadPart(this.parts.length + 1, part));
+    // Hashed a part at a time (a few calls per file, not one per network chunk), in order.
+    const [uploaded] = await Promise.all([this.upload.uploadPart(this.parts.length + 1, part), this.hash.write(part)]);
+    this.parts.push(uploaded);
   }
 }

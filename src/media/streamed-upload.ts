@@ -1,9 +1,8 @@
-// One uploaded file, from the request stream to R2: each chunk is checked (MediaCheckStream),
-// hashed (workerd's crypto.DigestStream, SHA-256) and written (StreamedMediaWrite) as it arrives,
+// One uploaded file, from the request stream to R2: each chunk is checked (MediaCheckStream) and
+// written (StreamedMediaWrite, which hashes with workerd's crypto.DigestStream) as it arrives,
 // so a file is never in memory whole. The verdicts that need the whole file (empty, truncated)
 // come at its end; a refusal at any point aborts the write, leaving nothing in R2.
 import { ValidationError } from "../runtime/errors.ts";
-import { toHex } from "../runtime/hashing.ts";
 import { StreamedMediaWrite } from "./store.ts";
 import { MediaCheckStream } from "./validate.ts";
 
@@ -33,10 +32,6 @@ export interface ReceiveMediaOptions {
 /** Stores a file Instagram accepts, or throws ValidationError with the reason and stores nothing. */
 export async function receiveMedia(options: ReceiveMediaOptions): Promise<ReceivedMedia> {
   const check = new MediaCheckStream(options.name);
-  const digest = new crypto.DigestStream("SHA-256");
-  const hash = digest.getWriter();
-  // Aborting the stream (a refused file) rejects `digest`; that is expected, not unhandled.
-  digest.digest.catch(() => undefined);
   let write = null as StreamedMediaWrite | null; // set by flush, once the kind is known
   // The first bytes wait until they show what the file is (its key's extension depends on it).
   const pending: Uint8Array[] = [];
@@ -49,17 +44,14 @@ export async function receiveMedia(options: ReceiveMediaOptions): Promise<Receiv
     for (let chunk = await options.read(); chunk; chunk = await options.read()) {
       const problem = check.push(chunk);
       if (problem) throw new ValidationError(problem);
-      await hash.write(chunk);
       pending.push(chunk);
       const kind = check.kind;
       if (kind) await flush(kind);
     }
     const verdict = check.finish();
     if (!verdict.ok) throw new ValidationError(verdict.reason);
-    await hash.close();
-    const sha256 = toHex(new Uint8Array(await digest.digest));
     const target = await flush(verdict);
-    await target.finish(verdict.contentType, sha256);
+    const sha256 = await target.finish(verdict.contentType);
     return {
       key: target.key,
       kind: verdict.kind,
@@ -69,7 +61,6 @@ export async function receiveMedia(options: ReceiveMediaOptions): Promise<Receiv
       ...(verdict.kind === "image" ? { width: verdict.width, height: verdict.height } : {}),
     };
   } catch (error) {
-    await hash.abort().catch(() => undefined);
     await write?.abort().catch(() => undefined);
     throw error;
   }
