@@ -240,10 +240,11 @@ export function indexOf(haystack: Uint8Array, needle: Uint8Array, from: number):
 
 /** How many bytes at the end of `haystack` are a proper prefix of `needle` (0 when none). */
 export function partialMatchLength(haystack: Uint8Array, needle: Uint8Array): number {
-  const longest = Math.min(needle.length - 1, haystack.length);
-  for (let length = longest; length > 0; length--) {
-    const start = haystack.length - length;
-    let j = 0;
+  // Only a position holding the needle's first byte (a CR) can start one; the earliest wins.
+  const first = needle[0]!;
+  for (let start = haystack.indexOf(first, Math.max(0, haystack.length - needle.length + 1)); start !== -1; start = haystack.indexOf(first, start + 1)) {
+    const length = haystack.length - start;
+    let j = 1;
     while (j < length && haystack[start + j] === needle[j]) j++;
     if (j === length) return length;
   }
