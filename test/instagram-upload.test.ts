@@ -168,6 +168,19 @@ describe("streamed uploads", () => {
     await nothingKept(agentId);
   });
 
+  it("removes the stored files when D1 cannot record the post, answering 503", async () => {
+    const agentId = await createTestAgent();
+    await env.DB.exec("CREATE TRIGGER refuse_post BEFORE INSERT ON media_posts BEGIN SELECT RAISE(ABORT, 'injected D1 failure'); END");
+    try {
+      const { status, body: answer } = await post(agentId, body([{ file: jpeg(6 * MiB) }, { file: jpeg(10_000) }]));
+      expect(status).toBe(503);
+      expect(answer.error).toEqual({ code: "upstream", message: "storing the upload failed; nothing was kept, try again" });
+    } finally {
+      await env.DB.exec("DROP TRIGGER refuse_post");
+    }
+    await nothingKept(agentId);
+  });
+
   it("refuses a declared length over the limit before reading the body", async () => {
     const agentId = await createTestAgent();
     const response = await exports.default.fetch(

@@ -45,17 +45,19 @@ function join(chunks: Uint8Array[]): Uint8Array {
   return out;
 }
 
-/** The body as a stream cut at the given offsets. */
-function streamOf(body: Uint8Array, cuts: number[] = []): ReadableStream<Uint8Array> {
+/**
+ * The body as a stream cut at the given offsets: a byte stream (read with a BYOB reader, as
+ * workerd's request bodies are) or a plain one (read with the default reader).
+ */
+function streamOf(body: Uint8Array, cuts: number[] = [], kind: "bytes" | "plain" = "plain"): ReadableStream<Uint8Array> {
   const points = [...new Set([0, ...cuts.filter((cut) => cut > 0 && cut < body.length), body.length])].sort((a, b) => a - b);
   let i = 0;
-  return new ReadableStream({
-    pull(controller) {
-      if (i + 1 >= points.length) return controller.close();
-      controller.enqueue(body.slice(points[i], points[i + 1]));
-      i++;
-    },
-  });
+  const pull = (controller: ReadableStreamDefaultController<Uint8Array> | ReadableByteStreamController) => {
+    if (i + 1 >= points.length) return controller.close();
+    controller.enqueue(body.slice(points[i], points[i + 1]));
+    i++;
+  };
+  return kind === "bytes" ? new ReadableStream({ type: "bytes", pull }) : new ReadableStream({ pull });
 }
 
 function everyBytes(body: Uint8Array, size: number): number[] {
@@ -106,19 +108,30 @@ function expectSample(parts: Array<MultipartPart & { body: Uint8Array }>): void 
 describe("multipart reader", () => {
   it("reads fields and files the same whatever the chunk size, a boundary split across chunks included", async () => {
     const body = encode(SAMPLE);
-    for (const size of [1, 2, 3, 5, 7, 16, 31, 64, 1000, body.length]) expectSample(await readAll(streamOf(body, everyBytes(body, size))));
+    for (const kind of ["plain", "bytes"] as const) {
+      for (const size of [1, 2, 3, 5, 7, 16, 31, 64, 1000, body.length]) expectSample(await readAll(streamOf(body, everyBytes(body, size), kind)));
+    }
   });
 
   it("reads any parts, cut anywhere, back exactly (property)", async () => {
     const binary = fc.uint8Array({ maxLength: 400 }).map((data) => data.map((byte) => [0x0d, 0x0a, 0x2d, byte][byte % 4]!));
     const part = fc.record({ name: fc.constantFrom("file", "caption", "x y", "ü"), filename: fc.option(fc.constantFrom("a.jpg", "", "C:\\photos\\b.jpg"), { nil: undefined }), body: binary });
     await fc.assert(
-      fc.asyncProperty(fc.array(part, { maxLength: 5 }), fc.array(fc.nat(3000), { maxLength: 12 }), async (parts, cuts) => {
-        const read = await readAll(streamOf(encode(parts), cuts));
+      fc.asyncProperty(fc.array(part, { maxLength: 5 }), fc.array(fc.nat(3000), { maxLength: 12 }), fc.constantFrom("plain", "bytes" as const), async (parts, cuts, kind) => {
+        const read = await readAll(streamOf(encode(parts), cuts, kind));
         expect(read.map((p) => [p.name, p.filename, p.body])).toEqual(parts.map((p) => [p.name, p.filename ?? null, p.body]));
       }),
       { numRuns: 200 },
     );
+  });
+
+  it("reads a body larger than one read of a byte stream, cut into network-sized chunks", async () => {
+    const file = Uint8Array.from({ length: 300_000 }, (_, i) => [0x0d, 0x0a, 0x2d, i % 251][i % 7 === 0 ? i % 3 : 3]!);
+    const body = encode([{ name: "file", filename: "big.bin", body: file }, { name: "caption", body: bytes("after") }]);
+    const parts = await readAll(streamOf(body, everyBytes(body, 4096), "bytes"));
+    expect(parts.map((p) => p.name)).toEqual(["file", "caption"]);
+    expect(parts[0]!.body).toEqual(file);
+    expect(decoder.decode(parts[1]!.body)).toBe("after");
   });
 
   it("keeps a file's own trailing CR LF: only the line break before the boundary belongs to it", async () => {

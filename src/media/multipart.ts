@@ -36,7 +36,7 @@ export function multipartBoundary(contentType: string | null | undefined): strin
 type State = "preamble" | "headers" | "body" | "after-body" | "done";
 
 export class MultipartReader {
-  private readonly source: ReadableStreamDefaultReader<Uint8Array>;
+  private readonly source: ReadableStreamDefaultReader<Uint8Array> | ReadableStreamBYOBReader;
   /** CRLF "--" boundary: every delimiter, the first included (a CRLF is put in front of the body). */
   private readonly delimiter: Uint8Array;
   private readonly maxBodyBytes: number;
@@ -47,7 +47,7 @@ export class MultipartReader {
   private state: State = "preamble";
 
   constructor(body: ReadableStream<Uint8Array>, boundary: string, options: MultipartReaderOptions) {
-    this.source = body.getReader();
+    this.source = byteReader(body) ?? body.getReader();
     this.delimiter = encoder.encode(`\r\n--${boundary}`);
     this.maxBodyBytes = options.maxBodyBytes;
     this.maxHeaderBytes = options.maxHeaderBytes ?? DEFAULT_MAX_HEADER_BYTES;
@@ -160,11 +160,8 @@ export class MultipartReader {
   /** Appends the next chunk of the request to the buffer; false at the end of the request. */
   private async fill(): Promise<boolean> {
     if (this.sourceDone) return false;
-    const { done, value } = await this.source.read();
-    if (done) {
-      this.sourceDone = true;
-      return false;
-    }
+    const value = await this.readSource();
+    if (!value) return false;
     this.bytesRead += value.length;
     if (this.bytesRead > this.maxBodyBytes) {
       await this.cancel();
@@ -172,6 +169,35 @@ export class MultipartReader {
     }
     this.buffer = this.buffer.length === 0 ? value : concat([this.buffer, value], this.buffer.length + value.length);
     return true;
+  }
+
+  private async readSource(): Promise<Uint8Array | null> {
+    if (!(this.source instanceof ReadableStreamBYOBReader)) {
+      const { done, value } = await this.source.read();
+      this.sourceDone = done;
+      return done ? null : value;
+    }
+    // A fresh buffer each time: the chunks handed out are views into it. readAtLeast (workerd's
+    // form of the standard `read(view, {min})`) waits for a full one, except at the end, where the
+    // last bytes may come together with `done`.
+    const { done, value } = await this.source.readAtLeast(READ_BYTES, new Uint8Array(READ_BYTES));
+    this.sourceDone = done;
+    return value && value.byteLength > 0 ? value : null;
+  }
+}
+
+/**
+ * workerd hands a request body to a default reader in chunks of about 4 KiB, each a trip through
+ * the event loop; a BYOB reader asking for at least READ_BYTES at a time makes 16x fewer trips.
+ * Streams that are not byte streams (built in JavaScript) are read with the default reader.
+ */
+const READ_BYTES = 64 * 1024;
+
+function byteReader(body: ReadableStream<Uint8Array>): ReadableStreamBYOBReader | null {
+  try {
+    return body.getReader({ mode: "byob" });
+  } catch {
+    return null;
   }
 }
 
