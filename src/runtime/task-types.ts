@@ -1,0 +1,182 @@
+// What an autonomous task is made of, as plain data: the goal and its bounds, the plan, every
+// step attempted, the usage and the result. The whole state is persisted after every step, so a
+// task cut off by eviction resumes from here without repeating a finished step.
+import type { TurnUsage } from "./turn-types.ts";
+
+export interface TaskLimits {
+  /** Act steps (attempts) in all, including retries. */
+  maxSteps: number;
+  /** Counted failures in a row before the task gives up. */
+  maxFailures: number;
+  /** Model tokens (prompt + completion) the task may spend. */
+  budgetTokens: number;
+  /** Time from the first step to the last. */
+  wallClockMs: number;
+}
+
+export const DEFAULT_TASK_LIMITS: TaskLimits = { maxSteps: 12, maxFailures: 3, budgetTokens: 200_000, wallClockMs: 15 * 60_000 };
+export const MAX_TASK_STEPS = 50;
+export const MAX_TASK_FAILURES = 10;
+export const MAX_TASK_BUDGET_TOKENS = 2_000_000;
+export const MAX_GOAL_CHARS = 4_000;
+/** A plan has 1-5 steps; revisions keep the steps not done yet within this too. */
+export const MAX_PLAN_STEPS = 5;
+
+export type TaskStatus = "queued" | "running" | "completed" | "failed" | "exhausted" | "cancelled";
+export type TaskPhase = "plan" | "act" | "summarize" | "evaluate" | "done";
+export type TaskStopReason = "completed" | "max_steps" | "max_failures" | "budget_tokens" | "wall_clock" | "cancelled" | "error";
+export type TaskSource = "api" | "schedule" | "discord";
+
+export interface PlanStep {
+  title: string;
+  doneWhen: string;
+  status: "pending" | "done";
+}
+
+export interface TaskPlan {
+  steps: PlanStep[];
+  successCriteria: string[];
+  /** 1 for the first plan; each revision adds one. */
+  revision: number;
+}
+
+/** One tool call made while working on a task. */
+export interface AuditEntry {
+  step: number;
+  callId: string;
+  tool: string;
+  arguments: unknown;
+  /** What the tool returned (or its error), cut to MAX_TOOL_RECORD_CHARS. */
+  result: string;
+  ok: boolean;
+  cached: boolean;
+  durationMs: number;
+  model: string;
+  at: number;
+}
+
+export interface StepRecord {
+  /** 1-based attempt number across the task. */
+  step: number;
+  /** Index of the plan step it worked on. */
+  planStep: number;
+  title: string;
+  /** The different approach this attempt was told to take after a failure, if any. */
+  approach: string | null;
+  outcome: "succeeded" | "failed";
+  /** The agent's own report of the step. */
+  output: string;
+  reflection: string;
+  failureAnalysis: string | null;
+  /** A first failure of a plan step is retried differently before it counts. */
+  countedAsFailure: boolean;
+  toolCalls: number;
+  model: string | null;
+  startedAt: number;
+  finishedAt: number;
+}
+
+export interface CriterionCheck {
+  criterion: string;
+  met: boolean;
+  evidence: string;
+}
+
+export interface TaskResult {
+  text: string;
+  criteria: CriterionCheck[];
+}
+
+export interface TaskState {
+  taskId: string;
+  agentId: string;
+  roomId: string;
+  goal: string;
+  limits: TaskLimits;
+  source: TaskSource;
+  scheduleId: string | null;
+  status: TaskStatus;
+  phase: TaskPhase;
+  plan: TaskPlan | null;
+  steps: StepRecord[];
+  consecutiveFailures: number;
+  /** Failed attempts at the current plan step (the first is retried without counting). */
+  failuresOnCurrent: number;
+  /** What the next attempt at the current plan step should do differently. */
+  retry: { analysis: string; approach: string } | null;
+  /** Rolling summary of the steps before `summarizedThrough`, to keep prompts small. */
+  summary: string;
+  summarizedThrough: number;
+  usage: TurnUsage;
+  /** Place in the model fallback list; a change means tool state must be re-checked. */
+  modelPosition: number;
+  modelSwitched: boolean;
+  createdAt: number;
+  startedAt: number | null;
+  finishedAt: number | null;
+  stopReason: TaskStopReason | null;
+  result: TaskResult | null;
+  /** On a stop without success: what was done, what failed and why. */
+  report: string | null;
+  error: { code: string; message: string } | null;
+}
+
+export type TaskEventBody =
+  | { type: "task_started" }
+  | { type: "plan"; revision: number; steps: { title: string; doneWhen: string; status: string }[]; successCriteria: string[] }
+  | { type: "step_started"; step: number; planStep: number; title: string; approach: string | null }
+  | { type: "tool_called"; step: number; tool: string; ok: boolean; cached: boolean; durationMs: number }
+  | { type: "step_finished"; step: number; outcome: "succeeded" | "failed"; output: string; countedAsFailure: boolean }
+  | { type: "reflection"; step: number; text: string; failureAnalysis: string | null; nextApproach: string | null }
+  | { type: "summary"; text: string; throughStep: number }
+  | { type: "model_failover"; from: string; to: string; reason: string }
+  | { type: "evaluation"; complete: boolean; criteria: CriterionCheck[] }
+  | { type: "done"; status: TaskStatus; stopReason: TaskStopReason; result: string | null; report: string | null };
+
+export type TaskEvent = TaskEventBody & { taskId: string; at: number };
+
+export interface NewTask {
+  taskId: string;
+  agentId: string;
+  roomId: string;
+  goal: string;
+  limits: TaskLimits;
+  source: TaskSource;
+  scheduleId?: string | null;
+  now: number;
+}
+
+export function newTaskState(task: NewTask): TaskState {
+  return {
+    taskId: task.taskId,
+    agentId: task.agentId,
+    roomId: task.roomId,
+    goal: task.goal,
+    limits: task.limits,
+    source: task.source,
+    scheduleId: task.scheduleId ?? null,
+    status: "queued",
+    phase: "plan",
+    plan: null,
+    steps: [],
+    consecutiveFailures: 0,
+    failuresOnCurrent: 0,
+    retry: null,
+    summary: "",
+    summarizedThrough: 0,
+    usage: { promptTokens: 0, completionTokens: 0, modelCalls: 0 },
+    modelPosition: 0,
+    modelSwitched: false,
+    createdAt: task.now,
+    startedAt: null,
+    finishedAt: null,
+    stopReason: null,
+    result: null,
+    report: null,
+    error: null,
+  };
+}
+
+export function isTerminal(status: TaskStatus): boolean {
+  return status === "completed" || status === "failed" || status === "exhausted" || status === "cancelled";
+}
