@@ -6,6 +6,7 @@ import { NotConfiguredError } from "./runtime/errors.ts";
 import type { ModelChoice } from "./runtime/types.ts";
 import type { AgentRoom } from "./room/agent-room.ts";
 import type { RateLimiter } from "./room/rate-limiter.ts";
+import type { AgentTasks } from "./room/agent-tasks.ts";
 import { parseRateRule, RATE_RULE_FORMAT, type RateRule } from "./runtime/token-bucket.ts";
 import { DEFAULT_WORKERS_AI_EMBEDDING_MODEL, WORKERS_AI_EMBEDDING_DIMENSIONS } from "./model/workers-ai-embedder.ts";
 import { DEFAULT_HASH_DIMENSIONS } from "./runtime/hash-embedder.ts";
@@ -13,6 +14,7 @@ import { DEFAULT_HASH_DIMENSIONS } from "./runtime/hash-embedder.ts";
 export interface Env {
   ROOMS: DurableObjectNamespace<AgentRoom>;
   LIMITS: DurableObjectNamespace<RateLimiter>;
+  TASKS: DurableObjectNamespace<AgentTasks>;
   DB: D1Database;
   MEDIA: R2Bucket;
   VECTORS?: Vectorize;
@@ -159,7 +161,7 @@ const cache = new WeakMap<object, Config>();
 export function loadConfig(env: Env): Config {
   const cached = cache.get(env);
   if (cached) return cached;
-  for (const binding of ["DB", "ROOMS", "LIMITS"] as const) {
+  for (const binding of ["DB", "ROOMS", "LIMITS", "TASKS"] as const) {
     if (!env[binding]) throw new NotConfiguredError(`configuration: the ${binding} binding is missing; check wrangler.toml`);
   }
   const parsed = VarsSchema.safeParse(env);

@@ -1,12 +1,13 @@
 // Worker entry: the Hono app answers every request; the cron trigger runs memory upkeep
-// (retention, vector deletions, leftover embeddings); the AgentRoom Durable Object class is
-// exported for the ROOMS binding.
+// (retention, vector deletions, leftover embeddings); the Durable Object classes are exported for
+// their bindings (ROOMS: AgentRoom, LIMITS: RateLimiter, TASKS: AgentTasks).
 import type { Env } from "./config.ts";
 import { createApp } from "./http/app.ts";
 import { runMemoryMaintenance } from "./memory/maintenance.ts";
 
 export { AgentRoom } from "./room/agent-room.ts";
 export { RateLimiter } from "./room/rate-limiter.ts";
+export { AgentTasks } from "./room/agent-tasks.ts";
 
 const app = createApp();
 

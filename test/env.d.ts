@@ -12,7 +12,7 @@ declare global {
     }
     interface GlobalProps {
       mainModule: typeof import("../src/index.ts");
-      durableNamespaces: "AgentRoom" | "RateLimiter";
+      durableNamespaces: "AgentRoom" | "RateLimiter" | "AgentTasks";
     }
   }
 }

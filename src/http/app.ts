@@ -21,6 +21,8 @@ import { mediaRoutes } from "./routes/media.ts";
 import { MAX_UPLOAD_BODY_BYTES } from "../media/validate.ts";
 import { postRoutes } from "./routes/posts.ts";
 import { toolRoutes } from "./routes/tools.ts";
+import { taskRoutes } from "./routes/tasks.ts";
+import { scheduleRoutes } from "./routes/schedules.ts";
 import { validationError } from "./validation.ts";
 
 /** Character files can carry long lore and examples; chat messages cannot. */
@@ -75,6 +77,8 @@ export function createApp(): OpenAPIHono<AppEnv> {
   app.route("/", oauthRoutes());
   app.route("/", mediaRoutes());
   app.route("/", postRoutes());
+  app.route("/", taskRoutes());
+  app.route("/", scheduleRoutes());
 
   app.openAPIRegistry.registerComponent("securitySchemes", "bearerAuth", {
     type: "http",

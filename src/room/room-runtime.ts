@@ -26,6 +26,7 @@ import { loadTokenCounter } from "../runtime/tokens.ts";
 import { createTurnRunner, type TurnRunner } from "../runtime/turn-runner.ts";
 import { DEFAULT_LIMITS } from "../runtime/turn-types.ts";
 import type { ChatModel, Clock, ModelChoice, ToolHost } from "../runtime/types.ts";
+import type { SpendLedger } from "../runtime/spend.ts";
 import { createRoomHistoryStore, type RoomHistoryStore } from "./room-history.ts";
 import { McpConnections } from "../mcp/connections.ts";
 import { mediaPostStore } from "../clients/instagram/platform.ts";
@@ -43,8 +44,12 @@ export interface RoomRuntime {
   /** This room's MCP connections (also part of the runner's tools). */
   mcp: McpConnections;
   mcpPlatform: McpPlatform;
-  /** The chat model outside turns (the agent writing an Instagram caption). */
+  /** The chat model outside turns (the agent writing an Instagram caption, autonomous tasks). */
   chat: { model: ChatModel | null; models: ModelChoice };
+  /** Every tool the agent can call (built-ins, Instagram, MCP): autonomous tasks use them too. */
+  tools: ToolHost;
+  /** Where model spend is counted against the daily ceiling. */
+  spend: SpendLedger;
 }
 
 export interface RoomRuntimeOptions {
@@ -88,6 +93,7 @@ export async function createRoomRuntime(env: Env, agentId: string, options: Room
     : [];
   tools = combineToolHosts([builtins, ...instagram, mcp]);
   const chat = chatModelFor(config);
+  const spend = createD1SpendLedger(db);
   const runner = createTurnRunner({
     model: chat,
     modelNotConfiguredMessage: MODEL_NOT_CONFIGURED_MESSAGE,
@@ -103,11 +109,11 @@ export async function createRoomRuntime(env: Env, agentId: string, options: Room
     events,
     tokens: await loadTokenCounter(),
     limits: { ...DEFAULT_LIMITS, contextTokens: config.maxContextTokens },
-    spend: createD1SpendLedger(db),
+    spend,
     dailyTokenLimit: config.dailyTokenLimit,
   });
   const agents = createAgentStore(db, config.secretsKey ? createSecretBox(config.secretsKey) : null);
-  return { runner, events, config, history: memory, agents, messages: createMessageHistory(db), embeddings: backends.pipeline, mcp, mcpPlatform: platform, chat: { model: chat, models: config.models } };
+  return { runner, events, config, history: memory, agents, messages: createMessageHistory(db), embeddings: backends.pipeline, mcp, mcpPlatform: platform, chat: { model: chat, models: config.models }, tools, spend };
 }
 
 function chatModelFor(config: Config): ChatModel | null {

@@ -128,11 +128,10 @@ export async function runTask(state: TaskState, deps: TaskLoopDeps, persist: (ad
   return current;
 }
 
-/** Ends a task that is not running (cancelled while queued or between steps). */
-export function cancelTask(state: TaskState, now: number, emit: (event: TaskEventBody) => void): TaskState {
+/** Ends a task that is not running: cancelled while queued, or it could not run at all (`error`). */
+export function stopTask(state: TaskState, now: number, emit: (event: TaskEventBody) => void, reason: "cancelled" | "error", why: string): TaskState {
   if (isTerminal(state.status)) return state;
-  const copy = structuredClone(state);
-  return finish(copy, { now: () => now, emit }, "cancelled", "the task was cancelled");
+  return finish(structuredClone(state), { now: () => now, emit }, reason, why);
 }
 
 function boundReached(state: TaskState, deps: TaskLoopDeps, now: number): { reason: TaskStopReason; text: string } | null {

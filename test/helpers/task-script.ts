@@ -89,3 +89,13 @@ export function taskChatModel(
     },
   };
 }
+
+/** The script as the OpenAI stand-in's responder (replies have the stand-in's step shapes). */
+export function standInResponder(script: ScriptedTaskModel): (call: { messages: Record<string, unknown>[] }) => ScriptReply {
+  return (call) => {
+    const first = call.messages[0];
+    const system = first?.role === "system" && typeof first.content === "string" ? first.content : "";
+    const role = roleOf(system);
+    return script.next(role) ?? (role === "act" ? { text: "Done." } : { text: "(script ran out)" });
+  };
+}

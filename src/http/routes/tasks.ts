@@ -1,0 +1,224 @@
+// Autonomous tasks over REST: start one (202, it runs in the agent's AgentTasks object), read its
+// state, plan, steps, audit trail and result, cancel it, and watch its progress as server-sent
+// events. The event stream replays everything after `Last-Event-ID` (ids grow monotonically per
+// agent), so a client that lost its connection reconnects without missing or repeating an event.
+import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
+import type { AppEnv } from "../app-env.ts";
+import { guard } from "../auth.ts";
+import { assertAgentExists } from "../known-agents.ts";
+import { AgentIdParam, errorContent, ExternalId, jsonContent } from "../schemas.ts";
+import { NotFoundError } from "../../runtime/errors.ts";
+import { DEFAULT_TASK_LIMITS, MAX_GOAL_CHARS, MAX_TASK_BUDGET_TOKENS, MAX_TASK_FAILURES, MAX_TASK_STEPS, type TaskState } from "../../runtime/task-types.ts";
+import type { AuditEntry } from "../../runtime/task-types.ts";
+import { cancelTask, createTask, getTask, taskEvents } from "../../room/task-client.ts";
+
+/** How often an open event stream looks for new events. */
+export const TASK_EVENTS_POLL_MS = 250;
+/** A stream is closed after this long; the client reconnects with Last-Event-ID. */
+export const TASK_EVENTS_MAX_STREAM_MS = 10 * 60_000;
+const EVENTS_PAGE = 100;
+
+export const TaskIdParam = z
+  .string()
+  .regex(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/, "task ids are UUIDs")
+  .openapi({ param: { name: "taskId", in: "path" } });
+
+export const TaskBody = z
+  .strictObject({
+    goal: z.string().trim().min(1, "must not be empty").max(MAX_GOAL_CHARS),
+    roomId: ExternalId.optional().openapi({ description: "Room whose tools' context the task uses; defaults to `task:<taskId>`" }),
+    maxSteps: z.number().int().min(1).max(MAX_TASK_STEPS).optional().openapi({ description: `Act steps in all, retries included (default ${DEFAULT_TASK_LIMITS.maxSteps})` }),
+    maxFailures: z.number().int().min(1).max(MAX_TASK_FAILURES).optional().openapi({ description: `Counted failures in a row before giving up (default ${DEFAULT_TASK_LIMITS.maxFailures})` }),
+    budgetTokens: z.number().int().min(1_000).max(MAX_TASK_BUDGET_TOKENS).optional().openapi({ description: `Model tokens the task may spend (default ${DEFAULT_TASK_LIMITS.budgetTokens})` }),
+  })
+  .openapi("TaskRequest");
+
+const TaskResponse = z
+  .object({
+    taskId: z.string(),
+    agentId: z.string(),
+    roomId: z.string(),
+    goal: z.string(),
+    status: z.enum(["queued", "running", "completed", "failed", "exhausted", "cancelled"]),
+    phase: z.string(),
+    source: z.string(),
+    scheduleId: z.string().nullable(),
+    limits: z.object({ maxSteps: z.number(), maxFailures: z.number(), budgetTokens: z.number(), wallClockMs: z.number() }),
+    plan: z.unknown(),
+    steps: z.array(z.unknown()),
+    audit: z.array(z.unknown()),
+    result: z.unknown(),
+    report: z.string().nullable(),
+    stopReason: z.string().nullable(),
+    error: z.unknown(),
+    usage: z.object({ promptTokens: z.number(), completionTokens: z.number(), modelCalls: z.number() }),
+    createdAt: z.number(),
+    startedAt: z.number().nullable(),
+    finishedAt: z.number().nullable(),
+  })
+  .openapi("Task");
+
+export function taskRoutes(): OpenAPIHono<AppEnv> {
+  const app = new OpenAPIHono<AppEnv>();
+  const params = z.object({ agentId: AgentIdParam, taskId: TaskIdParam });
+
+  app.openapi(
+    createRoute({
+      method: "post",
+      path: "/agents/{agentId}/tasks",
+      summary: "Start an autonomous task: the agent plans, acts with its tools and checks its work until done or out of budget",
+      ...guard("messages:write"),
+      request: { params: z.object({ agentId: AgentIdParam }), body: { required: true, content: { "application/json": { schema: TaskBody } } } },
+      responses: {
+        202: jsonContent(z.object({ taskId: z.string() }), "The task is accepted and runs in the background"),
+        400: errorContent("Invalid request"),
+        404: errorContent("No such agent"),
+      },
+    }),
+    async (c) => {
+      const { agentId } = c.req.valid("param");
+      const body = c.req.valid("json");
+      await assertAgentExists(c.env, agentId);
+      const { taskId } = await createTask(c.env, agentId, {
+        goal: body.goal,
+        roomId: body.roomId,
+        source: "api",
+        limits: {
+          maxSteps: body.maxSteps ?? DEFAULT_TASK_LIMITS.maxSteps,
+          maxFailures: body.maxFailures ?? DEFAULT_TASK_LIMITS.maxFailures,
+          budgetTokens: body.budgetTokens ?? DEFAULT_TASK_LIMITS.budgetTokens,
+          wallClockMs: DEFAULT_TASK_LIMITS.wallClockMs,
+        },
+      });
+      c.header("Location", `/agents/${agentId}/tasks/${taskId}`);
+      return c.json({ taskId }, 202);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: "get",
+      path: "/agents/{agentId}/tasks/{taskId}",
+      summary: "A task's status, plan, steps, audit trail of tool calls, result and usage",
+      ...guard("agents:read"),
+      request: { params },
+      responses: { 200: jsonContent(TaskResponse, "The task"), 404: errorContent("No such agent or task") },
+    }),
+    async (c) => {
+      const { agentId, taskId } = c.req.valid("param");
+      await assertAgentExists(c.env, agentId);
+      const view = await getTask(c.env, agentId, taskId);
+      if (!view) throw new NotFoundError(`no task "${taskId}" for agent "${agentId}"`);
+      return c.json(taskJson(view.state, view.audit), 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: "delete",
+      path: "/agents/{agentId}/tasks/{taskId}",
+      summary: "Cancel a task (a running step is stopped); a finished task is left as it is",
+      ...guard("messages:write"),
+      request: { params },
+      responses: { 200: jsonContent(TaskResponse, "The task after cancelling"), 404: errorContent("No such agent or task") },
+    }),
+    async (c) => {
+      const { agentId, taskId } = c.req.valid("param");
+      await assertAgentExists(c.env, agentId);
+      const state = await cancelTask(c.env, agentId, taskId);
+      if (!state) throw new NotFoundError(`no task "${taskId}" for agent "${agentId}"`);
+      const view = await getTask(c.env, agentId, taskId);
+      return c.json(taskJson(view?.state ?? state, view?.audit ?? []), 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: "get",
+      path: "/agents/{agentId}/tasks/{taskId}/events",
+      summary: "The task's progress as server-sent events (plan, step_started, tool_called, step_finished, reflection, summary, evaluation, done); replays after Last-Event-ID",
+      ...guard("agents:read"),
+      request: {
+        params,
+        headers: z.object({
+          "last-event-id": z
+            .string()
+            .regex(/^\d{1,15}$/, "must be the id of an event received earlier")
+            .optional()
+            .openapi({ param: { name: "last-event-id", in: "header" }, description: "Replay only the events after this one" }),
+        }),
+      },
+      responses: {
+        200: { description: "An event stream; it ends after the `done` event", content: { "text/event-stream": { schema: z.string() } } },
+        400: errorContent("Invalid Last-Event-ID"),
+        404: errorContent("No such agent or task"),
+      },
+    }),
+    async (c) => {
+      const { agentId, taskId } = c.req.valid("param");
+      const after = Number(c.req.valid("header")["last-event-id"] ?? "0");
+      await assertAgentExists(c.env, agentId);
+      // The first page is read before answering, so an unknown task is a plain 404.
+      const first = await taskEvents(c.env, agentId, taskId, after, EVENTS_PAGE);
+      if (!first) throw new NotFoundError(`no task "${taskId}" for agent "${agentId}"`);
+      const env = c.env;
+      const signal = c.req.raw.signal;
+      const encoder = new TextEncoder();
+      const started = Date.now();
+      const stream = new ReadableStream<Uint8Array>({
+        async start(controller) {
+          let page: typeof first | null = first;
+          let last = after;
+          controller.enqueue(encoder.encode(`retry: 1000\n\n`));
+          try {
+            while (page) {
+              for (const { id, event } of page.events) {
+                // SSE framing (WHATWG HTML, server-sent events): data lines must not hold newlines;
+                // JSON text never does.
+                controller.enqueue(encoder.encode(`id: ${id}\nevent: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`));
+                last = id;
+              }
+              if (page.finished || signal.aborted || Date.now() - started > TASK_EVENTS_MAX_STREAM_MS) break;
+              if (page.events.length === 0) {
+                await new Promise((resolve) => setTimeout(resolve, TASK_EVENTS_POLL_MS));
+                controller.enqueue(encoder.encode(": waiting\n\n"));
+              }
+              page = await taskEvents(env, agentId, taskId, last, EVENTS_PAGE);
+            }
+          } catch (error) {
+            console.warn(JSON.stringify({ level: "warn", msg: "task_events_stream_failed", agentId, taskId, error: String(error) }));
+          }
+          controller.close();
+        },
+      });
+      return new Response(stream, { status: 200, headers: { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", connection: "keep-alive" } });
+    },
+  );
+
+  return app;
+}
+
+export function taskJson(state: TaskState, audit: AuditEntry[]) {
+  return {
+    taskId: state.taskId,
+    agentId: state.agentId,
+    roomId: state.roomId,
+    goal: state.goal,
+    status: state.status,
+    phase: state.phase,
+    source: state.source,
+    scheduleId: state.scheduleId,
+    limits: state.limits,
+    plan: state.plan,
+    steps: state.steps,
+    audit,
+    result: state.result,
+    report: state.report,
+    stopReason: state.stopReason,
+    error: state.error,
+    usage: state.usage,
+    createdAt: state.createdAt,
+    startedAt: state.startedAt,
+    finishedAt: state.finishedAt,
+  };
+}

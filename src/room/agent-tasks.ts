@@ -1,0 +1,321 @@
+// AgentTasks: one Durable Object per agent (named by the agent id) that owns its autonomous tasks
+// and their schedules. The loop itself is src/runtime/task-loop.ts; this class persists the state
+// after every unit of work, so a task cut off by eviction resumes at the step it was in: while
+// tasks run, the SDK's keepAlive heartbeat holds an alarm, and that alarm (or any request) wakes
+// a restarted object, whose onStart resumes the work. Tasks run outside the alarm handler, so
+// schedules keep firing while a long task works. An agent's tasks run one at a time, oldest first.
+import { Agent } from "agents";
+import { MODEL_NOT_CONFIGURED_MESSAGE, type Env } from "../config.ts";
+import { DEFAULT_LIMITS } from "../runtime/turn-types.ts";
+import { AppError, ModelNotConfiguredError, NotFoundError } from "../runtime/errors.ts";
+import { modelChoiceFor } from "../runtime/turn-runner.ts";
+import { assertWithinDailyBudget, dailyCeiling, utcDay } from "../runtime/spend.ts";
+import { advanceTask, stopTask, type TaskLoopDeps } from "../runtime/task-loop.ts";
+import { DEFAULT_TASK_LIMITS, isTerminal, newTaskState, type AuditEntry, type TaskEvent, type TaskEventBody, type TaskLimits, type TaskSource, type TaskState } from "../runtime/task-types.ts";
+import { effectiveServers } from "../mcp/registry.ts";
+import { createDiscordRest, DiscordApiError, type DiscordRest } from "../clients/discord/rest.ts";
+import { deliverToDiscord, postForInteraction } from "../clients/discord/delivery.ts";
+import { createRoomRuntime, type RoomRuntime } from "./room-runtime.ts";
+import { MAX_STEP_ATTEMPTS, TaskStore, type ScheduleRecord, type ScheduleSpec } from "./task-store.ts";
+import type { DiscordDelivery } from "./turn-journal.ts";
+import { taskProgressLine, taskResultText } from "./task-messages.ts";
+
+const DELIVER_ITEM_ID = "deliver-task-results";
+const DELIVERY_RETRY = { maxAttempts: 8, baseDelayMs: 5_000, maxDelayMs: 120_000 };
+/** A cancelled step is given this long to stop before cancel answers with the state as it is. */
+const CANCEL_WAIT_MS = 5_000;
+const MAX_SCHEDULES = 100;
+
+export interface CreateTaskRequest {
+  goal: string;
+  roomId?: string;
+  limits: TaskLimits;
+  source: TaskSource;
+  scheduleId?: string;
+  delivery?: DiscordDelivery;
+}
+
+export type ScheduleRequest = Omit<ScheduleSpec, "scheduleId">;
+export type ScheduleResult = { ok: true; schedule: ScheduleRecord } | { ok: false; code: "validation" | "conflict"; message: string };
+
+export interface TaskView {
+  state: TaskState;
+  audit: AuditEntry[];
+}
+
+export class AgentTasks extends Agent<Env> {
+  private store!: TaskStore;
+  private runtime: Promise<RoomRuntime> | null = null;
+  private draining: Promise<void> | null = null;
+  private running: { taskId: string; controller: AbortController; done: Promise<void> } | null = null;
+  private discord: DiscordRest | null = null;
+  private progress: Promise<void> = Promise.resolve();
+
+  override onStart(): void {
+    this.store = new TaskStore(this.ctx.storage.sql);
+    this.store.migrate();
+    this.store.prune(Date.now());
+    // Work left by an earlier instance (eviction, crash, deploy) resumes on first contact.
+    if (this.store.nextRunnable()) void this.drain();
+    if (this.store.undelivered().length > 0) void this.deliverResults().catch(() => this.armDelivery());
+  }
+
+  /** Stores a new task and starts it (after the agent's earlier tasks). */
+  async createTask(request: CreateTaskRequest): Promise<{ taskId: string }> {
+    const taskId = crypto.randomUUID();
+    const now = Date.now();
+    const state = newTaskState({
+      taskId,
+      agentId: this.name,
+      roomId: request.roomId ?? `task:${taskId}`,
+      goal: request.goal,
+      limits: request.limits,
+      source: request.source,
+      scheduleId: request.scheduleId ?? null,
+      now,
+    });
+    this.store.insert(state, request.delivery ?? null, now);
+    void this.drain();
+    return { taskId };
+  }
+
+  async getTask(taskId: string): Promise<TaskView | null> {
+    const stored = this.store.get(taskId);
+    return stored ? { state: stored.state, audit: this.store.audit(taskId) } : null;
+  }
+
+  async taskEvents(taskId: string, afterId: number, limit: number): Promise<{ events: { id: number; event: TaskEvent }[]; finished: boolean } | null> {
+    const stored = this.store.get(taskId);
+    if (!stored) return null;
+    const events = this.store.events(taskId, afterId, limit);
+    // Finished means nothing more will come once these are read.
+    return { events, finished: isTerminal(stored.state.status) && events.length < limit };
+  }
+
+  /** Cancels a task: a running step is aborted and the task ends `cancelled` with its report. */
+  async cancel(taskId: string): Promise<TaskState | null> {
+    const stored = this.store.get(taskId);
+    if (!stored) return null;
+    if (isTerminal(stored.state.status)) return stored.state;
+    if (this.running?.taskId === taskId) {
+      const running = this.running;
+      running.controller.abort(new Error("cancelled"));
+      await Promise.race([running.done, new Promise((resolve) => setTimeout(resolve, CANCEL_WAIT_MS))]);
+      return this.store.get(taskId)?.state ?? null;
+    }
+    const cancelled = stopTask(stored.state, Date.now(), (event) => this.emit(taskId, event), "cancelled", "the task was cancelled");
+    this.store.save(cancelled, [], Date.now());
+    this.afterTask(cancelled);
+    return cancelled;
+  }
+
+  // ---- schedules ----------------------------------------------------------------------------
+
+  async createTaskSchedule(request: ScheduleRequest): Promise<ScheduleResult> {
+    if (this.store.schedules().length >= MAX_SCHEDULES) {
+      return { ok: false, code: "conflict", message: `an agent can have at most ${MAX_SCHEDULES} schedules; delete one first` };
+    }
+    const scheduleId = crypto.randomUUID();
+    const payload = { scheduleId };
+    let sdkId: string;
+    try {
+      if (request.kind === "every") sdkId = (await this.scheduleEvery(Number(request.when), "runSchedule", payload)).id;
+      else if (request.kind === "at") sdkId = (await this.schedule(new Date(request.when), "runSchedule", payload)).id;
+      else sdkId = (await this.schedule(request.when, "runSchedule", payload)).id;
+    } catch (error) {
+      // The SDK parses the cron expression: a bad one is the caller's mistake. (Class identity
+      // does not survive RPC, so the refusal travels as data.)
+      return { ok: false, code: "validation", message: `invalid schedule: ${error instanceof Error ? error.message : String(error)}` };
+    }
+    this.store.insertSchedule({ ...request, scheduleId }, sdkId, Date.now());
+    return { ok: true, schedule: this.store.schedule(scheduleId)! };
+  }
+
+  async taskSchedules(): Promise<ScheduleRecord[]> {
+    return this.store.schedules();
+  }
+
+  async deleteTaskSchedule(scheduleId: string): Promise<boolean> {
+    const record = this.store.schedule(scheduleId);
+    if (!record) return false;
+    await this.cancelSchedule(record.sdkScheduleId);
+    this.store.deleteSchedule(scheduleId);
+    return true;
+  }
+
+  /**
+   * Schedule callback: starts one run as a task. A run whose previous task is still unfinished
+   * is skipped (and counted), never started twice. It never throws: a failed run is reported on
+   * the schedule, and the schedule goes on.
+   */
+  async runSchedule(payload: { scheduleId: string }): Promise<void> {
+    const record = this.store.schedule(payload.scheduleId);
+    if (!record) return;
+    const previous = record.lastTaskId ? this.store.get(record.lastTaskId) : null;
+    if (previous && !isTerminal(previous.state.status)) {
+      this.store.recordSkip(record.scheduleId);
+      return;
+    }
+    const { taskId } = await this.createTask({ goal: record.goal, roomId: record.roomId ?? undefined, limits: DEFAULT_TASK_LIMITS, source: "schedule", scheduleId: record.scheduleId });
+    this.store.recordRun(record.scheduleId, taskId, Date.now(), record.kind === "at");
+  }
+
+  /** Queue callback: retries task results that could not reach Discord yet. */
+  async deliverTaskResults(): Promise<void> {
+    await this.deliverResults();
+  }
+
+  // ---- running ------------------------------------------------------------------------------
+
+  private drain(): Promise<void> {
+    if (!this.draining) {
+      this.draining = (async () => {
+        // The heartbeat alarm doubles as the wake-up after an eviction (onStart resumes).
+        const release = await this.keepAlive();
+        try {
+          for (let state = this.store.nextRunnable(); state; state = this.store.nextRunnable()) await this.runOne(state);
+        } finally {
+          release();
+        }
+      })()
+        .catch((error: unknown) => {
+          console.error(JSON.stringify({ level: "error", msg: "task_drain_failed", agent: this.name, error: String(error) }));
+        })
+        .finally(() => {
+          this.draining = null;
+        });
+    }
+    return this.draining;
+  }
+
+  private async runOne(initial: TaskState): Promise<void> {
+    const controller = new AbortController();
+    let finished!: () => void;
+    const done = new Promise<void>((resolve) => (finished = resolve));
+    this.running = { taskId: initial.taskId, controller, done };
+    let state = initial;
+    try {
+      const runtime = await this.getRuntime();
+      const deps = await this.loopDeps(runtime, state, controller.signal);
+      while (!isTerminal(state.status)) {
+        if (this.store.beginAttempt(state.taskId) > MAX_STEP_ATTEMPTS) {
+          throw new AppError("internal", 500, `the task was interrupted ${MAX_STEP_ATTEMPTS} times in one step and was given up`);
+        }
+        const spentBefore = state.usage.promptTokens + state.usage.completionTokens;
+        const advance = await advanceTask(state, deps);
+        state = advance.state;
+        this.store.save(state, advance.audit, Date.now());
+        await this.recordSpend(runtime, state.usage.promptTokens + state.usage.completionTokens - spentBefore);
+      }
+    } catch (error) {
+      // Setting up failed (agent deleted, daily budget spent) or the object keeps crashing.
+      const failure = error instanceof AppError ? error : new AppError("internal", 500, "the task failed unexpectedly; see the worker logs");
+      if (!(error instanceof AppError)) console.error(JSON.stringify({ level: "error", msg: "task_failed", agent: this.name, taskId: state.taskId, error: String(error) }));
+      const current = this.store.get(state.taskId)?.state ?? state;
+      if (!isTerminal(current.status)) {
+        const failed = { ...current, error: { code: failure.code, message: failure.message } };
+        state = stopTask(failed, Date.now(), (event) => this.emit(failed.taskId, event), "error", failure.message);
+        this.store.save(state, [], Date.now());
+      }
+    } finally {
+      this.running = null;
+      finished();
+    }
+    this.afterTask(state);
+  }
+
+  private async loopDeps(runtime: RoomRuntime, state: TaskState, signal: AbortSignal): Promise<TaskLoopDeps> {
+    const record = await runtime.agents.get(this.name);
+    if (!record) throw new NotFoundError(`no agent with id "${this.name}"`);
+    const character = record.character;
+    const model = runtime.chat.model;
+    if (!model) throw new ModelNotConfiguredError(MODEL_NOT_CONFIGURED_MESSAGE);
+    // A task's later steps were admitted when it started.
+    if (state.status === "queued") {
+      await assertWithinDailyBudget(runtime.spend, this.name, dailyCeiling(character, runtime.config.dailyTokenLimit), Date.now());
+    }
+    await runtime.mcp.prepare(effectiveServers(character.settings.mcpServers, await runtime.mcpPlatform.servers.list(this.name)));
+    return {
+      model,
+      models: modelChoiceFor(character, runtime.chat.models),
+      character,
+      tools: runtime.tools,
+      now: () => Date.now(),
+      emit: (event) => this.emit(state.taskId, event),
+      signal,
+      toolTimeoutMs: DEFAULT_LIMITS.toolTimeoutMs,
+      maxToolResultChars: DEFAULT_LIMITS.maxToolResultChars,
+      stepTimeoutMs: DEFAULT_LIMITS.turnTimeoutMs,
+    };
+  }
+
+  private emit(taskId: string, event: TaskEventBody): void {
+    this.store.appendEvent(taskId, event, Date.now());
+    const stored = this.store.get(taskId);
+    const line = stored?.delivery ? taskProgressLine(event) : null;
+    if (stored?.delivery && line) this.postProgress(stored.delivery, line);
+  }
+
+  /** Counting never fails a task: a lost count only makes the ceiling more lenient (and is logged). */
+  private async recordSpend(runtime: RoomRuntime, tokens: number): Promise<void> {
+    if (tokens <= 0) return;
+    try {
+      await runtime.spend.add(this.name, utcDay(Date.now()), tokens);
+    } catch (error) {
+      console.warn(JSON.stringify({ level: "warn", msg: "task_spend_not_recorded", agent: this.name, tokens, error: String(error) }));
+    }
+  }
+
+  private afterTask(state: TaskState): void {
+    if (!isTerminal(state.status)) return;
+    if (state.scheduleId) this.store.recordOutcome(state.scheduleId, state.taskId, state.status);
+    if (this.store.get(state.taskId)?.delivery) void this.deliverResults().catch(() => this.armDelivery());
+  }
+
+  // ---- Discord --------------------------------------------------------------------------------
+
+  private discordRest(): DiscordRest {
+    this.discord ??= createDiscordRest({ baseUrl: this.env.DISCORD_API_BASE, botToken: this.env.DISCORD_BOT_TOKEN });
+    return this.discord;
+  }
+
+  /** Progress lines are best effort, in order; the result is delivered durably after them. */
+  private postProgress(target: DiscordDelivery, line: string): void {
+    this.progress = this.progress.then(async () => {
+      try {
+        await postForInteraction(this.discordRest(), { ...target, originalUsed: true }, { content: line }, Date.now);
+      } catch (error) {
+        console.warn(JSON.stringify({ level: "warn", msg: "task_progress_not_posted", agent: this.name, error: String(error) }));
+      }
+    });
+  }
+
+  private async deliverResults(): Promise<void> {
+    await this.progress;
+    for (const task of this.store.undelivered()) {
+      try {
+        await deliverToDiscord(this.discordRest(), { target: task.delivery!, reply: taskResultText(task.state), error: null, sentParts: 0 }, Date.now, () => {});
+        this.store.markDelivered(task.state.taskId);
+      } catch (error) {
+        const final = error instanceof DiscordApiError && !error.retryable;
+        console.error(JSON.stringify({ level: "error", msg: "task_delivery_failed", agent: this.name, taskId: task.state.taskId, final, error: String(error) }));
+        if (!final) throw error;
+        this.store.markDelivered(task.state.taskId);
+      }
+    }
+  }
+
+  private armDelivery(): void {
+    this.queue("deliverTaskResults", {}, { id: DELIVER_ITEM_ID, retry: DELIVERY_RETRY }).catch((error: unknown) => {
+      console.error(JSON.stringify({ level: "error", msg: "task_deliver_item_failed", agent: this.name, error: String(error) }));
+    });
+  }
+
+  private getRuntime(): Promise<RoomRuntime> {
+    this.runtime ??= createRoomRuntime(this.env, this.name, { settled: () => Promise.resolve() }).catch((error: unknown) => {
+      this.runtime = null;
+      throw error;
+    });
+    return this.runtime;
+  }
+}

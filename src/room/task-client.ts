@@ -1,0 +1,43 @@
+// How the worker reaches an agent's AgentTasks object (named by the agent id). The casts live
+// here, once: workers-types maps RPC results through its Serializable type, which collapses on
+// `unknown` fields (tool arguments in the audit trail) although they are plain JSON at runtime.
+import type { Env } from "../config.ts";
+import type { TaskEvent, TaskState } from "../runtime/task-types.ts";
+import type { CreateTaskRequest, ScheduleRequest, ScheduleResult, TaskView } from "./agent-tasks.ts";
+import type { ScheduleRecord } from "./task-store.ts";
+
+function stub(env: Env, agentId: string) {
+  return env.TASKS.getByName(agentId);
+}
+
+export async function createTask(env: Env, agentId: string, request: CreateTaskRequest): Promise<{ taskId: string }> {
+  return await stub(env, agentId).createTask(request);
+}
+
+export async function getTask(env: Env, agentId: string, taskId: string): Promise<TaskView | null> {
+  const view: unknown = await stub(env, agentId).getTask(taskId);
+  return view as TaskView | null;
+}
+
+export async function cancelTask(env: Env, agentId: string, taskId: string): Promise<TaskState | null> {
+  const state: unknown = await stub(env, agentId).cancel(taskId);
+  return state as TaskState | null;
+}
+
+export async function taskEvents(env: Env, agentId: string, taskId: string, afterId: number, limit: number): Promise<{ events: { id: number; event: TaskEvent }[]; finished: boolean } | null> {
+  const page: unknown = await stub(env, agentId).taskEvents(taskId, afterId, limit);
+  return page as { events: { id: number; event: TaskEvent }[]; finished: boolean } | null;
+}
+
+export async function createSchedule(env: Env, agentId: string, request: ScheduleRequest): Promise<ScheduleResult> {
+  const result: unknown = await stub(env, agentId).createTaskSchedule(request);
+  return result as ScheduleResult;
+}
+
+export async function listSchedules(env: Env, agentId: string): Promise<ScheduleRecord[]> {
+  return await stub(env, agentId).taskSchedules();
+}
+
+export async function deleteSchedule(env: Env, agentId: string, scheduleId: string): Promise<boolean> {
+  return await stub(env, agentId).deleteTaskSchedule(scheduleId);
+}

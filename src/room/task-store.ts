@@ -1,0 +1,254 @@
+// An agent's tasks, their event log, audit trail and schedules in the AgentTasks Durable Object's
+// SQLite. A task's whole state is one JSON row, rewritten after every step together with that
+// step's tool calls (one synchronous block, so both commit or neither). Events get monotonically
+// increasing ids: the SSE endpoint replays from a client's Last-Event-ID.
+import { z } from "zod";
+import { isTerminal, type AuditEntry, type TaskEvent, type TaskEventBody, type TaskState } from "../runtime/task-types.ts";
+import type { DiscordDelivery } from "./turn-journal.ts";
+
+/** A task that crashed its object this many times in one step is failed instead of retried forever. */
+export const MAX_STEP_ATTEMPTS = 3;
+/** Finished tasks (and their events and audit) are kept this long. */
+export const TASK_RETENTION_MS = 7 * 24 * 60 * 60 * 1000;
+
+export interface ScheduleSpec {
+  scheduleId: string;
+  kind: "cron" | "at" | "every";
+  /** The cron expression, the ISO time, or the interval in seconds. */
+  when: string;
+  goal: string;
+  roomId: string | null;
+}
+
+export interface ScheduleRecord extends ScheduleSpec {
+  /** The agents SDK's schedule row that fires it. */
+  sdkScheduleId: string;
+  createdAt: number;
+  runs: number;
+  skipped: number;
+  lastRunAt: number | null;
+  lastTaskId: string | null;
+  lastStatus: string | null;
+  /** A one-time (`at`) schedule is done once it fired. */
+  active: boolean;
+}
+
+export interface StoredTask {
+  state: TaskState;
+  attempts: number;
+  delivery: DiscordDelivery | null;
+  delivered: boolean;
+}
+
+const TaskRow = z.object({ state: z.string(), attempts: z.number(), delivery: z.string().nullable(), delivered: z.number() });
+const EventRow = z.object({ id: z.number(), task_id: z.string(), data: z.string() });
+const ScheduleRow = z.object({
+  schedule_id: z.string(),
+  spec: z.string(),
+  sdk_schedule_id: z.string(),
+  created_at: z.number(),
+  runs: z.number(),
+  skipped: z.number(),
+  last_run_at: z.number().nullable(),
+  last_task_id: z.string().nullable(),
+  last_status: z.string().nullable(),
+  active: z.number(),
+});
+
+export class TaskStore {
+  private readonly sql: SqlStorage;
+
+  constructor(sql: SqlStorage) {
+    this.sql = sql;
+  }
+
+  migrate(): void {
+    this.sql.exec(`CREATE TABLE IF NOT EXISTS tasks (
+      seq INTEGER PRIMARY KEY AUTOINCREMENT,
+      task_id TEXT NOT NULL UNIQUE,
+      status TEXT NOT NULL,
+      state TEXT NOT NULL,
+      attempts INTEGER NOT NULL DEFAULT 0,
+      delivery TEXT,
+      delivered INTEGER NOT NULL DEFAULT 0,
+      created_at INTEGER NOT NULL,
+      updated_at INTEGER NOT NULL
+    )`);
+    this.sql.exec("CREATE INDEX IF NOT EXISTS tasks_status ON tasks (status, seq)");
+    this.sql.exec(`CREATE TABLE IF NOT EXISTS task_events (
+      id INTEGER PRIMARY KEY AUTOINCREMENT,
+      task_id TEXT NOT NULL,
+      data TEXT NOT NULL
+    )`);
+    this.sql.exec("CREATE INDEX IF NOT EXISTS task_events_task ON task_events (task_id, id)");
+    this.sql.exec(`CREATE TABLE IF NOT EXISTS task_audit (
+      id INTEGER PRIMARY KEY AUTOINCREMENT,
+      task_id TEXT NOT NULL,
+      entry TEXT NOT NULL
+    )`);
+    this.sql.exec("CREATE INDEX IF NOT EXISTS task_audit_task ON task_audit (task_id, id)");
+    this.sql.exec(`CREATE TABLE IF NOT EXISTS task_schedules (
+      schedule_id TEXT PRIMARY KEY,
+      spec TEXT NOT NULL,
+      sdk_schedule_id TEXT NOT NULL,
+      created_at INTEGER NOT NULL,
+      runs INTEGER NOT NULL DEFAULT 0,
+      skipped INTEGER NOT NULL DEFAULT 0,
+      last_run_at INTEGER,
+      last_task_id TEXT,
+      last_status TEXT,
+      active INTEGER NOT NULL DEFAULT 1
+    )`);
+  }
+
+  insert(state: TaskState, delivery: DiscordDelivery | null, now: number): void {
+    this.sql.exec(
+      "INSERT INTO tasks (task_id, status, state, delivery, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)",
+      state.taskId,
+      state.status,
+      JSON.stringify(state),
+      delivery ? JSON.stringify(delivery) : null,
+      now,
+      now,
+    );
+  }
+
+  get(taskId: string): StoredTask | null {
+    const row = this.sql.exec("SELECT state, attempts, delivery, delivered FROM tasks WHERE task_id = ?", taskId).toArray()[0];
+    if (!row) return null;
+    const parsed = TaskRow.parse(row);
+    return {
+      state: JSON.parse(parsed.state) as TaskState,
+      attempts: parsed.attempts,
+      delivery: parsed.delivery ? (JSON.parse(parsed.delivery) as DiscordDelivery) : null,
+      delivered: parsed.delivered === 1,
+    };
+  }
+
+  /** The oldest task not finished yet. */
+  nextRunnable(): TaskState | null {
+    const row = this.sql.exec("SELECT task_id FROM tasks WHERE status IN ('queued', 'running') ORDER BY seq LIMIT 1").toArray()[0];
+    return row ? (this.get(String(row.task_id))?.state ?? null) : null;
+  }
+
+  /** Counts a start of the task's next unit of work; returns the count (a crash leaves it raised). */
+  beginAttempt(taskId: string): number {
+    const row = this.sql.exec("UPDATE tasks SET attempts = attempts + 1 WHERE task_id = ? RETURNING attempts", taskId).toArray()[0];
+    return Number(row?.attempts ?? 0);
+  }
+
+  /** The state after a unit of work, with its tool calls; the crash counter restarts. */
+  save(state: TaskState, audit: AuditEntry[], now: number): void {
+    this.sql.exec("UPDATE tasks SET status = ?, state = ?, attempts = 0, updated_at = ? WHERE task_id = ?", state.status, JSON.stringify(state), now, state.taskId);
+    for (const entry of audit) this.sql.exec("INSERT INTO task_audit (task_id, entry) VALUES (?, ?)", state.taskId, JSON.stringify(entry));
+  }
+
+  audit(taskId: string): AuditEntry[] {
+    return this.sql
+      .exec("SELECT entry FROM task_audit WHERE task_id = ? ORDER BY id", taskId)
+      .toArray()
+      .map((row) => JSON.parse(String(row.entry)) as AuditEntry);
+  }
+
+  appendEvent(taskId: string, body: TaskEventBody, at: number): number {
+    const event: TaskEvent = { ...body, taskId, at };
+    const row = this.sql.exec("INSERT INTO task_events (task_id, data) VALUES (?, ?) RETURNING id", taskId, JSON.stringify(event)).toArray()[0];
+    return Number(row?.id ?? 0);
+  }
+
+  /** Events of a task after `afterId`, oldest first. */
+  events(taskId: string, afterId: number, limit: number): { id: number; event: TaskEvent }[] {
+    return this.sql
+      .exec("SELECT id, task_id, data FROM task_events WHERE task_id = ? AND id > ? ORDER BY id LIMIT ?", taskId, afterId, limit)
+      .toArray()
+      .map((row) => {
+        const parsed = EventRow.parse(row);
+        return { id: parsed.id, event: JSON.parse(parsed.data) as TaskEvent };
+      });
+  }
+
+  undelivered(): StoredTask[] {
+    return this.sql
+      .exec("SELECT task_id FROM tasks WHERE delivery IS NOT NULL AND delivered = 0 AND status IN ('completed', 'failed', 'exhausted', 'cancelled') ORDER BY seq")
+      .toArray()
+      .map((row) => this.get(String(row.task_id)))
+      .filter((task): task is StoredTask => task !== null);
+  }
+
+  markDelivered(taskId: string): void {
+    this.sql.exec("UPDATE tasks SET delivered = 1 WHERE task_id = ?", taskId);
+  }
+
+  /** Drops finished tasks older than the retention window, with their events and audit rows. */
+  prune(now: number): void {
+    const old = this.sql
+      .exec("SELECT task_id, status FROM tasks WHERE updated_at < ?", now - TASK_RETENTION_MS)
+      .toArray()
+      .filter((row) => isTerminal(String(row.status) as TaskState["status"]))
+      .map((row) => String(row.task_id));
+    for (const taskId of old) {
+      this.sql.exec("DELETE FROM task_events WHERE task_id = ?", taskId);
+      this.sql.exec("DELETE FROM task_audit WHERE task_id = ?", taskId);
+      this.sql.exec("DELETE FROM tasks WHERE task_id = ?", taskId);
+    }
+  }
+
+  // ---- schedules ----------------------------------------------------------------------------
+
+  insertSchedule(spec: ScheduleSpec, sdkScheduleId: string, now: number): void {
+    this.sql.exec(
+      "INSERT INTO task_schedules (schedule_id, spec, sdk_schedule_id, created_at) VALUES (?, ?, ?, ?)",
+      spec.scheduleId,
+      JSON.stringify(spec),
+      sdkScheduleId,
+      now,
+    );
+  }
+
+  schedule(scheduleId: string): ScheduleRecord | null {
+    const row = this.sql.exec("SELECT * FROM task_schedules WHERE schedule_id = ?", scheduleId).toArray()[0];
+    return row ? toSchedule(row) : null;
+  }
+
+  schedules(): ScheduleRecord[] {
+    return this.sql.exec("SELECT * FROM task_schedules ORDER BY created_at, schedule_id").toArray().map(toSchedule);
+  }
+
+  deleteSchedule(scheduleId: string): void {
+    this.sql.exec("DELETE FROM task_schedules WHERE schedule_id = ?", scheduleId);
+  }
+
+  recordRun(scheduleId: string, taskId: string, now: number, oneTime: boolean): void {
+    this.sql.exec(
+      "UPDATE task_schedules SET runs = runs + 1, last_run_at = ?, last_task_id = ?, last_status = 'queued', active = ? WHERE schedule_id = ?",
+      now,
+      taskId,
+      oneTime ? 0 : 1,
+      scheduleId,
+    );
+  }
+
+  recordSkip(scheduleId: string): void {
+    this.sql.exec("UPDATE task_schedules SET skipped = skipped + 1 WHERE schedule_id = ?", scheduleId);
+  }
+
+  recordOutcome(scheduleId: string, taskId: string, status: string): void {
+    this.sql.exec("UPDATE task_schedules SET last_status = ? WHERE schedule_id = ? AND last_task_id = ?", status, scheduleId, taskId);
+  }
+}
+
+function toSchedule(row: Record<string, SqlStorageValue>): ScheduleRecord {
+  const parsed = ScheduleRow.parse(row);
+  const spec = JSON.parse(parsed.spec) as ScheduleSpec;
+  return {
+    ...spec,
+    sdkScheduleId: parsed.sdk_schedule_id,
+    createdAt: parsed.created_at,
+    runs: parsed.runs,
+    skipped: parsed.skipped,
+    lastRunAt: parsed.last_run_at,
+    lastTaskId: parsed.last_task_id,
+    lastStatus: parsed.last_status,
+    active: parsed.active === 1,
+  };
+}
