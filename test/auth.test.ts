@@ -63,6 +63,17 @@ const REQUESTS: Record<string, () => Promise<MatrixRequest>> = {
     const { postId } = await json<{ postId: string }>(stored);
     return { path: `/agents/${id}/media/${postId}`, agentId: id, status: 200 };
   },
+  "POST /agents/{agentId}/tasks": async () => withAgent((id) => ({ path: `/agents/${id}/tasks`, body: { goal: "Check the time" }, status: 202 })),
+  "GET /agents/{agentId}/tasks/{taskId}": async () => withTask((id, taskId) => ({ path: `/agents/${id}/tasks/${taskId}`, status: 200 })),
+  "DELETE /agents/{agentId}/tasks/{taskId}": async () => withTask((id, taskId) => ({ path: `/agents/${id}/tasks/${taskId}`, status: 200 })),
+  "GET /agents/{agentId}/tasks/{taskId}/events": async () => withTask((id, taskId) => ({ path: `/agents/${id}/tasks/${taskId}/events`, status: 200 })),
+  "POST /agents/{agentId}/schedules": async () => withAgent((id) => ({ path: `/agents/${id}/schedules`, body: { goal: "Weekly check", cron: "0 9 * * 1" }, status: 201 })),
+  "GET /agents/{agentId}/schedules": async () => withAgent((id) => ({ path: `/agents/${id}/schedules`, status: 200 })),
+  "DELETE /agents/{agentId}/schedules/{scheduleId}": async () => {
+    const id = await createTestAgent();
+    const { scheduleId } = await admin("POST", `/agents/${id}/schedules`, { goal: "Weekly check", cron: "0 9 * * 1" }, 201);
+    return { path: `/agents/${id}/schedules/${String(scheduleId)}`, agentId: id, status: 204 };
+  },
   "GET /clients/{clientId}/config": async () => ({ path: "/clients/discord/config", status: 200 }),
   "POST /clients/{clientId}/config": async () => ({ path: "/clients/discord/config", body: { allowedChannels: [] }, status: 200 }),
   "POST /auth/tokens": async () => ({ path: "/auth/tokens", body: { name: "minted-in-matrix", scopes: ["agents:read"] }, status: 201 }),
@@ -88,6 +99,13 @@ function photoForm(): FormData {
 async function withAgent(build: (id: string) => Omit<MatrixRequest, "agentId">): Promise<MatrixRequest> {
   const id = await createTestAgent();
   return { ...build(id), agentId: id };
+}
+
+/** An agent with a task (it fails fast: the stand-in's default answer is not a plan). */
+async function withTask(build: (id: string, taskId: string) => Omit<MatrixRequest, "agentId">): Promise<MatrixRequest> {
+  const id = await createTestAgent();
+  const { taskId } = await admin("POST", `/agents/${id}/tasks`, { goal: "Check the time" }, 202);
+  return { ...build(id, String(taskId)), agentId: id };
 }
 
 async function admin(method: string, path: string, body: unknown, status: number): Promise<Record<string, unknown>> {

@@ -201,8 +201,9 @@ async function act(state: TaskState, deps: TaskLoopDeps, session: ModelSession, 
   const plan = state.plan!;
   const current = plan.steps.findIndex((step) => step.status === "pending");
   if (current < 0) {
+    // Every step is done: check completion in this same unit.
     state.phase = "evaluate";
-    return;
+    return evaluate(state, deps, session);
   }
   const planStep = plan.steps[current]!;
   const number = state.steps.length + 1;
