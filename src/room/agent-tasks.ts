@@ -251,9 +251,12 @@ export class AgentTasks extends Agent<Env> {
 
   private emit(taskId: string, event: TaskEventBody): void {
     this.store.appendEvent(taskId, event, Date.now());
-    const stored = this.store.get(taskId);
-    const line = stored?.delivery ? taskProgressLine(event) : null;
-    if (stored?.delivery && line) this.postProgress(stored.delivery, line);
+    const delivery = this.store.get(taskId)?.delivery;
+    const line = delivery ? taskProgressLine(event) : null;
+    if (!delivery || !line) return;
+    // The first line replaces the deferred "thinking" response; the rest follow it.
+    if (!delivery.originalUsed) this.store.setDelivery(taskId, { ...delivery, originalUsed: true });
+    this.postProgress(delivery, line);
   }
 
   /** Counting never fails a task: a lost count only makes the ceiling more lenient (and is logged). */
@@ -283,7 +286,7 @@ export class AgentTasks extends Agent<Env> {
   private postProgress(target: DiscordDelivery, line: string): void {
     this.progress = this.progress.then(async () => {
       try {
-        await postForInteraction(this.discordRest(), { ...target, originalUsed: true }, { content: line }, Date.now);
+        await postForInteraction(this.discordRest(), target, { content: line }, Date.now);
       } catch (error) {
         console.warn(JSON.stringify({ level: "warn", msg: "task_progress_not_posted", agent: this.name, error: String(error) }));
       }

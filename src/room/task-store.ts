@@ -175,6 +175,10 @@ export class TaskStore {
       .filter((task): task is StoredTask => task !== null);
   }
 
+  setDelivery(taskId: string, delivery: DiscordDelivery): void {
+    this.sql.exec("UPDATE tasks SET delivery = ? WHERE task_id = ?", JSON.stringify(delivery), taskId);
+  }
+
   markDelivered(taskId: string): void {
     this.sql.exec("UPDATE tasks SET delivered = 1 WHERE task_id = ?", taskId);
   }

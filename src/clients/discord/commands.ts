@@ -47,6 +47,12 @@ export const COMMANDS: CommandDefinition[] = [
     options: [{ type: OptionType.STRING, name: "query", description: "Narrow it down, e.g. food", max_length: 200 }],
     contexts: [0, 1, 2],
   },
+  {
+    name: "task",
+    description: "Give the agent a goal to work through on its own; it posts progress and the result here",
+    options: [{ type: OptionType.STRING, name: "goal", description: "What the agent should get done", required: true, max_length: MAX_OPTION_CHARS }],
+    contexts: [0, 1, 2],
+  },
   { name: "forget", description: "Delete everything the agent remembers about you (asks first)", contexts: [0, 1, 2] },
   { name: "tools", description: "The tools the agent can use here", contexts: [0, 1, 2] },
   {
@@ -58,4 +64,4 @@ export const COMMANDS: CommandDefinition[] = [
   },
 ];
 
-export type CommandName = "chat" | "remember" | "recall" | "forget" | "tools" | "agent";
+export type CommandName = "chat" | "task" | "remember" | "recall" | "forget" | "tools" | "agent";

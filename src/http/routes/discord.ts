@@ -11,6 +11,8 @@ import type { AppEnv } from "../app-env.ts";
 import { enforceRate } from "../rate-limit.ts";
 import { guard } from "../auth.ts";
 import { COMMANDS, MANAGE_GUILD } from "../../clients/discord/commands.ts";
+import { createTask } from "../../room/task-client.ts";
+import { DEFAULT_TASK_LIMITS } from "../../runtime/task-types.ts";
 import { INTERACTION_TOKEN_LIFETIME_MS } from "../../clients/discord/rest.ts";
 import {
   EPHEMERAL,
@@ -231,6 +233,26 @@ async function command(c: Ctx, interaction: CommandInteraction) {
       });
       // Where the acknowledgement's time goes: the channel's settings (D1), the room's journal (RPC).
       c.header("Server-Timing", `channel;dur=${resolvedAt - started}, enqueue;dur=${Date.now() - resolvedAt}`);
+      return { type: ResponseType.DEFERRED_MESSAGE };
+    }
+    case "task": {
+      const goal = stringOption(interaction, "goal")?.trim();
+      if (!goal) return message("`/task` needs a goal.");
+      try {
+        await enforceRate(c.env, `user:discord:${user.id}`, loadConfig(c.env).rateLimits.perUser, "this Discord user");
+      } catch (error) {
+        if (error instanceof RateLimitedError) return message(`You're sending requests faster than I can take them; try again in ${error.retryAfterSeconds} s.`);
+        throw error;
+      }
+      const now = Date.now();
+      // Progress lines and the result go to this interaction (then the channel, once its token ages out).
+      await createTask(c.env, agentId, {
+        goal,
+        roomId: `discord:${channelId}`,
+        source: "discord",
+        limits: DEFAULT_TASK_LIMITS,
+        delivery: { kind: "discord", applicationId: interaction.application_id, interactionToken: interaction.token, channelId, expiresAt: now + INTERACTION_TOKEN_LIFETIME_MS - 5_000 },
+      });
       return { type: ResponseType.DEFERRED_MESSAGE };
     }
     case "remember": {
