@@ -235,6 +235,6 @@ describe("command registration diff", () => {
     expect(changes.unchanged).toEqual(["chat"]);
     expect(changes.updated).toEqual(["remember"]);
     expect(changes.removed).toEqual(["retired"]);
-    expect(changes.added).toEqual(["recall", "forget", "tools", "agent"]);
+    expect(changes.added).toEqual(["recall", "forget", "tools", "agent", "task"]);
   });
 });

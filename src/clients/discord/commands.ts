@@ -47,12 +47,6 @@ export const COMMANDS: CommandDefinition[] = [
     options: [{ type: OptionType.STRING, name: "query", description: "Narrow it down, e.g. food", max_length: 200 }],
     contexts: [0, 1, 2],
   },
-  {
-    name: "task",
-    description: "Give the agent a goal to work through on its own; it posts progress and the result here",
-    options: [{ type: OptionType.STRING, name: "goal", description: "What the agent should get done", required: true, max_length: MAX_OPTION_CHARS }],
-    contexts: [0, 1, 2],
-  },
   { name: "forget", description: "Delete everything the agent remembers about you (asks first)", contexts: [0, 1, 2] },
   { name: "tools", description: "The tools the agent can use here", contexts: [0, 1, 2] },
   {
@@ -60,6 +54,12 @@ export const COMMANDS: CommandDefinition[] = [
     description: "Choose the agent that serves this channel",
     options: [{ type: OptionType.STRING, name: "name", description: "The agent", required: true, autocomplete: true, max_length: 64 }],
     default_member_permissions: MANAGE_GUILD.toString(),
+    contexts: [0, 1, 2],
+  },
+  {
+    name: "task",
+    description: "Give the agent a goal to work through on its own; it posts progress and the result here",
+    options: [{ type: OptionType.STRING, name: "goal", description: "What the agent should get done", required: true, max_length: MAX_OPTION_CHARS }],
     contexts: [0, 1, 2],
   },
 ];
