@@ -251,7 +251,7 @@ export class AgentTasks extends Agent<Env> {
 
   private emit(taskId: string, event: TaskEventBody): void {
     this.store.appendEvent(taskId, event, Date.now());
-    const delivery = this.store.get(taskId)?.delivery;
+    const delivery = this.store.delivery(taskId);
     const line = delivery ? taskProgressLine(event) : null;
     if (!delivery || !line) return;
     // The first line replaces the deferred "thinking" response; the rest follow it.
@@ -272,7 +272,7 @@ export class AgentTasks extends Agent<Env> {
   private afterTask(state: TaskState): void {
     if (!isTerminal(state.status)) return;
     if (state.scheduleId) this.store.recordOutcome(state.scheduleId, state.taskId, state.status);
-    if (this.store.get(state.taskId)?.delivery) void this.deliverResults().catch(() => this.armDelivery());
+    if (this.store.delivery(state.taskId)) void this.deliverResults().catch(() => this.armDelivery());
   }
 
   // ---- Discord --------------------------------------------------------------------------------

@@ -175,6 +175,12 @@ export class TaskStore {
       .filter((task): task is StoredTask => task !== null);
   }
 
+  /** Where a task reports to (Discord), without reading its whole state. */
+  delivery(taskId: string): DiscordDelivery | null {
+    const row = this.sql.exec("SELECT delivery FROM tasks WHERE task_id = ?", taskId).toArray()[0];
+    return row?.delivery ? (JSON.parse(String(row.delivery)) as DiscordDelivery) : null;
+  }
+
   setDelivery(taskId: string, delivery: DiscordDelivery): void {
     this.sql.exec("UPDATE tasks SET delivery = ? WHERE task_id = ?", JSON.stringify(delivery), taskId);
   }
