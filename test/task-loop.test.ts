@@ -201,6 +201,20 @@ describe("task loop", () => {
     expect(final.steps).toHaveLength(1);
   });
 
+  it("stops at the wall-clock limit", async () => {
+    const h = harness({ plan: [planReply(["One", "Two"], ["Both done"])], act: [{ text: "one done" }], reflect: [reflectReply(true)] });
+    let now = 0;
+    h.deps.now = () => now;
+    let state = (await advanceTask(task({ wallClockMs: 60_000 }), h.deps)).state; // plan at t=0
+    now = 30_000;
+    state = (await advanceTask(state, h.deps)).state; // step 1
+    now = 60_000;
+    const { final } = await run(h, state);
+    expect(final).toMatchObject({ status: "exhausted", stopReason: "wall_clock", finishedAt: 60_000 });
+    expect(final.report).toContain("Stopped: the time limit of 60 s is reached.");
+    expect(final.steps).toHaveLength(1);
+  });
+
   it("gives up after maxFailures counted failures in a row", async () => {
     const failing = { toolCalls: [{ name: "fetch_page", arguments: { url: "https://down.example" } }] };
     const h = harness({

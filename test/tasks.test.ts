@@ -4,6 +4,7 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
+import type { AgentTasks } from "../src/room/agent-tasks.ts";
 import { api, createTestAgent, json, useModelStandIn } from "./helpers/api.ts";
 import { evaluateReply, planReply, reflectReply, roleOf, scriptTask, standInResponder, type TaskScript } from "./helpers/task-script.ts";
 
@@ -373,6 +374,21 @@ describe("schedules", () => {
       { timeout: 10_000, interval: 300 },
     );
     await api("DELETE", `/agents/${agentId}/schedules/${created.scheduleId}`);
+  });
+
+  it("stops an agent's schedules and cancels its unfinished tasks when the agent is deleted", async () => {
+    const agentId = await createTestAgent();
+    model.respondWith(() => ({ hang: true }));
+    const taskId = await start(agentId, { goal: "Wait forever" });
+    await model.waitForHang();
+    expect((await api("POST", `/agents/${agentId}/schedules`, { body: { cron: "0 9 * * 1", goal: "Weekly" } })).status).toBe(201);
+    expect((await api("DELETE", `/agents/${agentId}`)).status).toBe(204);
+    const left = await runInDurableObject(env.TASKS.getByName(agentId), async (instance: AgentTasks) => ({
+      schedules: await instance.taskSchedules(),
+      task: (await instance.getTask(taskId))?.state.status,
+      sdkSchedules: (await instance.listSchedules()).length,
+    }));
+    expect(left).toEqual({ schedules: [], task: "cancelled", sdkSchedules: 0 });
   });
 
   it("refuses invalid schedules", async () => {

@@ -160,6 +160,26 @@ export class AgentTasks extends Agent<Env> {
     this.store.recordRun(record.scheduleId, taskId, Date.now(), record.kind === "at");
   }
 
+  /**
+   * The agent was deleted: its schedules stop, and tasks not finished are cancelled (their record
+   * stays readable until it ages out).
+   */
+  async stopAll(): Promise<{ schedules: number; tasks: number }> {
+    const schedules = this.store.schedules();
+    for (const record of schedules) {
+      await this.cancelSchedule(record.sdkScheduleId);
+      this.store.deleteSchedule(record.scheduleId);
+    }
+    let tasks = 0;
+    for (let state = this.store.nextRunnable(); state; state = this.store.nextRunnable()) {
+      await this.cancel(state.taskId);
+      tasks += 1;
+      // A step that would not stop in time stays "running"; it ends cancelled once it returns.
+      if (this.running?.taskId === state.taskId) break;
+    }
+    return { schedules: schedules.length, tasks };
+  }
+
   /** Queue callback: retries task results that could not reach Discord yet. */
   async deliverTaskResults(): Promise<void> {
     await this.deliverResults();

@@ -41,3 +41,8 @@ export async function listSchedules(env: Env, agentId: string): Promise<Schedule
 export async function deleteSchedule(env: Env, agentId: string, scheduleId: string): Promise<boolean> {
   return await stub(env, agentId).deleteTaskSchedule(scheduleId);
 }
+
+/** Stops a deleted agent's schedules and unfinished tasks. */
+export async function stopAgentTasks(env: Env, agentId: string): Promise<{ schedules: number; tasks: number }> {
+  return await stub(env, agentId).stopAll();
+}

@@ -8,6 +8,7 @@ import type { Env } from "../../config.ts";
 import type { AppEnv } from "../app-env.ts";
 import { assertMayActFor, guard } from "../auth.ts";
 import { agentIdFor, type AgentRecord } from "../../memory/agent-store.ts";
+import { stopAgentTasks } from "../../room/task-client.ts";
 import { NotFoundError } from "../../runtime/errors.ts";
 import { AgentIdParam, errorContent, jsonContent } from "../schemas.ts";
 import { pathNestedDeeperThan } from "../json-depth.ts";
@@ -173,6 +174,8 @@ export function agentRoutes(): OpenAPIHono<AppEnv> {
       const { agentId } = c.req.valid("param");
       forgetAgent(agentId);
       if (!(await agentStore(c.env).remove(agentId))) throw new NotFoundError(`no agent with id "${agentId}"`);
+      // Its schedules must not keep starting tasks for an agent that is gone.
+      await stopAgentTasks(c.env, agentId).catch((error: unknown) => logWarning("agent_tasks_stop_failed", error));
       // The agent's vectors go too: the local index by cascade, Vectorize through the outbox.
       await memoryBackends(c.env).pipeline.sweepDeletions().catch((error: unknown) => logWarning("vector_sweep_failed", error));
       return c.body(null, 204);
