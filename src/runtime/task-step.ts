@@ -1,0 +1,190 @@
+// One act step of a task and its reflection: the step runs through the chat turn's tool loop
+// (same tools, validation, timeouts, failover), then a structured reflection compares the outcome
+// with the step's check. A failure records its analysis and the different approach the next
+// attempt must take; a plan step's first failure is retried that way before it counts.
+import { renderCharacter } from "./providers/character-provider.ts";
+import { AppError } from "./errors.ts";
+import type { ModelSession } from "./model-session.ts";
+import { completeStructured } from "./structured-output.ts";
+import type { TaskLoopDeps } from "./task-loop.ts";
+import { clip, REFLECTION_INSTRUCTIONS, ReflectionReply, renderPlan, renderProgress, revisePlan, TASK_AGENT_INSTRUCTIONS } from "./task-plan.ts";
+import type { AuditEntry, StepRecord, TaskState } from "./task-types.ts";
+import { ToolExecutor } from "./tool-executor.ts";
+import { runToolLoop } from "./tool-loop.ts";
+import type { ChatMessage, ChatModel, RuntimeEvent } from "./types.ts";
+
+/** Steps not yet folded into the rolling summary before one is written. */
+export const SUMMARY_EVERY_STEPS = 3;
+/** Model rounds the tool loop may take inside one act step. */
+export const ACT_MAX_ROUNDS = 6;
+export const ACT_MAX_TOOL_FAILURES = 3;
+
+export const TASK_SWITCH_NOTE =
+  "Note: a different model has taken over this task. Tool state may have changed since earlier steps: " +
+  "call the tools again before relying on results reported above.";
+
+/** Runs the current plan step; true when there is none left (the completion check is next). */
+export async function act(state: TaskState, deps: TaskLoopDeps, session: ModelSession, audit: AuditEntry[]): Promise<boolean> {
+  const plan = state.plan!;
+  const current = plan.steps.findIndex((step) => step.status === "pending");
+  if (current < 0) {
+    state.phase = "evaluate";
+    return true;
+  }
+  const planStep = plan.steps[current]!;
+  const number = state.steps.length + 1;
+  const startedAt = deps.now();
+  deps.emit({ type: "step_started", step: number, planStep: current, title: planStep.title, approach: state.retry?.approach ?? null });
+
+  const definitions = await deps.tools.list();
+  const executor = new ToolExecutor({ host: deps.tools, tools: definitions, defaultTimeoutMs: deps.toolTimeoutMs, maxResultChars: deps.maxToolResultChars, now: deps.now });
+  const retry = state.retry ? `\n\nThe previous attempt at this step failed. Analysis: ${state.retry.analysis}\nTake a different approach: ${state.retry.approach}` : "";
+  const switched = state.modelSwitched ? `\n\n${TASK_SWITCH_NOTE}` : "";
+  const messages: ChatMessage[] = [
+    { role: "system", content: `${renderCharacter(deps.character)}\n\n${TASK_AGENT_INSTRUCTIONS}` },
+    {
+      role: "user",
+      content: `Goal: ${state.goal}\n\n${renderPlan(plan, current)}\n\nProgress so far:\n${renderProgress(state)}${switched}\n\nNow do step ${current + 1}: ${planStep.title} (done when: ${planStep.doneWhen})${retry}`,
+    },
+  ];
+  const controller = new AbortController();
+  const onCancel = () => controller.abort(deps.signal.reason);
+  deps.signal.addEventListener("abort", onCancel, { once: true });
+  const timer = setTimeout(() => controller.abort(new Error("step timeout")), deps.stepTimeoutMs);
+  let loop: Awaited<ReturnType<typeof runToolLoop>>;
+  try {
+    loop = await runToolLoop({
+      session,
+      executor,
+      events: { emit: (event) => onRuntimeEvent(event, deps, number) },
+      now: deps.now,
+      ids: { turnId: `${state.taskId}:${number}`, agentId: state.agentId, roomId: state.roomId, userId: `task:${state.source}` },
+      messages,
+      turnStart: 1,
+      tools: definitions.map(({ name, description, parameters }) => ({ name, description, parameters })),
+      temperature: deps.character.settings.temperature,
+      maxOutputTokens: deps.character.settings.maxOutputTokens,
+      maxSteps: ACT_MAX_ROUNDS,
+      maxConsecutiveFailures: ACT_MAX_TOOL_FAILURES,
+      signal: controller.signal,
+    });
+  } finally {
+    clearTimeout(timer);
+    deps.signal.removeEventListener("abort", onCancel);
+  }
+  if (deps.signal.aborted) return false;
+  // The tool loop never pauses here (no approvals can be asked for), so it always replies.
+  if (loop.kind !== "reply") throw new AppError("internal", 500, "a task step paused unexpectedly");
+  state.modelSwitched = false;
+  for (const record of loop.toolCalls) {
+    audit.push({
+      step: number,
+      callId: record.id,
+      tool: record.name,
+      arguments: record.arguments,
+      result: record.output,
+      ok: record.ok,
+      cached: record.cached,
+      durationMs: record.durationMs,
+      model: record.model,
+      at: deps.now(),
+    });
+  }
+
+  const reflection = await completeStructured({
+    model: sessionModel(session, deps),
+    modelName: session.current,
+    schema: ReflectionReply,
+    signal: deps.signal,
+    messages: [
+      { role: "system", content: REFLECTION_INSTRUCTIONS },
+      {
+        role: "user",
+        content:
+          `Goal: ${state.goal}\n\n${renderPlan(plan, current)}\n\nStep ${current + 1}: ${planStep.title} (done when: ${planStep.doneWhen})\n` +
+          `Tool calls:\n${renderCalls(loop.toolCalls)}\nThe agent's report: ${loop.text}\nHow the step ended: ${loop.stopReason}`,
+      },
+    ],
+  });
+  const verdict = reflection.value;
+  // The model's claim is not enough: a step whose tool loop hit a bound, or whose every tool call
+  // failed, did not succeed whatever the reflection says.
+  const allToolsFailed = loop.toolCalls.length > 0 && loop.toolCalls.every((call) => !call.ok);
+  const succeeded = verdict.succeeded && loop.stopReason === "completed" && !allToolsFailed;
+  const failureAnalysis = succeeded ? null : verdict.failureAnalysis || failureFromCalls(loop.toolCalls, loop.stopReason) || verdict.reflection;
+  const counted = !succeeded && state.failuresOnCurrent >= 1;
+  const record: StepRecord = {
+    step: number,
+    planStep: current,
+    title: planStep.title,
+    approach: state.retry?.approach ?? null,
+    outcome: succeeded ? "succeeded" : "failed",
+    output: clip(loop.text, 4_000),
+    reflection: verdict.reflection,
+    failureAnalysis,
+    countedAsFailure: counted,
+    toolCalls: loop.toolCalls.length,
+    model: loop.model,
+    startedAt,
+    finishedAt: deps.now(),
+  };
+  state.steps.push(record);
+  deps.emit({ type: "step_finished", step: number, outcome: record.outcome, output: record.output, countedAsFailure: counted });
+  deps.emit({ type: "reflection", step: number, text: verdict.reflection, failureAnalysis, nextApproach: succeeded ? null : (verdict.nextApproach ?? null) });
+
+  if (succeeded) {
+    planStep.status = "done";
+    state.consecutiveFailures = 0;
+    state.failuresOnCurrent = 0;
+    state.retry = null;
+    if (verdict.revisedRemainingSteps) {
+      state.plan = revisePlan(plan, current, verdict.revisedRemainingSteps);
+      emitPlan(state, deps);
+    }
+  } else {
+    state.failuresOnCurrent += 1;
+    if (counted) state.consecutiveFailures += 1;
+    state.retry = {
+      analysis: failureAnalysis ?? "the step did not succeed",
+      approach: verdict.nextApproach || "do not repeat what failed; use another tool, other arguments or another way to reach the step's check",
+    };
+  }
+  const unsummarized = state.steps.length - state.summarizedThrough;
+  state.phase = unsummarized >= SUMMARY_EVERY_STEPS ? "summarize" : "act";
+  return false;
+}
+
+export function sessionModel(session: ModelSession, deps: TaskLoopDeps): ChatModel {
+  return {
+    backend: deps.model.backend,
+    complete: (request) =>
+      session.complete(
+        { messages: request.messages, temperature: request.temperature, maxOutputTokens: request.maxOutputTokens, signal: request.signal },
+        () => request.messages,
+      ),
+  };
+}
+
+export function onRuntimeEvent(event: RuntimeEvent, deps: TaskLoopDeps, step?: number): void {
+  if (event.type === "tool_called" && step !== undefined) {
+    deps.emit({ type: "tool_called", step, tool: event.tool, ok: event.ok, cached: event.cached, durationMs: event.durationMs });
+  } else if (event.type === "model_failover") {
+    deps.emit({ type: "model_failover", from: event.from, to: event.to, reason: event.reason });
+  }
+}
+
+export function emitPlan(state: TaskState, deps: TaskLoopDeps): void {
+  const plan = state.plan!;
+  deps.emit({ type: "plan", revision: plan.revision, steps: plan.steps.map((s) => ({ ...s })), successCriteria: [...plan.successCriteria] });
+}
+
+function renderCalls(calls: { name: string; arguments: unknown; ok: boolean; output: string }[]): string {
+  if (calls.length === 0) return "none";
+  return calls.map((call) => `- ${call.name}(${clip(JSON.stringify(call.arguments), 300)}) -> ${call.ok ? "ok" : "FAILED"}: ${clip(call.output, 500)}`).join("\n");
+}
+
+function failureFromCalls(calls: { name: string; ok: boolean; output: string }[], stopReason: string): string | null {
+  const failed = calls.filter((call) => !call.ok);
+  if (failed.length > 0) return failed.map((call) => `${call.name}: ${clip(call.output, 300)}`).join("; ");
+  return stopReason === "completed" ? null : `the step ended with ${stopReason}`;
+}
