@@ -202,6 +202,24 @@ describe("tasks API", () => {
     expect((await api("GET", `/agents/${agentId}/tasks/not-a-uuid`)).status).toBe(400);
   });
 
+  it("counts a task's tokens against the agent's daily ceiling, and refuses the next task once it is spent", async () => {
+    const agentId = await createTestAgent({ settings: { dailyTokens: 500 } });
+    useScript({ plan: [planReply(["Answer"], ["Answered"])], act: [{ text: "Answered." }], reflect: [reflectReply(true)], evaluate: [evaluateReply([true], "Answered.")] });
+    const first = await finished(agentId, await start(agentId, { goal: "Answer" }));
+    expect(first.status).toBe("completed");
+    const spentByTask = first.usage.promptTokens + first.usage.completionTokens;
+    expect(spentByTask).toBeGreaterThan(500);
+    await vi.waitFor(async () => {
+      const row = await env.DB.prepare("SELECT tokens FROM model_usage_daily WHERE agent_id = ?").bind(agentId).first<{ tokens: number }>();
+      expect(row?.tokens).toBe(spentByTask);
+    });
+    const calls = model.calls.length;
+    const refused = await finished(agentId, await start(agentId, { goal: "Answer again" }));
+    expect(refused).toMatchObject({ status: "failed", stopReason: "error", error: { code: "rate_limited" } });
+    expect(refused.report).toContain("daily model budget");
+    expect(model.calls.length).toBe(calls);
+  });
+
   it("cancels a running task: the step stops and the task ends cancelled with its report", async () => {
     const agentId = await createTestAgent();
     const scripted = scriptTask({ plan: [planReply(["Wait for something"], ["It came"])] });
