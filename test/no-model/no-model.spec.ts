@@ -24,6 +24,13 @@ describe("with no model configured", () => {
     expect((await json<{ error: { code: string } }>(response)).error.code).toBe("model_not_configured");
   });
 
+  it("refuses a task with 503 model_not_configured instead of accepting it to fail", async () => {
+    expect((await api("POST", "/agents", { body: { id: "mute-task", name: "Mute", bio: "x" } })).status).toBe(201);
+    const response = await api("POST", "/agents/mute-task/tasks", { body: { goal: "Do something" } });
+    expect(response.status).toBe(503);
+    expect((await json<{ error: { code: string } }>(response)).error.code).toBe("model_not_configured");
+  });
+
   it("reports the missing model backend on /health", async () => {
     const health = await json(await api("GET", "/health", { token: null }));
     expect(health).toMatchObject({ status: "ok", model: { backend: "none", primary: null } });

@@ -7,7 +7,8 @@ import type { AppEnv } from "../app-env.ts";
 import { guard } from "../auth.ts";
 import { assertAgentExists } from "../known-agents.ts";
 import { AgentIdParam, errorContent, ExternalId, jsonContent } from "../schemas.ts";
-import { NotFoundError } from "../../runtime/errors.ts";
+import { loadConfig, MODEL_NOT_CONFIGURED_MESSAGE } from "../../config.ts";
+import { ModelNotConfiguredError, NotFoundError } from "../../runtime/errors.ts";
 import { DEFAULT_TASK_LIMITS, MAX_GOAL_CHARS, MAX_TASK_BUDGET_TOKENS, MAX_TASK_FAILURES, MAX_TASK_STEPS, type TaskState } from "../../runtime/task-types.ts";
 import type { AuditEntry } from "../../runtime/task-types.ts";
 import { cancelTask, createTask, getTask, taskEvents } from "../../room/task-client.ts";
@@ -73,12 +74,15 @@ export function taskRoutes(): OpenAPIHono<AppEnv> {
         202: jsonContent(z.object({ taskId: z.string() }), "The task is accepted and runs in the background"),
         400: errorContent("Invalid request"),
         404: errorContent("No such agent"),
+        503: errorContent("No model is configured"),
       },
     }),
     async (c) => {
       const { agentId } = c.req.valid("param");
       const body = c.req.valid("json");
       await assertAgentExists(c.env, agentId);
+      // Refused at once rather than accepted to fail in the background.
+      if (loadConfig(c.env).model.kind === "none") throw new ModelNotConfiguredError(MODEL_NOT_CONFIGURED_MESSAGE);
       const { taskId } = await createTask(c.env, agentId, {
         goal: body.goal,
         roomId: body.roomId,
