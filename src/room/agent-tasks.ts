@@ -189,11 +189,13 @@ export class AgentTasks extends Agent<Env> {
 
   private drain(): Promise<void> {
     if (!this.draining) {
+      let completed = false;
       this.draining = (async () => {
         // The heartbeat alarm doubles as the wake-up after an eviction (onStart resumes).
         const release = await this.keepAlive();
         try {
           for (let state = this.store.nextRunnable(); state; state = this.store.nextRunnable()) await this.runOne(state);
+          completed = true;
         } finally {
           release();
         }
@@ -203,6 +205,8 @@ export class AgentTasks extends Agent<Env> {
         })
         .finally(() => {
           this.draining = null;
+          // A task created while the loop was finishing would otherwise wait for the next wake-up.
+          if (completed && this.store.nextRunnable()) void this.drain();
         });
     }
     return this.draining;
