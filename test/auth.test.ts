@@ -64,6 +64,7 @@ const REQUESTS: Record<string, () => Promise<MatrixRequest>> = {
     return { path: `/agents/${id}/media/${postId}`, agentId: id, status: 200 };
   },
   "POST /agents/{agentId}/tasks": async () => withAgent((id) => ({ path: `/agents/${id}/tasks`, body: { goal: "Check the time" }, status: 202 })),
+  "GET /agents/{agentId}/tasks": async () => withTask((id) => ({ path: `/agents/${id}/tasks?limit=5`, status: 200 })),
   "GET /agents/{agentId}/tasks/{taskId}": async () => withTask((id, taskId) => ({ path: `/agents/${id}/tasks/${taskId}`, status: 200 })),
   "DELETE /agents/{agentId}/tasks/{taskId}": async () => withTask((id, taskId) => ({ path: `/agents/${id}/tasks/${taskId}`, status: 200 })),
   "GET /agents/{agentId}/tasks/{taskId}/events": async () => withTask((id, taskId) => ({ path: `/agents/${id}/tasks/${taskId}/events`, status: 200 })),

@@ -114,6 +114,8 @@ describe("tasks API", () => {
     expect(task.audit[0]).toMatchObject({ arguments: { timeZone: "Europe/Paris" }, result: expect.stringContaining("GMT+1"), durationMs: expect.any(Number) });
     expect(task.audit[1]!.result).toContain("current_time");
     expect(task.usage.modelCalls).toBe(11);
+    const listed = await json<{ tasks: { taskId: string; status: string; goal: string; source: string }[] }>(await api("GET", `/agents/${agentId}/tasks`));
+    expect(listed.tasks).toEqual([expect.objectContaining({ taskId, status: "completed", goal: "Tell me the time in Paris and how many tools you have", source: "api" })]);
     expect(model.calls.every((call) => call.model === "test-primary")).toBe(true);
   });
 

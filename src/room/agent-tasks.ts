@@ -84,6 +84,10 @@ export class AgentTasks extends Agent<Env> {
     return stored ? { state: stored.state, audit: this.store.audit(taskId) } : null;
   }
 
+  async listTasks(limit: number): Promise<TaskState[]> {
+    return this.store.list(limit);
+  }
+
   async taskEvents(taskId: string, afterId: number, limit: number): Promise<{ events: { id: number; event: TaskEvent }[]; finished: boolean } | null> {
     const stored = this.store.get(taskId);
     if (!stored) return null;

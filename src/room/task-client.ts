@@ -19,6 +19,11 @@ export async function getTask(env: Env, agentId: string, taskId: string): Promis
   return view as TaskView | null;
 }
 
+export async function listTasks(env: Env, agentId: string, limit: number): Promise<TaskState[]> {
+  const states: unknown = await stub(env, agentId).listTasks(limit);
+  return states as TaskState[];
+}
+
 export async function cancelTask(env: Env, agentId: string, taskId: string): Promise<TaskState | null> {
   const state: unknown = await stub(env, agentId).cancel(taskId);
   return state as TaskState | null;

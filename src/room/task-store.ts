@@ -125,6 +125,14 @@ export class TaskStore {
     };
   }
 
+  /** The newest tasks first, at most `limit`. */
+  list(limit: number): TaskState[] {
+    return this.sql
+      .exec("SELECT state FROM tasks ORDER BY seq DESC LIMIT ?", limit)
+      .toArray()
+      .map((row) => JSON.parse(String(row.state)) as TaskState);
+  }
+
   /** The oldest task not finished yet. */
   nextRunnable(): TaskState | null {
     const row = this.sql.exec("SELECT task_id FROM tasks WHERE status IN ('queued', 'running') ORDER BY seq LIMIT 1").toArray()[0];

@@ -11,7 +11,7 @@ import { loadConfig, MODEL_NOT_CONFIGURED_MESSAGE } from "../../config.ts";
 import { ModelNotConfiguredError, NotFoundError } from "../../runtime/errors.ts";
 import { DEFAULT_TASK_LIMITS, MAX_GOAL_CHARS, MAX_TASK_BUDGET_TOKENS, MAX_TASK_FAILURES, MAX_TASK_STEPS, type TaskState } from "../../runtime/task-types.ts";
 import type { AuditEntry } from "../../runtime/task-types.ts";
-import { cancelTask, createTask, getTask, taskEvents } from "../../room/task-client.ts";
+import { cancelTask, createTask, getTask, listTasks, taskEvents } from "../../room/task-client.ts";
 
 /** How often an open event stream looks for new events. */
 export const TASK_EVENTS_POLL_MS = 250;
@@ -59,6 +59,17 @@ const TaskResponse = z
   })
   .openapi("Task");
 
+const TaskSummary = z.object({
+  taskId: z.string(),
+  goal: z.string(),
+  status: z.string(),
+  source: z.string(),
+  scheduleId: z.string().nullable(),
+  stopReason: z.string().nullable(),
+  createdAt: z.number(),
+  finishedAt: z.number().nullable(),
+});
+
 export function taskRoutes(): OpenAPIHono<AppEnv> {
   const app = new OpenAPIHono<AppEnv>();
   const params = z.object({ agentId: AgentIdParam, taskId: TaskIdParam });
@@ -96,6 +107,38 @@ export function taskRoutes(): OpenAPIHono<AppEnv> {
       });
       c.header("Location", `/agents/${agentId}/tasks/${taskId}`);
       return c.json({ taskId }, 202);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: "get",
+      path: "/agents/{agentId}/tasks",
+      summary: "The agent's tasks, newest first (finished ones are kept 7 days)",
+      ...guard("agents:read"),
+      request: { params: z.object({ agentId: AgentIdParam }), query: z.strictObject({ limit: z.coerce.number().int().min(1).max(100).default(20) }) },
+      responses: { 200: jsonContent(z.object({ tasks: z.array(TaskSummary) }), "Tasks"), 404: errorContent("No such agent") },
+    }),
+    async (c) => {
+      const { agentId } = c.req.valid("param");
+      const { limit } = c.req.valid("query");
+      await assertAgentExists(c.env, agentId);
+      const states = await listTasks(c.env, agentId, limit);
+      return c.json(
+        {
+          tasks: states.map((state) => ({
+            taskId: state.taskId,
+            goal: state.goal,
+            status: state.status,
+            source: state.source,
+            scheduleId: state.scheduleId,
+            stopReason: state.stopReason,
+            createdAt: state.createdAt,
+            finishedAt: state.finishedAt,
+          })),
+        },
+        200,
+      );
     },
   );
 
