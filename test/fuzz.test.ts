@@ -8,12 +8,14 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { ADMIN_TOKEN, api } from "./helpers/api.ts";
 import { command, post, sign, useDiscordStandIns } from "./helpers/discord.ts";
-import { describeRequest, fuzzRequest, fuzzRoutes, type FuzzRequest, type OpenApiDocument } from "./helpers/fuzz-requests.ts";
+import { describeRequest, fuzzRequest, fuzzRoutes, totalWeight, type FuzzRequest, type OpenApiDocument } from "./helpers/fuzz-requests.ts";
 import { createStorageSnapshotter, storageChanges, type StorageSnapshotter } from "./helpers/storage-snapshot.ts";
 
 /** Change it to explore other requests; keep the one that found a bug in a regression test. */
 const FUZZ_SEED = 20_261_122;
 const FUZZ_RUNS = 2_100;
+/** Runs grow with the routes (by weight), so each keeps at least MIN_REQUESTS_PER_ROUTE as routes are added. */
+const RUNS_PER_WEIGHT = 45;
 const MIN_REQUESTS = 2_000;
 const MIN_REQUESTS_PER_ROUTE = 25;
 const AGENT_ID = "fuzz-agent";
@@ -177,7 +179,7 @@ describe("fuzzing every route", () => {
       expectErrorEnvelope(request, response, text);
       expect(changes, `${response.status} for ${describeRequest(request)} changed storage`).toEqual([]);
     });
-    await fc.assert(property, { seed: FUZZ_SEED, numRuns: FUZZ_RUNS });
+    await fc.assert(property, { seed: FUZZ_SEED, numRuns: Math.max(FUZZ_RUNS, totalWeight(routes) * RUNS_PER_WEIGHT) });
 
     console.log(`fuzz (seed ${FUZZ_SEED}): ${tally.total} requests in ${Date.now() - started} ms, ${routes.length} routes, tables ${storage.tables.join(", ")}\n${tally.report()}`);
     expect(tally.total).toBeGreaterThanOrEqual(MIN_REQUESTS);

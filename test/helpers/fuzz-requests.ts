@@ -87,6 +87,11 @@ export function fuzzRequest(routes: FuzzRoute[], ctx: RequestContext): fc.Arbitr
   return fc.oneof(...routes.map((route) => ({ weight: routeWeight(route), arbitrary: routeRequest(route, ctx) })));
 }
 
+/** The routes' weights added up: a route of weight 1 gets about runs / total of the requests. */
+export function totalWeight(routes: FuzzRoute[]): number {
+  return routes.reduce((sum, route) => sum + routeWeight(route), 0);
+}
+
 /** Discord's webhook has the most ways to be wrong; a route without inputs has the fewest. */
 function routeWeight(route: FuzzRoute): number {
   if (route.signed) return 8;
