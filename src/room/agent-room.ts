@@ -12,10 +12,11 @@ import type { TurnInput, TurnOutcome } from "../runtime/turn-types.ts";
 import type { HistoryPage, HistoryQuery } from "../memory/message-history.ts";
 import { createRoomRuntime, type RoomRuntime } from "./room-runtime.ts";
 import { MAX_TURN_ATTEMPTS, TurnJournal, type ApprovalPause, type DiscordDelivery, type JournalEntry } from "./turn-journal.ts";
-import { APPROVAL_WINDOW_MS, approvalPrompt, approvalResultText, canRouteApproval, newApprovalId } from "../clients/discord/approval.ts";
+import { RoomDelivery } from "./room-delivery.ts";
+import { APPROVAL_WINDOW_MS, approvalResultText, canRouteApproval, newApprovalId } from "../clients/discord/approval.ts";
 import { attachmentPrompt, DISCORD_ATTACHMENT_HOSTS, ingestAttachments } from "../clients/discord/attachments.ts";
-import { deliverToDiscord, editPosted, postForInteraction } from "../clients/discord/delivery.ts";
-import { createDiscordRest, DiscordApiError, INTERACTION_TOKEN_LIFETIME_MS, type DiscordRest } from "../clients/discord/rest.ts";
+import { editPosted } from "../clients/discord/delivery.ts";
+import { INTERACTION_TOKEN_LIFETIME_MS } from "../clients/discord/rest.ts";
 import type { TurnPause } from "../runtime/turn-types.ts";
 import { effectiveServers, type McpServerEntry } from "../mcp/registry.ts";
 import { PostPublishing } from "./post-publishing.ts";
@@ -46,18 +47,24 @@ export class AgentRoom extends Agent<Env> {
   private readonly waiters = new Map<string, Array<(result: TurnResult) => void>>();
   /** Streaming clients of turns in this instance, by turn id (gone with the instance). */
   private readonly streams = new Map<string, TurnStream>();
-  /** Replies on their way to Discord, chained so a channel gets them in turn order. */
-  private deliveries: Promise<void> = Promise.resolve();
-  private discord: DiscordRest | null = null;
+  /** Replies on their way to Discord. */
+  private delivery!: RoomDelivery;
 
   override onStart(): void {
     this.journal = new TurnJournal(this.ctx.storage.sql);
     this.journal.migrate();
     this.journal.prune(Date.now());
+    this.delivery = new RoomDelivery({
+      env: this.env,
+      journal: this.journal,
+      room: this.name,
+      agentName: async (agentId) => (await (await this.getRuntime()).agents.get(agentId))?.character.name ?? agentId,
+      expireApproval: (payload) => this.expireApproval(payload),
+    });
     // Work left by an earlier instance (eviction, crash, deploy) resumes on first contact.
     this.finishReplied();
     if (this.journal.nextToRun()) void this.drain();
-    if (this.journal.undelivered().length > 0) void this.deliverPending().catch(() => this.armDelivery());
+    if (this.journal.undelivered().length > 0) void this.delivery.pending().catch(() => this.armDelivery());
     for (const entry of this.journal.awaitingApproval()) this.armApprovalExpiry(entry);
   }
 
@@ -99,9 +106,9 @@ export class AgentRoom extends Agent<Env> {
     // The buttons would still look answerable: say what happened (best effort, the reply follows).
     if (pause.prompt) {
       const posted = pause.prompt;
-      this.deliveries = this.deliveries.then(async () => {
+      this.delivery.after(async (rest) => {
         try {
-          await editPosted(this.discordRest(), posted, { content: approvalResultText(pause.tool, "expired"), components: [] }, Date.now);
+          await editPosted(rest, posted, { content: approvalResultText(pause.tool, "expired"), components: [] }, Date.now);
         } catch (error) {
           console.warn(JSON.stringify({ level: "warn", msg: "approval_prompt_edit_failed", room: this.name, turnId: entry.turnId, error: String(error) }));
         }
@@ -166,7 +173,7 @@ export class AgentRoom extends Agent<Env> {
 
   /** Queue callback: retries replies that could not reach Discord yet (throws to be retried). */
   async deliverReplies(): Promise<void> {
-    await this.deliverPending();
+    await this.delivery.pending();
   }
 
   /** Runs one turn (or finds the one its Idempotency-Key already started) and waits for its reply. */
@@ -376,75 +383,13 @@ export class AgentRoom extends Agent<Env> {
 
   private scheduleDelivery(entry: JournalEntry): void {
     if (!entry.delivery) return;
-    void this.deliverPending().catch(() => this.armDelivery());
+    void this.delivery.pending().catch(() => this.armDelivery());
   }
 
   private armDelivery(): void {
     this.queue("deliverReplies", {}, { id: DELIVER_ITEM_ID, retry: DELIVERY_RETRY }).catch((error: unknown) => {
       console.error(JSON.stringify({ level: "error", msg: "deliver_item_failed", room: this.name, error: String(error) }));
     });
-  }
-
-  /** Sends every finished, undelivered reply in turn order; throws on a failure worth retrying. */
-  private deliverPending(): Promise<void> {
-    const run = this.deliveries.then(async () => {
-      for (const entry of this.journal.undelivered()) await this.deliver(entry);
-    });
-    // The chain itself never stays rejected: the next call starts clean.
-    this.deliveries = run.catch(() => {});
-    return run;
-  }
-
-  private discordRest(): DiscordRest {
-    this.discord ??= createDiscordRest({ baseUrl: this.env.DISCORD_API_BASE, botToken: this.env.DISCORD_BOT_TOKEN });
-    return this.discord;
-  }
-
-  private async deliver(entry: JournalEntry): Promise<void> {
-    if (!entry.delivery) return;
-    if (entry.status === "awaiting_approval") return this.postApprovalPrompt(entry, entry.delivery);
-    try {
-      await deliverToDiscord(
-        this.discordRest(),
-        { target: entry.delivery, reply: entry.outcome?.reply?.text ?? null, error: entry.error, sentParts: entry.deliveredParts },
-        Date.now,
-        (parts) => this.journal.markDeliveredParts(entry.turnId, parts, Date.now()),
-      );
-      this.journal.markDelivery(entry.turnId, "delivered", Date.now());
-    } catch (error) {
-      const final = error instanceof DiscordApiError && !error.retryable;
-      console.error(JSON.stringify({ level: "error", msg: "discord_delivery_failed", room: this.name, turnId: entry.turnId, final, error: String(error) }));
-      if (!final) throw error;
-      // Discord refused for good (deleted channel, missing access): nothing more can be sent.
-      this.journal.markDelivery(entry.turnId, "failed", Date.now());
-    }
-  }
-
-  private async postApprovalPrompt(entry: JournalEntry, target: DiscordDelivery): Promise<void> {
-    const pause = entry.pause;
-    if (!pause || pause.prompt) return;
-    const runtime = await this.getRuntime();
-    const record = await runtime.agents.get(entry.input.agentId);
-    const body = approvalPrompt({
-      approvalId: pause.approvalId,
-      agentId: entry.input.agentId,
-      agentName: record?.character.name ?? entry.input.agentId,
-      tool: pause.tool,
-      arguments: pause.arguments,
-      requesterDiscordId: /^discord:(\d{1,20})$/.exec(pause.requesterId)?.[1] ?? null,
-      expiresAt: pause.expiresAt,
-    });
-    try {
-      const posted = await postForInteraction(this.discordRest(), target, body, Date.now);
-      this.journal.markPromptPosted(entry.turnId, { ...pause, prompt: posted }, { ...target, originalUsed: true }, Date.now());
-    } catch (error) {
-      const final = error instanceof DiscordApiError && !error.retryable;
-      console.error(JSON.stringify({ level: "error", msg: "approval_prompt_failed", room: this.name, turnId: entry.turnId, final, error: String(error) }));
-      if (!final) throw error;
-      // Nobody can be asked: the turn goes on as if nobody answered.
-      this.journal.markPromptPosted(entry.turnId, { ...pause, prompt: null }, target, Date.now());
-      await this.expireApproval({ turnId: entry.turnId, approvalId: pause.approvalId });
-    }
   }
 
   private finishReplied(): void {
