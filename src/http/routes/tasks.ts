@@ -15,6 +15,8 @@ import { cancelTask, createTask, getTask, listTasks, taskEvents } from "../../ro
 
 /** How often an open event stream looks for new events. */
 export const TASK_EVENTS_POLL_MS = 250;
+/** A quiet stream gets a comment line this often, so proxies and browsers keep it open. */
+export const TASK_EVENTS_KEEP_ALIVE_MS = 15_000;
 /** A stream is closed after this long; the client reconnects with Last-Event-ID. */
 export const TASK_EVENTS_MAX_STREAM_MS = 10 * 60_000;
 const EVENTS_PAGE = 100;
@@ -212,10 +214,16 @@ export function taskRoutes(): OpenAPIHono<AppEnv> {
       const signal = c.req.raw.signal;
       const encoder = new TextEncoder();
       const started = Date.now();
+      // Set when the client goes away, so the loop stops asking the task's object for events.
+      let cancelled = false;
       const stream = new ReadableStream<Uint8Array>({
+        cancel() {
+          cancelled = true;
+        },
         async start(controller) {
           let page: typeof first | null = first;
           let last = after;
+          let lastWrite = Date.now();
           controller.enqueue(encoder.encode(`retry: 1000\n\n`));
           try {
             while (page) {
@@ -224,18 +232,23 @@ export function taskRoutes(): OpenAPIHono<AppEnv> {
                 // JSON text never does.
                 controller.enqueue(encoder.encode(`id: ${id}\nevent: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`));
                 last = id;
+                lastWrite = Date.now();
               }
-              if (page.finished || signal.aborted || Date.now() - started > TASK_EVENTS_MAX_STREAM_MS) break;
+              if (page.finished || cancelled || signal.aborted || Date.now() - started > TASK_EVENTS_MAX_STREAM_MS) break;
               if (page.events.length === 0) {
                 await new Promise((resolve) => setTimeout(resolve, TASK_EVENTS_POLL_MS));
-                controller.enqueue(encoder.encode(": waiting\n\n"));
+                if (Date.now() - lastWrite >= TASK_EVENTS_KEEP_ALIVE_MS) {
+                  controller.enqueue(encoder.encode(": keep-alive\n\n"));
+                  lastWrite = Date.now();
+                }
               }
               page = await taskEvents(env, agentId, taskId, last, EVENTS_PAGE);
             }
           } catch (error) {
             console.warn(JSON.stringify({ level: "warn", msg: "task_events_stream_failed", agentId, taskId, error: String(error) }));
           }
-          controller.close();
+          // A cancelled stream is already closed.
+          if (!cancelled) controller.close();
         },
       });
       return new Response(stream, { status: 200, headers: { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", connection: "keep-alive" } });
