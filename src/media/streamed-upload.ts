@@ -2,19 +2,13 @@
 // written (StreamedMediaWrite, which hashes with workerd's crypto.DigestStream) as it arrives,
 // so a file is never in memory whole. The verdicts that need the whole file (empty, truncated)
 // come at its end; a refusal at any point aborts the write, leaving nothing in R2.
+import type { PostItem } from "../clients/instagram/publisher.ts";
 import { ValidationError } from "../runtime/errors.ts";
 import { StreamedMediaWrite } from "./store.ts";
 import { MediaCheckStream } from "./validate.ts";
 
-export interface ReceivedMedia {
-  key: string;
-  kind: "image" | "video";
-  contentType: string;
-  bytes: number;
-  sha256: string;
-  width?: number;
-  height?: number;
-}
+/** A stored file, described exactly as a post lists its items. */
+export type ReceivedMedia = PostItem;
 
 export interface ReceiveMediaOptions {
   bucket: R2Bucket;
