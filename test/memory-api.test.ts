@@ -322,6 +322,23 @@ describe("memory API: deletion and forgetting", () => {
     expect(await count("SELECT count(*) AS n FROM memory_vectors WHERE agent_id = ?", agentId)).toBe(0);
     expect(await count("SELECT count(*) AS n FROM memories WHERE agent_id = ?", agentId)).toBe(0);
   });
+
+  it("an agent deleted and created again under its id keeps its text-index range, without the old memories", async () => {
+    const agentId = await createTestAgent();
+    const other = await createTestAgent();
+    await store(agentId, [{ type: "lore", text: "The lighthouse keeper sang kvasirsongs" }]);
+    await store(other, [{ type: "lore", text: "Another lighthouse, another keeper" }]);
+    const number = await count("SELECT num AS n FROM agent_numbers WHERE agent_id = ?", agentId);
+    expect((await api("DELETE", `/agents/${agentId}`)).status).toBe(204);
+    expect(await count("SELECT count(*) AS n FROM memories_fts WHERE memories_fts MATCH 'kvasirsongs'")).toBe(0);
+    expect((await api("POST", "/agents", { body: { id: agentId, name: "Again", bio: ["Back."] } })).status).toBe(201);
+    expect(await count("SELECT num AS n FROM agent_numbers WHERE agent_id = ?", agentId)).toBe(number);
+    expect(await similar({ agentId, query: "lighthouse keeper kvasirsongs" })).toEqual([]);
+    await store(agentId, [{ type: "lore", text: "A new lighthouse story" }]);
+    const hits = await similar({ agentId, query: "lighthouse" });
+    expect(hits.map((h) => h.text)).toEqual(["A new lighthouse story"]);
+    expect((await similar({ agentId: other, query: "lighthouse" })).map((h) => h.text)).toEqual(["Another lighthouse, another keeper"]);
+  });
 });
 
 describe("memory API: embedding dimension checks", () => {

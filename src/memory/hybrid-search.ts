@@ -69,25 +69,35 @@ export function createHybridSearch(options: HybridSearchOptions): MemoryRetrieve
     async search(query, vector, timings) {
       const candidates = Math.min(MAX_VECTOR_CANDIDATES, Math.max(MIN_CANDIDATES, query.limit * CANDIDATE_FACTOR));
       const queryVector = vector === undefined ? await timed(timings, "embed", () => embedQuery(query.text)) : vector;
-      const [textHits, vectorHits] = await Promise.all([
-        timed(timings, "text", () => searchText(db, { ...query, limit: candidates })),
+      // The vector leg goes first: its D1 read is tiny, and the ranking after it is CPU in this
+      // isolate, which then overlaps the full-text query running in D1 instead of following it.
+      const [vectorHits, textHits] = await Promise.all([
         timed(timings, "vector", () => vectorLeg(query, queryVector, candidates)),
+        timed(timings, "text", async () => {
+          await nextTask();
+          return searchText(db, { ...query, limit: candidates });
+        }),
       ]);
-      const fused = fuseRankings(
-        textHits.map((hit) => ({ id: hit.memory.id })),
-        vectorHits,
-        { textWeight: 1, vectorWeight: options.vectorWeight ?? 1 },
-      );
+      // Read the vector-only hits before fusing: a hit whose memory is gone (Vectorize lags
+      // deletes; the local index's cache learns of them here) or not embedded any more (rewritten
+      // since, its old vector not yet replaced) is no vector match at all.
       const loaded = new Map<string, { memory: Memory; embedded: boolean }>(textHits.map((hit) => [hit.memory.id, hit]));
-      const missing = fused.slice(0, candidates).map((hit) => hit.id).filter((id) => !loaded.has(id));
-      for (const row of await timed(timings, "load", () => memoriesByIds(db, query.agentId, missing))) {
+      const unread = vectorHits.map((hit) => hit.id).filter((id) => !loaded.has(id));
+      for (const row of await timed(timings, "load", () => memoriesByIds(db, query.agentId, unread))) {
         const { embedded, ...memory } = row;
         loaded.set(row.id, { memory, embedded });
       }
+      const gone = unread.filter((id) => !loaded.has(id));
+      if (gone.length > 0) index?.forget?.(query.agentId, gone);
+      const fused = fuseRankings(
+        textHits.map((hit) => ({ id: hit.memory.id })),
+        vectorHits.filter((hit) => loaded.get(hit.id)?.embedded === true),
+        { textWeight: 1, vectorWeight: options.vectorWeight ?? 1 },
+      );
       const results: RetrievedMemory[] = [];
       for (const hit of fused) {
         const found = loaded.get(hit.id);
-        // Gone since it was indexed (Vectorize lags deletes), or outside the filter.
+        // Outside the filter (shared facts, a lagging index's metadata).
         if (!found || !matchesFilter(found.memory, query)) continue;
         if (query.threshold !== undefined) {
           if (hit.similarity !== null ? hit.similarity < query.threshold : found.embedded) continue;
@@ -172,6 +182,11 @@ function matchesFilter(memory: Memory, query: RetrievalQuery): boolean {
     return !!query.includeShared && memory.type === "fact" && memory.metadata.shared === true;
   }
   return true;
+}
+
+/** Resolves after the work already queued (promise callbacks included) has run. */
+function nextTask(): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, 0));
 }
 
 /** Runs `work`, adding its wall time to `timings[leg]` when timings are wanted. */

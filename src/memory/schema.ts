@@ -17,6 +17,17 @@ export const agents = sqliteTable("agents", {
   updatedAt: integer("updated_at").notNull(),
 });
 
+/**
+ * A small integer per agent, never reused and never deleted (not even with its agent): the FTS5
+ * index keys an agent's memories as `num << 40 | seq`, so a search reads one agent's rowid range
+ * instead of AND-ing a per-agent token that every one of its rows carries (migration 0009).
+ * Filled by a trigger on `agents`.
+ */
+export const agentNumbers = sqliteTable("agent_numbers", {
+  num: integer("num").primaryKey({ autoIncrement: true }),
+  agentId: text("agent_id").notNull().unique(),
+});
+
 export const users = sqliteTable("users", {
   id: text("id").primaryKey(),
   name: text("name"),
@@ -60,8 +71,8 @@ export const MEMORY_TYPES = ["message", "fact", "description", "lore", "document
 export const memories = sqliteTable(
   "memories",
   {
-    // An explicit, never-reused rowid: the FTS5 index (migrations/0002_memories_fts.sql) is keyed
-    // by it, so it must survive VACUUM, which may renumber implicit rowids.
+    // An explicit, never-reused rowid: the FTS5 index (migrations/0009) is keyed by it (with the
+    // agent's number above it), so it must survive VACUUM, which may renumber implicit rowids.
     seq: integer("seq").primaryKey({ autoIncrement: true }),
     id: text("id").notNull().unique(),
     type: text("type", { enum: MEMORY_TYPES }).notNull(),

@@ -1,9 +1,10 @@
 // The full-text leg of hybrid retrieval: SQLite FTS5 (porter stemming) over memory text, ranked by
 // BM25. The query is reduced to its content words and OR-ed, each quoted, so user text can never be
-// read as FTS5 syntax (a stray `"` or `NEAR(` is just a word). Filters (agent, type, room, user)
-// are tokens of the index's `scope` column (migration 0003), so FTS5 narrows and ranks inside the
-// index and only the best `limit` rows are joined with `memories`: at 100k memories of one agent
-// this is what keeps a query in milliseconds rather than scoring and joining every match.
+// read as FTS5 syntax (a stray `"` or `NEAR(` is just a word). The agent is a rowid range (each
+// agent's rows are keyed `num << 40 | seq`, migration 0009), which FTS5 seeks to directly; the
+// other filters (type, room, user) are tokens of the index's `scope` column. So FTS5 narrows and
+// ranks inside the index and only the best `limit` rows are joined with `memories`: at 100k
+// memories of one agent this is what keeps a query in milliseconds.
 import { and, asc, eq, sql, type SQL } from "drizzle-orm";
 import { integer, sqliteTable, text as textColumn } from "drizzle-orm/sqlite-core";
 import { queryTerms } from "../runtime/query-terms.ts";
@@ -11,7 +12,7 @@ import type { Memory } from "../runtime/types.ts";
 import type { Db } from "./d1-memory-store.ts";
 import { filterConditions, type MemoryFilter } from "./memory-repo.ts";
 import { fromMemoryRow } from "./rows.ts";
-import { memories } from "./schema.ts";
+import { agentNumbers, memories } from "./schema.ts";
 
 /**
  * The FTS5 table of migrations/0002 as drizzle sees it, for typed joins. Declared here, outside
@@ -37,25 +38,29 @@ export function ftsQuery(text: string): string | null {
  * One `scope` token, as migration 0003's triggers write it: a kind letter, the value's UTF-8 bytes
  * in lowercase hex, and `x` (so the porter stemmer, which strips no final x, leaves it whole).
  */
-export function scopeToken(kind: "a" | "t" | "r" | "u", value: string): string {
+export function scopeToken(kind: "t" | "r" | "u", value: string): string {
   let hex = "";
   for (const byte of new TextEncoder().encode(value)) hex += byte.toString(16).padStart(2, "0");
   return `${kind}${hex}x`;
 }
 const SHARED_TOKEN = "sharedx";
 
-/** The full MATCH expression: the filter's scope tokens AND-ed with the text's words. */
+/** Low bits of an FTS rowid: the memory's seq; above them, its agent's number. */
+export const SEQ_BITS = 40;
+const SEQ_MASK = 2 ** SEQ_BITS - 1;
+
+/** The full MATCH expression: the filter's scope tokens (if any) AND-ed with the text's words. */
 export function scopedFtsQuery(query: TextSearchQuery): string | null {
   const words = ftsQuery(query.text);
   if (!words) return null;
-  const scope = [scopeToken("a", query.agentId)];
+  const scope: string[] = [];
   if (query.roomId !== undefined) scope.push(scopeToken("r", query.roomId));
   if (query.userId !== undefined) {
     const user = scopeToken("u", query.userId);
     scope.push(query.includeShared ? `(${user} OR ${SHARED_TOKEN})` : user);
   }
   if (query.types && query.types.length > 0) scope.push(`(${query.types.map((type) => scopeToken("t", type)).join(" OR ")})`);
-  return `scope : (${scope.join(" AND ")}) AND text : (${words})`;
+  return scope.length === 0 ? `text : (${words})` : `scope : (${scope.join(" AND ")}) AND text : (${words})`;
 }
 
 /** Best first, by BM25 over the text column (the scope column weighs nothing). */
@@ -73,10 +78,14 @@ export async function searchText(db: Db, query: TextSearchQuery): Promise<Array<
         : sql`${memories.userId} = ${userId}`,
     );
   }
+  // The agent's range, bounds computed in SQL from its number (an agent without one matches nothing).
+  const num = sql`(SELECT ${agentNumbers.num} FROM ${agentNumbers} WHERE ${agentNumbers.agentId} = ${query.agentId})`;
   const ranked = db
-    .select({ seq: memoriesFts.rowid, score: sql<number>`bm25(memories_fts, 1.0, 0.0)`.as("score") })
+    .select({ seq: sql<number>`${memoriesFts.rowid} & ${sql.raw(String(SEQ_MASK))}`.as("hit_seq"), score: sql<number>`bm25(memories_fts, 1.0, 0.0)`.as("score") })
     .from(memoriesFts)
-    .where(sql`memories_fts MATCH ${match}`)
+    .where(
+      sql`memories_fts MATCH ${match} AND ${memoriesFts.rowid} BETWEEN (${num} << ${sql.raw(String(SEQ_BITS))}) AND (${num} << ${sql.raw(String(SEQ_BITS))}) + ${sql.raw(String(SEQ_MASK))}`,
+    )
     .orderBy(sql`score`)
     .limit(query.limit)
     .as("ranked");

@@ -227,6 +227,11 @@ export interface VectorIndex {
   upsert(records: VectorRecord[]): Promise<void>;
   query(query: VectorQuery): Promise<VectorMatch[]>;
   delete(agentId: string, ids: string[]): Promise<void>;
+  /**
+   * Search found these ids' memories gone: an index that caches (the local one) stops returning
+   * them. Their stored vectors went with their memories; nothing is written.
+   */
+  forget?(agentId: string, ids: string[]): void;
 }
 
 /** Longest memory id: Vectorize refuses vector ids over 64 bytes. */
