@@ -71,23 +71,28 @@ export function createHybridSearch(options: HybridSearchOptions): MemoryRetrieve
       const queryVector = vector === undefined ? await timed(timings, "embed", () => embedQuery(query.text)) : vector;
       // The vector leg goes first: its D1 read is tiny, and the ranking after it is CPU in this
       // isolate, which then overlaps the full-text query running in D1 instead of following it.
-      const [vectorHits, textHits] = await Promise.all([
-        timed(timings, "vector", () => vectorLeg(query, queryVector, candidates)),
+      // Its hits' memories are read as soon as it has them, not after the full-text leg: a hit
+      // whose memory is gone (Vectorize lags deletes; the local index's cache learns of them
+      // here) or is not embedded any more (rewritten since, its old vector not replaced yet) is
+      // no vector match at all.
+      const vectorLegWithRows = async () => {
+        const hits = await timed(timings, "vector", () => vectorLeg(query, queryVector, candidates));
+        const rows = await timed(timings, "load", () => memoriesByIds(db, query.agentId, hits.map((hit) => hit.id)));
+        return { hits, rows };
+      };
+      const [{ hits: vectorHits, rows }, textHits] = await Promise.all([
+        vectorLegWithRows(),
         timed(timings, "text", async () => {
           await nextTask();
           return searchText(db, { ...query, limit: candidates });
         }),
       ]);
-      // Read the vector-only hits before fusing: a hit whose memory is gone (Vectorize lags
-      // deletes; the local index's cache learns of them here) or not embedded any more (rewritten
-      // since, its old vector not yet replaced) is no vector match at all.
       const loaded = new Map<string, { memory: Memory; embedded: boolean }>(textHits.map((hit) => [hit.memory.id, hit]));
-      const unread = vectorHits.map((hit) => hit.id).filter((id) => !loaded.has(id));
-      for (const row of await timed(timings, "load", () => memoriesByIds(db, query.agentId, unread))) {
+      for (const row of rows) {
         const { embedded, ...memory } = row;
-        loaded.set(row.id, { memory, embedded });
+        if (!loaded.has(row.id)) loaded.set(row.id, { memory, embedded });
       }
-      const gone = unread.filter((id) => !loaded.has(id));
+      const gone = vectorHits.map((hit) => hit.id).filter((id) => !loaded.has(id));
       if (gone.length > 0) index?.forget?.(query.agentId, gone);
       const fused = fuseRankings(
         textHits.map((hit) => ({ id: hit.memory.id })),
