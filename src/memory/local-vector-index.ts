@@ -2,8 +2,9 @@
 // deployments). Vectors live in D1 (`memory_vectors`: float32 blob, plus an int8 copy in `code`).
 // Scanning them in SQL per query would be far too slow, so each isolate keeps a per-agent cache of
 // the int8 vectors and their sign bits (src/memory/vector-cache.ts), synced incrementally by `seq`
-// (one indexed query per search), and ranks there. D1 stays the source of truth: rows deleted (also by
-// cascade) drop out of the cache when a candidate is confirmed.
+// (one indexed query per search), and ranks there. D1 stays the source of truth: a vector deleted
+// elsewhere (another isolate, a cascade) leaves this cache when search finds its memory gone and
+// calls forget().
 import { and, eq, gt, inArray } from "drizzle-orm";
 import { DimensionMismatchError } from "../runtime/errors.ts";
 import type { VectorIndex, VectorMatch, VectorQuery, VectorRecord } from "../runtime/types.ts";
@@ -131,19 +132,20 @@ export function createLocalVectorIndex(db: Db): VectorIndex {
       return rankVectors(cache, query).slice(0, query.topK);
     },
 
-    forget(agentId: string, ids: string[]) {
-      const cache = caches.get(agentId);
-      if (cache) for (const id of ids) removeVector(cache, id);
-    },
+    forget: forgetCached,
 
     async delete(agentId: string, ids: string[]) {
       for (let i = 0; i < ids.length; i += IDS_PER_QUERY) {
         await db.delete(memoryVectors).where(and(inArray(memoryVectors.memoryId, ids.slice(i, i + IDS_PER_QUERY)), ofAgent(memoryVectors.agentId, agentId)));
       }
-      const cache = caches.get(agentId);
-      if (cache) for (const id of ids) removeVector(cache, id);
+      forgetCached(agentId, ids);
     },
   };
+}
+
+function forgetCached(agentId: string, ids: string[]): void {
+  const cache = caches.get(agentId);
+  if (cache) for (const id of ids) removeVector(cache, id);
 }
 
 function evictBeyondCapacity(current: string): void {

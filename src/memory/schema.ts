@@ -105,7 +105,8 @@ export const memories = sqliteTable(
 
 /**
  * The local vector index, used when no Vectorize binding is configured: one float32 vector per
- * embedded memory, plus its sign bits (`code`) for a fast first pass. Deleted with its memory.
+ * embedded memory, plus an int8 copy (`code`) that isolates cache and rank (vector-cache.ts). Deleted
+ * with its memory.
  */
 export const memoryVectors = sqliteTable(
   "memory_vectors",

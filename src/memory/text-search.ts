@@ -35,7 +35,7 @@ export function ftsQuery(text: string): string | null {
 }
 
 /**
- * One `scope` token, as migration 0003's triggers write it: a kind letter, the value's UTF-8 bytes
+ * One `scope` token, as migration 0009's triggers write it: a kind letter, the value's UTF-8 bytes
  * in lowercase hex, and `x` (so the porter stemmer, which strips no final x, leaves it whole).
  */
 export function scopeToken(kind: "t" | "r" | "u", value: string): string {
@@ -46,7 +46,7 @@ export function scopeToken(kind: "t" | "r" | "u", value: string): string {
 const SHARED_TOKEN = "sharedx";
 
 /** Low bits of an FTS rowid: the memory's seq; above them, its agent's number. */
-export const SEQ_BITS = 40;
+const SEQ_BITS = 40;
 const SEQ_MASK = 2 ** SEQ_BITS - 1;
 
 /** The full MATCH expression: the filter's scope tokens (if any) AND-ed with the text's words. */
@@ -78,14 +78,13 @@ export async function searchText(db: Db, query: TextSearchQuery): Promise<Array<
         : sql`${memories.userId} = ${userId}`,
     );
   }
-  // The agent's range, bounds computed in SQL from its number (an agent without one matches nothing).
-  const num = sql`(SELECT ${agentNumbers.num} FROM ${agentNumbers} WHERE ${agentNumbers.agentId} = ${query.agentId})`;
+  // The agent's range, its first rowid computed in SQL from its number (no number: no match).
+  const first = sql`((SELECT ${agentNumbers.num} FROM ${agentNumbers} WHERE ${agentNumbers.agentId} = ${query.agentId}) << ${sql.raw(String(SEQ_BITS))})`;
+  const mask = sql.raw(String(SEQ_MASK));
   const ranked = db
-    .select({ seq: sql<number>`${memoriesFts.rowid} & ${sql.raw(String(SEQ_MASK))}`.as("hit_seq"), score: sql<number>`bm25(memories_fts, 1.0, 0.0)`.as("score") })
+    .select({ seq: sql<number>`${memoriesFts.rowid} & ${mask}`.as("hit_seq"), score: sql<number>`bm25(memories_fts, 1.0, 0.0)`.as("score") })
     .from(memoriesFts)
-    .where(
-      sql`memories_fts MATCH ${match} AND ${memoriesFts.rowid} BETWEEN (${num} << ${sql.raw(String(SEQ_BITS))}) AND (${num} << ${sql.raw(String(SEQ_BITS))}) + ${sql.raw(String(SEQ_MASK))}`,
-    )
+    .where(sql`memories_fts MATCH ${match} AND ${memoriesFts.rowid} BETWEEN ${first} AND ${first} + ${mask}`)
     .orderBy(sql`score`)
     .limit(query.limit)
     .as("ranked");

@@ -108,7 +108,7 @@ export function removeVector(cache: VectorCache, id: string): void {
   cache.live--;
 }
 
-/** Bytes the cache holds per live vector, for the isolate's memory budget. */
+/** Bytes the cache holds (dead slots included, they keep their space), for the isolate's memory budget. */
 export function cacheBytes(cache: VectorCache, overheadPerSlot: number): number {
   return cache.size * (cache.dimensions + cache.words * 4 + 2 + 1 + 4 + overheadPerSlot);
 }
