@@ -5,6 +5,7 @@
 // answers 503 model_not_configured and still stores the message; `limits` has tight rate limits.
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
+import { unstable_readConfig } from "wrangler";
 
 export const TEST_ADMIN_TOKEN = "test-admin-token-0123456789";
 
@@ -38,6 +39,8 @@ async function discordKeys(): Promise<{ publicKey: string; privateKey: string }>
 
 export default defineConfig(async () => {
   const migrations = await readD1Migrations("migrations");
+  // The worker-first routes of wrangler.toml, for test/wrangler-config.test.ts to hold against the API.
+  const runWorkerFirst = JSON.stringify(unstable_readConfig({ config: "./wrangler.toml" }).assets?.run_worker_first ?? null);
   const discord = await discordKeys();
   const project = (name: string, include: string[], bindings: Record<string, unknown>, globalSetup: string[] = []) => ({
     plugins: [
@@ -45,7 +48,7 @@ export default defineConfig(async () => {
         wrangler: { configPath: "./wrangler.toml" },
         remoteBindings: false,
         miniflare: {
-          bindings: { ...baseBindings, ...bindings, TEST_MIGRATIONS: migrations },
+          bindings: { ...baseBindings, ...bindings, TEST_MIGRATIONS: migrations, TEST_RUN_WORKER_FIRST: runWorkerFirst },
           // The tokenizer's 2.4 MB rank table must not travel through Vitest's module WebSocket:
           // workerd caps a WebSocket message at 1 MiB, and a worker's warm-module snapshot bundles
           // every module of the graph into one message. Loading it from disk avoids that.

@@ -9,6 +9,8 @@ declare global {
       TEST_MIGRATIONS?: D1Migration[];
       /** PKCS#8, base64: signs test interactions for DISCORD_PUBLIC_KEY. */
       TEST_DISCORD_PRIVATE_KEY?: string;
+      /** wrangler.toml's assets.run_worker_first, as JSON. */
+      TEST_RUN_WORKER_FIRST?: string;
     }
     interface GlobalProps {
       mainModule: typeof import("../src/index.ts");
