@@ -154,7 +154,7 @@ async function scale(call: Call, sizes: number[]): Promise<void> {
 }
 
 /** The legs POST /memories/similar reports, in the order a search runs them. */
-const LEGS = ["embed", "text", "vector", "load", "neighbours", "search"] as const;
+const LEGS = ["embed", "text", "vector", "load", "search"] as const;
 
 /** `leg;dur=ms` pairs of a response's Server-Timing header. */
 function serverTimings(response: Response): Array<[string, number]> {

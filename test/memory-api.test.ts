@@ -8,7 +8,7 @@ import { drizzle } from "drizzle-orm/d1";
 import { describe, expect, it } from "vitest";
 import { runMemoryMaintenance } from "../src/memory/maintenance.ts";
 import { resetLocalVectorCache } from "../src/memory/local-vector-index.ts";
-import { adjacentMessages, memoriesByIds } from "../src/memory/memory-repo.ts";
+import { adjacentFromRows, adjacentMessages, adjacentMessagesQueries, memoriesByIds, memoriesByIdsQueries } from "../src/memory/memory-repo.ts";
 import { memories } from "../src/memory/schema.ts";
 import { searchText } from "../src/memory/text-search.ts";
 import { api, createTestAgent, json } from "./helpers/api.ts";
@@ -156,6 +156,34 @@ describe("memory API: hybrid search", () => {
     expect(backfill).toEqual({ embedded: 1, pending: false });
   });
 
+  it("does not count a vector whose memory was rewritten (not embedded again yet) or deleted", async () => {
+    const agentId = await createTestAgent();
+    const { body } = await store(agentId, [
+      { type: "fact", userId: "bob", text: "Bob collects vintage synthesizers" },
+      { type: "fact", userId: "bob", text: "Bob restores old synthesizers for friends" },
+    ]);
+    const [collects, restores] = body.memories.map((m) => m.id);
+    // A misspelling: only the vector leg finds these.
+    const before = await similar({ agentId, query: "synthesiser", type: "fact" });
+    expect(before.map((h) => h.id).sort()).toEqual([collects, restores].sort());
+    // Rewritten: its old vector is still in the index (and this isolate's cache) until re-embedded.
+    await env.DB.prepare("UPDATE memories SET embedded_at = NULL WHERE id = ?").bind(collects).run();
+    // Deleted behind the index's back: the cache still holds its vector.
+    await env.DB.prepare("DELETE FROM memories WHERE id = ?").bind(restores).run();
+    expect(await similar({ agentId, query: "synthesiser", type: "fact" })).toEqual([]);
+  });
+
+  it("reads further down the ranking when the best hits repeat one text", async () => {
+    const agentId = await createTestAgent();
+    const repeated = Array.from({ length: 14 }, () => ({ type: "lore", text: "The kayak crossed the bay" }));
+    const others = Array.from({ length: 6 }, (_, i) => ({ type: "lore", text: `Story ${i}: a long tale of a kayak, some rain, a lost map and a warm fire after dark` }));
+    await store(agentId, [...repeated, ...others]);
+    const hits = await similar({ agentId, query: "kayak bay", limit: 5 });
+    expect(hits.map((h) => h.text)).toEqual(["The kayak crossed the bay", ...hits.slice(1).map((h) => h.text)]);
+    expect(new Set(hits.map((h) => h.text)).size).toBe(5);
+    expect(hits.slice(1).every((h) => h.text.startsWith("Story "))).toBe(true);
+  });
+
   it("applies a similarity threshold to embedded memories", async () => {
     const agentId = await createTestAgent();
     await store(agentId, [
@@ -232,6 +260,11 @@ describe("memory API: neighbour expansion", () => {
     expect(await memoriesByIds(d, mine, ids)).toEqual([]);
     expect([...(await adjacentMessages(d, mine, ids.slice(1, 2))).values()].flat()).toEqual([]);
     const around = await adjacentMessages(d, theirs, ids.slice(1, 2));
+    // The same statements sent in one D1 batch (as hybrid search sends them) read the same rows.
+    const [rows, ...more] = [...memoriesByIdsQueries(d, theirs, ids), ...adjacentMessagesQueries(d, theirs, ids.slice(1, 2))];
+    const [byId, adjacent] = (await d.batch([rows!, ...more])) as [Array<typeof memories.$inferSelect>, Parameters<typeof adjacentFromRows>[1]];
+    expect(byId.map((row) => row.id).sort()).toEqual([...ids].sort());
+    expect(adjacentFromRows(theirs, adjacent)).toEqual(around);
     expect(around.get(ids[1]!)!.map((m) => m.id).sort()).toEqual([ids[0], ids[2]].sort());
   });
 
@@ -241,7 +274,7 @@ describe("memory API: neighbour expansion", () => {
     const response = await api("POST", "/memories/similar", { body: { agentId, query: "shelter", limit: 5 } });
     expect(response.status).toBe(200);
     const timing = response.headers.get("server-timing") ?? "";
-    for (const leg of ["embed", "text", "vector", "neighbours", "search"]) expect(timing).toMatch(new RegExp(`(^|, )${leg};dur=\\d+(\\.\\d)?(,|$)`));
+    for (const leg of ["embed", "text", "vector", "load", "search"]) expect(timing).toMatch(new RegExp(`(^|, )${leg};dur=\\d+(\\.\\d)?(,|$)`));
   });
 });
 

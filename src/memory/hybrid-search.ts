@@ -2,15 +2,16 @@
 // are fused by reciprocal rank (src/runtime/fusion.ts). A memory not embedded yet is still found by
 // its text; a vector index that fails or no longer fits the embedder degrades the search to text
 // alone (logged) instead of failing the turn. Message hits bring their neighbouring messages.
-// Everything is scoped to one agent.
+// Both legs yield ids; rows are read afterwards, in one D1 batch, for only the hits that can still
+// make the results (and their neighbours). Everything is scoped to one agent.
 import { and, desc, eq, inArray, or, sql } from "drizzle-orm";
-import { dedupeByText, fuseRankings } from "../runtime/fusion.ts";
+import { dedupeByText, fuseRankings, type FusedHit } from "../runtime/fusion.ts";
 import type { Embedder, Memory, MemoryRetriever, RetrievalQuery, RetrievedMemory, SearchTimings, VectorIndex, VectorMatch } from "../runtime/types.ts";
 import type { Db } from "./d1-memory-store.ts";
-import { adjacentMessages, memoriesByIds } from "./memory-repo.ts";
+import { adjacentFromRows, adjacentMessagesQueries, embeddedStateQueries, memoriesByIdsQueries, withEmbedded } from "./memory-repo.ts";
 import { fromMemoryRow } from "./rows.ts";
 import { memories } from "./schema.ts";
-import { searchText } from "./text-search.ts";
+import { rankText } from "./text-search.ts";
 
 /** Each leg fetches this many times the wanted results, so fusion has something to choose from. */
 const CANDIDATE_FACTOR = 3;
@@ -71,46 +72,15 @@ export function createHybridSearch(options: HybridSearchOptions): MemoryRetrieve
       const queryVector = vector === undefined ? await timed(timings, "embed", () => embedQuery(query.text)) : vector;
       // The vector leg goes first: its D1 read is tiny, and the ranking after it is CPU in this
       // isolate, which then overlaps the full-text query running in D1 instead of following it.
-      // Its hits' memories are read as soon as it has them, not after the full-text leg: a hit
-      // whose memory is gone (Vectorize lags deletes; the local index's cache learns of them
-      // here) or is not embedded any more (rewritten since, its old vector not replaced yet) is
-      // no vector match at all.
-      const vectorLegWithRows = async () => {
-        const hits = await timed(timings, "vector", () => vectorLeg(query, queryVector, candidates));
-        const rows = await timed(timings, "load", () => memoriesByIds(db, query.agentId, hits.map((hit) => hit.id)));
-        return { hits, rows };
-      };
-      const [{ hits: vectorHits, rows }, textHits] = await Promise.all([
-        vectorLegWithRows(),
+      // Both legs give ids only; rows are read below for just the hits that can make the results.
+      const [vectorHits, textHits] = await Promise.all([
+        timed(timings, "vector", () => vectorLeg(query, queryVector, candidates)),
         timed(timings, "text", async () => {
           await nextTask();
-          return searchText(db, { ...query, limit: candidates });
+          return rankText(db, { ...query, limit: candidates });
         }),
       ]);
-      const loaded = new Map<string, { memory: Memory; embedded: boolean }>(textHits.map((hit) => [hit.memory.id, hit]));
-      for (const row of rows) {
-        const { embedded, ...memory } = row;
-        if (!loaded.has(row.id)) loaded.set(row.id, { memory, embedded });
-      }
-      const gone = vectorHits.map((hit) => hit.id).filter((id) => !loaded.has(id));
-      if (gone.length > 0) index?.forget?.(query.agentId, gone);
-      const fused = fuseRankings(
-        textHits.map((hit) => ({ id: hit.memory.id })),
-        vectorHits.filter((hit) => loaded.get(hit.id)?.embedded === true),
-        { textWeight: 1, vectorWeight: options.vectorWeight ?? 1 },
-      );
-      const results: RetrievedMemory[] = [];
-      for (const hit of fused) {
-        const found = loaded.get(hit.id);
-        // Outside the filter (shared facts, a lagging index's metadata).
-        if (!found || !matchesFilter(found.memory, query)) continue;
-        if (query.threshold !== undefined) {
-          if (hit.similarity !== null ? hit.similarity < query.threshold : found.embedded) continue;
-        }
-        results.push({ memory: found.memory, score: hit.score, similarity: hit.similarity, matchedBy: hit.matchedBy, embedded: found.embedded });
-      }
-      const expanded = await timed(timings, "neighbours", () => withNeighbours(db, query, results));
-      return dedupeByText(expanded, (r) => r.memory.content.text).slice(0, query.limit);
+      return timed(timings, "load", () => assemble(db, index, query, textHits, vectorHits, options.vectorWeight ?? 1));
     },
 
     async aboutUser({ agentId, userId, limit }) {
@@ -149,6 +119,98 @@ export function createHybridSearch(options: HybridSearchOptions): MemoryRetrieve
   };
 }
 
+type Loaded = Memory & { embedded: boolean };
+
+/** Rows read for the first results, beyond `limit`: a few vector hits turn out stale, a few texts repeat. */
+const FIRST_READ_MARGIN = 5;
+
+/**
+ * Turns the two legs' ids into results, reading rows lazily: one D1 batch reads the rows of the
+ * best few fused hits, the neighbouring messages of those that can seed neighbours, and whether
+ * each vector hit's memory still exists with a vector. A vector hit whose memory is gone (Vectorize
+ * lags deletes; the local index's cache learns of them here) or is not embedded any more (rewritten
+ * since, its old vector not replaced yet) is no vector match at all, so the fusion is redone
+ * without it. Another batch is read only when the rows read cannot settle the first `limit`
+ * results; the results are what reading every hit's row would give.
+ */
+async function assemble(db: Db, index: VectorIndex | null, query: RetrievalQuery, textHits: Array<{ id: string }>, vectorHits: VectorMatch[], vectorWeight: number): Promise<RetrievedMemory[]> {
+  const rows = new Map<string, Loaded>();
+  const around = new Map<string, Loaded[]>();
+  let vectorState: Map<string, boolean> | null = vectorHits.length === 0 ? new Map() : null;
+  const fuse = () =>
+    fuseRankings(
+      textHits,
+      vectorHits.filter((hit) => vectorState === null || vectorState.get(hit.id) === true),
+      { textWeight: 1, vectorWeight },
+    );
+  let fused = fuse();
+  let want = { rows: fused.slice(0, query.limit + FIRST_READ_MARGIN).map((hit) => hit.id), around: fused.slice(0, query.limit).map((hit) => hit.id) };
+  for (;;) {
+    const rowQueries = memoriesByIdsQueries(db, query.agentId, want.rows);
+    const aroundQueries = adjacentMessagesQueries(db, query.agentId, want.around);
+    const stateQueries = vectorState === null ? embeddedStateQueries(db, query.agentId, vectorHits.map((hit) => hit.id)) : [];
+    const statements = [...rowQueries, ...aroundQueries, ...stateQueries];
+    if (statements.length > 0) {
+      const [first, ...rest] = statements;
+      const results = (await db.batch([first!, ...rest])) as unknown[][];
+      const rowResults = results.slice(0, rowQueries.length).flat() as Array<typeof memories.$inferSelect>;
+      for (const row of rowResults) rows.set(row.id, withEmbedded(row));
+      for (const id of want.rows) if (!rows.has(id)) rows.set(id, GONE);
+      const aroundRows = results.slice(rowQueries.length, rowQueries.length + aroundQueries.length).flat() as Parameters<typeof adjacentFromRows>[1];
+      const found = adjacentFromRows(query.agentId, aroundRows);
+      for (const id of want.around) around.set(id, found.get(id) ?? []);
+      if (vectorState === null) {
+        const states = results.slice(rowQueries.length + aroundQueries.length).flat() as Array<{ id: string; embedded: number }>;
+        vectorState = new Map(states.map((state) => [state.id, state.embedded === 1]));
+        const gone = vectorHits.map((hit) => hit.id).filter((id) => !vectorState!.has(id));
+        if (gone.length > 0) index?.forget?.(query.agentId, gone);
+        fused = fuse();
+      }
+    }
+    const outcome = settle(fused, rows, around, query);
+    if ("results" in outcome) return outcome.results;
+    want = outcome.need;
+  }
+}
+
+/** A fused hit whose row was asked for and not found (deleted since it was ranked). */
+const GONE = { id: "" } as Loaded;
+
+/**
+ * The results, if the rows read so far decide them; else the rows and neighbourhoods still needed.
+ * Results come from the fused hits up to the first one not read yet; the hits after it score no
+ * more than it, so once the `limit`-th result beats that score nothing unread can change the list.
+ */
+function settle(fused: FusedHit[], rows: Map<string, Loaded>, around: Map<string, Loaded[]>, query: RetrievalQuery): { results: RetrievedMemory[] } | { need: { rows: string[]; around: string[] } } {
+  const results: RetrievedMemory[] = [];
+  let next = fused.length;
+  for (let i = 0; i < fused.length; i++) {
+    const hit = fused[i]!;
+    const found = rows.get(hit.id);
+    if (!found) {
+      next = i;
+      break;
+    }
+    // Gone, or outside the filter (shared facts, a lagging index's metadata).
+    if (found === GONE || !matchesFilter(found, query)) continue;
+    if (query.threshold !== undefined) {
+      if (hit.similarity !== null ? hit.similarity < query.threshold : found.embedded) continue;
+    }
+    const { embedded, ...memory } = found;
+    results.push({ memory, score: hit.score, similarity: hit.similarity, matchedBy: hit.matchedBy, embedded });
+  }
+  const unread = fused.slice(next);
+  const readMore = (count: number) => ({ need: { rows: unread.slice(0, count).map((hit) => hit.id), around: [] as string[] } });
+  if (unread.length > 0 && results.length < query.limit) return readMore(query.limit);
+  const seeds = neighbourSeeds(query, results);
+  const missing = seeds.filter((seed) => !around.has(seed.memory.id)).map((seed) => seed.memory.id);
+  if (missing.length > 0) return { need: { rows: [], around: missing } };
+  const expanded = withNeighbours(query, results, seeds, around, unread);
+  const final = dedupeByText(expanded, (r) => r.memory.content.text).slice(0, query.limit);
+  if (unread.length > 0 && (final.length < query.limit || final[query.limit - 1]!.score <= unread[0]!.score)) return readMore(query.limit);
+  return { results: final };
+}
+
 /**
  * Neighbour expansion for messages: the message just before and just after a hit in its room
  * joins the results with NEIGHBOUR_DECAY of the hit's score (or keeps its own, if higher). In a
@@ -157,25 +219,48 @@ export function createHybridSearch(options: HybridSearchOptions): MemoryRetrieve
  * still make the first `limit` are expanded (which, de-duplication aside, gives what expanding
  * every hit would); neighbours are not expanded in turn.
  */
-async function withNeighbours(db: Db, query: RetrievalQuery, results: RetrievedMemory[]): Promise<RetrievedMemory[]> {
-  if (query.types && query.types.length > 0 && !query.types.includes("message")) return results;
+function neighbourSeeds(query: RetrievalQuery, results: RetrievedMemory[]): RetrievedMemory[] {
+  if (query.types && query.types.length > 0 && !query.types.includes("message")) return [];
   const cutoff = results.length >= query.limit ? results[query.limit - 1]!.score : 0;
-  const seeds = results.filter((hit) => hit.memory.type === "message" && hit.memory.roomId !== null && hit.score * NEIGHBOUR_DECAY > cutoff);
+  return results.filter((hit) => hit.memory.type === "message" && hit.memory.roomId !== null && hit.score * NEIGHBOUR_DECAY > cutoff);
+}
+
+function withNeighbours(query: RetrievalQuery, results: RetrievedMemory[], seeds: RetrievedMemory[], around: Map<string, Loaded[]>, later: FusedHit[]): RetrievedMemory[] {
   if (seeds.length === 0) return results;
-  const around = await adjacentMessages(db, query.agentId, seeds.map((hit) => hit.memory.id));
   const byId = new Map(results.map((hit) => [hit.memory.id, hit]));
+  // A neighbour that is itself a fused hit past the ones read: a result of its own, placed (for
+  // equal scores) where reading every row would have put it, after the read results.
+  const laterIndex = new Map(later.map((hit, i) => [hit.id, i]));
+  const promoted = new Map<string, number>();
+  const added = new Map<string, RetrievedMemory>();
   for (const seed of seeds) {
     const score = seed.score * NEIGHBOUR_DECAY;
     for (const neighbour of around.get(seed.memory.id) ?? []) {
       const { embedded, ...memory } = neighbour;
       if (!matchesFilter(memory, query)) continue;
-      const known = byId.get(memory.id);
-      if (!known) byId.set(memory.id, { memory, score, similarity: null, matchedBy: ["neighbour"], embedded });
-      else if (known.score < score) byId.set(memory.id, { ...known, score, matchedBy: [...known.matchedBy, "neighbour"] });
+      const id = memory.id;
+      let known = byId.get(id) ?? added.get(id);
+      const i = laterIndex.get(id);
+      if (!known && i !== undefined && passesThreshold(query, later[i]!, embedded)) {
+        const hit = later[i]!;
+        known = { memory, score: hit.score, similarity: hit.similarity, matchedBy: hit.matchedBy, embedded };
+        promoted.set(id, i);
+        byId.set(id, known);
+      }
+      const upgraded = !known ? { memory, score, similarity: null, matchedBy: ["neighbour" as const], embedded } : known.score < score ? { ...known, score, matchedBy: [...known.matchedBy, "neighbour" as const] } : known;
+      if (byId.has(id)) byId.set(id, upgraded);
+      else added.set(id, upgraded);
     }
   }
+  const read = [...byId.values()].filter((hit) => !promoted.has(hit.memory.id));
+  const fromLater = [...promoted.keys()].sort((a, b) => promoted.get(a)! - promoted.get(b)!).map((id) => byId.get(id)!);
   // Stable: equal scores keep the fused order.
-  return [...byId.values()].sort((a, b) => b.score - a.score);
+  return [...read, ...fromLater, ...added.values()].sort((a, b) => b.score - a.score);
+}
+
+function passesThreshold(query: RetrievalQuery, hit: FusedHit, embedded: boolean): boolean {
+  if (query.threshold === undefined) return true;
+  return hit.similarity !== null ? hit.similarity >= query.threshold : !embedded;
 }
 
 /** Re-checks a memory against the query's filter (vector indexes may lag, and shared facts are checked here). */

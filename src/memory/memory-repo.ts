@@ -91,17 +91,32 @@ export async function listMemories(db: Db, filter: MemoryFilter, limit: number, 
 
 /** Memories by id, in no particular order; ids of other agents are never returned. */
 export async function memoriesByIds(db: Db, agentId: string, ids: string[]): Promise<Array<Memory & { embedded: boolean }>> {
-  const chunks: string[][] = [];
-  for (let i = 0; i < ids.length; i += IDS_PER_QUERY) chunks.push(ids.slice(i, i + IDS_PER_QUERY));
-  const results = await Promise.all(
-    chunks.map((chunk) =>
-      db
-        .select()
-        .from(memories)
-        .where(and(inArray(memories.id, chunk), ofAgent(memories.agentId, agentId))),
-    ),
+  const results = await Promise.all(memoriesByIdsQueries(db, agentId, ids));
+  return results.flat().map(withEmbedded);
+}
+
+/** memoriesByIds as unsent statements (one per 90 ids), for a caller that batches them with others. */
+export function memoriesByIdsQueries(db: Db, agentId: string, ids: string[]) {
+  return chunked(ids).map((chunk) =>
+    db
+      .select()
+      .from(memories)
+      .where(and(inArray(memories.id, chunk), ofAgent(memories.agentId, agentId))),
   );
-  return results.flat().map((row) => ({ ...fromMemoryRow(row), embedded: row.embeddedAt !== null }));
+}
+
+/** Which of `ids` (this agent's) exist, and whether each has a vector: unsent statements. */
+export function embeddedStateQueries(db: Db, agentId: string, ids: string[]) {
+  return chunked(ids).map((chunk) =>
+    db
+      .select({ id: memories.id, embedded: sql<number>`${memories.embeddedAt} IS NOT NULL`.as("has_vector") })
+      .from(memories)
+      .where(and(inArray(memories.id, chunk), ofAgent(memories.agentId, agentId))),
+  );
+}
+
+export function withEmbedded(row: typeof memories.$inferSelect): Memory & { embedded: boolean } {
+  return { ...fromMemoryRow(row), embedded: row.embeddedAt !== null };
 }
 
 /**
@@ -112,7 +127,11 @@ export async function memoriesByIds(db: Db, agentId: string, ids: string[]): Pro
  * after the one that names the topic.
  */
 export async function adjacentMessages(db: Db, agentId: string, ids: string[]): Promise<Map<string, Array<Memory & { embedded: boolean }>>> {
-  const around = new Map<string, Array<Memory & { embedded: boolean }>>();
+  return adjacentFromRows(agentId, (await Promise.all(adjacentMessagesQueries(db, agentId, ids))).flat());
+}
+
+/** adjacentMessages as unsent statements; adjacentFromRows reads their rows. */
+export function adjacentMessagesQueries(db: Db, agentId: string, ids: string[]) {
   const seed = alias(memories, "seed");
   // The nearest message of the seed's room before (or after) it, as a rowid.
   const nearest = (before: boolean) => {
@@ -122,24 +141,35 @@ export async function adjacentMessages(db: Db, agentId: string, ids: string[]): 
         AND (n.created_at, n.seq) ${op} (${seed.createdAt}, ${seed.seq})
       ORDER BY n.created_at ${direction}, n.seq ${direction} LIMIT 1)`;
   };
-  const chunks: string[][] = [];
-  for (let i = 0; i < ids.length; i += IDS_PER_QUERY) chunks.push(ids.slice(i, i + IDS_PER_QUERY));
-  const results = await Promise.all(
-    chunks.map((chunk) =>
-      db
-        .select({ seedId: seed.id, memory: memories })
-        .from(seed)
-        .innerJoin(memories, sql`${memories.seq} IN (${nearest(true)}, ${nearest(false)})`)
-        .where(and(inArray(seed.id, chunk), ofAgent(seed.agentId, agentId))),
-    ),
+  return chunked(ids).map((chunk) =>
+    db
+      // seed_id, not id: D1's batch hands rows back as objects, and a second `id` column would
+      // overwrite the first and shift every value after it (drizzle maps batched rows by position).
+      .select({ seedId: sql<string>`${seed.id}`.as("seed_id"), memory: memories })
+      .from(seed)
+      .innerJoin(memories, sql`${memories.seq} IN (${nearest(true)}, ${nearest(false)})`)
+      .where(and(inArray(seed.id, chunk), ofAgent(seed.agentId, agentId))),
   );
-  for (const { seedId, memory: row } of results.flat()) {
+}
+
+export function adjacentFromRows(
+  agentId: string,
+  rows: Array<{ seedId: string; memory: typeof memories.$inferSelect }>,
+): Map<string, Array<Memory & { embedded: boolean }>> {
+  const around = new Map<string, Array<Memory & { embedded: boolean }>>();
+  for (const { seedId, memory: row } of rows) {
     if (row.agentId !== agentId) continue;
     const list = around.get(seedId) ?? [];
-    list.push({ ...fromMemoryRow(row), embedded: row.embeddedAt !== null });
+    list.push(withEmbedded(row));
     around.set(seedId, list);
   }
   return around;
+}
+
+function chunked(ids: string[]): string[][] {
+  const chunks: string[][] = [];
+  for (let i = 0; i < ids.length; i += IDS_PER_QUERY) chunks.push(ids.slice(i, i + IDS_PER_QUERY));
+  return chunks;
 }
 
 /** Which of `ids` other agents' memories already use (ids are unique across agents). */

@@ -65,8 +65,36 @@ export function scopedFtsQuery(query: TextSearchQuery): string | null {
 
 /** Best first, by BM25 over the text column (the scope column weighs nothing). */
 export async function searchText(db: Db, query: TextSearchQuery): Promise<Array<{ memory: Memory; embedded: boolean }>> {
+  const matched = textMatches(db, query);
+  if (!matched) return [];
+  const rows = await db
+    .select({ memory: memories })
+    .from(matched.ranked)
+    .innerJoin(memories, eq(memories.seq, matched.ranked.seq))
+    .where(and(...matched.conditions))
+    .orderBy(asc(matched.ranked.score));
+  return rows.map((row) => ({ memory: fromMemoryRow(row.memory), embedded: row.memory.embeddedAt !== null }));
+}
+
+/**
+ * searchText's ranking without the rows: the ids, best first. Hybrid search reads the rows of
+ * only the few hits that can still make its results.
+ */
+export async function rankText(db: Db, query: TextSearchQuery): Promise<Array<{ id: string }>> {
+  const matched = textMatches(db, query);
+  if (!matched) return [];
+  return db
+    .select({ id: memories.id })
+    .from(matched.ranked)
+    .innerJoin(memories, eq(memories.seq, matched.ranked.seq))
+    .where(and(...matched.conditions))
+    .orderBy(asc(matched.ranked.score));
+}
+
+/** The FTS5 ranking (best `limit` rows of the agent's range) and the filter to check its rows against. */
+function textMatches(db: Db, query: TextSearchQuery) {
   const match = scopedFtsQuery(query);
-  if (!match) return [];
+  if (!match) return null;
   const { userId, ...rest } = query;
   // The same filters again in SQL: cheap on at most `limit` rows, and a guard should the index and
   // the table ever disagree.
@@ -88,11 +116,5 @@ export async function searchText(db: Db, query: TextSearchQuery): Promise<Array<
     .orderBy(sql`score`)
     .limit(query.limit)
     .as("ranked");
-  const rows = await db
-    .select({ memory: memories })
-    .from(ranked)
-    .innerJoin(memories, eq(memories.seq, ranked.seq))
-    .where(and(...conditions))
-    .orderBy(asc(ranked.score));
-  return rows.map((row) => ({ memory: fromMemoryRow(row.memory), embedded: row.memory.embeddedAt !== null }));
+  return { ranked, conditions };
 }

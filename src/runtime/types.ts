@@ -266,8 +266,8 @@ export interface RetrievedMemory {
   embedded: boolean;
 }
 
-/** Wall time per leg of one search, in ms: embed the query, full text, vectors, load rows, neighbour expansion. */
-export type SearchTimings = Partial<Record<"embed" | "text" | "vector" | "load" | "neighbours", number>>;
+/** Wall time per leg of one search, in ms: embed the query, full text, vectors, then read the best hits' rows and neighbours. */
+export type SearchTimings = Partial<Record<"embed" | "text" | "vector" | "load", number>>;
 
 /** Hybrid (full-text + vector) search over one agent's memories, and what it knows about a person. */
 export interface MemoryRetriever {
