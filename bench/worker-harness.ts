@@ -32,7 +32,7 @@ export async function startBenchWorker(bindings: Record<string, string>): Promis
     const output = error instanceof Error && "stderr" in error ? String(error.stderr) : "";
     throw new Error(`bundling the worker (wrangler deploy --dry-run) failed:\n${output}`);
   }
-  // modulesRules describe how to bundle; the dry-run output is already one module.
+  // The dry-run output is already bundled: one JavaScript module, plus the WebAssembly it imports.
   const { modulesRules: _rules, ...workerOptions } = unstable_getMiniflareWorkerOptions("wrangler.toml").workerOptions;
   // wrangler hands out Miniflare's v4-style worker options; Miniflare 5 converts them.
   const options: V4MiniflareOptions = {
@@ -40,8 +40,11 @@ export async function startBenchWorker(bindings: Record<string, string>): Promis
       {
         ...workerOptions,
         name: "edge-agents",
-        modules: true,
-        scriptPath: join(dist, "index.js"),
+        // The entry first, then what it imports (named as in its import statements).
+        modules: ["index.js", ...readdirSync(dist).filter((file) => file.endsWith(".wasm"))].map((file) => ({
+          type: file.endsWith(".wasm") ? ("CompiledWasm" as const) : ("ESModule" as const),
+          path: join(dist, file),
+        })),
         bindings: {
           ...(workerOptions.bindings ?? {}),
           // wrangler reads a developer's .dev.vars; benchmarks must not pick up its model or keys.

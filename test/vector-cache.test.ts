@@ -51,6 +51,20 @@ describe("vector cache ranking", () => {
     expect(found / (queries.length * 10)).toBeGreaterThanOrEqual(0.95);
   });
 
+  it("scores each match with the exact cosine of its int8 values (the WebAssembly dot products)", () => {
+    const query = hashEmbed("Who tried a rescue dog near the lake?", DIMS);
+    let queryNorm = 0;
+    for (let d = 0; d < DIMS; d++) queryNorm += query[d]! * query[d]!;
+    const matches = rankVectors(cache, { agentId: "a", vector: query, topK: 30 });
+    expect(matches.length).toBeGreaterThanOrEqual(600);
+    for (const match of matches) {
+      const slot = Number(match.id.slice(1));
+      let dot = 0;
+      for (let d = 0; d < DIMS; d++) dot += query[d]! * cache.vectors[slot * DIMS + d]!;
+      expect(match.score).toBeCloseTo(dot / (cache.norms[slot]! * Math.sqrt(queryNorm)), 12);
+    }
+  });
+
   it("returns only vectors that pass the type, room and user filters, best first", () => {
     const query = hashEmbed("Ana tried tomatoes in Lisbon", DIMS);
     const matches = rankVectors(cache, { agentId: "a", vector: query, topK: 10, types: ["fact"], roomId: "room-7", userId: "user-7" });

@@ -1,12 +1,15 @@
 // The in-memory half of the local vector index (src/memory/local-vector-index.ts): one agent's
-// vectors as int8 values plus their sign bits, in flat typed arrays, and the ranking over them.
-// Pure: no D1, so its speed and its agreement with exact cosine are tested and benchmarked alone.
+// vectors as int8 values plus their sign bits, in one WebAssembly memory per agent, and the
+// ranking over them. Pure: no D1, so its speed and its agreement with exact cosine are tested and
+// benchmarked alone.
 //
 // A query ranks in three passes: Hamming distance over 128 of the sign bits for every vector, the
 // full sign bits for the best few thousand, and exact dot products on the int8 values for the best
-// few hundred. Every pass is one loop over typed arrays, with filters as integer compares.
+// few hundred. The passes' loops are in src/memory/wasm/rank.wat (native popcount); this file keeps
+// the layout, the filters' numbering and the cuts between passes.
 import { MEMORY_TYPES } from "./schema.ts";
 import type { MemoryType, VectorMatch, VectorQuery } from "../runtime/types.ts";
+import rankModule from "./wasm/rank.wasm";
 
 /** Below this many filtered vectors every one is scored exactly. */
 export const EXACT_BELOW = 4_000;
@@ -18,6 +21,30 @@ const COARSE_FACTOR = 8;
 /** Sign-bit words (of 32 bits) the first pass reads. */
 const COARSE_WORDS = 4;
 const NO_MATCH = 0xffff;
+const PAGE_BYTES = 65_536;
+
+interface Kernels {
+  coarse(size: number, codes: number, words: number, coarse: number, types: number, rooms: number, users: number, typeMask: number, room: number, user: number, q0: number, q1: number, q2: number, q3: number, distances: number, histogram: number): number;
+  refine(size: number, codes: number, words: number, coarse: number, query: number, cut: number, distances: number, histogram: number, kept: number): number;
+  dots(pool: number, count: number, vectors: number, dimensions: number, query: number, out: number): void;
+}
+
+/** Byte offsets of each region in a cache's memory, for a capacity (4- and 8-byte regions first). */
+interface Layout {
+  codes: number;
+  norms: number;
+  rooms: number;
+  users: number;
+  kept: number;
+  out: number;
+  query: number;
+  queryCode: number;
+  histogram: number;
+  distances: number;
+  types: number;
+  vectors: number;
+  bytes: number;
+}
 
 export interface VectorCache {
   readonly dimensions: number;
@@ -29,19 +56,22 @@ export interface VectorCache {
   size: number;
   /** Live vectors. */
   live: number;
+  capacity: number;
   ids: string[];
   /** Room and user of each slot as numbers from `names` (0: none), so filters compare integers. */
+  names: Map<string, number>;
+  slots: Map<string, number>;
+  memory: WebAssembly.Memory;
+  kernels: Kernels;
+  layout: Layout;
+  // Views of the memory's regions, made again whenever the memory is replaced (growth).
   rooms: Int32Array;
   users: Int32Array;
-  names: Map<string, number>;
   /** Index into MEMORY_TYPES; 255 for a dead slot. */
   types: Uint8Array;
   vectors: Int8Array;
   norms: Float32Array;
   codes: Uint32Array;
-  /** Per-slot scratch distances, reused by every query. */
-  distances: Uint16Array;
-  slots: Map<string, number>;
 }
 
 const DEAD = 255;
@@ -54,31 +84,58 @@ function rotationSize(dimensions: number): number {
   return n;
 }
 
+function layoutFor(capacity: number, dimensions: number, words: number): Layout {
+  let at = 0;
+  const take = (bytes: number, align = 4) => {
+    at = Math.ceil(at / align) * align;
+    const offset = at;
+    at += bytes;
+    return offset;
+  };
+  const codes = take(capacity * words * 4);
+  const norms = take(capacity * 4);
+  const rooms = take(capacity * 4);
+  const users = take(capacity * 4);
+  const kept = take(capacity * 4);
+  const out = take(capacity * 8, 8);
+  const query = take(dimensions * 4);
+  const queryCode = take(words * 4);
+  const histogram = take((words * 32 + 1) * 4);
+  const distances = take(capacity * 2, 2);
+  const types = take(capacity, 1);
+  const vectors = take(capacity * dimensions, 1);
+  return { codes, norms, rooms, users, kept, out, query, queryCode, histogram, distances, types, vectors, bytes: at };
+}
+
+/** A memory (and an instance of the kernels over it) sized for `capacity` slots, with its views. */
+function allocate(capacity: number, dimensions: number, words: number) {
+  const layout = layoutFor(capacity, dimensions, words);
+  const memory = new WebAssembly.Memory({ initial: Math.ceil(layout.bytes / PAGE_BYTES) });
+  const instance = new WebAssembly.Instance(rankModule, { env: { memory } });
+  const buffer = memory.buffer;
+  return {
+    capacity,
+    memory,
+    layout,
+    kernels: instance.exports as unknown as Kernels,
+    codes: new Uint32Array(buffer, layout.codes, capacity * words),
+    norms: new Float32Array(buffer, layout.norms, capacity),
+    rooms: new Int32Array(buffer, layout.rooms, capacity),
+    users: new Int32Array(buffer, layout.users, capacity),
+    types: new Uint8Array(buffer, layout.types, capacity),
+    vectors: new Int8Array(buffer, layout.vectors, capacity * dimensions),
+  };
+}
+
 export function createVectorCache(dimensions: number, capacity = 256): VectorCache {
   const words = rotationSize(dimensions) / 32;
-  return {
-    dimensions,
-    words,
-    lastSeq: 0,
-    size: 0,
-    live: 0,
-    ids: [],
-    rooms: new Int32Array(capacity),
-    users: new Int32Array(capacity),
-    names: new Map(),
-    types: new Uint8Array(capacity),
-    vectors: new Int8Array(capacity * dimensions),
-    norms: new Float32Array(capacity),
-    codes: new Uint32Array(capacity * words),
-    distances: new Uint16Array(capacity),
-    slots: new Map(),
-  };
+  return { dimensions, words, lastSeq: 0, size: 0, live: 0, ids: [], names: new Map(), slots: new Map(), ...allocate(capacity, dimensions, words) };
 }
 
 /** Adds a vector (int8 values, as quantize() makes them), replacing any earlier one of that id. */
 export function putVector(cache: VectorCache, id: string, type: MemoryType, roomId: string | null, userId: string | null, code: Int8Array): void {
   removeVector(cache, id);
-  if (cache.size === cache.types.length) grow(cache);
+  if (cache.size === cache.capacity) grow(cache);
   const slot = cache.size++;
   cache.live++;
   cache.slots.set(id, slot);
@@ -108,14 +165,14 @@ export function removeVector(cache: VectorCache, id: string): void {
   cache.live--;
 }
 
-/** Bytes the cache holds (dead slots included, they keep their space), for the isolate's memory budget. */
+/** Bytes the cache holds (its whole memory, dead and spare slots included), for the isolate's budget. */
 export function cacheBytes(cache: VectorCache, overheadPerSlot: number): number {
-  return cache.size * (cache.dimensions + cache.words * 4 + 2 + 1 + 4 + overheadPerSlot);
+  return cache.memory.buffer.byteLength + cache.size * overheadPerSlot;
 }
 
 /** Filtered matches, best first, by cosine (exact on the int8 values of the candidates). */
 export function rankVectors(cache: VectorCache, query: VectorQuery): VectorMatch[] {
-  const { dimensions, words, size, types, codes, distances, rooms, users } = cache;
+  const { dimensions, words, size, layout, kernels, memory } = cache;
   let typeMask = 0;
   if (query.types && query.types.length > 0) for (const type of query.types) typeMask |= 1 << (TYPE_CODE.get(type) ?? 31);
   else typeMask = ~0;
@@ -123,68 +180,49 @@ export function rankVectors(cache: VectorCache, query: VectorQuery): VectorMatch
   const roomId = query.roomId === undefined ? 0 : (cache.names.get(query.roomId) ?? -1);
   const userId = query.userId === undefined ? 0 : (cache.names.get(query.userId) ?? -1);
   const q = query.vector;
-  const qCode = new Uint32Array(words);
+  const buffer = memory.buffer;
+  const qCode = new Uint32Array(buffer, layout.queryCode, words);
+  qCode.fill(0);
   signCode(q, qCode, 0);
+  new Float32Array(buffer, layout.query, dimensions).set(q);
   const coarseWords = Math.min(COARSE_WORDS, words);
-  const coarseBits = coarseWords * 32;
+  const histogram = new Uint32Array(buffer, layout.histogram, words * 32 + 1);
+  const distances = new Uint16Array(buffer, layout.distances, size);
 
   // Pass 1: the filter, and the Hamming distance over the first coarseWords words.
-  const coarseHistogram = new Uint32Array(coarseBits + 1);
-  let matching = 0;
-  const q0 = qCode[0]!, q1 = qCode[1] ?? 0, q2 = qCode[2] ?? 0, q3 = qCode[3] ?? 0;
-  for (let s = 0; s < size; s++) {
-    const type = types[s]!;
-    if (type === DEAD || ((typeMask >>> type) & 1) === 0 || (roomId !== 0 && rooms[s] !== roomId) || (userId !== 0 && users[s] !== userId)) {
-      distances[s] = NO_MATCH;
-      continue;
-    }
-    const base = s * words;
-    let distance = popcount(codes[base]! ^ q0);
-    if (coarseWords > 1) distance += popcount(codes[base + 1]! ^ q1);
-    if (coarseWords > 2) distance += popcount(codes[base + 2]! ^ q2);
-    if (coarseWords > 3) distance += popcount(codes[base + 3]! ^ q3);
-    distances[s] = distance;
-    coarseHistogram[distance]!++;
-    matching++;
-  }
+  histogram.fill(0);
+  const matching = kernels.coarse(size, layout.codes, words, coarseWords, layout.types, layout.rooms, layout.users, typeMask, roomId, userId, qCode[0]!, qCode[1] ?? 0, qCode[2] ?? 0, qCode[3] ?? 0, layout.distances, layout.histogram);
   if (matching === 0) return [];
 
   const poolSize = Math.max(MIN_POOL, POOL_FACTOR * query.topK);
-  let pool: number[];
+  const pool = new Int32Array(buffer, layout.kept, cache.capacity);
+  let pooled = 0;
   if (matching <= EXACT_BELOW || matching <= poolSize) {
-    pool = [];
-    for (let s = 0; s < size; s++) if (distances[s] !== NO_MATCH) pool.push(s);
+    for (let s = 0; s < size; s++) if (distances[s] !== NO_MATCH) pool[pooled++] = s;
   } else {
     // Pass 2: the full sign bits, for the vectors inside the coarse cut.
-    const coarseCut = cutoff(coarseHistogram, poolSize * COARSE_FACTOR);
-    const histogram = new Uint32Array(dimensions + 1);
-    const kept: number[] = [];
-    for (let s = 0; s < size; s++) {
-      if (distances[s]! > coarseCut) continue;
-      const base = s * words;
-      let distance = 0;
-      for (let w = 0; w < words; w++) distance += popcount(codes[base + w]! ^ qCode[w]!);
-      distances[s] = distance;
-      histogram[distance]!++;
-      kept.push(s);
-    }
+    const coarseCut = cutoff(histogram.subarray(0, coarseWords * 32 + 1), poolSize * COARSE_FACTOR);
+    histogram.fill(0);
+    const kept = kernels.refine(size, layout.codes, words, coarseWords, layout.queryCode, coarseCut, layout.distances, layout.histogram, layout.kept);
     const cut = cutoff(histogram, poolSize);
-    pool = kept.filter((s) => distances[s]! <= cut);
+    for (let i = 0; i < kept; i++) {
+      const s = pool[i]!;
+      if (distances[s]! <= cut) pool[pooled++] = s;
+    }
   }
 
   // Pass 3: exact cosine on the int8 values.
   let qNorm = 0;
   for (let d = 0; d < dimensions; d++) qNorm += q[d]! * q[d]!;
   qNorm = Math.sqrt(qNorm);
-  const { vectors, norms, ids } = cache;
-  const scored: VectorMatch[] = new Array(pool.length);
-  for (let i = 0; i < pool.length; i++) {
+  kernels.dots(layout.kept, pooled, layout.vectors, dimensions, layout.query, layout.out);
+  const dots = new Float64Array(buffer, layout.out, pooled);
+  const { norms, ids } = cache;
+  const scored: VectorMatch[] = new Array(pooled);
+  for (let i = 0; i < pooled; i++) {
     const slot = pool[i]!;
-    const base = slot * dimensions;
-    let dot = 0;
-    for (let d = 0; d < dimensions; d++) dot += q[d]! * vectors[base + d]!;
     const denominator = norms[slot]! * qNorm;
-    scored[i] = { id: ids[slot]!, score: denominator > 0 ? dot / denominator : 0 };
+    scored[i] = { id: ids[slot]!, score: denominator > 0 ? dots[i]! / denominator : 0 };
   }
   return scored.sort((a, b) => b.score - a.score);
 }
@@ -200,20 +238,14 @@ function cutoff(histogram: Uint32Array, wanted: number): number {
 }
 
 function grow(cache: VectorCache): void {
-  const capacity = cache.types.length * 2;
-  const types = new Uint8Array(capacity);
-  types.set(cache.types);
-  const vectors = new Int8Array(capacity * cache.dimensions);
-  vectors.set(cache.vectors);
-  const norms = new Float32Array(capacity);
-  norms.set(cache.norms);
-  const rooms = new Int32Array(capacity);
-  rooms.set(cache.rooms);
-  const users = new Int32Array(capacity);
-  users.set(cache.users);
-  const codes = new Uint32Array(capacity * cache.words);
-  codes.set(cache.codes);
-  Object.assign(cache, { types, vectors, norms, rooms, users, codes, distances: new Uint16Array(capacity) });
+  const next = allocate(cache.capacity * 2, cache.dimensions, cache.words);
+  next.codes.set(cache.codes);
+  next.norms.set(cache.norms);
+  next.rooms.set(cache.rooms);
+  next.users.set(cache.users);
+  next.types.set(cache.types);
+  next.vectors.set(cache.vectors);
+  Object.assign(cache, next);
 }
 
 /** Unit vector to int8, scaled by its largest component so precision is not wasted. */
