@@ -10,7 +10,7 @@ import { runMemoryMaintenance } from "../src/memory/maintenance.ts";
 import { resetLocalVectorCache } from "../src/memory/local-vector-index.ts";
 import { adjacentFromRows, adjacentMessages, adjacentMessagesQueries, memoriesByIds, memoriesByIdsQueries } from "../src/memory/memory-repo.ts";
 import { memories } from "../src/memory/schema.ts";
-import { searchText } from "../src/memory/text-search.ts";
+import { rankText } from "../src/memory/text-search.ts";
 import { api, createTestAgent, json } from "./helpers/api.ts";
 
 interface MemoryView {
@@ -293,8 +293,10 @@ describe("full-text leg: filters inside the index", () => {
       { type: "fact", userId: "max", text: "Max hides his kayak keys under a stone" },
     ]);
     expect(stored.response.status, JSON.stringify(stored.body)).toBe(201);
-    const texts = async (query: Omit<Parameters<typeof searchText>[1], "text" | "limit">) =>
-      (await searchText(db(), { text: "kayak", limit: 5, ...query })).map((hit) => hit.memory.content.text).sort();
+    const texts = async (query: Omit<Parameters<typeof rankText>[1], "text" | "limit">) => {
+      const ids = (await rankText(db(), { text: "kayak", limit: 5, ...query })).map((hit) => hit.id);
+      return (await memoriesByIds(db(), query.agentId, ids)).map((memory) => memory.content.text).sort();
+    };
 
     expect(await texts({ agentId: mine })).toHaveLength(5);
     expect(await texts({ agentId: mine, roomId: "salle-ete:1" })).toEqual(["I bought a kayak"]);
@@ -312,8 +314,8 @@ describe("full-text leg: filters inside the index", () => {
     await store(agentId, [{ id: `${agentId}-profile-ann`, type: "description", userId: "ann", text: "Ann plays the cello" }]);
     const d = db();
     await d.update(memories).set({ content: JSON.stringify({ text: "Ann plays the trumpet" }) }).where(eq(memories.id, `${agentId}-profile-ann`));
-    expect(await searchText(d, { agentId, userId: "ann", text: "cello", limit: 5 })).toEqual([]);
-    expect((await searchText(d, { agentId, userId: "ann", text: "trumpet", limit: 5 })).map((hit) => hit.memory.id)).toEqual([`${agentId}-profile-ann`]);
+    expect(await rankText(d, { agentId, userId: "ann", text: "cello", limit: 5 })).toEqual([]);
+    expect((await rankText(d, { agentId, userId: "ann", text: "trumpet", limit: 5 })).map((hit) => hit.id)).toEqual([`${agentId}-profile-ann`]);
   });
 });
 

@@ -192,10 +192,7 @@ function settle(fused: FusedHit[], rows: Map<string, Loaded>, around: Map<string
       break;
     }
     // Gone, or outside the filter (shared facts, a lagging index's metadata).
-    if (found === GONE || !matchesFilter(found, query)) continue;
-    if (query.threshold !== undefined) {
-      if (hit.similarity !== null ? hit.similarity < query.threshold : found.embedded) continue;
-    }
+    if (found === GONE || !matchesFilter(found, query) || !passesThreshold(query, hit, found.embedded)) continue;
     const { embedded, ...memory } = found;
     results.push({ memory, score: hit.score, similarity: hit.similarity, matchedBy: hit.matchedBy, embedded });
   }
@@ -258,6 +255,7 @@ function withNeighbours(query: RetrievalQuery, results: RetrievedMemory[], seeds
   return [...read, ...fromLater, ...added.values()].sort((a, b) => b.score - a.score);
 }
 
+/** The similarity threshold: a vector match must reach it; a text-only match passes unless embedded. */
 function passesThreshold(query: RetrievalQuery, hit: FusedHit, embedded: boolean): boolean {
   if (query.threshold === undefined) return true;
   return hit.similarity !== null ? hit.similarity >= query.threshold : !embedded;

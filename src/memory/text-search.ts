@@ -8,10 +8,8 @@
 import { and, asc, eq, sql, type SQL } from "drizzle-orm";
 import { integer, sqliteTable, text as textColumn } from "drizzle-orm/sqlite-core";
 import { queryTerms } from "../runtime/query-terms.ts";
-import type { Memory } from "../runtime/types.ts";
 import type { Db } from "./d1-memory-store.ts";
 import { filterConditions, type MemoryFilter } from "./memory-repo.ts";
-import { fromMemoryRow } from "./rows.ts";
 import { agentNumbers, memories } from "./schema.ts";
 
 /**
@@ -63,22 +61,9 @@ export function scopedFtsQuery(query: TextSearchQuery): string | null {
   return scope.length === 0 ? `text : (${words})` : `scope : (${scope.join(" AND ")}) AND text : (${words})`;
 }
 
-/** Best first, by BM25 over the text column (the scope column weighs nothing). */
-export async function searchText(db: Db, query: TextSearchQuery): Promise<Array<{ memory: Memory; embedded: boolean }>> {
-  const matched = textMatches(db, query);
-  if (!matched) return [];
-  const rows = await db
-    .select({ memory: memories })
-    .from(matched.ranked)
-    .innerJoin(memories, eq(memories.seq, matched.ranked.seq))
-    .where(and(...matched.conditions))
-    .orderBy(asc(matched.ranked.score));
-  return rows.map((row) => ({ memory: fromMemoryRow(row.memory), embedded: row.memory.embeddedAt !== null }));
-}
-
 /**
- * searchText's ranking without the rows: the ids, best first. Hybrid search reads the rows of
- * only the few hits that can still make its results.
+ * The matching memories' ids, best first by BM25 over the text column (the scope column weighs
+ * nothing). Hybrid search reads the rows of only the few hits that can still make its results.
  */
 export async function rankText(db: Db, query: TextSearchQuery): Promise<Array<{ id: string }>> {
   const matched = textMatches(db, query);

@@ -182,7 +182,6 @@ export function rankVectors(cache: VectorCache, query: VectorQuery): VectorMatch
   const q = query.vector;
   const buffer = memory.buffer;
   const qCode = new Uint32Array(buffer, layout.queryCode, words);
-  qCode.fill(0);
   signCode(q, qCode, 0);
   new Float32Array(buffer, layout.query, dimensions).set(q);
   const coarseWords = Math.min(COARSE_WORDS, words);
