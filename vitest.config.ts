@@ -88,6 +88,9 @@ export default defineConfig(async () => {
         project("no-model", ["test/no-model/**/*.spec.ts"], {}),
         // The deployment defaults tightened, to watch them bite.
         project("limits", ["test/limits/**/*.spec.ts"], { ...withModelAndDiscord, RATE_LIMIT_PER_TOKEN: "30/min", RATE_LIMIT_PER_USER: "3/min" }),
+        // The Node tools (the memory CLI, the knowledge file reader) in Node, against the worker
+        // started as the benchmarks start it.
+        { test: { name: "node", include: ["test/node/**/*.spec.ts"], environment: "node", testTimeout: 60_000, hookTimeout: 120_000 } },
       ],
     },
   };

@@ -1,9 +1,15 @@
-// `npm run memory -- <list|similar|clear|stats|init>`: look into and manage an agent's long-term
+// `npm run memory -- <list|similar|clear|stats|init|knowledge>`: look into and manage an agent's long-term
 // memory over the HTTP API, against the local dev server (token from .dev.vars) or a deployed
 // worker (--url, --token). Only the API, never D1 directly, so it works the same everywhere.
 // Tables fit the terminal; --json prints the raw answers. Exit code 0 on success, 1 otherwise.
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, statSync } from "node:fs";
+import { dirname } from "node:path";
 import { parseArgs } from "node:util";
+import { parseCharacter } from "../src/characters/parse-character.ts";
+import { MAX_AGENT_BODY_BYTES } from "../src/http/body-limits.ts";
+import type { KnowledgeItem } from "../src/runtime/character.ts";
+import { ValidationError } from "../src/runtime/errors.ts";
+import { KnowledgeFileError, readKnowledgeFiles, type KnowledgeFiles } from "./knowledge-files.ts";
 
 export const HELP = `Usage: npm run memory -- <command> --agent <id> [options]
 
@@ -16,16 +22,21 @@ Commands:
   stats     counts by type, memories waiting for a vector, embedder and vector index
   init      checks that the embedder and the vector index agree, then embeds every memory
             still waiting for a vector
+  knowledge <file|folder>...   stores each .md/.txt file as a knowledge document of the agent
+            (folders are read recursively); the same file again replaces its document
+  knowledge --character FILE   the same for the path and directory entries of a character
+            file, which are relative to it and must stay inside its folder
 
 Options:
   --agent A    the agent (required)
   --type T     message, fact, description, lore, document, fragment, summary; comma-separate several
+  --character F  a character file (knowledge)
   --url URL    the worker (default: $EDGE_AGENTS_URL, else http://localhost:8787)
   --token T    API token (default: $EDGE_AGENTS_TOKEN, else ADMIN_TOKEN from .dev.vars for a local URL)
   --json       print the API's JSON instead of tables
   --help       this text`;
 
-const COMMANDS = ["list", "similar", "clear", "stats", "init"] as const;
+const COMMANDS = ["list", "similar", "clear", "stats", "init", "knowledge"] as const;
 type Command = (typeof COMMANDS)[number];
 const TYPES = ["message", "fact", "description", "lore", "document", "fragment", "summary"];
 /** Options each command accepts besides --agent, --url, --token, --json and --help. */
@@ -35,6 +46,7 @@ const COMMAND_OPTIONS: Record<Command, readonly string[]> = {
   clear: ["room", "user", "type", "yes"],
   stats: [],
   init: [],
+  knowledge: ["character"],
 };
 const MAX_LIST = 10_000;
 /** `clear` counts a filtered selection by paging through it; past this it says "at least". */
@@ -49,6 +61,9 @@ export interface CliOptions {
   command: Command;
   agent: string;
   query: string;
+  /** knowledge: files and folders named on the command line. */
+  paths: string[];
+  character?: string;
   room?: string;
   user?: string;
   types?: string[];
@@ -68,7 +83,7 @@ export function parseCli(argv: string[], env: Readonly<Record<string, string | u
   const spec = {
     agent: { type: "string" }, room: { type: "string" }, user: { type: "string" }, type: { type: "string" },
     limit: { type: "string" }, cursor: { type: "string" }, threshold: { type: "string" }, url: { type: "string" },
-    token: { type: "string" }, yes: { type: "boolean" }, json: { type: "boolean" }, help: { type: "boolean" },
+    token: { type: "string" }, yes: { type: "boolean" }, json: { type: "boolean" }, help: { type: "boolean" }, character: { type: "string" },
   } as const;
   const { values, positionals } = (() => {
     try {
@@ -84,8 +99,11 @@ export function parseCli(argv: string[], env: Readonly<Record<string, string | u
   for (const key of Object.keys(values)) {
     if (!["agent", "url", "token", "json", "help", ...COMMAND_OPTIONS[command]].includes(key)) throw new CliError(`--${key} does not apply to ${command} (see --help)`);
   }
-  if (command !== "similar" && rest.length > 0) throw new CliError(`${command} takes no arguments besides options, got "${rest.join(" ")}"`);
-  const query = rest.join(" ").trim();
+  if (command !== "similar" && command !== "knowledge" && rest.length > 0) throw new CliError(`${command} takes no arguments besides options, got "${rest.join(" ")}"`);
+  if (command === "knowledge" && (rest.length > 0) === (values.character !== undefined)) {
+    throw new CliError("knowledge takes files and folders, or --character with a character file (one of the two), e.g. npm run memory -- knowledge docs/ --agent ada");
+  }
+  const query = command === "similar" ? rest.join(" ").trim() : "";
   if (command === "similar" && !query) throw new CliError('similar needs the query text, e.g. npm run memory -- similar "where does Alice live" --agent ada');
   if (!values.agent) throw new CliError("--agent is required (see --help)");
 
@@ -101,7 +119,7 @@ export function parseCli(argv: string[], env: Readonly<Record<string, string | u
   return {
     help: false,
     options: {
-      command, agent: values.agent, query, room: values.room, user: values.user, types, limit, cursor: values.cursor, threshold,
+      command, agent: values.agent, query, paths: command === "knowledge" ? rest : [], character: values.character, room: values.room, user: values.user, types, limit, cursor: values.cursor, threshold,
       yes: values.yes ?? false, json: values.json ?? false, url, token: values.token ?? env.EDGE_AGENTS_TOKEN,
     },
   };
@@ -293,6 +311,8 @@ async function run(options: CliOptions): Promise<number> {
     }
     case "init":
       return init(api, options);
+    case "knowledge":
+      return knowledge(api, options);
   }
 }
 
@@ -357,6 +377,68 @@ async function init(api: Api, options: CliOptions): Promise<number> {
   if (options.json) return out({ agentId: options.agent, embedded, pending: after.pendingEmbedding });
   console.log(`${process.stdout.isTTY && embedded > 0 ? "\n" : ""}done: ${embedded} embedded; ${memoryCount(after.total)}, ${after.pendingEmbedding} waiting for a vector`);
   return after.pendingEmbedding === 0 ? 0 : 1;
+}
+
+interface IngestResult {
+  documentId: string;
+  fragments: number;
+  embedded: number;
+  replaced: boolean;
+  embeddingError?: string;
+}
+
+/**
+ * Reads every file first and checks each against the endpoint's limits, so a bad file stops the
+ * run before anything is sent; then one request per file (each document is stored atomically).
+ */
+async function knowledge(api: Api, options: CliOptions): Promise<number> {
+  const { files, skipped } = await knowledgeFiles(options);
+  const requests = files.map((file) => ({ file, body: { text: file.text.trim(), title: file.title, documentId: file.documentId, format: file.format } }));
+  for (const { file, body } of requests) {
+    const bytes = Buffer.byteLength(JSON.stringify(body));
+    if (bytes > MAX_AGENT_BODY_BYTES) throw new CliError(`${file.path} makes a ${Math.ceil(bytes / 1024)} KiB request; the endpoint takes ${MAX_AGENT_BODY_BYTES / 1024} KiB: split it. Nothing was sent.`);
+  }
+  if (requests.length === 0) throw new CliError(`no text or markdown file to send${skipped.length > 0 ? ` (skipped: ${skipped.map((s) => `${s.path}: ${s.reason}`).join("; ")})` : ""}`);
+  const results: Array<IngestResult & { path: string }> = [];
+  for (const { file, body } of requests) {
+    try {
+      results.push({ path: file.path, ...(await api<IngestResult>("POST", `/agents/${encodeURIComponent(options.agent)}/knowledge`, body)) });
+    } catch (error) {
+      const stored = results.length > 0 ? ` Stored before it: ${results.map((r) => r.path).join(", ")}.` : " Nothing was stored.";
+      throw error instanceof CliError ? new CliError(`${file.path}: ${error.message}.${stored}`) : error;
+    }
+  }
+  if (options.json) return out({ agentId: options.agent, documents: results, skipped });
+  print(["file", "document id", "fragments", "embedded", "replaced"], results.map((r) => [r.path, r.documentId, String(r.fragments), String(r.embedded), r.replaced ? "yes" : "no"]));
+  for (const skip of skipped) console.log(`skipped ${skip.path}: ${skip.reason}`);
+  const waiting = results.filter((r) => r.embedded < r.fragments);
+  if (waiting.length > 0) console.log(`\nsome fragments wait for a vector (found by text meanwhile): npm run memory -- init --agent ${options.agent}${waiting[0]!.embeddingError ? ` (${waiting[0]!.embeddingError})` : ""}`);
+  return 0;
+}
+
+async function knowledgeFiles(options: CliOptions): Promise<KnowledgeFiles> {
+  try {
+    if (options.character === undefined) {
+      // Paths the user typed: relative to where the command runs, anywhere on the machine.
+      const items = options.paths.map((path): KnowledgeItem => (statSync(path, { throwIfNoEntry: false })?.isDirectory() ? { kind: "directory", directory: path, shared: false } : { kind: "path", path, shared: false }));
+      return await readKnowledgeFiles(process.cwd(), items, { confined: false });
+    }
+    let raw: unknown;
+    try {
+      raw = JSON.parse(readFileSync(options.character, "utf8"));
+    } catch (error) {
+      throw new CliError(`cannot read the character file ${options.character}: ${error instanceof Error ? error.message : String(error)}`);
+    }
+    const character = parseCharacter(raw);
+    return await readKnowledgeFiles(dirname(options.character), character.knowledge, { confined: true });
+  } catch (error) {
+    if (error instanceof KnowledgeFileError) throw new CliError(`${error.message}. Nothing was sent.`);
+    if (error instanceof ValidationError) {
+      const issues = (error.details as { issues?: Array<{ path: string; message: string }> } | undefined)?.issues ?? [];
+      throw new CliError(`${options.character} is not a valid character: ${issues.slice(0, 5).map((i) => `${i.path || "(file)"}: ${i.message}`).join("; ") || error.message}`);
+    }
+    throw error;
+  }
 }
 
 function out(value: unknown, code = 0): number {

@@ -24,12 +24,8 @@ import { toolRoutes } from "./routes/tools.ts";
 import { taskRoutes } from "./routes/tasks.ts";
 import { scheduleRoutes } from "./routes/schedules.ts";
 import { validationError } from "./validation.ts";
+import { MAX_AGENT_BODY_BYTES, MAX_MEMORY_BODY_BYTES, MAX_MESSAGE_BODY_BYTES } from "./body-limits.ts";
 
-/** Character files can carry long lore and examples; chat messages cannot. */
-export const MAX_AGENT_BODY_BYTES = 512 * 1024;
-export const MAX_MESSAGE_BODY_BYTES = 64 * 1024;
-/** Up to 500 memories of 8,000 characters would not fit; 1 MiB holds a few hundred real ones. */
-export const MAX_MEMORY_BODY_BYTES = 1024 * 1024;
 /** Where public/vendor/swagger-ui-dist/ is served (@hono/swagger-ui appends `/swagger-ui-dist/<file>`). */
 export const DOCS_VIEWER_BASE = "/vendor";
 

@@ -13,6 +13,9 @@ import { MEMORY_ROWS_PER_INSERT, toMemoryRow } from "./rows.ts";
 import { memories } from "./schema.ts";
 import { sha256Hex } from "../runtime/hashing.ts";
 
+/** A document's longest text, in characters (its request body is also capped at 512 KiB). */
+export const MAX_DOCUMENT_CHARS = 500_000;
+
 export const DOCUMENT_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$/;
 
 export interface KnowledgeInput {

@@ -5,15 +5,13 @@ import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Env } from "../../config.ts";
 import type { AppEnv } from "../app-env.ts";
 import { guard } from "../auth.ts";
-import { deleteDocument, DOCUMENT_ID_PATTERN, ingestDocument } from "../../memory/knowledge.ts";
+import { deleteDocument, DOCUMENT_ID_PATTERN, ingestDocument, MAX_DOCUMENT_CHARS } from "../../memory/knowledge.ts";
 import { memoryBackends } from "../../memory/memory-backends.ts";
 import { NotFoundError } from "../../runtime/errors.ts";
 import { loadTokenCounter } from "../../runtime/tokens.ts";
 import { assertAgentExists } from "../known-agents.ts";
 import { AgentIdParam, errorContent } from "../schemas.ts";
 
-/** The request body is capped at 512 KiB for every /agents route. */
-export const MAX_DOCUMENT_CHARS = 500_000;
 
 const DocumentId = z.string().regex(DOCUMENT_ID_PATTERN, "1-128 letters, digits or . _ : @ -, starting with a letter or digit");
 
