@@ -5,6 +5,8 @@ import { env } from "cloudflare:workers";
 import { describe, expect, inject, it } from "vitest";
 import { api, createTestAgent, json, useModelStandIn } from "./helpers/api.ts";
 import { toolMessages } from "./helpers/model-messages.ts";
+import { REFRESH_LEASE_MS } from "../src/mcp/oauth-provider.ts";
+import { mcpPlatform } from "../src/mcp/platform.ts";
 import { command, post, snowflake, useAgentIn } from "./helpers/discord.ts";
 
 const peers = inject("mcpPeers");
@@ -235,6 +237,65 @@ describe("MCP servers with OAuth", () => {
     } finally {
       await control("/oauth/ttl?seconds=3600");
     }
+  });
+
+  it("refreshes once when two rooms find the token expiring at the same moment, and both keep working", async () => {
+    // The peer rotates refresh tokens: presenting one twice fails with invalid_grant. Two rooms that
+    // both refreshed with it would leave one of them (and the stored row) without a token.
+    const agentId = await createTestAgent();
+    await control("/oauth/ttl?seconds=30");
+    let authUrl: string;
+    try {
+      const { view } = await addServer(agentId, { name: "secure", url: peers.oauthUrl, auth: { type: "oauth" } });
+      authUrl = view.authUrl!;
+      expect((await consent(authUrl)).status).toBe(200);
+    } finally {
+      // Tokens issued from here on last an hour: the refreshed one is fresh for both rooms.
+      await control("/oauth/ttl?seconds=3600");
+    }
+    const before = await control("/oauth/counts", "GET");
+    // The main model's steps only: the evaluators after each reply call the small one.
+    const main = "test-primary";
+    model.script({ model: main, text: "a" }, { model: main, text: "b" });
+    const turns = await Promise.all([say(agentId, "hello", "room-a"), say(agentId, "hello", "room-b")]);
+    expect(turns.map((turn) => turn.status)).toEqual([200, 200]);
+    const after = await control("/oauth/counts", "GET");
+    expect(after.refreshes! - before.refreshes!).toBe(1);
+    for (const room of ["room-a", "room-b", "room-c"]) {
+      model.script({ model: main, toolCalls: [{ name: "secure__whoami", arguments: {} }] }, { model: main, text: "ok" });
+      expect((await say(agentId, "who am I", room)).body.toolCalls, room).toMatchObject([{ name: "secure__whoami", ok: true }]);
+    }
+
+    // Connected rooms meeting a 401 at once (the server expired every access token): one refresh,
+    // and the other room retries with the tokens the first one got.
+    await control("/oauth/expire");
+    const beforeExpiry = await control("/oauth/counts", "GET");
+    model.respondWith((call) => (call.model === main && call.messages.at(-1)?.role !== "tool" ? { toolCalls: [{ name: "secure__whoami", arguments: {} }] } : { text: "ok" }));
+    const afterExpiry = await Promise.all([say(agentId, "who am I now", "room-a"), say(agentId, "who am I now", "room-b")]);
+    for (const turn of afterExpiry) expect(turn.body.toolCalls).toMatchObject([{ name: "secure__whoami", ok: true }]);
+    expect((await control("/oauth/counts", "GET")).refreshes! - beforeExpiry.refreshes!).toBe(1);
+    const listed = await json<{ servers: ServerView[] }>(await api("GET", `/agents/${agentId}/tools`));
+    expect(listed.servers[0]).toMatchObject({ name: "secure", state: "ready" });
+  });
+
+  it("gives the refresh lease to one room at a time, and to another once the holder's has run out", async () => {
+    const agentId = await createTestAgent();
+    const { view } = await addServer(agentId, { name: "secure", url: peers.oauthUrl, auth: { type: "oauth" } });
+    expect((await consent(view.authUrl!)).status).toBe(200);
+    const store = mcpPlatform(env).credentials!;
+    const now = Date.now();
+    expect(await store.takeRefreshLease(agentId, "secure", "room-a", now, now + REFRESH_LEASE_MS)).toBe("taken");
+    expect(await store.takeRefreshLease(agentId, "secure", "room-b", now + 1, now + 1 + REFRESH_LEASE_MS)).toBe("busy");
+    // Holding it once does not let the same room take it again while it runs (its second refresh waits too).
+    expect(await store.takeRefreshLease(agentId, "secure", "room-a", now + 2, now + 2 + REFRESH_LEASE_MS)).toBe("busy");
+    // Room a died without releasing it: room b gets it once it has run out.
+    const later = now + REFRESH_LEASE_MS;
+    expect(await store.takeRefreshLease(agentId, "secure", "room-b", later, later + REFRESH_LEASE_MS)).toBe("taken");
+    await store.releaseRefreshLease(agentId, "secure", "room-a");
+    expect(await store.takeRefreshLease(agentId, "secure", "room-c", later + 1, later + 1 + REFRESH_LEASE_MS)).toBe("busy");
+    await store.releaseRefreshLease(agentId, "secure", "room-b");
+    expect(await store.takeRefreshLease(agentId, "secure", "room-c", later + 2, later + 2 + REFRESH_LEASE_MS)).toBe("taken");
+    expect(await store.takeRefreshLease(agentId, "nothing-here", "room-c", later, later + 1)).toBe("missing");
   });
 
   it("refreshes an expired token on 401, and asks again when the grant is revoked", async () => {

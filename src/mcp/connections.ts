@@ -13,7 +13,7 @@ import { CfWorkerJsonSchemaValidator } from "@modelcontextprotocol/sdk/validatio
 import type { ToolContext, ToolDefinition, ToolHost, ToolOutput, ToolSourceStatus } from "../runtime/types.ts";
 import type { McpCredentialStore } from "./credentials.ts";
 import { namespacedToolNames } from "./names.ts";
-import { AgentOAuthProvider } from "./oauth-provider.ts";
+import { AgentOAuthProvider, TOKEN_REFRESH_MARGIN_MS } from "./oauth-provider.ts";
 import type { McpServerEntry } from "./registry.ts";
 import { toToolOutput } from "./results.ts";
 import { assertSafeServerUrl, type UrlPolicy } from "./url-safety.ts";
@@ -22,8 +22,6 @@ export const MCP_CONNECT_TIMEOUT_MS = 10_000;
 export const MCP_TOOL_TIMEOUT_MS = 30_000;
 /** A server marked down is tried again on the first turn after this pause. */
 export const MCP_RETRY_AFTER_MS = 30_000;
-/** Tokens closer than this to expiry are refreshed before connecting. */
-export const TOKEN_REFRESH_MARGIN_MS = 60_000;
 const MAX_TOOLS_PER_SERVER = 128;
 const MAX_DESCRIPTION_CHARS = 1_024;
 
@@ -219,7 +217,7 @@ export class McpConnections implements ToolHost {
         const expiresAt = provider.tokenExpiresAt;
         if (expiresAt !== null && expiresAt - this.options.now() < TOKEN_REFRESH_MARGIN_MS) {
           // Refresh ahead of time (auth() uses the refresh token when there is one).
-          const result = await auth(provider, { serverUrl: url, fetchFn: this.options.fetch });
+          const result = await auth(provider, { serverUrl: url, fetchFn: provider.refreshingFetch(this.options.fetch) });
           if (result !== "AUTHORIZED") {
             return this.setStatus(connection, "authenticating", "the authorization expired; it must be given again", provider.pendingAuthUrl ?? undefined);
           }
@@ -243,7 +241,8 @@ export class McpConnections implements ToolHost {
       await client.connect(transport);
       return client;
     };
-    const fetchFn = this.options.fetch;
+    // With OAuth, a 401 makes the transport refresh: through the same one-at-a-time fetch.
+    const fetchFn = provider ? provider.refreshingFetch(this.options.fetch) : this.options.fetch;
     if (entry.config.transport === "sse") return attempt(new SSEClientTransport(url, { authProvider: provider, requestInit: { headers }, fetch: fetchFn }));
     try {
       return await attempt(new StreamableHTTPClientTransport(url, { authProvider: provider, requestInit: { headers }, fetch: fetchFn }));

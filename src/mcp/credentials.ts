@@ -4,7 +4,7 @@
 // browser comes back to /oauth/callback.
 import type { OAuthClientInformationMixed, OAuthTokens } from "@modelcontextprotocol/sdk/shared/auth.js";
 import type { OAuthDiscoveryState } from "@modelcontextprotocol/sdk/client/auth.js";
-import { and, eq } from "drizzle-orm";
+import { and, eq, isNull, lte, or } from "drizzle-orm";
 import type { Db } from "../memory/d1-memory-store.ts";
 import { mcpCredentials } from "../memory/schema.ts";
 import type { SecretBox } from "../memory/secret-box.ts";
@@ -28,9 +28,15 @@ export interface McpCredentialRow {
   tokenExpiresAt: number | null;
 }
 
+/** What asking for the refresh lease gave: held now, held by another room until it ends, or no row. */
+export type RefreshLease = "taken" | "busy" | "missing";
+
 export interface McpCredentialStore {
   load(agentId: string, server: string): Promise<McpCredentialRow | null>;
   save(row: McpCredentialRow, now: number): Promise<void>;
+  /** Takes the row's refresh lease until `until` unless another owner holds one that has not ended. */
+  takeRefreshLease(agentId: string, server: string, owner: string, now: number, until: number): Promise<RefreshLease>;
+  releaseRefreshLease(agentId: string, server: string, owner: string): Promise<void>;
   findByStateHash(stateHash: string): Promise<McpCredentialRow | null>;
   remove(agentId: string, server: string): Promise<void>;
 }
@@ -57,6 +63,23 @@ export function createMcpCredentialStore(db: Db, box: SecretBox): McpCredentialS
         .insert(mcpCredentials)
         .values({ agentId: row.agentId, server: row.server, ...values })
         .onConflictDoUpdate({ target: [mcpCredentials.agentId, mcpCredentials.server], set: values });
+    },
+    async takeRefreshLease(agentId, server, owner, now, until) {
+      // One conditional UPDATE: D1 applies writes one at a time, so two rooms cannot both take it.
+      const taken = await db
+        .update(mcpCredentials)
+        .set({ refreshLeaseOwner: owner, refreshLeaseUntil: until })
+        .where(and(eq(mcpCredentials.agentId, agentId), eq(mcpCredentials.server, server), or(isNull(mcpCredentials.refreshLeaseUntil), lte(mcpCredentials.refreshLeaseUntil, now))))
+        .returning({ owner: mcpCredentials.refreshLeaseOwner });
+      if (taken.length > 0) return "taken";
+      const exists = await db.select({ server: mcpCredentials.server }).from(mcpCredentials).where(and(eq(mcpCredentials.agentId, agentId), eq(mcpCredentials.server, server))).get();
+      return exists ? "busy" : "missing";
+    },
+    async releaseRefreshLease(agentId, server, owner) {
+      await db
+        .update(mcpCredentials)
+        .set({ refreshLeaseOwner: null, refreshLeaseUntil: null })
+        .where(and(eq(mcpCredentials.agentId, agentId), eq(mcpCredentials.server, server), eq(mcpCredentials.refreshLeaseOwner, owner)));
     },
     async findByStateHash(stateHash) {
       const row = await db.select().from(mcpCredentials).where(eq(mcpCredentials.stateHash, stateHash)).get();

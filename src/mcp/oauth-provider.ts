@@ -2,6 +2,8 @@
 // (credentials.ts). The SDK does discovery (RFC 9728, RFC 8414 with the OpenID fallback), dynamic
 // registration (RFC 7591), PKCE S256, resource indicators (RFC 8707) and refresh; this class keeps
 // what it produces. Every change is written at once, so a room evicted mid-flow loses nothing.
+// Every room of an agent shares the tokens, so refreshes go one at a time (refreshingFetch): a
+// server that rotates refresh tokens (OAuth 2.1, section 4.3.1) refuses a second use of one.
 import type { OAuthClientProvider, OAuthDiscoveryState } from "@modelcontextprotocol/sdk/client/auth.js";
 import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from "@modelcontextprotocol/sdk/shared/auth.js";
 import { sha256Hex, toBase64Url } from "../runtime/hashing.ts";
@@ -9,6 +11,13 @@ import type { McpCredentialRow, McpCredentialStore } from "./credentials.ts";
 
 /** How long a consent link stays usable. */
 export const AUTHORIZATION_WINDOW_MS = 15 * 60_000;
+/** Tokens closer than this to expiry are refreshed (ahead of a connection, or in place of a stale one). */
+export const TOKEN_REFRESH_MARGIN_MS = 60_000;
+/** How long a room may hold the refresh lease: past it another room may refresh (the holder died). */
+export const REFRESH_LEASE_MS = 15_000;
+const LEASE_POLL_MS = 100;
+/** Waiting rooms give up after this many polls (a lease always ends within REFRESH_LEASE_MS). */
+const MAX_LEASE_POLLS = Math.ceil((2 * REFRESH_LEASE_MS) / LEASE_POLL_MS);
 
 export interface ProviderOptions {
   /** PUBLIC_BASE_URL/oauth/callback (or the request's origin); a flow in progress keeps its own. */
@@ -25,6 +34,10 @@ export class AgentOAuthProvider implements OAuthClientProvider {
   private readonly store: McpCredentialStore;
   private row: McpCredentialRow;
   private readonly options: ProviderOptions;
+  private readonly leaseOwner = crypto.randomUUID();
+  private leaseHeld = false;
+  /** The stale refresh token this room presented, and the newer stored one sent in its place. */
+  private replaced: { presented: string; sent: string } | null = null;
 
   private constructor(store: McpCredentialStore, row: McpCredentialRow, options: ProviderOptions) {
     this.store = store;
@@ -104,6 +117,10 @@ export class AgentOAuthProvider implements OAuthClientProvider {
   }
 
   async saveTokens(tokens: OAuthTokens): Promise<void> {
+    // The SDK keeps the refresh token it presented when the server sends none back: that is the
+    // stale one if refreshingFetch sent the stored one instead.
+    if (this.replaced && tokens.refresh_token === this.replaced.presented) tokens = { ...tokens, refresh_token: this.replaced.sent };
+    this.replaced = null;
     this.row.data.tokens = tokens;
     this.row.tokenExpiresAt = typeof tokens.expires_in === "number" ? this.options.now() + tokens.expires_in * 1000 : null;
     // Authorized: the consent link and its state are spent.
@@ -112,6 +129,7 @@ export class AgentOAuthProvider implements OAuthClientProvider {
     this.row.stateHash = null;
     this.row.stateExpiresAt = null;
     await this.persist();
+    await this.releaseLease();
   }
 
   async redirectToAuthorization(url: URL): Promise<void> {
@@ -149,9 +167,76 @@ export class AgentOAuthProvider implements OAuthClientProvider {
     if (scope === "all" || scope === "verifier") delete this.row.data.codeVerifier;
     if (scope === "all" || scope === "discovery") delete this.row.data.discovery;
     await this.persist();
+    await this.releaseLease();
+  }
+
+  /**
+   * `fetch` for auth() and the transports. A refresh-token grant first takes the agent's refresh
+   * lease for this server (waiting while another room holds it), then reads the stored tokens
+   * again: if another room refreshed meanwhile and its tokens are not about to expire, they are
+   * the answer and nothing is sent; if they are, the newest refresh token is sent instead of the
+   * one this room read. The lease ends once the new tokens are saved, or when the grant fails.
+   */
+  refreshingFetch(base: typeof fetch): typeof fetch {
+    return async (input, init) => {
+      const presented = init?.body instanceof URLSearchParams && init.body.get("grant_type") === "refresh_token" ? init.body.get("refresh_token") : null;
+      return presented === null ? base(input, init) : this.refreshOneAtATime(base, input, init!, presented);
+    };
+  }
+
+  private async refreshOneAtATime(base: typeof fetch, input: Parameters<typeof fetch>[0], init: RequestInit, presented: string): Promise<Response> {
+    await this.takeLease();
+    try {
+      const current = await this.store.load(this.row.agentId, this.row.server);
+      if (!current) throw new Error("this server's OAuth credentials were removed");
+      this.row = current;
+      const stored = current.data.tokens;
+      if (stored?.refresh_token && stored.refresh_token !== presented) {
+        const left = current.tokenExpiresAt === null ? null : current.tokenExpiresAt - this.options.now();
+        if (left === null || left >= TOKEN_REFRESH_MARGIN_MS) return tokenResponse(stored, left);
+        this.replaced = { presented, sent: stored.refresh_token };
+        const body = new URLSearchParams(init.body as URLSearchParams);
+        body.set("refresh_token", stored.refresh_token);
+        init = { ...init, body };
+      }
+      const response = await base(input, init);
+      if (!response.ok) await this.releaseLease();
+      return response;
+    } catch (error) {
+      await this.releaseLease();
+      throw error;
+    }
+  }
+
+  private async takeLease(): Promise<void> {
+    const { agentId, server } = this.row;
+    for (let poll = 0; poll < MAX_LEASE_POLLS; poll++) {
+      const now = this.options.now();
+      const lease = await this.store.takeRefreshLease(agentId, server, this.leaseOwner, now, now + REFRESH_LEASE_MS);
+      if (lease === "taken") {
+        this.leaseHeld = true;
+        return;
+      }
+      if (lease === "missing") throw new Error("this server's OAuth credentials were removed");
+      await new Promise((resolve) => setTimeout(resolve, LEASE_POLL_MS));
+    }
+    throw new Error(`another room has been refreshing this server's token for over ${(2 * REFRESH_LEASE_MS) / 1000} s`);
+  }
+
+  private async releaseLease(): Promise<void> {
+    if (!this.leaseHeld) return;
+    this.leaseHeld = false;
+    await this.store.releaseRefreshLease(this.row.agentId, this.row.server, this.leaseOwner);
   }
 
   private async persist(): Promise<void> {
     await this.store.save(this.row, this.options.now());
   }
+}
+
+/** A token endpoint's answer carrying tokens another room obtained (expires_in from what is left). */
+function tokenResponse(tokens: OAuthTokens, leftMs: number | null): Response {
+  const { access_token, token_type, refresh_token, scope, id_token } = tokens;
+  const body = { access_token, token_type, refresh_token, scope, id_token, ...(leftMs === null ? {} : { expires_in: Math.floor(leftMs / 1000) }) };
+  return Response.json(body, { headers: { "cache-control": "no-store" } });
 }

@@ -249,6 +249,12 @@ export const mcpCredentials = sqliteTable(
     stateExpiresAt: integer("state_expires_at"),
     /** When the access token expires (ms), to refresh ahead of time; null when unknown. */
     tokenExpiresAt: integer("token_expires_at"),
+    /**
+     * The room refreshing the token, until when (ms): refreshes go one at a time, since a server
+     * that rotates refresh tokens refuses the second use of one (oauth-provider.ts).
+     */
+    refreshLeaseOwner: text("refresh_lease_owner"),
+    refreshLeaseUntil: integer("refresh_lease_until"),
     updatedAt: integer("updated_at").notNull(),
   },
   (t) => [primaryKey({ columns: [t.agentId, t.server] }), index("mcp_credentials_state_idx").on(t.stateHash)],
