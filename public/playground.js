@@ -493,12 +493,55 @@ function memoryCard(memory) {
   const facts = [memory.userId && `user ${memory.userId}`, memory.roomId && `room ${memory.roomId}`, new Date(memory.createdAt).toLocaleString()];
   if (memory.score !== undefined) facts.unshift(`score ${memory.score.toFixed(3)} (${memory.matchedBy.join("+")})`);
   if (memory.embedded === false) facts.push("not embedded yet");
-  return el(
+  const card = el(
     "li",
     { class: "card" },
-    el("div", { class: "card-head" }, el("span", { class: "badge", text: memory.type }), el("span", { class: "muted small", text: facts.filter(Boolean).join(" · ") })),
+    el(
+      "div",
+      { class: "card-head" },
+      el("span", { class: "badge", text: memory.type }),
+      el("span", { class: "muted small", text: facts.filter(Boolean).join(" · ") }),
+      forgetButton(memory, () => card.remove()),
+    ),
     el("p", { class: "text", text: memory.text }),
   );
+  return card;
+}
+
+/** Deletes one memory (a wrong fact, a stale document) after a second click: no dialog, works by keyboard. */
+function forgetButton(memory, removed) {
+  const label = memory.type === "document" ? "Forget (with its fragments)" : "Forget";
+  let armed = null;
+  const button = el("button", {
+    type: "button",
+    class: "secondary small forget",
+    text: label,
+    "aria-label": `${label}: ${memory.type} “${memory.text.slice(0, 60)}”`,
+    onclick: async () => {
+      if (!armed) {
+        button.textContent = "Really forget?";
+        armed = setTimeout(() => {
+          armed = null;
+          button.textContent = label;
+        }, 5000);
+        return;
+      }
+      clearTimeout(armed);
+      armed = null;
+      button.disabled = true;
+      try {
+        const params = new URLSearchParams({ agentId: memory.agentId, id: memory.id });
+        const { deleted } = await api("DELETE", `/memories?${params}`);
+        removed();
+        setStatus("memory-status", deleted === 0 ? "That memory was already gone." : `Forgot ${deleted === 1 ? "1 memory" : `${deleted} memories`}, with their vectors.`);
+      } catch (error) {
+        button.disabled = false;
+        button.textContent = label;
+        setStatus("memory-status", explain(error), "error");
+      }
+    },
+  });
+  return button;
 }
 
 async function browse(more) {

@@ -17,8 +17,9 @@ Commands:
   list      [--room R] [--user U] [--type T] [--limit N] [--cursor C]   newest first (limit 50)
   similar   "query" [--room R] [--user U] [--type T] [--threshold X] [--limit N]
             the hybrid search the agent uses (full text + vectors); limit 10, at most 100
-  clear     [--room R] [--user U] [--type T] --yes   delete memories and their vectors;
-            without --yes, shows what would be deleted and deletes nothing
+  clear     [--room R] [--user U] [--type T] [--id I] --yes   delete memories and their
+            vectors (a document's fragments with it); without --yes, shows what would be
+            deleted and deletes nothing
   stats     counts by type, memories waiting for a vector, embedder and vector index
   init      checks that the embedder and the vector index agree, then embeds every memory
             still waiting for a vector
@@ -31,6 +32,7 @@ Options:
   --agent A    the agent (required)
   --type T     message, fact, description, lore, document, fragment, summary; comma-separate several
   --character F  a character file (knowledge)
+  --id I       memory ids (as list shows them); comma-separate several
   --url URL    the worker (default: $EDGE_AGENTS_URL, else http://localhost:8787)
   --token T    API token (default: $EDGE_AGENTS_TOKEN, else ADMIN_TOKEN from .dev.vars for a local URL)
   --json       print the API's JSON instead of tables
@@ -43,7 +45,7 @@ const TYPES = ["message", "fact", "description", "lore", "document", "fragment",
 const COMMAND_OPTIONS: Record<Command, readonly string[]> = {
   list: ["room", "user", "type", "limit", "cursor"],
   similar: ["room", "user", "type", "threshold", "limit"],
-  clear: ["room", "user", "type", "yes"],
+  clear: ["room", "user", "type", "id", "yes"],
   stats: [],
   init: [],
   knowledge: ["character"],
@@ -67,6 +69,7 @@ export interface CliOptions {
   room?: string;
   user?: string;
   types?: string[];
+  ids?: string[];
   limit?: number;
   cursor?: string;
   threshold?: number;
@@ -83,7 +86,7 @@ export function parseCli(argv: string[], env: Readonly<Record<string, string | u
   const spec = {
     agent: { type: "string" }, room: { type: "string" }, user: { type: "string" }, type: { type: "string" },
     limit: { type: "string" }, cursor: { type: "string" }, threshold: { type: "string" }, url: { type: "string" },
-    token: { type: "string" }, yes: { type: "boolean" }, json: { type: "boolean" }, help: { type: "boolean" }, character: { type: "string" },
+    token: { type: "string" }, yes: { type: "boolean" }, json: { type: "boolean" }, help: { type: "boolean" }, character: { type: "string" }, id: { type: "string" },
   } as const;
   const { values, positionals } = (() => {
     try {
@@ -108,6 +111,8 @@ export function parseCli(argv: string[], env: Readonly<Record<string, string | u
   if (!values.agent) throw new CliError("--agent is required (see --help)");
 
   const types = values.type?.split(",").map((t) => t.trim());
+  const ids = values.id?.split(",").map((id) => id.trim()).filter(Boolean);
+  if (ids !== undefined && ids.length === 0) throw new CliError("--id needs at least one memory id");
   const unknownType = types?.find((t) => !TYPES.includes(t));
   if (unknownType !== undefined) throw new CliError(`unknown type "${unknownType}": use ${TYPES.join(", ")}`);
   const limit = values.limit === undefined ? undefined : integerIn("limit", values.limit, 1, command === "similar" ? 100 : MAX_LIST);
@@ -119,7 +124,7 @@ export function parseCli(argv: string[], env: Readonly<Record<string, string | u
   return {
     help: false,
     options: {
-      command, agent: values.agent, query, paths: command === "knowledge" ? rest : [], character: values.character, room: values.room, user: values.user, types, limit, cursor: values.cursor, threshold,
+      command, agent: values.agent, query, paths: command === "knowledge" ? rest : [], character: values.character, room: values.room, user: values.user, types, ids, limit, cursor: values.cursor, threshold,
       yes: values.yes ?? false, json: values.json ?? false, url, token: values.token ?? env.EDGE_AGENTS_TOKEN,
     },
   };
@@ -259,7 +264,7 @@ function resolveToken(options: CliOptions): string {
 
 const query = (params: Record<string, string | undefined>) =>
   new URLSearchParams(Object.entries(params).filter((entry): entry is [string, string] => entry[1] !== undefined)).toString();
-const filterOf = (o: CliOptions) => ({ agentId: o.agent, roomId: o.room, userId: o.user, type: o.types?.join(",") });
+const filterOf = (o: CliOptions) => ({ agentId: o.agent, roomId: o.room, userId: o.user, type: o.types?.join(","), id: o.ids?.join(",") });
 const when = (ms: number) => new Date(ms).toISOString().slice(0, 16).replace("T", " ");
 const terminalWidth = () => process.stdout.columns ?? (Number(process.env.COLUMNS) || 120);
 const print = (headers: string[], rows: string[][]) => console.log(rows.length === 0 ? "(none)" : formatTable(headers, rows, terminalWidth()));
@@ -328,7 +333,7 @@ async function clear(api: Api, options: CliOptions): Promise<number> {
   let count: number;
   let atLeast = false;
   const sample = await listAll(api, filter, 10);
-  if (options.room === undefined && options.user === undefined) {
+  if (options.room === undefined && options.user === undefined && options.ids === undefined) {
     const stats = await api<Stats>("GET", `/memories/stats?${query({ agentId: options.agent })}`);
     count = options.types ? options.types.reduce((sum, t) => sum + (stats.byType[t] ?? 0), 0) : stats.total;
   } else {
@@ -336,13 +341,14 @@ async function clear(api: Api, options: CliOptions): Promise<number> {
     count = counted.memories.length;
     atLeast = counted.nextCursor !== null;
   }
-  const scope = [options.room && `room ${options.room}`, options.user && `user ${options.user}`, options.types && `type ${options.types.join(",")}`].filter(Boolean).join(", ");
+  const scope = [options.room && `room ${options.room}`, options.user && `user ${options.user}`, options.types && `type ${options.types.join(",")}`, options.ids && `id ${options.ids.join(",")}`].filter(Boolean).join(", ");
   if (options.json) return out({ wouldDelete: count, atLeast, sample: sample.memories }, count === 0 ? 0 : 1);
   if (count === 0) {
     console.log(`nothing matches${scope ? ` (${scope})` : ""}: nothing to delete`);
     return 0;
   }
-  console.log(`This would delete ${atLeast ? "at least " : ""}${memoryCount(count)} of agent ${options.agent}${scope ? ` (${scope})` : " (all of them)"}, with their vectors. Newest first:\n`);
+  const documents = sample.memories.some((m) => m.type === "document") || options.types?.includes("document") ? " Documents take their fragments with them." : "";
+  console.log(`This would delete ${atLeast ? "at least " : ""}${memoryCount(count)} of agent ${options.agent}${scope ? ` (${scope})` : " (all of them)"}, with their vectors.${documents} Newest first:\n`);
   print(MEMORY_HEADERS, sample.memories.map(memoryRow));
   console.error("\nnothing deleted: run again with --yes to delete them");
   return 1;

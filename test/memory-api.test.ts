@@ -339,6 +339,46 @@ describe("memory API: deletion and forgetting", () => {
     expect(hits.every((h) => h.userId !== "alice")).toBe(true);
   });
 
+  it("forgets one wrong memory by id, with its vector, and never another agent's", async () => {
+    const agentId = await createTestAgent();
+    const other = await createTestAgent();
+    const { body } = await store(agentId, [
+      { type: "fact", userId: "alice", text: "Alice is vegan" },
+      { type: "fact", userId: "alice", text: "Alice bakes rye bread" },
+    ]);
+    const [wrong, right] = body.memories.map((m) => m.id);
+    const theirs = (await store(other, [{ type: "fact", userId: "alice", text: "Alice is vegan, says the other agent" }])).body.memories[0]!.id;
+
+    const listed = await json<{ memories: MemoryView[] }>(await api("GET", `/memories?agentId=${agentId}&id=${wrong}`));
+    expect(listed.memories.map((m) => m.text)).toEqual(["Alice is vegan"]);
+    // Another agent's id under this agent's name matches nothing.
+    expect(await json(await api("DELETE", `/memories?agentId=${agentId}&id=${theirs}`))).toEqual({ deleted: 0 });
+    expect(await json(await api("DELETE", `/memories?agentId=${agentId}&id=${wrong}`))).toEqual({ deleted: 1 });
+    expect(await count("SELECT count(*) AS n FROM memory_vectors WHERE memory_id = ?", wrong)).toBe(0);
+    expect((await similar({ agentId, query: "vegan" })).map((h) => h.id)).toEqual([right]);
+    expect(await count("SELECT count(*) AS n FROM memories WHERE id IN (?, ?)", right!, theirs)).toBe(2);
+
+    const tooMany = await api("DELETE", `/memories?agentId=${agentId}&id=${Array.from({ length: 51 }, (_, i) => `m${i}`).join(",")}`);
+    expect(tooMany.status).toBe(400);
+    expect(await count("SELECT count(*) AS n FROM memories WHERE agent_id = ?", agentId)).toBe(1);
+  });
+
+  it("deleting a knowledge document deletes its fragments, by id or by type", async () => {
+    const agentId = await createTestAgent();
+    const ingest = async (title: string, text: string) => {
+      const response = await api("POST", `/agents/${agentId}/knowledge`, { body: { title, text } });
+      expect(response.status).toBe(201);
+    };
+    await ingest("Tides", "The harbour's tides turn every six hours.");
+    await ingest("Ferries", "The ferry leaves at nine.");
+    const docs = await json<{ memories: MemoryView[] }>(await api("GET", `/memories?agentId=${agentId}&type=document`));
+    const tides = docs.memories.find((m) => m.text.includes("tides"))!;
+    expect(await json(await api("DELETE", `/memories?agentId=${agentId}&id=${tides.id}`))).toEqual({ deleted: 2 });
+    expect((await similar({ agentId, query: "tides harbour" })).map((h) => h.text)).toEqual(["The ferry leaves at nine."]);
+    expect(await json(await api("DELETE", `/memories?agentId=${agentId}&type=document`))).toEqual({ deleted: 2 });
+    expect(await count("SELECT count(*) AS n FROM memories WHERE agent_id = ?", agentId)).toBe(0);
+  });
+
   it("refuses a filter it does not know instead of ignoring it (a typo must not widen a deletion)", async () => {
     const agentId = await createTestAgent();
     await store(agentId, [{ type: "fact", userId: "bob", text: "Bob lives in Oslo" }]);

@@ -17,6 +17,8 @@ export interface MemoryFilter {
   roomId?: string;
   userId?: string;
   types?: MemoryType[];
+  /** These memories only (at most IDS_PER_QUERY). */
+  ids?: string[];
 }
 
 export interface MemoryPage {
@@ -39,6 +41,7 @@ export function filterConditions(filter: MemoryFilter): SQL[] {
   if (filter.roomId !== undefined) conditions.push(eq(memories.roomId, filter.roomId));
   if (filter.userId !== undefined) conditions.push(eq(memories.userId, filter.userId));
   if (filter.types && filter.types.length > 0) conditions.push(inArray(memories.type, filter.types));
+  if (filter.ids !== undefined) conditions.push(inArray(memories.id, filter.ids));
   return conditions;
 }
 
@@ -186,20 +189,26 @@ export async function memoryIdsOfOtherAgents(db: Db, agentId: string, ids: strin
 }
 
 /**
- * Deletes what the filter matches and says how many, and which rooms lost messages (their rooms
- * must drop cached history). Vectors follow: the local index by foreign key, Vectorize through
- * the deletion outbox a trigger fills.
+ * Deletes what the filter matches, with the fragments of any document among it, and says how
+ * many, and which rooms lost messages (their rooms must drop cached history). Vectors follow: the
+ * local index by foreign key, Vectorize through the deletion outbox a trigger fills.
  */
 export async function deleteMemories(db: Db, filter: MemoryFilter, olderThan?: number): Promise<{ deleted: number; rooms: string[] }> {
   const conditions = filterConditions(filter);
   if (olderThan !== undefined) conditions.push(lt(memories.createdAt, olderThan));
   const where = and(...conditions);
+  // A fragment without its document would still be found and quoted as knowledge.
+  const documents = db
+    .select({ id: memories.id })
+    .from(memories)
+    .where(and(where, eq(memories.type, "document")));
+  const fragments = and(eq(memories.agentId, filter.agentId), eq(memories.type, "fragment"), inArray(memories.parentId, documents));
   const [rooms, deleted] = await db.batch([
     db
       .selectDistinct({ roomId: memories.roomId })
       .from(memories)
       .where(and(where, eq(memories.type, "message"))),
-    db.delete(memories).where(where).returning({ id: memories.id }),
+    db.delete(memories).where(or(where, fragments)).returning({ id: memories.id }),
   ]);
   return { deleted: deleted.length, rooms: rooms.map((r) => r.roomId).filter((id): id is string => id !== null) };
 }

@@ -325,6 +325,24 @@ async function main(): Promise<void> {
       await page.screenshot({ path: `${ARTIFACTS}/playground-desktop.png`, fullPage: true });
     });
 
+    await step("forgets one memory on a second click, and search no longer finds it", async () => {
+      await page.selectOption("#memory-type", "");
+      await page.fill("#memory-query", "tomatoes balcony");
+      await page.press("#memory-query", "Enter");
+      const card = page.locator("#memories .card", { hasText: "Ada grows tomatoes" });
+      await card.waitFor();
+      const forget = card.locator("button.forget");
+      await forget.click();
+      await card.locator("button.forget", { hasText: "Really forget?" }).waitFor();
+      check((await card.count()) === 1, "one click already deleted the memory");
+      await forget.click();
+      await card.waitFor({ state: "detached" });
+      await page.locator("#memory-status", { hasText: "Forgot 1 memory" }).waitFor();
+      await page.press("#memory-query", "Enter");
+      await page.locator("#memory-status", { hasText: "found for" }).waitFor();
+      check((await page.locator("#memories .card", { hasText: "Ada grows tomatoes" }).count()) === 0, "the forgotten memory is still found");
+    });
+
     await step("fits a 390 px phone screen without sideways scrolling", async () => {
       await page.setViewportSize(PHONE);
       const overflow = await inPage<number>(page, "document.documentElement.scrollWidth - window.innerWidth");

@@ -183,11 +183,20 @@ describe("memory CLI: list, stats, init, clear", () => {
     expect(dryRun.stderr).toContain("nothing deleted: run again with --yes");
     const cleared = await cli("clear", "--agent", AGENT, "--user", "alice", "--yes");
     expect(cleared.stdout).toContain("deleted 1 memory of cli-ada");
+    const bobsId = (JSON.parse((await cli("list", "--agent", AGENT, "--user", "bob", "--json")).stdout) as { memories: Array<{ id: string }> }).memories[0]!.id;
+    const oneDryRun = await cli("clear", "--agent", AGENT, "--id", bobsId);
+    expect(oneDryRun.code).toBe(1);
+    expect(oneDryRun.stdout).toContain(`This would delete 1 memory of agent cli-ada (id ${bobsId})`);
+    expect(oneDryRun.stdout).toContain("Bob restores old radios");
+    const docId = (await documents())[0]!.id;
+    expect((await cli("clear", "--agent", AGENT, "--id", docId)).stdout).toContain("Documents take their fragments with them.");
     const after = await cli("similar", "who keeps bees", "--agent", AGENT, "--json");
     expect(after.code).toBe(0);
     expect(after.stdout).not.toContain("Alice keeps bees");
     const bob = await cli("list", "--agent", AGENT, "--user", "bob");
     expect(bob.stdout).toContain("Bob restores old radios");
+    expect((await cli("clear", "--agent", AGENT, "--id", bobsId, "--yes")).stdout).toContain("deleted 1 memory of cli-ada");
+    expect((await cli("list", "--agent", AGENT, "--user", "bob")).stdout.trim()).toBe("(none)");
   });
 
   it("explains a wrong token instead of failing obscurely", async () => {

@@ -93,11 +93,22 @@ const ScoredMemory = MemoryView.extend({
   matchedBy: z.array(z.enum(["text", "vector", "neighbour"])).openapi({ description: "neighbour: the message before or after a hit in its room" }),
 }).openapi("ScoredMemory");
 
+/** At most this many ids in one `id` filter (one D1 statement binds at most 100 values). */
+const MAX_FILTER_IDS = 50;
+
+const IdList = z
+  .string()
+  .transform((value) => [...new Set(value.split(",").map((id) => id.trim()))])
+  .pipe(z.array(ExternalId).min(1).max(MAX_FILTER_IDS, `at most ${MAX_FILTER_IDS} ids`))
+  .optional()
+  .openapi({ description: "One memory id or a comma-separated list", example: "mem-1,mem-2" });
+
 const FilterQuery = z.strictObject({
   agentId: AgentId,
   roomId: ExternalId.optional(),
   userId: ExternalId.optional(),
   type: TypeList,
+  id: IdList,
 });
 
 
@@ -208,10 +219,10 @@ export function memoryRoutes(): OpenAPIHono<AppEnv> {
       },
     }),
     async (c) => {
-      const { agentId, roomId, userId, type, limit, cursor } = c.req.valid("query");
+      const { agentId, roomId, userId, type, id, limit, cursor } = c.req.valid("query");
       assertMayActFor(c.get("principal"), agentId);
       await assertAgentExists(c.env, agentId);
-      const page = await listMemories(memoryBackends(c.env).db, { agentId, roomId, userId, types: type }, limit, cursor);
+      const page = await listMemories(memoryBackends(c.env).db, { agentId, roomId, userId, types: type, ids: id }, limit, cursor);
       return c.json({ memories: page.memories.map(view), nextCursor: page.nextCursor }, 200);
     },
   );
@@ -280,7 +291,8 @@ export function memoryRoutes(): OpenAPIHono<AppEnv> {
       method: "delete",
       path: "/memories",
       summary: "Delete memories by filter (their vectors too)",
-      description: "`agentId` + `userId` deletes everything the agent remembers about that person: the \"forget me\" path.",
+      description:
+        "`agentId` + `userId` deletes everything the agent remembers about that person: the \"forget me\" path. `id` deletes single memories (a wrong fact). Deleting a document deletes its fragments.",
       ...guard("memories:write"),
       request: { query: FilterQuery },
       responses: {
@@ -290,11 +302,11 @@ export function memoryRoutes(): OpenAPIHono<AppEnv> {
       },
     }),
     async (c) => {
-      const { agentId, roomId, userId, type } = c.req.valid("query");
+      const { agentId, roomId, userId, type, id } = c.req.valid("query");
       assertMayActFor(c.get("principal"), agentId);
       await assertAgentExists(c.env, agentId);
       const backends = memoryBackends(c.env);
-      const result = await deleteMemories(backends.db, { agentId, roomId, userId, types: type });
+      const result = await deleteMemories(backends.db, { agentId, roomId, userId, types: type, ids: id });
       if (result.rooms.length > 0) await forgetRoomHistory(c.env, agentId, result.rooms);
       // Vectorize removals are best effort here; the cron sweep retries what is left.
       await backends.pipeline.sweepDeletions().catch((error: unknown) => {
