@@ -67,7 +67,7 @@ export async function readKnowledgeFiles(base: string, items: readonly Knowledge
       await add(absolute, shownPath(root, absolute, entry, options), false);
     } else {
       if (!info.isDirectory()) throw new KnowledgeFileError(`knowledge directory "${entry}" is not a folder`);
-      for (const file of await walk(root, absolute, options)) await add(file, shownPath(root, file, join(entry, relative(absolute, file)), options), true);
+      for (const file of await walk(root, absolute, options, new Set())) await add(file, shownPath(root, file, join(entry, relative(absolute, file)), options), true);
     }
   }
   return { files, skipped };
@@ -87,15 +87,20 @@ function inside(root: string, path: string): boolean {
   return path === root || path.startsWith(root.endsWith(sep) ? root : root + sep);
 }
 
-/** Every file under `folder`, sorted, without hidden ones; symlinks out of the folder are refused. */
-async function walk(root: string, folder: string, options: ReadKnowledgeOptions): Promise<string[]> {
+/**
+ * Every file under `folder`, sorted, without hidden ones; symlinks out of the folder are refused,
+ * and a folder reached again through a symlink (a cycle) is read once.
+ */
+async function walk(root: string, folder: string, options: ReadKnowledgeOptions, visited: Set<string>): Promise<string[]> {
+  if (visited.has(folder)) return [];
+  visited.add(folder);
   const out: string[] = [];
   const entries = (await readdir(folder, { withFileTypes: true })).filter((entry) => !entry.name.startsWith(".")).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   for (const entry of entries) {
     const real = await realpath(join(folder, entry.name));
     if (options.confined && !inside(root, real)) throw new KnowledgeFileError(`${join(folder, entry.name)} leads outside the character's folder ${root}: refused`);
     const info = await stat(real);
-    if (info.isDirectory()) out.push(...(await walk(root, real, options)));
+    if (info.isDirectory()) out.push(...(await walk(root, real, options, visited)));
     else if (info.isFile()) out.push(real);
   }
   return out;

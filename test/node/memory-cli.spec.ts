@@ -224,6 +224,14 @@ describe("knowledge file reader", () => {
     expect(skipped).toEqual([{ path: "dir/empty.txt", reason: "empty" }]);
   });
 
+  it("reads a folder once when a symlink inside it loops back", async () => {
+    const base = join(work, "loop");
+    write(join(base, "docs", "a.md"), "once");
+    symlinkSync("..", join(base, "docs", "up"));
+    const { files } = await readKnowledgeFiles(base, items({ kind: "directory", directory: "docs", shared: false }), { confined: true });
+    expect(files.map((f) => f.path)).toEqual(["docs/a.md"]);
+  });
+
   it("names a file explicitly only when it is text or markdown", async () => {
     const base = join(work, "reader2");
     write(join(base, "data.csv"), "a,b");
