@@ -359,15 +359,19 @@ function turnView() {
     summary.append(el("span", { class: `badge ${res.ok ? "state-ready" : "state-failed"}`, text: `${res.ok ? "ok" : "failed"} · ${res.durationMs} ms${res.cached ? " · cached" : ""}` }));
   };
 
+  let memoriesShown = false;
+  const showMemories = (list) => {
+    memoriesShown = true;
+    memories.hidden = false;
+    memories.replaceChildren(
+      el("summary", { text: `Memories used (${list.length})` }),
+      el("ol", { class: "small" }, ...list.map((m) => el("li", {}, el("span", { class: "badge", text: m.type }), ` ${m.text} `, typeof m.score === "number" ? el("span", { class: "muted", text: `score ${m.score.toFixed(3)}` }) : null))),
+    );
+  };
+
   return {
     item,
-    memories(list) {
-      memories.hidden = false;
-      memories.replaceChildren(
-        el("summary", { text: `Memories used (${list.length})` }),
-        el("ol", { class: "small" }, ...list.map((m) => el("li", {}, el("span", { class: "badge", text: m.type }), ` ${m.text} `, typeof m.score === "number" ? el("span", { class: "muted", text: `score ${m.score.toFixed(3)}` }) : null))),
-      );
-    },
+    memories: showMemories,
     delta(piece) {
       draft += piece;
       text.textContent = draft;
@@ -376,6 +380,8 @@ function turnView() {
     toolResult,
     done(outcome) {
       item.setAttribute("aria-busy", "false");
+      // A plain JSON answer (no stream) carries the memories in its body.
+      if (!memoriesShown && Array.isArray(outcome.memories)) showMemories(outcome.memories);
       for (const call of outcome.toolCalls ?? []) if (!calls.has(call.id)) toolResult(call);
       text.classList.remove("streaming");
       text.textContent = outcome.reply?.text ?? `(no reply: ${outcome.stopReason})`;

@@ -102,6 +102,20 @@ describe("streaming replies over server-sent events", () => {
     ]);
     expect(memories[0]!.score).toBeNull();
     expect(memories[1]!.score).toBeGreaterThan(0);
+    // The done event, and so the JSON answer, carries the same list.
+    expect((events.at(-1)!.data as { memories: unknown }).memories).toEqual(memories);
+
+    // Without streaming: the JSON answer lists them too, and the stored reply keeps their ids.
+    model.script({ text: "Still in the north shed." });
+    const answer = await json<{ memories: typeof memories; turnId: string }>(
+      await api("POST", `/agents/${agentId}/messages`, { body: { userId: "alice", userName: "Alice", text: "And the rowing boat now?" } }),
+    );
+    expect(answer.memories.map((m) => m.text)).toEqual(memories.map((m) => m.text));
+    await vi.waitFor(async () => {
+      const stored = await json<{ memories: { metadata: { turnId?: string; memories?: unknown } }[] }>(await api("GET", `/memories?agentId=${agentId}&type=message&limit=10`));
+      const reply = stored.memories.find((m) => m.metadata.turnId === answer.turnId && m.metadata.memories !== undefined);
+      expect(reply?.metadata.memories).toEqual(answer.memories.map(({ id, type, score }) => ({ id, type, score })));
+    });
   });
 
   it("finishes and stores the turn when the client goes away mid-reply", async () => {

@@ -88,8 +88,13 @@ describe("tool approval in the turn loop", () => {
     expect(host.calls).toEqual([]);
     expect(events.events.map((event) => event.type)).toContain("tool_approval_requested");
 
-    const outcome = (await runner.respondOrPause(guarded, input, { canAskApproval: true, resume: { checkpoint: pause.checkpoint, decision: "approved" } })) as TurnOutcome;
+    // What the prompt held from memory travels with the checkpoint, so the reply after the click still lists it.
+    expect(pause.checkpoint.memories).toEqual([]);
+    const remembered = [{ id: "fact-1", type: "fact" as const, text: "Sam prefers email", score: null }];
+    const checkpoint = { ...pause.checkpoint, memories: remembered };
+    const outcome = (await runner.respondOrPause(guarded, input, { canAskApproval: true, resume: { checkpoint, decision: "approved" } })) as TurnOutcome;
     expect(outcome.status).toBe("replied");
+    expect(outcome.memories).toEqual(remembered);
     expect(outcome.reply?.text).toBe("Sent it.");
     expect(host.calls).toEqual(['send_email {"to":"sam@example.com","body":"hi"}']);
     expect(outcome.toolCalls).toEqual([expect.objectContaining({ name: "send_email", ok: true, approval: "approved" })]);

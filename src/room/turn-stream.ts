@@ -19,6 +19,8 @@ export function turnBody(outcome: TurnOutcome, roomId: string) {
     usage: outcome.usage,
     model: outcome.model,
     stopReason: outcome.stopReason,
+    // Outcomes journalled before the field existed replay without it.
+    memories: outcome.memories ?? [],
   };
 }
 

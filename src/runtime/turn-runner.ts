@@ -14,7 +14,7 @@ import { decideByRules, decideWithModel } from "./respond-decision.ts";
 import type { TokenCounter } from "./tokens.ts";
 import { ToolExecutor } from "./tool-executor.ts";
 import { runToolLoop, type ToolLoopResult } from "./tool-loop.ts";
-import type { RespondOptions, RuntimeLimits, TurnInput, TurnOutcome, TurnPause } from "./turn-types.ts";
+import type { RespondOptions, RuntimeLimits, TurnInput, TurnOutcome, TurnPause, UsedMemory } from "./turn-types.ts";
 import type { ChatMessage, ChatModel, Clock, EventSink, Memory, MemoryRetriever, MemoryStore, ModelChoice, ToolHost } from "./types.ts";
 
 export interface TurnRunnerDeps {
@@ -130,7 +130,7 @@ async function respondOrPause(deps: TurnRunnerDeps, character: Character, input:
         stopReason: "timeout",
         toolCalls: [],
         model: null,
-      });
+      }, []);
       emitEnded(deps, ids, started, "replied", session);
       outcome.spentTokens = spentSince(session, resume);
       return outcome;
@@ -189,9 +189,10 @@ async function respondWith(
 
   // A resumed turn carries on from its checkpoint: context and the decision to answer are made.
   if (options.resume) {
+    const memories = options.resume.checkpoint.memories ?? [];
     const result = await runToolLoop({ ...loop, messages: [], turnStart: 0, resume: options.resume });
     if (signal.aborted) throw new Error("turn timeout");
-    return result.kind === "paused" ? pauseOf(input, result) : buildReply(deps, input, session, result);
+    return result.kind === "paused" ? pauseOf(input, result, memories) : buildReply(deps, input, session, result, memories);
   }
 
   const state = await composeState(
@@ -228,6 +229,7 @@ async function respondWith(
       usage: { ...session.usage },
       model: null,
       stopReason: "ignored",
+      memories: [],
       messageId: inboundMessageId(input.turnId),
       replyId: null,
       replyMemory: null,
@@ -246,11 +248,11 @@ async function respondWith(
   const messages: ChatMessage[] = [{ role: "system", content: state.sections.join("\n\n") }, ...state.history, current];
   const result = await runToolLoop({ ...loop, messages, turnStart: messages.length - 1 });
   if (signal.aborted) throw new Error("turn timeout");
-  return result.kind === "paused" ? pauseOf(input, result) : buildReply(deps, input, session, result);
+  return result.kind === "paused" ? pauseOf(input, result, state.memories) : buildReply(deps, input, session, result, state.memories);
 }
 
-function pauseOf(input: TurnInput, paused: Extract<ToolLoopResult, { kind: "paused" }>): TurnPause {
-  return { turnId: input.turnId, status: "awaiting_approval", tool: paused.tool, arguments: paused.arguments, checkpoint: paused.checkpoint };
+function pauseOf(input: TurnInput, paused: Extract<ToolLoopResult, { kind: "paused" }>, memories: UsedMemory[]): TurnPause {
+  return { turnId: input.turnId, status: "awaiting_approval", tool: paused.tool, arguments: paused.arguments, checkpoint: { ...paused.checkpoint, memories } };
 }
 
 function buildReply(
@@ -258,6 +260,7 @@ function buildReply(
   input: TurnInput,
   session: ModelSession,
   result: { text: string; stopReason: TurnOutcome["stopReason"]; toolCalls: TurnOutcome["toolCalls"]; model: string | null },
+  memories: UsedMemory[],
 ): TurnOutcome {
   const actions = ["REPLY", ...new Set(result.toolCalls.filter((call) => call.ok).map((call) => call.name))];
   const usage = { ...session.usage };
@@ -275,6 +278,8 @@ function buildReply(
       stopReason: result.stopReason,
       usage,
       toolCalls: result.toolCalls.map((call) => ({ name: call.name, ok: call.ok, cached: call.cached })),
+      // Which memories informed the reply (their text stays in the memories themselves).
+      memories: memories.map(({ id, type, score }) => ({ id, type, score })),
     },
     createdAt: deps.clock.now(),
   };
@@ -287,6 +292,7 @@ function buildReply(
     usage,
     model: result.model,
     stopReason: result.stopReason,
+    memories,
     messageId: inboundMessageId(input.turnId),
     replyId: reply.id,
     replyMemory: reply,

@@ -59,6 +59,8 @@ export interface ToolLoopCheckpoint {
   model: string;
   modelIndex: number;
   usage: TurnUsage;
+  /** What the prompt held from long-term memory, for the reply after the pause (absent in older checkpoints). */
+  memories?: UsedMemory[];
 }
 
 /** `respond` stopped at a tool call that needs a person's approval. */
@@ -123,6 +125,8 @@ export interface TurnOutcome {
   /** The model that produced the final answer (null when none was called). */
   model: string | null;
   stopReason: StopReason;
+  /** What the prompt held from long-term memory (empty when nothing was retrieved or the turn was ignored). */
+  memories: UsedMemory[];
   /** Ids of the stored inbound and reply messages. */
   messageId: string;
   replyId: string | null;

@@ -250,6 +250,8 @@ async function main(): Promise<void> {
       const turn = page.locator("#log .msg.agent").last();
       await turn.locator(".text:not(.streaming)", { hasText: "answered in one piece" }).waitFor();
       await turn.locator(".small", { hasText: "completed" }).waitFor();
+      // The JSON body lists the memories the turn used, as the stream's event does.
+      await turn.locator("details.memories:not([hidden]) summary", { hasText: "Memories used" }).waitFor();
       await page.unroute(pattern);
       const types = turnContentTypes.splice(before);
       check(types.length === 1 && types[0]!.includes("application/json"), `the turn was answered as ${types.join(", ")}, not JSON`);

@@ -60,6 +60,9 @@ const TurnResponse = z
     usage: z.object({ promptTokens: z.number(), completionTokens: z.number(), modelCalls: z.number() }),
     model: z.string().nullable(),
     stopReason: z.string(),
+    memories: z
+      .array(z.object({ id: z.string(), type: z.string(), text: z.string(), score: z.number().nullable() }))
+      .openapi({ description: "What the prompt held from long-term memory: the person's facts (score null), knowledge and older messages (fused score)" }),
   })
   .openapi("TurnResponse");
 
