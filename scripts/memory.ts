@@ -24,7 +24,8 @@ Commands:
   knowledge <file|folder>...   stores each .md/.txt file as a knowledge document of the agent
             (folders are read recursively); the same file again replaces its document
   knowledge --character FILE   the same for the path and directory entries of a character
-            file, which are relative to it and must stay inside its folder
+            file, which are relative to it and must stay inside its folder (--agent defaults
+            to the character's id, as POST /agents and npm run seed derive it)
 
 Options:
   --agent A    the agent (required)
@@ -106,7 +107,8 @@ export function parseCli(argv: string[], env: Readonly<Record<string, string | u
   }
   const query = command === "similar" ? rest.join(" ").trim() : "";
   if (command === "similar" && !query) throw new CliError('similar needs the query text, e.g. npm run memory -- similar "where does Alice live" --agent ada');
-  if (!values.agent) throw new CliError("--agent is required (see --help)");
+  // knowledge --character may name the agent by the character file itself (its id, username or name).
+  if (!values.agent && !(command === "knowledge" && values.character !== undefined)) throw new CliError("--agent is required (see --help)");
 
   const types = values.type?.split(",").map((t) => t.trim());
   const ids = values.id?.split(",").map((id) => id.trim()).filter(Boolean);
@@ -122,7 +124,7 @@ export function parseCli(argv: string[], env: Readonly<Record<string, string | u
   return {
     help: false,
     options: {
-      command, agent: values.agent, query, paths: command === "knowledge" ? rest : [], character: values.character, room: values.room, user: values.user, types, ids, limit, cursor: values.cursor, threshold,
+      command, agent: values.agent ?? "", query, paths: command === "knowledge" ? rest : [], character: values.character, room: values.room, user: values.user, types, ids, limit, cursor: values.cursor, threshold,
       yes: values.yes ?? false, json: values.json ?? false, url, token: values.token ?? env.EDGE_AGENTS_TOKEN,
     },
   };
@@ -396,7 +398,8 @@ interface IngestResult {
  * run before anything is sent; then one request per file (each document is stored atomically).
  */
 async function knowledge(api: Api, options: CliOptions): Promise<number> {
-  const { files, skipped } = await knowledgeFiles(options);
+  const { files, skipped, characterAgentId } = await knowledgeFiles(options);
+  const agent = options.agent || characterAgentId!;
   const requests = files.map((file) => ({ file, body: { text: file.text.trim(), title: file.title, documentId: file.documentId, format: file.format } }));
   for (const { file, body } of requests) {
     const bytes = Buffer.byteLength(JSON.stringify(body));
@@ -406,27 +409,28 @@ async function knowledge(api: Api, options: CliOptions): Promise<number> {
   const results: Array<IngestResult & { path: string }> = [];
   for (const { file, body } of requests) {
     try {
-      results.push({ path: file.path, ...(await api<IngestResult>("POST", `/agents/${encodeURIComponent(options.agent)}/knowledge`, body)) });
+      results.push({ path: file.path, ...(await api<IngestResult>("POST", `/agents/${encodeURIComponent(agent)}/knowledge`, body)) });
     } catch (error) {
       const stored = results.length > 0 ? ` Stored before it: ${results.map((r) => r.path).join(", ")}.` : " Nothing was stored.";
       throw error instanceof CliError ? new CliError(`${file.path}: ${error.message}.${stored}`) : error;
     }
   }
-  if (options.json) return out({ agentId: options.agent, documents: results, skipped });
+  if (options.json) return out({ agentId: agent, documents: results, skipped });
   print(["file", "document id", "fragments", "embedded", "replaced"], results.map((r) => [r.path, r.documentId, String(r.fragments), String(r.embedded), r.replaced ? "yes" : "no"]));
   for (const skip of skipped) console.log(`skipped ${skip.path}: ${skip.reason}`);
   const waiting = results.filter((r) => r.embedded < r.fragments);
-  if (waiting.length > 0) console.log(`\nsome fragments wait for a vector (found by text meanwhile): npm run memory -- init --agent ${options.agent}${waiting[0]!.embeddingError ? ` (${waiting[0]!.embeddingError})` : ""}`);
+  if (waiting.length > 0) console.log(`\nsome fragments wait for a vector (found by text meanwhile): npm run memory -- init --agent ${agent}${waiting[0]!.embeddingError ? ` (${waiting[0]!.embeddingError})` : ""}`);
   return 0;
 }
 
-async function knowledgeFiles(options: CliOptions): Promise<KnowledgeFiles> {
+async function knowledgeFiles(options: CliOptions): Promise<KnowledgeFiles & { characterAgentId?: string }> {
   // Loaded here, not at the top: the character parser and the chunker's imports cost the other
   // commands 0.3 s of start-up.
-  const [{ KnowledgeFileError, readKnowledgeFiles }, { parseCharacter }, { ValidationError }] = await Promise.all([
+  const [{ KnowledgeFileError, readKnowledgeFiles }, { parseCharacter }, { ValidationError }, { agentIdFor }] = await Promise.all([
     import("./knowledge-files.ts"),
     import("../src/characters/parse-character.ts"),
     import("../src/runtime/errors.ts"),
+    import("../src/memory/agent-store.ts"),
   ]);
   try {
     if (options.character === undefined) {
@@ -441,7 +445,8 @@ async function knowledgeFiles(options: CliOptions): Promise<KnowledgeFiles> {
       throw new CliError(`cannot read the character file ${options.character}: ${error instanceof Error ? error.message : String(error)}`);
     }
     const character = parseCharacter(raw);
-    return await readKnowledgeFiles(dirname(options.character), character.knowledge, { confined: true });
+    const characterAgentId = agentIdFor(character);
+    return { ...(await readKnowledgeFiles(dirname(options.character), character.knowledge, { confined: true })), characterAgentId };
   } catch (error) {
     if (error instanceof KnowledgeFileError) throw new CliError(`${error.message}. Nothing was sent.`);
     if (error instanceof ValidationError) {

@@ -90,12 +90,14 @@ describe("memory CLI: knowledge files", () => {
     const folder = join(work, "characters");
     write(join(folder, "knowledge", "faq.md"), "## Opening hours\n\nThe repair café opens on Saturdays from ten to two.");
     write(join(folder, "knowledge", "more", "tools.txt"), "Bring your own screwdrivers; soldering irons are provided.");
-    const character = { name: "Fixer", bio: ["Runs a repair café."], knowledge: ["Inline text stays with the agent.", { path: "knowledge/faq.md" }, { directory: "knowledge/more" }] };
+    const character = { id: AGENT, name: "Fixer", bio: ["Runs a repair café."], knowledge: ["Inline text stays with the agent.", { path: "knowledge/faq.md" }, { directory: "knowledge/more" }] };
     write(join(folder, "fixer.json"), JSON.stringify(character));
 
-    const result = await cli("knowledge", "--character", join(folder, "fixer.json"), "--agent", AGENT, "--json");
+    // No --agent: the character file names it.
+    const result = await cli("knowledge", "--character", join(folder, "fixer.json"), "--json");
     expect(result.code).toBe(0);
-    const body = JSON.parse(result.stdout) as { documents: Array<{ path: string; documentId: string }> };
+    const body = JSON.parse(result.stdout) as { agentId: string; documents: Array<{ path: string; documentId: string }> };
+    expect(body.agentId).toBe(AGENT);
     expect(body.documents.map((d) => [d.path, d.documentId])).toEqual([
       ["knowledge/faq.md", "file:knowledge:faq.md"],
       ["knowledge/more/tools.txt", "file:knowledge:more:tools.txt"],
@@ -147,6 +149,10 @@ describe("memory CLI: knowledge files", () => {
       expect(result.code, args.join(" ")).toBe(1);
       expect(result.stderr).toMatch(message);
     }
+    // Files name no agent; only a character file can.
+    const noAgent = await cli("knowledge", join(work, "docs", "garden.md"));
+    expect(noAgent.code).toBe(1);
+    expect(noAgent.stderr).toMatch(/--agent is required/);
     const unknownAgent = await cli("knowledge", join(work, "docs", "garden.md"), "--agent", "nobody");
     expect(unknownAgent.code).toBe(1);
     expect(unknownAgent.stderr).toMatch(/HTTP 404 not_found/);
