@@ -5,7 +5,7 @@
 import { env } from "cloudflare:workers";
 import { drizzle } from "drizzle-orm/d1";
 import { describe, expect, it } from "vitest";
-import { createLocalVectorIndex, resetLocalVectorCache } from "../src/memory/local-vector-index.ts";
+import { createLocalVectorIndex, int8FromHex, resetLocalVectorCache } from "../src/memory/local-vector-index.ts";
 import { memories } from "../src/memory/schema.ts";
 import { createVectorizeIndex, type VectorizeBinding } from "../src/memory/vectorize-index.ts";
 import { createOpenAIEmbedder } from "../src/model/openai-embedder.ts";
@@ -224,4 +224,9 @@ describe("local vector index", () => {
     }
     expect(found / 200).toBeGreaterThanOrEqual(0.9);
   }, 60_000);
+  it("reads the int8 values back from SQLite's hex() as signed bytes", () => {
+    const out = new Int8Array(6);
+    int8FromHex("00017F80FFab", out);
+    expect(Array.from(out)).toEqual([0, 1, 127, -128, -1, -85]);
+  });
 });
