@@ -7,12 +7,13 @@ import { drizzle } from "drizzle-orm/d1";
 import { describe, expect, it } from "vitest";
 import { createLocalVectorIndex, int8FromHex, resetLocalVectorCache } from "../src/memory/local-vector-index.ts";
 import { memories } from "../src/memory/schema.ts";
+import { signBits } from "../src/memory/vector-cache.ts";
 import { createVectorizeIndex, type VectorizeBinding } from "../src/memory/vectorize-index.ts";
 import { createOpenAIEmbedder } from "../src/model/openai-embedder.ts";
 import { chunkDocument } from "../src/runtime/chunking.ts";
 import { DimensionMismatchError, EmbeddingError, ModelCallError } from "../src/runtime/errors.ts";
 import { dedupeByText, fuseRankings } from "../src/runtime/fusion.ts";
-import { createHashEmbedder } from "../src/runtime/hash-embedder.ts";
+import { createHashEmbedder, hashEmbed } from "../src/runtime/hash-embedder.ts";
 import { dedupeFacts } from "../src/runtime/memory-evaluators.ts";
 import { quoteData } from "../src/runtime/quoted-data.ts";
 import { completeStructured } from "../src/runtime/structured-output.ts";
@@ -224,6 +225,30 @@ describe("local vector index", () => {
     }
     expect(found / 200).toBeGreaterThanOrEqual(0.9);
   }, 60_000);
+  it("ranks the same from stored sign bits as from rows written before they were stored", async () => {
+    const db = drizzle(env.DB);
+    const agentId = "vector-bits-agent";
+    await env.DB.prepare("INSERT OR IGNORE INTO agents (id, name, format, character, created_at, updated_at) VALUES (?, 'B', 'v1', '{\"name\":\"B\"}', 0, 0)").bind(agentId).run();
+    const embed = (text: string) => hashEmbed(text, 384);
+    const texts = Array.from({ length: 60 }, (_, i) => `note ${i} about ${["bees", "boats", "bread", "bikes"][i % 4]} and the number ${i * 7}`);
+    const rows = texts.map((_, i) => ({ id: `vb-${i}`, type: "lore" as const, agentId, content: '{"text":"x"}', metadata: "{}", createdAt: i }));
+    for (let k = 0; k < rows.length; k += 8) await db.insert(memories).values(rows.slice(k, k + 8));
+    const index = createLocalVectorIndex(db);
+    await index.upsert(texts.map((text, i) => ({ id: `vb-${i}`, values: embed(text), metadata: { agentId, type: "lore", roomId: null, userId: null } })));
+    expect(await env.DB.prepare("SELECT count(*) AS n FROM memory_vectors WHERE agent_id = ? AND length(bits) = 64").bind(agentId).first("n")).toBe(60);
+    // Stored as the cache computes them (the 5,000-vector recall test above ranks through them).
+    const row = await env.DB.prepare("SELECT hex(code) AS code, hex(bits) AS bits FROM memory_vectors WHERE memory_id = 'vb-3'").first<{ code: string; bits: string }>();
+    const code = new Int8Array(384);
+    int8FromHex(row!.code, code);
+    expect(Buffer.from(signBits(code).buffer).toString("hex").toUpperCase()).toBe(row!.bits);
+    const query = { agentId, vector: embed("bread and bees"), topK: 10 };
+    resetLocalVectorCache();
+    const withBits = await index.query(query);
+    await env.DB.prepare("UPDATE memory_vectors SET bits = NULL WHERE agent_id = ?").bind(agentId).run();
+    resetLocalVectorCache();
+    expect(await index.query(query)).toEqual(withBits);
+  });
+
   it("reads the int8 values back from SQLite's hex() as signed bytes", () => {
     const out = new Int8Array(6);
     int8FromHex("00017F80FFab", out);

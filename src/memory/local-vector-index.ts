@@ -11,12 +11,12 @@ import type { VectorIndex, VectorMatch, VectorQuery, VectorRecord } from "../run
 import type { Db } from "./d1-memory-store.ts";
 import { ofAgent } from "./memory-repo.ts";
 import { memoryVectors, vectorIndexMeta } from "./schema.ts";
-import { cacheBytes, createVectorCache, putVector, quantize, rankVectors, removeVector, type VectorCache } from "./vector-cache.ts";
+import { cacheBytes, createVectorCache, putVector, quantize, rankVectors, removeVector, signBits, type VectorCache } from "./vector-cache.ts";
 
 /** Rows per sync query; one statement's result stays small. */
 const SYNC_PAGE = 5_000;
-/** A vector row binds 8 parameters: 12 rows stay under D1's 100 per statement. */
-const VECTOR_ROWS_PER_INSERT = 12;
+/** A vector row binds 9 parameters: 11 rows stay under D1's 100 per statement. */
+const VECTOR_ROWS_PER_INSERT = 11;
 const IDS_PER_QUERY = 90;
 /**
  * Bytes of cached vectors per isolate (of its 128 MB) before the least recently used other agents
@@ -65,11 +65,21 @@ export function createLocalVectorIndex(db: Db): VectorIndex {
       caches.set(agentId, cache);
     }
     const code = new Int8Array(dimensions);
+    const bits = new Uint32Array(cache.words);
+    const bitsBytes = new Uint8Array(bits.buffer);
     for (;;) {
-      // The int8 values as hex text: D1 hands a blob back as an array of numbers, which made
-      // reading 100,000 of them (a cold cache) about five times slower than this.
+      // The int8 values and sign bits as hex text: D1 hands a blob back as an array of numbers,
+      // which made reading 100,000 of them (a cold cache) about five times slower than this.
       const rows = await db
-        .select({ seq: memoryVectors.seq, id: memoryVectors.memoryId, type: memoryVectors.type, roomId: memoryVectors.roomId, userId: memoryVectors.userId, hex: sql<string>`hex(${memoryVectors.code})` })
+        .select({
+          seq: memoryVectors.seq,
+          id: memoryVectors.memoryId,
+          type: memoryVectors.type,
+          roomId: memoryVectors.roomId,
+          userId: memoryVectors.userId,
+          hex: sql<string>`hex(${memoryVectors.code})`,
+          bitsHex: sql<string>`hex(${memoryVectors.bits})`,
+        })
         .from(memoryVectors)
         .where(and(eq(memoryVectors.agentId, agentId), gt(memoryVectors.seq, cache.lastSeq)))
         .orderBy(memoryVectors.seq)
@@ -77,7 +87,10 @@ export function createLocalVectorIndex(db: Db): VectorIndex {
       for (const row of rows) {
         if (row.hex.length === 2 * dimensions) {
           int8FromHex(row.hex, code);
-          putVector(cache, row.id, row.type, row.roomId, row.userId, code);
+          // Rows written before migration 0011 have no bits: putVector computes them.
+          const known = row.bitsHex.length === 2 * bitsBytes.length;
+          if (known) bytesFromHex(row.bitsHex, bitsBytes);
+          putVector(cache, row.id, row.type, row.roomId, row.userId, code, known ? bits : undefined);
         }
         cache.lastSeq = row.seq;
       }
@@ -116,7 +129,7 @@ export function createLocalVectorIndex(db: Db): VectorIndex {
               userId: record.metadata.userId,
               dimensions: expected,
               vector: bytesOf(new Float32Array(record.values)),
-              code: bytesOf(quantize(record.values)),
+              ...codeAndBits(record.values),
             })),
           ),
         );
@@ -174,5 +187,16 @@ for (let i = 0; i < 6; i++) HEX_DIGIT[65 + i] = HEX_DIGIT[97 + i] = 10 + i;
 
 /** SQLite's hex() of an int8 vector back into `out` (the byte's bits, read as signed). */
 export function int8FromHex(hex: string, out: Int8Array): void {
+  bytesFromHex(hex, out);
+}
+
+function bytesFromHex(hex: string, out: Int8Array | Uint8Array): void {
   for (let i = 0, j = 0; i < out.length; i++, j += 2) out[i] = (HEX_DIGIT[hex.charCodeAt(j)]! << 4) | HEX_DIGIT[hex.charCodeAt(j + 1)]!;
+}
+
+/** A vector's int8 code and the sign bits the cache ranks it by (stored so a cold cache skips computing them). */
+function codeAndBits(values: number[] | Float32Array): { code: Buffer; bits: Buffer } {
+  const code = quantize(values);
+  const bits = signBits(code);
+  return { code: bytesOf(code), bits: Buffer.from(bits.buffer, bits.byteOffset, bits.byteLength) };
 }

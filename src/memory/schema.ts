@@ -123,6 +123,8 @@ export const memoryVectors = sqliteTable(
     dimensions: integer("dimensions").notNull(),
     vector: blob("vector", { mode: "buffer" }).notNull(),
     code: blob("code", { mode: "buffer" }).notNull(),
+    /** The code's sign bits as the cache ranks them (vector-cache.ts), so a cold cache need not compute them; null in rows written before migration 0011. */
+    bits: blob("bits", { mode: "buffer" }),
   },
   (t) => [index("memory_vectors_agent_idx").on(t.agentId, t.seq)],
 );

@@ -132,8 +132,11 @@ export function createVectorCache(dimensions: number, capacity = 256): VectorCac
   return { dimensions, words, lastSeq: 0, size: 0, live: 0, ids: [], names: new Map(), slots: new Map(), ...allocate(capacity, dimensions, words) };
 }
 
-/** Adds a vector (int8 values, as quantize() makes them), replacing any earlier one of that id. */
-export function putVector(cache: VectorCache, id: string, type: MemoryType, roomId: string | null, userId: string | null, code: Int8Array): void {
+/**
+ * Adds a vector (int8 values, as quantize() makes them), replacing any earlier one of that id.
+ * `bits`: its sign bits if already known (signBits of the same code), saving their computation.
+ */
+export function putVector(cache: VectorCache, id: string, type: MemoryType, roomId: string | null, userId: string | null, code: Int8Array, bits?: Uint32Array): void {
   removeVector(cache, id);
   if (cache.size === cache.capacity) grow(cache);
   const slot = cache.size++;
@@ -147,7 +150,15 @@ export function putVector(cache: VectorCache, id: string, type: MemoryType, room
   let norm = 0;
   for (let d = 0; d < cache.dimensions; d++) norm += code[d]! * code[d]!;
   cache.norms[slot] = Math.sqrt(norm);
-  signCode(code, cache.codes, slot * cache.words);
+  if (bits && bits.length === cache.words) cache.codes.set(bits, slot * cache.words);
+  else signCode(code, cache.codes, slot * cache.words);
+}
+
+/** The sign bits the cache ranks a code by, to store beside it (putVector's `bits`). */
+export function signBits(code: Int8Array): Uint32Array {
+  const bits = new Uint32Array(rotationSize(code.length) / 32);
+  signCode(code, bits, 0);
+  return bits;
 }
 
 function nameNumber(cache: VectorCache, name: string | null): number {

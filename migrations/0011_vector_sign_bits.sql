@@ -1,0 +1,1 @@
+ALTER TABLE `memory_vectors` ADD `bits` blob;
