@@ -228,6 +228,7 @@ function serverCard(server) {
     server.error ? el("div", { class: "error small", text: server.error }) : null,
     server.tools.length > 0 ? el("div", { class: "small", text: `Tools: ${server.tools.map((tool) => tool.name).join(", ")}` }) : null,
   );
+  if (server.origin === "agent") card.querySelector(".card-head").append(removeServerButton(server));
   if (server.auth === "oauth" && server.state !== "ready") {
     const slot = el("div", { class: "row" });
     const link = (href) =>
@@ -265,6 +266,67 @@ function serverCard(server) {
   }
   return card;
 }
+
+/** Stops the agent using a server it was given at runtime (registry servers come from the deployment), after a second click. */
+function removeServerButton(server) {
+  const label = "Remove";
+  let armed = null;
+  const button = el("button", {
+    type: "button",
+    class: "secondary small card-action",
+    text: label,
+    "aria-label": `Remove the MCP server ${server.name}`,
+    onclick: async () => {
+      if (!armed) {
+        button.textContent = "Really remove?";
+        armed = setTimeout(() => {
+          armed = null;
+          button.textContent = label;
+        }, 5000);
+        return;
+      }
+      clearTimeout(armed);
+      armed = null;
+      button.disabled = true;
+      try {
+        await api("DELETE", agentPath(`/tools/${encodeURIComponent(server.name)}`));
+        setStatus("tools-status", `Removed ${server.name}.`, "ok");
+        await loadTools();
+      } catch (error) {
+        button.disabled = false;
+        button.textContent = label;
+        setStatus("tools-status", explain(error), "error");
+      }
+    },
+  });
+  return button;
+}
+
+$("server-auth").addEventListener("change", () => {
+  $("server-secret-field").hidden = $("server-auth").value !== "bearer";
+});
+
+$("server-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  if (!state.agentId) return;
+  const errors = $("server-errors");
+  errors.replaceChildren();
+  const kind = $("server-auth").value;
+  const auth = kind === "bearer" ? { type: "bearer", secret: $("server-secret").value.trim() } : { type: kind };
+  const body = { name: $("server-name").value.trim(), url: $("server-url").value.trim(), auth };
+  try {
+    const view = await api("POST", agentPath("/tools"), body);
+    $("server-form").reset();
+    $("server-secret-field").hidden = true;
+    $("add-server").open = false;
+    setStatus("tools-status", `Added ${view.name}: ${view.state}${view.error ? ` (${view.error})` : ""}.`, view.state === "ready" ? "ok" : "info");
+    await loadTools();
+  } catch (error) {
+    const issues = error instanceof ApiError && Array.isArray(error.details?.issues) ? error.details.issues : [];
+    const items = issues.length > 0 ? issues.map((issue) => el("li", {}, el("code", { text: issue.path || "(body)" }), `: ${issue.message}`)) : [el("li", { text: explain(error) })];
+    errors.replaceChildren(...items);
+  }
+});
 
 $("tools-refresh").addEventListener("click", () => state.agentId && loadTools());
 // Back from a consent tab: show whether the server is ready now, without a click.

@@ -306,13 +306,33 @@ async function main(): Promise<void> {
       await vault.locator(".badge.state-authenticating").waitFor();
       // The peer's authorization server consents at once and redirects to /oauth/callback.
       const consent = page.context().waitForEvent("page");
-      await vault.locator("button, a.button").first().click();
+      await vault.locator("button, a.button", { hasText: "Connect" }).first().click();
       const tab = await consent;
       await tab.waitForLoadState("load");
       await tab.close();
       await page.click("#tools-refresh");
       await vault.locator(".badge.state-ready").waitFor();
       await page.locator("#tools-summary", { hasText: "plain__echo" }).waitFor();
+    });
+
+    await step("adds an MCP server from the form, explains a refused one, and removes it on a second click", async () => {
+      await page.locator("#add-server summary").click();
+      await page.fill("#server-name", "echo2");
+      await page.fill("#server-url", "ftp://example.com/mcp");
+      await page.click("#server-form button[type=submit]");
+      await page.locator("#server-errors li", { hasText: "must be an http(s) URL" }).waitFor();
+      await page.fill("#server-url", peers.plainUrl);
+      await page.click("#server-form button[type=submit]");
+      const card = page.locator("#servers .card", { hasText: "echo2" });
+      await card.locator(".badge.state-ready").waitFor();
+      await page.locator("#tools-summary", { hasText: "echo2__echo" }).waitFor();
+      const remove = card.locator("button.card-action");
+      await remove.click();
+      await card.locator("button.card-action", { hasText: "Really remove?" }).waitFor();
+      check((await card.count()) === 1, "one click already removed the server");
+      await remove.click();
+      await card.waitFor({ state: "detached" });
+      check(!((await page.locator("#tools-summary").textContent()) ?? "").includes("echo2__"), "the removed server's tools are still listed");
     });
 
     await step("searches and browses the agent's memories", async () => {
