@@ -1,6 +1,6 @@
 // Remote MCP tools against real peers from the MCP SDK on loopback (test/peers/mcp-peers.ts): a
 // plain Streamable HTTP server and an OAuth-protected one with its own authorization server.
-import { evictDurableObject } from "cloudflare:test";
+import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, inject, it } from "vitest";
 import { api, createTestAgent, json, useModelStandIn } from "./helpers/api.ts";
@@ -161,6 +161,40 @@ describe("MCP servers over Streamable HTTP", () => {
     expect((await api("POST", `/agents/${agentId}/tools`, { body: { name: "plain", url: peers.plainUrl } })).status).toBe(409);
     expect((await api("DELETE", `/agents/${agentId}/tools/plain`)).status).toBe(204);
     expect((await api("DELETE", `/agents/${agentId}/tools/plain`)).status).toBe(404);
+  });
+});
+
+describe("MCP tools and crashes", () => {
+  it("does not call a tool again when a turn interrupted after the call runs again", async () => {
+    const agentId = await createTestAgent();
+    expect((await addServer(agentId, { name: "plain", url: peers.plainUrl })).status).toBe(201);
+    let state: DurableObjectState | undefined;
+    await runInDurableObject(env.ROOMS.getByName(`${agentId}:crash-room`), (_instance, captured) => {
+      state = captured;
+    });
+    const before = (await control("/plain/calls", "GET")).echo ?? 0;
+    let crashed = false;
+    model.respondWith((call) => {
+      if (call.model !== "test-primary") return { text: "ok" };
+      if (call.messages.at(-1)?.role !== "tool") return { toolCalls: [{ name: "plain__echo", arguments: { text: "only once" } }] };
+      if (crashed) return { text: "Echoed it." };
+      // The tool has run; the room dies during the next model call, as in a deploy or a crash.
+      crashed = true;
+      state!.abort("simulated crash after the tool ran");
+      return { hang: true };
+    });
+    expect((await say(agentId, "echo this once", "crash-room")).status).toBe(503);
+
+    // The queue's alarm wakes the room and the journal runs the turn again from its start: the
+    // model asks for the same call, which is answered from the journal, not made again.
+    const room = () => env.ROOMS.getByName(`${agentId}:crash-room`);
+    expect(await runDurableObjectAlarm(room())).toBe(true);
+    expect(((await control("/plain/calls", "GET")).echo ?? 0) - before).toBe(1);
+    const history = await json<{ messages: Array<{ role: string; text: string }> }>(await api("GET", `/agents/${agentId}/rooms/crash-room/messages?limit=10`));
+    expect(history.messages.map((m) => m.text)).toContain("Echoed it.");
+    // Kept only while the turn runs.
+    const left = await runInDurableObject(room(), (_instance, captured) => captured.storage.sql.exec("SELECT count(*) AS n FROM turn_tool_outputs").one().n);
+    expect(left).toBe(0);
   });
 });
 

@@ -9,6 +9,7 @@ import type { Env } from "../config.ts";
 import type { Character } from "../runtime/character.ts";
 import { AppError, NotFoundError, type SerializedError } from "../runtime/errors.ts";
 import type { TurnInput, TurnOutcome } from "../runtime/turn-types.ts";
+import type { ToolOutput } from "../runtime/types.ts";
 import type { HistoryPage, HistoryQuery } from "../memory/message-history.ts";
 import { createRoomRuntime, type RoomRuntime } from "./room-runtime.ts";
 import { MAX_TURN_ATTEMPTS, TurnJournal, type ApprovalPause, type DiscordDelivery, type JournalEntry } from "./turn-journal.ts";
@@ -313,7 +314,8 @@ export class AgentRoom extends Agent<Env> {
       const canAskApproval = entry.delivery?.kind === "discord" && canRouteApproval(agentId);
       const attachments = !decided && entry.input.attachments.length > 0 ? await this.readAttachments(entry) : undefined;
       const observer = this.streams.get(turnId)?.observer;
-      const outcome = await runtime.runner.respondOrPause(character, entry.input, { canAskApproval, resume: decided, attachments, observer });
+      const toolOutputs = { remembered: this.journal.toolOutputs(turnId), record: (key: string, output: ToolOutput) => this.journal.recordToolOutput(turnId, key, output) };
+      const outcome = await runtime.runner.respondOrPause(character, entry.input, { canAskApproval, resume: decided, attachments, observer, toolOutputs });
       if (outcome.status === "awaiting_approval") {
         this.pauseForApproval(entry, outcome);
         return;

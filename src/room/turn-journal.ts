@@ -2,10 +2,13 @@
 // arrives (so arrival order is journal order), and moves received -> running -> replied ->
 // evaluated (or failed). The caller is answered at `replied`; `evaluated` means the reply is in D1
 // and the evaluators have run. After an eviction the journal says exactly where each turn stopped.
-// Finished turns are kept for IDEMPOTENCY_WINDOW_MS so a retried request finds its answer.
+// Finished turns are kept for IDEMPOTENCY_WINDOW_MS so a retried request finds its answer. While a
+// turn runs, each successful tool output is kept too: an attempt after a crash reuses them instead
+// of calling those tools again.
 import { z } from "zod";
 import type { SerializedError } from "../runtime/errors.ts";
 import type { ApprovalDecision, ToolLoopCheckpoint, TurnInput, TurnOutcome } from "../runtime/turn-types.ts";
+import type { ToolOutput } from "../runtime/types.ts";
 import type { PostedMessage } from "../clients/discord/delivery.ts";
 
 export type TurnStatus = "received" | "running" | "awaiting_approval" | "replied" | "evaluated" | "failed";
@@ -111,6 +114,28 @@ export class TurnJournal {
     // Added with tool approval.
     if (!columns.has("pause")) this.sql.exec("ALTER TABLE turn_journal ADD COLUMN pause TEXT");
     this.sql.exec("CREATE INDEX IF NOT EXISTS turn_journal_delivery ON turn_journal (delivery_status, seq)");
+    this.sql.exec(`CREATE TABLE IF NOT EXISTS turn_tool_outputs (
+      turn_id TEXT NOT NULL,
+      call_key TEXT NOT NULL,
+      output TEXT NOT NULL,
+      PRIMARY KEY (turn_id, call_key)
+    )`);
+  }
+
+  /** Successful tool outputs of a running turn's earlier attempts, by call key. */
+  toolOutputs(turnId: string): Map<string, ToolOutput> {
+    const outputs = new Map<string, ToolOutput>();
+    for (const row of this.sql.exec("SELECT call_key, output FROM turn_tool_outputs WHERE turn_id = ?", turnId)) {
+      const parsed = StoredToolOutput.safeParse(safeJson(String(row.output)));
+      // An unreadable row only costs a repeat of that call.
+      if (parsed.success) outputs.set(String(row.call_key), parsed.data);
+    }
+    return outputs;
+  }
+
+  /** Synchronous: stored before the turn's next model call goes out. */
+  recordToolOutput(turnId: string, key: string, output: ToolOutput): void {
+    this.sql.exec("INSERT OR REPLACE INTO turn_tool_outputs (turn_id, call_key, output) VALUES (?, ?, ?)", turnId, key, JSON.stringify(output));
   }
 
   /** Synchronous on purpose: callers rely on nothing interleaving between check and insert. */
@@ -215,6 +240,7 @@ export class TurnJournal {
   }
 
   markReplied(turnId: string, outcome: TurnOutcome, now: number): void {
+    this.sql.exec("DELETE FROM turn_tool_outputs WHERE turn_id = ?", turnId);
     this.sql.exec(
       "UPDATE turn_journal SET status = 'replied', outcome = ?, updated_at = ? WHERE turn_id = ?",
       JSON.stringify(outcome),
@@ -228,6 +254,7 @@ export class TurnJournal {
   }
 
   markFailed(turnId: string, error: SerializedError, now: number): void {
+    this.sql.exec("DELETE FROM turn_tool_outputs WHERE turn_id = ?", turnId);
     this.sql.exec(
       "UPDATE turn_journal SET status = 'failed', error = ?, updated_at = ? WHERE turn_id = ?",
       JSON.stringify(error),
@@ -271,4 +298,17 @@ function toEntry(raw: unknown): JournalEntry {
     deliveredParts: row.delivered_parts,
     pause: row.pause ? (JSON.parse(row.pause) as ApprovalPause) : null,
   };
+}
+
+const StoredToolOutput = z.union([
+  z.object({ ok: z.literal(true), content: z.string(), data: z.unknown().optional() }),
+  z.object({ ok: z.literal(false), error: z.string() }),
+]);
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return null;
+  }
 }

@@ -1,6 +1,7 @@
 // Runs one tool call the model asked for: parse and validate the arguments against the tool's
 // JSON Schema, serve a repeat of an identical call from the turn's cache, enforce the tool's
-// timeout, and turn every failure into a tool error the model can read and correct.
+// timeout, and turn every failure into a tool error the model can read and correct. A turn run
+// again after a crash passes what its earlier attempts ran, so those calls are not made twice.
 import { Validator } from "@cfworker/json-schema";
 import { DeadlineExceeded, withDeadline } from "./deadline.ts";
 import { stableStringify } from "./stable-json.ts";
@@ -14,6 +15,10 @@ export interface ToolExecutorOptions {
   defaultTimeoutMs: number;
   maxResultChars: number;
   now: () => number;
+  /** Successful outputs of this turn's earlier, interrupted attempts, by call key (toolCallKey). */
+  remembered?: ReadonlyMap<string, ToolOutput>;
+  /** Told each successful output as the tool returns it, to journal for a later attempt. */
+  onOutput?: (key: string, output: ToolOutput) => void;
 }
 
 export interface ToolExecution {
@@ -54,7 +59,8 @@ export class ToolExecutor {
     if (!tool?.requiresApproval) return null;
     const parsed = parseArguments(call.arguments);
     if (!parsed.ok || this.validate(tool, parsed.value)) return null;
-    if (this.cache.has(cacheKey(tool.name, parsed.value))) return null;
+    const key = toolCallKey(tool.name, parsed.value);
+    if (this.cache.has(key) || this.options.remembered?.has(key)) return null;
     return parsed.value;
   }
 
@@ -90,8 +96,9 @@ export class ToolExecutor {
     const invalid = this.validate(tool, parsed.value);
     if (invalid) return finish({ ok: false, error: invalid }, false);
 
-    const key = cacheKey(tool.name, parsed.value);
-    const hit = this.cache.get(key);
+    const key = toolCallKey(tool.name, parsed.value);
+    // Not cleared with the cache on failover: a call an interrupted attempt made has happened.
+    const hit = this.cache.get(key) ?? this.options.remembered?.get(key);
     if (hit) return finish(hit, true);
 
     if (tool.requiresApproval && approval !== "approved") return finish({ ok: false, error: refusal(tool.name, approval) }, false);
@@ -100,7 +107,10 @@ export class ToolExecutor {
       ...context,
       callId: `${context.turnId}:${callIndex}`,
     });
-    if (output.ok) this.cache.set(key, output);
+    if (output.ok) {
+      this.cache.set(key, output);
+      this.options.onOutput?.(key, output);
+    }
     return finish(output, false);
   }
 
@@ -146,7 +156,8 @@ export class ToolExecutor {
   }
 }
 
-function cacheKey(name: string, args: Record<string, unknown>): string {
+/** What makes two calls of a turn the same call: the tool and its arguments (key order aside). */
+export function toolCallKey(name: string, args: Record<string, unknown>): string {
   return `${name}\u0000${stableStringify(args)}`;
 }
 

@@ -170,6 +170,8 @@ async function respondWith(
     defaultTimeoutMs: deps.limits.toolTimeoutMs,
     maxResultChars: deps.limits.maxToolResultChars,
     now: () => deps.clock.now(),
+    remembered: options.toolOutputs?.remembered,
+    onOutput: options.toolOutputs?.record,
   });
   const loop = {
     session,
