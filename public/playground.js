@@ -192,6 +192,28 @@ $("create-form").addEventListener("submit", async (event) => {
   }
 });
 
+$("delete-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const agentId = state.agentId;
+  if (!agentId) return;
+  // Typing the id, not a second click: this takes the agent's whole memory with it.
+  if ($("delete-confirm").value.trim() !== agentId) {
+    setStatus("delete-status", `Type ${agentId} exactly to delete this agent.`, "error");
+    return $("delete-confirm").focus();
+  }
+  try {
+    await api("DELETE", `/agents/${encodeURIComponent(agentId)}`);
+    $("delete-form").reset();
+    $("delete-agent").open = false;
+    setStatus("delete-status", "");
+    sessionStorage.removeItem(AGENT_KEY);
+    await loadAgents("");
+    setStatus("chat-status", `Deleted agent ${agentId}.`, "ok");
+  } catch (error) {
+    setStatus("delete-status", explain(error), "error");
+  }
+});
+
 // ---- MCP servers and tools ---------------------------------------------------------------------
 
 /** Only http(s) links from the server become clickable (no javascript: or data: URLs). */

@@ -375,6 +375,25 @@ async function main(): Promise<void> {
       await page.setViewportSize(DESKTOP);
     });
 
+    await step("deletes an agent only once its id is typed, and lists it no more", async () => {
+      const created = await worker!.call("POST", "/agents", { id: "doomed-e2e", name: "Doomed", bio: ["Short-lived."] });
+      check(created.status === 201, `creating the agent to delete: HTTP ${created.status}`);
+      await page.click("#agents-refresh");
+      await page.locator("#agent-select option[value='doomed-e2e']").waitFor({ state: "attached" });
+      await page.selectOption("#agent-select", "doomed-e2e");
+      await page.locator("#delete-agent summary").click();
+      await page.fill("#delete-confirm", "doomed");
+      await page.click("#delete-form button[type=submit]");
+      await page.locator("#delete-status", { hasText: "Type doomed-e2e exactly" }).waitFor();
+      check((await worker!.call("GET", "/agents/doomed-e2e")).status === 200, "the agent was deleted without its id typed");
+      await page.fill("#delete-confirm", "doomed-e2e");
+      await page.click("#delete-form button[type=submit]");
+      await page.locator("#chat-status", { hasText: "Deleted agent doomed-e2e" }).waitFor();
+      check((await page.locator("#agent-select option[value='doomed-e2e']").count()) === 0, "the deleted agent is still listed");
+      check((await worker!.call("GET", "/agents/doomed-e2e")).status === 404, "the agent still exists");
+      await page.selectOption("#agent-select", AGENT_ID);
+    });
+
     await step("says in words when a token lacks the scope for an action", async () => {
       const minted = await worker!.call("POST", "/auth/tokens", { name: "e2e-reader", scopes: ["agents:read"], expiresInSeconds: 600 });
       check(minted.status === 201, `minting a read-only token: HTTP ${minted.status}`);
