@@ -21,7 +21,8 @@ export interface BenchWorker {
 }
 
 export async function startBenchWorker(bindings: Record<string, string>): Promise<BenchWorker> {
-  const token = randomBytes(24).toString("base64url");
+  // Hex: a base64url token can start with "-", which a command line reads as an option.
+  const token = randomBytes(24).toString("hex");
   // Inside the project: workerd resolves module names relative to it and refuses "..".
   const dist = join(".wrangler", "bench-dist");
   // wrangler's own entry under this Node (22): works from npm scripts and from a bare `node bench/x.ts`.

@@ -17,7 +17,8 @@ const TEMPLATE = `# Local secrets for \`npm run dev\` (never committed). See REA
 const existing = existsSync(PATH) ? readFileSync(PATH, "utf8") : TEMPLATE;
 const has = (name: string) => new RegExp(`^\\s*${name}\\s*=`, "m").test(existing);
 const additions: string[] = [];
-if (!has("ADMIN_TOKEN")) additions.push(`ADMIN_TOKEN=${randomBytes(24).toString("base64url")}`);
+// Hex, not base64url: a token starting with "-" reads as an option to `--token` on command lines.
+if (!has("ADMIN_TOKEN")) additions.push(`ADMIN_TOKEN=${randomBytes(24).toString("hex")}`);
 if (!has("SECRETS_KEY")) additions.push(`SECRETS_KEY=${randomBytes(32).toString("base64url")}`);
 // Local MCP servers (e.g. the SDK's examples on localhost) over http; never set this in production.
 if (!has("MCP_ALLOW_LOOPBACK")) additions.push("MCP_ALLOW_LOOPBACK=true");

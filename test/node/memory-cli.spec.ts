@@ -33,7 +33,7 @@ afterAll(async () => {
 /** Runs the CLI; never throws on a non-zero exit, so tests can look at what a failing run said. */
 async function cli(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const { stdout, stderr } = await run(process.execPath, ["scripts/memory.ts", ...args, "--url", worker.base, "--token", worker.token], { env: { ...process.env, COLUMNS: "200" } });
+    const { stdout, stderr } = await run(process.execPath, ["scripts/memory.ts", ...args, "--url", worker.base, `--token=${worker.token}`], { env: { ...process.env, COLUMNS: "200" } });
     return { code: 0, stdout, stderr };
   } catch (error) {
     const failed = error as { code: number; stdout: string; stderr: string };
