@@ -291,37 +291,18 @@ function serverCard(server) {
 
 /** Stops the agent using a server it was given at runtime (registry servers come from the deployment), after a second click. */
 function removeServerButton(server) {
-  const label = "Remove";
-  let armed = null;
-  const button = el("button", {
-    type: "button",
-    class: "secondary small card-action",
-    text: label,
-    "aria-label": `Remove the MCP server ${server.name}`,
-    onclick: async () => {
-      if (!armed) {
-        button.textContent = "Really remove?";
-        armed = setTimeout(() => {
-          armed = null;
-          button.textContent = label;
-        }, 5000);
-        return;
-      }
-      clearTimeout(armed);
-      armed = null;
-      button.disabled = true;
-      try {
-        await api("DELETE", agentPath(`/tools/${encodeURIComponent(server.name)}`));
-        setStatus("tools-status", `Removed ${server.name}.`, "ok");
-        await loadTools();
-      } catch (error) {
-        button.disabled = false;
-        button.textContent = label;
-        setStatus("tools-status", explain(error), "error");
-      }
+  return confirmingButton({
+    label: "Remove",
+    confirm: "Really remove?",
+    className: "card-action",
+    ariaLabel: `Remove the MCP server ${server.name}`,
+    statusId: "tools-status",
+    act: async () => {
+      await api("DELETE", agentPath(`/tools/${encodeURIComponent(server.name)}`));
+      setStatus("tools-status", `Removed ${server.name}.`, "ok");
+      await loadTools();
     },
   });
-  return button;
 }
 
 $("server-auth").addEventListener("change", () => {
@@ -598,18 +579,39 @@ function memoryCard(memory) {
   return card;
 }
 
-/** Deletes one memory (a wrong fact, a stale document) after a second click: no dialog, works by keyboard. */
+/** Deletes one memory (a wrong fact, a stale document) after a second click. */
 function forgetButton(memory, removed) {
   const label = memory.type === "document" ? "Forget (with its fragments)" : "Forget";
+  return confirmingButton({
+    label,
+    confirm: "Really forget?",
+    className: "forget",
+    ariaLabel: `${label}: ${memory.type} “${memory.text.slice(0, 60)}”`,
+    statusId: "memory-status",
+    act: async () => {
+      const params = new URLSearchParams({ agentId: memory.agentId, id: memory.id });
+      const { deleted } = await api("DELETE", `/memories?${params}`);
+      removed();
+      setStatus("memory-status", deleted === 0 ? "That memory was already gone." : `Forgot ${deleted === 1 ? "1 memory" : `${deleted} memories`}, with their vectors.`);
+    },
+  });
+}
+
+/**
+ * A card's destructive button: the first click turns it into `confirm` for five seconds, the
+ * second runs `act` (no dialog, so it works by keyboard and on phones). A failure is said in the
+ * panel's status and the button comes back.
+ */
+function confirmingButton({ label, confirm, className, ariaLabel, statusId, act }) {
   let armed = null;
   const button = el("button", {
     type: "button",
-    class: "secondary small forget",
+    class: `secondary small ${className}`,
     text: label,
-    "aria-label": `${label}: ${memory.type} “${memory.text.slice(0, 60)}”`,
+    "aria-label": ariaLabel,
     onclick: async () => {
       if (!armed) {
-        button.textContent = "Really forget?";
+        button.textContent = confirm;
         armed = setTimeout(() => {
           armed = null;
           button.textContent = label;
@@ -620,14 +622,11 @@ function forgetButton(memory, removed) {
       armed = null;
       button.disabled = true;
       try {
-        const params = new URLSearchParams({ agentId: memory.agentId, id: memory.id });
-        const { deleted } = await api("DELETE", `/memories?${params}`);
-        removed();
-        setStatus("memory-status", deleted === 0 ? "That memory was already gone." : `Forgot ${deleted === 1 ? "1 memory" : `${deleted} memories`}, with their vectors.`);
+        await act();
       } catch (error) {
         button.disabled = false;
         button.textContent = label;
-        setStatus("memory-status", explain(error), "error");
+        setStatus(statusId, explain(error), "error");
       }
     },
   });

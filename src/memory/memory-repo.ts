@@ -197,12 +197,14 @@ export async function deleteMemories(db: Db, filter: MemoryFilter, olderThan?: n
   const conditions = filterConditions(filter);
   if (olderThan !== undefined) conditions.push(lt(memories.createdAt, olderThan));
   const where = and(...conditions);
-  // A fragment without its document would still be found and quoted as knowledge.
+  // A fragment without its document would still be found and quoted as knowledge. Only fragments
+  // have a parent, so the parent index finds them (a type condition here made SQLite walk every
+  // fragment of the agent on each delete instead).
   const documents = db
     .select({ id: memories.id })
     .from(memories)
     .where(and(where, eq(memories.type, "document")));
-  const fragments = and(eq(memories.agentId, filter.agentId), eq(memories.type, "fragment"), inArray(memories.parentId, documents));
+  const fragments = and(eq(memories.agentId, filter.agentId), inArray(memories.parentId, documents));
   const [rooms, deleted] = await db.batch([
     db
       .selectDistinct({ roomId: memories.roomId })
