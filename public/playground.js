@@ -149,7 +149,7 @@ function selectAgent(agentId) {
   $("log").replaceChildren();
   $("memories").replaceChildren();
   $("memories-more").hidden = true;
-  for (const id of ["chat-status", "memory-status", "tools-status"]) setStatus(id, "");
+  for (const id of ["agent-status", "chat-status", "memory-status", "tools-status"]) setStatus(id, "");
   $("servers").replaceChildren();
   $("tools-summary").textContent = "";
   if (!agentId) return;
@@ -183,7 +183,7 @@ $("create-form").addEventListener("submit", async (event) => {
     field.value = "";
     $("create-agent").open = false;
     await loadAgents(created.id);
-    setStatus("chat-status", `Created agent ${created.id}.`, "ok");
+    setStatus("agent-status", `Created agent ${created.id}.`, "ok");
     $("message").focus();
   } catch (error) {
     const issues = error instanceof ApiError && Array.isArray(error.details?.issues) ? error.details.issues : [];
@@ -208,7 +208,8 @@ $("delete-form").addEventListener("submit", async (event) => {
     setStatus("delete-status", "");
     sessionStorage.removeItem(AGENT_KEY);
     await loadAgents("");
-    setStatus("chat-status", `Deleted agent ${agentId}.`, "ok");
+    // Not in the chat's status: the next agent's room history, loading now, writes there.
+    setStatus("agent-status", `Deleted agent ${agentId}.`, "ok");
   } catch (error) {
     setStatus("delete-status", explain(error), "error");
   }

@@ -388,7 +388,7 @@ async function main(): Promise<void> {
       check((await worker!.call("GET", "/agents/doomed-e2e")).status === 200, "the agent was deleted without its id typed");
       await page.fill("#delete-confirm", "doomed-e2e");
       await page.click("#delete-form button[type=submit]");
-      await page.locator("#chat-status", { hasText: "Deleted agent doomed-e2e" }).waitFor();
+      await page.locator("#agent-status", { hasText: "Deleted agent doomed-e2e" }).waitFor();
       check((await page.locator("#agent-select option[value='doomed-e2e']").count()) === 0, "the deleted agent is still listed");
       check((await worker!.call("GET", "/agents/doomed-e2e")).status === 404, "the agent still exists");
       await page.selectOption("#agent-select", AGENT_ID);
