@@ -3,8 +3,10 @@
 // other scope (403), with the right scope but limited to another agent (403, agent-scoped routes),
 // and with the right scope (its success status). An operation missing from REQUESTS fails the
 // test, so a new route cannot ship without being in the matrix.
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
+import type { OpenAIStandIn } from "./stand-ins/openai-stand-in.ts";
 import { api, createTestAgent, json, useModelStandIn } from "./helpers/api.ts";
+import { planReply, scriptTask, standInResponder } from "./helpers/task-script.ts";
 
 const ALL_SCOPES = ["admin", "agents:read", "agents:write", "messages:write", "memories:read", "memories:write", "media:write", "tools:write"];
 
@@ -67,6 +69,15 @@ const REQUESTS: Record<string, () => Promise<MatrixRequest>> = {
   "GET /agents/{agentId}/tasks": async () => withTask((id) => ({ path: `/agents/${id}/tasks?limit=5`, status: 200 })),
   "GET /agents/{agentId}/tasks/{taskId}": async () => withTask((id, taskId) => ({ path: `/agents/${id}/tasks/${taskId}`, status: 200 })),
   "DELETE /agents/{agentId}/tasks/{taskId}": async () => withTask((id, taskId) => ({ path: `/agents/${id}/tasks/${taskId}`, status: 200 })),
+  "POST /agents/{agentId}/tasks/{taskId}/approval": async () => {
+    // A task paused at a tool that needs approval: the planner plans one step, whose agent calls it.
+    const id = await createTestAgent({ settings: { toolApproval: ["current_time"] } });
+    standIn.respondWith(standInResponder(scriptTask({ plan: [planReply(["Check the time"], ["The time is known"])], act: [{ toolCalls: [{ name: "current_time", arguments: {} }] }] })));
+    const { taskId } = await admin("POST", `/agents/${id}/tasks`, { goal: "Check the time" }, 202);
+    await vi.waitFor(async () => expect((await admin("GET", `/agents/${id}/tasks/${String(taskId)}`, undefined, 200)).status).toBe("awaiting_approval"), { timeout: 15_000, interval: 50 });
+    standIn.reset();
+    return { path: `/agents/${id}/tasks/${String(taskId)}/approval`, body: { approve: false }, agentId: id, status: 200 };
+  },
   "GET /agents/{agentId}/tasks/{taskId}/events": async () => withTask((id, taskId) => ({ path: `/agents/${id}/tasks/${taskId}/events`, status: 200 })),
   "POST /agents/{agentId}/schedules": async () => withAgent((id) => ({ path: `/agents/${id}/schedules`, body: { goal: "Weekly check", cron: "0 9 * * 1" }, status: 201 })),
   "GET /agents/{agentId}/schedules": async () => withAgent((id) => ({ path: `/agents/${id}/schedules`, status: 200 })),
@@ -141,8 +152,10 @@ async function call(op: Operation, request: MatrixRequest, token: string | null)
   return api(op.method, request.path, { body: request.body, headers: request.headers, token });
 }
 
+let standIn: OpenAIStandIn;
+
 describe("API tokens and scopes", () => {
-  useModelStandIn();
+  standIn = useModelStandIn();
 
   it("leaves only the documented routes open, and declares exactly one scope on every other one", async () => {
     const spec = await json<{ paths: Record<string, Record<string, { security?: unknown }>> }>(await api("GET", "/openapi.json", { token: null }));

@@ -4,7 +4,7 @@
 import { describe, expect, it } from "vitest";
 import { ModelCallError } from "../src/runtime/errors.ts";
 import { FAILOVER_NOTE } from "../src/runtime/model-session.ts";
-import { advanceTask, runTask, TASK_SWITCH_NOTE, type TaskLoopDeps } from "../src/runtime/task-loop.ts";
+import { advanceTask, answerApproval, runTask, TASK_SWITCH_NOTE, type TaskLoopDeps } from "../src/runtime/task-loop.ts";
 import { DEFAULT_TASK_LIMITS, newTaskState, type AuditEntry, type TaskEventBody, type TaskLimits, type TaskState } from "../src/runtime/task-types.ts";
 import type { ChatModel, ToolHost } from "../src/runtime/types.ts";
 import { character, tickingClock } from "./helpers/fakes.ts";
@@ -60,6 +60,8 @@ function harness(script: TaskScript, options: { model?: ChatModel & { requests: 
       toolTimeoutMs: 1_000,
       maxToolResultChars: 4_000,
       stepTimeoutMs: 10_000,
+      approvalWindowMs: 600_000,
+      newApprovalId: () => "0123456789abcdef",
     },
   };
 }
@@ -213,6 +215,57 @@ describe("task loop", () => {
     expect(final).toMatchObject({ status: "exhausted", stopReason: "wall_clock", finishedAt: 60_000 });
     expect(final.report).toContain("Stopped: the time limit of 60 s is reached.");
     expect(final.steps).toHaveLength(1);
+  });
+
+  it("pauses at a tool that needs approval, runs nothing, and carries on from there with the answer", async () => {
+    const h = harness({
+      plan: [planReply(["Fetch the page"], ["The page is read"])],
+      act: [{ toolCalls: [{ name: "search", arguments: { q: "tides" } }, { name: "fetch_page", arguments: { url: "https://tides.example" } }] }, { text: "Read it." }],
+      reflect: [reflectReply(true)],
+      evaluate: [evaluateReply([true], "Read.")],
+    });
+    h.deps.character = character({ settings: { toolApproval: ["fetch_page"] } });
+    let now = 0;
+    h.deps.now = () => now;
+    const { final: paused } = await run(h, task({ wallClockMs: 60_000 }));
+    expect(paused.status).toBe("awaiting_approval");
+    // The ungated call before it ran; the gated one waits.
+    expect(h.toolCalls).toEqual(['search:{"q":"tides"}']);
+    expect(paused.approval).toMatchObject({ tool: "fetch_page", arguments: { url: "https://tides.example" }, step: 1, expiresAt: 600_000, decision: null });
+    expect(h.events.at(-1)).toMatchObject({ type: "approval_requested", tool: "fetch_page", approvalId: "0123456789abcdef" });
+    // Nothing happens while it waits.
+    expect((await advanceTask(paused, h.deps)).state).toBe(paused);
+    expect(answerApproval(paused, { approvalId: "ffffffffffffffff", decision: "approved", by: "Dana" }, 0, () => {})).toBeNull();
+
+    // Ninety seconds of waiting do not count against the one-minute working time.
+    now = 90_000;
+    const answered = answerApproval(paused, { approvalId: "0123456789abcdef", decision: "approved", by: "Dana" }, now, (event) => h.events.push(event));
+    expect(answered).toMatchObject({ status: "running", pausedMs: 90_000 });
+    expect(h.events.at(-1)).toMatchObject({ type: "approval_resolved", decision: "approved", by: "Dana" });
+    const { final } = await run(h, answered!);
+    expect(final.status).toBe("completed");
+    expect(h.toolCalls).toEqual(['search:{"q":"tides"}', 'fetch_page:{"url":"https://tides.example"}']);
+    expect(h.audit.map((a) => [a.step, a.tool, a.ok, a.approval ?? null])).toEqual([
+      [1, "search", true, null],
+      [1, "fetch_page", true, "approved"],
+    ]);
+    expect(final.steps).toHaveLength(1);
+    expect(h.events.filter((e) => e.type === "step_started")).toHaveLength(1);
+  });
+
+  it("goes on without a denied tool, telling the model it was denied", async () => {
+    const h = harness({
+      plan: [planReply(["Fetch the page"], ["The page is read"])],
+      act: [{ toolCalls: [{ name: "fetch_page", arguments: { url: "https://tides.example" } }] }, { text: "I could not read it." }],
+      reflect: [reflectReply(false)],
+    });
+    h.deps.character = character({ settings: { toolApproval: ["fetch_page"] } });
+    const { final: paused } = await run(h, task({ maxSteps: 1 }));
+    const denied = answerApproval(paused, { approvalId: paused.approval!.approvalId, decision: "denied", by: "Dana" }, 1, () => {})!;
+    const { final } = await run(h, denied);
+    expect(h.toolCalls).toEqual([]);
+    expect(h.audit).toEqual([expect.objectContaining({ tool: "fetch_page", ok: false, approval: "denied", result: expect.stringContaining("denied permission") })]);
+    expect(final.status).toBe("exhausted");
   });
 
   it("gives up after maxFailures counted failures in a row", async () => {

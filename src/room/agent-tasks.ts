@@ -4,13 +4,18 @@
 // tasks run, the SDK's keepAlive heartbeat holds an alarm, and that alarm (or any request) wakes
 // a restarted object, whose onStart resumes the work. Tasks run outside the alarm handler, so
 // schedules keep firing while a long task works. An agent's tasks run one at a time, oldest first.
+// A task that reaches a tool needing a person's approval pauses (`awaiting_approval`, holding no
+// slot) until the person who started it on Discord clicks, an API caller answers, or it expires.
 import { Agent } from "agents";
 import { MODEL_NOT_CONFIGURED_MESSAGE, type Env } from "../config.ts";
 import { DEFAULT_LIMITS } from "../runtime/turn-types.ts";
 import { AppError, ModelNotConfiguredError, NotFoundError } from "../runtime/errors.ts";
 import { modelChoiceFor } from "../runtime/turn-runner.ts";
 import { assertWithinDailyBudget, dailyCeiling, utcDay } from "../runtime/spend.ts";
-import { advanceTask, stopTask, type TaskLoopDeps } from "../runtime/task-loop.ts";
+import { advanceTask, answerApproval, stopTask, type TaskLoopDeps } from "../runtime/task-loop.ts";
+import type { ApprovalDecision } from "../runtime/turn-types.ts";
+import { APPROVAL_WINDOW_MS, newApprovalId } from "../clients/discord/approval.ts";
+import { INTERACTION_TOKEN_LIFETIME_MS } from "../clients/discord/rest.ts";
 import { DEFAULT_TASK_LIMITS, isTerminal, newTaskState, type AuditEntry, type TaskEvent, type TaskEventBody, type TaskLimits, type TaskSource, type TaskState } from "../runtime/task-types.ts";
 import { effectiveServers } from "../mcp/registry.ts";
 import { createDiscordRest, DiscordApiError, type DiscordRest } from "../clients/discord/rest.ts";
@@ -19,6 +24,7 @@ import { createRoomRuntime, type RoomRuntime } from "./room-runtime.ts";
 import { MAX_STEP_ATTEMPTS, TaskStore, type ScheduleRecord, type ScheduleSpec } from "./task-store.ts";
 import type { DiscordDelivery } from "./turn-journal.ts";
 import { taskProgressLine, taskResultText } from "./task-messages.ts";
+import { TaskApprovalPrompts } from "./task-approval-prompts.ts";
 
 const DELIVER_ITEM_ID = "deliver-task-results";
 const DELIVERY_RETRY = { maxAttempts: 8, baseDelayMs: 5_000, maxDelayMs: 120_000 };
@@ -33,7 +39,30 @@ export interface CreateTaskRequest {
   source: TaskSource;
   scheduleId?: string;
   delivery?: DiscordDelivery;
+  /** The Discord user who started it (`discord:<id>`): only they may answer its approvals. */
+  requestedBy?: string;
 }
+
+/** A click on a task's Approve / Deny button, as the worker hands it over. */
+export interface TaskApprovalClick {
+  approvalId: string;
+  approve: boolean;
+  /** Who clicked (`discord:<id>`) and their display name. */
+  userId: string;
+  userName: string;
+  /** The click's own interaction: its fresh token carries the task's later messages. */
+  applicationId: string;
+  interactionToken: string;
+}
+
+export type TaskApprovalResult =
+  | { status: "resolved"; taskId: string; tool: string; decision: ApprovalDecision }
+  /** Discord: someone other than the person who started the task clicked. */
+  | { status: "not_yours" }
+  /** Nothing waits for this answer: answered already, expired, cancelled or unknown. */
+  | { status: "gone"; taskStatus: string | null }
+  /** REST: the task waits for the person who started it on Discord. */
+  | { status: "on_discord" };
 
 export type ScheduleRequest = Omit<ScheduleSpec, "scheduleId">;
 export type ScheduleResult = { ok: true; schedule: ScheduleRecord } | { ok: false; code: "validation" | "conflict"; message: string };
@@ -50,14 +79,25 @@ export class AgentTasks extends Agent<Env> {
   private running: { taskId: string; controller: AbortController; done: Promise<void> } | null = null;
   private discord: DiscordRest | null = null;
   private progress: Promise<void> = Promise.resolve();
+  private prompts!: TaskApprovalPrompts;
 
   override onStart(): void {
     this.store = new TaskStore(this.ctx.storage.sql);
     this.store.migrate();
     this.store.prune(Date.now());
+    this.prompts = new TaskApprovalPrompts({
+      store: this.store,
+      agentId: this.name,
+      agentName: async () => (await (await this.getRuntime()).agents.get(this.name))?.character.name ?? this.name,
+      rest: () => this.discordRest(),
+      expire: (payload) => this.expireTaskApproval(payload),
+    });
     // Work left by an earlier instance (eviction, crash, deploy) resumes on first contact.
     if (this.store.nextRunnable()) void this.drain();
     if (this.store.undelivered().length > 0) void this.deliverResults().catch(() => this.armDelivery());
+    const paused = this.store.awaitingApproval();
+    for (const task of paused) this.armApprovalExpiry(task.state);
+    if (paused.length > 0) this.postPrompts();
   }
 
   /** Stores a new task and starts it (after the agent's earlier tasks). */
@@ -72,6 +112,7 @@ export class AgentTasks extends Agent<Env> {
       limits: request.limits,
       source: request.source,
       scheduleId: request.scheduleId ?? null,
+      requestedBy: request.requestedBy ?? null,
       now,
     });
     this.store.insert(state, request.delivery ?? null, now);
@@ -111,6 +152,71 @@ export class AgentTasks extends Agent<Env> {
     this.store.save(cancelled, [], Date.now());
     this.afterTask(cancelled);
     return cancelled;
+  }
+
+  // ---- approvals ----------------------------------------------------------------------------
+
+  /** A click on a task's Approve / Deny button: only the person who started the task counts. */
+  async answerFromDiscord(click: TaskApprovalClick): Promise<TaskApprovalResult> {
+    const stored = this.store.byApprovalId(click.approvalId);
+    if (!stored) return { status: "gone", taskStatus: null };
+    if (stored.state.requestedBy === null || stored.state.requestedBy !== click.userId) return { status: "not_yours" };
+    const result = this.recordAnswer(stored.state, click.approvalId, click.approve ? "approved" : "denied", click.userName);
+    if (result.status === "resolved" && stored.delivery) {
+      // The prompt is the click's @original now; the task's next messages follow on its fresh token.
+      const now = Date.now();
+      this.store.setDelivery(result.taskId, {
+        ...stored.delivery,
+        applicationId: click.applicationId,
+        interactionToken: click.interactionToken,
+        expiresAt: now + INTERACTION_TOKEN_LIFETIME_MS - 5_000,
+        originalUsed: true,
+      });
+    }
+    return result;
+  }
+
+  /** POST /agents/:agentId/tasks/:taskId/approval: for tasks started where nobody can be asked. */
+  async answerFromApi(taskId: string, approve: boolean): Promise<TaskApprovalResult | null> {
+    const stored = this.store.get(taskId);
+    if (!stored) return null;
+    const approval = stored.state.approval;
+    if (stored.state.status !== "awaiting_approval" || !approval || approval.decision) return { status: "gone", taskStatus: stored.state.status };
+    if (stored.state.requestedBy !== null) return { status: "on_discord" };
+    return this.recordAnswer(stored.state, approval.approvalId, approve ? "approved" : "denied", "an API caller");
+  }
+
+  /** Schedule callback: nobody answered in time, which counts as a denial. */
+  async expireTaskApproval(payload: { taskId: string; approvalId: string }): Promise<void> {
+    const stored = this.store.get(payload.taskId);
+    if (!stored) return;
+    const tool = stored.state.approval?.tool ?? "";
+    if (this.recordAnswer(stored.state, payload.approvalId, "expired", null).status !== "resolved") return;
+    this.progress = this.progress.then(() => this.prompts.markExpired(stored, tool));
+  }
+
+  private recordAnswer(state: TaskState, approvalId: string, decision: ApprovalDecision, by: string | null): TaskApprovalResult {
+    const now = Date.now();
+    const answered = answerApproval(state, { approvalId, decision, by }, now, (event) => this.emit(state.taskId, event));
+    if (!answered) return { status: "gone", taskStatus: state.status };
+    this.store.save(answered, [], now);
+    void this.drain();
+    return { status: "resolved", taskId: state.taskId, tool: state.approval!.tool, decision };
+  }
+
+  private armApprovalExpiry(state: TaskState): void {
+    const approval = state.approval;
+    if (!approval || approval.decision) return;
+    const payload = { taskId: state.taskId, approvalId: approval.approvalId };
+    // Idempotent: re-arming on every start never doubles it, and a lost one is re-created.
+    this.schedule(new Date(Math.max(approval.expiresAt, Date.now() + 1_000)), "expireTaskApproval", payload, { idempotent: true }).catch((error: unknown) => {
+      console.error(JSON.stringify({ level: "error", msg: "task_approval_expiry_failed", agent: this.name, taskId: state.taskId, error: String(error) }));
+    });
+  }
+
+  /** After the progress lines already on their way; a transient failure is retried from the queue. */
+  private postPrompts(): void {
+    this.progress = this.progress.then(() => this.prompts.postPending()).catch(() => this.armDelivery());
   }
 
   // ---- schedules ----------------------------------------------------------------------------
@@ -175,6 +281,11 @@ export class AgentTasks extends Agent<Env> {
       this.store.deleteSchedule(record.scheduleId);
     }
     let tasks = 0;
+    // Paused tasks hold no slot, so nextRunnable does not see them.
+    for (const paused of this.store.awaitingApproval()) {
+      await this.cancel(paused.state.taskId);
+      tasks += 1;
+    }
     for (let state = this.store.nextRunnable(); state; state = this.store.nextRunnable()) {
       await this.cancel(state.taskId);
       tasks += 1;
@@ -186,6 +297,7 @@ export class AgentTasks extends Agent<Env> {
 
   /** Queue callback: retries task results that could not reach Discord yet. */
   async deliverTaskResults(): Promise<void> {
+    await this.prompts.postPending();
     await this.deliverResults();
   }
 
@@ -225,7 +337,7 @@ export class AgentTasks extends Agent<Env> {
     try {
       const runtime = await this.getRuntime();
       const deps = await this.loopDeps(runtime, state, controller.signal);
-      while (!isTerminal(state.status)) {
+      while (!isTerminal(state.status) && state.status !== "awaiting_approval") {
         if (this.store.beginAttempt(state.taskId) > MAX_STEP_ATTEMPTS) {
           throw new AppError("internal", 500, `the task was interrupted ${MAX_STEP_ATTEMPTS} times in one step and was given up`);
         }
@@ -248,6 +360,11 @@ export class AgentTasks extends Agent<Env> {
     } finally {
       this.running = null;
       finished();
+    }
+    if (state.status === "awaiting_approval") {
+      this.armApprovalExpiry(state);
+      if (this.store.delivery(state.taskId)) this.postPrompts();
+      return;
     }
     this.afterTask(state);
   }
@@ -274,6 +391,8 @@ export class AgentTasks extends Agent<Env> {
       toolTimeoutMs: DEFAULT_LIMITS.toolTimeoutMs,
       maxToolResultChars: DEFAULT_LIMITS.maxToolResultChars,
       stepTimeoutMs: DEFAULT_LIMITS.turnTimeoutMs,
+      approvalWindowMs: APPROVAL_WINDOW_MS,
+      newApprovalId,
     };
   }
 

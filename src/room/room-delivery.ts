@@ -75,6 +75,7 @@ export class RoomDelivery {
     const pause = entry.pause;
     if (!pause || pause.prompt) return;
     const body = approvalPrompt({
+      target: "room",
       approvalId: pause.approvalId,
       agentId: entry.input.agentId,
       agentName: await this.options.agentName(entry.input.agentId),

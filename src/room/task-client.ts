@@ -3,7 +3,7 @@
 // `unknown` fields (tool arguments in the audit trail) although they are plain JSON at runtime.
 import type { Env } from "../config.ts";
 import type { TaskEvent, TaskState } from "../runtime/task-types.ts";
-import type { CreateTaskRequest, ScheduleRequest, ScheduleResult, TaskView } from "./agent-tasks.ts";
+import type { CreateTaskRequest, ScheduleRequest, ScheduleResult, TaskApprovalClick, TaskApprovalResult, TaskView } from "./agent-tasks.ts";
 import type { ScheduleRecord } from "./task-store.ts";
 
 function stub(env: Env, agentId: string) {
@@ -32,6 +32,16 @@ export async function cancelTask(env: Env, agentId: string, taskId: string): Pro
 export async function taskEvents(env: Env, agentId: string, taskId: string, afterId: number, limit: number): Promise<{ events: { id: number; event: TaskEvent }[]; finished: boolean } | null> {
   const page: unknown = await stub(env, agentId).taskEvents(taskId, afterId, limit);
   return page as { events: { id: number; event: TaskEvent }[]; finished: boolean } | null;
+}
+
+/** A click on a task's Approve / Deny button (its custom id names the agent). */
+export async function answerTaskApprovalClick(env: Env, agentId: string, click: TaskApprovalClick): Promise<TaskApprovalResult> {
+  return await stub(env, agentId).answerFromDiscord(click);
+}
+
+/** The API's answer to a task waiting for approval; null when there is no such task. */
+export async function answerTaskApproval(env: Env, agentId: string, taskId: string, approve: boolean): Promise<TaskApprovalResult | null> {
+  return await stub(env, agentId).answerFromApi(taskId, approve);
 }
 
 export async function createSchedule(env: Env, agentId: string, request: ScheduleRequest): Promise<ScheduleResult> {

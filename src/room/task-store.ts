@@ -1,8 +1,10 @@
 // An agent's tasks, their event log, audit trail and schedules in the AgentTasks Durable Object's
 // SQLite. A task's whole state is one JSON row, rewritten after every step together with that
 // step's tool calls (one synchronous block, so both commit or neither). Events get monotonically
-// increasing ids: the SSE endpoint replays from a client's Last-Event-ID.
+// increasing ids: the SSE endpoint replays from a client's Last-Event-ID. A task paused for a
+// person's approval on Discord also keeps where its Approve / Deny prompt was posted.
 import { z } from "zod";
+import type { PostedMessage } from "../clients/discord/delivery.ts";
 import { isTerminal, type AuditEntry, type TaskEvent, type TaskEventBody, type TaskState } from "../runtime/task-types.ts";
 import type { DiscordDelivery } from "./turn-journal.ts";
 
@@ -38,9 +40,16 @@ export interface StoredTask {
   attempts: number;
   delivery: DiscordDelivery | null;
   delivered: boolean;
+  /** The Approve / Deny prompt of an approval, once posted (message null: it could not be). */
+  prompt: ApprovalPrompt | null;
 }
 
-const TaskRow = z.object({ state: z.string(), attempts: z.number(), delivery: z.string().nullable(), delivered: z.number() });
+export interface ApprovalPrompt {
+  approvalId: string;
+  message: PostedMessage | null;
+}
+
+const TaskRow = z.object({ state: z.string(), attempts: z.number(), delivery: z.string().nullable(), delivered: z.number(), approval_prompt: z.string().nullable() });
 const EventRow = z.object({ id: z.number(), task_id: z.string(), data: z.string() });
 const ScheduleRow = z.object({
   schedule_id: z.string(),
@@ -75,6 +84,9 @@ export class TaskStore {
       updated_at INTEGER NOT NULL
     )`);
     this.sql.exec("CREATE INDEX IF NOT EXISTS tasks_status ON tasks (status, seq)");
+    // Added with tool approval in tasks: objects created before it get the column on their next start.
+    const columns = new Set(this.sql.exec("SELECT name FROM pragma_table_info('tasks')").toArray().map((row) => String(row.name)));
+    if (!columns.has("approval_prompt")) this.sql.exec("ALTER TABLE tasks ADD COLUMN approval_prompt TEXT");
     this.sql.exec(`CREATE TABLE IF NOT EXISTS task_events (
       id INTEGER PRIMARY KEY AUTOINCREMENT,
       task_id TEXT NOT NULL,
@@ -114,14 +126,15 @@ export class TaskStore {
   }
 
   get(taskId: string): StoredTask | null {
-    const row = this.sql.exec("SELECT state, attempts, delivery, delivered FROM tasks WHERE task_id = ?", taskId).toArray()[0];
+    const row = this.sql.exec("SELECT state, attempts, delivery, delivered, approval_prompt FROM tasks WHERE task_id = ?", taskId).toArray()[0];
     if (!row) return null;
     const parsed = TaskRow.parse(row);
     return {
-      state: JSON.parse(parsed.state) as TaskState,
+      state: readState(parsed.state),
       attempts: parsed.attempts,
       delivery: parsed.delivery ? (JSON.parse(parsed.delivery) as DiscordDelivery) : null,
       delivered: parsed.delivered === 1,
+      prompt: parsed.approval_prompt ? (JSON.parse(parsed.approval_prompt) as ApprovalPrompt) : null,
     };
   }
 
@@ -130,7 +143,25 @@ export class TaskStore {
     return this.sql
       .exec("SELECT state FROM tasks ORDER BY seq DESC LIMIT ?", limit)
       .toArray()
-      .map((row) => JSON.parse(String(row.state)) as TaskState);
+      .map((row) => readState(String(row.state)));
+  }
+
+  /** Tasks paused for a person's approval, oldest first. */
+  awaitingApproval(): StoredTask[] {
+    return this.sql
+      .exec("SELECT task_id FROM tasks WHERE status = 'awaiting_approval' ORDER BY seq")
+      .toArray()
+      .map((row) => this.get(String(row.task_id)))
+      .filter((task): task is StoredTask => task !== null);
+  }
+
+  /** The paused task waiting for this approval id, if any. */
+  byApprovalId(approvalId: string): StoredTask | null {
+    return this.awaitingApproval().find((task) => task.state.approval?.approvalId === approvalId) ?? null;
+  }
+
+  setPrompt(taskId: string, prompt: ApprovalPrompt): void {
+    this.sql.exec("UPDATE tasks SET approval_prompt = ? WHERE task_id = ?", JSON.stringify(prompt), taskId);
   }
 
   /** The oldest task not finished yet. */
@@ -253,6 +284,11 @@ export class TaskStore {
   recordOutcome(scheduleId: string, taskId: string, status: string): void {
     this.sql.exec("UPDATE task_schedules SET last_status = ? WHERE schedule_id = ? AND last_task_id = ?", status, scheduleId, taskId);
   }
+}
+
+/** A stored state; fields added since it was written get their defaults. */
+function readState(json: string): TaskState {
+  return { requestedBy: null, approval: null, pausedMs: 0, ...(JSON.parse(json) as Partial<TaskState>) } as TaskState;
 }
 
 function toSchedule(row: Record<string, SqlStorageValue>): ScheduleRecord {

@@ -3,6 +3,8 @@
 // returns the new state (plain data) plus the tool calls it made, so the caller persists each step
 // before the next: a task cut off mid-step redoes only that step. Bounded by steps, consecutive
 // counted failures, tokens and wall-clock time; a stop without success carries an honest report.
+// A step may stop at a tool that needs a person's approval: the task is then `awaiting_approval`
+// until `answerApproval` records the answer (or the expiry's denial), and carries on from there.
 import type { Character } from "./character.ts";
 import { AppError } from "./errors.ts";
 import { ModelSession } from "./model-session.ts";
@@ -10,6 +12,7 @@ import { completeStructured } from "./structured-output.ts";
 import { clip, EVALUATION_INSTRUCTIONS, evaluationReply, PLANNER_INSTRUCTIONS, PlanReply, planFromReply, renderProgress, stopReport, SUMMARY_INSTRUCTIONS } from "./task-plan.ts";
 import { act, emitPlan, onRuntimeEvent, sessionModel } from "./task-step.ts";
 import { isTerminal, type AuditEntry, type TaskEventBody, type TaskState, type TaskStopReason } from "./task-types.ts";
+import type { ApprovalDecision } from "./turn-types.ts";
 import type { ChatMessage, ChatModel, ModelChoice, ToolHost } from "./types.ts";
 
 export { SUMMARY_EVERY_STEPS, TASK_SWITCH_NOTE } from "./task-step.ts";
@@ -28,6 +31,10 @@ export interface TaskLoopDeps {
   maxToolResultChars: number;
   /** A step's time limit (the tool loop's deadline). */
   stepTimeoutMs: number;
+  /** How long a person has to answer an approval before it counts as a denial. */
+  approvalWindowMs: number;
+  /** A fresh, unguessable approval id. */
+  newApprovalId: () => string;
 }
 
 export interface TaskAdvance {
@@ -38,7 +45,8 @@ export interface TaskAdvance {
 
 /** One unit of work: a plan, a summary, an act step with its reflection, or the completion check. */
 export async function advanceTask(previous: TaskState, deps: TaskLoopDeps): Promise<TaskAdvance> {
-  if (isTerminal(previous.status)) return { state: previous, audit: [] };
+  // Terminal, or waiting for a person: nothing to do until answerApproval records the answer.
+  if (isTerminal(previous.status) || previous.status === "awaiting_approval") return { state: previous, audit: [] };
   const state: TaskState = structuredClone(previous);
   const now = deps.now();
   if (state.status === "queued") {
@@ -93,10 +101,34 @@ export async function advanceTask(previous: TaskState, deps: TaskLoopDeps): Prom
   return { state, audit };
 }
 
-/** Runs a task to its end, persisting after every unit (tests, benchmarks, the Durable Object). */
+/**
+ * Records a person's answer to the task's pending approval (or `expired` when nobody answered in
+ * time); the task becomes runnable again and its step carries on with the answer. Returns null
+ * when the task is not waiting for this approval (answered already, expired, or cancelled).
+ */
+export function answerApproval(
+  previous: TaskState,
+  answer: { approvalId: string; decision: ApprovalDecision; by: string | null },
+  now: number,
+  emit: (event: TaskEventBody) => void,
+): TaskState | null {
+  const pending = previous.approval;
+  if (previous.status !== "awaiting_approval" || !pending || pending.decision || pending.approvalId !== answer.approvalId) return null;
+  const state = structuredClone(previous);
+  state.approval = { ...pending, decision: { value: answer.decision, by: answer.by, at: now } };
+  state.status = "running";
+  state.pausedMs += Math.max(0, now - pending.requestedAt);
+  emit({ type: "approval_resolved", step: pending.step, tool: pending.tool, decision: answer.decision, by: answer.by });
+  return state;
+}
+
+/**
+ * Runs a task to its end, or to a pause for a person's approval, persisting after every unit
+ * (tests, benchmarks).
+ */
 export async function runTask(state: TaskState, deps: TaskLoopDeps, persist: (advance: TaskAdvance) => void | Promise<void>): Promise<TaskState> {
   let current = state;
-  while (!isTerminal(current.status)) {
+  while (!isTerminal(current.status) && current.status !== "awaiting_approval") {
     const advance = await advanceTask(current, deps);
     await persist(advance);
     current = advance.state;
@@ -114,13 +146,15 @@ function boundReached(state: TaskState, deps: TaskLoopDeps, now: number): { reas
   const tokens = state.usage.promptTokens + state.usage.completionTokens;
   if (deps.signal.aborted) return { reason: "cancelled", text: "the task was cancelled" };
   if (tokens >= state.limits.budgetTokens) return { reason: "budget_tokens", text: `the token budget is spent (${tokens} of ${state.limits.budgetTokens})` };
-  if (state.startedAt !== null && now - state.startedAt >= state.limits.wallClockMs) {
+  // Time spent waiting for a person's approval is not the task's working time.
+  if (state.startedAt !== null && now - state.startedAt - state.pausedMs >= state.limits.wallClockMs) {
     return { reason: "wall_clock", text: `the time limit of ${Math.round(state.limits.wallClockMs / 1000)} s is reached` };
   }
   if (state.consecutiveFailures >= state.limits.maxFailures) {
     return { reason: "max_failures", text: `${state.consecutiveFailures} failures in a row (limit ${state.limits.maxFailures})` };
   }
-  if (state.phase === "act" && state.steps.length >= state.limits.maxSteps) {
+  // A step resuming after an approval was counted when it started.
+  if (state.phase === "act" && !state.approval?.decision && state.steps.length >= state.limits.maxSteps) {
     return { reason: "max_steps", text: `all ${state.limits.maxSteps} steps are used` };
   }
   return null;
@@ -128,6 +162,8 @@ function boundReached(state: TaskState, deps: TaskLoopDeps, now: number): { reas
 
 function finish(state: TaskState, deps: Pick<TaskLoopDeps, "now" | "emit">, reason: TaskStopReason, why: string): TaskState {
   state.phase = "done";
+  // A pending approval ends with the task (cancelled while waiting): nothing is left to answer.
+  state.approval = null;
   state.stopReason = reason;
   state.finishedAt = deps.now();
   if (reason === "completed") {

@@ -1,7 +1,9 @@
 // One act step of a task and its reflection: the step runs through the chat turn's tool loop
 // (same tools, validation, timeouts, failover), then a structured reflection compares the outcome
 // with the step's check. A failure records its analysis and the different approach the next
-// attempt must take; a plan step's first failure is retried that way before it counts.
+// attempt must take; a plan step's first failure is retried that way before it counts. A call to
+// a tool that needs a person's approval pauses the step (the task waits, holding no slot) and the
+// step carries on from that point with the person's answer, or with the expiry's denial.
 import { renderCharacter } from "./providers/character-provider.ts";
 import { AppError } from "./errors.ts";
 import type { ModelSession } from "./model-session.ts";
@@ -32,12 +34,22 @@ export async function act(state: TaskState, deps: TaskLoopDeps, session: ModelSe
     return true;
   }
   const planStep = plan.steps[current]!;
-  const number = state.steps.length + 1;
-  const startedAt = deps.now();
-  deps.emit({ type: "step_started", step: number, planStep: current, title: planStep.title, approach: state.retry?.approach ?? null });
+  // A step that paused for approval carries on where it stopped, with the answer it got.
+  const resumed = state.approval?.decision ? state.approval : null;
+  const number = resumed?.step ?? state.steps.length + 1;
+  const startedAt = resumed?.stepStartedAt ?? deps.now();
+  if (resumed) state.approval = null;
+  else deps.emit({ type: "step_started", step: number, planStep: current, title: planStep.title, approach: state.retry?.approach ?? null });
 
-  const definitions = await deps.tools.list();
-  const executor = new ToolExecutor({ host: deps.tools, tools: definitions, defaultTimeoutMs: deps.toolTimeoutMs, maxResultChars: deps.maxToolResultChars, now: deps.now });
+  const executor = new ToolExecutor({
+    host: deps.tools,
+    tools: await deps.tools.list(),
+    approvalRequired: deps.character.settings.toolApproval,
+    defaultTimeoutMs: deps.toolTimeoutMs,
+    maxResultChars: deps.maxToolResultChars,
+    now: deps.now,
+  });
+  const definitions = executor.tools;
   const retry = state.retry ? `\n\nThe previous attempt at this step failed. Analysis: ${state.retry.analysis}\nTake a different approach: ${state.retry.approach}` : "";
   const switched = state.modelSwitched ? `\n\n${TASK_SWITCH_NOTE}` : "";
   const messages: ChatMessage[] = [
@@ -67,14 +79,33 @@ export async function act(state: TaskState, deps: TaskLoopDeps, session: ModelSe
       maxSteps: ACT_MAX_ROUNDS,
       maxConsecutiveFailures: ACT_MAX_TOOL_FAILURES,
       signal: controller.signal,
+      // Someone can always be asked: on Discord the person who started the task, elsewhere
+      // whoever holds the API (POST .../approval). A gated tool never runs on the model's say-so.
+      canAskApproval: true,
+      ...(resumed ? { resume: { checkpoint: resumed.checkpoint, decision: resumed.decision!.value } } : {}),
     });
   } finally {
     clearTimeout(timer);
     deps.signal.removeEventListener("abort", onCancel);
   }
   if (deps.signal.aborted) return false;
-  // The tool loop never pauses here (no approvals can be asked for), so it always replies.
-  if (loop.kind !== "reply") throw new AppError("internal", 500, "a task step paused unexpectedly");
+  if (loop.kind === "paused") {
+    const requestedAt = deps.now();
+    state.approval = {
+      approvalId: deps.newApprovalId(),
+      step: number,
+      stepStartedAt: startedAt,
+      tool: loop.tool,
+      arguments: loop.arguments,
+      requestedAt,
+      expiresAt: requestedAt + deps.approvalWindowMs,
+      checkpoint: loop.checkpoint,
+      decision: null,
+    };
+    state.status = "awaiting_approval";
+    deps.emit({ type: "approval_requested", step: number, tool: loop.tool, arguments: loop.arguments, approvalId: state.approval.approvalId, expiresAt: state.approval.expiresAt });
+    return false;
+  }
   state.modelSwitched = false;
   for (const record of loop.toolCalls) {
     audit.push({
@@ -88,6 +119,7 @@ export async function act(state: TaskState, deps: TaskLoopDeps, session: ModelSe
       durationMs: record.durationMs,
       model: record.model,
       at: deps.now(),
+      ...(record.approval ? { approval: record.approval } : {}),
     });
   }
 

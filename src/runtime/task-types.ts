@@ -1,7 +1,7 @@
 // What an autonomous task is made of, as plain data: the goal and its bounds, the plan, every
 // step attempted, the usage and the result. The whole state is persisted after every step, so a
 // task cut off by eviction resumes from here without repeating a finished step.
-import type { TurnUsage } from "./turn-types.ts";
+import type { ApprovalDecision, ToolLoopCheckpoint, TurnUsage } from "./turn-types.ts";
 
 export interface TaskLimits {
   /** Act steps (attempts) in all, including retries. */
@@ -22,7 +22,8 @@ export const MAX_GOAL_CHARS = 4_000;
 /** A plan has 1-5 steps; revisions keep the steps not done yet within this too. */
 export const MAX_PLAN_STEPS = 5;
 
-export type TaskStatus = "queued" | "running" | "completed" | "failed" | "exhausted" | "cancelled";
+/** `awaiting_approval`: paused at a tool that needs a person's yes; it holds no running slot. */
+export type TaskStatus = "queued" | "running" | "awaiting_approval" | "completed" | "failed" | "exhausted" | "cancelled";
 export type TaskPhase = "plan" | "act" | "summarize" | "evaluate" | "done";
 export type TaskStopReason = "completed" | "max_steps" | "max_failures" | "budget_tokens" | "wall_clock" | "cancelled" | "error";
 export type TaskSource = "api" | "schedule" | "discord";
@@ -53,6 +54,27 @@ export interface AuditEntry {
   durationMs: number;
   model: string;
   at: number;
+  /** For a tool that needs a person's approval: what they decided. */
+  approval?: ApprovalDecision;
+}
+
+/**
+ * A step stopped at a tool call that needs a person's approval: who must answer, by when, and
+ * everything the step needs to carry on exactly there (plain data, persisted with the task).
+ */
+export interface TaskApproval {
+  /** 64 random bits in hex; a Discord button carries it. */
+  approvalId: string;
+  /** The act step (1-based attempt number) that paused, and when it started. */
+  step: number;
+  stepStartedAt: number;
+  tool: string;
+  arguments: Record<string, unknown>;
+  requestedAt: number;
+  /** No answer by then counts as a denial. */
+  expiresAt: number;
+  checkpoint: ToolLoopCheckpoint;
+  decision: { value: ApprovalDecision; by: string | null; at: number } | null;
 }
 
 export interface StepRecord {
@@ -95,6 +117,8 @@ export interface TaskState {
   limits: TaskLimits;
   source: TaskSource;
   scheduleId: string | null;
+  /** Who started it where a person can be asked (`discord:<user id>`); only they may approve. */
+  requestedBy: string | null;
   status: TaskStatus;
   phase: TaskPhase;
   plan: TaskPlan | null;
@@ -111,6 +135,10 @@ export interface TaskState {
   /** Place in the model fallback list; a change means tool state must be re-checked. */
   modelPosition: number;
   modelSwitched: boolean;
+  /** The pending (or just answered) approval of the current step, if it stopped at one. */
+  approval: TaskApproval | null;
+  /** Time spent waiting for approvals, which the wall-clock bound does not count. */
+  pausedMs: number;
   createdAt: number;
   startedAt: number | null;
   finishedAt: number | null;
@@ -129,6 +157,8 @@ export type TaskEventBody =
   | { type: "step_finished"; step: number; outcome: "succeeded" | "failed"; output: string; countedAsFailure: boolean }
   | { type: "reflection"; step: number; text: string; failureAnalysis: string | null; nextApproach: string | null }
   | { type: "summary"; text: string; throughStep: number }
+  | { type: "approval_requested"; step: number; tool: string; arguments: Record<string, unknown>; approvalId: string; expiresAt: number }
+  | { type: "approval_resolved"; step: number; tool: string; decision: ApprovalDecision; by: string | null }
   | { type: "model_failover"; from: string; to: string; reason: string }
   | { type: "evaluation"; complete: boolean; criteria: CriterionCheck[] }
   | { type: "done"; status: TaskStatus; stopReason: TaskStopReason; result: string | null; report: string | null };
@@ -143,6 +173,7 @@ export interface NewTask {
   limits: TaskLimits;
   source: TaskSource;
   scheduleId?: string | null;
+  requestedBy?: string | null;
   now: number;
 }
 
@@ -155,6 +186,7 @@ export function newTaskState(task: NewTask): TaskState {
     limits: task.limits,
     source: task.source,
     scheduleId: task.scheduleId ?? null,
+    requestedBy: task.requestedBy ?? null,
     status: "queued",
     phase: "plan",
     plan: null,
@@ -167,6 +199,8 @@ export function newTaskState(task: NewTask): TaskState {
     usage: { promptTokens: 0, completionTokens: 0, modelCalls: 0 },
     modelPosition: 0,
     modelSwitched: false,
+    approval: null,
+    pausedMs: 0,
     createdAt: task.now,
     startedAt: null,
     finishedAt: null,

@@ -2,6 +2,8 @@
 // JSON Schema, serve a repeat of an identical call from the turn's cache, enforce the tool's
 // timeout, and turn every failure into a tool error the model can read and correct. A turn run
 // again after a crash passes what its earlier attempts ran, so those calls are not made twice.
+// Which tools need a person's approval is a required option: chat turns and task steps alike
+// must say, so no caller can hand the model a gated tool that runs unasked.
 import { Validator } from "@cfworker/json-schema";
 import { DeadlineExceeded, withDeadline } from "./deadline.ts";
 import { stableStringify } from "./stable-json.ts";
@@ -12,6 +14,11 @@ import type { ToolCall, ToolContext, ToolDefinition, ToolHost, ToolOutput } from
 export interface ToolExecutorOptions {
   host: ToolHost;
   tools: ToolDefinition[];
+  /**
+   * Names of the tools that run only with a person's yes (a character's `settings.toolApproval`).
+   * Required, never defaulted: a gated call either pauses its loop or is refused.
+   */
+  approvalRequired: readonly string[];
   defaultTimeoutMs: number;
   maxResultChars: number;
   now: () => number;
@@ -41,7 +48,12 @@ export class ToolExecutor {
 
   constructor(options: ToolExecutorOptions) {
     this.options = options;
-    this.byName = new Map(options.tools.map((tool) => [tool.name, tool]));
+    this.byName = new Map(withApprovalGates(options.tools, options.approvalRequired).map((tool) => [tool.name, tool]));
+  }
+
+  /** The tools as the executor runs them, each gated tool marked `requiresApproval`. */
+  get tools(): ToolDefinition[] {
+    return [...this.byName.values()];
   }
 
   /** Forget cached results, e.g. when another model takes over and must re-check tool state. */
@@ -154,6 +166,12 @@ export class ToolExecutor {
       context.signal.removeEventListener("abort", onAbort);
     }
   }
+}
+
+/** The tools with `requiresApproval` set on every one named in `gated`. */
+export function withApprovalGates(tools: readonly ToolDefinition[], gated: readonly string[]): ToolDefinition[] {
+  const names = new Set(gated);
+  return tools.map((tool) => (names.has(tool.name) ? { ...tool, requiresApproval: true } : tool));
 }
 
 /** What makes two calls of a turn the same call: the tool and its arguments (key order aside). */

@@ -161,18 +161,17 @@ async function respondWith(
   signal: AbortSignal,
   options: RespondOptions,
 ): Promise<TurnOutcome | TurnPause> {
-  const tools = await deps.tools.list();
-  const approval = new Set(character.settings.toolApproval);
-  const definitions = tools.map((tool) => (approval.has(tool.name) ? { ...tool, requiresApproval: true } : tool));
   const executor = new ToolExecutor({
     host: deps.tools,
-    tools: definitions,
+    tools: await deps.tools.list(),
+    approvalRequired: character.settings.toolApproval,
     defaultTimeoutMs: deps.limits.toolTimeoutMs,
     maxResultChars: deps.limits.maxToolResultChars,
     now: () => deps.clock.now(),
     remembered: options.toolOutputs?.remembered,
     onOutput: options.toolOutputs?.record,
   });
+  const definitions = executor.tools;
   const loop = {
     session,
     executor,

@@ -1,36 +1,41 @@
-// Tool approval on Discord: the message with Approve / Deny buttons a paused turn posts, the
-// buttons' custom ids, and the texts that replace the buttons once someone answers. The room
-// keeps the pending state; a click is routed back to it by the agent id and channel it carries.
+// Tool approval on Discord: the message with Approve / Deny buttons a paused turn or task posts,
+// the buttons' custom ids, and the texts that replace the buttons once someone answers. The room
+// (or the agent's task object) keeps the pending state; a click is routed back to it by the
+// prefix, the agent id and (for a room) the channel it carries.
 import type { DiscordMessageBody } from "./rest.ts";
 
 /** How long a person has to answer before the model is told the tool was not allowed. */
 export const APPROVAL_WINDOW_MS = 10 * 60 * 1000;
 /** Discord's limit on a component's custom_id. */
 const MAX_CUSTOM_ID = 100;
-const PREFIX = "ap";
+/** Where a click goes: `ap` to the channel's chat room, `tap` to the agent's task object. */
+const PREFIXES = { room: "ap", task: "tap" } as const;
 const MAX_ARGUMENT_CHARS = 1_200;
+
+export type ApprovalTarget = keyof typeof PREFIXES;
 
 export interface ApprovalButton {
   approve: boolean;
   approvalId: string;
   agentId: string;
+  target: ApprovalTarget;
 }
 
-/** `ap:<y|n>:<approval id>:<agent id>`, or null when the agent id is too long to fit. */
+/** `<ap|tap>:<y|n>:<approval id>:<agent id>`, or null when the agent id is too long to fit. */
 export function approvalCustomId(button: ApprovalButton): string | null {
-  const id = `${PREFIX}:${button.approve ? "y" : "n"}:${button.approvalId}:${button.agentId}`;
+  const id = `${PREFIXES[button.target]}:${button.approve ? "y" : "n"}:${button.approvalId}:${button.agentId}`;
   return id.length <= MAX_CUSTOM_ID ? id : null;
 }
 
 export function parseApprovalCustomId(customId: string): ApprovalButton | null {
-  const match = /^ap:([yn]):([0-9a-f]{16}):([A-Za-z0-9][A-Za-z0-9_.:@-]{0,127})$/.exec(customId);
+  const match = /^(ap|tap):([yn]):([0-9a-f]{16}):([A-Za-z0-9][A-Za-z0-9_.:@-]{0,127})$/.exec(customId);
   if (!match) return null;
-  return { approve: match[1] === "y", approvalId: match[2]!, agentId: match[3]! };
+  return { target: match[1] === "tap" ? "task" : "room", approve: match[2] === "y", approvalId: match[3]!, agentId: match[4]! };
 }
 
 /** Whether a click on an approval for this agent could be routed back (its id fits a custom_id). */
-export function canRouteApproval(agentId: string): boolean {
-  return approvalCustomId({ approve: false, approvalId: "x".repeat(16), agentId }) !== null;
+export function canRouteApproval(agentId: string, target: ApprovalTarget = "room"): boolean {
+  return approvalCustomId({ approve: false, approvalId: "x".repeat(16), agentId, target }) !== null;
 }
 
 /** 64 random bits in hex: unguessable, and short enough to leave room for the agent id. */
@@ -39,6 +44,7 @@ export function newApprovalId(): string {
 }
 
 export interface ApprovalPromptInput {
+  target: ApprovalTarget;
   approvalId: string;
   agentId: string;
   agentName: string;
@@ -50,8 +56,9 @@ export interface ApprovalPromptInput {
 }
 
 export function approvalPrompt(input: ApprovalPromptInput): DiscordMessageBody {
-  const approve = approvalCustomId({ approve: true, approvalId: input.approvalId, agentId: input.agentId });
-  const deny = approvalCustomId({ approve: false, approvalId: input.approvalId, agentId: input.agentId });
+  const button = { approvalId: input.approvalId, agentId: input.agentId, target: input.target };
+  const approve = approvalCustomId({ ...button, approve: true });
+  const deny = approvalCustomId({ ...button, approve: false });
   if (!approve || !deny) throw new Error("agent id too long for an approval button");
   const args = JSON.stringify(input.arguments, null, 2);
   const shown = args.length > MAX_ARGUMENT_CHARS ? `${args.slice(0, MAX_ARGUMENT_CHARS)}\n…` : args;

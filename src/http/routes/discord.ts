@@ -11,7 +11,7 @@ import type { AppEnv } from "../app-env.ts";
 import { enforceRate } from "../rate-limit.ts";
 import { guard } from "../auth.ts";
 import { COMMANDS, MANAGE_GUILD } from "../../clients/discord/commands.ts";
-import { createTask } from "../../room/task-client.ts";
+import { answerTaskApprovalClick, createTask } from "../../room/task-client.ts";
 import { DEFAULT_TASK_LIMITS } from "../../runtime/task-types.ts";
 import { INTERACTION_TOKEN_LIFETIME_MS } from "../../clients/discord/rest.ts";
 import {
@@ -250,6 +250,8 @@ async function command(c: Ctx, interaction: CommandInteraction) {
         goal,
         roomId: `discord:${channelId}`,
         source: "discord",
+        // Only this person may answer the task's approval prompts.
+        requestedBy: userId,
         limits: DEFAULT_TASK_LIMITS,
         delivery: { kind: "discord", applicationId: interaction.application_id, interactionToken: interaction.token, channelId, expiresAt: now + INTERACTION_TOKEN_LIFETIME_MS - 5_000 },
       });
@@ -365,23 +367,32 @@ async function component(c: Ctx, interaction: ComponentInteraction) {
   };
 }
 
-/** Approve / Deny on a paused turn's prompt: the room decides whether this click counts. */
+/**
+ * Approve / Deny on a paused turn's or task's prompt: the chat room (`ap:`) or the agent's task
+ * object (`tap:`) decides whether this click counts.
+ */
 async function answerApproval(c: Ctx, interaction: ComponentInteraction, button: ApprovalButton) {
   const user = invoker(interaction);
   if (!user || !interaction.channel_id) return message("That button is no longer valid.");
   const name = user.global_name ?? user.username;
-  const result = await resolveApproval(c.env, button.agentId, `discord:${interaction.channel_id}`, {
+  const click = {
     approvalId: button.approvalId,
     approve: button.approve,
     userId: `discord:${user.id}`,
     userName: name,
     applicationId: interaction.application_id,
     interactionToken: interaction.token,
-  });
+  };
+  const result =
+    button.target === "task"
+      ? await answerTaskApprovalClick(c.env, button.agentId, click)
+      : await resolveApproval(c.env, button.agentId, `discord:${interaction.channel_id}`, click);
   switch (result.status) {
     case "not_yours":
       return message("Only the person who asked can approve or deny this.");
     case "gone":
+    // A click never gets `on_discord` (that is the REST answer to a Discord task); read it as gone.
+    case "on_discord":
       return message("This request is no longer waiting for an answer: it was already answered, or it expired.");
     case "resolved":
       return { type: ResponseType.UPDATE_MESSAGE, data: { content: approvalResultText(result.tool, result.decision, name), components: [], allowed_mentions: { parse: [] } } };
