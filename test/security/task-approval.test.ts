@@ -123,6 +123,26 @@ describe("tool approval in tasks started over REST", () => {
     expect(await facts(agentId)).toEqual([]);
   });
 
+  it("keeps the pending approval in the object's storage and re-arms its expiry once on a restart", async () => {
+    const agentId = await gatedAgent();
+    model.respondWith(standInResponder(scriptTask(rememberScript())));
+    const taskId = await startTask(agentId);
+    await waitForStatus(agentId, taskId, ["awaiting_approval"]);
+    const expiries = await runInDurableObject(taskObject(agentId), async (instance: AgentTasks, state) => {
+      const row = state.storage.sql.exec("SELECT status, state FROM tasks WHERE task_id = ?", taskId).one();
+      expect(row.status).toBe("awaiting_approval");
+      expect(JSON.parse(String(row.state)).approval.checkpoint.pendingCalls.map((call: { name: string }) => call.name)).toEqual(["remember"]);
+      // What a restarted object runs first.
+      instance.onStart();
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      return instance.getSchedules().filter((s) => s.callback === "expireTaskApproval").length;
+    });
+    expect(expiries).toBe(1);
+    expect((await api("POST", `/agents/${agentId}/tasks/${taskId}/approval`, { body: { approve: true } })).status).toBe(200);
+    expect((await waitForStatus(agentId, taskId, ["completed", "failed", "exhausted"])).status).toBe("completed");
+    expect(await facts(agentId)).toEqual([FACT]);
+  });
+
   it("a paused task does not hold a running slot: the agent's next task runs meanwhile", async () => {
     const agentId = await gatedAgent();
     model.respondWith(
