@@ -25,6 +25,7 @@ import { MAX_STEP_ATTEMPTS, TaskStore, type ScheduleRecord, type ScheduleSpec } 
 import type { DiscordDelivery } from "./turn-journal.ts";
 import { taskProgressLine, taskResultText } from "./task-messages.ts";
 import { TaskApprovalPrompts } from "./task-approval-prompts.ts";
+import type { ApprovalAnswer } from "./room-types.ts";
 
 const DELIVER_ITEM_ID = "deliver-task-results";
 const DELIVERY_RETRY = { maxAttempts: 8, baseDelayMs: 5_000, maxDelayMs: 120_000 };
@@ -43,17 +44,8 @@ export interface CreateTaskRequest {
   requestedBy?: string;
 }
 
-/** A click on a task's Approve / Deny button, as the worker hands it over. */
-export interface TaskApprovalClick {
-  approvalId: string;
-  approve: boolean;
-  /** Who clicked (`discord:<id>`) and their display name. */
-  userId: string;
-  userName: string;
-  /** The click's own interaction: its fresh token carries the task's later messages. */
-  applicationId: string;
-  interactionToken: string;
-}
+/** A click on a task's Approve / Deny button: the same shape a room's approval click has. */
+export type TaskApprovalClick = ApprovalAnswer;
 
 export type TaskApprovalResult =
   | { status: "resolved"; taskId: string; tool: string; decision: ApprovalDecision }
