@@ -190,6 +190,17 @@ async function resolveAgent(c: Ctx, interaction: CommandInteraction, channelId: 
   return { agentId: chosen };
 }
 
+/** The per-user bucket that /chat and /task draw from; a private "try again" when it is empty. */
+async function userRateRefusal(c: Ctx, discordUserId: string): Promise<ReturnType<typeof message> | null> {
+  try {
+    await enforceRate(c.env, `user:discord:${discordUserId}`, loadConfig(c.env).rateLimits.perUser, "this Discord user");
+    return null;
+  } catch (error) {
+    if (error instanceof RateLimitedError) return message(`You're sending requests faster than I can take them; try again in ${error.retryAfterSeconds} s.`);
+    throw error;
+  }
+}
+
 async function command(c: Ctx, interaction: CommandInteraction) {
   const user = invoker(interaction);
   const channelId = interaction.channel_id;
@@ -271,6 +282,8 @@ async function command(c: Ctx, interaction: CommandInteraction) {
     case "remember": {
       const fact = stringOption(interaction, "fact")?.trim();
       if (!fact) return message("`/remember` needs a fact.");
+      const limited = await userRateRefusal(c, user.id);
+      if (limited) return limited;
       const memory: Memory = {
         // One fact per interaction: a redelivered webhook writes nothing new.
         id: `discord:${interaction.id}:fact`,
@@ -288,6 +301,8 @@ async function command(c: Ctx, interaction: CommandInteraction) {
       return message(`Got it, I'll remember: ${quote(fact)}`);
     }
     case "recall": {
+      const limited = await userRateRefusal(c, user.id);
+      if (limited) return limited;
       const query = stringOption(interaction, "query")?.trim();
       const { retriever } = memoryBackends(c.env);
       const memories = query
@@ -308,6 +323,8 @@ async function command(c: Ctx, interaction: CommandInteraction) {
         },
       ]);
     case "tools": {
+      const limited = await userRateRefusal(c, user.id);
+      if (limited) return limited;
       // A consent link connects the agent to the account of whoever opens it: managers only.
       const manager = await isManager(interaction, owners(c));
       const authorizer = isDirectMessage(interaction) ? "the bot's owner (they can run /tools in a DM)" : "a server manager (they can run /tools)";
