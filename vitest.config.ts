@@ -17,6 +17,7 @@ const baseBindings = {
   MODEL_FALLBACKS: "",
   DISCORD_PUBLIC_KEY: "",
   DISCORD_BOT_TOKEN: "",
+  DISCORD_OWNER_IDS: "",
   INSTAGRAM_ACCESS_TOKEN: "",
   PUBLIC_BASE_URL: "",
   ADMIN_TOKEN: TEST_ADMIN_TOKEN,
@@ -68,6 +69,8 @@ export default defineConfig(async () => {
     DISCORD_APPLICATION_ID: "100000000000000001",
     DISCORD_API_BASE: "http://discord.test/api/v10",
     DISCORD_BOT_TOKEN: "test-bot-token-not-real",
+    // Owners who manage the bot in DMs; the stand-in's application owner is another one.
+    DISCORD_OWNER_IDS: "610000000000000001",
     TEST_DISCORD_PRIVATE_KEY: discord.privateKey,
     // The MCP test peers listen on 127.0.0.1 over http.
     MCP_ALLOW_LOOPBACK: "true",

@@ -30,6 +30,7 @@ export interface Env {
   DISCORD_PUBLIC_KEY?: string;
   DISCORD_BOT_TOKEN?: string;
   DISCORD_API_BASE?: string;
+  DISCORD_OWNER_IDS?: string;
   INSTAGRAM_USER_ID?: string;
   INSTAGRAM_ACCESS_TOKEN?: string;
   INSTAGRAM_GRAPH_BASE?: string;
@@ -109,6 +110,8 @@ const VarsSchema = z.object({
   INSTAGRAM_USER_ID: z.preprocess(unset, z.string().regex(/^\d{1,30}$/, "must be the numeric Instagram professional account id").optional()),
   INSTAGRAM_ACCESS_TOKEN: optionalString,
   INSTAGRAM_GRAPH_BASE: optionalUrl,
+  // Discord user ids (snowflakes) who manage the bot in DMs, besides the application's owner.
+  DISCORD_OWNER_IDS: commaList.pipe(z.array(z.string().regex(/^\d{1,20}$/, "must be a comma list of Discord user ids"))),
   MCP_ALLOW_LOOPBACK: z.preprocess(unset, z.enum(["true", "false"], { error: 'must be "true" or "false"' }).optional()),
   DAILY_TOKEN_LIMIT: z.preprocess(unset, z.coerce.number({ error: "must be a whole number" }).int("must be a whole number").min(1).optional()),
   MAX_CONTEXT_TOKENS: z.preprocess(unset, z.coerce.number({ error: "must be a whole number" }).int("must be a whole number").min(1_000).max(2_000_000).optional()),
@@ -149,6 +152,8 @@ export interface Config {
   dailyTokenLimit: number | null;
   /** Development only: MCP servers on loopback over http (tests, `npm run dev`). */
   mcpAllowLoopback: boolean;
+  /** DISCORD_OWNER_IDS: Discord users who manage the bot in DMs (with the application's owner). */
+  discordOwnerIds: string[];
   /** Instagram publishing; null unless both the account id and the token are set. */
   instagram: { userId: string; accessToken: string; graphBase?: string } | null;
 }
@@ -181,6 +186,7 @@ export function loadConfig(env: Env): Config {
     rateLimits: { perToken: vars.RATE_LIMIT_PER_TOKEN, perUser: vars.RATE_LIMIT_PER_USER },
     dailyTokenLimit: vars.DAILY_TOKEN_LIMIT ?? null,
     mcpAllowLoopback: vars.MCP_ALLOW_LOOPBACK === "true",
+    discordOwnerIds: vars.DISCORD_OWNER_IDS,
     instagram:
       vars.INSTAGRAM_USER_ID && vars.INSTAGRAM_ACCESS_TOKEN
         ? { userId: vars.INSTAGRAM_USER_ID, accessToken: vars.INSTAGRAM_ACCESS_TOKEN, graphBase: vars.INSTAGRAM_GRAPH_BASE }

@@ -54,6 +54,7 @@ describe("parseCharacter: ElizaOS v1 files", () => {
       toolApproval: [],
       respond: { mode: "mentions", replyToBots: false, keywords: [] },
       memory: {},
+      discord: { directMessages: "owners" },
     });
     expect(character.extraSettings).toEqual({});
     expect(character.secrets).toEqual({});
@@ -84,11 +85,23 @@ describe("parseCharacter: ElizaOS v1 files", () => {
       toolApproval: [],
       respond: { mode: "llm", replyToBots: false, keywords: [] },
       memory: { factsEvery: 3, retentionDays: 30 },
+      discord: { directMessages: "owners" },
     });
     expect(character.extraSettings).toEqual({
       avatar: "https://example.com/tess.png",
       voice: { model: "en_US-female-medium" },
     });
+  });
+
+  it("reads settings.discord.directMessages and keeps ElizaOS's own Discord keys verbatim", () => {
+    const character = parseCharacter({
+      name: "Tess",
+      bio: [],
+      settings: { discord: { directMessages: "everyone", shouldIgnoreBotMessages: true } },
+    });
+    expect(character.settings.discord).toEqual({ directMessages: "everyone" });
+    expect(character.extraSettings).toEqual({ discord: { shouldIgnoreBotMessages: true } });
+    expect(pathsOf({ name: "Tess", bio: [], settings: { discord: { directMessages: "friends" } } })).toEqual(["settings.discord.directMessages"]);
   });
 
   it("turns knowledge strings into text and keeps file and directory references", () => {

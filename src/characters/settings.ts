@@ -49,6 +49,19 @@ const memorySchema = z.strictObject(
   { error: (issue) => (issue.code === "unrecognized_keys" ? undefined : "expected an object") },
 );
 
+/**
+ * `settings.discord`: ours is `directMessages`. ElizaOS files keep their own Discord keys here too
+ * (e.g. `shouldIgnoreBotMessages`); those pass and are kept in `extraSettings.discord`.
+ */
+const discordSchema = z
+  .object(
+    {
+      directMessages: z.enum(["off", "owners", "everyone"], { error: 'expected "off", "owners" or "everyone"' }).default("owners"),
+    },
+    { error: "expected an object" },
+  )
+  .catchall(jsonValue());
+
 export const settingsSchema = z
   .object(
     {
@@ -65,6 +78,7 @@ export const settingsSchema = z
       historyTokens: tokenCount.optional(),
       dailyTokens: z.int().min(1).max(1e12).optional(),
       memory: memorySchema.prefault({}),
+      discord: discordSchema.prefault({}),
       secrets: secretsSchema.optional(),
     },
     { error: "expected an object" },
@@ -95,9 +109,11 @@ export function splitSettings(parsed: ParsedSettings): SplitSettings {
     historyTokens,
     dailyTokens,
     memory,
+    discord: { directMessages, ...discordExtra },
     secrets,
-    ...extraSettings
+    ...rest
   } = parsed;
+  const extraSettings = Object.keys(discordExtra).length > 0 ? { ...rest, discord: discordExtra } : rest;
   const optional = withoutUndefined({
     model,
     smallModel,
@@ -109,7 +125,7 @@ export function splitSettings(parsed: ParsedSettings): SplitSettings {
     historyTokens,
     dailyTokens,
   });
-  const settings: RuntimeSettings = { ...optional, mcpServers, toolApproval, respond, memory: withoutUndefined(memory) };
+  const settings: RuntimeSettings = { ...optional, mcpServers, toolApproval, respond, memory: withoutUndefined(memory), discord: { directMessages } };
   return { settings, extraSettings, secrets: secrets ?? {} };
 }
 

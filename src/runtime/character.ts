@@ -28,6 +28,13 @@ export interface RespondSettings {
   keywords: string[];
 }
 
+/** Whose Discord DMs the agent answers: nobody, the bot's owners (the default), or anyone. */
+export type DirectMessagePolicy = "off" | "owners" | "everyone";
+
+export interface DiscordSettings {
+  directMessages: DirectMessagePolicy;
+}
+
 /** Our additions, all optional in the file; defaults are applied by the runtime. */
 export interface RuntimeSettings {
   model?: string;
@@ -47,6 +54,7 @@ export interface RuntimeSettings {
   /** Model tokens this agent may spend per UTC day (overrides DAILY_TOKEN_LIMIT). */
   dailyTokens?: number;
   memory: MemorySettings;
+  discord: DiscordSettings;
 }
 
 /** Long-term memory knobs from `settings.memory`; unset ones take the runtime's defaults. */

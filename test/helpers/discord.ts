@@ -118,3 +118,23 @@ export function click(channel: string, user: string, customId: string, token = `
     data: { custom_id: customId, component_type: 2 },
   });
 }
+
+export interface DirectMessageOptions {
+  channel: string;
+  user: string;
+  options?: Array<{ name: string; type: number; value: string; focused?: boolean }>;
+  type?: number;
+}
+
+/** A slash command (or autocomplete, `type: 4`) in a DM with the bot: no guild, no member, only `user`. */
+export function dm(name: string, o: DirectMessageOptions) {
+  return JSON.stringify({
+    id: snowflake(),
+    application_id: APP_ID,
+    type: o.type ?? 2,
+    token: `tok-${snowflake()}`,
+    channel_id: o.channel,
+    user: { id: o.user, username: `user${o.user.slice(-4)}`, global_name: `User ${o.user.slice(-4)}` },
+    data: { name, options: o.options ?? [] },
+  });
+}

@@ -4,7 +4,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { api, createTestAgent, json } from "../helpers/api.ts";
-import { chat, post, useAgentIn, useDiscordStandIns } from "../helpers/discord.ts";
+import { chat, command, post, useAgentIn, useDiscordStandIns } from "../helpers/discord.ts";
 
 interface Problem {
   error: { code: string; message: string; details?: { retryAfterSeconds?: number } };
@@ -62,6 +62,28 @@ describe("rate limits", () => {
     expect(refused.type).toBe(4);
     expect(refused.data.flags & 64).toBe(64);
     expect(refused.data.content).toMatch(/faster than I can answer; try again in \d+ s/);
+  });
+
+  it("draws /remember, /recall and /tools from the same per-user bucket, and stores nothing for a refused /remember", async () => {
+    const channel = "810000000000000002";
+    const agentId = await useAgentIn(channel);
+    const user = "710000000000000002";
+    const fact = (text: string) => [{ name: "fact", type: 3, value: text }];
+    const answers: Array<{ type: number; data: { content: string; flags: number } }> = [];
+    for (const body of [command("remember", { channel, user, options: fact("I like tea") }), command("recall", { channel, user }), command("tools", { channel, user })]) {
+      answers.push(await json(await post(body)));
+    }
+    expect(answers.map((answer) => answer.data.content)).toEqual([expect.stringContaining("I'll remember"), expect.stringContaining("I like tea"), expect.stringContaining("Built-in tools")]);
+    for (const body of [command("remember", { channel, user, options: fact("I like coffee") }), command("recall", { channel, user }), command("tools", { channel, user })]) {
+      const refused = await json<{ type: number; data: { content: string; flags: number } }>(await post(body));
+      expect(refused.type).toBe(4);
+      expect(refused.data.flags & 64).toBe(64);
+      expect(refused.data.content).toMatch(/faster than I can take them; try again in \d+ s/);
+    }
+    const stored = await json<{ memories: Array<{ text: string }> }>(await api("GET", `/memories?agentId=${agentId}&userId=discord:${user}`));
+    expect(stored.memories.map((memory) => memory.text)).toEqual(["I like tea"]);
+    // Another person's bucket is untouched.
+    expect((await json<{ data: { content: string } }>(await post(command("recall", { channel, user: "710000000000000003" })))).data.content).toContain("don't remember anything");
   });
 });
 

@@ -1,6 +1,24 @@
 // Discord's REST API as a fetch handler for tests and benchmarks: records every request the bot
 // makes (edits of the deferred response, follow-ups, channel messages) and answers 200, or a
-// scripted failure (429 with retry_after, 5xx, 404) for the next requests.
+// scripted failure (429 with retry_after, 5xx, 404) for the next requests. `GET /applications/@me`
+// (who owns the bot) answers the application set with `setApplication`, counted apart from `calls`.
+
+/** The owner of the stand-in's application (a personal app, no team) unless a test sets another. */
+export const STAND_IN_APP_OWNER_ID = "620000000000000001";
+
+export interface StandInApplication {
+  id: string;
+  name: string;
+  owner?: { id: string; username: string };
+  team: { id: string; owner_user_id: string; members: Array<{ membership_state: number; role: string; team_id: string; user: { id: string; username: string } }> } | null;
+}
+
+const DEFAULT_APPLICATION: StandInApplication = {
+  id: "100000000000000001",
+  name: "Test bot",
+  owner: { id: STAND_IN_APP_OWNER_ID, username: "bot-owner" },
+  team: null,
+};
 
 export interface DiscordCall {
   method: string;
@@ -26,6 +44,10 @@ export interface DiscordStandIn {
   readonly attempts: readonly DiscordCall[];
   /** Resolves once `count` requests have succeeded. */
   waitForCalls(count: number, timeoutMs?: number): Promise<DiscordCall[]>;
+  /** What `GET /applications/@me` answers from now on: an application, or a failure status. */
+  setApplication(application: StandInApplication | DiscordFailure): void;
+  /** How many times the bot asked `GET /applications/@me` (with its `Bot` token). */
+  readonly applicationLookups: number;
   reset(): void;
 }
 
@@ -35,12 +57,21 @@ export function createDiscordStandIn(): DiscordStandIn {
   let failures: DiscordFailure[] = [];
   let waiters: Array<() => void> = [];
   let nextId = 1;
+  let application: StandInApplication | DiscordFailure = DEFAULT_APPLICATION;
+  let applicationLookups = 0;
 
   const standIn: DiscordStandIn = {
     async fetch(input, init) {
       const request = input instanceof Request && init === undefined ? input : new Request(input, init);
       const url = new URL(request.url);
       const text = await request.text();
+      if (request.method === "GET" && url.pathname.endsWith("/applications/@me")) {
+        applicationLookups += 1;
+        // Discord answers this only to the bot's own token.
+        if (!request.headers.get("authorization")?.startsWith("Bot ")) return Response.json({ message: "401: Unauthorized", code: 0 }, { status: 401 });
+        if ("status" in application) return Response.json(application.body ?? { message: "stand-in failure", code: 0 }, { status: application.status });
+        return Response.json(application);
+      }
       const call: DiscordCall = {
         method: request.method,
         path: url.pathname,
@@ -69,6 +100,12 @@ export function createDiscordStandIn(): DiscordStandIn {
     get attempts() {
       return attempts;
     },
+    setApplication(next) {
+      application = next;
+    },
+    get applicationLookups() {
+      return applicationLookups;
+    },
     waitForCalls(count, timeoutMs = 10_000) {
       return new Promise((resolve, reject) => {
         const timer = setTimeout(() => reject(new Error(`expected ${count} Discord calls, saw ${calls.length}`)), timeoutMs);
@@ -88,6 +125,8 @@ export function createDiscordStandIn(): DiscordStandIn {
       attempts = [];
       failures = [];
       waiters = [];
+      application = DEFAULT_APPLICATION;
+      applicationLookups = 0;
     },
   };
   return standIn;

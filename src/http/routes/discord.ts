@@ -10,7 +10,7 @@ import { loadConfig, type Env } from "../../config.ts";
 import type { AppEnv } from "../app-env.ts";
 import { enforceRate } from "../rate-limit.ts";
 import { guard } from "../auth.ts";
-import { COMMANDS, MANAGE_GUILD } from "../../clients/discord/commands.ts";
+import { COMMANDS } from "../../clients/discord/commands.ts";
 import { answerTaskApprovalClick, createTask } from "../../room/task-client.ts";
 import { DEFAULT_TASK_LIMITS } from "../../runtime/task-types.ts";
 import { INTERACTION_TOKEN_LIFETIME_MS } from "../../clients/discord/rest.ts";
@@ -25,6 +25,8 @@ import {
   type ComponentInteraction,
 } from "../../clients/discord/interaction.ts";
 import { channelContext, DiscordConfig, readDiscordConfig, setChannelAgent, writeDiscordConfig } from "../../clients/discord/settings.ts";
+import { discordOwners, type DiscordOwners } from "../../clients/discord/owners.ts";
+import { directMessageRefusal, isDirectMessage, isManager, managersHere } from "../../clients/discord/permissions.ts";
 import { memoryBackends } from "../../memory/memory-backends.ts";
 import { deleteMemories, insertMemories } from "../../memory/memory-repo.ts";
 import { enqueueTurn, forgetRoomHistory, resolveApproval } from "../../room/room-client.ts";
@@ -166,15 +168,37 @@ function message(content: string, ephemeral = true, components?: unknown[]) {
   };
 }
 
-/** The agent serving the interaction's channel, or why there is none (as a message to show). */
-async function resolveAgent(c: Ctx, channelId: string): Promise<{ agentId: string } | { refusal: ReturnType<typeof message> }> {
+/** DISCORD_OWNER_IDS and the application's owners (looked up, cached per isolate). */
+function owners(c: Ctx): DiscordOwners {
+  return discordOwners({ configured: loadConfig(c.env).discordOwnerIds, apiBase: c.env.DISCORD_API_BASE, botToken: c.env.DISCORD_BOT_TOKEN });
+}
+
+/** The agent serving the interaction's channel, or why it does not answer here (as a message to show). */
+async function resolveAgent(c: Ctx, interaction: CommandInteraction, channelId: string): Promise<{ agentId: string } | { refusal: ReturnType<typeof message> }> {
   const { agentId, config } = await channelContext(memoryBackends(c.env).db, channelId);
   if (config.allowedChannels.length > 0 && !config.allowedChannels.includes(channelId)) {
     return { refusal: message("I'm not enabled in this channel. A server manager can add it to the bot's allowed channels.") };
   }
   const chosen = agentId ?? config.defaultAgentId;
-  if (!chosen) return { refusal: message("No agent serves this channel yet. A server manager can pick one with `/agent`.") };
+  if (!chosen) return { refusal: message(`No agent serves this channel yet. Only ${managersHere(interaction)} can pick one with \`/agent\`.`) };
+  if (isDirectMessage(interaction)) {
+    // A DM has no server permissions to lean on: the agent says whose DMs it answers (default: owners).
+    const record = await agentStore(c.env).get(chosen);
+    const refusal = await directMessageRefusal(interaction, record?.character.settings.discord.directMessages ?? "owners", owners(c));
+    if (refusal) return { refusal: message(refusal) };
+  }
   return { agentId: chosen };
+}
+
+/** The per-user bucket that /chat and /task draw from; a private "try again" when it is empty. */
+async function userRateRefusal(c: Ctx, discordUserId: string): Promise<ReturnType<typeof message> | null> {
+  try {
+    await enforceRate(c.env, `user:discord:${discordUserId}`, loadConfig(c.env).rateLimits.perUser, "this Discord user");
+    return null;
+  } catch (error) {
+    if (error instanceof RateLimitedError) return message(`You're sending requests faster than I can take them; try again in ${error.retryAfterSeconds} s.`);
+    throw error;
+  }
 }
 
 async function command(c: Ctx, interaction: CommandInteraction) {
@@ -186,7 +210,7 @@ async function command(c: Ctx, interaction: CommandInteraction) {
   if (name === "agent") return chooseAgent(c, interaction, user.id, channelId);
 
   const started = Date.now();
-  const resolved = await resolveAgent(c, channelId);
+  const resolved = await resolveAgent(c, interaction, channelId);
   if ("refusal" in resolved) return resolved.refusal;
   const resolvedAt = Date.now();
   const { agentId } = resolved;
@@ -238,12 +262,8 @@ async function command(c: Ctx, interaction: CommandInteraction) {
     case "task": {
       const goal = stringOption(interaction, "goal")?.trim();
       if (!goal) return message("`/task` needs a goal.");
-      try {
-        await enforceRate(c.env, `user:discord:${user.id}`, loadConfig(c.env).rateLimits.perUser, "this Discord user");
-      } catch (error) {
-        if (error instanceof RateLimitedError) return message(`You're sending requests faster than I can take them; try again in ${error.retryAfterSeconds} s.`);
-        throw error;
-      }
+      const limited = await userRateRefusal(c, user.id);
+      if (limited) return limited;
       const now = Date.now();
       // Progress lines and the result go to this interaction (then the channel, once its token ages out).
       await createTask(c.env, agentId, {
@@ -260,6 +280,8 @@ async function command(c: Ctx, interaction: CommandInteraction) {
     case "remember": {
       const fact = stringOption(interaction, "fact")?.trim();
       if (!fact) return message("`/remember` needs a fact.");
+      const limited = await userRateRefusal(c, user.id);
+      if (limited) return limited;
       const memory: Memory = {
         // One fact per interaction: a redelivered webhook writes nothing new.
         id: `discord:${interaction.id}:fact`,
@@ -277,6 +299,8 @@ async function command(c: Ctx, interaction: CommandInteraction) {
       return message(`Got it, I'll remember: ${quote(fact)}`);
     }
     case "recall": {
+      const limited = await userRateRefusal(c, user.id);
+      if (limited) return limited;
       const query = stringOption(interaction, "query")?.trim();
       const { retriever } = memoryBackends(c.env);
       const memories = query
@@ -297,16 +321,19 @@ async function command(c: Ctx, interaction: CommandInteraction) {
         },
       ]);
     case "tools": {
+      const limited = await userRateRefusal(c, user.id);
+      if (limited) return limited;
       // A consent link connects the agent to the account of whoever opens it: managers only.
-      const manager = interaction.member?.permissions === undefined || (BigInt(interaction.member.permissions) & (MANAGE_GUILD | 8n)) !== 0n;
-      return message(truncate(await toolsOverview(c, agentId, manager)));
+      const manager = await isManager(interaction, owners(c));
+      const authorizer = isDirectMessage(interaction) ? "the bot's owner (they can run /tools in a DM)" : "a server manager (they can run /tools)";
+      return message(truncate(await toolsOverview(c, agentId, manager, authorizer)));
     }
   }
   return message(`I don't know the command \`/${name}\`.`);
 }
 
 /** Built-in tools, then each MCP server with its state and, when it waits for consent, the link. */
-async function toolsOverview(c: Ctx, agentId: string, canAuthorize: boolean): Promise<string> {
+async function toolsOverview(c: Ctx, agentId: string, canAuthorize: boolean, authorizer: string): Promise<string> {
   const lines = ["Built-in tools:", ...BUILTIN_TOOL_DEFINITIONS.map((tool) => `• \`${tool.name}\`: ${tool.description}`)];
   const record = await agentStore(c.env).get(agentId);
   const platform = mcpPlatform(c.env, new URL(c.req.url).origin);
@@ -320,7 +347,7 @@ async function toolsOverview(c: Ctx, agentId: string, canAuthorize: boolean): Pr
   lines.push("", "MCP servers:");
   if (!overview) return [...lines, ...entries.map((entry) => `• **${entry.name}**: checking… run /tools again in a moment`)].join("\n");
   for (const server of overview) {
-    if (server.state === "authenticating" && !canAuthorize) lines.push(`• **${server.name}**: needs authorization by a server manager (they can run /tools)`);
+    if (!canAuthorize && (server.state === "authenticating" || server.authUrl)) lines.push(`• **${server.name}**: needs authorization by ${authorizer}`);
     else if (server.authUrl) lines.push(`• **${server.name}**: needs authorization: ${server.authUrl}`);
     else if (server.state === "failed") lines.push(`• **${server.name}**: not usable (${server.error ?? "misconfigured"})`);
     else lines.push(`• **${server.name}**: ${server.auth === "oauth" ? "authorized" : "configured"} (${server.url})`);
@@ -329,9 +356,9 @@ async function toolsOverview(c: Ctx, agentId: string, canAuthorize: boolean): Pr
 }
 
 async function chooseAgent(c: Ctx, interaction: CommandInteraction, userId: string, channelId: string) {
-  // Discord hides the command from members without the permission; a DM has no member at all.
-  if (interaction.member?.permissions !== undefined && (BigInt(interaction.member.permissions) & (MANAGE_GUILD | 8n)) === 0n) {
-    return message("Only server managers can choose the agent for a channel.");
+  // Discord hides the command from members without the permission, but a DM shows it to anyone.
+  if (!(await isManager(interaction, owners(c)))) {
+    return message(`Only ${managersHere(interaction)} can choose the agent for ${isDirectMessage(interaction) ? "a direct message" : "a channel"}.`);
   }
   const agentId = stringOption(interaction, "name")?.trim() ?? "";
   const record = agentId ? await agentStore(c.env).get(agentId) : null;
@@ -341,6 +368,8 @@ async function chooseAgent(c: Ctx, interaction: CommandInteraction, userId: stri
 }
 
 async function autocomplete(c: Ctx, interaction: CommandInteraction) {
+  // Only who may pick an agent sees the list (it names every agent of the deployment).
+  if (!(await isManager(interaction, owners(c)))) return { type: ResponseType.AUTOCOMPLETE_RESULT, data: { choices: [] } };
   const typed = (interaction.data.options?.find((option) => option.focused)?.value ?? "").toString().toLowerCase();
   const { agents } = await agentStore(c.env).list({ limit: 200 });
   const choices = agents
