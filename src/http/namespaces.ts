@@ -29,8 +29,8 @@ export function defaultRoomOf(userId: string): string {
  */
 export const UserPrefix = z
   .string()
-  .regex(/^[A-Za-z0-9][A-Za-z0-9_.:@-]*$/, "letters, digits or . _ : @ -, starting with a letter or digit")
-  .max(MAX_USER_PREFIX_CHARS)
+  // Bounded in the pattern itself, so /openapi.json tells clients (and generators) the length too.
+  .regex(/^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,63}$/, `1-${MAX_USER_PREFIX_CHARS} letters, digits or . _ : @ -, starting with a letter or digit`)
   .refine((prefix) => !startsWithAny(prefix, [...RESERVED_NAMESPACES.map((ns) => ns.prefix), USER_ROOM_PREFIX, TASK_ROOM_PREFIX]), {
     message: `must not start with a reserved namespace (${RESERVED_NAMESPACES.map((ns) => ns.prefix).join(", ")}) or with ${USER_ROOM_PREFIX} or ${TASK_ROOM_PREFIX}`,
   });
