@@ -10,6 +10,8 @@ export interface Principal {
   scopes: readonly Scope[];
   /** The agents it may act for; null means every agent. */
   agents: readonly string[] | null;
+  /** The user-id prefix it may act as (see namespaces.ts); null means no prefix limit. */
+  userPrefix: string | null;
   /** The bucket its requests draw from; null: unlimited. */
   rateRule: RateRule | null;
 }

@@ -63,7 +63,7 @@ async function authenticate(c: Context<AppEnv>): Promise<Principal> {
     throw new NotConfiguredError("ADMIN_TOKEN is not set; set it (wrangler secret put ADMIN_TOKEN, or .dev.vars locally) to use the API");
   }
   if (!(await sameSecret(given, adminToken))) throw new UnauthorizedError("the bearer token is not valid");
-  return { id: ADMIN_PRINCIPAL_ID, scopes: ["admin"], agents: null, rateRule: loadConfig(c.env).rateLimits.perToken };
+  return { id: ADMIN_PRINCIPAL_ID, scopes: ["admin"], agents: null, userPrefix: null, rateRule: loadConfig(c.env).rateLimits.perToken };
 }
 
 function fromRecord(c: Context<AppEnv>, record: TokenRecord | null): Principal {
@@ -79,7 +79,7 @@ function fromRecord(c: Context<AppEnv>, record: TokenRecord | null): Principal {
   }
   // The rule was validated when the token was minted.
   const rateRule = record.rateLimit === null ? loadConfig(c.env).rateLimits.perToken : parseRateRule(record.rateLimit);
-  return { id: record.id, scopes: record.scopes, agents: record.agents, rateRule };
+  return { id: record.id, scopes: record.scopes, agents: record.agents, userPrefix: record.userPrefix, rateRule };
 }
 
 function waitUntil(c: Context<AppEnv>, promise: Promise<unknown>): void {

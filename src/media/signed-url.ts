@@ -2,9 +2,12 @@
 // for a while and nothing else: `/media/<key>?exp=<unix seconds>&sig=<HMAC-SHA256(key \n exp)>`.
 // The HMAC key is derived from SECRETS_KEY with HKDF under its own label, so it is unrelated to
 // the key that encrypts secrets at rest. Verification uses crypto.subtle.verify (constant time).
+// No link lives longer than MAX_MEDIA_URL_LIFETIME_S: signing refuses a later expiry, and a link
+// whose expiry is further away than that is refused even with a valid signature.
 
 /** Keys as the media and attachment modules write them: no "..", no leading slash. */
 export const MEDIA_KEY = /^(?!.*\.\.)[A-Za-z0-9][A-Za-z0-9._\-/]{0,511}$/;
+/** The longest a signed media link may live. */
 export const MAX_MEDIA_URL_LIFETIME_S = 7 * 24 * 3600;
 
 import { fromBase64Url, toBase64Url } from "../runtime/hashing.ts";
@@ -34,8 +37,11 @@ function payload(key: string, expiresAt: number): Uint8Array {
   return new TextEncoder().encode(`${key}\n${expiresAt}`);
 }
 
-export async function signMediaUrl(baseUrl: string, key: string, expiresAt: number, secretsKey: string): Promise<string> {
+export async function signMediaUrl(baseUrl: string, key: string, expiresAt: number, secretsKey: string, nowSeconds = Math.floor(Date.now() / 1000)): Promise<string> {
   if (!MEDIA_KEY.test(key)) throw new Error(`not a media key: ${key}`);
+  if (expiresAt - nowSeconds > MAX_MEDIA_URL_LIFETIME_S) {
+    throw new RangeError(`a media link may live at most ${MAX_MEDIA_URL_LIFETIME_S} s; this one would live ${expiresAt - nowSeconds} s`);
+  }
   const signature = new Uint8Array(await crypto.subtle.sign("HMAC", await hmacKey(secretsKey), payload(key, expiresAt)));
   const url = new URL(`/media/${key.split("/").map(encodeURIComponent).join("/")}`, baseUrl);
   url.searchParams.set("exp", String(expiresAt));
@@ -50,5 +56,7 @@ export async function checkMediaSignature(key: string, exp: string, sig: string,
   const signature = fromBase64Url(sig);
   const valid = await crypto.subtle.verify("HMAC", await hmacKey(secretsKey), signature, payload(key, Number(exp)));
   if (!valid) return "invalid";
+  // Signed by a key holder, yet meant to outlive the cap (an old signer, or a forged lifetime).
+  if (Number(exp) - nowSeconds > MAX_MEDIA_URL_LIFETIME_S) return "invalid";
   return Number(exp) < nowSeconds ? "expired" : "valid";
 }

@@ -194,6 +194,8 @@ export const apiTokens = sqliteTable("api_tokens", {
   agents: text("agents"),
   /** This token's own rate rule ("100/min"); null means RATE_LIMIT_PER_TOKEN. */
   rateLimit: text("rate_limit"),
+  /** The user-id prefix it may act as (`acme:`); null means any user outside reserved namespaces. */
+  userPrefix: text("user_prefix"),
   createdBy: text("created_by").notNull(),
   createdAt: integer("created_at").notNull(),
   expiresAt: integer("expires_at"),

@@ -32,6 +32,8 @@ export interface TokenRecord {
   agents: string[] | null;
   /** Its own rate rule ("100/min"); null means the deployment's RATE_LIMIT_PER_TOKEN. */
   rateLimit: string | null;
+  /** The user-id prefix it may act as (src/http/namespaces.ts); null means no prefix limit. */
+  userPrefix: string | null;
   createdBy: string;
   createdAt: number;
   expiresAt: number | null;
@@ -44,6 +46,7 @@ export interface NewToken {
   scopes: Scope[];
   agents: string[] | null;
   rateLimit: string | null;
+  userPrefix: string | null;
   expiresAt: number | null;
   createdBy: string;
 }
@@ -71,6 +74,7 @@ export function createTokenStore(db: Db): TokenStore {
         scopes: input.scopes,
         agents: input.agents,
         rateLimit: input.rateLimit,
+        userPrefix: input.userPrefix,
         createdBy: input.createdBy,
         createdAt: now,
         expiresAt: input.expiresAt,
@@ -84,6 +88,7 @@ export function createTokenStore(db: Db): TokenStore {
         scopes: JSON.stringify(record.scopes),
         agents: record.agents ? JSON.stringify(record.agents) : null,
         rateLimit: record.rateLimit,
+        userPrefix: record.userPrefix,
         createdBy: record.createdBy,
         createdAt: now,
         expiresAt: record.expiresAt,
@@ -118,6 +123,7 @@ function toRecord(row: typeof apiTokens.$inferSelect): TokenRecord {
     scopes: StoredScopes.parse(JSON.parse(row.scopes)),
     agents: StoredAgents.parse(row.agents === null ? null : JSON.parse(row.agents)),
     rateLimit: row.rateLimit,
+    userPrefix: row.userPrefix,
     createdBy: row.createdBy,
     createdAt: row.createdAt,
     expiresAt: row.expiresAt,

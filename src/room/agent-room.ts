@@ -212,12 +212,12 @@ export class AgentRoom extends Agent<Env> {
     if (request.idempotencyKey && this.journal.byKey(request.idempotencyKey)) {
       const result = await this.submitTurn(request);
       if (!result.ok) return result;
-      const replay = new TurnStream(result.outcome.turnId, request.input.roomId);
+      const replay = new TurnStream(result.outcome.turnId, request.input.roomId, request.showMemories === true);
       replay.done(result.outcome);
       return { ok: true, replayed: true, stream: replay.readable };
     }
     const { turnId, roomId } = request.input;
-    const stream = new TurnStream(turnId, roomId);
+    const stream = new TurnStream(turnId, roomId, request.showMemories === true);
     this.streams.set(turnId, stream);
     const result = this.submitTurn(request);
     // A failure before the turn starts answers as a plain error (a proper status, no stream).

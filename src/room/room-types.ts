@@ -9,6 +9,8 @@ export interface SubmitTurnRequest {
   idempotencyKey?: string;
   /** Hash of what the request asked for; a reused key with another fingerprint is a conflict. */
   fingerprint?: string;
+  /** Whether the stream may carry the memories the turn used (the caller may read memories). */
+  showMemories?: boolean;
 }
 
 export interface EnqueueTurnRequest {

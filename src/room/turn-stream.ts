@@ -2,6 +2,8 @@
 // text as the model writes it, tool calls, the outcome) and the worker passes the bytes on. The
 // turn never depends on the stream: a client that goes away only makes writes fail quietly, and
 // the reply is still journalled and stored. Event names and shapes are in README ("Streaming").
+// The memories a turn used (a person's facts among them) are told only to a caller allowed to read
+// memories: for anyone else the `memories` event and field are left out.
 import type { SerializedError } from "../runtime/errors.ts";
 import type { ToolCallRecord, TurnObserver, TurnOutcome, UsedMemory } from "../runtime/turn-types.ts";
 
@@ -9,8 +11,8 @@ import type { ToolCallRecord, TurnObserver, TurnOutcome, UsedMemory } from "../r
 export const KEEP_ALIVE_MS = 15_000;
 
 /** What a client is told of a finished turn: the JSON answer's body, and the stream's `done`. */
-export function turnBody(outcome: TurnOutcome, roomId: string) {
-  return {
+export function turnBody(outcome: TurnOutcome, roomId: string, showMemories: boolean) {
+  const body = {
     turnId: outcome.turnId,
     roomId,
     reply: outcome.reply,
@@ -19,9 +21,9 @@ export function turnBody(outcome: TurnOutcome, roomId: string) {
     usage: outcome.usage,
     model: outcome.model,
     stopReason: outcome.stopReason,
-    // Outcomes journalled before the field existed replay without it.
-    memories: outcome.memories ?? [],
   };
+  // Outcomes journalled before the field existed replay without it.
+  return showMemories ? { ...body, memories: outcome.memories ?? [] } : body;
 }
 
 export class TurnStream {
@@ -36,10 +38,12 @@ export class TurnStream {
 
   private readonly turnId: string;
   private readonly roomId: string;
+  private readonly showMemories: boolean;
 
-  constructor(turnId: string, roomId: string) {
+  constructor(turnId: string, roomId: string, showMemories: boolean) {
     this.turnId = turnId;
     this.roomId = roomId;
+    this.showMemories = showMemories;
     const pipe = new TransformStream<Uint8Array, Uint8Array>();
     this.readable = pipe.readable;
     this.writer = pipe.writable.getWriter();
@@ -51,7 +55,7 @@ export class TurnStream {
   /** What the turn reports as it runs. */
   readonly observer: TurnObserver = {
     memories: (used: UsedMemory[]) => {
-      this.send("memories", { memories: used });
+      if (this.showMemories) this.send("memories", { memories: used });
       this.markStarted();
     },
     text: (delta: string) => this.send("delta", { text: delta }),
@@ -62,7 +66,7 @@ export class TurnStream {
 
   /** The last event: the same body the JSON answer has, then the stream ends. */
   done(outcome: TurnOutcome): void {
-    this.send("done", turnBody(outcome, this.roomId));
+    this.send("done", turnBody(outcome, this.roomId, this.showMemories));
     this.close();
   }
 

@@ -1,10 +1,12 @@
 // Knowledge documents of an agent: text or markdown, chunked by tokens with overlap, stored as a
 // document and its fragments, embedded in batches. Ingesting a document with the same id (or the
 // same title) again replaces it; deleting removes it with its fragments and their vectors.
+// Knowledge reaches every user of the agent, so a token limited to a user prefix may not change it.
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Env } from "../../config.ts";
 import type { AppEnv } from "../app-env.ts";
 import { guard } from "../auth.ts";
+import { assertMayWriteAgentWide } from "../namespaces.ts";
 import { deleteDocument, DOCUMENT_ID_PATTERN, ingestDocument, MAX_DOCUMENT_CHARS } from "../../memory/knowledge.ts";
 import { memoryBackends } from "../../memory/memory-backends.ts";
 import { NotFoundError } from "../../runtime/errors.ts";
@@ -53,6 +55,7 @@ export function knowledgeRoutes(): OpenAPIHono<AppEnv> {
     async (c) => {
       const { agentId } = c.req.valid("param");
       const body = c.req.valid("json");
+      assertMayWriteAgentWide(c.get("principal"), "knowledge");
       await assertAgentExists(c.env, agentId);
       const { db, pipeline } = memoryBackends(c.env);
       const result = await ingestDocument(db, pipeline, await loadTokenCounter(), { agentId, ...body, source: "api", now: Date.now() });
@@ -74,6 +77,7 @@ export function knowledgeRoutes(): OpenAPIHono<AppEnv> {
     }),
     async (c) => {
       const { agentId, documentId } = c.req.valid("param");
+      assertMayWriteAgentWide(c.get("principal"), "knowledge");
       await assertAgentExists(c.env, agentId);
       const { db, pipeline } = memoryBackends(c.env);
       const removed = await deleteDocument(db, agentId, documentId);

@@ -1,11 +1,13 @@
 // The memory API: store memories (embedded inline, in batches), list them with filters and a
 // cursor, search them with the same hybrid retrieval the runtime uses, delete by filter (vectors
 // go too; deleting a user's memories is the "forget me" path), statistics, and a backfill that
-// embeds memories still waiting for a vector.
+// embeds memories still waiting for a vector. User and room ids in bodies and filters follow the
+// namespace rules of ../namespaces.ts.
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Env } from "../../config.ts";
 import type { AppEnv } from "../app-env.ts";
 import { assertMayActFor, guard } from "../auth.ts";
+import { assertMayFilterMemories, assertMayWriteMemory } from "../namespaces.ts";
 import { describeEmbedder } from "../../model/embedder.ts";
 import { memoryBackends } from "../../memory/memory-backends.ts";
 import { deleteMemories, insertMemories, listMemories, memoryIdsOfOtherAgents, memoryStats } from "../../memory/memory-repo.ts";
@@ -154,6 +156,7 @@ export function memoryRoutes(): OpenAPIHono<AppEnv> {
           "Stored",
         ),
         400: errorContent("Invalid memories"),
+        403: errorContent("A user or room the token may not name (reserved namespace or outside its userPrefix)"),
         404: errorContent("No such agent"),
         409: errorContent("An id belongs to another agent's memory"),
       },
@@ -163,6 +166,7 @@ export function memoryRoutes(): OpenAPIHono<AppEnv> {
       const agentId = inputs[0]!.agentId;
       if (inputs.some((input) => input.agentId !== agentId)) throw new ValidationError("all memories of one request must belong to one agent");
       assertMayActFor(c.get("principal"), agentId);
+      for (const input of inputs) assertMayWriteMemory(c.get("principal"), input);
       await assertAgentExists(c.env, agentId);
       const backends = memoryBackends(c.env);
       const now = Date.now();
@@ -215,12 +219,14 @@ export function memoryRoutes(): OpenAPIHono<AppEnv> {
       responses: {
         200: jsonContent(z.object({ memories: z.array(MemoryView), nextCursor: z.string().nullable() }), "A page of memories"),
         400: errorContent("Invalid filter"),
+        403: errorContent("A user or room filter the token may not name (a userPrefix token must filter by one of its users)"),
         404: errorContent("No such agent"),
       },
     }),
     async (c) => {
       const { agentId, roomId, userId, type, id, limit, cursor } = c.req.valid("query");
       assertMayActFor(c.get("principal"), agentId);
+      assertMayFilterMemories(c.get("principal"), { userId, roomId });
       await assertAgentExists(c.env, agentId);
       const page = await listMemories(memoryBackends(c.env).db, { agentId, roomId, userId, types: type, ids: id }, limit, cursor);
       return c.json({ memories: page.memories.map(view), nextCursor: page.nextCursor }, 200);
@@ -254,12 +260,14 @@ export function memoryRoutes(): OpenAPIHono<AppEnv> {
       responses: {
         200: jsonContent(z.object({ memories: z.array(ScoredMemory) }), "Best first"),
         400: errorContent("Invalid query"),
+        403: errorContent("A user or room filter the token may not name (a userPrefix token must filter by one of its users)"),
         404: errorContent("No such agent"),
       },
     }),
     async (c) => {
       const body = c.req.valid("json");
       assertMayActFor(c.get("principal"), body.agentId);
+      assertMayFilterMemories(c.get("principal"), body);
       await assertAgentExists(c.env, body.agentId);
       const types: MemoryType[] | undefined = body.type === undefined ? undefined : Array.isArray(body.type) ? body.type : [body.type];
       const timings: SearchTimings = {};
@@ -298,12 +306,14 @@ export function memoryRoutes(): OpenAPIHono<AppEnv> {
       responses: {
         200: jsonContent(z.object({ deleted: z.number().int() }), "How many were deleted"),
         400: errorContent("Invalid filter"),
+        403: errorContent("A user or room filter the token may not name (a userPrefix token must filter by one of its users)"),
         404: errorContent("No such agent"),
       },
     }),
     async (c) => {
       const { agentId, roomId, userId, type, id } = c.req.valid("query");
       assertMayActFor(c.get("principal"), agentId);
+      assertMayFilterMemories(c.get("principal"), { userId, roomId });
       await assertAgentExists(c.env, agentId);
       const backends = memoryBackends(c.env);
       const result = await deleteMemories(backends.db, { agentId, roomId, userId, types: type, ids: id });

@@ -1,11 +1,14 @@
 // Talking to an agent over REST, and reading a room's history. A turn is handed to the room's
 // Durable Object with one RPC; the worker never runs it inline. `Idempotency-Key` makes a retried
-// POST return the first answer (the room dedupes, even for concurrent repeats).
+// POST return the first answer (the room dedupes, even for concurrent repeats). Who the caller may
+// speak as and where is checked in ../namespaces.ts; the memories a turn used (a person's facts)
+// are shown only to a token that may read memories.
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import { loadConfig, type Env } from "../../config.ts";
 import { enforceRate } from "../rate-limit.ts";
 import type { AppEnv } from "../app-env.ts";
-import { guard } from "../auth.ts";
+import { guard, hasScope } from "../auth.ts";
+import { assertMayNameRoom, assertMayNameUser, defaultRoomOf } from "../namespaces.ts";
 import { stableStringify } from "../../runtime/stable-json.ts";
 import { AppError, fromSerialized } from "../../runtime/errors.ts";
 import type { TurnInput } from "../../runtime/turn-types.ts";
@@ -62,7 +65,11 @@ const TurnResponse = z
     stopReason: z.string(),
     memories: z
       .array(z.object({ id: z.string(), type: z.string(), text: z.string(), score: z.number().nullable() }))
-      .openapi({ description: "What the prompt held from long-term memory: the person's facts (score null), knowledge and older messages (fused score)" }),
+      .optional()
+      .openapi({
+        description:
+          "What the prompt held from long-term memory: the person's facts (score null), knowledge and older messages (fused score). Only for a token with `memories:read` (or admin)",
+      }),
   })
   .openapi("TurnResponse");
 
@@ -112,10 +119,13 @@ export function messageRoutes(): OpenAPIHono<AppEnv> {
           description: "The turn's outcome; with `Accept: text/event-stream`, a stream of server-sent events ending in the same outcome (see README, Streaming)",
           content: {
             "application/json": { schema: TurnResponse },
-            "text/event-stream": { schema: z.string().openapi({ description: "events turn, memories, delta, tool_call, tool_result, then done or error" }) },
+            "text/event-stream": {
+              schema: z.string().openapi({ description: "events turn, memories (only with `memories:read`), delta, tool_call, tool_result, then done or error" }),
+            },
           },
         },
         400: errorContent("Invalid request"),
+        403: errorContent("The token may not speak as this user or in this room (reserved namespace or outside its userPrefix)"),
         404: errorContent("No such agent"),
         409: errorContent("The Idempotency-Key was used for a different request"),
         502: errorContent("The model API failed"),
@@ -126,9 +136,13 @@ export function messageRoutes(): OpenAPIHono<AppEnv> {
       const { agentId } = c.req.valid("param");
       const body = c.req.valid("json");
       const idempotencyKey = c.req.valid("header")["idempotency-key"];
+      const principal = c.get("principal");
+      assertMayNameUser(principal, body.userId);
+      if (body.roomId !== undefined) assertMayNameRoom(principal, body.roomId);
+      const showMemories = hasScope(principal, "memories:read");
       await assertAgentExists(c.env, agentId);
       await enforceRate(c.env, `user:rest:${agentId}:${body.userId}`, loadConfig(c.env).rateLimits.perUser, `user "${body.userId}"`);
-      const roomId = body.roomId ?? `user:${body.userId}`;
+      const roomId = body.roomId ?? defaultRoomOf(body.userId);
       const input: TurnInput = {
         turnId: crypto.randomUUID(),
         agentId,
@@ -144,7 +158,7 @@ export function messageRoutes(): OpenAPIHono<AppEnv> {
         receivedAt: Date.now(),
       };
       const fingerprint = idempotencyKey ? await sha256Hex(stableStringify({ roomId, ...body })) : undefined;
-      const request = { input, idempotencyKey, fingerprint };
+      const request = { input, idempotencyKey, fingerprint, showMemories };
       const roomRestarted = (error: unknown): AppError => {
         // The room was reset mid-turn (deploy, eviction); its journal resumes the turn.
         console.error(JSON.stringify({ level: "error", msg: "room_rpc_failed", agentId, roomId, error: String(error) }));
@@ -185,7 +199,7 @@ export function messageRoutes(): OpenAPIHono<AppEnv> {
       }
       markReplayed(result);
       if (!result.ok) throw fromSerialized(result.error);
-      return c.json(turnBody(result.outcome, roomId), 200);
+      return c.json(turnBody(result.outcome, roomId, showMemories), 200);
     },
   );
 
@@ -204,12 +218,14 @@ export function messageRoutes(): OpenAPIHono<AppEnv> {
       },
       responses: {
         200: { description: "Messages", content: { "application/json": { schema: z.object({ messages: z.array(HistoryMessage), nextBefore: z.number().nullable() }) } } },
+        403: errorContent("The token may not name this room (reserved namespace or outside its userPrefix)"),
         404: errorContent("No such agent"),
       },
     }),
     async (c) => {
       const { agentId, roomId } = c.req.valid("param");
       const { limit, before } = c.req.valid("query");
+      assertMayNameRoom(c.get("principal"), roomId);
       await assertAgentExists(c.env, agentId);
       const page = await readHistory(c.env, { agentId, roomId, limit, before });
       return c.json(

@@ -4,6 +4,7 @@
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import type { AppEnv } from "../app-env.ts";
 import { guard } from "../auth.ts";
+import { assertMayNameRoom } from "../namespaces.ts";
 import { assertAgentExists } from "../known-agents.ts";
 import { AgentIdParam, errorContent, ExternalId, jsonContent } from "../schemas.ts";
 import { ConflictError, NotFoundError, ValidationError } from "../../runtime/errors.ts";
@@ -65,6 +66,7 @@ export function scheduleRoutes(): OpenAPIHono<AppEnv> {
     async (c) => {
       const { agentId } = c.req.valid("param");
       const body = c.req.valid("json");
+      if (body.roomId !== undefined) assertMayNameRoom(c.get("principal"), body.roomId);
       await assertAgentExists(c.env, agentId);
       const request: ScheduleRequest = { goal: body.goal, roomId: body.roomId ?? null, ...when(body) };
       const result = await createSchedule(c.env, agentId, request);

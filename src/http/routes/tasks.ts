@@ -7,6 +7,7 @@
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import type { AppEnv } from "../app-env.ts";
 import { guard } from "../auth.ts";
+import { assertMayNameRoom } from "../namespaces.ts";
 import { assertAgentExists } from "../known-agents.ts";
 import { AgentIdParam, errorContent, ExternalId, jsonContent } from "../schemas.ts";
 import { loadConfig, MODEL_NOT_CONFIGURED_MESSAGE } from "../../config.ts";
@@ -105,6 +106,7 @@ export function taskRoutes(): OpenAPIHono<AppEnv> {
     async (c) => {
       const { agentId } = c.req.valid("param");
       const body = c.req.valid("json");
+      if (body.roomId !== undefined) assertMayNameRoom(c.get("principal"), body.roomId);
       await assertAgentExists(c.env, agentId);
       // Refused at once rather than accepted to fail in the background.
       if (loadConfig(c.env).model.kind === "none") throw new ModelNotConfiguredError(MODEL_NOT_CONFIGURED_MESSAGE);

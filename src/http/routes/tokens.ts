@@ -1,6 +1,7 @@
 // API tokens: minted, listed and revoked by an admin. The secret is returned once, at minting;
-// listings never include it. A token can be limited to listed agents and can expire; `admin`
-// tokens cannot be limited (they mint tokens and configure clients, which span every agent).
+// listings never include it. A token can be limited to listed agents and to a user-id prefix (see
+// ../namespaces.ts), and can expire; `admin` tokens cannot be limited (they mint tokens and
+// configure clients, which span every agent and user).
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import { drizzle } from "drizzle-orm/d1";
 import { createTokenStore, SCOPES } from "../../memory/token-store.ts";
@@ -8,6 +9,7 @@ import { NotFoundError, ValidationError } from "../../runtime/errors.ts";
 import { parseRateRule, RATE_RULE_FORMAT } from "../../runtime/token-bucket.ts";
 import type { AppEnv } from "../app-env.ts";
 import { guard } from "../auth.ts";
+import { UserPrefix } from "../namespaces.ts";
 import { AgentIdParam, errorContent, jsonContent } from "../schemas.ts";
 
 /** Up to five years; a token meant to live longer should be rotated anyway. */
@@ -26,6 +28,7 @@ const TokenInfo = z
     expiresAt: z.number().int().nullable(),
     revokedAt: z.number().int().nullable(),
     rateLimit: z.string().nullable().openapi({ description: "This token's own rate rule; null means RATE_LIMIT_PER_TOKEN." }),
+    userPrefix: z.string().nullable().openapi({ description: "The user-id prefix it may act as; null means any user outside the reserved namespaces." }),
     lastUsedAt: z.number().int().nullable().openapi({ description: "Updated at most once a minute." }),
   })
   .openapi("ApiToken");
@@ -42,6 +45,10 @@ const MintBody = z
       .refine(isRateRule, `must be ${RATE_RULE_FORMAT}`)
       .optional()
       .openapi({ description: "This token's own rate rule instead of RATE_LIMIT_PER_TOKEN", example: "100/min" }),
+    userPrefix: UserPrefix.optional().openapi({
+      description: "Limit the token to users whose id starts with this, in rooms starting with it or their own `user:<userId>` rooms",
+      example: "acme:",
+    }),
   })
   .openapi("MintToken");
 
@@ -73,7 +80,7 @@ export function tokenRoutes(): OpenAPIHono<AppEnv> {
       request: { body: { required: true, content: { "application/json": { schema: MintBody } } } },
       responses: {
         201: jsonContent(TokenInfo.extend({ token: z.string().openapi({ description: "The bearer token. Store it now: it is not shown again." }) }), "The new token"),
-        400: errorContent("Invalid scopes, agents or lifetime"),
+        400: errorContent("Invalid scopes, agents, user prefix or lifetime"),
       },
     }),
     async (c) => {
@@ -83,9 +90,20 @@ export function tokenRoutes(): OpenAPIHono<AppEnv> {
       if (scopes.includes("admin") && agents) {
         throw new ValidationError("an admin token cannot be limited to agents: drop `agents` or the `admin` scope");
       }
+      if (scopes.includes("admin") && body.userPrefix !== undefined) {
+        throw new ValidationError("an admin token cannot be limited to a user prefix: drop `userPrefix` or the `admin` scope");
+      }
       const now = Date.now();
       const { record, token } = await store(c.env).mint(
-        { name: body.name, scopes, agents, rateLimit: body.rateLimit?.trim().toLowerCase() ?? null, expiresAt: body.expiresInSeconds ? now + body.expiresInSeconds * 1000 : null, createdBy: c.get("principal").id },
+        {
+          name: body.name,
+          scopes,
+          agents,
+          rateLimit: body.rateLimit?.trim().toLowerCase() ?? null,
+          userPrefix: body.userPrefix ?? null,
+          expiresAt: body.expiresInSeconds ? now + body.expiresInSeconds * 1000 : null,
+          createdBy: c.get("principal").id,
+        },
         now,
       );
       c.header("Cache-Control", "no-store");
