@@ -50,6 +50,8 @@ export default defineConfig(async () => {
         remoteBindings: false,
         miniflare: {
           bindings: { ...baseBindings, ...bindings, TEST_MIGRATIONS: migrations, TEST_RUN_WORKER_FIRST: runWorkerFirst },
+          // An empty database for test/migrations.test.ts, which applies the migrations in steps.
+          d1Databases: { TEST_MIGRATION_DB: "test-migration-db" },
           // The tokenizer's 2.4 MB rank table must not travel through Vitest's module WebSocket:
           // workerd caps a WebSocket message at 1 MiB, and a worker's warm-module snapshot bundles
           // every module of the graph into one message. Loading it from disk avoids that.

@@ -20,7 +20,9 @@ Commands:
             deleted and deletes nothing
   stats     counts by type, memories waiting for a vector, embedder and vector index
   init      checks that the embedder and the vector index agree, then embeds every memory
-            still waiting for a vector
+            still waiting for a vector; after an upgrade to per-agent memory ids it also
+            deletes the agent's Vectorize vectors stored under the old ids (their memories
+            wait for a vector again). Safe to run again
   knowledge <file|folder>...   stores each .md/.txt file as a knowledge document of the agent
             (folders are read recursively); the same file again replaces its document
   knowledge --character FILE   the same for the path and directory entries of a character
@@ -371,7 +373,9 @@ async function init(api: Api, options: CliOptions): Promise<number> {
   }
   const before = await api<Stats>("GET", `/memories/stats?${query({ agentId: options.agent })}`);
   let embedded = 0;
-  for (let pending = before.pendingEmbedding > 0; pending; ) {
+  // At least one call, even with nothing pending: the first one also deletes the agent's vectors
+  // stored under pre-0012 ids (the worker's embedding pipeline does it before embedding).
+  for (let pending = true; pending; ) {
     // The route answers `pending` as a boolean; a count is accepted too.
     const step = await api<{ embedded: number; pending: boolean | number }>("POST", "/memories/embed", { agentId: options.agent });
     embedded += step.embedded;

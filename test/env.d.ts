@@ -7,6 +7,8 @@ declare global {
   namespace Cloudflare {
     interface Env extends AppEnv {
       TEST_MIGRATIONS?: D1Migration[];
+      /** An empty D1 database, for applying the migrations one step at a time. */
+      TEST_MIGRATION_DB?: D1Database;
       /** PKCS#8, base64: signs test interactions for DISCORD_PUBLIC_KEY. */
       TEST_DISCORD_PRIVATE_KEY?: string;
       /** wrangler.toml's assets.run_worker_first, as JSON. */

@@ -86,14 +86,22 @@ describe("memory API: storing and listing", () => {
     expect(unknown.status).toBe(404);
   });
 
-  it("refuses an id that another agent's memory already uses", async () => {
+  it("keeps the same id in two agents as two memories, each with its own vector, replayed and deleted only within its agent", async () => {
     const first = await createTestAgent();
     const second = await createTestAgent();
-    expect((await store(first, [{ id: "shared-id-1", type: "lore", text: "first" }])).response.status).toBe(201);
-    const { response } = await store(second, [{ id: "shared-id-1", type: "lore", text: "second" }]);
-    expect(response.status).toBe(409);
-    expect((await store(first, [{ id: "shared-id-1", type: "lore", text: "first again" }])).response.status).toBe(201);
-    expect(await count("SELECT count(*) AS n FROM memories WHERE id = 'shared-id-1'")).toBe(1);
+    expect((await store(first, [{ id: "shared-id-1", type: "lore", text: "The first keeper painted the lamp red" }])).response.status).toBe(201);
+    expect((await store(second, [{ id: "shared-id-1", type: "lore", text: "The second keeper grew turnips" }])).response.status).toBe(201);
+    // The same id again within an agent stores nothing new (a replay).
+    expect((await store(first, [{ id: "shared-id-1", type: "lore", text: "The first keeper again" }])).response.status).toBe(201);
+    const rows = await env.DB.prepare("SELECT agent_id AS agentId, json_extract(content, '$.text') AS text FROM memories WHERE id = 'shared-id-1' ORDER BY agent_id").all<{ agentId: string; text: string }>();
+    expect(rows.results.map((r) => [r.agentId, r.text]).sort()).toEqual([[first, "The first keeper painted the lamp red"], [second, "The second keeper grew turnips"]].sort());
+    expect(await count("SELECT count(*) AS n FROM memory_vectors WHERE memory_id = 'shared-id-1'")).toBe(2);
+    expect((await similar({ agentId: second, query: "turnips keeper" })).map((h) => [h.id, h.text, h.matchedBy.includes("vector")])).toEqual([["shared-id-1", "The second keeper grew turnips", true]]);
+
+    expect(await json(await api("DELETE", `/memories?agentId=${first}&id=shared-id-1`))).toEqual({ deleted: 1 });
+    expect(await count("SELECT count(*) AS n FROM memory_vectors WHERE memory_id = 'shared-id-1' AND agent_id = ?", second)).toBe(1);
+    expect(await count("SELECT count(*) AS n FROM memory_vectors WHERE memory_id = 'shared-id-1'")).toBe(1);
+    expect((await json<{ memories: MemoryView[] }>(await api("GET", `/memories?agentId=${second}&id=shared-id-1`))).memories.map((m) => m.text)).toEqual(["The second keeper grew turnips"]);
   });
 
   // Found by fuzzing (test/fuzz.test.ts's requests, other seeds): 1,001 levels fit in 8 KiB, and

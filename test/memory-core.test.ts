@@ -1,14 +1,14 @@
 // The pure and adapter-level parts of long-term memory: chunking, rank fusion, the hashed
 // embedder, structured model output, fact de-duplication, quoting retrieved data, the OpenAI
-// embedder against an injected fetch, the Vectorize adapter against a recording fake, and the
-// local index's approximate search against exact brute force.
+// embedder against an injected fetch, the Vectorize adapter against a fake index (ids per
+// agent, hits mapped back), and the local index's approximate search against exact brute force.
 import { env } from "cloudflare:workers";
 import { drizzle } from "drizzle-orm/d1";
 import { describe, expect, it } from "vitest";
 import { createLocalVectorIndex, int8FromHex, resetLocalVectorCache } from "../src/memory/local-vector-index.ts";
 import { memories } from "../src/memory/schema.ts";
 import { signBits } from "../src/memory/vector-cache.ts";
-import { createVectorizeIndex, type VectorizeBinding } from "../src/memory/vectorize-index.ts";
+import { createVectorizeIndex, vectorizeId } from "../src/memory/vectorize-index.ts";
 import { createOpenAIEmbedder } from "../src/model/openai-embedder.ts";
 import { chunkDocument } from "../src/runtime/chunking.ts";
 import { DimensionMismatchError, EmbeddingError, ModelCallError } from "../src/runtime/errors.ts";
@@ -19,6 +19,7 @@ import { quoteData } from "../src/runtime/quoted-data.ts";
 import { completeStructured } from "../src/runtime/structured-output.ts";
 import { loadTokenCounter } from "../src/runtime/tokens.ts";
 import { z } from "zod";
+import { fakeVectorize } from "./helpers/fake-vectorize.ts";
 import { scriptedModel } from "./helpers/fakes.ts";
 
 const dot = (a: Float32Array, b: Float32Array) => a.reduce((sum, v, i) => sum + v * b[i]!, 0);
@@ -155,31 +156,74 @@ describe("OpenAI-compatible embedder", () => {
 
 describe("Vectorize adapter", () => {
   it("uses the agent's namespace, metadata filters, clamps topK and checks the dimension", async () => {
-    const calls: { method: string; args: unknown[] }[] = [];
-    const fake: VectorizeBinding = {
-      describe: async () => ({ dimensions: 3, vectorCount: 0, processedUpToDatetime: 0, processedUpToMutation: 0 }),
-      query: async (...args: unknown[]) => {
-        calls.push({ method: "query", args });
-        return { matches: [{ id: "m1", score: 0.8 }], count: 1 };
-      },
-      upsert: async (...args: unknown[]) => {
-        calls.push({ method: "upsert", args });
-        return { mutationId: "1" };
-      },
-      deleteByIds: async (...args: unknown[]) => {
-        calls.push({ method: "delete", args });
-        return { mutationId: "2" };
-      },
-    };
-    const index = createVectorizeIndex(fake);
+    const { binding, calls } = fakeVectorize();
+    const index = createVectorizeIndex(binding);
     await index.upsert([{ id: "m1", values: new Float32Array([1, 0, 0]), metadata: { agentId: "ada", type: "fact", roomId: null, userId: "alice" } }]);
-    expect(calls[0]!.args[0]).toEqual([{ id: "m1", values: new Float32Array([1, 0, 0]), namespace: "ada", metadata: { type: "fact", userId: "alice" } }]);
+    const adaM1 = await vectorizeId("ada", "m1");
+    expect(calls[0]!.args[0]).toEqual([{ id: adaM1, values: new Float32Array([1, 0, 0]), namespace: "ada", metadata: { memoryId: "m1", type: "fact", userId: "alice" } }]);
     const matches = await index.query({ agentId: "ada", vector: new Float32Array([1, 0, 0]), topK: 500, types: ["fact", "description"], userId: "alice" });
-    expect(matches).toEqual([{ id: "m1", score: 0.8 }]);
-    expect(calls[1]!.args[1]).toEqual({ topK: 100, namespace: "ada", returnValues: false, returnMetadata: "none", filter: { type: { $in: ["fact", "description"] }, userId: { $eq: "alice" } } });
+    expect(matches).toEqual([{ id: "m1", score: expect.closeTo(1, 6) }]);
+    expect(calls[1]!.args[1]).toEqual({ topK: 100, namespace: "ada", returnValues: false, returnMetadata: "indexed", filter: { type: { $in: ["fact", "description"] }, userId: { $eq: "alice" } } });
     await expect(index.upsert([{ id: "m2", values: new Float32Array([1, 0]), metadata: { agentId: "ada", type: "fact", roomId: null, userId: null } }])).rejects.toBeInstanceOf(DimensionMismatchError);
     await index.delete("ada", Array.from({ length: 1_500 }, (_, i) => `id${i}`));
-    expect(calls.filter((c) => c.method === "delete").map((c) => (c.args[0] as string[]).length)).toEqual([1_000, 500]);
+    const deletes = calls.filter((c) => c.method === "delete").map((c) => c.args[0] as string[]);
+    expect(deletes.map((ids) => ids.length)).toEqual([1_000, 500]);
+    expect(deletes[0]![0]).toBe(await vectorizeId("ada", "id0"));
+  });
+
+  it("gives the same memory id in two agents two vectors, each found and deleted only for its agent", async () => {
+    const { binding, vectors } = fakeVectorize();
+    const index = createVectorizeIndex(binding);
+    const meta = (agentId: string) => ({ agentId, type: "lore" as const, roomId: null, userId: null });
+    await index.upsert([
+      { id: "beta:lore:1", values: new Float32Array([1, 0, 0]), metadata: meta("alpha") },
+      { id: "beta:lore:1", values: new Float32Array([0, 1, 0]), metadata: meta("beta") },
+    ]);
+    expect(vectors.size).toBe(2);
+    // At most 64 bytes whatever the ids, and never the memory id itself.
+    for (const id of vectors.keys()) expect(id).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(await index.query({ agentId: "alpha", vector: new Float32Array([1, 0, 0]), topK: 5 })).toEqual([{ id: "beta:lore:1", score: expect.closeTo(1, 6) }]);
+    expect(await index.query({ agentId: "beta", vector: new Float32Array([0, 1, 0]), topK: 5 })).toEqual([{ id: "beta:lore:1", score: expect.closeTo(1, 6) }]);
+    const long = "x".repeat(64);
+    await index.upsert([{ id: long, values: new Float32Array([0, 0, 1]), metadata: meta(`agent-${"y".repeat(58)}`) }]);
+    expect([...vectors.keys()].every((id) => new TextEncoder().encode(id).length <= 64)).toBe(true);
+
+    await index.delete("alpha", ["beta:lore:1"]);
+    expect(await index.query({ agentId: "alpha", vector: new Float32Array([1, 0, 0]), topK: 5 })).toEqual([]);
+    expect((await index.query({ agentId: "beta", vector: new Float32Array([0, 1, 0]), topK: 5 })).map((m) => m.id)).toEqual(["beta:lore:1"]);
+  });
+
+  it("maps a hit back only when its id is the agent's hash of the memory id in its metadata", async () => {
+    const { binding, vectors } = fakeVectorize();
+    const log: Record<string, unknown>[] = [];
+    const index = createVectorizeIndex(binding, (entry) => log.push(entry));
+    await index.upsert([{ id: "real", values: new Float32Array([1, 0, 0]), metadata: { agentId: "ada", type: "fact", roomId: null, userId: null } }]);
+    // Written before migration 0013: the memory id as the vector id, no memoryId metadata.
+    vectors.set("old-memory", { values: [1, 0.1, 0], namespace: "ada", metadata: { type: "fact" } });
+    // Metadata naming a memory whose per-agent id this is not (another agent's hash, a forgery).
+    vectors.set(await vectorizeId("bob", "secret"), { values: [1, 0.2, 0], namespace: "ada", metadata: { type: "fact", memoryId: "secret" } });
+    expect((await index.query({ agentId: "ada", vector: new Float32Array([1, 0, 0]), topK: 10 })).map((m) => m.id)).toEqual(["real"]);
+    expect(log).toEqual([]);
+  });
+
+  it("says how to fix an index without the memoryId metadata index, once", async () => {
+    const { binding } = fakeVectorize({ indexed: ["type", "roomId", "userId"] });
+    const log: Record<string, unknown>[] = [];
+    const index = createVectorizeIndex(binding, (entry) => log.push(entry));
+    await index.upsert([{ id: "m1", values: new Float32Array([1, 0, 0]), metadata: { agentId: "ada", type: "fact", roomId: null, userId: null } }]);
+    expect(await index.query({ agentId: "ada", vector: new Float32Array([1, 0, 0]), topK: 10 })).toEqual([]);
+    expect(await index.query({ agentId: "ada", vector: new Float32Array([1, 0, 0]), topK: 10 })).toEqual([]);
+    expect(log).toEqual([expect.objectContaining({ msg: "vectorize_hits_unmapped", hint: expect.stringContaining("memoryId metadata index") })]);
+  });
+
+  it("deletes old-scheme vectors by their ids, but never one shaped like a new-scheme id", async () => {
+    const { binding, vectors } = fakeVectorize();
+    const index = createVectorizeIndex(binding);
+    await index.upsert([{ id: "kept", values: new Float32Array([1, 0, 0]), metadata: { agentId: "ada", type: "fact", roomId: null, userId: null } }]);
+    const live = await vectorizeId("ada", "kept");
+    vectors.set("old-1", { values: [0, 1, 0], namespace: "ada", metadata: {} });
+    await index.deleteLegacy(["old-1", live]);
+    expect([...vectors.keys()]).toEqual([live]);
   });
 });
 

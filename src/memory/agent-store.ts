@@ -8,7 +8,7 @@ import type { Character } from "../runtime/character.ts";
 import { ConflictError, InternalError, NotConfiguredError, NotFoundError, ValidationError } from "../runtime/errors.ts";
 import type { Memory } from "../runtime/types.ts";
 import type { Db } from "./d1-memory-store.ts";
-import { MEMORY_ROWS_PER_INSERT, toMemoryRow } from "./rows.ts";
+import { overwriteMemoriesStatements } from "./memory-repo.ts";
 import { agents, memories } from "./schema.ts";
 import type { SecretBox } from "./secret-box.ts";
 import { CHARACTER_DOCUMENT_ID, documentMemoryId, removeDocumentStatement, replaceDocumentStatements, type BuiltDocument } from "./knowledge.ts";
@@ -223,9 +223,6 @@ function loreInserts(db: Db, agentId: string, character: Character, now: number)
       createdAt: now,
     }),
   );
-  const statements = [];
-  for (let i = 0; i < rows.length; i += MEMORY_ROWS_PER_INSERT) {
-    statements.push(db.insert(memories).values(rows.slice(i, i + MEMORY_ROWS_PER_INSERT).map(toMemoryRow)));
-  }
-  return statements;
+  // Overwrites: a memory stored through the API under a lore id must not fail the whole write.
+  return overwriteMemoriesStatements(db, rows);
 }

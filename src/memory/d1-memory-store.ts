@@ -1,6 +1,6 @@
 // The runtime's MemoryStore over D1 with drizzle. Writes that belong together go in one
 // `db.batch()` (atomic on D1; `db.transaction()` is not supported there). Every write is
-// idempotent by primary key so a replayed turn never duplicates a message.
+// idempotent by key (a memory's is its agent and id) so a replayed turn never duplicates a message.
 import { and, asc, desc, eq, gt, lt, sql } from "drizzle-orm";
 import type { DrizzleD1Database } from "drizzle-orm/d1";
 import type { InboundMessage, Memory, MemoryStore } from "../runtime/types.ts";

@@ -1,11 +1,14 @@
 // Gives memories their vectors, off the reply path: a room's queue (after a turn), the memory and
 // knowledge APIs (inline, in batches) and the cron sweep all come through here. A memory is marked
 // embedded only after its vector is written, so a failure leaves it pending (still found by
-// text) for the next run. Also removes the vectors of deleted memories from Vectorize.
+// text) for the next run. Also removes the vectors of deleted memories from Vectorize, and the
+// vectors written there under old, global ids before migration 0013 (their memories were made
+// pending again by that migration, so embedding them writes their new vectors).
 import { DimensionMismatchError } from "../runtime/errors.ts";
 import type { Embedder, Memory, VectorIndex } from "../runtime/types.ts";
 import type { Db } from "./d1-memory-store.ts";
-import { clearVectorDeletions, markEmbedded, pendingEmbeddings, takeVectorDeletions } from "./memory-repo.ts";
+import { markEmbedded, pendingEmbeddings } from "./memory-repo.ts";
+import { byAgent, clearLegacyVectorIds, clearVectorDeletions, takeLegacyVectorIds, takeVectorDeletions } from "./vector-outbox.ts";
 
 /** OpenAI's input limit is 8,191 tokens; four characters a token is a safe bound. */
 const MAX_EMBED_CHARS = 24_000;
@@ -15,15 +18,27 @@ const DELETIONS_PER_SWEEP = 1_000;
 export interface EmbeddingPipeline {
   /** Embeds the given memories now (documents are skipped). Returns how many got a vector. */
   embed(items: Memory[]): Promise<number>;
-  /** Embeds up to `maxBatches` batches of an agent's (or one room's) pending memories. */
+  /**
+   * Embeds up to `maxBatches` batches of an agent's (or one room's) pending memories, after
+   * removing the agent's old-scheme vectors (what `npm run memory -- init` runs after an upgrade).
+   */
   embedPending(query: { agentId: string; roomId?: string; maxBatches?: number }): Promise<{ embedded: number; pending: boolean }>;
-  /** Removes vectors of deleted memories from the index. Returns how many. */
+  /** Removes vectors of deleted memories, and old-scheme vectors, from the index. Returns how many. */
   sweepDeletions(): Promise<number>;
   /** Throws DimensionMismatchError when the embedder does not fit the index. */
   checkDimensions(): Promise<void>;
 }
 
-export function createEmbeddingPipeline(options: { db: Db; embedder: Embedder; index: VectorIndex; now: () => number }): EmbeddingPipeline {
+export interface EmbeddingPipelineOptions {
+  db: Db;
+  embedder: Embedder;
+  index: VectorIndex;
+  now: () => number;
+  /** Deletes vectors by their pre-0013 ids (Vectorize); absent for the local index, which has none. */
+  deleteLegacyVectors?: (vectorIds: string[]) => Promise<void>;
+}
+
+export function createEmbeddingPipeline(options: EmbeddingPipelineOptions): EmbeddingPipeline {
   const { db, embedder, index } = options;
   let checked = false;
 
@@ -52,12 +67,28 @@ export function createEmbeddingPipeline(options: { db: Db; embedder: Embedder; i
         })),
       );
       // Grouped by agent: markEmbedded is scoped to one.
-      const byAgent = new Map<string, string[]>();
-      for (const memory of batch) byAgent.set(memory.agentId, [...(byAgent.get(memory.agentId) ?? []), memory.id]);
-      for (const [agentId, ids] of byAgent) await markEmbedded(db, agentId, ids, options.now());
+      for (const [agentId, ids] of byAgent(batch.map((memory) => ({ agentId: memory.agentId, memoryId: memory.id })))) {
+        await markEmbedded(db, agentId, ids, options.now());
+      }
       done += batch.length;
     }
     return done;
+  };
+
+  /**
+   * Deletes old-scheme vectors (of one agent, or all), then forgets them. Idempotent: an id deleted
+   * and not yet forgotten (a failure in between) is deleted again next time, which is harmless.
+   */
+  const sweepLegacy = async (agentId?: string): Promise<number> => {
+    let removed = 0;
+    for (;;) {
+      const ids = await takeLegacyVectorIds(db, { agentId, limit: DELETIONS_PER_SWEEP });
+      if (ids.length === 0) return removed;
+      await options.deleteLegacyVectors?.(ids);
+      await clearLegacyVectorIds(db, ids);
+      removed += ids.length;
+      if (ids.length < DELETIONS_PER_SWEEP) return removed;
+    }
   };
 
   return {
@@ -65,6 +96,7 @@ export function createEmbeddingPipeline(options: { db: Db; embedder: Embedder; i
     checkDimensions,
 
     async embedPending({ agentId, roomId, maxBatches = 10 }) {
+      if (roomId === undefined) await sweepLegacy(agentId);
       let embedded = 0;
       for (let round = 0; round < maxBatches; round++) {
         const batch = await pendingEmbeddings(db, { agentId, roomId, limit: embedder.maxBatch });
@@ -76,14 +108,12 @@ export function createEmbeddingPipeline(options: { db: Db; embedder: Embedder; i
     },
 
     async sweepDeletions() {
-      let removed = 0;
+      let removed = await sweepLegacy();
       for (;;) {
         const batch = await takeVectorDeletions(db, DELETIONS_PER_SWEEP);
         if (batch.length === 0) return removed;
-        const byAgent = new Map<string, string[]>();
-        for (const row of batch) byAgent.set(row.agentId, [...(byAgent.get(row.agentId) ?? []), row.memoryId]);
-        for (const [agentId, ids] of byAgent) await index.delete(agentId, ids);
-        await clearVectorDeletions(db, batch.map((row) => row.memoryId));
+        for (const [agentId, ids] of byAgent(batch)) await index.delete(agentId, ids);
+        await clearVectorDeletions(db, batch);
         removed += batch.length;
         if (batch.length < DELETIONS_PER_SWEEP) return removed;
       }

@@ -9,7 +9,7 @@ import type { Character } from "../runtime/character.ts";
 import type { Memory } from "../runtime/types.ts";
 import type { Db } from "./d1-memory-store.ts";
 import type { EmbeddingPipeline } from "./embedding-pipeline.ts";
-import { MEMORY_ROWS_PER_INSERT, toMemoryRow } from "./rows.ts";
+import { overwriteMemoriesStatements } from "./memory-repo.ts";
 import { memories } from "./schema.ts";
 import { sha256Hex } from "../runtime/hashing.ts";
 
@@ -49,8 +49,9 @@ export interface BuiltDocument {
 /** Chunks a document into its memories, without writing anything. */
 export async function buildDocument(tokens: TokenCounter, input: KnowledgeInput): Promise<BuiltDocument> {
   const documentId = input.documentId ?? slugFor(input.title) ?? `doc-${(await sha256Hex(input.text)).slice(0, 16)}`;
-  // Memory ids are unique across agents and at most 64 characters (Vectorize's limit), so the
-  // stored ids derive from the agent and the document id; the document id itself is metadata.
+  // The stored id is a short hash of agent and document id, so a document id of any length makes
+  // short memory ids, its fragments' too; the document id itself is metadata. Ids are unique per
+  // agent (migration 0013): another agent's memory under the same id changes nothing here.
   const memoryId = await documentMemoryId(input.agentId, documentId);
   const chunks = chunkDocument(input.text, tokens, { ...DEFAULT_CHUNK_OPTIONS, format: input.format });
   const document: Memory = {
@@ -77,11 +78,12 @@ export async function buildDocument(tokens: TokenCounter, input: KnowledgeInput)
   return { documentId, memoryId, document, fragments };
 }
 
-/** Statements that remove a document (if stored) and write its new version: put them in one batch. */
+/**
+ * Statements that remove a document (if stored) and write its new version: put them in one batch.
+ * The writes overwrite, so a memory stored through the API under one of its ids cannot fail them.
+ */
 export function replaceDocumentStatements(db: Db, built: BuiltDocument) {
-  const rows = [built.document, ...built.fragments].map(toMemoryRow);
-  const inserts = [];
-  for (let i = 0; i < rows.length; i += MEMORY_ROWS_PER_INSERT) inserts.push(db.insert(memories).values(rows.slice(i, i + MEMORY_ROWS_PER_INSERT)));
+  const inserts = overwriteMemoriesStatements(db, [built.document, ...built.fragments]);
   return { remove: removeDocumentStatement(db, built.document.agentId, built.memoryId), inserts };
 }
 

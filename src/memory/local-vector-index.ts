@@ -9,8 +9,8 @@ import { and, eq, gt, inArray, sql } from "drizzle-orm";
 import { DimensionMismatchError } from "../runtime/errors.ts";
 import type { VectorIndex, VectorMatch, VectorQuery, VectorRecord } from "../runtime/types.ts";
 import type { Db } from "./d1-memory-store.ts";
-import { ofAgent } from "./memory-repo.ts";
 import { memoryVectors, vectorIndexMeta } from "./schema.ts";
+import { byAgent } from "./vector-outbox.ts";
 import { cacheBytes, createVectorCache, putVector, quantize, rankVectors, removeVector, signBits, type VectorCache } from "./vector-cache.ts";
 
 /** Rows per sync query; one statement's result stays small. */
@@ -113,10 +113,11 @@ export function createLocalVectorIndex(db: Db): VectorIndex {
         }
       }
       // Delete, then insert: a re-upserted vector gets a new seq, so every cache picks it up.
-      const ids = records.map((r) => r.id);
       const statements = [];
-      for (let i = 0; i < ids.length; i += IDS_PER_QUERY) {
-        statements.push(db.delete(memoryVectors).where(inArray(memoryVectors.memoryId, ids.slice(i, i + IDS_PER_QUERY))));
+      for (const [agentId, ids] of byAgent(records.map((r) => ({ agentId: r.metadata.agentId, memoryId: r.id })))) {
+        for (let i = 0; i < ids.length; i += IDS_PER_QUERY) {
+          statements.push(db.delete(memoryVectors).where(and(eq(memoryVectors.agentId, agentId), inArray(memoryVectors.memoryId, ids.slice(i, i + IDS_PER_QUERY)))));
+        }
       }
       for (let i = 0; i < records.length; i += VECTOR_ROWS_PER_INSERT) {
         statements.push(
@@ -154,7 +155,7 @@ export function createLocalVectorIndex(db: Db): VectorIndex {
 
     async delete(agentId: string, ids: string[]) {
       for (let i = 0; i < ids.length; i += IDS_PER_QUERY) {
-        await db.delete(memoryVectors).where(and(inArray(memoryVectors.memoryId, ids.slice(i, i + IDS_PER_QUERY)), ofAgent(memoryVectors.agentId, agentId)));
+        await db.delete(memoryVectors).where(and(eq(memoryVectors.agentId, agentId), inArray(memoryVectors.memoryId, ids.slice(i, i + IDS_PER_QUERY))));
       }
       forgetCached(agentId, ids);
     },

@@ -27,13 +27,14 @@ export function memoryBackends(env: Env): MemoryBackends {
   const config = loadConfig(env);
   const db = drizzle(env.DB);
   const embedder = createEmbedder(config);
-  const index = env.VECTORS ? createVectorizeIndex(env.VECTORS) : createLocalVectorIndex(db);
+  const vectorize = env.VECTORS ? createVectorizeIndex(env.VECTORS) : null;
+  const index = vectorize ?? createLocalVectorIndex(db);
   const backends: MemoryBackends = {
     db,
     embedder,
     index,
     retriever: createHybridSearch({ db, index, embedder, vectorWeight: vectorWeightFor(embedder) }),
-    pipeline: createEmbeddingPipeline({ db, embedder, index, now: () => Date.now() }),
+    pipeline: createEmbeddingPipeline({ db, embedder, index, now: () => Date.now(), deleteLegacyVectors: vectorize ? (ids) => vectorize.deleteLegacy(ids) : undefined }),
   };
   cache.set(env, backends);
   return backends;

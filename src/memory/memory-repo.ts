@@ -1,14 +1,15 @@
 // Data access for long-term memory: typed inserts, filtered listing with a stable cursor, deletes
 // that report which rooms lost messages, the embedding queue's reads and writes, and statistics.
-// Every query is scoped to one agent. D1 caps bound parameters at 100 per statement, so bulk
+// Every query is scoped to one agent, and a memory id means something only within its agent
+// (unique per agent, migration 0013). D1 caps bound parameters at 100 per statement, so bulk
 // writes are chunked and sent as one atomic `db.batch()`.
 import { and, count, desc, eq, inArray, isNull, lt, ne, or, sql, type SQL } from "drizzle-orm";
 import { ValidationError } from "../runtime/errors.ts";
-import { alias, type SQLiteColumn } from "drizzle-orm/sqlite-core";
+import { alias } from "drizzle-orm/sqlite-core";
 import type { Memory, MemoryType } from "../runtime/types.ts";
 import type { Db } from "./d1-memory-store.ts";
 import { fromMemoryRow, MEMORY_ROWS_PER_INSERT, toMemoryRow } from "./rows.ts";
-import { memories, vectorDeletions } from "./schema.ts";
+import { memories } from "./schema.ts";
 
 const IDS_PER_QUERY = 90;
 
@@ -26,16 +27,6 @@ export interface MemoryPage {
   nextCursor: string | null;
 }
 
-/**
- * `agent_id = ?` written so SQLite cannot use it to pick an index (a unary `+`). For "these ids of
- * this agent": without table statistics the planner prefers an (agent_id, …) index to the unique
- * id index and reads every row of the agent, which at 100k memories costs a search hundreds of
- * ms. Looked up by id, then checked, the agent filter stays a guard and costs nothing.
- */
-export function ofAgent(column: SQLiteColumn, agentId: string): SQL {
-  return sql`+${column} = ${agentId}`;
-}
-
 export function filterConditions(filter: MemoryFilter): SQL[] {
   const conditions: SQL[] = [eq(memories.agentId, filter.agentId)];
   if (filter.roomId !== undefined) conditions.push(eq(memories.roomId, filter.roomId));
@@ -45,7 +36,10 @@ export function filterConditions(filter: MemoryFilter): SQL[] {
   return conditions;
 }
 
-/** Inserts memories; an id that already exists is left as it is (idempotent replays). */
+/**
+ * Inserts memories; an id the agent already has is left as it is (idempotent replays). Ids are
+ * unique per agent only, so another agent's memory never stands in the way.
+ */
 export async function insertMemories(db: Db, items: Memory[]): Promise<void> {
   if (items.length === 0) return;
   const statements = [];
@@ -56,18 +50,42 @@ export async function insertMemories(db: Db, items: Memory[]): Promise<void> {
   await db.batch([first!, ...rest]);
 }
 
-/** Writes a memory that replaces its earlier version under the same id (a user's description). */
+/**
+ * Writes a memory that replaces whatever the agent holds under the same id (a user's profile, a
+ * room's summary): the whole row, type included, so a memory written earlier under an id the
+ * runtime derives (by the API, as another type) can neither block nor disguise it.
+ */
 export async function upsertMemory(db: Db, memory: Memory): Promise<void> {
-  const row = toMemoryRow(memory);
-  await db
-    .insert(memories)
-    .values(row)
-    .onConflictDoUpdate({
-      target: memories.id,
-      // Only for the same agent: an id can never move a memory between agents.
-      set: { content: row.content, metadata: row.metadata, createdAt: row.createdAt, embeddedAt: null },
-      setWhere: eq(memories.agentId, memory.agentId),
-    });
+  await overwriteMemoriesStatements(db, [memory])[0]!;
+}
+
+/**
+ * Insert-or-replace statements for memories whose ids the runtime owns (lore, knowledge): unsent,
+ * for a caller that batches them with others. The replaced row loses its vector until re-embedded.
+ */
+export function overwriteMemoriesStatements(db: Db, items: Memory[]) {
+  const statements = [];
+  for (let i = 0; i < items.length; i += MEMORY_ROWS_PER_INSERT) {
+    statements.push(
+      db
+        .insert(memories)
+        .values(items.slice(i, i + MEMORY_ROWS_PER_INSERT).map(toMemoryRow))
+        .onConflictDoUpdate({
+          target: [memories.agentId, memories.id],
+          set: {
+            type: sql`excluded.type`,
+            roomId: sql`excluded.room_id`,
+            userId: sql`excluded.user_id`,
+            parentId: sql`excluded.parent_id`,
+            content: sql`excluded.content`,
+            metadata: sql`excluded.metadata`,
+            createdAt: sql`excluded.created_at`,
+            embeddedAt: null,
+          },
+        }),
+    );
+  }
+  return statements;
 }
 
 export async function listMemories(db: Db, filter: MemoryFilter, limit: number, cursor?: string): Promise<MemoryPage> {
@@ -104,7 +122,7 @@ export function memoriesByIdsQueries(db: Db, agentId: string, ids: string[]) {
     db
       .select()
       .from(memories)
-      .where(and(inArray(memories.id, chunk), ofAgent(memories.agentId, agentId))),
+      .where(and(inArray(memories.id, chunk), eq(memories.agentId, agentId))),
   );
 }
 
@@ -114,7 +132,7 @@ export function embeddedStateQueries(db: Db, agentId: string, ids: string[]) {
     db
       .select({ id: memories.id, embedded: sql<number>`${memories.embeddedAt} IS NOT NULL`.as("has_vector") })
       .from(memories)
-      .where(and(inArray(memories.id, chunk), ofAgent(memories.agentId, agentId))),
+      .where(and(inArray(memories.id, chunk), eq(memories.agentId, agentId))),
   );
 }
 
@@ -151,7 +169,7 @@ export function adjacentMessagesQueries(db: Db, agentId: string, ids: string[]) 
       .select({ seedId: sql<string>`${seed.id}`.as("seed_id"), memory: memories })
       .from(seed)
       .innerJoin(memories, sql`${memories.seq} IN (${nearest(true)}, ${nearest(false)})`)
-      .where(and(inArray(seed.id, chunk), ofAgent(seed.agentId, agentId))),
+      .where(and(inArray(seed.id, chunk), eq(seed.agentId, agentId))),
   );
 }
 
@@ -173,19 +191,6 @@ function chunked(ids: string[]): string[][] {
   const chunks: string[][] = [];
   for (let i = 0; i < ids.length; i += IDS_PER_QUERY) chunks.push(ids.slice(i, i + IDS_PER_QUERY));
   return chunks;
-}
-
-/** Which of `ids` other agents' memories already use (ids are unique across agents). */
-export async function memoryIdsOfOtherAgents(db: Db, agentId: string, ids: string[]): Promise<string[]> {
-  const found: string[] = [];
-  for (let i = 0; i < ids.length; i += IDS_PER_QUERY) {
-    const rows = await db
-      .select({ id: memories.id })
-      .from(memories)
-      .where(and(inArray(memories.id, ids.slice(i, i + IDS_PER_QUERY)), ne(memories.agentId, agentId)));
-    found.push(...rows.map((r) => r.id));
-  }
-  return found;
 }
 
 /**
@@ -236,7 +241,7 @@ export async function markEmbedded(db: Db, agentId: string, ids: string[], at: n
       db
         .update(memories)
         .set({ embeddedAt: at })
-        .where(and(inArray(memories.id, ids.slice(i, i + IDS_PER_QUERY)), ofAgent(memories.agentId, agentId))),
+        .where(and(inArray(memories.id, ids.slice(i, i + IDS_PER_QUERY)), eq(memories.agentId, agentId))),
     );
   }
   const [first, ...rest] = statements;
@@ -260,21 +265,6 @@ export async function memoryStats(db: Db, agentId: string): Promise<MemoryStats>
   const counts: Record<MemoryType, number> = { message: 0, fact: 0, description: 0, lore: 0, document: 0, fragment: 0, summary: 0 };
   for (const row of byType) counts[row.type] = row.n;
   return { total: byType.reduce((sum, row) => sum + row.n, 0), byType: counts, pendingEmbedding: pending[0]?.n ?? 0 };
-}
-
-/** Vectors whose memories are gone, for the Vectorize sweeper. Ids that were written again are skipped. */
-export async function takeVectorDeletions(db: Db, limit: number): Promise<Array<{ memoryId: string; agentId: string }>> {
-  return db
-    .select({ memoryId: vectorDeletions.memoryId, agentId: vectorDeletions.agentId })
-    .from(vectorDeletions)
-    .where(sql`${vectorDeletions.memoryId} NOT IN (SELECT ${memories.id} FROM ${memories})`)
-    .limit(limit);
-}
-
-export async function clearVectorDeletions(db: Db, ids: string[]): Promise<void> {
-  for (let i = 0; i < ids.length; i += IDS_PER_QUERY) {
-    await db.delete(vectorDeletions).where(inArray(vectorDeletions.memoryId, ids.slice(i, i + IDS_PER_QUERY)));
-  }
 }
 
 function encodeCursor(createdAt: number, seq: number): string {

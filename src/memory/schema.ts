@@ -2,7 +2,7 @@
 // Every memory belongs to one agent (cascade on delete); messages also carry their room, facts and
 // descriptions their user. JSON columns are re-validated on read (src/memory/rows.ts).
 import { sql } from "drizzle-orm";
-import { blob, index, integer, primaryKey, real, sqliteTable, text } from "drizzle-orm/sqlite-core";
+import { blob, foreignKey, index, integer, primaryKey, real, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 
 export const agents = sqliteTable("agents", {
   id: text("id").primaryKey(),
@@ -74,7 +74,8 @@ export const memories = sqliteTable(
     // An explicit, never-reused rowid: the FTS5 index (migrations/0009) is keyed by it (with the
     // agent's number above it), so it must survive VACUUM, which may renumber implicit rowids.
     seq: integer("seq").primaryKey({ autoIncrement: true }),
-    id: text("id").notNull().unique(),
+    /** Unique within its agent only: the same id in two agents is two memories (migration 0013). */
+    id: text("id").notNull(),
     type: text("type", { enum: MEMORY_TYPES }).notNull(),
     agentId: text("agent_id")
       .notNull()
@@ -90,6 +91,8 @@ export const memories = sqliteTable(
     embeddedAt: integer("embedded_at"),
   },
   (t) => [
+    // A memory by id is always an agent's memory by id; nothing looks an id up across agents.
+    uniqueIndex("memories_agent_id_unique").on(t.agentId, t.id),
     // Room history, newest first: the hot query of every turn.
     index("memories_room_idx").on(t.agentId, t.roomId, t.type, t.createdAt),
     // What the agent knows about a user (facts, descriptions).
@@ -112,10 +115,7 @@ export const memoryVectors = sqliteTable(
   "memory_vectors",
   {
     seq: integer("seq").primaryKey({ autoIncrement: true }),
-    memoryId: text("memory_id")
-      .notNull()
-      .unique()
-      .references(() => memories.id, { onDelete: "cascade" }),
+    memoryId: text("memory_id").notNull(),
     agentId: text("agent_id").notNull(),
     type: text("type", { enum: MEMORY_TYPES }).notNull(),
     roomId: text("room_id"),
@@ -126,14 +126,33 @@ export const memoryVectors = sqliteTable(
     /** The code's sign bits as the cache ranks them (vector-cache.ts), so a cold cache need not compute them; null in rows written before migration 0011. */
     bits: blob("bits", { mode: "buffer" }),
   },
-  (t) => [index("memory_vectors_agent_idx").on(t.agentId, t.seq)],
+  (t) => [
+    uniqueIndex("memory_vectors_agent_memory_unique").on(t.agentId, t.memoryId),
+    index("memory_vectors_agent_idx").on(t.agentId, t.seq),
+    foreignKey({ columns: [t.agentId, t.memoryId], foreignColumns: [memories.agentId, memories.id] }).onDelete("cascade"),
+  ],
 );
 
 /** Vectors to remove from Vectorize, written by a trigger when an embedded memory is deleted. */
-export const vectorDeletions = sqliteTable("vector_deletions", {
-  memoryId: text("memory_id").primaryKey(),
+export const vectorDeletions = sqliteTable(
+  "vector_deletions",
+  {
+    agentId: text("agent_id").notNull(),
+    memoryId: text("memory_id").notNull(),
+    deletedAt: integer("deleted_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.agentId, t.memoryId] })],
+);
+
+/**
+ * Vectorize vectors written before migration 0013 under the memory id itself (ids were global
+ * then), to delete: their memories were marked pending and get vectors under the per-agent scheme
+ * (vectorize-index.ts). Filled once by the migration, drained by the sweeper and by
+ * `npm run memory -- init`.
+ */
+export const legacyVectorIds = sqliteTable("legacy_vector_ids", {
+  vectorId: text("vector_id").primaryKey(),
   agentId: text("agent_id").notNull(),
-  deletedAt: integer("deleted_at").notNull(),
 });
 
 /** Facts about the vector index that must not change silently (its dimension, who embeds). */

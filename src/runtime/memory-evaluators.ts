@@ -135,7 +135,9 @@ export const summaryEvaluator: Evaluator = {
       // Sorted where the summarized messages were, so history and recall place it in time.
       createdAt: last.createdAt,
     };
-    await memory.saveMemory(summary);
+    // Replaces, not inserts: a memory already stored under this id (through the API) would
+    // otherwise make every later turn summarize the same messages again, never storing it.
+    await memory.upsertMemory(summary);
   },
 };
 

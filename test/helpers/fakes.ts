@@ -12,7 +12,8 @@ export class FakeMemoryStore implements MemoryStore {
     await this.saveMemory(memory);
   }
   async saveMemory(memory: Memory) {
-    if (!this.memories.some((m) => m.id === memory.id)) this.memories.push(memory);
+    // Ids are unique per agent, as in D1 (migration 0013).
+    if (!this.memories.some((m) => m.agentId === memory.agentId && m.id === memory.id)) this.memories.push(memory);
   }
   async recentMessages(query: { agentId: string; roomId: string; limit: number; beforeMs?: number }) {
     return this.memories
@@ -26,7 +27,7 @@ export class FakeMemoryStore implements MemoryStore {
     return this.interactions.filter((i) => i.agentId === input.agentId && i.userId === input.userId).length;
   }
   async upsertMemory(memory: Memory) {
-    const index = this.memories.findIndex((m) => m.id === memory.id);
+    const index = this.memories.findIndex((m) => m.agentId === memory.agentId && m.id === memory.id);
     if (index >= 0) this.memories[index] = memory;
     else this.memories.push(memory);
   }

@@ -10,9 +10,9 @@ import { assertMayActFor, guard } from "../auth.ts";
 import { assertMayFilterMemories, assertMayWriteMemory } from "../namespaces.ts";
 import { describeEmbedder } from "../../model/embedder.ts";
 import { memoryBackends } from "../../memory/memory-backends.ts";
-import { deleteMemories, insertMemories, listMemories, memoryIdsOfOtherAgents, memoryStats } from "../../memory/memory-repo.ts";
+import { deleteMemories, insertMemories, listMemories, memoryStats } from "../../memory/memory-repo.ts";
 import { forgetRoomHistory } from "../../room/room-client.ts";
-import { ConflictError, ValidationError } from "../../runtime/errors.ts";
+import { ValidationError } from "../../runtime/errors.ts";
 import type { Memory, MemoryType, SearchTimings } from "../../runtime/types.ts";
 import { pathNestedDeeperThan } from "../json-depth.ts";
 import { assertAgentExists } from "../known-agents.ts";
@@ -61,7 +61,7 @@ const MemoryInput = z
       .string()
       .regex(/^[A-Za-z0-9][A-Za-z0-9._:@-]{0,63}$/, "1-64 letters, digits or . _ : @ -")
       .optional()
-      .openapi({ description: "Your id for it; sending the same id again stores nothing new" }),
+      .openapi({ description: "Your id for it, unique within the agent (another agent's memory may have the same id); sending the same id again stores nothing new" }),
     shared: z.boolean().optional().openapi({ description: "A fact every user may be told (not only its user)" }),
   })
   .superRefine((input, ctx) => {
@@ -158,7 +158,6 @@ export function memoryRoutes(): OpenAPIHono<AppEnv> {
         400: errorContent("Invalid memories"),
         403: errorContent("A user or room the token may not name (reserved namespace or outside its userPrefix)"),
         404: errorContent("No such agent"),
-        409: errorContent("An id belongs to another agent's memory"),
       },
     }),
     async (c) => {
@@ -185,11 +184,6 @@ export function memoryRoutes(): OpenAPIHono<AppEnv> {
         metadata: { ...(input.metadata ?? {}), ...(input.shared ? { shared: true } : {}) },
         createdAt: input.createdAt ?? now,
       }));
-      const given = items.filter((_, i) => inputs[i]!.id !== undefined).map((m) => m.id);
-      if (given.length > 0) {
-        const existing = await memoryIdsOfOtherAgents(backends.db, agentId, given);
-        if (existing.length > 0) throw new ConflictError(`memory ids already used by another agent: ${existing.slice(0, 5).join(", ")}`);
-      }
       await insertMemories(backends.db, items);
       const rooms = items.filter((m) => m.type === "message" && m.roomId).map((m) => m.roomId!);
       if (rooms.length > 0) await forgetRoomHistory(c.env, agentId, rooms);
