@@ -23,6 +23,7 @@ const baseBindings = {
   RATE_LIMIT_PER_TOKEN: "",
   RATE_LIMIT_PER_USER: "",
   DAILY_TOKEN_LIMIT: "",
+  ALLOW_LOOPBACK_FETCH: "",
   MCP_ALLOW_LOOPBACK: "",
   SECRETS_KEY: "test-secrets-key-0123456789abcdef0123456789",
   MODEL: "test-primary",
@@ -69,8 +70,8 @@ export default defineConfig(async () => {
     DISCORD_API_BASE: "http://discord.test/api/v10",
     DISCORD_BOT_TOKEN: "test-bot-token-not-real",
     TEST_DISCORD_PRIVATE_KEY: discord.privateKey,
-    // The MCP test peers listen on 127.0.0.1 over http.
-    MCP_ALLOW_LOOPBACK: "true",
+    // The MCP test peers listen on 127.0.0.1 over http: the guarded fetch may reach loopback.
+    ALLOW_LOOPBACK_FETCH: "true",
     // Instagram publishing against the Graph API stand-in (test/stand-ins/graph-stand-in.ts).
     INSTAGRAM_USER_ID: "17841400000000001",
     INSTAGRAM_ACCESS_TOKEN: "test-instagram-token",

@@ -40,6 +40,8 @@ export interface Env {
   RATE_LIMIT_PER_TOKEN?: string;
   RATE_LIMIT_PER_USER?: string;
   DAILY_TOKEN_LIMIT?: string;
+  ALLOW_LOOPBACK_FETCH?: string;
+  /** The old name of ALLOW_LOOPBACK_FETCH, still honoured. */
   MCP_ALLOW_LOOPBACK?: string;
 }
 
@@ -109,6 +111,7 @@ const VarsSchema = z.object({
   INSTAGRAM_USER_ID: z.preprocess(unset, z.string().regex(/^\d{1,30}$/, "must be the numeric Instagram professional account id").optional()),
   INSTAGRAM_ACCESS_TOKEN: optionalString,
   INSTAGRAM_GRAPH_BASE: optionalUrl,
+  ALLOW_LOOPBACK_FETCH: z.preprocess(unset, z.enum(["true", "false"], { error: 'must be "true" or "false"' }).optional()),
   MCP_ALLOW_LOOPBACK: z.preprocess(unset, z.enum(["true", "false"], { error: 'must be "true" or "false"' }).optional()),
   DAILY_TOKEN_LIMIT: z.preprocess(unset, z.coerce.number({ error: "must be a whole number" }).int("must be a whole number").min(1).optional()),
   MAX_CONTEXT_TOKENS: z.preprocess(unset, z.coerce.number({ error: "must be a whole number" }).int("must be a whole number").min(1_000).max(2_000_000).optional()),
@@ -147,8 +150,8 @@ export interface Config {
   rateLimits: { perToken: RateRule | null; perUser: RateRule | null };
   /** Model tokens an agent may spend per UTC day unless its character says otherwise; null: no ceiling. */
   dailyTokenLimit: number | null;
-  /** Development only: MCP servers on loopback over http (tests, `npm run dev`). */
-  mcpAllowLoopback: boolean;
+  /** Development only: the guarded fetch may reach loopback, over http too (tests, `npm run dev`). */
+  allowLoopbackFetch: boolean;
   /** Instagram publishing; null unless both the account id and the token are set. */
   instagram: { userId: string; accessToken: string; graphBase?: string } | null;
 }
@@ -180,7 +183,8 @@ export function loadConfig(env: Env): Config {
     publicBaseUrl: vars.PUBLIC_BASE_URL,
     rateLimits: { perToken: vars.RATE_LIMIT_PER_TOKEN, perUser: vars.RATE_LIMIT_PER_USER },
     dailyTokenLimit: vars.DAILY_TOKEN_LIMIT ?? null,
-    mcpAllowLoopback: vars.MCP_ALLOW_LOOPBACK === "true",
+    // ALLOW_LOOPBACK_FETCH wins; MCP_ALLOW_LOOPBACK is its old name.
+    allowLoopbackFetch: (vars.ALLOW_LOOPBACK_FETCH ?? vars.MCP_ALLOW_LOOPBACK) === "true",
     instagram:
       vars.INSTAGRAM_USER_ID && vars.INSTAGRAM_ACCESS_TOKEN
         ? { userId: vars.INSTAGRAM_USER_ID, accessToken: vars.INSTAGRAM_ACCESS_TOKEN, graphBase: vars.INSTAGRAM_GRAPH_BASE }

@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { MODEL_TOOL_NAME, namespacedToolNames } from "../src/mcp/names.ts";
 import { McpServerConfig, assertKnownServers } from "../src/mcp/registry.ts";
 import { toToolOutput } from "../src/mcp/results.ts";
-import { assertSafeServerUrl, dohResolver, isPublicAddress, type UrlPolicy } from "../src/mcp/url-safety.ts";
+import { assertSafeServerUrl, dohResolver, isPublicAddress, type UrlPolicy } from "../src/net/url-safety.ts";
 
 const resolvesTo = (addresses: Record<string, string[]>): UrlPolicy => ({
   allowLoopback: false,

@@ -3,6 +3,7 @@
 // the model, and called with a timeout. A server that cannot be reached is marked down and
 // skipped (retried after a pause); the turn goes on without it and the model is told. OAuth
 // servers use the agent's shared credentials (oauth-provider.ts) and refresh ahead of expiry.
+// Everything goes through the guarded fetch (src/net/).
 import { auth, UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
@@ -10,13 +11,15 @@ import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontex
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { ErrorCode, McpError, type Tool } from "@modelcontextprotocol/sdk/types.js";
 import { CfWorkerJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/cfworker-provider.js";
+import { assertSafeServerUrl, type UrlPolicy } from "../net/url-safety.ts";
+import { AppError } from "../runtime/errors.ts";
 import type { ToolContext, ToolDefinition, ToolHost, ToolOutput, ToolSourceStatus } from "../runtime/types.ts";
 import type { McpCredentialStore } from "./credentials.ts";
 import { namespacedToolNames } from "./names.ts";
 import { AgentOAuthProvider, TOKEN_REFRESH_MARGIN_MS } from "./oauth-provider.ts";
 import type { McpServerEntry } from "./registry.ts";
+import { describeRemoteError } from "./remote-errors.ts";
 import { toToolOutput } from "./results.ts";
-import { assertSafeServerUrl, type UrlPolicy } from "./url-safety.ts";
 
 export const MCP_CONNECT_TIMEOUT_MS = 10_000;
 export const MCP_TOOL_TIMEOUT_MS = 30_000;
@@ -40,7 +43,10 @@ export interface ServerStatus {
 
 export interface McpConnectionOptions {
   agentId: string;
+  /** The transports' fetch: guarded (src/net/guarded-fetch.ts). */
   fetch: typeof fetch;
+  /** Token refreshes: guarded, with OAuth's caps. */
+  oauthFetch: typeof fetch;
   urlPolicy: UrlPolicy;
   /** Null when SECRETS_KEY is not set: OAuth servers then fail with a clear reason. */
   credentials: McpCredentialStore | null;
@@ -164,7 +170,7 @@ export class McpConnections implements ToolHost {
       if (ctx.signal.aborted) return { ok: false, error: `${connection.entry.name}/${tool} was cancelled` };
       // The connection itself failed: the server is down until a later turn reconnects.
       this.markNotReady(connection, error);
-      return { ok: false, error: `MCP server ${connection.entry.name} became unavailable during the call (${describe(error)})` };
+      return { ok: false, error: `MCP server ${connection.entry.name} became unavailable during the call (${describeRemoteError(error)})` };
     }
   }
 
@@ -217,7 +223,7 @@ export class McpConnections implements ToolHost {
         const expiresAt = provider.tokenExpiresAt;
         if (expiresAt !== null && expiresAt - this.options.now() < TOKEN_REFRESH_MARGIN_MS) {
           // Refresh ahead of time (auth() uses the refresh token when there is one).
-          const result = await auth(provider, { serverUrl: url, fetchFn: provider.refreshingFetch(this.options.fetch) });
+          const result = await auth(provider, { serverUrl: url, fetchFn: provider.refreshingFetch(this.options.oauthFetch) });
           if (result !== "AUTHORIZED") {
             return this.setStatus(connection, "authenticating", "the authorization expired; it must be given again", provider.pendingAuthUrl ?? undefined);
           }
@@ -273,7 +279,7 @@ export class McpConnections implements ToolHost {
       this.setStatus(connection, "authenticating", "the server needs authorization");
       return;
     }
-    this.setStatus(connection, "down", describe(error));
+    this.setStatus(connection, "down", describeRemoteError(error));
   }
 
   private setStatus(connection: Connection, state: ServerState, error?: string, authUrl?: string): void {
@@ -304,15 +310,10 @@ function configKey(entry: McpServerEntry): string {
   return JSON.stringify(entry.config);
 }
 
-function describe(error: unknown): string {
-  const message = error instanceof Error ? error.message : String(error);
-  return message.replace(/Bearer\s+\S+/gi, "Bearer [redacted]").slice(0, 300);
-}
-
 function withTimeout<T>(promise: Promise<T>, ms: number, message: string): Promise<T> {
   let timer: ReturnType<typeof setTimeout> | undefined;
   const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(message)), ms);
+    timer = setTimeout(() => reject(new AppError("upstream", 504, message)), ms);
   });
   return Promise.race([promise, deadline]).finally(() => clearTimeout(timer));
 }

@@ -2,7 +2,8 @@
 // consent. The `state` finds the pending authorization (only its hash is stored, for 15 minutes);
 // the code is exchanged with the PKCE verifier and the resource indicator, the tokens are sealed
 // in D1 for every room of the agent, and the server is connected once to confirm. A browser gets
-// a small page; other clients get JSON. Nothing secret is ever shown.
+// a small page; other clients get JSON. Nothing secret is ever shown, nor what the authorization
+// server answered.
 import { auth } from "@modelcontextprotocol/sdk/client/auth.js";
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
@@ -11,7 +12,8 @@ import { AgentOAuthProvider } from "../../mcp/oauth-provider.ts";
 import { describeServers } from "../../mcp/overview.ts";
 import { mcpPlatform, OAUTH_CALLBACK_PATH } from "../../mcp/platform.ts";
 import { findServer } from "../../mcp/registry.ts";
-import { assertSafeServerUrl } from "../../mcp/url-safety.ts";
+import { describeRemoteError, traceResponses } from "../../mcp/remote-errors.ts";
+import { assertSafeServerUrl } from "../../net/url-safety.ts";
 import { AppError, NotConfiguredError, ValidationError } from "../../runtime/errors.ts";
 import type { AppEnv } from "../app-env.ts";
 import { errorBody } from "../errors.ts";
@@ -67,10 +69,11 @@ export function oauthRoutes(): OpenAPIHono<AppEnv> {
           now: Date.now,
         });
         const url = await assertSafeServerUrl(entry.config.url, platform.urlPolicy);
+        const trace = traceResponses(platform.oauthFetch);
         try {
-          await auth(provider, { serverUrl: url, authorizationCode: code, fetchFn: platform.fetch });
+          await auth(provider, { serverUrl: url, authorizationCode: code, fetchFn: trace.fetch });
         } catch (exchangeError) {
-          throw new AppError("upstream", 400, `the authorization server refused the code: ${exchangeError instanceof Error ? exchangeError.message : String(exchangeError)}`);
+          throw new AppError("upstream", 400, `the code could not be exchanged for tokens: ${describeRemoteError(exchangeError, trace)}`);
         }
         const [view] = await describeServers(platform, row.agentId, [entry], { probe: true, startAuthorization: false, now: Date.now });
         const tools = view?.tools.length ?? 0;

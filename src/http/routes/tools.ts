@@ -1,11 +1,11 @@
 // An agent's MCP servers and every tool it can call. Adding a server checks its URL (https and
-// public, see mcp/url-safety.ts), stores it, and answers with its state: ready with its tools,
+// public, see net/url-safety.ts), stores it, and answers with its state: ready with its tools,
 // down with the reason, or `authenticating` with the consent link for OAuth servers.
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import { describeServers } from "../../mcp/overview.ts";
 import { mcpPlatform } from "../../mcp/platform.ts";
 import { effectiveServers, findServer, McpServerConfig, SERVER_NAME, SERVER_NAME_RULE } from "../../mcp/registry.ts";
-import { assertSafeServerUrl } from "../../mcp/url-safety.ts";
+import { assertSafeServerUrl } from "../../net/url-safety.ts";
 import { BUILTIN_TOOL_DEFINITIONS } from "../../runtime/builtin-tools.ts";
 import { ConflictError, NotFoundError } from "../../runtime/errors.ts";
 import type { AppEnv } from "../app-env.ts";
