@@ -77,6 +77,8 @@ export default defineConfig(async () => {
     INSTAGRAM_ACCESS_TOKEN: "test-instagram-token",
     INSTAGRAM_GRAPH_BASE: "http://graph.test/v26.0",
     PUBLIC_BASE_URL: "https://agents.test",
+    // A bearer secret for MCP servers: mcp-servers.json declares where it may go (test/security/).
+    MCP_GITHUB_TOKEN: "ghp_test_secret_not_real_0123456789",
   };
   return {
     test: {

@@ -3,7 +3,7 @@
 // the model, and called with a timeout. A server that cannot be reached is marked down and
 // skipped (retried after a pause); the turn goes on without it and the model is told. OAuth
 // servers use the agent's shared credentials (oauth-provider.ts) and refresh ahead of expiry.
-// Everything goes through the guarded fetch (src/net/).
+// Everything goes through the guarded fetch; a bearer secret only to an origin declared for it.
 import { auth, UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
@@ -17,7 +17,7 @@ import type { ToolContext, ToolDefinition, ToolHost, ToolOutput, ToolSourceStatu
 import type { McpCredentialStore } from "./credentials.ts";
 import { namespacedToolNames } from "./names.ts";
 import { AgentOAuthProvider, TOKEN_REFRESH_MARGIN_MS } from "./oauth-provider.ts";
-import type { McpServerEntry } from "./registry.ts";
+import { secretRefusal, type McpServerEntry } from "./registry.ts";
 import { describeRemoteError } from "./remote-errors.ts";
 import { toToolOutput } from "./results.ts";
 
@@ -210,6 +210,9 @@ export class McpConnections implements ToolHost {
       const url = await assertSafeServerUrl(entry.config.url, this.options.urlPolicy);
       const headers: Record<string, string> = { ...entry.config.headers };
       let provider: AgentOAuthProvider | undefined;
+      // Also for a server stored before the rule: the secret never leaves for an undeclared origin.
+      const refusal = secretRefusal(entry.config);
+      if (refusal) return this.setStatus(connection, "failed", refusal);
       if (entry.config.auth.type === "bearer") {
         const token = this.options.secret(entry.config.auth.secret);
         if (!token) return this.setStatus(connection, "failed", `the secret ${entry.config.auth.secret} is not set (wrangler secret put ${entry.config.auth.secret})`);

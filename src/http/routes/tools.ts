@@ -1,10 +1,11 @@
 // An agent's MCP servers and every tool it can call. Adding a server checks its URL (https and
-// public, see net/url-safety.ts), stores it, and answers with its state: ready with its tools,
-// down with the reason, or `authenticating` with the consent link for OAuth servers.
+// public, see net/url-safety.ts) and that a bearer secret may go to it (mcp-servers.json's
+// secretOrigins), stores it, and answers with its state: ready with its tools, down with the
+// reason, or `authenticating` with the consent link for OAuth servers.
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import { describeServers } from "../../mcp/overview.ts";
 import { mcpPlatform } from "../../mcp/platform.ts";
-import { effectiveServers, findServer, McpServerConfig, SERVER_NAME, SERVER_NAME_RULE } from "../../mcp/registry.ts";
+import { assertSecretAllowed, effectiveServers, findServer, McpServerConfig, SERVER_NAME, SERVER_NAME_RULE } from "../../mcp/registry.ts";
 import { assertSafeServerUrl } from "../../net/url-safety.ts";
 import { BUILTIN_TOOL_DEFINITIONS } from "../../runtime/builtin-tools.ts";
 import { ConflictError, NotFoundError } from "../../runtime/errors.ts";
@@ -83,7 +84,7 @@ export function toolRoutes(): OpenAPIHono<AppEnv> {
       responses: {
         201: jsonContent(ServerView, "Added; `state` says whether it works, `authUrl` where to consent"),
         200: jsonContent(ServerView, "An existing server, with its state (and a fresh consent link when it needs one)"),
-        400: errorContent("Invalid settings, or a URL that is not https and public"),
+        400: errorContent("Invalid settings, a URL that is not https and public, or a bearer secret not declared for this origin"),
         404: errorContent("No such agent or server"),
         409: errorContent("The agent already has a server with this name"),
       },
@@ -99,6 +100,7 @@ export function toolRoutes(): OpenAPIHono<AppEnv> {
       if (url !== undefined) {
         const config = McpServerConfig.parse({ ...rest, url });
         // Refused before anything is stored.
+        assertSecretAllowed(config);
         await assertSafeServerUrl(config.url, platform.urlPolicy);
         await platform.servers.add(agentId, name, config, now);
         // Rooms cache the agent's servers by version: they pick the new one up on their next turn.
