@@ -24,6 +24,7 @@ const baseBindings = {
   RATE_LIMIT_PER_TOKEN: "",
   RATE_LIMIT_PER_USER: "",
   DAILY_TOKEN_LIMIT: "",
+  ALLOW_LOOPBACK_FETCH: "",
   MCP_ALLOW_LOOPBACK: "",
   SECRETS_KEY: "test-secrets-key-0123456789abcdef0123456789",
   MODEL: "test-primary",
@@ -74,13 +75,15 @@ export default defineConfig(async () => {
     // Owners who manage the bot in DMs; the stand-in's application owner is another one.
     DISCORD_OWNER_IDS: "610000000000000001",
     TEST_DISCORD_PRIVATE_KEY: discord.privateKey,
-    // The MCP test peers listen on 127.0.0.1 over http.
-    MCP_ALLOW_LOOPBACK: "true",
+    // The MCP test peers listen on 127.0.0.1 over http: the guarded fetch may reach loopback.
+    ALLOW_LOOPBACK_FETCH: "true",
     // Instagram publishing against the Graph API stand-in (test/stand-ins/graph-stand-in.ts).
     INSTAGRAM_USER_ID: "17841400000000001",
     INSTAGRAM_ACCESS_TOKEN: "test-instagram-token",
     INSTAGRAM_GRAPH_BASE: "http://graph.test/v26.0",
     PUBLIC_BASE_URL: "https://agents.test",
+    // A bearer secret for MCP servers: mcp-servers.json declares where it may go (test/security/).
+    MCP_GITHUB_TOKEN: "ghp_test_secret_not_real_0123456789",
   };
   return {
     test: {

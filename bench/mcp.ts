@@ -23,7 +23,7 @@ async function main(): Promise<void> {
   console.log(`\nedge-agents MCP bench: ${cpu[0]?.model ?? "unknown CPU"} x${cpu.length}, Node ${process.version}`);
   const peers = await startMcpPeers();
   const model = await startModelServer();
-  const worker = await startBenchWorker({ OPENAI_API_KEY: "bench", OPENAI_BASE_URL: `${model.url}/v1`, MODEL: "bench-model", MCP_ALLOW_LOOPBACK: "true" });
+  const worker = await startBenchWorker({ OPENAI_API_KEY: "bench", OPENAI_BASE_URL: `${model.url}/v1`, MODEL: "bench-model", ALLOW_LOOPBACK_FETCH: "true" });
   try {
     // 1. Directly, with the SDK client.
     const client = new Client({ name: "bench", version: "1.0.0" });

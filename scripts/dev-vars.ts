@@ -1,5 +1,5 @@
 // Makes sure .dev.vars exists for `npm run dev`, with a random ADMIN_TOKEN and SECRETS_KEY (and
-// MCP_ALLOW_LOOPBACK=true, for MCP servers on localhost), and
+// ALLOW_LOOPBACK_FETCH=true, for MCP servers on localhost), and
 // prints the admin token so the README's curl examples work at once. Never overwrites a value
 // you set; only adds what is missing. .dev.vars is git-ignored: it holds local secrets.
 import { randomBytes } from "node:crypto";
@@ -21,7 +21,8 @@ const additions: string[] = [];
 if (!has("ADMIN_TOKEN")) additions.push(`ADMIN_TOKEN=${randomBytes(24).toString("hex")}`);
 if (!has("SECRETS_KEY")) additions.push(`SECRETS_KEY=${randomBytes(32).toString("base64url")}`);
 // Local MCP servers (e.g. the SDK's examples on localhost) over http; never set this in production.
-if (!has("MCP_ALLOW_LOOPBACK")) additions.push("MCP_ALLOW_LOOPBACK=true");
+// MCP_ALLOW_LOOPBACK is its old name: a .dev.vars that has it keeps it.
+if (!has("ALLOW_LOOPBACK_FETCH") && !has("MCP_ALLOW_LOOPBACK")) additions.push("ALLOW_LOOPBACK_FETCH=true");
 if (additions.length > 0 || !existsSync(PATH)) {
   writeFileSync(PATH, `${existing.trimEnd()}\n${additions.join("\n")}\n`);
 }

@@ -41,6 +41,8 @@ export interface Env {
   RATE_LIMIT_PER_TOKEN?: string;
   RATE_LIMIT_PER_USER?: string;
   DAILY_TOKEN_LIMIT?: string;
+  ALLOW_LOOPBACK_FETCH?: string;
+  /** The old name of ALLOW_LOOPBACK_FETCH, still honoured. */
   MCP_ALLOW_LOOPBACK?: string;
 }
 
@@ -112,6 +114,7 @@ const VarsSchema = z.object({
   INSTAGRAM_GRAPH_BASE: optionalUrl,
   // Discord user ids (snowflakes) who manage the bot in DMs, besides the application's owner.
   DISCORD_OWNER_IDS: commaList.pipe(z.array(z.string().regex(/^\d{1,20}$/, "must be a comma list of Discord user ids"))),
+  ALLOW_LOOPBACK_FETCH: z.preprocess(unset, z.enum(["true", "false"], { error: 'must be "true" or "false"' }).optional()),
   MCP_ALLOW_LOOPBACK: z.preprocess(unset, z.enum(["true", "false"], { error: 'must be "true" or "false"' }).optional()),
   DAILY_TOKEN_LIMIT: z.preprocess(unset, z.coerce.number({ error: "must be a whole number" }).int("must be a whole number").min(1).optional()),
   MAX_CONTEXT_TOKENS: z.preprocess(unset, z.coerce.number({ error: "must be a whole number" }).int("must be a whole number").min(1_000).max(2_000_000).optional()),
@@ -150,8 +153,8 @@ export interface Config {
   rateLimits: { perToken: RateRule | null; perUser: RateRule | null };
   /** Model tokens an agent may spend per UTC day unless its character says otherwise; null: no ceiling. */
   dailyTokenLimit: number | null;
-  /** Development only: MCP servers on loopback over http (tests, `npm run dev`). */
-  mcpAllowLoopback: boolean;
+  /** Development only: the guarded fetch may reach loopback, over http too (tests, `npm run dev`). */
+  allowLoopbackFetch: boolean;
   /** DISCORD_OWNER_IDS: Discord users who manage the bot in DMs (with the application's owner). */
   discordOwnerIds: string[];
   /** Instagram publishing; null unless both the account id and the token are set. */
@@ -185,7 +188,8 @@ export function loadConfig(env: Env): Config {
     publicBaseUrl: vars.PUBLIC_BASE_URL,
     rateLimits: { perToken: vars.RATE_LIMIT_PER_TOKEN, perUser: vars.RATE_LIMIT_PER_USER },
     dailyTokenLimit: vars.DAILY_TOKEN_LIMIT ?? null,
-    mcpAllowLoopback: vars.MCP_ALLOW_LOOPBACK === "true",
+    // ALLOW_LOOPBACK_FETCH wins; MCP_ALLOW_LOOPBACK is its old name.
+    allowLoopbackFetch: (vars.ALLOW_LOOPBACK_FETCH ?? vars.MCP_ALLOW_LOOPBACK) === "true",
     discordOwnerIds: vars.DISCORD_OWNER_IDS,
     instagram:
       vars.INSTAGRAM_USER_ID && vars.INSTAGRAM_ACCESS_TOKEN

@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { MODEL_TOOL_NAME, namespacedToolNames } from "../src/mcp/names.ts";
 import { McpServerConfig, assertKnownServers } from "../src/mcp/registry.ts";
 import { toToolOutput } from "../src/mcp/results.ts";
-import { assertSafeServerUrl, dohResolver, isPublicAddress, type UrlPolicy } from "../src/mcp/url-safety.ts";
+import { assertSafeServerUrl, dohResolver, isPublicAddress, type UrlPolicy } from "../src/net/url-safety.ts";
 
 const resolvesTo = (addresses: Record<string, string[]>): UrlPolicy => ({
   allowLoopback: false,
@@ -120,7 +120,9 @@ describe("MCP results for the model", () => {
     const once = toToolOutput("calc", "add", { content: [{ type: "text", text: '{"sum":3}' }], structuredContent: { sum: 3 } });
     expect(once.ok && once.content.match(/"sum"/g)?.length).toBe(1);
 
-    expect(toToolOutput("docs", "lookup", { content: [{ type: "text", text: "no such page" }], isError: true })).toEqual({ ok: false, error: "docs/lookup failed: no such page" });
+    const failed = toToolOutput("docs", "lookup", { content: [{ type: "text", text: "no such page" }], isError: true });
+    expect(failed.ok).toBe(false);
+    expect(!failed.ok && failed.error).toMatch(/^docs\/lookup failed\.\n[\s\S]*<data source="mcp:docs\/lookup">\nno such page\n<\/data>$/);
     const big = toToolOutput("docs", "dump", { content: [{ type: "text", text: "x".repeat(200_000) }] });
     expect(big.ok && big.content.length).toBeLessThan(101_000);
   });

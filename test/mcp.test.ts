@@ -87,7 +87,8 @@ describe("MCP servers over Streamable HTTP", () => {
       ["plain__big", true],
     ]);
     const [fail, image, resource, add, big] = toolMessages(model.calls.at(-1)!);
-    expect(fail).toContain("plain/fail failed: the widget is broken");
+    expect(fail).toContain("plain/fail failed.");
+    expect(fail).toContain('<data source="mcp:plain/fail">\nthe widget is broken\n</data>');
     expect(image).toMatch(/\[image image\/png, \d+ bytes, not shown\]/);
     expect(resource).toContain("Resource file:///notes/guide.md (text/markdown):\n# Guide\nStep one.");
     expect(add).toContain('{"sum":5}');

@@ -6,6 +6,7 @@
 // server that rotates refresh tokens (OAuth 2.1, section 4.3.1) refuses a second use of one.
 import type { OAuthClientProvider, OAuthDiscoveryState } from "@modelcontextprotocol/sdk/client/auth.js";
 import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from "@modelcontextprotocol/sdk/shared/auth.js";
+import { ConflictError, NotConfiguredError, ValidationError } from "../runtime/errors.ts";
 import { sha256Hex, toBase64Url } from "../runtime/hashing.ts";
 import type { McpCredentialRow, McpCredentialStore } from "./credentials.ts";
 
@@ -58,7 +59,7 @@ export class AgentOAuthProvider implements OAuthClientProvider {
   get redirectUrl(): string {
     // A flow started with one redirect URL must finish with it (the exchange repeats it).
     const url = this.row.data.redirectUrl ?? this.options.redirectUrl;
-    if (!url) throw new Error("no OAuth callback URL is known: set PUBLIC_BASE_URL");
+    if (!url) throw new NotConfiguredError("no OAuth callback URL is known: set PUBLIC_BASE_URL");
     return url;
   }
 
@@ -145,7 +146,7 @@ export class AgentOAuthProvider implements OAuthClientProvider {
 
   codeVerifier(): string {
     const verifier = this.row.data.codeVerifier;
-    if (!verifier) throw new Error("no authorization is in progress for this server (the code verifier is missing)");
+    if (!verifier) throw new ValidationError("no authorization is in progress for this server (the code verifier is missing)");
     return verifier;
   }
 
@@ -188,7 +189,7 @@ export class AgentOAuthProvider implements OAuthClientProvider {
     await this.takeLease();
     try {
       const current = await this.store.load(this.row.agentId, this.row.server);
-      if (!current) throw new Error("this server's OAuth credentials were removed");
+      if (!current) throw new ConflictError("this server's OAuth credentials were removed");
       this.row = current;
       const stored = current.data.tokens;
       if (stored?.refresh_token && stored.refresh_token !== presented) {
@@ -217,10 +218,10 @@ export class AgentOAuthProvider implements OAuthClientProvider {
         this.leaseHeld = true;
         return;
       }
-      if (lease === "missing") throw new Error("this server's OAuth credentials were removed");
+      if (lease === "missing") throw new ConflictError("this server's OAuth credentials were removed");
       await new Promise((resolve) => setTimeout(resolve, LEASE_POLL_MS));
     }
-    throw new Error(`another room has been refreshing this server's token for over ${(2 * REFRESH_LEASE_MS) / 1000} s`);
+    throw new ConflictError(`another room has been refreshing this server's token for over ${(2 * REFRESH_LEASE_MS) / 1000} s`);
   }
 
   private async releaseLease(): Promise<void> {

@@ -1,13 +1,16 @@
 // What an agent's MCP servers look like from outside a room: for GET /agents/:agentId/tools,
 // POST (after adding one), /oauth/callback and Discord's /tools. Probing opens a short-lived
 // connection from the worker (rooms keep their own); an OAuth server without tokens gets a
-// consent link, reusing one still pending or starting a new authorization.
+// consent link, reusing one still pending or starting a new authorization. A failure says what
+// failed (and the HTTP status), never what a remote server answered.
 import { auth } from "@modelcontextprotocol/sdk/client/auth.js";
+import { assertSafeServerUrl } from "../net/url-safety.ts";
+import { AppError, NotConfiguredError } from "../runtime/errors.ts";
 import { McpConnections, type ServerState } from "./connections.ts";
 import { AgentOAuthProvider } from "./oauth-provider.ts";
 import type { McpPlatform } from "./platform.ts";
 import type { McpServerEntry } from "./registry.ts";
-import { assertSafeServerUrl } from "./url-safety.ts";
+import { describeRemoteError, traceResponses } from "./remote-errors.ts";
 
 export interface ServerOverview {
   name: string;
@@ -36,7 +39,8 @@ export async function describeServers(platform: McpPlatform, agentId: string, en
   if (!options.probe) return overviews;
   const probe = new McpConnections({ agentId, ...platform, now: options.now, connectTimeoutMs: options.connectTimeoutMs });
   try {
-    const probed = entries.filter((_, index) => overviews[index]!.state !== "authenticating");
+    // Waiting for consent or failed already (no SECRETS_KEY, a refused discovery): nothing to connect.
+    const probed = entries.filter((_, index) => overviews[index]!.state === "unknown");
     await probe.prepare(probed);
     const statuses = new Map(probe.statuses().map((status) => [status.name, status]));
     return overviews.map((overview) => {
@@ -81,14 +85,20 @@ async function baseOverview(platform: McpPlatform, agentId: string, entry: McpSe
     const authUrl = await beginAuthorization(platform, entry, provider);
     return authUrl ? { ...overview, state: "authenticating", authUrl } : overview;
   } catch (error) {
-    return { ...overview, state: "failed", error: `could not start the authorization: ${error instanceof Error ? error.message : String(error)}` };
+    return { ...overview, state: "failed", error: `could not start the authorization: ${describeRemoteError(error)}` };
   }
 }
 
 /** Discovery, registration and a PKCE authorization request; returns the consent URL (null if already authorized). */
 export async function beginAuthorization(platform: McpPlatform, entry: McpServerEntry, provider: AgentOAuthProvider): Promise<string | null> {
-  if (!provider.canRedirect) throw new Error("no OAuth callback URL is known: set PUBLIC_BASE_URL");
+  if (!provider.canRedirect) throw new NotConfiguredError("no OAuth callback URL is known: set PUBLIC_BASE_URL");
   const url = await assertSafeServerUrl(entry.config.url, platform.urlPolicy);
-  const result = await auth(provider, { serverUrl: url, fetchFn: platform.fetch });
+  const trace = traceResponses(platform.oauthFetch);
+  let result: Awaited<ReturnType<typeof auth>>;
+  try {
+    result = await auth(provider, { serverUrl: url, fetchFn: trace.fetch });
+  } catch (error) {
+    throw new AppError("upstream", 502, describeRemoteError(error, trace));
+  }
   return result === "REDIRECT" ? (provider.authorizationUrl?.toString() ?? provider.pendingAuthUrl) : null;
 }

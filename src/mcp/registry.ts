@@ -1,7 +1,8 @@
 // Which MCP servers exist and which an agent uses. Two sources: the checked-in registry
 // (mcp-servers.json, bundled with the worker, for every agent whose character names a server) and
 // servers added to one agent at runtime (POST /agents/:agentId/tools, kept in D1). An agent uses
-// the servers its character names plus the ones added to it.
+// the servers its character names plus the ones added to it. The registry also says where each
+// bearer secret may go (`secretOrigins`, and its own servers' origins); nowhere else.
 import { and, asc, eq } from "drizzle-orm";
 import { z } from "zod";
 import registryFile from "../../mcp-servers.json";
@@ -53,20 +54,72 @@ export interface McpServerEntry {
   origin: "registry" | "agent";
 }
 
-const RegistryFile = z.strictObject({ $schema: z.string().optional(), servers: z.record(z.string().regex(SERVER_NAME, SERVER_NAME_RULE), McpServerConfig) });
+/** `https://host[:port]`, nothing more: where a secret may be sent is decided by origin. */
+const SecretOrigin = z
+  .url({ protocol: /^https?$/, error: "must be an http(s) origin" })
+  .refine((value) => /^https?:\/\/[^/?#]+\/?$/i.test(value), "an origin only (scheme, host, optional port), no path")
+  .transform((value) => new URL(value).origin);
 
-let registry: Map<string, McpServerConfig> | undefined;
+const RegistryFile = z.strictObject({
+  $schema: z.string().optional(),
+  servers: z.record(z.string().regex(SERVER_NAME, SERVER_NAME_RULE), McpServerConfig),
+  /** Where each MCP_* secret may be sent, besides the servers of this file that name it. */
+  secretOrigins: z.record(z.string().regex(SECRET_NAME, "an MCP_* secret name"), z.array(SecretOrigin).max(20)).default({}),
+});
 
-/** The checked-in registry, validated once per isolate; a broken file is a clear error. */
-export function registryServers(): Map<string, McpServerConfig> {
-  if (registry) return registry;
-  const parsed = RegistryFile.safeParse(registryFile);
+export interface Registry {
+  servers: Map<string, McpServerConfig>;
+  /** Secret name -> the origins it may be sent to (declared ones and its registry servers'). */
+  secretOrigins: Map<string, Set<string>>;
+}
+
+let registry: Registry | undefined;
+
+/** Validates a registry file; a broken file is a clear error naming each problem. */
+export function parseRegistry(file: unknown): Registry {
+  const parsed = RegistryFile.safeParse(file);
   if (!parsed.success) {
     const problems = parsed.error.issues.map((issue) => `${issue.path.join(".")}: ${issue.message}`).join("; ");
     throw new NotConfiguredError(`mcp-servers.json is invalid: ${problems}`);
   }
-  registry = new Map(Object.entries(parsed.data.servers));
+  const secretOrigins = new Map(Object.entries(parsed.data.secretOrigins).map(([name, origins]) => [name, new Set(origins)]));
+  for (const config of Object.values(parsed.data.servers)) {
+    if (config.auth.type !== "bearer") continue;
+    const origins = secretOrigins.get(config.auth.secret) ?? new Set<string>();
+    origins.add(new URL(config.url).origin);
+    secretOrigins.set(config.auth.secret, origins);
+  }
+  return { servers: new Map(Object.entries(parsed.data.servers)), secretOrigins };
+}
+
+/** The checked-in registry, validated once per isolate. */
+export function loadRegistry(): Registry {
+  registry ??= parseRegistry(registryFile);
   return registry;
+}
+
+export function registryServers(): Map<string, McpServerConfig> {
+  return loadRegistry().servers;
+}
+
+/**
+ * Why this server may not be given its bearer secret, or null. A worker secret goes only to the
+ * origins mcp-servers.json declares for it: anyone who may add a server must not be able to
+ * send MCP_GITHUB_TOKEN to a host of their own.
+ */
+export function secretRefusal(config: McpServerConfig, from: Registry = loadRegistry()): string | null {
+  if (config.auth.type !== "bearer") return null;
+  const { secret } = config.auth;
+  const origin = new URL(config.url).origin;
+  const allowed = from.secretOrigins.get(secret) ?? new Set<string>();
+  if (allowed.has(origin)) return null;
+  const declared = allowed.size > 0 ? [...allowed].sort().join(", ") : "none is declared";
+  return `${secret} may only be sent to the origins declared for it in mcp-servers.json (secretOrigins, or a server there that names it): ${declared}; not to ${origin}`;
+}
+
+export function assertSecretAllowed(config: McpServerConfig, from?: Registry): void {
+  const refusal = secretRefusal(config, from);
+  if (refusal) throw new ValidationError(refusal, { issues: [{ path: "auth.secret", message: refusal }] });
 }
 
 /** Refuses a character that names servers nobody configured, listing what exists. */

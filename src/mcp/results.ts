@@ -1,9 +1,10 @@
 // Turns an MCP tools/call result into what the model reads. Text is kept; images and audio are
 // described (chat completions take no images in tool messages); embedded resources are quoted
 // with their URI; structured content is given as JSON unless a text part already says the same.
-// The whole result is quoted as untrusted data with its source, and capped.
+// The whole result is quoted as untrusted data with its source, and capped; so is a failure the
+// server describes (`isError`, or a JSON-RPC error): the server's words never read as ours.
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
-import { quoteData, TOOL_RESULT_PREAMBLE } from "../runtime/quoted-data.ts";
+import { quoteData, TOOL_ERROR_PREAMBLE, TOOL_RESULT_PREAMBLE } from "../runtime/quoted-data.ts";
 import type { ToolOutput } from "../runtime/types.ts";
 
 /** Far above what the tool executor passes on (it truncates further); bounds memory only. */
@@ -15,12 +16,18 @@ export function toToolOutput(server: string, tool: string, result: CallToolResul
   if (structured !== undefined && !parts.some((part) => sameJson(part, structured))) parts.push(JSON.stringify(structured));
   let text = parts.join("\n").trim() || (result.isError ? "the tool reported an error without details" : "(no content)");
   if (text.length > MAX_MCP_RESULT_CHARS) text = `${text.slice(0, MAX_MCP_RESULT_CHARS)}\n[cut at ${MAX_MCP_RESULT_CHARS} characters]`;
-  if (result.isError) return { ok: false, error: `${server}/${tool} failed: ${text}` };
+  if (result.isError) return toolFailure(server, tool, text);
   return {
     ok: true,
     content: quoteData(`Result of ${tool} from MCP server ${server}`, [{ source: `mcp:${server}/${tool}`, text }], TOOL_RESULT_PREAMBLE),
     ...(structured !== undefined ? { data: structured } : {}),
   };
+}
+
+/** A failure in the server's own words, quoted as data under our one-line summary. */
+export function toolFailure(server: string, tool: string, said: string): ToolOutput {
+  const quoted = quoteData(`What ${tool} of MCP server ${server} said`, [{ source: `mcp:${server}/${tool}`, text: said.slice(0, MAX_MCP_RESULT_CHARS) }], TOOL_ERROR_PREAMBLE);
+  return { ok: false, error: `${server}/${tool} failed.\n${quoted}` };
 }
 
 type Part = CallToolResult["content"][number];

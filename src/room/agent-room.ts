@@ -15,7 +15,7 @@ import { createRoomRuntime, type RoomRuntime } from "./room-runtime.ts";
 import { MAX_TURN_ATTEMPTS, TurnJournal, type ApprovalPause, type DiscordDelivery, type JournalEntry } from "./turn-journal.ts";
 import { RoomDelivery } from "./room-delivery.ts";
 import { APPROVAL_WINDOW_MS, approvalResultText, canRouteApproval, newApprovalId } from "../clients/discord/approval.ts";
-import { attachmentPrompt, DISCORD_ATTACHMENT_HOSTS, ingestAttachments } from "../clients/discord/attachments.ts";
+import { attachmentPrompt, attachmentSource, ingestAttachments } from "../clients/discord/attachments.ts";
 import { editPosted } from "../clients/discord/delivery.ts";
 import { INTERACTION_TOKEN_LIFETIME_MS } from "../clients/discord/rest.ts";
 import type { TurnPause } from "../runtime/turn-types.ts";
@@ -336,11 +336,11 @@ export class AgentRoom extends Agent<Env> {
 
   /** Copies the turn's files into R2 (once: a re-run finds them there) and reads them for the model. */
   private async readAttachments(entry: JournalEntry): Promise<{ text: string; images: string[] }> {
-    const apiHost = this.env.DISCORD_API_BASE ? new URL(this.env.DISCORD_API_BASE).host : null;
     const results = await ingestAttachments(entry.input.attachments, {
       bucket: this.env.MEDIA,
       keyPrefix: `attachments/${entry.input.agentId}/${entry.turnId}`,
-      allowedHosts: [...DISCORD_ATTACHMENT_HOSTS, ...(apiHost ? [apiHost] : [])],
+      // Discord's hosts, through the guarded fetch.
+      ...attachmentSource(this.env),
     });
     return attachmentPrompt(results);
   }

@@ -80,6 +80,7 @@ export async function createRoomRuntime(env: Env, agentId: string, options: Room
   const mcp = new McpConnections({
     agentId,
     fetch: platform.fetch,
+    oauthFetch: platform.oauthFetch,
     urlPolicy: platform.urlPolicy,
     credentials: platform.credentials,
     redirectUrl: platform.redirectUrl,

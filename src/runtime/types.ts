@@ -122,6 +122,8 @@ export type ToolOutput =
 export interface ToolDefinition extends ToolSpec {
   /** Where it comes from: "builtin" or "mcp:<server>". */
   source: string;
+  /** A description written outside this deployment (an MCP server's): prompts quote it as data. */
+  remoteDescription?: string;
   timeoutMs?: number;
   requiresApproval?: boolean;
 }

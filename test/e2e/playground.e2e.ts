@@ -100,7 +100,7 @@ async function main(): Promise<void> {
   let worker: BenchWorker | undefined;
   let browser: Browser | undefined;
   try {
-    worker = await startBenchWorker({ OPENAI_API_KEY: "e2e", OPENAI_BASE_URL: `${model.url}/v1`, MODEL: "e2e-model", MCP_ALLOW_LOOPBACK: "true" });
+    worker = await startBenchWorker({ OPENAI_API_KEY: "e2e", OPENAI_BASE_URL: `${model.url}/v1`, MODEL: "e2e-model", ALLOW_LOOPBACK_FETCH: "true" });
     const { base, token } = worker;
     browser = await chromium.launch({
       executablePath: CHROMIUM,

@@ -2,7 +2,11 @@
 // by name or declared type, and by size while downloading), then given to the model: text files
 // as quoted data in the message, images as image inputs. A resumed turn finds its copies in R2 and
 // downloads nothing twice. Source URLs carry Discord's signed query string: it never reaches R2
-// metadata, an error or the model.
+// metadata, an error or the model. Downloads go through the guarded fetch (src/net/): Discord's
+// hosts only, https and public, redirects re-checked, size and time capped while reading.
+import type { Env } from "../../config.ts";
+import { OutboundRequestError, type FetchCaps } from "../../net/guarded-fetch.ts";
+import { outboundFetch } from "../../net/outbound.ts";
 import { sniffType } from "../../media/sniff.ts";
 import { storeMedia } from "../../media/store.ts";
 import { ATTACHMENT_PREAMBLE, quoteData } from "../../runtime/quoted-data.ts";
@@ -16,6 +20,8 @@ export const MAX_TEXT_BYTES = 256 * 1024;
 /** Images go to the model inline (base64); larger ones need a public URL we do not serve yet. */
 export const MAX_INLINE_IMAGE_BYTES = 4 * 1024 * 1024;
 const DOWNLOAD_TIMEOUT_MS = 10_000;
+/** One file: the largest we accept, within the download timeout. */
+export const ATTACHMENT_CAPS: FetchCaps = { timeoutMs: DOWNLOAD_TIMEOUT_MS, maxBytes: MAX_IMAGE_BYTES, streams: false };
 const TEXT_EXTENSIONS = /\.(txt|md|markdown|csv|json|log|ya?ml|xml|html?|ts|js|py)$/i;
 
 export type IngestedAttachment =
@@ -29,7 +35,21 @@ export interface IngestOptions {
   keyPrefix: string;
   /** Hosts files may be downloaded from (Discord's CDN): anything else is refused. */
   allowedHosts: string[];
-  fetch?: typeof fetch;
+  /** The guarded fetch (attachmentSource); a test may pass a stand-in. */
+  fetch: typeof fetch;
+}
+
+/**
+ * Where attachments come from in this deployment: Discord's CDN hosts, plus DISCORD_API_BASE's
+ * host for a stand-in. The operator configured that origin, so the guard trusts it as it is
+ * (http, a local name); every other URL, and every redirect, is checked.
+ */
+export function attachmentSource(env: Env): Pick<IngestOptions, "allowedHosts" | "fetch"> {
+  const api = env.DISCORD_API_BASE ? new URL(env.DISCORD_API_BASE) : null;
+  return {
+    allowedHosts: [...DISCORD_ATTACHMENT_HOSTS, ...(api ? [api.host] : [])],
+    fetch: outboundFetch(env, ATTACHMENT_CAPS, { trustedOrigins: api ? [api.origin] : [] }),
+  };
 }
 
 export async function ingestAttachments(attachments: Attachment[], options: IngestOptions): Promise<IngestedAttachment[]> {
@@ -75,42 +95,19 @@ async function download(url: string, options: IngestOptions): Promise<Uint8Array
   if (!options.allowedHosts.includes(parsed.host) || (parsed.protocol !== "https:" && parsed.protocol !== "http:")) {
     throw new AttachmentRefused("it is not hosted by Discord");
   }
-  const controller = new AbortController();
-  const timer = setTimeout(() => controller.abort(), DOWNLOAD_TIMEOUT_MS);
+  const tooLarge = `it is larger than ${MAX_IMAGE_BYTES / 1024 / 1024} MiB`;
   try {
-    const response = await (options.fetch ?? fetch)(url, { signal: controller.signal });
+    const response = await options.fetch(url);
     if (!response.ok || !response.body) {
       await response.body?.cancel();
       throw new AttachmentRefused(`Discord answered ${response.status} for it`);
     }
-    const declared = Number(response.headers.get("content-length") ?? Number.NaN);
-    if (declared > MAX_IMAGE_BYTES) {
-      await response.body.cancel();
-      throw new AttachmentRefused(`it is larger than ${MAX_IMAGE_BYTES / 1024 / 1024} MiB`);
-    }
-    // The declared length is not trusted: the cap holds while reading.
-    const chunks: Uint8Array[] = [];
-    let total = 0;
-    const reader = response.body.getReader();
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      total += value.byteLength;
-      if (total > MAX_IMAGE_BYTES) {
-        await reader.cancel();
-        throw new AttachmentRefused(`it is larger than ${MAX_IMAGE_BYTES / 1024 / 1024} MiB`);
-      }
-      chunks.push(value);
-    }
-    const bytes = new Uint8Array(total);
-    let offset = 0;
-    for (const chunk of chunks) {
-      bytes.set(chunk, offset);
-      offset += chunk.byteLength;
-    }
-    return bytes;
-  } finally {
-    clearTimeout(timer);
+    // The guard holds the size cap while reading, whatever Content-Length said.
+    return new Uint8Array(await response.arrayBuffer());
+  } catch (error) {
+    if (error instanceof OutboundRequestError && error.failure === "too_large") throw new AttachmentRefused(tooLarge);
+    if (error instanceof OutboundRequestError && error.failure === "timeout") throw new AttachmentRefused(`it did not download within ${DOWNLOAD_TIMEOUT_MS / 1000} s`);
+    throw error;
   }
 }
 

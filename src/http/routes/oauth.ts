@@ -2,7 +2,8 @@
 // consent. The `state` finds the pending authorization (only its hash is stored, for 15 minutes);
 // the code is exchanged with the PKCE verifier and the resource indicator, the tokens are sealed
 // in D1 for every room of the agent, and the server is connected once to confirm. A browser gets
-// a small page; other clients get JSON. Nothing secret is ever shown.
+// a small page; other clients get JSON. Nothing secret is ever shown, nor what the authorization
+// server answered. `iss` is checked (RFC 9207) against the server the flow was started with.
 import { auth } from "@modelcontextprotocol/sdk/client/auth.js";
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
@@ -11,7 +12,9 @@ import { AgentOAuthProvider } from "../../mcp/oauth-provider.ts";
 import { describeServers } from "../../mcp/overview.ts";
 import { mcpPlatform, OAUTH_CALLBACK_PATH } from "../../mcp/platform.ts";
 import { findServer } from "../../mcp/registry.ts";
-import { assertSafeServerUrl } from "../../mcp/url-safety.ts";
+import { describeRemoteError, traceResponses } from "../../mcp/remote-errors.ts";
+import type { McpAuthData } from "../../mcp/credentials.ts";
+import { assertSafeServerUrl } from "../../net/url-safety.ts";
 import { AppError, NotConfiguredError, ValidationError } from "../../runtime/errors.ts";
 import type { AppEnv } from "../app-env.ts";
 import { errorBody } from "../errors.ts";
@@ -49,13 +52,15 @@ export function oauthRoutes(): OpenAPIHono<AppEnv> {
       try {
         const query = CallbackQuery.safeParse(c.req.query());
         if (!query.success) throw validationError("query", query.error.issues);
-        const { state, code, error, error_description: description } = query.data;
+        const { state, code, error, error_description: description, iss } = query.data;
         const platform = mcpPlatform(c.env, new URL(c.req.url).origin);
         if (!platform.credentials) throw new NotConfiguredError("SECRETS_KEY is not set, so no authorization can be stored");
         const row = await platform.credentials.findByStateHash(await sha256Hex(state));
         if (!row || row.stateExpiresAt === null || row.stateExpiresAt <= Date.now()) {
           throw new ValidationError("this authorization link is unknown or has expired (links last 15 minutes); start again from the agent's tools");
         }
+        // Before anything else, for an error answer too: a response from another server is not ours to act on.
+        assertIssuer(row.data, iss);
         if (error) throw new ValidationError(`the authorization was not given: ${error}${description ? ` (${description})` : ""}`);
         if (!code) throw new ValidationError("the callback has neither a code nor an error");
         const entry = findServer(row.server, await platform.servers.list(row.agentId));
@@ -67,10 +72,11 @@ export function oauthRoutes(): OpenAPIHono<AppEnv> {
           now: Date.now,
         });
         const url = await assertSafeServerUrl(entry.config.url, platform.urlPolicy);
+        const trace = traceResponses(platform.oauthFetch);
         try {
-          await auth(provider, { serverUrl: url, authorizationCode: code, fetchFn: platform.fetch });
+          await auth(provider, { serverUrl: url, authorizationCode: code, fetchFn: trace.fetch });
         } catch (exchangeError) {
-          throw new AppError("upstream", 400, `the authorization server refused the code: ${exchangeError instanceof Error ? exchangeError.message : String(exchangeError)}`);
+          throw new AppError("upstream", 400, `the code could not be exchanged for tokens: ${describeRemoteError(exchangeError, trace)}`);
         }
         const [view] = await describeServers(platform, row.agentId, [entry], { probe: true, startAuthorization: false, now: Date.now });
         const tools = view?.tools.length ?? 0;
@@ -86,6 +92,24 @@ export function oauthRoutes(): OpenAPIHono<AppEnv> {
     },
   );
   return app;
+}
+
+/**
+ * RFC 9207: `iss`, when sent, must be the issuer of the authorization server the flow was started
+ * with (its metadata's `issuer`, compared as a plain string); a server whose metadata says
+ * `authorization_response_iss_parameter_supported` must send it. Otherwise no code is exchanged.
+ */
+function assertIssuer(data: McpAuthData, iss: string | undefined): void {
+  const metadata = data.discovery?.authorizationServerMetadata;
+  const expected = metadata?.issuer ?? data.discovery?.authorizationServerUrl;
+  if (iss === undefined) {
+    const promised = (metadata as { authorization_response_iss_parameter_supported?: unknown } | undefined)?.authorization_response_iss_parameter_supported === true;
+    if (promised) throw new ValidationError("the callback came without iss, which this authorization server promises to send (RFC 9207); no code was exchanged");
+    return;
+  }
+  if (!expected || iss !== expected) {
+    throw new ValidationError("the callback's iss does not match the authorization server this authorization was started with (RFC 9207); no code was exchanged");
+  }
 }
 
 function respond(c: Context<AppEnv>, status: 200 | 400, body: object, title: string, text: string): Response {

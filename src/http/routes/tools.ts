@@ -1,15 +1,17 @@
 // An agent's MCP servers and every tool it can call. Adding a server checks its URL (https and
-// public, see mcp/url-safety.ts), stores it, and answers with its state: ready with its tools,
-// down with the reason, or `authenticating` with the consent link for OAuth servers.
+// public, see net/url-safety.ts) and that a bearer secret may go to it (mcp-servers.json's
+// secretOrigins), stores it, and answers with its state: ready with its tools, down with the
+// reason, or `authenticating` with the consent link for OAuth servers. A consent link is shown
+// only to a token that may change the agent's tools: whoever opens it connects the agent.
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import { describeServers } from "../../mcp/overview.ts";
 import { mcpPlatform } from "../../mcp/platform.ts";
-import { effectiveServers, findServer, McpServerConfig, SERVER_NAME, SERVER_NAME_RULE } from "../../mcp/registry.ts";
-import { assertSafeServerUrl } from "../../mcp/url-safety.ts";
+import { assertSecretAllowed, effectiveServers, findServer, McpServerConfig, SERVER_NAME, SERVER_NAME_RULE } from "../../mcp/registry.ts";
+import { assertSafeServerUrl } from "../../net/url-safety.ts";
 import { BUILTIN_TOOL_DEFINITIONS } from "../../runtime/builtin-tools.ts";
 import { ConflictError, NotFoundError } from "../../runtime/errors.ts";
 import type { AppEnv } from "../app-env.ts";
-import { guard } from "../auth.ts";
+import { guard, hasScope } from "../auth.ts";
 import { AgentIdParam, errorContent, jsonContent } from "../schemas.ts";
 import { agentStore } from "../stores.ts";
 
@@ -32,7 +34,7 @@ const ServerView = z
     state: z.enum(["ready", "authenticating", "down", "failed", "unknown"]),
     tools: z.array(z.object({ name: z.string(), description: z.string() })),
     error: z.string().optional(),
-    authUrl: z.string().optional().openapi({ description: "Open it to authorize the agent (OAuth servers waiting for consent)" }),
+    authUrl: z.string().optional().openapi({ description: "Open it to authorize the agent (OAuth servers waiting for consent); only for tokens with `tools:write`" }),
   })
   .openapi("McpServer");
 
@@ -61,7 +63,10 @@ export function toolRoutes(): OpenAPIHono<AppEnv> {
       if (!record) throw new NotFoundError(`no agent with id "${agentId}"`);
       const platform = mcpPlatform(c.env, new URL(c.req.url).origin);
       const entries = effectiveServers(record.character.settings.mcpServers, await platform.servers.list(agentId));
-      const servers = await describeServers(platform, agentId, entries, { probe: true, startAuthorization: false, now: Date.now });
+      const described = await describeServers(platform, agentId, entries, { probe: true, startAuthorization: false, now: Date.now });
+      // agents:read may see that consent is awaited, not the link itself (tools:write may).
+      const mayConsent = hasScope(c.get("principal"), "tools:write");
+      const servers = described.map(({ authUrl, ...server }) => (mayConsent && authUrl ? { ...server, authUrl } : server));
       const tools = [
         ...BUILTIN_TOOL_DEFINITIONS.map((tool) => ({ name: tool.name, description: tool.description, source: "builtin" })),
         ...servers.flatMap((server) => server.tools.map((tool) => ({ ...tool, source: `mcp:${server.name}` }))),
@@ -83,7 +88,7 @@ export function toolRoutes(): OpenAPIHono<AppEnv> {
       responses: {
         201: jsonContent(ServerView, "Added; `state` says whether it works, `authUrl` where to consent"),
         200: jsonContent(ServerView, "An existing server, with its state (and a fresh consent link when it needs one)"),
-        400: errorContent("Invalid settings, or a URL that is not https and public"),
+        400: errorContent("Invalid settings, a URL that is not https and public, or a bearer secret not declared for this origin"),
         404: errorContent("No such agent or server"),
         409: errorContent("The agent already has a server with this name"),
       },
@@ -99,6 +104,7 @@ export function toolRoutes(): OpenAPIHono<AppEnv> {
       if (url !== undefined) {
         const config = McpServerConfig.parse({ ...rest, url });
         // Refused before anything is stored.
+        assertSecretAllowed(config);
         await assertSafeServerUrl(config.url, platform.urlPolicy);
         await platform.servers.add(agentId, name, config, now);
         // Rooms cache the agent's servers by version: they pick the new one up on their next turn.

@@ -1,0 +1,50 @@
+// Says what failed when an MCP server or an authorization server did not give what was needed,
+// without repeating what it answered: the SDK's messages carry response bodies ("Raw body: ...",
+// "Error POSTing to endpoint: <body>", JSON parse errors quoting the text), and a body may be
+// an internal service's. Errors are told apart by class; the status comes from a trace of the
+// answers. Our own typed errors (AppError, the guard's refusals) keep their messages.
+import { UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
+import { SseError } from "@modelcontextprotocol/sdk/client/sse.js";
+import { StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { OAuthError } from "@modelcontextprotocol/sdk/server/auth/errors.js";
+import { McpError } from "@modelcontextprotocol/sdk/types.js";
+import { AppError } from "../runtime/errors.ts";
+
+export interface ResponseTrace {
+  fetch: typeof fetch;
+  /** The origin and status of the last answer, when it was an error (4xx, 5xx). */
+  lastFailure(): { origin: string; status: number } | null;
+}
+
+/** Wraps a fetch to remember the last answer's origin and status (never its body). */
+export function traceResponses(base: typeof fetch): ResponseTrace {
+  let last: { origin: string; status: number } | null = null;
+  return {
+    fetch: async (input, init) => {
+      const response = await base(input, init);
+      last = { origin: new URL(input instanceof Request ? input.url : String(input)).origin, status: response.status };
+      return response;
+    },
+    lastFailure: () => (last && last.status >= 400 ? last : null),
+  };
+}
+
+/** A short description that is safe to show a client or the model. */
+export function describeRemoteError(error: unknown, trace?: ResponseTrace): string {
+  const failed = trace?.lastFailure();
+  const answered = failed ? `${failed.origin} answered HTTP ${failed.status}` : null;
+  if (error instanceof AppError) return error.message;
+  if (error instanceof OAuthError) {
+    const code = (error.constructor as { errorCode?: unknown }).errorCode;
+    return `the authorization server answered ${typeof code === "string" ? code : "an error"}${answered ? ` (${answered})` : ""}`;
+  }
+  if (error instanceof StreamableHTTPError) return (error.code ?? 0) > 0 ? `the server answered HTTP ${error.code}` : "the server answered with an unexpected content type";
+  if (error instanceof SseError) return `its event stream failed${typeof error.code === "number" && error.code > 0 ? ` (HTTP ${error.code})` : ""}`;
+  if (error instanceof UnauthorizedError) return "the server needs authorization";
+  if (error instanceof McpError) return `the server answered with MCP error ${error.code}`;
+  if (answered) return answered;
+  if (error instanceof SyntaxError) return "an answer was not valid JSON";
+  if (error instanceof TypeError) return "the server could not be reached";
+  if (error instanceof Error && (error.name === "AbortError" || error.name === "TimeoutError")) return "the request was cancelled";
+  return "an answer could not be used";
+}
