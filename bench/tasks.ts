@@ -148,6 +148,9 @@ function deps(model: ChatModel): TaskLoopDeps {
     signal: new AbortController().signal,
     toolTimeoutMs: 10_000,
     maxToolResultChars: 16_000,
+    // The benchmark's character gates no tool, so nothing waits for an approval.
+    approvalWindowMs: 10 * 60_000,
+    newApprovalId: () => crypto.randomUUID().replaceAll("-", "").slice(0, 16),
     stepTimeoutMs: 60_000,
   };
 }
