@@ -1,50 +1,15 @@
 // Environment and bindings, parsed once per env object with zod. A missing binding or a malformed
 // variable is a clear error naming the variable (never its value). Empty strings count as unset,
-// so `[vars]` can list every variable for discoverability without forcing a value.
+// so `[vars]` can list every variable for discoverability without forcing a value. The raw
+// bindings' type is `Env` in src/env.ts.
 import { z } from "zod";
 import { NotConfiguredError } from "./runtime/errors.ts";
 import type { ModelChoice } from "./runtime/types.ts";
-import type { AgentRoom } from "./room/agent-room.ts";
-import type { RateLimiter } from "./room/rate-limiter.ts";
-import type { AgentTasks } from "./room/agent-tasks.ts";
+import type { Env } from "./env.ts";
 import { parseRateRule, RATE_RULE_FORMAT, type RateRule } from "./runtime/token-bucket.ts";
 import { DEFAULT_WORKERS_AI_EMBEDDING_MODEL, WORKERS_AI_EMBEDDING_DIMENSIONS } from "./model/workers-ai-embedder.ts";
 import { DEFAULT_HASH_DIMENSIONS } from "./runtime/hash-embedder.ts";
 
-export interface Env {
-  ROOMS: DurableObjectNamespace<AgentRoom>;
-  LIMITS: DurableObjectNamespace<RateLimiter>;
-  TASKS: DurableObjectNamespace<AgentTasks>;
-  DB: D1Database;
-  MEDIA: R2Bucket;
-  VECTORS?: Vectorize;
-  AI?: Ai;
-  OPENAI_API_KEY?: string;
-  OPENAI_BASE_URL?: string;
-  MODEL?: string;
-  MODEL_FALLBACKS?: string;
-  SMALL_MODEL?: string;
-  EMBEDDING_MODEL?: string;
-  EMBEDDING_DIMENSIONS?: string;
-  DISCORD_APPLICATION_ID?: string;
-  DISCORD_PUBLIC_KEY?: string;
-  DISCORD_BOT_TOKEN?: string;
-  DISCORD_API_BASE?: string;
-  DISCORD_OWNER_IDS?: string;
-  INSTAGRAM_USER_ID?: string;
-  INSTAGRAM_ACCESS_TOKEN?: string;
-  INSTAGRAM_GRAPH_BASE?: string;
-  ADMIN_TOKEN?: string;
-  SECRETS_KEY?: string;
-  PUBLIC_BASE_URL?: string;
-  MAX_CONTEXT_TOKENS?: string;
-  RATE_LIMIT_PER_TOKEN?: string;
-  RATE_LIMIT_PER_USER?: string;
-  DAILY_TOKEN_LIMIT?: string;
-  ALLOW_LOOPBACK_FETCH?: string;
-  /** The old name of ALLOW_LOOPBACK_FETCH, still honoured. */
-  MCP_ALLOW_LOOPBACK?: string;
-}
 
 export const DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1";
 export const DEFAULT_OPENAI_MODEL = "gpt-4.1-mini";

@@ -1,7 +1,7 @@
 // Worker entry: the Hono app answers every request; the cron trigger runs memory upkeep
 // (retention, vector deletions, leftover embeddings); the Durable Object classes are exported for
 // their bindings (ROOMS: AgentRoom, LIMITS: RateLimiter, TASKS: AgentTasks).
-import type { Env } from "./config.ts";
+import type { Env } from "./env.ts";
 import { createApp } from "./http/app.ts";
 import { runMemoryMaintenance } from "./memory/maintenance.ts";
 

@@ -4,7 +4,8 @@
 // configuration picks. Sleeps are injected, so retries are checked without waiting.
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { loadConfig, type Env } from "../src/config.ts";
+import { loadConfig } from "../src/config.ts";
+import type { Env } from "../src/env.ts";
 import { createEmbedder, describeEmbedder } from "../src/model/embedder.ts";
 import { createOpenAIEmbedder, type OpenAIEmbedderOptions } from "../src/model/openai-embedder.ts";
 import { createWorkersAIEmbedder } from "../src/model/workers-ai-embedder.ts";

@@ -1,7 +1,7 @@
 /// <reference path="./peers/provided-context.d.ts" />
 // Types for the test-only bindings and for `cloudflare:workers` imports in tests.
 import type { D1Migration } from "cloudflare:test";
-import type { Env as AppEnv } from "../src/config.ts";
+import type { Env as AppEnv } from "../src/env.ts";
 
 declare global {
   namespace Cloudflare {

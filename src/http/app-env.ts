@@ -1,6 +1,6 @@
 // The Hono environment every route shares: the worker's bindings, and the caller that the auth
 // middleware identified (set on every route that declares a scope).
-import type { Env } from "../config.ts";
+import type { Env } from "../env.ts";
 import type { Scope } from "../memory/token-store.ts";
 import type { RateRule } from "../runtime/token-bucket.ts";
 

@@ -10,6 +10,8 @@ import { ForbiddenError, NotConfiguredError, UnauthorizedError } from "../runtim
 import { parseRateRule } from "../runtime/token-bucket.ts";
 import type { AppEnv, Principal } from "./app-env.ts";
 import { enforceRate } from "./rate-limit.ts";
+import { errorField, log } from "../log.ts";
+import { sha256 } from "../runtime/hashing.ts";
 
 export const ADMIN_PRINCIPAL_ID = "admin-token";
 
@@ -74,7 +76,7 @@ function fromRecord(c: Context<AppEnv>, record: TokenRecord | null): Principal {
   if (record.lastUsedAt === null || now - record.lastUsedAt >= LAST_USED_RESOLUTION_MS) {
     const touched = createTokenStore(drizzle(c.env.DB))
       .touch(record.id, now)
-      .catch((error: unknown) => console.warn(JSON.stringify({ level: "warn", msg: "token_touch_failed", tokenId: record.id, error: String(error) })));
+      .catch((error: unknown) => log.warn("token_touch_failed", { tokenId: record.id, error: errorField(error) }));
     waitUntil(c, touched);
   }
   // The rule was validated when the token was minted.
@@ -91,10 +93,7 @@ function waitUntil(c: Context<AppEnv>, promise: Promise<unknown>): void {
 }
 
 async function sameSecret(given: string, expected: string): Promise<boolean> {
-  const encoder = new TextEncoder();
-  const [a, b] = await Promise.all([
-    crypto.subtle.digest("SHA-256", encoder.encode(given)),
-    crypto.subtle.digest("SHA-256", encoder.encode(expected)),
-  ]);
+  // Equal-length digests, so the comparison's time says nothing about the token's length.
+  const [a, b] = await Promise.all([sha256(given), sha256(expected)]);
   return crypto.subtle.timingSafeEqual(a, b);
 }

@@ -5,6 +5,7 @@ import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { AppError, type ErrorCode } from "../runtime/errors.ts";
+import { errorField, log } from "../log.ts";
 
 export function errorBody(code: ErrorCode, message: string, details?: unknown) {
   return { error: details === undefined ? { code, message } : { code, message, details } };
@@ -24,6 +25,6 @@ export function handleError(error: unknown, c: Context): Response {
     const code: ErrorCode = status === 401 ? "unauthorized" : status === 404 ? "not_found" : status === 413 ? "payload_too_large" : "validation";
     return c.json(errorBody(code, error.message || "bad request"), status as ContentfulStatusCode);
   }
-  console.error(JSON.stringify({ level: "error", msg: "unhandled_error", path: c.req.path, error: error instanceof Error ? error.stack : String(error) }));
+  log.error("unhandled_error", { path: c.req.path, error: errorField(error, true) });
   return c.json(errorBody("internal", "internal error; see the worker logs"), 500);
 }

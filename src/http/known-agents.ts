@@ -2,7 +2,7 @@
 // cost a D1 round trip in the worker just to answer 404 for unknown agents. Only presence is cached:
 // the room re-reads the agent's version itself on every turn, so a deleted or edited agent is
 // never served stale; at worst a just-deleted agent gets its 404 from the room instead.
-import type { Env } from "../config.ts";
+import type { Env } from "../env.ts";
 import { NotFoundError } from "../runtime/errors.ts";
 import { agentStore } from "./stores.ts";
 

@@ -1,9 +1,10 @@
 // Applies a token-bucket rule to a key through its RateLimiter Durable Object, and turns a refusal
 // into 429 with Retry-After. If the limiter cannot be reached, the request is let through (and
 // logged): an outage of the limiter must not become an outage of the API.
-import type { Env } from "../config.ts";
+import type { Env } from "../env.ts";
 import { RateLimitedError } from "../runtime/errors.ts";
 import type { RateRule } from "../runtime/token-bucket.ts";
+import { errorField, log } from "../log.ts";
 
 export async function enforceRate(env: Env, key: string, rule: RateRule | null, what: string): Promise<void> {
   if (!rule) return;
@@ -11,7 +12,7 @@ export async function enforceRate(env: Env, key: string, rule: RateRule | null, 
   try {
     result = await env.LIMITS.getByName(key).take(rule);
   } catch (error) {
-    console.warn(JSON.stringify({ level: "warn", msg: "rate_limiter_unreachable", key, error: error instanceof Error ? error.message : String(error) }));
+    log.warn("rate_limiter_unreachable", { key, error: errorField(error) });
     return;
   }
   if (!result.allowed) {

@@ -3,7 +3,8 @@
 // every OAuth discovery, registration, token and refresh request, with caps for each.
 // Used by the tools and OAuth routes and by each room.
 import { drizzle } from "drizzle-orm/d1";
-import { loadConfig, type Env } from "../config.ts";
+import { loadConfig } from "../config.ts";
+import type { Env } from "../env.ts";
 import { createSecretBox } from "../memory/secret-box.ts";
 import { createGuardedFetch } from "../net/guarded-fetch.ts";
 import { network, OUTBOUND_CAPS, outboundPolicy } from "../net/outbound.ts";

@@ -2,7 +2,7 @@
 // SHA-256 (hex) in the object's metadata, so a copy can be verified and a re-upload recognised.
 // Uploads stream in through StreamedMediaWrite, which never holds more than one R2 part in memory
 // and hashes with workerd's crypto.DigestStream.
-import { toHex } from "../runtime/hashing.ts";
+import { sha256Hex, toHex } from "../runtime/hashing.ts";
 
 /** `sha256` when the caller already hashed the bytes (it is not computed twice). */
 export async function storeMedia(bucket: R2Bucket, key: string, bytes: Uint8Array, contentType: string, metadata: Record<string, string> = {}, knownSha256?: string): Promise<string> {
@@ -12,7 +12,7 @@ export async function storeMedia(bucket: R2Bucket, key: string, bytes: Uint8Arra
 }
 
 export async function sha256OfBytes(bytes: Uint8Array): Promise<string> {
-  return toHex(new Uint8Array(await crypto.subtle.digest("SHA-256", bytes)));
+  return sha256Hex(bytes);
 }
 
 /**

@@ -12,6 +12,7 @@ import { adjacentFromRows, adjacentMessagesQueries, embeddedStateQueries, memori
 import { fromMemoryRow } from "./rows.ts";
 import { memories } from "./schema.ts";
 import { rankText } from "./text-search.ts";
+import { log as logLine } from "../log.ts";
 
 /** Each leg fetches this many times the wanted results, so fusion has something to choose from. */
 const CANDIDATE_FACTOR = 3;
@@ -37,7 +38,7 @@ export interface HybridSearchOptions {
 
 export function createHybridSearch(options: HybridSearchOptions): MemoryRetriever {
   const { db, index, embedder } = options;
-  const log = options.log ?? ((entry) => console.warn(JSON.stringify(entry)));
+  const log = options.log ?? ((entry) => logLine.warn(String(entry.msg), entry));
 
   const embedQuery = async (text: string): Promise<Float32Array | null> => {
     if (!index || !embedder || !text.trim()) return null;

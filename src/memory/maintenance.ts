@@ -3,13 +3,15 @@
 // with their vectors), removes Vectorize vectors of deleted memories, and embeds memories that
 // were left pending (a failed embedding call, a room evicted before its queue ran).
 import { and, isNull, lt, ne } from "drizzle-orm";
-import { loadConfig, type Env } from "../config.ts";
+import { loadConfig } from "../config.ts";
+import type { Env } from "../env.ts";
 import { createSecretBox } from "./secret-box.ts";
 import { forgetRoomHistory } from "../room/room-client.ts";
 import { createAgentStore } from "./agent-store.ts";
 import { memoryBackends } from "./memory-backends.ts";
 import { deleteMemories } from "./memory-repo.ts";
 import { memories } from "./schema.ts";
+import { errorField, log } from "../log.ts";
 
 const DAY_MS = 86_400_000;
 /** Pending memories younger than this are their room's queue's job, not the sweep's. */
@@ -53,10 +55,10 @@ export async function runMemoryMaintenance(env: Env, now: number): Promise<Maint
     try {
       report.embedded += (await pipeline.embedPending({ agentId, maxBatches: 5 })).embedded;
     } catch (error) {
-      console.warn(JSON.stringify({ level: "warn", msg: "maintenance_embedding_failed", agentId, error: error instanceof Error ? error.message : String(error) }));
+      log.warn("maintenance_embedding_failed", { agentId, error: errorField(error) });
     }
   }
-  console.log(JSON.stringify({ level: "info", msg: "memory_maintenance", ...report }));
+  log.info("memory_maintenance", { ...report });
   return report;
 }
 
@@ -65,7 +67,7 @@ async function retentionDays(agents: ReturnType<typeof createAgentStore>, agentI
     return (await agents.get(agentId))?.character.settings.memory.retentionDays;
   } catch (error) {
     // One unreadable agent (e.g. SECRETS_KEY changed) must not stop the others' upkeep.
-    console.warn(JSON.stringify({ level: "warn", msg: "maintenance_agent_skipped", agentId, error: error instanceof Error ? error.message : String(error) }));
+    log.warn("maintenance_agent_skipped", { agentId, error: errorField(error) });
     return undefined;
   }
 }

@@ -2,7 +2,8 @@
 // index (Vectorize when the VECTORS binding exists, else the local index in D1), hybrid retrieval
 // and the embedding pipeline. The worker and every room object get the same wiring from here.
 import { drizzle } from "drizzle-orm/d1";
-import { loadConfig, type Env } from "../config.ts";
+import { loadConfig } from "../config.ts";
+import type { Env } from "../env.ts";
 import { createEmbedder } from "../model/embedder.ts";
 import type { Embedder, MemoryRetriever, VectorIndex } from "../runtime/types.ts";
 import type { Db } from "./d1-memory-store.ts";

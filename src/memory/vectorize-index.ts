@@ -4,6 +4,8 @@
 // applies writes asynchronously: callers never rely on reading their own writes.
 import { DimensionMismatchError } from "../runtime/errors.ts";
 import type { VectorIndex, VectorMatch, VectorQuery, VectorRecord } from "../runtime/types.ts";
+import { log as logLine } from "../log.ts";
+import { sha256, toBase64Url } from "../runtime/hashing.ts";
 
 /** Vectorize's limits from a Worker: 1,000 vectors per upsert/delete, topK 100 without values. */
 const MAX_WRITE = 1_000;
@@ -26,16 +28,13 @@ export interface VectorizeIndex extends VectorIndex {
  * the hit, and the memory is found by its text. The API's ids are at most 64 characters.)
  */
 export async function vectorizeId(agentId: string, memoryId: string): Promise<string> {
-  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(`${agentId}\u0000${memoryId}`)));
-  let binary = "";
-  for (const byte of digest) binary += String.fromCharCode(byte);
-  return btoa(binary).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+  return toBase64Url(await sha256(`${agentId}\u0000${memoryId}`));
 }
 
 /** An old-scheme id that has the new scheme's shape is left alone: it may be a live new vector. */
 const NEW_SCHEME_SHAPE = /^[A-Za-z0-9_-]{43}$/;
 
-export function createVectorizeIndex(binding: VectorizeBinding, log: (entry: Record<string, unknown>) => void = (entry) => console.warn(JSON.stringify(entry))): VectorizeIndex {
+export function createVectorizeIndex(binding: VectorizeBinding, log: (entry: Record<string, unknown>) => void = (entry) => logLine.warn(String(entry.msg), entry)): VectorizeIndex {
   let dimensions: Promise<number> | null = null;
   const indexDimensions = () => {
     dimensions ??= binding.describe().then((info) => info.dimensions);

@@ -2,7 +2,8 @@
 // ALLOW_LOOPBACK_FETCH, names resolved with DNS over HTTPS (remembered for a minute per binding),
 // and the caps of each use. Every outbound request whose URL comes from outside is made through
 // `outboundFetch`; new features (a web reader) choose their caps here.
-import { loadConfig, type Env } from "../config.ts";
+import { loadConfig } from "../config.ts";
+import type { Env } from "../env.ts";
 import { createGuardedFetch, type FetchCaps } from "./guarded-fetch.ts";
 import { cachedResolver, dohResolver, type UrlPolicy } from "./url-safety.ts";
 

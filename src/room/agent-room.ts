@@ -5,7 +5,7 @@
 // stays pending while work is in flight, so a turn cut off by eviction or a crash is picked up
 // again by the alarm (or the next request) and answered exactly once.
 import { Agent } from "agents";
-import type { Env } from "../config.ts";
+import type { Env } from "../env.ts";
 import type { Character } from "../runtime/character.ts";
 import { AppError, NotFoundError, type SerializedError } from "../runtime/errors.ts";
 import type { TurnInput, TurnOutcome } from "../runtime/turn-types.ts";
@@ -23,6 +23,7 @@ import { effectiveServers, type McpServerEntry } from "../mcp/registry.ts";
 import { PostPublishing } from "./post-publishing.ts";
 import type { ApprovalAnswer, ApprovalAnswerResult, EnqueueTurnRequest, StreamedTurnResult, SubmitTurnRequest, TurnResult } from "./room-types.ts";
 import { TurnStream } from "./turn-stream.ts";
+import { errorField, log } from "../log.ts";
 
 export type { ApprovalAnswer, ApprovalAnswerResult, EnqueueTurnRequest, StreamedTurnResult, SubmitTurnRequest, TurnResult } from "./room-types.ts";
 
@@ -111,7 +112,7 @@ export class AgentRoom extends Agent<Env> {
         try {
           await editPosted(rest, posted, { content: approvalResultText(pause.tool, "expired"), components: [] }, Date.now);
         } catch (error) {
-          console.warn(JSON.stringify({ level: "warn", msg: "approval_prompt_edit_failed", room: this.name, turnId: entry.turnId, error: String(error) }));
+          log.warn("approval_prompt_edit_failed", { room: this.name, turnId: entry.turnId, error: errorField(error) });
         }
       });
     }
@@ -123,7 +124,7 @@ export class AgentRoom extends Agent<Env> {
     const payload = { turnId: entry.turnId, approvalId: pause.approvalId };
     // Idempotent: re-arming on every start never doubles it, and a lost one is re-created.
     this.schedule(new Date(Math.max(pause.expiresAt, Date.now() + 1_000)), "expireApproval", payload, { idempotent: true }).catch((error: unknown) => {
-      console.error(JSON.stringify({ level: "error", msg: "approval_expiry_failed", room: this.name, error: String(error) }));
+      log.error("approval_expiry_failed", { room: this.name, error: errorField(error) });
     });
   }
 
@@ -260,7 +261,7 @@ export class AgentRoom extends Agent<Env> {
   private queueEmbedding(agentId: string, roomId: string): void {
     // One item per room however many turns asked: pushing the same id replaces it.
     this.queue("embedPending", { agentId, roomId }, { id: EMBED_ITEM_ID }).catch((error: unknown) => {
-      console.error(JSON.stringify({ level: "error", msg: "embed_item_failed", room: this.name, error: String(error) }));
+      log.error("embed_item_failed", { room: this.name, error: errorField(error) });
     });
   }
 
@@ -274,7 +275,7 @@ export class AgentRoom extends Agent<Env> {
   private armResume(): void {
     // Pushed in the same synchronous block as the journal insert, so both commit together.
     this.queue("resumeTurns", {}, { id: RESUME_ITEM_ID }).catch((error: unknown) => {
-      console.error(JSON.stringify({ level: "error", msg: "resume_item_failed", room: this.name, error: String(error) }));
+      log.error("resume_item_failed", { room: this.name, error: errorField(error) });
     });
   }
 
@@ -378,7 +379,7 @@ export class AgentRoom extends Agent<Env> {
       })
       .catch((error: unknown) => {
         // Left as `replied`: the resume item, or the next start, tries again.
-        console.error(JSON.stringify({ level: "error", msg: "after_reply_failed", room: this.name, turnId: entry.turnId, error: String(error) }));
+        log.error("after_reply_failed", { room: this.name, turnId: entry.turnId, error: errorField(error) });
       })
       .finally(() => this.finishing.delete(entry.turnId));
   }
@@ -390,7 +391,7 @@ export class AgentRoom extends Agent<Env> {
 
   private armDelivery(): void {
     this.queue("deliverReplies", {}, { id: DELIVER_ITEM_ID, retry: DELIVERY_RETRY }).catch((error: unknown) => {
-      console.error(JSON.stringify({ level: "error", msg: "deliver_item_failed", room: this.name, error: String(error) }));
+      log.error("deliver_item_failed", { room: this.name, error: errorField(error) });
     });
   }
 
@@ -470,6 +471,6 @@ export class AgentRoom extends Agent<Env> {
 
 function serializeError(error: unknown): SerializedError {
   if (error instanceof AppError) return error.toJSON();
-  console.error(JSON.stringify({ level: "error", msg: "turn_failed", error: error instanceof Error ? error.stack : String(error) }));
+  log.error("turn_failed", { error: errorField(error, true) });
   return { code: "internal", status: 500, message: "the turn failed unexpectedly; see the worker logs" };
 }

@@ -7,7 +7,8 @@
 // A task that reaches a tool needing a person's approval pauses (`awaiting_approval`, holding no
 // slot) until the person who started it on Discord clicks, an API caller answers, or it expires.
 import { Agent } from "agents";
-import { MODEL_NOT_CONFIGURED_MESSAGE, type Env } from "../config.ts";
+import { MODEL_NOT_CONFIGURED_MESSAGE } from "../config.ts";
+import type { Env } from "../env.ts";
 import { DEFAULT_LIMITS } from "../runtime/turn-types.ts";
 import { AppError, ModelNotConfiguredError, NotFoundError } from "../runtime/errors.ts";
 import { modelChoiceFor } from "../runtime/turn-runner.ts";
@@ -26,6 +27,7 @@ import type { DiscordDelivery } from "./turn-journal.ts";
 import { taskProgressLine, taskResultText } from "./task-messages.ts";
 import { TaskApprovalPrompts } from "./task-approval-prompts.ts";
 import type { ApprovalAnswer } from "./room-types.ts";
+import { errorField, log } from "../log.ts";
 
 const DELIVER_ITEM_ID = "deliver-task-results";
 const DELIVERY_RETRY = { maxAttempts: 8, baseDelayMs: 5_000, maxDelayMs: 120_000 };
@@ -202,7 +204,7 @@ export class AgentTasks extends Agent<Env> {
     const payload = { taskId: state.taskId, approvalId: approval.approvalId };
     // Idempotent: re-arming on every start never doubles it, and a lost one is re-created.
     this.schedule(new Date(Math.max(approval.expiresAt, Date.now() + 1_000)), "expireTaskApproval", payload, { idempotent: true }).catch((error: unknown) => {
-      console.error(JSON.stringify({ level: "error", msg: "task_approval_expiry_failed", agent: this.name, taskId: state.taskId, error: String(error) }));
+      log.error("task_approval_expiry_failed", { agent: this.name, taskId: state.taskId, error: errorField(error) });
     });
   }
 
@@ -309,7 +311,7 @@ export class AgentTasks extends Agent<Env> {
         }
       })()
         .catch((error: unknown) => {
-          console.error(JSON.stringify({ level: "error", msg: "task_drain_failed", agent: this.name, error: String(error) }));
+          log.error("task_drain_failed", { agent: this.name, error: errorField(error) });
         })
         .finally(() => {
           this.draining = null;
@@ -342,7 +344,7 @@ export class AgentTasks extends Agent<Env> {
     } catch (error) {
       // Setting up failed (agent deleted, daily budget spent) or the object keeps crashing.
       const failure = error instanceof AppError ? error : new AppError("internal", 500, "the task failed unexpectedly; see the worker logs");
-      if (!(error instanceof AppError)) console.error(JSON.stringify({ level: "error", msg: "task_failed", agent: this.name, taskId: state.taskId, error: String(error) }));
+      if (!(error instanceof AppError)) log.error("task_failed", { agent: this.name, taskId: state.taskId, error: errorField(error) });
       const current = this.store.get(state.taskId)?.state ?? state;
       if (!isTerminal(current.status)) {
         const failed = { ...current, error: { code: failure.code, message: failure.message } };
@@ -404,7 +406,7 @@ export class AgentTasks extends Agent<Env> {
     try {
       await runtime.spend.add(this.name, utcDay(Date.now()), tokens);
     } catch (error) {
-      console.warn(JSON.stringify({ level: "warn", msg: "task_spend_not_recorded", agent: this.name, tokens, error: String(error) }));
+      log.warn("task_spend_not_recorded", { agent: this.name, tokens, error: errorField(error) });
     }
   }
 
@@ -427,7 +429,7 @@ export class AgentTasks extends Agent<Env> {
       try {
         await postForInteraction(this.discordRest(), target, { content: line }, Date.now);
       } catch (error) {
-        console.warn(JSON.stringify({ level: "warn", msg: "task_progress_not_posted", agent: this.name, error: String(error) }));
+        log.warn("task_progress_not_posted", { agent: this.name, error: errorField(error) });
       }
     });
   }
@@ -440,7 +442,7 @@ export class AgentTasks extends Agent<Env> {
         this.store.markDelivered(task.state.taskId);
       } catch (error) {
         const final = error instanceof DiscordApiError && !error.retryable;
-        console.error(JSON.stringify({ level: "error", msg: "task_delivery_failed", agent: this.name, taskId: task.state.taskId, final, error: String(error) }));
+        log.error("task_delivery_failed", { agent: this.name, taskId: task.state.taskId, final, error: errorField(error) });
         if (!final) throw error;
         this.store.markDelivered(task.state.taskId);
       }
@@ -449,7 +451,7 @@ export class AgentTasks extends Agent<Env> {
 
   private armDelivery(): void {
     this.queue("deliverTaskResults", {}, { id: DELIVER_ITEM_ID, retry: DELIVERY_RETRY }).catch((error: unknown) => {
-      console.error(JSON.stringify({ level: "error", msg: "task_deliver_item_failed", agent: this.name, error: String(error) }));
+      log.error("task_deliver_item_failed", { agent: this.name, error: errorField(error) });
     });
   }
 

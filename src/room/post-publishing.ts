@@ -3,7 +3,8 @@
 // scheduler, and a watchdog step (cancelled when a step ends) that reruns a step cut off by an
 // eviction. The object's class keeps only the RPC method and the schedule callback.
 import { drizzle } from "drizzle-orm/d1";
-import { loadConfig, type Env } from "../config.ts";
+import { loadConfig } from "../config.ts";
+import type { Env } from "../env.ts";
 import { createD1SpendLedger } from "../memory/spend-ledger.ts";
 import { assertWithinDailyBudget, dailyCeiling, utcDay } from "../runtime/spend.ts";
 import { base64 } from "../clients/discord/attachments.ts";

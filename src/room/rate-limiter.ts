@@ -3,7 +3,7 @@
 // requests reach many isolates; the bucket is kept in the object's storage, so an eviction does
 // not hand out a fresh burst. The arithmetic is src/runtime/token-bucket.ts.
 import { DurableObject } from "cloudflare:workers";
-import type { Env } from "../config.ts";
+import type { Env } from "../env.ts";
 import { takeFromBucket, type BucketState, type RateRule, type TakeResult } from "../runtime/token-bucket.ts";
 
 const BUCKET_KEY = "bucket";

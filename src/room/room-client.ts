@@ -1,9 +1,10 @@
 // How the worker reaches a room: one RPC on the stub named `<agentId>:<roomId>`. The cast lives
 // here, once: workers-types maps RPC results through its Serializable type, which collapses on
 // `unknown` fields (tool arguments, error details) although they are plain JSON at runtime.
-import type { Env } from "../config.ts";
+import type { Env } from "../env.ts";
 import type { HistoryPage, HistoryQuery } from "../memory/message-history.ts";
 import type { ApprovalAnswer, ApprovalAnswerResult, EnqueueTurnRequest, StreamedTurnResult, SubmitTurnRequest, TurnResult } from "./agent-room.ts";
+import { errorField, log } from "../log.ts";
 
 export function roomName(agentId: string, roomId: string): string {
   return `${agentId}:${roomId}`;
@@ -39,7 +40,7 @@ export async function forgetRoomHistory(env: Env, agentId: string, roomIds: stri
       try {
         await env.ROOMS.getByName(roomName(agentId, roomId)).forgetHistory();
       } catch (error) {
-        console.warn(JSON.stringify({ level: "warn", msg: "forget_history_failed", agentId, roomId, error: String(error) }));
+        log.warn("forget_history_failed", { agentId, roomId, error: errorField(error) });
       }
     }),
   );

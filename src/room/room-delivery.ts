@@ -2,11 +2,12 @@
 // paused ones, sent in turn order through one chain. What was already sent is in the journal, so
 // a delivery cut off by an eviction resumes without repeating a part. The room decides when to
 // deliver and how to retry (its durable queue); this file only sends.
-import type { Env } from "../config.ts";
+import type { Env } from "../env.ts";
 import { approvalPrompt } from "../clients/discord/approval.ts";
 import { deliverToDiscord, postForInteraction } from "../clients/discord/delivery.ts";
 import { createDiscordRest, DiscordApiError, type DiscordRest } from "../clients/discord/rest.ts";
 import type { DiscordDelivery, JournalEntry, TurnJournal } from "./turn-journal.ts";
+import { errorField, log } from "../log.ts";
 
 export interface RoomDeliveryOptions {
   env: Env;
@@ -63,7 +64,7 @@ export class RoomDelivery {
       journal.markDelivery(entry.turnId, "delivered", Date.now());
     } catch (error) {
       const final = error instanceof DiscordApiError && !error.retryable;
-      console.error(JSON.stringify({ level: "error", msg: "discord_delivery_failed", room, turnId: entry.turnId, final, error: String(error) }));
+      log.error("discord_delivery_failed", { room, turnId: entry.turnId, final, error: errorField(error) });
       if (!final) throw error;
       // Discord refused for good (deleted channel, missing access): nothing more can be sent.
       journal.markDelivery(entry.turnId, "failed", Date.now());
@@ -89,7 +90,7 @@ export class RoomDelivery {
       journal.markPromptPosted(entry.turnId, { ...pause, prompt: posted }, { ...target, originalUsed: true }, Date.now());
     } catch (error) {
       const final = error instanceof DiscordApiError && !error.retryable;
-      console.error(JSON.stringify({ level: "error", msg: "approval_prompt_failed", room, turnId: entry.turnId, final, error: String(error) }));
+      log.error("approval_prompt_failed", { room, turnId: entry.turnId, final, error: errorField(error) });
       if (!final) throw error;
       // Nobody can be asked: the turn goes on as if nobody answered.
       journal.markPromptPosted(entry.turnId, { ...pause, prompt: null }, target, Date.now());

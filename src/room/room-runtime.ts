@@ -3,7 +3,8 @@
 // system clock and the structured log.
 // This is the only place that knows which concrete implementation backs each interface.
 import { drizzle } from "drizzle-orm/d1";
-import { loadConfig, MODEL_NOT_CONFIGURED_MESSAGE, type Config, type Env } from "../config.ts";
+import { loadConfig, MODEL_NOT_CONFIGURED_MESSAGE, type Config } from "../config.ts";
+import type { Env } from "../env.ts";
 import { createAgentStore, type AgentStore } from "../memory/agent-store.ts";
 import { createD1MemoryStore } from "../memory/d1-memory-store.ts";
 import { createMessageHistory, type MessageHistory } from "../memory/message-history.ts";

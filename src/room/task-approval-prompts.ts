@@ -6,6 +6,7 @@ import { approvalPrompt, approvalResultText } from "../clients/discord/approval.
 import { editPosted, postForInteraction } from "../clients/discord/delivery.ts";
 import { DiscordApiError, type DiscordRest } from "../clients/discord/rest.ts";
 import type { StoredTask, TaskStore } from "./task-store.ts";
+import { errorField, log } from "../log.ts";
 
 export interface TaskApprovalPromptsOptions {
   store: TaskStore;
@@ -35,7 +36,7 @@ export class TaskApprovalPrompts {
     try {
       await editPosted(this.options.rest(), posted, { content: approvalResultText(tool, "expired"), components: [] }, Date.now);
     } catch (error) {
-      console.warn(JSON.stringify({ level: "warn", msg: "task_approval_prompt_edit_failed", agent: this.options.agentId, taskId: task.state.taskId, error: String(error) }));
+      log.warn("task_approval_prompt_edit_failed", { agent: this.options.agentId, taskId: task.state.taskId, error: errorField(error) });
     }
   }
 
@@ -61,7 +62,7 @@ export class TaskApprovalPrompts {
       if (!target.originalUsed) store.setDelivery(taskId, { ...target, originalUsed: true });
     } catch (error) {
       const final = error instanceof DiscordApiError && !error.retryable;
-      console.error(JSON.stringify({ level: "error", msg: "task_approval_prompt_failed", agent: this.options.agentId, taskId, final, error: String(error) }));
+      log.error("task_approval_prompt_failed", { agent: this.options.agentId, taskId, final, error: errorField(error) });
       if (!final) throw error;
       store.setPrompt(taskId, { approvalId: approval.approvalId, message: null });
       await this.options.expire({ taskId, approvalId: approval.approvalId });

@@ -1,7 +1,7 @@
 // How the worker reaches an agent's AgentTasks object (named by the agent id). The casts live
 // here, once: workers-types maps RPC results through its Serializable type, which collapses on
 // `unknown` fields (tool arguments in the audit trail) although they are plain JSON at runtime.
-import type { Env } from "../config.ts";
+import type { Env } from "../env.ts";
 import type { TaskEvent, TaskState } from "../runtime/task-types.ts";
 import type { CreateTaskRequest, ScheduleRequest, ScheduleResult, TaskApprovalClick, TaskApprovalResult, TaskView } from "./agent-tasks.ts";
 import type { ScheduleRecord } from "./task-store.ts";

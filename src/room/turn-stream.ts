@@ -6,6 +6,7 @@
 // memories: for anyone else the `memories` event and field are left out.
 import type { SerializedError } from "../runtime/errors.ts";
 import type { ToolCallRecord, TurnObserver, TurnOutcome, UsedMemory } from "../runtime/turn-types.ts";
+import { log } from "../log.ts";
 
 /** A comment line this often keeps proxies and browsers from closing a quiet stream. */
 export const KEEP_ALIVE_MS = 15_000;
@@ -97,7 +98,7 @@ export class TurnStream {
       if (!this.closed) {
         this.closed = true;
         clearInterval(this.keepAlive);
-        console.log(JSON.stringify({ level: "info", msg: "stream_client_gone", turnId: this.turnId }));
+        log.info("stream_client_gone", { turnId: this.turnId });
       }
     });
   }

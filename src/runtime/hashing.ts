@@ -1,12 +1,20 @@
-// SHA-256 as lower-case hex, with Web Crypto (workerd and Node alike): idempotency fingerprints,
-// document ids, token and OAuth-state lookups. Also base64url, for tokens, states and signatures.
+// SHA-256 with Web Crypto (workerd and Node alike), the one place the project hashes: as raw
+// bytes, or lower-case hex (idempotency fingerprints, document, profile and summary ids, token and
+// OAuth-state lookups, media checksums). Also base64url, for tokens, states, signatures and
+// Vectorize ids.
 
 export function toHex(bytes: Uint8Array): string {
   return Array.from(bytes, (byte) => byte.toString(16).padStart(2, "0")).join("");
 }
 
-export async function sha256Hex(text: string): Promise<string> {
-  return toHex(new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text))));
+/** SHA-256 of a text (as UTF-8) or of bytes. */
+export async function sha256(input: string | Uint8Array): Promise<Uint8Array<ArrayBuffer>> {
+  const bytes = typeof input === "string" ? new TextEncoder().encode(input) : input;
+  return new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
+}
+
+export async function sha256Hex(input: string | Uint8Array): Promise<string> {
+  return toHex(await sha256(input));
 }
 
 export function toBase64Url(bytes: Uint8Array): string {

@@ -11,6 +11,7 @@ import { normalizeForDedup } from "./fusion.ts";
 import { queryTerms } from "./query-terms.ts";
 import { completeStructured } from "./structured-output.ts";
 import type { Memory } from "./types.ts";
+import { sha256Hex } from "./hashing.ts";
 
 export const DEFAULT_FACTS_EVERY = 4;
 export const DEFAULT_SUMMARIZE_AFTER = 60;
@@ -169,8 +170,8 @@ export async function profileId(agentId: string, userId: string): Promise<string
   return `profile-${await shortHash(`${agentId}\u0000${userId}`)}`;
 }
 
+/** 96 bits of SHA-256 in hex: ids that stay the same for the same agent, user or room. */
 async function shortHash(text: string): Promise<string> {
-  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
-  return [...new Uint8Array(digest).slice(0, 12)].map((b) => b.toString(16).padStart(2, "0")).join("");
+  return (await sha256Hex(text)).slice(0, 24);
 }
 

@@ -6,7 +6,8 @@
 import { env } from "cloudflare:workers";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { loadConfig, type Env } from "../../src/config.ts";
+import { loadConfig } from "../../src/config.ts";
+import type { Env } from "../../src/env.ts";
 import { createGuardedFetch, OutboundRequestError, type FetchCaps } from "../../src/net/guarded-fetch.ts";
 import { urlRefusal, type UrlPolicy } from "../../src/net/url-safety.ts";
 

@@ -4,7 +4,7 @@
 // downloads nothing twice. Source URLs carry Discord's signed query string: it never reaches R2
 // metadata, an error or the model. Downloads go through the guarded fetch (src/net/): Discord's
 // hosts only, https and public, redirects re-checked, size and time capped while reading.
-import type { Env } from "../../config.ts";
+import type { Env } from "../../env.ts";
 import { OutboundRequestError, type FetchCaps } from "../../net/guarded-fetch.ts";
 import { outboundFetch } from "../../net/outbound.ts";
 import { sniffType } from "../../media/sniff.ts";

@@ -2,7 +2,8 @@
 // PUBLIC_BASE_URL (Meta must be able to fetch them; links last a day), the D1 post store, and
 // the memory of what the agent posted.
 import { drizzle } from "drizzle-orm/d1";
-import { loadConfig, type Env } from "../../config.ts";
+import { loadConfig } from "../../config.ts";
+import type { Env } from "../../env.ts";
 import { createD1MemoryStore } from "../../memory/d1-memory-store.ts";
 import { createMediaPostStore, type MediaPostStore } from "../../memory/media-posts.ts";
 import { signMediaUrl } from "../../media/signed-url.ts";

@@ -4,7 +4,7 @@
 // Responses never include secrets.
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import { parseCharacter, publicCharacter } from "../../characters/parse-character.ts";
-import type { Env } from "../../config.ts";
+import type { Env } from "../../env.ts";
 import type { AppEnv } from "../app-env.ts";
 import { assertMayActFor, guard } from "../auth.ts";
 import { agentIdFor, type AgentRecord } from "../../memory/agent-store.ts";
@@ -20,6 +20,7 @@ import type { KnowledgeBuilder } from "../../memory/agent-store.ts";
 import { loadTokenCounter } from "../../runtime/tokens.ts";
 import { mcpPlatform } from "../../mcp/platform.ts";
 import { assertKnownServers } from "../../mcp/registry.ts";
+import { errorField, log } from "../../log.ts";
 
 /**
  * The file is stored as written, keys the schema does not know included, so its nesting is bounded
@@ -198,5 +199,5 @@ async function embedAgentMemories(env: Env, agentId: string): Promise<void> {
 }
 
 function logWarning(msg: string, error: unknown): void {
-  console.warn(JSON.stringify({ level: "warn", msg, error: error instanceof Error ? error.message : String(error) }));
+  log.warn(msg, { error: errorField(error) });
 }

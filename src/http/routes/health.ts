@@ -3,7 +3,8 @@
 // and that D1 answers. Public (no token): it names backends, never keys or URLs with
 // credentials.
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
-import { loadConfig, type Env } from "../../config.ts";
+import { loadConfig } from "../../config.ts";
+import type { Env } from "../../env.ts";
 import { databaseReachable } from "../stores.ts";
 import { memoryBackends } from "../../memory/memory-backends.ts";
 import { describeEmbedder } from "../../model/embedder.ts";

@@ -4,7 +4,7 @@
 // embeds memories still waiting for a vector. User and room ids in bodies and filters follow the
 // namespace rules of ../namespaces.ts.
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
-import type { Env } from "../../config.ts";
+import type { Env } from "../../env.ts";
 import type { AppEnv } from "../app-env.ts";
 import { assertMayActFor, guard } from "../auth.ts";
 import { assertMayFilterMemories, assertMayWriteMemory } from "../namespaces.ts";
@@ -17,6 +17,7 @@ import type { Memory, MemoryType, SearchTimings } from "../../runtime/types.ts";
 import { pathNestedDeeperThan } from "../json-depth.ts";
 import { assertAgentExists } from "../known-agents.ts";
 import { AGENT_ID, errorContent, jsonContent, ExternalId } from "../schemas.ts";
+import { errorField, log } from "../../log.ts";
 
 export const MAX_MEMORY_TEXT_CHARS = 8_000;
 export const MAX_MEMORIES_PER_REQUEST = 500;
@@ -192,7 +193,7 @@ export function memoryRoutes(): OpenAPIHono<AppEnv> {
         embedded = await backends.pipeline.embed(items);
       } catch (error) {
         // Stored either way: text search finds them, and the embedding queue retries.
-        console.warn(JSON.stringify({ level: "warn", msg: "inline_embedding_failed", agentId, error: error instanceof Error ? error.message : String(error) }));
+        log.warn("inline_embedding_failed", { agentId, error: errorField(error) });
       }
       return c.json({ memories: items.map((m) => ({ id: m.id, type: m.type, createdAt: m.createdAt })), embedded, pending: items.length - embedded }, 201);
     },
@@ -314,7 +315,7 @@ export function memoryRoutes(): OpenAPIHono<AppEnv> {
       if (result.rooms.length > 0) await forgetRoomHistory(c.env, agentId, result.rooms);
       // Vectorize removals are best effort here; the cron sweep retries what is left.
       await backends.pipeline.sweepDeletions().catch((error: unknown) => {
-        console.warn(JSON.stringify({ level: "warn", msg: "vector_sweep_failed", error: String(error) }));
+        log.warn("vector_sweep_failed", { error: errorField(error) });
       });
       return c.json({ deleted: result.deleted }, 200);
     },

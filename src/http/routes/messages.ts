@@ -4,7 +4,8 @@
 // speak as and where is checked in ../namespaces.ts; the memories a turn used (a person's facts)
 // are shown only to a token that may read memories.
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
-import { loadConfig, type Env } from "../../config.ts";
+import { loadConfig } from "../../config.ts";
+import type { Env } from "../../env.ts";
 import { enforceRate } from "../rate-limit.ts";
 import type { AppEnv } from "../app-env.ts";
 import { guard, hasScope } from "../auth.ts";
@@ -18,6 +19,7 @@ import { turnBody } from "../../room/turn-stream.ts";
 import { AgentIdParam, errorContent, ExternalId, RoomIdParam } from "../schemas.ts";
 import { assertAgentExists } from "../known-agents.ts";
 import { sha256Hex } from "../../runtime/hashing.ts";
+import { errorField, log } from "../../log.ts";
 
 export const MAX_MESSAGE_CHARS = 8_000;
 export const MAX_ATTACHMENTS = 10;
@@ -161,7 +163,7 @@ export function messageRoutes(): OpenAPIHono<AppEnv> {
       const request = { input, idempotencyKey, fingerprint, showMemories };
       const roomRestarted = (error: unknown): AppError => {
         // The room was reset mid-turn (deploy, eviction); its journal resumes the turn.
-        console.error(JSON.stringify({ level: "error", msg: "room_rpc_failed", agentId, roomId, error: String(error) }));
+        log.error("room_rpc_failed", { agentId, roomId, error: errorField(error) });
         return new AppError(
           "upstream",
           503,

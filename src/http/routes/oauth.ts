@@ -20,6 +20,7 @@ import type { AppEnv } from "../app-env.ts";
 import { errorBody } from "../errors.ts";
 import { errorContent } from "../schemas.ts";
 import { validationError } from "../validation.ts";
+import { errorField, log } from "../../log.ts";
 
 const CallbackQuery = z.strictObject({
   state: z.string().min(16).max(512),
@@ -86,7 +87,7 @@ export function oauthRoutes(): OpenAPIHono<AppEnv> {
         return respond(c, 200, { agentId: row.agentId, server: row.server, state: view?.state ?? "unknown", tools }, "Connected", summary);
       } catch (error) {
         const failure = error instanceof AppError ? error : new AppError("internal", 500, "the authorization could not be completed; see the worker logs");
-        if (!(error instanceof AppError)) console.error(JSON.stringify({ level: "error", msg: "oauth_callback_failed", error: error instanceof Error ? error.message : String(error) }));
+        if (!(error instanceof AppError)) log.error("oauth_callback_failed", { error: errorField(error) });
         return respond(c, failure.status as 400, errorBody(failure.code, failure.message), "Not connected", failure.message);
       }
     },

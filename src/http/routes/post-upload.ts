@@ -6,6 +6,7 @@ import { MultipartReader, multipartBoundary } from "../../media/multipart.ts";
 import { receiveMedia, type ReceivedMedia } from "../../media/streamed-upload.ts";
 import { checkCaption, MAX_UPLOAD_BODY_BYTES } from "../../media/validate.ts";
 import { AppError, ValidationError } from "../../runtime/errors.ts";
+import { errorField, log } from "../../log.ts";
 
 export const MAX_POST_FILES = 10;
 const MAX_ALT_TEXT_CHARS = 1_000;
@@ -77,7 +78,7 @@ export async function receiveUpload({ request, bucket, agentId, postId }: Receiv
     await discard();
     if (error instanceof AppError) throw error;
     // R2 failed (or the client went away mid-body): nothing of this request was kept.
-    console.error(JSON.stringify({ level: "error", msg: "media_store_failed", agentId, postId, error: error instanceof Error ? error.message : String(error) }));
+    log.error("media_store_failed", { agentId, postId, error: errorField(error) });
     throw new AppError("upstream", 503, "storing the upload failed; nothing was kept, try again");
   }
 }

@@ -13,6 +13,7 @@ import { guard } from "../auth.ts";
 import { assertAgentExists } from "../known-agents.ts";
 import { AgentIdParam, errorContent } from "../schemas.ts";
 import { receiveUpload } from "./post-upload.ts";
+import { errorField, log } from "../../log.ts";
 
 const PostView = z
   .object({
@@ -97,14 +98,14 @@ export function postRoutes(): OpenAPIHono<AppEnv> {
       } catch (error) {
         // Nothing half-written: the files go if the post cannot be recorded.
         await upload.discard();
-        console.error(JSON.stringify({ level: "error", msg: "media_store_failed", agentId, postId, error: error instanceof Error ? error.message : String(error) }));
+        log.error("media_store_failed", { agentId, postId, error: errorField(error) });
         throw new AppError("upstream", 503, "storing the upload failed; nothing was kept, try again");
       }
       if (publish) {
         const room = c.env.ROOMS.getByName(`${agentId}:~instagram`);
         const started = room.publishPost(postId).catch((error: unknown) => {
           // The watchdog step scheduled by the room retries; log for the operator.
-          console.error(JSON.stringify({ level: "error", msg: "publish_start_failed", agentId, postId, error: error instanceof Error ? error.message : String(error) }));
+          log.error("publish_start_failed", { agentId, postId, error: errorField(error) });
         });
         try {
           c.executionCtx.waitUntil(started);

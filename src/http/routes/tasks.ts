@@ -15,6 +15,7 @@ import { ConflictError, ModelNotConfiguredError, NotFoundError } from "../../run
 import { DEFAULT_TASK_LIMITS, MAX_GOAL_CHARS, MAX_TASK_BUDGET_TOKENS, MAX_TASK_FAILURES, MAX_TASK_STEPS, type TaskState } from "../../runtime/task-types.ts";
 import type { AuditEntry } from "../../runtime/task-types.ts";
 import { answerTaskApproval, cancelTask, createTask, getTask, listTasks, taskEvents } from "../../room/task-client.ts";
+import { errorField, log } from "../../log.ts";
 
 /** How often an open event stream looks for new events. */
 export const TASK_EVENTS_POLL_MS = 250;
@@ -288,7 +289,7 @@ export function taskRoutes(): OpenAPIHono<AppEnv> {
               page = await taskEvents(env, agentId, taskId, last, EVENTS_PAGE);
             }
           } catch (error) {
-            console.warn(JSON.stringify({ level: "warn", msg: "task_events_stream_failed", agentId, taskId, error: String(error) }));
+            log.warn("task_events_stream_failed", { agentId, taskId, error: errorField(error) });
           }
           // A cancelled stream is already closed.
           if (!cancelled) controller.close();

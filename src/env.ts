@@ -1,0 +1,41 @@
+// The worker's bindings and variables as wrangler.toml and secrets provide them, before
+// validation: src/config.ts parses the variables once into a typed Config. Kept apart from
+// config.ts so modules that only pass the bindings along need not import the parsing.
+import type { AgentRoom } from "./room/agent-room.ts";
+import type { AgentTasks } from "./room/agent-tasks.ts";
+import type { RateLimiter } from "./room/rate-limiter.ts";
+
+export interface Env {
+  ROOMS: DurableObjectNamespace<AgentRoom>;
+  LIMITS: DurableObjectNamespace<RateLimiter>;
+  TASKS: DurableObjectNamespace<AgentTasks>;
+  DB: D1Database;
+  MEDIA: R2Bucket;
+  VECTORS?: Vectorize;
+  AI?: Ai;
+  OPENAI_API_KEY?: string;
+  OPENAI_BASE_URL?: string;
+  MODEL?: string;
+  MODEL_FALLBACKS?: string;
+  SMALL_MODEL?: string;
+  EMBEDDING_MODEL?: string;
+  EMBEDDING_DIMENSIONS?: string;
+  DISCORD_APPLICATION_ID?: string;
+  DISCORD_PUBLIC_KEY?: string;
+  DISCORD_BOT_TOKEN?: string;
+  DISCORD_API_BASE?: string;
+  DISCORD_OWNER_IDS?: string;
+  INSTAGRAM_USER_ID?: string;
+  INSTAGRAM_ACCESS_TOKEN?: string;
+  INSTAGRAM_GRAPH_BASE?: string;
+  ADMIN_TOKEN?: string;
+  SECRETS_KEY?: string;
+  PUBLIC_BASE_URL?: string;
+  MAX_CONTEXT_TOKENS?: string;
+  RATE_LIMIT_PER_TOKEN?: string;
+  RATE_LIMIT_PER_USER?: string;
+  DAILY_TOKEN_LIMIT?: string;
+  ALLOW_LOOPBACK_FETCH?: string;
+  /** The old name of ALLOW_LOOPBACK_FETCH, still honoured. */
+  MCP_ALLOW_LOOPBACK?: string;
+}
