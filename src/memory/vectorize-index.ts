@@ -1,6 +1,6 @@
 // VectorIndex over Cloudflare Vectorize (V2): one namespace per agent, metadata type/roomId/userId
 // for filters and memoryId to map hits back (their metadata indexes must exist before vectors are
-// written; see README), the dimension checked against the index before every write. Vectorize
+// written; see docs/deploying.md), the dimension checked against the index before every write. Vectorize
 // applies writes asynchronously: callers never rely on reading their own writes.
 import { DimensionMismatchError } from "../runtime/errors.ts";
 import type { VectorIndex, VectorMatch, VectorQuery, VectorRecord } from "../runtime/types.ts";
