@@ -100,7 +100,7 @@ export function createVectorizeIndex(binding: VectorizeBinding, log: (entry: Rec
       }
       if (unmapped > 0 && matches.length === 0 && !warnedUnmapped) {
         warnedUnmapped = true;
-        log({ level: "warn", msg: "vectorize_hits_unmapped", agentId: query.agentId, unmapped, hint: "create the memoryId metadata index, then npm run memory -- init (README, Deploying)" });
+        log({ level: "warn", msg: "vectorize_hits_unmapped", agentId: query.agentId, unmapped, hint: "create the memoryId metadata index, then npm run memory -- init (docs/deploying.md)" });
       }
       return matches;
     },
