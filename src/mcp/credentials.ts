@@ -5,7 +5,7 @@
 import type { OAuthClientInformationMixed, OAuthTokens } from "@modelcontextprotocol/sdk/shared/auth.js";
 import type { OAuthDiscoveryState } from "@modelcontextprotocol/sdk/client/auth.js";
 import { and, eq, isNull, lte, or } from "drizzle-orm";
-import type { Db } from "../memory/d1-memory-store.ts";
+import type { Db } from "../memory/db.ts";
 import { mcpCredentials } from "../memory/schema.ts";
 import type { SecretBox } from "../memory/secret-box.ts";
 

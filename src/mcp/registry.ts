@@ -6,7 +6,7 @@
 import { and, asc, eq } from "drizzle-orm";
 import { z } from "zod";
 import registryFile from "../../mcp-servers.json";
-import type { Db } from "../memory/d1-memory-store.ts";
+import type { Db } from "../memory/db.ts";
 import { agentMcpServers } from "../memory/schema.ts";
 import { ConflictError, NotConfiguredError, NotFoundError, ValidationError } from "../runtime/errors.ts";
 

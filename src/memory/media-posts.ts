@@ -3,7 +3,7 @@
 import { and, eq } from "drizzle-orm";
 import { z } from "zod";
 import type { PostState } from "../clients/instagram/publisher.ts";
-import type { Db } from "./d1-memory-store.ts";
+import type { Db } from "./db.ts";
 import { mediaPosts } from "./schema.ts";
 
 const Items = z.array(

@@ -6,7 +6,7 @@ import { loadConfig } from "../config.ts";
 import type { Env } from "../env.ts";
 import { createEmbedder } from "../model/embedder.ts";
 import type { Embedder, MemoryRetriever, VectorIndex } from "../runtime/types.ts";
-import type { Db } from "./d1-memory-store.ts";
+import type { Db } from "./db.ts";
 import { createEmbeddingPipeline, type EmbeddingPipeline } from "./embedding-pipeline.ts";
 import { createHybridSearch } from "./hybrid-search.ts";
 import { createLocalVectorIndex } from "./local-vector-index.ts";

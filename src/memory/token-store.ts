@@ -3,7 +3,7 @@
 // comparison (the secret has 256 bits of entropy: guessing a hash prefix reveals nothing useful).
 import { asc, eq } from "drizzle-orm";
 import { z } from "zod";
-import type { Db } from "./d1-memory-store.ts";
+import type { Db } from "./db.ts";
 import { apiTokens } from "./schema.ts";
 import { sha256Hex, toBase64Url, toHex } from "../runtime/hashing.ts";
 

@@ -2,7 +2,7 @@
 // configuration (`POST /clients/discord/config`: default agent, allowed channels).
 import { eq, sql } from "drizzle-orm";
 import { z } from "zod";
-import type { Db } from "../../memory/d1-memory-store.ts";
+import type { Db } from "../../memory/db.ts";
 import { clientConfigs, discordChannels } from "../../memory/schema.ts";
 
 export const DiscordConfig = z.strictObject({
