@@ -3,12 +3,10 @@
 // with their vectors), removes Vectorize vectors of deleted memories, and embeds memories that
 // were left pending (a failed embedding call, a room evicted before its queue ran).
 import { and, isNull, lt, ne } from "drizzle-orm";
-import { loadConfig } from "../config.ts";
 import type { Env } from "../env.ts";
-import { createSecretBox } from "./secret-box.ts";
 import { forgetRoomHistory } from "../room/room-client.ts";
-import { createAgentStore } from "./agent-store.ts";
-import { memoryBackends } from "./memory-backends.ts";
+import type { AgentStore } from "./agent-store.ts";
+import { stores } from "./stores.ts";
 import { deleteMemories } from "./memory-repo.ts";
 import { memories } from "./schema.ts";
 import { errorField, log } from "../log.ts";
@@ -26,9 +24,7 @@ export interface MaintenanceReport {
 }
 
 export async function runMemoryMaintenance(env: Env, now: number): Promise<MaintenanceReport> {
-  const { db, pipeline } = memoryBackends(env);
-  const { secretsKey } = loadConfig(env);
-  const agents = createAgentStore(db, secretsKey ? createSecretBox(secretsKey) : null);
+  const { db, pipeline, agents } = stores(env);
   const report: MaintenanceReport = { agentsChecked: 0, expired: 0, vectorsRemoved: 0, embedded: 0 };
 
   for (let after: string | undefined, more = true; more; ) {
@@ -62,7 +58,7 @@ export async function runMemoryMaintenance(env: Env, now: number): Promise<Maint
   return report;
 }
 
-async function retentionDays(agents: ReturnType<typeof createAgentStore>, agentId: string): Promise<number | undefined> {
+async function retentionDays(agents: AgentStore, agentId: string): Promise<number | undefined> {
   try {
     return (await agents.get(agentId))?.character.settings.memory.retentionDays;
   } catch (error) {

@@ -5,9 +5,9 @@
 import type { OAuthClientInformationMixed, OAuthTokens } from "@modelcontextprotocol/sdk/shared/auth.js";
 import type { OAuthDiscoveryState } from "@modelcontextprotocol/sdk/client/auth.js";
 import { and, eq, isNull, lte, or } from "drizzle-orm";
-import type { Db } from "../memory/db.ts";
-import { mcpCredentials } from "../memory/schema.ts";
-import type { SecretBox } from "../memory/secret-box.ts";
+import type { Db } from "./db.ts";
+import { mcpCredentials } from "./schema.ts";
+import type { SecretBox } from "./secret-box.ts";
 
 export interface McpAuthData {
   redirectUrl?: string;
