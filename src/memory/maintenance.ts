@@ -1,10 +1,10 @@
 // Periodic memory upkeep, run by the cron trigger (wrangler.toml [triggers]): enforces each agent's
 // retention (`settings.memory.retentionDays`: messages and summaries older than that are deleted,
 // with their vectors), removes Vectorize vectors of deleted memories, and embeds memories that
-// were left pending (a failed embedding call, a room evicted before its queue ran).
+// were left pending (a failed embedding call, a room evicted before its queue ran). Rooms whose
+// messages expired are told through an injected callback: src/memory/ knows nothing of rooms.
 import { and, isNull, lt, ne } from "drizzle-orm";
 import type { Env } from "../env.ts";
-import { forgetRoomHistory } from "../room/room-client.ts";
 import type { AgentStore } from "./agent-store.ts";
 import { stores } from "./stores.ts";
 import { deleteMemories } from "./memory-repo.ts";
@@ -23,7 +23,12 @@ export interface MaintenanceReport {
   embedded: number;
 }
 
-export async function runMemoryMaintenance(env: Env, now: number): Promise<MaintenanceReport> {
+export interface MaintenanceOptions {
+  /** Tells the agent's rooms their messages changed, so they drop the history they cache. */
+  forgetRoomHistory(agentId: string, roomIds: string[]): Promise<void>;
+}
+
+export async function runMemoryMaintenance(env: Env, now: number, options: MaintenanceOptions): Promise<MaintenanceReport> {
   const { db, pipeline, agents } = stores(env);
   const report: MaintenanceReport = { agentsChecked: 0, expired: 0, vectorsRemoved: 0, embedded: 0 };
 
@@ -35,7 +40,7 @@ export async function runMemoryMaintenance(env: Env, now: number): Promise<Maint
       if (days === undefined) continue;
       const result = await deleteMemories(db, { agentId: summary.id, types: ["message", "summary"] }, now - days * DAY_MS);
       report.expired += result.deleted;
-      if (result.rooms.length > 0) await forgetRoomHistory(env, summary.id, result.rooms);
+      if (result.rooms.length > 0) await options.forgetRoomHistory(summary.id, result.rooms);
     }
     after = page.nextCursor ?? undefined;
     more = page.nextCursor !== null;
