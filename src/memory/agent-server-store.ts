@@ -5,6 +5,7 @@ import { and, asc, eq } from "drizzle-orm";
 import { McpServerConfig, registryServers, type McpServerEntry } from "../mcp/registry.ts";
 import { ConflictError } from "../runtime/errors.ts";
 import type { Db } from "./db.ts";
+import { readJsonColumn } from "./json-column.ts";
 import { agentMcpServers } from "./schema.ts";
 
 export interface AgentServerStore {
@@ -17,7 +18,7 @@ export function createAgentServerStore(db: Db): AgentServerStore {
   return {
     async list(agentId) {
       const rows = await db.select().from(agentMcpServers).where(eq(agentMcpServers.agentId, agentId)).orderBy(asc(agentMcpServers.name));
-      return rows.map((row) => ({ name: row.name, config: McpServerConfig.parse(JSON.parse(row.config)), origin: "agent" as const }));
+      return rows.map((row) => ({ name: row.name, config: readJsonColumn(McpServerConfig, row.config, `agent_mcp_servers.config of ${agentId}/${row.name}`), origin: "agent" as const }));
     },
     async add(agentId, name, config, now) {
       if (registryServers().has(name)) throw new ConflictError(`"${name}" is a server of mcp-servers.json; name it in the character's settings.mcpServers instead`);
