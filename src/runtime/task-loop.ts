@@ -15,7 +15,6 @@ import { isTerminal, type AuditEntry, type TaskEventBody, type TaskState, type T
 import type { ApprovalDecision } from "./turn-types.ts";
 import type { ChatMessage } from "./types.ts";
 
-export { SUMMARY_EVERY_STEPS, TASK_SWITCH_NOTE } from "./task-step.ts";
 /** The loop's host interface, kept in its own file so task-step.ts needs no import of this one. */
 export type { TaskLoopDeps } from "./task-deps.ts";
 
