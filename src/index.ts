@@ -4,6 +4,7 @@
 import type { Env } from "./env.ts";
 import { createApp } from "./http/app.ts";
 import { runMemoryMaintenance } from "./memory/maintenance.ts";
+import { forgetRoomHistory } from "./room/room-client.ts";
 
 export { AgentRoom } from "./room/agent-room.ts";
 export { RateLimiter } from "./room/rate-limiter.ts";
@@ -14,6 +15,6 @@ const app = createApp();
 export default {
   fetch: app.fetch,
   scheduled(controller, env, ctx) {
-    ctx.waitUntil(runMemoryMaintenance(env, controller.scheduledTime));
+    ctx.waitUntil(runMemoryMaintenance(env, controller.scheduledTime, { forgetRoomHistory: (agentId, roomIds) => forgetRoomHistory(env, agentId, roomIds) }));
   },
 } satisfies ExportedHandler<Env>;

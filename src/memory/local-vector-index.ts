@@ -8,7 +8,7 @@
 import { and, eq, gt, inArray, sql } from "drizzle-orm";
 import { DimensionMismatchError } from "../runtime/errors.ts";
 import type { VectorIndex, VectorMatch, VectorQuery, VectorRecord } from "../runtime/types.ts";
-import type { Db } from "./d1-memory-store.ts";
+import type { Db } from "./db.ts";
 import { memoryVectors, vectorIndexMeta } from "./schema.ts";
 import { byAgent } from "./vector-outbox.ts";
 import { cacheBytes, createVectorCache, putVector, quantize, rankVectors, removeVector, signBits, type VectorCache } from "./vector-cache.ts";
