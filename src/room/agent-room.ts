@@ -12,20 +12,16 @@ import type { TurnInput, TurnOutcome } from "../runtime/turn-types.ts";
 import type { ToolOutput } from "../runtime/types.ts";
 import type { HistoryPage, HistoryQuery } from "../memory/message-history.ts";
 import { createRoomRuntime, type RoomRuntime } from "./room-runtime.ts";
-import { MAX_TURN_ATTEMPTS, TurnJournal, type ApprovalPause, type DiscordDelivery, type JournalEntry } from "./turn-journal.ts";
+import { MAX_TURN_ATTEMPTS, TurnJournal, type ApprovalPause, type JournalEntry } from "./turn-journal.ts";
 import { RoomDelivery } from "./room-delivery.ts";
-import { APPROVAL_WINDOW_MS, approvalResultText, canRouteApproval, newApprovalId } from "../clients/discord/approval.ts";
-import { attachmentPrompt, attachmentSource, ingestAttachments } from "../clients/discord/attachments.ts";
-import { editPosted } from "../clients/discord/delivery.ts";
-import { INTERACTION_TOKEN_LIFETIME_MS } from "../clients/discord/rest.ts";
+import { APPROVAL_WINDOW_MS, newApprovalId } from "./approvals.ts";
+import type { AttachmentIngest, DeliveryTarget, ReplySurface } from "./reply-surface.ts";
 import type { TurnPause } from "../runtime/turn-types.ts";
 import { effectiveServers, type McpServerEntry } from "../mcp/registry.ts";
-import { PostPublishing } from "./post-publishing.ts";
 import type { ApprovalAnswer, ApprovalAnswerResult, EnqueueTurnRequest, StreamedTurnResult, SubmitTurnRequest, TurnResult } from "./room-types.ts";
+import type { AgentRoomRpc } from "./rpc.ts";
 import { TurnStream } from "./turn-stream.ts";
 import { errorField, log } from "../log.ts";
-
-export type { ApprovalAnswer, ApprovalAnswerResult, EnqueueTurnRequest, StreamedTurnResult, SubmitTurnRequest, TurnResult } from "./room-types.ts";
 
 const RESUME_ITEM_ID = "resume-turns";
 
@@ -34,7 +30,14 @@ const DELIVER_ITEM_ID = "deliver-replies";
 /** Delivery retries (Discord 429/5xx beyond what one attempt waits): about 10 minutes in all. */
 const DELIVERY_RETRY = { maxAttempts: 8, baseDelayMs: 5_000, maxDelayMs: 120_000 };
 
-export class AgentRoom extends Agent<Env> {
+/** What the worker plugs into a room: the surface replies go to, and its attachment ingest. */
+export interface RoomPlatform {
+  surface: ReplySurface;
+  attachments: AttachmentIngest;
+}
+
+/** The class binds to ROOMS as `AgentRoom` (src/durable-objects.ts), which plugs in the platform. */
+export abstract class AgentRoomBase extends Agent<Env> implements AgentRoomRpc {
   private journal!: TurnJournal;
   private runtime: Promise<RoomRuntime> | null = null;
   private cachedCharacter: { version: number; character: Character } | null = null;
@@ -44,20 +47,22 @@ export class AgentRoom extends Agent<Env> {
   /** Reply writes and evaluations, chained so they reach D1 in turn order. */
   private afterReplies: Promise<void> = Promise.resolve();
   private readonly finishing = new Set<string>();
-  /** Instagram publishing, when this is the agent's `~instagram` object. */
-  private postPublishing: PostPublishing | null = null;
   private readonly waiters = new Map<string, Array<(result: TurnResult) => void>>();
   /** Streaming clients of turns in this instance, by turn id (gone with the instance). */
   private readonly streams = new Map<string, TurnStream>();
   /** Replies on their way to Discord. */
   private delivery!: RoomDelivery;
+  private surfaces!: RoomPlatform;
+
+  protected abstract platform(): RoomPlatform;
 
   override onStart(): void {
+    this.surfaces = this.platform();
     this.journal = new TurnJournal(this.ctx.storage.sql);
     this.journal.migrate();
     this.journal.prune(Date.now());
     this.delivery = new RoomDelivery({
-      env: this.env,
+      surface: this.surfaces.surface,
       journal: this.journal,
       room: this.name,
       agentName: async (agentId) => (await (await this.getRuntime()).agents.get(agentId))?.character.name ?? agentId,
@@ -81,15 +86,7 @@ export class AgentRoom extends Agent<Env> {
     if (pause.requesterId !== answer.userId) return { status: "not_yours" };
     const now = Date.now();
     const decision = answer.approve ? ("approved" as const) : ("denied" as const);
-    const delivery: DiscordDelivery | null = entry.delivery
-      ? {
-          ...entry.delivery,
-          applicationId: answer.applicationId,
-          interactionToken: answer.interactionToken,
-          expiresAt: now + INTERACTION_TOKEN_LIFETIME_MS - 5_000,
-          originalUsed: true,
-        }
-      : null;
+    const delivery: DeliveryTarget | null = entry.delivery ? this.surfaces.surface.afterAnswer(entry.delivery, answer.via) : null;
     this.journal.markDecided(entry.turnId, { ...pause, decision: { value: decision, by: answer.userName, at: now } }, delivery, now);
     this.armResume();
     void this.drain();
@@ -106,16 +103,7 @@ export class AgentRoom extends Agent<Env> {
     this.armResume();
     void this.drain();
     // The buttons would still look answerable: say what happened (best effort, the reply follows).
-    if (pause.prompt) {
-      const posted = pause.prompt;
-      this.delivery.after(async (rest) => {
-        try {
-          await editPosted(rest, posted, { content: approvalResultText(pause.tool, "expired"), components: [] }, Date.now);
-        } catch (error) {
-          log.warn("approval_prompt_edit_failed", { room: this.name, turnId: entry.turnId, error: errorField(error) });
-        }
-      });
-    }
+    if (pause.prompt) this.delivery.closeExpiredPrompt(entry.turnId, pause.prompt, pause.tool);
   }
 
   private armApprovalExpiry(entry: JournalEntry): void {
@@ -143,34 +131,18 @@ export class AgentRoom extends Agent<Env> {
   }
 
   /**
-   * Instagram publishing for the agent (this is its `<agentId>:~instagram` object): runs the post's
-   * next step now. Steps after it run on the scheduler; a watchdog step, cancelled when a step
-   * finishes, resumes a post whose step was cut off by an eviction.
+   * Instagram publishing ran in rooms named `<agentId>:~instagram` before PostPublisher: a step
+   * still scheduled on one (or a call from an older worker) is handed to the agent's PostPublisher.
+   * Kept while `legacy_publish_forwarded` still shows up in the logs.
    */
   async publishPost(postId: string): Promise<void> {
-    await this.publishing.step(postId);
+    log.info("legacy_publish_forwarded", { room: this.name, postId });
+    await this.env.PUBLISHER.getByName(this.name.split(":")[0]!).publishPost(postId);
   }
 
-  /** Schedule callback for publishPost's later steps and its watchdog. */
+  /** Schedule callback of those rooms (a later step, or the watchdog): forwarded the same way. */
   async publishStep(payload: { postId: string }): Promise<void> {
-    await this.publishing.step(payload.postId);
-  }
-
-  private get publishing(): PostPublishing {
-    this.postPublishing ??= new PostPublishing({
-      env: this.env,
-      agentId: this.name.split(":")[0]!,
-      schedule: (delaySeconds, postId) => this.schedule(delaySeconds, "publishStep", { postId }),
-      cancel: (id) => this.cancelSchedule(id),
-      captionContext: async () => {
-        const runtime = await this.getRuntime();
-        if (!runtime.chat.model) return null;
-        const agentId = this.name.split(":")[0]!;
-        const character = await this.characterFor(runtime, agentId, await runtime.agents.version(agentId));
-        return { character, model: runtime.chat.model, models: runtime.chat.models };
-      },
-    });
-    return this.postPublishing;
+    await this.publishPost(payload.postId);
   }
 
   /** Queue callback: retries replies that could not reach Discord yet (throws to be retried). */
@@ -312,7 +284,7 @@ export class AgentRoom extends Agent<Env> {
       const character = await this.characterFor(runtime, agentId, version);
       await this.prepareTools(runtime, agentId, version, character);
       // Only a surface with buttons can ask a person; elsewhere such tools are refused.
-      const canAskApproval = entry.delivery?.kind === "discord" && canRouteApproval(agentId);
+      const canAskApproval = entry.delivery ? this.surfaces.surface.canAskApproval(entry.delivery, agentId) : false;
       const attachments = !decided && entry.input.attachments.length > 0 ? await this.readAttachments(entry) : undefined;
       const observer = this.streams.get(turnId)?.observer;
       const toolOutputs = { remembered: this.journal.toolOutputs(turnId), record: (key: string, output: ToolOutput) => this.journal.recordToolOutput(turnId, key, output) };
@@ -337,13 +309,7 @@ export class AgentRoom extends Agent<Env> {
 
   /** Copies the turn's files into R2 (once: a re-run finds them there) and reads them for the model. */
   private async readAttachments(entry: JournalEntry): Promise<{ text: string; images: string[] }> {
-    const results = await ingestAttachments(entry.input.attachments, {
-      bucket: this.env.MEDIA,
-      keyPrefix: `attachments/${entry.input.agentId}/${entry.turnId}`,
-      // Discord's hosts, through the guarded fetch.
-      ...attachmentSource(this.env),
-    });
-    return attachmentPrompt(results);
+    return this.surfaces.attachments.read(entry.input.attachments, `attachments/${entry.input.agentId}/${entry.turnId}`);
   }
 
   /** running -> awaiting_approval: journal the checkpoint, arm the expiry, post the buttons. */

@@ -4,9 +4,8 @@
 // increasing ids: the SSE endpoint replays from a client's Last-Event-ID. A task paused for a
 // person's approval on Discord also keeps where its Approve / Deny prompt was posted.
 import { z } from "zod";
-import type { PostedMessage } from "../clients/discord/delivery.ts";
 import { isTerminal, type AuditEntry, type TaskEvent, type TaskEventBody, type TaskState } from "../runtime/task-types.ts";
-import type { DiscordDelivery } from "./turn-journal.ts";
+import type { DeliveryTarget, PostedPrompt } from "./reply-surface.ts";
 
 /** A task that crashed its object this many times in one step is failed instead of retried forever. */
 export const MAX_STEP_ATTEMPTS = 3;
@@ -38,7 +37,7 @@ export interface ScheduleRecord extends ScheduleSpec {
 export interface StoredTask {
   state: TaskState;
   attempts: number;
-  delivery: DiscordDelivery | null;
+  delivery: DeliveryTarget | null;
   delivered: boolean;
   /** The Approve / Deny prompt of an approval, once posted (message null: it could not be). */
   prompt: ApprovalPrompt | null;
@@ -46,7 +45,7 @@ export interface StoredTask {
 
 export interface ApprovalPrompt {
   approvalId: string;
-  message: PostedMessage | null;
+  message: PostedPrompt | null;
 }
 
 const TaskRow = z.object({ state: z.string(), attempts: z.number(), delivery: z.string().nullable(), delivered: z.number(), approval_prompt: z.string().nullable() });
@@ -113,7 +112,7 @@ export class TaskStore {
     )`);
   }
 
-  insert(state: TaskState, delivery: DiscordDelivery | null, now: number): void {
+  insert(state: TaskState, delivery: DeliveryTarget | null, now: number): void {
     this.sql.exec(
       "INSERT INTO tasks (task_id, status, state, delivery, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)",
       state.taskId,
@@ -132,7 +131,7 @@ export class TaskStore {
     return {
       state: readState(parsed.state),
       attempts: parsed.attempts,
-      delivery: parsed.delivery ? (JSON.parse(parsed.delivery) as DiscordDelivery) : null,
+      delivery: parsed.delivery ? (JSON.parse(parsed.delivery) as DeliveryTarget) : null,
       delivered: parsed.delivered === 1,
       prompt: parsed.approval_prompt ? (JSON.parse(parsed.approval_prompt) as ApprovalPrompt) : null,
     };
@@ -214,13 +213,13 @@ export class TaskStore {
       .filter((task): task is StoredTask => task !== null);
   }
 
-  /** Where a task reports to (Discord), without reading its whole state. */
-  delivery(taskId: string): DiscordDelivery | null {
+  /** Where a task reports to (a surface's target), without reading its whole state. */
+  delivery(taskId: string): DeliveryTarget | null {
     const row = this.sql.exec("SELECT delivery FROM tasks WHERE task_id = ?", taskId).toArray()[0];
-    return row?.delivery ? (JSON.parse(String(row.delivery)) as DiscordDelivery) : null;
+    return row?.delivery ? (JSON.parse(String(row.delivery)) as DeliveryTarget) : null;
   }
 
-  setDelivery(taskId: string, delivery: DiscordDelivery): void {
+  setDelivery(taskId: string, delivery: DeliveryTarget): void {
     this.sql.exec("UPDATE tasks SET delivery = ? WHERE task_id = ?", JSON.stringify(delivery), taskId);
   }
 
