@@ -2,9 +2,9 @@
 // the room and the task object (src/room/) take the reply surface and attachment ingest as
 // interfaces, and get Discord's (src/clients/discord/) here, so src/room/ never imports a client.
 import { createDiscordAttachmentIngest, createDiscordSurface } from "./clients/discord/reply-surface.ts";
-import { AgentRoomBase, type RoomPlatform } from "./room/agent-room.ts";
+import { AgentRoomBase } from "./room/agent-room.ts";
 import { AgentTasksBase } from "./room/agent-tasks.ts";
-import type { ReplySurface } from "./room/reply-surface.ts";
+import type { ReplySurface, RoomPlatform } from "./room/reply-surface.ts";
 
 export { PostPublisher } from "./room/post-publisher.ts";
 export { RateLimiter } from "./room/rate-limiter.ts";

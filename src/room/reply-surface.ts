@@ -59,3 +59,9 @@ export interface ReplySurface {
 export interface AttachmentIngest {
   read(attachments: Attachment[], keyPrefix: string): Promise<{ text: string; images: string[] }>;
 }
+
+/** What the worker plugs into a room: the surface replies go to, and its attachment ingest. */
+export interface RoomPlatform {
+  surface: ReplySurface;
+  attachments: AttachmentIngest;
+}
