@@ -6,6 +6,8 @@
 import { z } from "zod";
 import { isTerminal, type AuditEntry, type TaskEvent, type TaskEventBody, type TaskState } from "../runtime/task-types.ts";
 import type { DeliveryTarget, PostedPrompt } from "./reply-surface.ts";
+import { DeliveryTargetShape, PostedPromptShape, readStored } from "./stored-json.ts";
+import { AuditEntryShape, TaskEventShape, TaskStateShape } from "./stored-tasks.ts";
 
 /** A task that crashed its object this many times in one step is failed instead of retried forever. */
 export const MAX_STEP_ATTEMPTS = 3;
@@ -47,6 +49,15 @@ export interface ApprovalPrompt {
   approvalId: string;
   message: PostedPrompt | null;
 }
+
+const ScheduleSpecShape: z.ZodType<ScheduleSpec> = z.looseObject({
+  scheduleId: z.string(),
+  kind: z.enum(["cron", "at", "every"]),
+  when: z.string(),
+  goal: z.string(),
+  roomId: z.string().nullable(),
+});
+const ApprovalPromptShape: z.ZodType<ApprovalPrompt> = z.looseObject({ approvalId: z.string(), message: PostedPromptShape.nullable() });
 
 const TaskRow = z.object({ state: z.string(), attempts: z.number(), delivery: z.string().nullable(), delivered: z.number(), approval_prompt: z.string().nullable() });
 const EventRow = z.object({ id: z.number(), task_id: z.string(), data: z.string() });
@@ -129,20 +140,20 @@ export class TaskStore {
     if (!row) return null;
     const parsed = TaskRow.parse(row);
     return {
-      state: readState(parsed.state),
+      state: readState(parsed.state, taskId),
       attempts: parsed.attempts,
-      delivery: parsed.delivery ? (JSON.parse(parsed.delivery) as DeliveryTarget) : null,
+      delivery: parsed.delivery ? readStored(DeliveryTargetShape, parsed.delivery, `task ${taskId}: delivery`) : null,
       delivered: parsed.delivered === 1,
-      prompt: parsed.approval_prompt ? (JSON.parse(parsed.approval_prompt) as ApprovalPrompt) : null,
+      prompt: parsed.approval_prompt ? readStored(ApprovalPromptShape, parsed.approval_prompt, `task ${taskId}: approval prompt`) : null,
     };
   }
 
   /** The newest tasks first, at most `limit`. */
   list(limit: number): TaskState[] {
     return this.sql
-      .exec("SELECT state FROM tasks ORDER BY seq DESC LIMIT ?", limit)
+      .exec("SELECT task_id, state FROM tasks ORDER BY seq DESC LIMIT ?", limit)
       .toArray()
-      .map((row) => readState(String(row.state)));
+      .map((row) => readState(String(row.state), String(row.task_id)));
   }
 
   /** Tasks paused for a person's approval, oldest first. */
@@ -185,7 +196,7 @@ export class TaskStore {
     return this.sql
       .exec("SELECT entry FROM task_audit WHERE task_id = ? ORDER BY id", taskId)
       .toArray()
-      .map((row) => JSON.parse(String(row.entry)) as AuditEntry);
+      .map((row) => readStored(AuditEntryShape, String(row.entry), `task ${taskId}: audit entry`));
   }
 
   appendEvent(taskId: string, body: TaskEventBody, at: number): number {
@@ -201,7 +212,7 @@ export class TaskStore {
       .toArray()
       .map((row) => {
         const parsed = EventRow.parse(row);
-        return { id: parsed.id, event: JSON.parse(parsed.data) as TaskEvent };
+        return { id: parsed.id, event: readStored(TaskEventShape, parsed.data, `task ${taskId}: event ${parsed.id}`) };
       });
   }
 
@@ -216,7 +227,7 @@ export class TaskStore {
   /** Where a task reports to (a surface's target), without reading its whole state. */
   delivery(taskId: string): DeliveryTarget | null {
     const row = this.sql.exec("SELECT delivery FROM tasks WHERE task_id = ?", taskId).toArray()[0];
-    return row?.delivery ? (JSON.parse(String(row.delivery)) as DeliveryTarget) : null;
+    return row?.delivery ? readStored(DeliveryTargetShape, String(row.delivery), `task ${taskId}: delivery`) : null;
   }
 
   setDelivery(taskId: string, delivery: DeliveryTarget): void {
@@ -285,14 +296,14 @@ export class TaskStore {
   }
 }
 
-/** A stored state; fields added since it was written get their defaults. */
-function readState(json: string): TaskState {
-  return { requestedBy: null, approval: null, pausedMs: 0, ...(JSON.parse(json) as Partial<TaskState>) } as TaskState;
+/** A stored state; fields added since it was written get their defaults (stored-tasks.ts). */
+function readState(json: string, taskId: string): TaskState {
+  return readStored(TaskStateShape, json, `task ${taskId}: state`);
 }
 
 function toSchedule(row: Record<string, SqlStorageValue>): ScheduleRecord {
   const parsed = ScheduleRow.parse(row);
-  const spec = JSON.parse(parsed.spec) as ScheduleSpec;
+  const spec = readStored(ScheduleSpecShape, parsed.spec, `schedule ${parsed.schedule_id}: spec`);
   return {
     ...spec,
     sdkScheduleId: parsed.sdk_schedule_id,

@@ -10,6 +10,16 @@ import type { SerializedError } from "../runtime/errors.ts";
 import type { ApprovalDecision, ToolLoopCheckpoint, TurnInput, TurnOutcome } from "../runtime/turn-types.ts";
 import type { ToolOutput } from "../runtime/types.ts";
 import type { DeliveryTarget, PostedPrompt } from "./reply-surface.ts";
+import {
+  CheckpointShape,
+  DecisionShape,
+  DeliveryTargetShape,
+  PostedPromptShape,
+  readStored,
+  SerializedErrorShape,
+  TurnInputShape,
+  TurnOutcomeShape,
+} from "./stored-json.ts";
 
 export type TurnStatus = "received" | "running" | "awaiting_approval" | "replied" | "evaluated" | "failed";
 /** Where a reply goes besides the caller waiting on the RPC (a surface's delivery target). */
@@ -29,6 +39,18 @@ export interface ApprovalPause {
   prompt: PostedPrompt | null;
   decision?: { value: ApprovalDecision; by: string | null; at: number };
 }
+
+const ApprovalPauseShape: z.ZodType<ApprovalPause> = z.looseObject({
+  approvalId: z.string(),
+  tool: z.string(),
+  arguments: z.record(z.string(), z.unknown()),
+  requesterId: z.string(),
+  requestedAt: z.number(),
+  expiresAt: z.number(),
+  checkpoint: CheckpointShape,
+  prompt: PostedPromptShape.nullable(),
+  decision: DecisionShape.optional(),
+});
 
 export const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;
 /** A turn that crashed the object this many times is failed instead of retried forever. */
@@ -268,23 +290,25 @@ export class TurnJournal {
 
 function toEntry(raw: unknown): JournalEntry {
   const row = Row.parse(raw);
+  // Written by this class only, and checked again on the way back (stored-json.ts).
+  const column = <T>(shape: z.ZodType<T>, json: string | null, name: string): T | null =>
+    json ? readStored(shape, json, `turn ${row.turn_id}: ${name}`) : null;
   return {
     seq: row.seq,
     turnId: row.turn_id,
     idempotencyKey: row.idempotency_key,
     fingerprint: row.fingerprint,
     status: row.status,
-    // Written by this class only, from validated values; parsed back as the same shapes.
-    input: JSON.parse(row.input) as TurnInput,
-    outcome: row.outcome ? (JSON.parse(row.outcome) as TurnOutcome) : null,
-    error: row.error ? (JSON.parse(row.error) as SerializedError) : null,
+    input: readStored(TurnInputShape, row.input, `turn ${row.turn_id}: input`),
+    outcome: column(TurnOutcomeShape, row.outcome, "outcome"),
+    error: column(SerializedErrorShape, row.error, "error"),
     attempts: row.attempts,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
-    delivery: row.delivery ? (JSON.parse(row.delivery) as DeliveryTarget) : null,
+    delivery: column(DeliveryTargetShape, row.delivery, "delivery"),
     deliveryStatus: row.delivery_status,
     deliveredParts: row.delivered_parts,
-    pause: row.pause ? (JSON.parse(row.pause) as ApprovalPause) : null,
+    pause: column(ApprovalPauseShape, row.pause, "pause"),
   };
 }
 
