@@ -93,7 +93,7 @@ export const TurnInputShape: z.ZodType<TurnInput> = z.looseObject({
 
 export const TurnUsageShape: z.ZodType<TurnUsage> = z.looseObject({ promptTokens: z.number(), completionTokens: z.number(), modelCalls: z.number() });
 
-export const ToolCallRecordShape: z.ZodType<ToolCallRecord> = z.looseObject({
+const ToolCallRecordShape: z.ZodType<ToolCallRecord> = z.looseObject({
   id: z.string(),
   name: z.string(),
   arguments: z.unknown(),

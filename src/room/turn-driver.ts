@@ -31,7 +31,7 @@ export interface TurnDriverHost {
   evaluated(agentId: string, roomId: string): void;
 }
 
-export interface TurnDriverOptions {
+interface TurnDriverOptions {
   journal: TurnJournal;
   services(): Promise<TurnServices>;
   attachments: AttachmentIngest;

@@ -40,7 +40,7 @@ export function turnServicesFor(runtime: RoomRuntime): TurnServices {
 }
 
 /** The servers the character lists plus those added at runtime, as of the agent's version. */
-export function createToolPreparer(
+function createToolPreparer(
   mcp: { prepare(servers: readonly McpServerEntry[]): Promise<void> },
   agentServers: (agentId: string) => Promise<McpServerEntry[]>,
 ): ToolPreparer {
