@@ -19,9 +19,8 @@ import { DEFAULT_TASK_LIMITS, isTerminal, newTaskState, type TaskEventBody, type
 import { effectiveServers } from "../mcp/registry.ts";
 import { createRoomRuntime, type RoomRuntime } from "./room-runtime.ts";
 import { MAX_STEP_ATTEMPTS, TaskStore, type ScheduleRecord } from "./task-store.ts";
-import type { DeliveryTarget, ReplySurface } from "./reply-surface.ts";
-import { taskProgressLine, taskResultText } from "./task-messages.ts";
-import { TaskApprovalPrompts } from "./task-approval-prompts.ts";
+import type { ReplySurface } from "./reply-surface.ts";
+import { TaskReports } from "./task-reports.ts";
 import type { AgentTasksRpc } from "./rpc.ts";
 import type { CreateTaskRequest, ScheduleRequest, ScheduleResult, TaskApprovalClick, TaskApprovalResult, TaskEventsPage, TaskView } from "./task-requests.ts";
 import { errorField, log } from "../log.ts";
@@ -42,8 +41,8 @@ export abstract class AgentTasksBase extends Agent<Env> implements AgentTasksRpc
   private draining: Promise<void> | null = null;
   private running: { taskId: string; controller: AbortController; done: Promise<void> } | null = null;
   private surface!: ReplySurface;
-  private progress: Promise<void> = Promise.resolve();
-  private prompts!: TaskApprovalPrompts;
+  /** Progress lines, approval prompts and results, where a task reports. */
+  private reports!: TaskReports;
 
   /** Where tasks started on a surface report (progress, prompts, result). */
   protected abstract replySurface(): ReplySurface;
@@ -53,19 +52,20 @@ export abstract class AgentTasksBase extends Agent<Env> implements AgentTasksRpc
     this.store = new TaskStore(this.ctx.storage.sql);
     this.store.migrate();
     this.store.prune(Date.now());
-    this.prompts = new TaskApprovalPrompts({
+    this.reports = new TaskReports({
       store: this.store,
+      surface: this.surface,
       agentId: this.name,
       agentName: async () => (await (await this.getRuntime()).agents.get(this.name))?.character.name ?? this.name,
-      surface: this.surface,
       expire: (payload) => this.expireTaskApproval(payload),
+      retryLater: () => this.armDelivery(),
     });
     // Work left by an earlier instance (eviction, crash, deploy) resumes on first contact.
     if (this.store.nextRunnable()) void this.drain();
-    if (this.store.undelivered().length > 0) void this.deliverResults().catch(() => this.armDelivery());
+    if (this.store.undelivered().length > 0) this.reports.results();
     const paused = this.store.awaitingApproval();
     for (const task of paused) this.armApprovalExpiry(task.state);
-    if (paused.length > 0) this.postPrompts();
+    if (paused.length > 0) this.reports.prompt();
   }
 
   /** Stores a new task and starts it (after the agent's earlier tasks). */
@@ -153,7 +153,7 @@ export abstract class AgentTasksBase extends Agent<Env> implements AgentTasksRpc
     if (!stored) return;
     const tool = stored.state.approval?.tool ?? "";
     if (this.recordAnswer(stored.state, payload.approvalId, "expired", null).status !== "resolved") return;
-    this.progress = this.progress.then(() => this.prompts.markExpired(stored, tool));
+    this.reports.expired(stored, tool);
   }
 
   private recordAnswer(state: TaskState, approvalId: string, decision: ApprovalDecision, by: string | null): TaskApprovalResult {
@@ -173,11 +173,6 @@ export abstract class AgentTasksBase extends Agent<Env> implements AgentTasksRpc
     this.schedule(new Date(Math.max(approval.expiresAt, Date.now() + 1_000)), "expireTaskApproval", payload, { idempotent: true }).catch((error: unknown) => {
       log.error("task_approval_expiry_failed", { agent: this.name, taskId: state.taskId, error: errorField(error) });
     });
-  }
-
-  /** After the progress lines already on their way; a transient failure is retried from the queue. */
-  private postPrompts(): void {
-    this.progress = this.progress.then(() => this.prompts.postPending()).catch(() => this.armDelivery());
   }
 
   // ---- schedules ----------------------------------------------------------------------------
@@ -258,8 +253,7 @@ export abstract class AgentTasksBase extends Agent<Env> implements AgentTasksRpc
 
   /** Queue callback: retries task results that could not reach their surface yet. */
   async deliverTaskResults(): Promise<void> {
-    await this.prompts.postPending();
-    await this.deliverResults();
+    await this.reports.retry();
   }
 
   // ---- running ------------------------------------------------------------------------------
@@ -324,7 +318,7 @@ export abstract class AgentTasksBase extends Agent<Env> implements AgentTasksRpc
     }
     if (state.status === "awaiting_approval") {
       this.armApprovalExpiry(state);
-      if (this.store.delivery(state.taskId)) this.postPrompts();
+      if (this.store.delivery(state.taskId)) this.reports.prompt();
       return;
     }
     this.afterTask(state);
@@ -359,13 +353,7 @@ export abstract class AgentTasksBase extends Agent<Env> implements AgentTasksRpc
 
   private emit(taskId: string, event: TaskEventBody): void {
     this.store.appendEvent(taskId, event, Date.now());
-    const delivery = this.store.delivery(taskId);
-    const line = delivery ? taskProgressLine(event) : null;
-    if (!delivery || !line) return;
-    // The first line replaces the deferred "thinking" response; the rest follow it.
-    const used = this.surface.openingUsed(delivery);
-    if (used !== delivery) this.store.setDelivery(taskId, used);
-    this.postProgress(delivery, line);
+    this.reports.line(taskId, event);
   }
 
   /** Counting never fails a task: a lost count only makes the ceiling more lenient (and is logged). */
@@ -381,35 +369,7 @@ export abstract class AgentTasksBase extends Agent<Env> implements AgentTasksRpc
   private afterTask(state: TaskState): void {
     if (!isTerminal(state.status)) return;
     if (state.scheduleId) this.store.recordOutcome(state.scheduleId, state.taskId, state.status);
-    if (this.store.delivery(state.taskId)) void this.deliverResults().catch(() => this.armDelivery());
-  }
-
-  // ---- the surface ----------------------------------------------------------------------------
-
-  /** Progress lines are best effort, in order; the result is delivered durably after them. */
-  private postProgress(target: DeliveryTarget, line: string): void {
-    this.progress = this.progress.then(async () => {
-      try {
-        await this.surface.postLine(target, line);
-      } catch (error) {
-        log.warn("task_progress_not_posted", { agent: this.name, error: errorField(error) });
-      }
-    });
-  }
-
-  private async deliverResults(): Promise<void> {
-    await this.progress;
-    for (const task of this.store.undelivered()) {
-      try {
-        await this.surface.sendReply(task.delivery!, { reply: taskResultText(task.state), error: null, sentParts: 0 }, () => {});
-        this.store.markDelivered(task.state.taskId);
-      } catch (error) {
-        const final = this.surface.isPermanentFailure(error);
-        log.error("task_delivery_failed", { agent: this.name, taskId: task.state.taskId, final, error: errorField(error) });
-        if (!final) throw error;
-        this.store.markDelivered(task.state.taskId);
-      }
-    }
+    if (this.store.delivery(state.taskId)) this.reports.results();
   }
 
   private armDelivery(): void {
