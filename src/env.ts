@@ -1,14 +1,15 @@
 // The worker's bindings and variables as wrangler.toml and secrets provide them, before
 // validation: src/config.ts parses the variables once into a typed Config. Kept apart from
-// config.ts so modules that only pass the bindings along need not import the parsing.
-import type { AgentRoom } from "./room/agent-room.ts";
-import type { AgentTasks } from "./room/agent-tasks.ts";
-import type { RateLimiter } from "./room/rate-limiter.ts";
+// config.ts so modules that only pass the bindings along need not import the parsing. The
+// Durable Object namespaces are typed by their RPC interfaces (src/room/rpc.ts), not the classes,
+// which import Env themselves.
+import type { AgentRoomRpc, AgentTasksRpc, PostPublisherRpc, RateLimiterRpc } from "./room/rpc.ts";
 
 export interface Env {
-  ROOMS: DurableObjectNamespace<AgentRoom>;
-  LIMITS: DurableObjectNamespace<RateLimiter>;
-  TASKS: DurableObjectNamespace<AgentTasks>;
+  ROOMS: DurableObjectNamespace<AgentRoomRpc>;
+  LIMITS: DurableObjectNamespace<RateLimiterRpc>;
+  TASKS: DurableObjectNamespace<AgentTasksRpc>;
+  PUBLISHER: DurableObjectNamespace<PostPublisherRpc>;
   DB: D1Database;
   MEDIA: R2Bucket;
   VECTORS?: Vectorize;

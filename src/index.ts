@@ -1,14 +1,13 @@
 // Worker entry: the Hono app answers every request; the cron trigger runs memory upkeep
 // (retention, vector deletions, leftover embeddings); the Durable Object classes are exported for
-// their bindings (ROOMS: AgentRoom, LIMITS: RateLimiter, TASKS: AgentTasks).
+// their bindings (ROOMS: AgentRoom, LIMITS: RateLimiter, TASKS: AgentTasks, PUBLISHER:
+// PostPublisher), as assembled in durable-objects.ts.
 import type { Env } from "./env.ts";
 import { createApp } from "./http/app.ts";
 import { runMemoryMaintenance } from "./memory/maintenance.ts";
 import { forgetRoomHistory } from "./room/room-client.ts";
 
-export { AgentRoom } from "./room/agent-room.ts";
-export { RateLimiter } from "./room/rate-limiter.ts";
-export { AgentTasks } from "./room/agent-tasks.ts";
+export { AgentRoom, AgentTasks, PostPublisher, RateLimiter } from "./durable-objects.ts";
 
 const app = createApp();
 

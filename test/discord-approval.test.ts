@@ -5,7 +5,7 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
-import type { AgentRoom } from "../src/room/agent-room.ts";
+import type { AgentRoom } from "../src/durable-objects.ts";
 import { api, json } from "./helpers/api.ts";
 import { APP_ID, chat, click, post, snowflake, useAgentIn, useDiscordStandIns } from "./helpers/discord.ts";
 import type { DiscordCall } from "./stand-ins/discord-stand-in.ts";

@@ -96,7 +96,7 @@ describe("owners of the application (GET /applications/@me)", () => {
 
 describe("DISCORD_OWNER_IDS", () => {
   const config = (value: string) =>
-    loadConfig({ DB: env.DB, ROOMS: env.ROOMS, LIMITS: env.LIMITS, TASKS: env.TASKS, MEDIA: env.MEDIA, DISCORD_OWNER_IDS: value });
+    loadConfig({ DB: env.DB, ROOMS: env.ROOMS, LIMITS: env.LIMITS, TASKS: env.TASKS, PUBLISHER: env.PUBLISHER, MEDIA: env.MEDIA, DISCORD_OWNER_IDS: value });
 
   it("is a comma list of Discord user ids, empty by default", () => {
     expect(config(" 400000000000000001, 400000000000000002 ,").discordOwnerIds).toEqual(["400000000000000001", "400000000000000002"]);

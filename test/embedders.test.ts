@@ -358,8 +358,8 @@ describe("Workers AI embedder", () => {
 // ---- configuration -----------------------------------------------------------------------------
 
 /** A fresh env object each time (loadConfig caches per object), with only the named variables. */
-function configFor(vars: Partial<Omit<Env, "DB" | "ROOMS" | "LIMITS" | "TASKS" | "MEDIA">>) {
-  return loadConfig({ DB: env.DB, ROOMS: env.ROOMS, LIMITS: env.LIMITS, TASKS: env.TASKS, MEDIA: env.MEDIA, ...vars });
+function configFor(vars: Partial<Omit<Env, "DB" | "ROOMS" | "LIMITS" | "TASKS" | "PUBLISHER" | "MEDIA">>) {
+  return loadConfig({ DB: env.DB, ROOMS: env.ROOMS, LIMITS: env.LIMITS, TASKS: env.TASKS, PUBLISHER: env.PUBLISHER, MEDIA: env.MEDIA, ...vars });
 }
 
 const fakeAiBinding = (answer = bgeAnswer(768)) => fakeAi(answer).ai as unknown as Ai;

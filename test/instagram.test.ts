@@ -2,9 +2,10 @@
 // D1, the publisher in the agent's Durable Object against a Graph API stand-in that fetches the
 // signed media links from the worker the way Meta does. Later steps (the scheduler's job) are run
 // by the test, one at a time, as the alarm would.
-import { runInDurableObject } from "cloudflare:test";
+import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env, exports } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import type { AgentRoom, PostPublisher } from "../src/durable-objects.ts";
 import { ADMIN_TOKEN, createTestAgent, json, MODEL_HOST } from "./helpers/api.ts";
 import { createGraphStandIn } from "./stand-ins/graph-stand-in.ts";
 import { createOpenAIStandIn } from "./stand-ins/openai-stand-in.ts";
@@ -56,11 +57,11 @@ async function status(agentId: string, postId: string) {
 
 /** Runs the post's scheduled steps, as the alarm would, until it is published or failed. */
 async function drive(agentId: string, postId: string, maxSteps = 12) {
-  const room = env.ROOMS.getByName(`${agentId}:~instagram`);
+  const publisher = env.PUBLISHER.getByName(agentId);
   for (let step = 0; step < maxSteps; step++) {
     const current = await status(agentId, postId);
     if (current.status === "published" || current.status === "failed") return current;
-    await runInDurableObject(room, (instance) => instance.publishStep({ postId }));
+    await runInDurableObject(publisher, (instance: PostPublisher) => instance.publishStep({ postId }));
   }
   return status(agentId, postId);
 }
@@ -151,7 +152,7 @@ describe("Instagram publishing", () => {
     // The object dies while asking Meta about the container it has just created (as an eviction
     // or a deploy would cut it off); the next step runs in a new instance, from what D1 holds.
     let state: DurableObjectState | undefined;
-    await runInDurableObject(env.ROOMS.getByName(`${agentId}:~instagram`), (_instance, captured) => {
+    await runInDurableObject(env.PUBLISHER.getByName(agentId), (_instance, captured) => {
       state = captured;
     });
     const stand = realGraph;
@@ -180,14 +181,36 @@ describe("Instagram publishing", () => {
       "CREATE TRIGGER inject_publish_failure BEFORE UPDATE ON media_posts WHEN NEW.status = 'published' BEGIN SELECT RAISE(ABORT, 'injected D1 failure'); END",
     );
     const second = await upload(agentId, [{ bytes: jpeg(1080, 1080, { pad: 500 }), name: "b.jpg" }], { caption: "only once" });
-    const room = env.ROOMS.getByName(`${agentId}:~instagram`);
+    const publisher = env.PUBLISHER.getByName(agentId);
     await vi.waitFor(async () => expect((await status(agentId, second.body.postId)).status).toBe("publishing"));
     expect(realGraph.published).toHaveLength(2);
     await env.DB.exec("DROP TRIGGER inject_publish_failure");
-    await runInDurableObject(room, (instance) => instance.publishStep({ postId: second.body.postId }));
+    await runInDurableObject(publisher, (instance: PostPublisher) => instance.publishStep({ postId: second.body.postId }));
     const done = await status(agentId, second.body.postId);
     expect(done).toMatchObject({ status: "published", mediaId: realGraph.published[1]!.mediaId });
     expect(realGraph.published).toHaveLength(2);
+  });
+
+  it("finishes a post whose step was scheduled on the agent's old `~instagram` room, through PostPublisher", async () => {
+    const agentId = await createTestAgent();
+    realGraph.statusSequences = [["IN_PROGRESS", "FINISHED"]];
+    const { body } = await upload(agentId, [{ bytes: jpeg(1080, 1080), name: "old.jpg" }], { caption: "from before v4", publish: "false" });
+    // What a worker from before PostPublisher left behind: the post queued, and its next step
+    // scheduled on the AgentRoom object named `<agentId>:~instagram`.
+    await env.DB.prepare("UPDATE media_posts SET status = 'queued' WHERE id = ?").bind(body.postId).run();
+    const oldRoom = env.ROOMS.getByName(`${agentId}:~instagram`);
+    const steps = (instance: AgentRoom | PostPublisher) => instance.getSchedules<{ postId: string }>().filter((s) => s.callback === "publishStep").map((s) => s.payload);
+    await runInDurableObject(oldRoom, (instance: AgentRoom) => instance.schedule(new Date(Date.now() - 1_000), "publishStep", { postId: body.postId }));
+    // Its alarm fires (run here, in case the runtime has not yet): the step is handed over.
+    await runDurableObjectAlarm(oldRoom);
+    await vi.waitFor(async () => expect((await status(agentId, body.postId)).status).toBe("processing"));
+    expect(await runInDurableObject(oldRoom, (instance: AgentRoom) => steps(instance))).toEqual([]);
+    // The next step is the new class's, and the post completes there.
+    const publisher = env.PUBLISHER.getByName(agentId);
+    expect(await runInDurableObject(publisher, (instance: PostPublisher) => steps(instance))).toEqual([{ postId: body.postId }]);
+    expect(await drive(agentId, body.postId)).toMatchObject({ status: "published", error: null });
+    expect(realGraph.published).toHaveLength(1);
+    expect(realGraph.containers[0]!.params.caption).toBe("from before v4");
   });
 
   it("lets the agent write the caption in character, looking at the photo, and asks again when it breaks a rule", async () => {

@@ -4,7 +4,7 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
-import type { AgentTasks } from "../src/room/agent-tasks.ts";
+import type { AgentTasks } from "../src/durable-objects.ts";
 import { api, createTestAgent, json, useModelStandIn } from "./helpers/api.ts";
 import { evaluateReply, planReply, reflectReply, roleOf, scriptTask, standInResponder, type TaskScript } from "./helpers/task-script.ts";
 

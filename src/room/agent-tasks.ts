@@ -9,24 +9,20 @@
 import { Agent } from "agents";
 import { MODEL_NOT_CONFIGURED_MESSAGE } from "../config.ts";
 import type { Env } from "../env.ts";
-import { DEFAULT_LIMITS } from "../runtime/turn-types.ts";
+import { DEFAULT_LIMITS, type ApprovalDecision } from "../runtime/turn-types.ts";
 import { AppError, ModelNotConfiguredError, NotFoundError } from "../runtime/errors.ts";
 import { modelChoiceFor } from "../runtime/turn-runner.ts";
 import { assertWithinDailyBudget, dailyCeiling, utcDay } from "../runtime/spend.ts";
 import { advanceTask, answerApproval, stopTask, type TaskLoopDeps } from "../runtime/task-loop.ts";
-import type { ApprovalDecision } from "../runtime/turn-types.ts";
-import { APPROVAL_WINDOW_MS, newApprovalId } from "../clients/discord/approval.ts";
-import { INTERACTION_TOKEN_LIFETIME_MS } from "../clients/discord/rest.ts";
-import { DEFAULT_TASK_LIMITS, isTerminal, newTaskState, type AuditEntry, type TaskEvent, type TaskEventBody, type TaskLimits, type TaskSource, type TaskState } from "../runtime/task-types.ts";
+import { APPROVAL_WINDOW_MS, newApprovalId } from "./approvals.ts";
+import { DEFAULT_TASK_LIMITS, isTerminal, newTaskState, type TaskEventBody, type TaskState } from "../runtime/task-types.ts";
 import { effectiveServers } from "../mcp/registry.ts";
-import { createDiscordRest, DiscordApiError, type DiscordRest } from "../clients/discord/rest.ts";
-import { deliverToDiscord, postForInteraction } from "../clients/discord/delivery.ts";
 import { createRoomRuntime, type RoomRuntime } from "./room-runtime.ts";
-import { MAX_STEP_ATTEMPTS, TaskStore, type ScheduleRecord, type ScheduleSpec } from "./task-store.ts";
-import type { DiscordDelivery } from "./turn-journal.ts";
-import { taskProgressLine, taskResultText } from "./task-messages.ts";
-import { TaskApprovalPrompts } from "./task-approval-prompts.ts";
-import type { ApprovalAnswer } from "./room-types.ts";
+import { MAX_STEP_ATTEMPTS, TaskStore, type ScheduleRecord } from "./task-store.ts";
+import type { ReplySurface } from "./reply-surface.ts";
+import { TaskReports } from "./task-reports.ts";
+import type { AgentTasksRpc } from "./rpc.ts";
+import type { CreateTaskRequest, ScheduleRequest, ScheduleResult, TaskApprovalClick, TaskApprovalResult, TaskEventsPage, TaskView } from "./task-requests.ts";
 import { errorField, log } from "../log.ts";
 
 const DELIVER_ITEM_ID = "deliver-task-results";
@@ -35,63 +31,41 @@ const DELIVERY_RETRY = { maxAttempts: 8, baseDelayMs: 5_000, maxDelayMs: 120_000
 const CANCEL_WAIT_MS = 5_000;
 const MAX_SCHEDULES = 100;
 
-export interface CreateTaskRequest {
-  goal: string;
-  roomId?: string;
-  limits: TaskLimits;
-  source: TaskSource;
-  scheduleId?: string;
-  delivery?: DiscordDelivery;
-  /** The Discord user who started it (`discord:<id>`): only they may answer its approvals. */
-  requestedBy?: string;
-}
-
-/** A click on a task's Approve / Deny button: the same shape a room's approval click has. */
-export type TaskApprovalClick = ApprovalAnswer;
-
-export type TaskApprovalResult =
-  | { status: "resolved"; taskId: string; tool: string; decision: ApprovalDecision }
-  /** Discord: someone other than the person who started the task clicked. */
-  | { status: "not_yours" }
-  /** Nothing waits for this answer: answered already, expired, cancelled or unknown. */
-  | { status: "gone"; taskStatus: string | null }
-  /** REST: the task waits for the person who started it on Discord. */
-  | { status: "on_discord" };
-
-export type ScheduleRequest = Omit<ScheduleSpec, "scheduleId">;
-export type ScheduleResult = { ok: true; schedule: ScheduleRecord } | { ok: false; code: "validation" | "conflict"; message: string };
-
-export interface TaskView {
-  state: TaskState;
-  audit: AuditEntry[];
-}
-
-export class AgentTasks extends Agent<Env> {
+/**
+ * The class binds to TASKS as `AgentTasks` (src/durable-objects.ts), which plugs in the surface
+ * that tasks started there report to.
+ */
+export abstract class AgentTasksBase extends Agent<Env> implements AgentTasksRpc {
   private store!: TaskStore;
   private runtime: Promise<RoomRuntime> | null = null;
   private draining: Promise<void> | null = null;
   private running: { taskId: string; controller: AbortController; done: Promise<void> } | null = null;
-  private discord: DiscordRest | null = null;
-  private progress: Promise<void> = Promise.resolve();
-  private prompts!: TaskApprovalPrompts;
+  private surface!: ReplySurface;
+  /** Progress lines, approval prompts and results, where a task reports. */
+  private reports!: TaskReports;
+
+  /** Where tasks started on a surface report (progress, prompts, result). */
+  protected abstract replySurface(): ReplySurface;
 
   override onStart(): void {
+    this.surface = this.replySurface();
     this.store = new TaskStore(this.ctx.storage.sql);
     this.store.migrate();
     this.store.prune(Date.now());
-    this.prompts = new TaskApprovalPrompts({
+    this.reports = new TaskReports({
       store: this.store,
+      surface: this.surface,
       agentId: this.name,
       agentName: async () => (await (await this.getRuntime()).agents.get(this.name))?.character.name ?? this.name,
-      rest: () => this.discordRest(),
       expire: (payload) => this.expireTaskApproval(payload),
+      retryLater: () => this.armDelivery(),
     });
     // Work left by an earlier instance (eviction, crash, deploy) resumes on first contact.
     if (this.store.nextRunnable()) void this.drain();
-    if (this.store.undelivered().length > 0) void this.deliverResults().catch(() => this.armDelivery());
+    if (this.store.undelivered().length > 0) this.reports.results();
     const paused = this.store.awaitingApproval();
     for (const task of paused) this.armApprovalExpiry(task.state);
-    if (paused.length > 0) this.postPrompts();
+    if (paused.length > 0) this.reports.prompt();
   }
 
   /** Stores a new task and starts it (after the agent's earlier tasks). */
@@ -123,7 +97,7 @@ export class AgentTasks extends Agent<Env> {
     return this.store.list(limit);
   }
 
-  async taskEvents(taskId: string, afterId: number, limit: number): Promise<{ events: { id: number; event: TaskEvent }[]; finished: boolean } | null> {
+  async taskEvents(taskId: string, afterId: number, limit: number): Promise<TaskEventsPage | null> {
     const stored = this.store.get(taskId);
     if (!stored) return null;
     const events = this.store.events(taskId, afterId, limit);
@@ -151,21 +125,14 @@ export class AgentTasks extends Agent<Env> {
   // ---- approvals ----------------------------------------------------------------------------
 
   /** A click on a task's Approve / Deny button: only the person who started the task counts. */
-  async answerFromDiscord(click: TaskApprovalClick): Promise<TaskApprovalResult> {
+  async answerClick(click: TaskApprovalClick): Promise<TaskApprovalResult> {
     const stored = this.store.byApprovalId(click.approvalId);
     if (!stored) return { status: "gone", taskStatus: null };
     if (stored.state.requestedBy === null || stored.state.requestedBy !== click.userId) return { status: "not_yours" };
     const result = this.recordAnswer(stored.state, click.approvalId, click.approve ? "approved" : "denied", click.userName);
     if (result.status === "resolved" && stored.delivery) {
-      // The prompt is the click's @original now; the task's next messages follow on its fresh token.
-      const now = Date.now();
-      this.store.setDelivery(result.taskId, {
-        ...stored.delivery,
-        applicationId: click.applicationId,
-        interactionToken: click.interactionToken,
-        expiresAt: now + INTERACTION_TOKEN_LIFETIME_MS - 5_000,
-        originalUsed: true,
-      });
+      // The task's next messages follow the answered prompt, on the click's own handle.
+      this.store.setDelivery(result.taskId, this.surface.afterAnswer(stored.delivery, click.via));
     }
     return result;
   }
@@ -186,7 +153,7 @@ export class AgentTasks extends Agent<Env> {
     if (!stored) return;
     const tool = stored.state.approval?.tool ?? "";
     if (this.recordAnswer(stored.state, payload.approvalId, "expired", null).status !== "resolved") return;
-    this.progress = this.progress.then(() => this.prompts.markExpired(stored, tool));
+    this.reports.expired(stored, tool);
   }
 
   private recordAnswer(state: TaskState, approvalId: string, decision: ApprovalDecision, by: string | null): TaskApprovalResult {
@@ -206,11 +173,6 @@ export class AgentTasks extends Agent<Env> {
     this.schedule(new Date(Math.max(approval.expiresAt, Date.now() + 1_000)), "expireTaskApproval", payload, { idempotent: true }).catch((error: unknown) => {
       log.error("task_approval_expiry_failed", { agent: this.name, taskId: state.taskId, error: errorField(error) });
     });
-  }
-
-  /** After the progress lines already on their way; a transient failure is retried from the queue. */
-  private postPrompts(): void {
-    this.progress = this.progress.then(() => this.prompts.postPending()).catch(() => this.armDelivery());
   }
 
   // ---- schedules ----------------------------------------------------------------------------
@@ -289,10 +251,9 @@ export class AgentTasks extends Agent<Env> {
     return { schedules: schedules.length, tasks };
   }
 
-  /** Queue callback: retries task results that could not reach Discord yet. */
+  /** Queue callback: retries task results that could not reach their surface yet. */
   async deliverTaskResults(): Promise<void> {
-    await this.prompts.postPending();
-    await this.deliverResults();
+    await this.reports.retry();
   }
 
   // ---- running ------------------------------------------------------------------------------
@@ -357,7 +318,7 @@ export class AgentTasks extends Agent<Env> {
     }
     if (state.status === "awaiting_approval") {
       this.armApprovalExpiry(state);
-      if (this.store.delivery(state.taskId)) this.postPrompts();
+      if (this.store.delivery(state.taskId)) this.reports.prompt();
       return;
     }
     this.afterTask(state);
@@ -392,12 +353,7 @@ export class AgentTasks extends Agent<Env> {
 
   private emit(taskId: string, event: TaskEventBody): void {
     this.store.appendEvent(taskId, event, Date.now());
-    const delivery = this.store.delivery(taskId);
-    const line = delivery ? taskProgressLine(event) : null;
-    if (!delivery || !line) return;
-    // The first line replaces the deferred "thinking" response; the rest follow it.
-    if (!delivery.originalUsed) this.store.setDelivery(taskId, { ...delivery, originalUsed: true });
-    this.postProgress(delivery, line);
+    this.reports.line(taskId, event);
   }
 
   /** Counting never fails a task: a lost count only makes the ceiling more lenient (and is logged). */
@@ -413,40 +369,7 @@ export class AgentTasks extends Agent<Env> {
   private afterTask(state: TaskState): void {
     if (!isTerminal(state.status)) return;
     if (state.scheduleId) this.store.recordOutcome(state.scheduleId, state.taskId, state.status);
-    if (this.store.delivery(state.taskId)) void this.deliverResults().catch(() => this.armDelivery());
-  }
-
-  // ---- Discord --------------------------------------------------------------------------------
-
-  private discordRest(): DiscordRest {
-    this.discord ??= createDiscordRest({ baseUrl: this.env.DISCORD_API_BASE, botToken: this.env.DISCORD_BOT_TOKEN });
-    return this.discord;
-  }
-
-  /** Progress lines are best effort, in order; the result is delivered durably after them. */
-  private postProgress(target: DiscordDelivery, line: string): void {
-    this.progress = this.progress.then(async () => {
-      try {
-        await postForInteraction(this.discordRest(), target, { content: line }, Date.now);
-      } catch (error) {
-        log.warn("task_progress_not_posted", { agent: this.name, error: errorField(error) });
-      }
-    });
-  }
-
-  private async deliverResults(): Promise<void> {
-    await this.progress;
-    for (const task of this.store.undelivered()) {
-      try {
-        await deliverToDiscord(this.discordRest(), { target: task.delivery!, reply: taskResultText(task.state), error: null, sentParts: 0 }, Date.now, () => {});
-        this.store.markDelivered(task.state.taskId);
-      } catch (error) {
-        const final = error instanceof DiscordApiError && !error.retryable;
-        log.error("task_delivery_failed", { agent: this.name, taskId: task.state.taskId, final, error: errorField(error) });
-        if (!final) throw error;
-        this.store.markDelivered(task.state.taskId);
-      }
-    }
+    if (this.store.delivery(state.taskId)) this.reports.results();
   }
 
   private armDelivery(): void {

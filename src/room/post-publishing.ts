@@ -1,12 +1,12 @@
-// Instagram publishing as the agent's `<agentId>:~instagram` Durable Object runs it: one step of
-// the publisher (src/clients/instagram/publisher.ts) at a time per post, the next step on the
+// Instagram publishing as the agent's PostPublisher Durable Object runs it: one step of the
+// publisher (src/clients/instagram/publisher.ts) at a time per post, the next step on the
 // scheduler, and a watchdog step (cancelled when a step ends) that reruns a step cut off by an
 // eviction. The object's class keeps only the RPC method and the schedule callback.
 import { loadConfig } from "../config.ts";
 import type { Env } from "../env.ts";
 import { stores } from "../memory/stores.ts";
 import { assertWithinDailyBudget, dailyCeiling, utcDay } from "../runtime/spend.ts";
-import { base64 } from "../clients/discord/attachments.ts";
+import { dataUrl } from "../media/data-url.ts";
 import { mediaPostStore, publisherDeps, rememberPost } from "../clients/instagram/platform.ts";
 import { publishStep, type PostState } from "../clients/instagram/publisher.ts";
 import { checkCaption } from "../media/validate.ts";
@@ -85,7 +85,7 @@ export class PostPublishing {
       await assertWithinDailyBudget(ledger, agentId, ceiling, Date.now());
       const first = post.items.find((item) => item.kind === "image" && item.bytes <= MAX_CAPTION_IMAGE_BYTES);
       const object = first ? await this.host.env.MEDIA.get(first.key) : null;
-      const image = object ? `data:${first!.contentType};base64,${base64(new Uint8Array(await object.arrayBuffer()))}` : undefined;
+      const image = object ? dataUrl(first!.contentType, new Uint8Array(await object.arrayBuffer())) : undefined;
       const { caption, tokens } = await writeCaption(
         character,
         { kinds: post.items.map((item) => item.kind), hint: post.caption || undefined, image },

@@ -3,7 +3,7 @@
 // `unknown` fields (tool arguments, error details) although they are plain JSON at runtime.
 import type { Env } from "../env.ts";
 import type { HistoryPage, HistoryQuery } from "../memory/message-history.ts";
-import type { ApprovalAnswer, ApprovalAnswerResult, EnqueueTurnRequest, StreamedTurnResult, SubmitTurnRequest, TurnResult } from "./agent-room.ts";
+import type { ApprovalAnswer, ApprovalAnswerResult, EnqueueTurnRequest, StreamedTurnResult, SubmitTurnRequest, TurnResult } from "./room-types.ts";
 import { errorField, log } from "../log.ts";
 
 export function roomName(agentId: string, roomId: string): string {

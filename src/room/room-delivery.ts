@@ -1,17 +1,14 @@
-// A room's replies on their way to Discord: finished turns' answers, and the approval prompts of
-// paused ones, sent in turn order through one chain. What was already sent is in the journal, so
-// a delivery cut off by an eviction resumes without repeating a part. The room decides when to
-// deliver and how to retry (its durable queue); this file only sends.
-import type { Env } from "../env.ts";
-import { approvalPrompt } from "../clients/discord/approval.ts";
-import { deliverToDiscord, postForInteraction } from "../clients/discord/delivery.ts";
-import { createDiscordRest, DiscordApiError, type DiscordRest } from "../clients/discord/rest.ts";
-import type { DiscordDelivery, JournalEntry, TurnJournal } from "./turn-journal.ts";
+// A room's replies on their way to the surface that asked (Discord): finished turns' answers, and
+// the approval prompts of paused ones, sent in turn order through one chain. What was already sent
+// is in the journal, so a delivery cut off by an eviction resumes without repeating a part. The
+// room decides when to deliver and how to retry (its durable queue); this file only sends.
+import type { JournalEntry, TurnJournal } from "./turn-journal.ts";
+import type { DeliveryTarget, PostedPrompt, ReplySurface } from "./reply-surface.ts";
 import { errorField, log } from "../log.ts";
 
 export interface RoomDeliveryOptions {
-  env: Env;
   journal: TurnJournal;
+  surface: ReplySurface;
   /** The room's name, for logs. */
   room: string;
   /** The agent's display name for an approval prompt. */
@@ -24,7 +21,6 @@ export class RoomDelivery {
   private readonly options: RoomDeliveryOptions;
   /** Chained so a channel gets the room's messages in turn order. */
   private chain: Promise<void> = Promise.resolve();
-  private rest: DiscordRest | null = null;
 
   constructor(options: RoomDeliveryOptions) {
     this.options = options;
@@ -40,56 +36,57 @@ export class RoomDelivery {
     return run;
   }
 
-  /** Runs best-effort work (editing an earlier message) after what is already on its way. */
-  after(work: (rest: DiscordRest) => Promise<void>): void {
-    this.chain = this.chain.then(() => work(this.discordRest())).catch(() => {});
-  }
-
-  private discordRest(): DiscordRest {
-    this.rest ??= createDiscordRest({ baseUrl: this.options.env.DISCORD_API_BASE, botToken: this.options.env.DISCORD_BOT_TOKEN });
-    return this.rest;
+  /** Says on an expired prompt that nobody answered (best effort, after what is on its way). */
+  closeExpiredPrompt(turnId: string, posted: PostedPrompt, tool: string): void {
+    this.chain = this.chain.then(async () => {
+      try {
+        await this.options.surface.closeExpiredPrompt(posted, tool);
+      } catch (error) {
+        log.warn("approval_prompt_edit_failed", { room: this.options.room, turnId, error: errorField(error) });
+      }
+    });
   }
 
   private async deliver(entry: JournalEntry): Promise<void> {
-    const { journal, room } = this.options;
+    const { journal, room, surface } = this.options;
     if (!entry.delivery) return;
     if (entry.status === "awaiting_approval") return this.postApprovalPrompt(entry, entry.delivery);
     try {
-      await deliverToDiscord(
-        this.discordRest(),
-        { target: entry.delivery, reply: entry.outcome?.reply?.text ?? null, error: entry.error, sentParts: entry.deliveredParts },
-        Date.now,
+      await surface.sendReply(
+        entry.delivery,
+        { reply: entry.outcome?.reply?.text ?? null, error: entry.error, sentParts: entry.deliveredParts },
         (parts) => journal.markDeliveredParts(entry.turnId, parts, Date.now()),
       );
       journal.markDelivery(entry.turnId, "delivered", Date.now());
     } catch (error) {
-      const final = error instanceof DiscordApiError && !error.retryable;
+      const final = surface.isPermanentFailure(error);
       log.error("discord_delivery_failed", { room, turnId: entry.turnId, final, error: errorField(error) });
       if (!final) throw error;
-      // Discord refused for good (deleted channel, missing access): nothing more can be sent.
+      // The surface refused for good (deleted channel, missing access): nothing more can be sent.
       journal.markDelivery(entry.turnId, "failed", Date.now());
     }
   }
 
-  private async postApprovalPrompt(entry: JournalEntry, target: DiscordDelivery): Promise<void> {
-    const { journal, room } = this.options;
+  private async postApprovalPrompt(entry: JournalEntry, target: DeliveryTarget): Promise<void> {
+    const { journal, room, surface } = this.options;
     const pause = entry.pause;
     if (!pause || pause.prompt) return;
-    const body = approvalPrompt({
-      target: "room",
-      approvalId: pause.approvalId,
-      agentId: entry.input.agentId,
-      agentName: await this.options.agentName(entry.input.agentId),
-      tool: pause.tool,
-      arguments: pause.arguments,
-      requesterDiscordId: /^discord:(\d{1,20})$/.exec(pause.requesterId)?.[1] ?? null,
-      expiresAt: pause.expiresAt,
-    });
+    const { agentId } = entry.input;
+    const agentName = await this.options.agentName(agentId);
     try {
-      const posted = await postForInteraction(this.discordRest(), target, body, Date.now);
-      journal.markPromptPosted(entry.turnId, { ...pause, prompt: posted }, { ...target, originalUsed: true }, Date.now());
+      const posted = await surface.postApprovalPrompt(target, {
+        asker: "room",
+        approvalId: pause.approvalId,
+        agentId,
+        agentName,
+        tool: pause.tool,
+        arguments: pause.arguments,
+        requesterId: pause.requesterId,
+        expiresAt: pause.expiresAt,
+      });
+      journal.markPromptPosted(entry.turnId, { ...pause, prompt: posted }, surface.openingUsed(target), Date.now());
     } catch (error) {
-      const final = error instanceof DiscordApiError && !error.retryable;
+      const final = surface.isPermanentFailure(error);
       log.error("approval_prompt_failed", { room, turnId: entry.turnId, final, error: errorField(error) });
       if (!final) throw error;
       // Nobody can be asked: the turn goes on as if nobody answered.

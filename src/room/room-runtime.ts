@@ -86,7 +86,7 @@ export async function createRoomRuntime(env: Env, agentId: string, options: Room
   const builtins = createBuiltinToolHost({ memory, clock, listAll: () => tools.list(), sources: () => mcp.sources() });
   // Agents of a deployment with Instagram configured can publish their uploaded posts.
   const instagram = config.instagram
-    ? [createInstagramToolHost({ agentId, posts: mediaPostStore(env), startPublishing: (postId) => env.ROOMS.getByName(`${agentId}:~instagram`).publishPost(postId), now: () => Date.now() })]
+    ? [createInstagramToolHost({ agentId, posts: mediaPostStore(env), startPublishing: (postId) => env.PUBLISHER.getByName(agentId).publishPost(postId), now: () => Date.now() })]
     : [];
   tools = combineToolHosts([builtins, ...instagram, mcp]);
   const chat = chatModelFor(config);

@@ -2,7 +2,7 @@
 // boundary intact (class identity does not survive RPC).
 import type { SerializedError } from "../runtime/errors.ts";
 import type { TurnInput, TurnOutcome } from "../runtime/turn-types.ts";
-import type { DiscordDelivery } from "./turn-journal.ts";
+import type { DeliveryTarget } from "./reply-surface.ts";
 
 export interface SubmitTurnRequest {
   input: TurnInput;
@@ -17,7 +17,8 @@ export interface EnqueueTurnRequest {
   input: TurnInput;
   /** Required: a webhook delivered twice must produce one turn (e.g. `discord:<interaction id>`). */
   idempotencyKey: string;
-  delivery: DiscordDelivery;
+  /** Where the reply goes (the surface's target: a Discord interaction). */
+  delivery: DeliveryTarget;
 }
 
 /** A click on an approval prompt's button, as the worker hands it to the room. */
@@ -27,9 +28,8 @@ export interface ApprovalAnswer {
   /** Who clicked, as a turn user id (`discord:<id>`), and their display name. */
   userId: string;
   userName: string;
-  /** The click's own interaction: its token is fresh, and its @original is the prompt. */
-  applicationId: string;
-  interactionToken: string;
+  /** The answer's own handle on the surface (a click's fresh interaction, whose @original is the prompt). */
+  via: DeliveryTarget;
 }
 
 export type ApprovalAnswerResult =

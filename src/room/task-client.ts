@@ -3,7 +3,7 @@
 // `unknown` fields (tool arguments in the audit trail) although they are plain JSON at runtime.
 import type { Env } from "../env.ts";
 import type { TaskEvent, TaskState } from "../runtime/task-types.ts";
-import type { CreateTaskRequest, ScheduleRequest, ScheduleResult, TaskApprovalClick, TaskApprovalResult, TaskView } from "./agent-tasks.ts";
+import type { CreateTaskRequest, ScheduleRequest, ScheduleResult, TaskApprovalClick, TaskApprovalResult, TaskView } from "./task-requests.ts";
 import type { ScheduleRecord } from "./task-store.ts";
 
 function stub(env: Env, agentId: string) {
@@ -36,7 +36,7 @@ export async function taskEvents(env: Env, agentId: string, taskId: string, afte
 
 /** A click on a task's Approve / Deny button (its custom id names the agent). */
 export async function answerTaskApprovalClick(env: Env, agentId: string, click: TaskApprovalClick): Promise<TaskApprovalResult> {
-  return await stub(env, agentId).answerFromDiscord(click);
+  return await stub(env, agentId).answerClick(click);
 }
 
 /** The API's answer to a task waiting for approval; null when there is no such task. */

@@ -4,9 +4,10 @@
 // increasing ids: the SSE endpoint replays from a client's Last-Event-ID. A task paused for a
 // person's approval on Discord also keeps where its Approve / Deny prompt was posted.
 import { z } from "zod";
-import type { PostedMessage } from "../clients/discord/delivery.ts";
 import { isTerminal, type AuditEntry, type TaskEvent, type TaskEventBody, type TaskState } from "../runtime/task-types.ts";
-import type { DiscordDelivery } from "./turn-journal.ts";
+import type { DeliveryTarget, PostedPrompt } from "./reply-surface.ts";
+import { DeliveryTargetShape, PostedPromptShape, readStored } from "./stored-json.ts";
+import { AuditEntryShape, TaskEventShape, TaskStateShape } from "./stored-tasks.ts";
 
 /** A task that crashed its object this many times in one step is failed instead of retried forever. */
 export const MAX_STEP_ATTEMPTS = 3;
@@ -38,7 +39,7 @@ export interface ScheduleRecord extends ScheduleSpec {
 export interface StoredTask {
   state: TaskState;
   attempts: number;
-  delivery: DiscordDelivery | null;
+  delivery: DeliveryTarget | null;
   delivered: boolean;
   /** The Approve / Deny prompt of an approval, once posted (message null: it could not be). */
   prompt: ApprovalPrompt | null;
@@ -46,8 +47,17 @@ export interface StoredTask {
 
 export interface ApprovalPrompt {
   approvalId: string;
-  message: PostedMessage | null;
+  message: PostedPrompt | null;
 }
+
+const ScheduleSpecShape: z.ZodType<ScheduleSpec> = z.looseObject({
+  scheduleId: z.string(),
+  kind: z.enum(["cron", "at", "every"]),
+  when: z.string(),
+  goal: z.string(),
+  roomId: z.string().nullable(),
+});
+const ApprovalPromptShape: z.ZodType<ApprovalPrompt> = z.looseObject({ approvalId: z.string(), message: PostedPromptShape.nullable() });
 
 const TaskRow = z.object({ state: z.string(), attempts: z.number(), delivery: z.string().nullable(), delivered: z.number(), approval_prompt: z.string().nullable() });
 const EventRow = z.object({ id: z.number(), task_id: z.string(), data: z.string() });
@@ -113,7 +123,7 @@ export class TaskStore {
     )`);
   }
 
-  insert(state: TaskState, delivery: DiscordDelivery | null, now: number): void {
+  insert(state: TaskState, delivery: DeliveryTarget | null, now: number): void {
     this.sql.exec(
       "INSERT INTO tasks (task_id, status, state, delivery, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)",
       state.taskId,
@@ -130,20 +140,20 @@ export class TaskStore {
     if (!row) return null;
     const parsed = TaskRow.parse(row);
     return {
-      state: readState(parsed.state),
+      state: readState(parsed.state, taskId),
       attempts: parsed.attempts,
-      delivery: parsed.delivery ? (JSON.parse(parsed.delivery) as DiscordDelivery) : null,
+      delivery: parsed.delivery ? readStored(DeliveryTargetShape, parsed.delivery, `task ${taskId}: delivery`) : null,
       delivered: parsed.delivered === 1,
-      prompt: parsed.approval_prompt ? (JSON.parse(parsed.approval_prompt) as ApprovalPrompt) : null,
+      prompt: parsed.approval_prompt ? readStored(ApprovalPromptShape, parsed.approval_prompt, `task ${taskId}: approval prompt`) : null,
     };
   }
 
   /** The newest tasks first, at most `limit`. */
   list(limit: number): TaskState[] {
     return this.sql
-      .exec("SELECT state FROM tasks ORDER BY seq DESC LIMIT ?", limit)
+      .exec("SELECT task_id, state FROM tasks ORDER BY seq DESC LIMIT ?", limit)
       .toArray()
-      .map((row) => readState(String(row.state)));
+      .map((row) => readState(String(row.state), String(row.task_id)));
   }
 
   /** Tasks paused for a person's approval, oldest first. */
@@ -186,7 +196,7 @@ export class TaskStore {
     return this.sql
       .exec("SELECT entry FROM task_audit WHERE task_id = ? ORDER BY id", taskId)
       .toArray()
-      .map((row) => JSON.parse(String(row.entry)) as AuditEntry);
+      .map((row) => readStored(AuditEntryShape, String(row.entry), `task ${taskId}: audit entry`));
   }
 
   appendEvent(taskId: string, body: TaskEventBody, at: number): number {
@@ -202,7 +212,7 @@ export class TaskStore {
       .toArray()
       .map((row) => {
         const parsed = EventRow.parse(row);
-        return { id: parsed.id, event: JSON.parse(parsed.data) as TaskEvent };
+        return { id: parsed.id, event: readStored(TaskEventShape, parsed.data, `task ${taskId}: event ${parsed.id}`) };
       });
   }
 
@@ -214,13 +224,13 @@ export class TaskStore {
       .filter((task): task is StoredTask => task !== null);
   }
 
-  /** Where a task reports to (Discord), without reading its whole state. */
-  delivery(taskId: string): DiscordDelivery | null {
+  /** Where a task reports to (a surface's target), without reading its whole state. */
+  delivery(taskId: string): DeliveryTarget | null {
     const row = this.sql.exec("SELECT delivery FROM tasks WHERE task_id = ?", taskId).toArray()[0];
-    return row?.delivery ? (JSON.parse(String(row.delivery)) as DiscordDelivery) : null;
+    return row?.delivery ? readStored(DeliveryTargetShape, String(row.delivery), `task ${taskId}: delivery`) : null;
   }
 
-  setDelivery(taskId: string, delivery: DiscordDelivery): void {
+  setDelivery(taskId: string, delivery: DeliveryTarget): void {
     this.sql.exec("UPDATE tasks SET delivery = ? WHERE task_id = ?", JSON.stringify(delivery), taskId);
   }
 
@@ -286,14 +296,14 @@ export class TaskStore {
   }
 }
 
-/** A stored state; fields added since it was written get their defaults. */
-function readState(json: string): TaskState {
-  return { requestedBy: null, approval: null, pausedMs: 0, ...(JSON.parse(json) as Partial<TaskState>) } as TaskState;
+/** A stored state; fields added since it was written get their defaults (stored-tasks.ts). */
+function readState(json: string, taskId: string): TaskState {
+  return readStored(TaskStateShape, json, `task ${taskId}: state`);
 }
 
 function toSchedule(row: Record<string, SqlStorageValue>): ScheduleRecord {
   const parsed = ScheduleRow.parse(row);
-  const spec = JSON.parse(parsed.spec) as ScheduleSpec;
+  const spec = readStored(ScheduleSpecShape, parsed.spec, `schedule ${parsed.schedule_id}: spec`);
   return {
     ...spec,
     sdkScheduleId: parsed.sdk_schedule_id,

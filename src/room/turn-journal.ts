@@ -9,23 +9,21 @@ import { z } from "zod";
 import type { SerializedError } from "../runtime/errors.ts";
 import type { ApprovalDecision, ToolLoopCheckpoint, TurnInput, TurnOutcome } from "../runtime/turn-types.ts";
 import type { ToolOutput } from "../runtime/types.ts";
-import type { PostedMessage } from "../clients/discord/delivery.ts";
+import type { DeliveryTarget, PostedPrompt } from "./reply-surface.ts";
+import {
+  CheckpointShape,
+  DecisionShape,
+  DeliveryTargetShape,
+  PostedPromptShape,
+  readStored,
+  SerializedErrorShape,
+  TurnInputShape,
+  TurnOutcomeShape,
+} from "./stored-json.ts";
 
 export type TurnStatus = "received" | "running" | "awaiting_approval" | "replied" | "evaluated" | "failed";
-/** Where a reply goes besides the caller waiting on the RPC (a Discord interaction). */
+/** Where a reply goes besides the caller waiting on the RPC (a surface's delivery target). */
 export type DeliveryStatus = "pending" | "delivered" | "failed";
-
-/** A Discord interaction to answer: its token edits the deferred response and sends follow-ups. */
-export interface DiscordDelivery {
-  kind: "discord";
-  applicationId: string;
-  interactionToken: string;
-  channelId: string;
-  /** When the interaction token stops working (15 minutes after Discord created it). */
-  expiresAt: number;
-  /** The deferred response already holds something (an approval prompt): the reply follows it. */
-  originalUsed?: boolean;
-}
 
 /** A turn stopped at a tool call that needs a person's approval, and what became of it. */
 export interface ApprovalPause {
@@ -37,10 +35,22 @@ export interface ApprovalPause {
   requestedAt: number;
   expiresAt: number;
   checkpoint: ToolLoopCheckpoint;
-  /** The message with the buttons, once posted (null until then). */
-  prompt: PostedMessage | null;
+  /** The message with the buttons, once posted (null until then): the surface's own data. */
+  prompt: PostedPrompt | null;
   decision?: { value: ApprovalDecision; by: string | null; at: number };
 }
+
+const ApprovalPauseShape: z.ZodType<ApprovalPause> = z.looseObject({
+  approvalId: z.string(),
+  tool: z.string(),
+  arguments: z.record(z.string(), z.unknown()),
+  requesterId: z.string(),
+  requestedAt: z.number(),
+  expiresAt: z.number(),
+  checkpoint: CheckpointShape,
+  prompt: PostedPromptShape.nullable(),
+  decision: DecisionShape.optional(),
+});
 
 export const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;
 /** A turn that crashed the object this many times is failed instead of retried forever. */
@@ -58,7 +68,7 @@ export interface JournalEntry {
   attempts: number;
   createdAt: number;
   updatedAt: number;
-  delivery: DiscordDelivery | null;
+  delivery: DeliveryTarget | null;
   deliveryStatus: DeliveryStatus | null;
   /** Messages of the reply already sent, so a resumed delivery sends none twice. */
   deliveredParts: number;
@@ -139,7 +149,7 @@ export class TurnJournal {
   }
 
   /** Synchronous on purpose: callers rely on nothing interleaving between check and insert. */
-  insert(entry: { input: TurnInput; idempotencyKey?: string; fingerprint?: string; delivery?: DiscordDelivery; now: number }): void {
+  insert(entry: { input: TurnInput; idempotencyKey?: string; fingerprint?: string; delivery?: DeliveryTarget; now: number }): void {
     this.sql.exec(
       `INSERT INTO turn_journal (turn_id, idempotency_key, fingerprint, status, input, created_at, updated_at, delivery, delivery_status)
        VALUES (?, ?, ?, 'received', ?, ?, ?, ?, ?)`,
@@ -180,7 +190,7 @@ export class TurnJournal {
   }
 
   /** Records where the prompt went (and that the deferred response now holds it). */
-  markPromptPosted(turnId: string, pause: ApprovalPause, delivery: DiscordDelivery, now: number): void {
+  markPromptPosted(turnId: string, pause: ApprovalPause, delivery: DeliveryTarget, now: number): void {
     this.sql.exec(
       "UPDATE turn_journal SET pause = ?, delivery = ?, updated_at = ? WHERE turn_id = ?",
       JSON.stringify(pause),
@@ -191,7 +201,7 @@ export class TurnJournal {
   }
 
   /** awaiting_approval -> received with the decision: the next drain resumes the turn. */
-  markDecided(turnId: string, pause: ApprovalPause, delivery: DiscordDelivery | null, now: number): void {
+  markDecided(turnId: string, pause: ApprovalPause, delivery: DeliveryTarget | null, now: number): void {
     this.sql.exec(
       "UPDATE turn_journal SET status = 'received', pause = ?, delivery = ?, updated_at = ? WHERE turn_id = ? AND status = 'awaiting_approval'",
       JSON.stringify(pause),
@@ -280,23 +290,25 @@ export class TurnJournal {
 
 function toEntry(raw: unknown): JournalEntry {
   const row = Row.parse(raw);
+  // Written by this class only, and checked again on the way back (stored-json.ts).
+  const column = <T>(shape: z.ZodType<T>, json: string | null, name: string): T | null =>
+    json ? readStored(shape, json, `turn ${row.turn_id}: ${name}`) : null;
   return {
     seq: row.seq,
     turnId: row.turn_id,
     idempotencyKey: row.idempotency_key,
     fingerprint: row.fingerprint,
     status: row.status,
-    // Written by this class only, from validated values; parsed back as the same shapes.
-    input: JSON.parse(row.input) as TurnInput,
-    outcome: row.outcome ? (JSON.parse(row.outcome) as TurnOutcome) : null,
-    error: row.error ? (JSON.parse(row.error) as SerializedError) : null,
+    input: readStored(TurnInputShape, row.input, `turn ${row.turn_id}: input`),
+    outcome: column(TurnOutcomeShape, row.outcome, "outcome"),
+    error: column(SerializedErrorShape, row.error, "error"),
     attempts: row.attempts,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
-    delivery: row.delivery ? (JSON.parse(row.delivery) as DiscordDelivery) : null,
+    delivery: column(DeliveryTargetShape, row.delivery, "delivery"),
     deliveryStatus: row.delivery_status,
     deliveredParts: row.delivered_parts,
-    pause: row.pause ? (JSON.parse(row.pause) as ApprovalPause) : null,
+    pause: column(ApprovalPauseShape, row.pause, "pause"),
   };
 }
 

@@ -302,7 +302,7 @@ describe("size and time caps hold while the answer is read", () => {
 
 describe("the development switch", () => {
   it("is ALLOW_LOOPBACK_FETCH, and the old MCP_ALLOW_LOOPBACK still works as its alias", () => {
-    const base: Env = { DB: env.DB, ROOMS: env.ROOMS, LIMITS: env.LIMITS, TASKS: env.TASKS, MEDIA: env.MEDIA };
+    const base: Env = { DB: env.DB, ROOMS: env.ROOMS, LIMITS: env.LIMITS, TASKS: env.TASKS, PUBLISHER: env.PUBLISHER, MEDIA: env.MEDIA };
     expect(loadConfig({ ...base, ALLOW_LOOPBACK_FETCH: "true" }).allowLoopbackFetch).toBe(true);
     expect(loadConfig({ ...base, MCP_ALLOW_LOOPBACK: "true" }).allowLoopbackFetch).toBe(true);
     expect(loadConfig({ ...base, ALLOW_LOOPBACK_FETCH: "false", MCP_ALLOW_LOOPBACK: "true" }).allowLoopbackFetch).toBe(false);

@@ -6,7 +6,7 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
-import type { AgentTasks } from "../../src/room/agent-tasks.ts";
+import type { AgentTasks } from "../../src/durable-objects.ts";
 import { api, ADMIN_TOKEN, createTestAgent, json } from "../helpers/api.ts";
 import { click, command, post, snowflake, useAgentIn, useDiscordStandIns } from "../helpers/discord.ts";
 import { evaluateReply, planReply, reflectReply, scriptTask, standInResponder, type TaskScript } from "../helpers/task-script.ts";

@@ -2,10 +2,9 @@
 // the buttons' custom ids, and the texts that replace the buttons once someone answers. The room
 // (or the agent's task object) keeps the pending state; a click is routed back to it by the
 // prefix, the agent id and (for a room) the channel it carries.
+import { APPROVAL_WINDOW_MS } from "../../room/approvals.ts";
 import type { DiscordMessageBody } from "./rest.ts";
 
-/** How long a person has to answer before the model is told the tool was not allowed. */
-export const APPROVAL_WINDOW_MS = 10 * 60 * 1000;
 /** Discord's limit on a component's custom_id. */
 const MAX_CUSTOM_ID = 100;
 /** Where a click goes: `ap` to the channel's chat room, `tap` to the agent's task object. */
@@ -36,11 +35,6 @@ export function parseApprovalCustomId(customId: string): ApprovalButton | null {
 /** Whether a click on an approval for this agent could be routed back (its id fits a custom_id). */
 export function canRouteApproval(agentId: string, target: ApprovalTarget = "room"): boolean {
   return approvalCustomId({ approve: false, approvalId: "x".repeat(16), agentId, target }) !== null;
-}
-
-/** 64 random bits in hex: unguessable, and short enough to leave room for the agent id. */
-export function newApprovalId(): string {
-  return crypto.randomUUID().replaceAll("-", "").slice(0, 16);
 }
 
 export interface ApprovalPromptInput {

@@ -7,6 +7,7 @@
 import type { Env } from "../../env.ts";
 import { OutboundRequestError, type FetchCaps } from "../../net/guarded-fetch.ts";
 import { outboundFetch } from "../../net/outbound.ts";
+import { dataUrl } from "../../media/data-url.ts";
 import { sniffType } from "../../media/sniff.ts";
 import { storeMedia } from "../../media/store.ts";
 import { ATTACHMENT_PREAMBLE, quoteData } from "../../runtime/quoted-data.ts";
@@ -82,7 +83,7 @@ async function ingestOne(attachment: Attachment, title: string, key: string, opt
   const base = { ok: true as const, title, key, contentType: kind.contentType, size: bytes.byteLength };
   if (kind.kind === "text") return { ...base, kind: "text", text: new TextDecoder().decode(bytes) };
   if (bytes.byteLength > MAX_INLINE_IMAGE_BYTES) throw new AttachmentRefused(`images over ${MAX_INLINE_IMAGE_BYTES / 1024 / 1024} MiB cannot be shown to the model yet`);
-  return { ...base, kind: "image", dataUrl: `data:${kind.contentType};base64,${base64(bytes)}` };
+  return { ...base, kind: "image", dataUrl: dataUrl(kind.contentType, bytes) };
 }
 
 async function download(url: string, options: IngestOptions): Promise<Uint8Array> {
@@ -146,10 +147,4 @@ export function attachmentPrompt(results: IngestedAttachment[]): { text: string;
 function safeName(name: string): string {
   const cleaned = name.replace(/[^A-Za-z0-9._-]+/g, "_").replace(/^[._]+/, "").slice(0, 100);
   return cleaned || "file";
-}
-
-export function base64(bytes: Uint8Array): string {
-  let binary = "";
-  for (let i = 0; i < bytes.length; i += 0x8000) binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
-  return btoa(binary);
 }

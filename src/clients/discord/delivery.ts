@@ -1,11 +1,30 @@
 // Sends a finished turn to the Discord interaction that asked for it: the first message edits the
 // deferred response, the rest are follow-ups; once the interaction token is (nearly) expired the
 // remaining messages go to the channel with the bot token. Progress is reported after every
-// message, so a delivery resumed after an eviction sends none twice.
-import type { DiscordDelivery } from "../../room/turn-journal.ts";
+// message, so a delivery resumed after an eviction sends none twice. The delivery target and the
+// posted message are kept by the room as opaque JSON: their shapes are checked here on the way back.
+import { z } from "zod";
 import type { SerializedError } from "../../runtime/errors.ts";
-import { DiscordApiError, TOKEN_SAFETY_MARGIN_MS, type DiscordMessageBody, type DiscordRest } from "./rest.ts";
+import { DiscordApiError, INTERACTION_TOKEN_LIFETIME_MS, TOKEN_SAFETY_MARGIN_MS, type DiscordMessageBody, type DiscordRest } from "./rest.ts";
 import { splitMessage } from "./split.ts";
+
+/** A Discord interaction to answer: its token edits the deferred response and sends follow-ups. */
+export const DiscordDelivery = z.looseObject({
+  kind: z.literal("discord"),
+  applicationId: z.string(),
+  interactionToken: z.string(),
+  channelId: z.string(),
+  /** When the interaction token stops working (15 minutes after Discord created it). */
+  expiresAt: z.number(),
+  /** The deferred response already holds something (an approval prompt): the reply follows it. */
+  originalUsed: z.boolean().optional(),
+});
+export type DiscordDelivery = z.infer<typeof DiscordDelivery>;
+
+/** Where the answer to an interaction goes; Discord's clock started a little before we saw it. */
+export function interactionDelivery(interaction: { application_id: string; token: string }, channelId: string, now: number): DiscordDelivery {
+  return { kind: "discord", applicationId: interaction.application_id, interactionToken: interaction.token, channelId, expiresAt: now + INTERACTION_TOKEN_LIFETIME_MS - 5_000 };
+}
 
 export interface DeliveryJob {
   target: DiscordDelivery;
@@ -32,9 +51,11 @@ export async function deliverToDiscord(rest: DiscordRest, job: DeliveryJob, now:
 }
 
 /** Where a posted message is, so it can be edited later (an approval prompt, when it expires). */
-export type PostedMessage =
-  | { via: "webhook"; applicationId: string; token: string; messageId: string; tokenExpiresAt: number }
-  | { via: "channel"; channelId: string; messageId: string };
+export const PostedMessage = z.discriminatedUnion("via", [
+  z.looseObject({ via: z.literal("webhook"), applicationId: z.string(), token: z.string(), messageId: z.string(), tokenExpiresAt: z.number() }),
+  z.looseObject({ via: z.literal("channel"), channelId: z.string(), messageId: z.string() }),
+]);
+export type PostedMessage = z.infer<typeof PostedMessage>;
 
 /**
  * Posts one message for the interaction: into the deferred response while it is unused, else as a

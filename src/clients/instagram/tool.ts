@@ -1,7 +1,7 @@
 // `instagram_publish`: an agent with Instagram configured can publish a post that was uploaded
 // without publishing (POST /agents/:agentId/media with publish=false), with a caption of its own
 // or one it is asked to write. Characters that list it in settings.toolApproval get a person's
-// approval first (Discord). The post is handed to the agent's `<agentId>:~instagram` object.
+// approval first (Discord). The post is handed to the agent's PostPublisher object.
 import { checkCaption } from "../../media/validate.ts";
 import type { MediaPostStore } from "../../memory/media-posts.ts";
 import type { ToolDefinition, ToolHost } from "../../runtime/types.ts";

@@ -14,7 +14,7 @@ import { guard } from "../auth.ts";
 import { COMMANDS } from "../../clients/discord/commands.ts";
 import { answerTaskApprovalClick, createTask } from "../../room/task-client.ts";
 import { DEFAULT_TASK_LIMITS } from "../../runtime/task-types.ts";
-import { INTERACTION_TOKEN_LIFETIME_MS } from "../../clients/discord/rest.ts";
+import { interactionDelivery } from "../../clients/discord/delivery.ts";
 import {
   EPHEMERAL,
   Interaction,
@@ -246,14 +246,7 @@ async function command(c: Ctx, interaction: CommandInteraction) {
           fromBot: user.bot === true,
           receivedAt: now,
         },
-        delivery: {
-          kind: "discord",
-          applicationId: interaction.application_id,
-          interactionToken: interaction.token,
-          channelId,
-          // Discord's clock started when it created the interaction, a little before we saw it.
-          expiresAt: now + INTERACTION_TOKEN_LIFETIME_MS - 5_000,
-        },
+        delivery: interactionDelivery(interaction, channelId, now),
       });
       // Where the acknowledgement's time goes: the channel's settings (D1), the room's journal (RPC).
       c.header("Server-Timing", `channel;dur=${resolvedAt - started}, enqueue;dur=${Date.now() - resolvedAt}`);
@@ -273,7 +266,7 @@ async function command(c: Ctx, interaction: CommandInteraction) {
         // Only this person may answer the task's approval prompts.
         requestedBy: userId,
         limits: DEFAULT_TASK_LIMITS,
-        delivery: { kind: "discord", applicationId: interaction.application_id, interactionToken: interaction.token, channelId, expiresAt: now + INTERACTION_TOKEN_LIFETIME_MS - 5_000 },
+        delivery: interactionDelivery(interaction, channelId, now),
       });
       return { type: ResponseType.DEFERRED_MESSAGE };
     }
@@ -409,8 +402,8 @@ async function answerApproval(c: Ctx, interaction: ComponentInteraction, button:
     approve: button.approve,
     userId: `discord:${user.id}`,
     userName: name,
-    applicationId: interaction.application_id,
-    interactionToken: interaction.token,
+    // The click's own interaction: its token is fresh, and its @original is the prompt.
+    via: interactionDelivery(interaction, interaction.channel_id, Date.now()),
   };
   const result =
     button.target === "task"

@@ -1,6 +1,6 @@
 // Instagram posts: POST /agents/:agentId/media streams the files (multipart) into R2, checked by
 // content and hashed on the way (post-upload.ts), records the post in D1 and hands publishing to
-// the agent's `<agentId>:~instagram` Durable Object; it answers 202 at once. A refused file, a bad
+// the agent's PostPublisher Durable Object; it answers 202 at once. A refused file, a bad
 // field or a failed write removes everything the request wrote: nothing is kept half-done.
 // GET /agents/:agentId/media/:postId shows where publishing stands.
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
@@ -102,9 +102,9 @@ export function postRoutes(): OpenAPIHono<AppEnv> {
         throw new AppError("upstream", 503, "storing the upload failed; nothing was kept, try again");
       }
       if (publish) {
-        const room = c.env.ROOMS.getByName(`${agentId}:~instagram`);
-        const started = room.publishPost(postId).catch((error: unknown) => {
-          // The watchdog step scheduled by the room retries; log for the operator.
+        const publisher = c.env.PUBLISHER.getByName(agentId);
+        const started = publisher.publishPost(postId).catch((error: unknown) => {
+          // The watchdog step scheduled by the publisher retries; log for the operator.
           log.error("publish_start_failed", { agentId, postId, error: errorField(error) });
         });
         try {

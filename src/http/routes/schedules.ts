@@ -9,7 +9,7 @@ import { assertAgentExists } from "../known-agents.ts";
 import { AgentIdParam, errorContent, ExternalId, jsonContent } from "../schemas.ts";
 import { ConflictError, NotFoundError, ValidationError } from "../../runtime/errors.ts";
 import { MAX_GOAL_CHARS } from "../../runtime/task-types.ts";
-import type { ScheduleRequest } from "../../room/agent-tasks.ts";
+import type { ScheduleRequest } from "../../room/task-requests.ts";
 import { createSchedule, deleteSchedule, listSchedules } from "../../room/task-client.ts";
 
 /** Longest interval: a year. */

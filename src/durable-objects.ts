@@ -1,0 +1,22 @@
+// The Durable Object classes wrangler.toml binds, assembled where the worker knows its surfaces:
+// the room and the task object (src/room/) take the reply surface and attachment ingest as
+// interfaces, and get Discord's (src/clients/discord/) here, so src/room/ never imports a client.
+import { createDiscordAttachmentIngest, createDiscordSurface } from "./clients/discord/reply-surface.ts";
+import { AgentRoomBase } from "./room/agent-room.ts";
+import { AgentTasksBase } from "./room/agent-tasks.ts";
+import type { ReplySurface, RoomPlatform } from "./room/reply-surface.ts";
+
+export { PostPublisher } from "./room/post-publisher.ts";
+export { RateLimiter } from "./room/rate-limiter.ts";
+
+export class AgentRoom extends AgentRoomBase {
+  protected override platform(): RoomPlatform {
+    return { surface: createDiscordSurface(this.env), attachments: createDiscordAttachmentIngest(this.env) };
+  }
+}
+
+export class AgentTasks extends AgentTasksBase {
+  protected override replySurface(): ReplySurface {
+    return createDiscordSurface(this.env);
+  }
+}

@@ -1,0 +1,62 @@
+// PostPublisher: one Durable Object per agent (named by the agent id) that publishes its Instagram
+// posts a step at a time (post-publishing.ts): the next step on the scheduler, and a watchdog step
+// that reruns one cut off by an eviction. Before this class, AgentRoom objects named
+// `<agentId>:~instagram` did the same; a step still scheduled on one is forwarded here.
+import { Agent } from "agents";
+import type { Env } from "../env.ts";
+import type { Character } from "../runtime/character.ts";
+import type { ChatModel, ModelChoice } from "../runtime/types.ts";
+import { createCharacterSource, type CharacterSource } from "./character-source.ts";
+import { PostPublishing } from "./post-publishing.ts";
+import { createRoomRuntime, type RoomRuntime } from "./room-runtime.ts";
+import type { PostPublisherRpc } from "./rpc.ts";
+
+interface CaptionRuntime {
+  runtime: RoomRuntime;
+  characters: CharacterSource;
+}
+
+export class PostPublisher extends Agent<Env> implements PostPublisherRpc {
+  private publishing: PostPublishing | null = null;
+  private captionRuntime: Promise<CaptionRuntime> | null = null;
+
+  /** Runs the post's next step now; the steps after it run on the scheduler. */
+  async publishPost(postId: string): Promise<void> {
+    await this.steps().step(postId);
+  }
+
+  /** Schedule callback: a later step of a post, or its watchdog. */
+  async publishStep(payload: { postId: string }): Promise<void> {
+    await this.steps().step(payload.postId);
+  }
+
+  private steps(): PostPublishing {
+    this.publishing ??= new PostPublishing({
+      env: this.env,
+      agentId: this.name,
+      schedule: (delaySeconds, postId) => this.schedule(delaySeconds, "publishStep", { postId }),
+      cancel: (id) => this.cancelSchedule(id),
+      captionContext: () => this.captionContext(),
+    });
+    return this.publishing;
+  }
+
+  /** The agent's character and chat model, to write a caption; null without a model. */
+  private async captionContext(): Promise<{ character: Character; model: ChatModel; models: ModelChoice } | null> {
+    const { runtime, characters } = await this.caption();
+    if (!runtime.chat.model) return null;
+    const character = await characters.character(this.name, await characters.version(this.name));
+    return { character, model: runtime.chat.model, models: runtime.chat.models };
+  }
+
+  private caption(): Promise<CaptionRuntime> {
+    const settled = () => Promise.resolve();
+    this.captionRuntime ??= createRoomRuntime(this.env, this.name, { settled })
+      .then((runtime) => ({ runtime, characters: createCharacterSource(runtime.agents) }))
+      .catch((error: unknown) => {
+        this.captionRuntime = null;
+        throw error;
+      });
+    return this.captionRuntime;
+  }
+}

@@ -1,0 +1,59 @@
+// What callers may ask of each Durable Object over RPC, as interfaces: src/env.ts types its
+// namespaces with these, so the bindings stay typed without env.ts importing the classes (which
+// import Env). Each class implements its interface; schedule and queue callbacks are left out.
+import type { HistoryPage, HistoryQuery } from "../memory/message-history.ts";
+import type { RateRule, TakeResult } from "../runtime/token-bucket.ts";
+import type { TaskState } from "../runtime/task-types.ts";
+import type {
+  ApprovalAnswer,
+  ApprovalAnswerResult,
+  EnqueueTurnRequest,
+  StreamedTurnResult,
+  SubmitTurnRequest,
+  TurnResult,
+} from "./room-types.ts";
+import type {
+  CreateTaskRequest,
+  ScheduleRequest,
+  ScheduleResult,
+  TaskApprovalClick,
+  TaskApprovalResult,
+  TaskEventsPage,
+  TaskView,
+} from "./task-requests.ts";
+import type { ScheduleRecord } from "./task-store.ts";
+
+/** A chat room, named `<agentId>:<roomId>`. */
+export interface AgentRoomRpc extends Rpc.DurableObjectBranded {
+  submitTurn(request: SubmitTurnRequest): Promise<TurnResult>;
+  streamTurn(request: SubmitTurnRequest): Promise<StreamedTurnResult>;
+  enqueueTurn(request: EnqueueTurnRequest): Promise<{ turnId: string; duplicate: boolean }>;
+  resolveApproval(answer: ApprovalAnswer): Promise<ApprovalAnswerResult>;
+  readHistory(query: HistoryQuery): Promise<HistoryPage>;
+  forgetHistory(): Promise<void>;
+}
+
+/** An agent's autonomous tasks and schedules, named by the agent id. */
+export interface AgentTasksRpc extends Rpc.DurableObjectBranded {
+  createTask(request: CreateTaskRequest): Promise<{ taskId: string }>;
+  getTask(taskId: string): Promise<TaskView | null>;
+  listTasks(limit: number): Promise<TaskState[]>;
+  taskEvents(taskId: string, afterId: number, limit: number): Promise<TaskEventsPage | null>;
+  cancel(taskId: string): Promise<TaskState | null>;
+  answerClick(click: TaskApprovalClick): Promise<TaskApprovalResult>;
+  answerFromApi(taskId: string, approve: boolean): Promise<TaskApprovalResult | null>;
+  createTaskSchedule(request: ScheduleRequest): Promise<ScheduleResult>;
+  taskSchedules(): Promise<ScheduleRecord[]>;
+  deleteTaskSchedule(scheduleId: string): Promise<boolean>;
+  stopAll(): Promise<{ schedules: number; tasks: number }>;
+}
+
+/** One rate-limited key's token bucket, named by the key. */
+export interface RateLimiterRpc extends Rpc.DurableObjectBranded {
+  take(rule: RateRule, cost?: number): TakeResult;
+}
+
+/** An agent's Instagram publishing, named by the agent id. */
+export interface PostPublisherRpc extends Rpc.DurableObjectBranded {
+  publishPost(postId: string): Promise<void>;
+}

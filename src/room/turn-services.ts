@@ -1,0 +1,55 @@
+// What the room's turn driver needs from the platform, as interfaces: the runtime's turn runner,
+// the room's message history, the agent's character and its tools. Built once per room runtime;
+// the MCP servers an agent added at runtime are read again only when its version changed.
+import type { McpServerEntry } from "../mcp/registry.ts";
+import { effectiveServers } from "../mcp/registry.ts";
+import type { Character } from "../runtime/character.ts";
+import type { TurnRunner } from "../runtime/turn-runner.ts";
+import { createCharacterSource, type CharacterSource } from "./character-source.ts";
+import type { RoomHistoryStore } from "./room-history.ts";
+import type { RoomRuntime } from "./room-runtime.ts";
+
+/** Connects the tools an agent's turn may use (its MCP servers) before the turn runs. */
+export interface ToolPreparer {
+  prepare(agentId: string, version: number | null, character: Character): Promise<void>;
+}
+
+export interface TurnServices {
+  runner: Pick<TurnRunner, "receive" | "respondOrPause" | "afterReply">;
+  history: Pick<RoomHistoryStore, "remember">;
+  characters: CharacterSource;
+  tools: ToolPreparer;
+}
+
+const built = new WeakMap<RoomRuntime, TurnServices>();
+
+/** The turn services over a room runtime: the same object (and caches) for the same runtime. */
+export function turnServicesFor(runtime: RoomRuntime): TurnServices {
+  let services = built.get(runtime);
+  if (!services) {
+    const servers = (agentId: string) => runtime.mcpPlatform.servers.list(agentId);
+    services = {
+      runner: runtime.runner,
+      history: runtime.history,
+      characters: createCharacterSource(runtime.agents),
+      tools: createToolPreparer(runtime.mcp, servers),
+    };
+    built.set(runtime, services);
+  }
+  return services;
+}
+
+/** The servers the character lists plus those added at runtime, as of the agent's version. */
+function createToolPreparer(
+  mcp: { prepare(servers: readonly McpServerEntry[]): Promise<void> },
+  agentServers: (agentId: string) => Promise<McpServerEntry[]>,
+): ToolPreparer {
+  // Adding a server to the agent bumps its version.
+  let known: { version: number | null; servers: McpServerEntry[] } | null = null;
+  return {
+    async prepare(agentId, version, character) {
+      if (known?.version !== version) known = { version, servers: await agentServers(agentId) };
+      await mcp.prepare(effectiveServers(character.settings.mcpServers, known.servers));
+    },
+  };
+}
