@@ -134,7 +134,7 @@ const cache = new WeakMap<object, Config>();
 export function loadConfig(env: Env): Config {
   const cached = cache.get(env);
   if (cached) return cached;
-  for (const binding of ["DB", "ROOMS", "LIMITS", "TASKS"] as const) {
+  for (const binding of ["DB", "ROOMS", "LIMITS", "TASKS", "SCHEMA"] as const) {
     if (!env[binding]) throw new NotConfiguredError(`configuration: the ${binding} binding is missing; check wrangler.toml`);
   }
   const parsed = VarsSchema.safeParse(env);

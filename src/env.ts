@@ -4,11 +4,14 @@
 import type { AgentRoom } from "./room/agent-room.ts";
 import type { AgentTasks } from "./room/agent-tasks.ts";
 import type { RateLimiter } from "./room/rate-limiter.ts";
+import type { SchemaGate } from "./room/schema-gate.ts";
 
 export interface Env {
   ROOMS: DurableObjectNamespace<AgentRoom>;
   LIMITS: DurableObjectNamespace<RateLimiter>;
   TASKS: DurableObjectNamespace<AgentTasks>;
+  /** One object ("schema") that applies pending D1 migrations once per deploy. */
+  SCHEMA: DurableObjectNamespace<SchemaGate>;
   DB: D1Database;
   MEDIA: R2Bucket;
   VECTORS?: Vectorize;

@@ -11,6 +11,7 @@ import { createOpenAIEmbedder, type OpenAIEmbedderOptions } from "../src/model/o
 import { createWorkersAIEmbedder } from "../src/model/workers-ai-embedder.ts";
 import { EmbeddingError, NotConfiguredError } from "../src/runtime/errors.ts";
 import { cosine, createHashEmbedder, stem } from "../src/runtime/hash-embedder.ts";
+import { requiredBindings, type RequiredBindings } from "./helpers/bindings.ts";
 
 const API_KEY = "sk-embed-5ecret-never-log-me";
 
@@ -358,8 +359,8 @@ describe("Workers AI embedder", () => {
 // ---- configuration -----------------------------------------------------------------------------
 
 /** A fresh env object each time (loadConfig caches per object), with only the named variables. */
-function configFor(vars: Partial<Omit<Env, "DB" | "ROOMS" | "LIMITS" | "TASKS" | "MEDIA">>) {
-  return loadConfig({ DB: env.DB, ROOMS: env.ROOMS, LIMITS: env.LIMITS, TASKS: env.TASKS, MEDIA: env.MEDIA, ...vars });
+function configFor(vars: Partial<Omit<Env, keyof RequiredBindings>>) {
+  return loadConfig({ ...requiredBindings(), ...vars });
 }
 
 const fakeAiBinding = (answer = bgeAnswer(768)) => fakeAi(answer).ai as unknown as Ai;
