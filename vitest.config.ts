@@ -26,6 +26,8 @@ const baseBindings = {
   DAILY_TOKEN_LIMIT: "",
   ALLOW_LOOPBACK_FETCH: "",
   MCP_ALLOW_LOOPBACK: "",
+  // Tests make their own agents; test/fresh-db turns seeding on to watch it.
+  SEED_CHARACTERS: "false",
   SECRETS_KEY: "test-secrets-key-0123456789abcdef0123456789",
   MODEL: "test-primary",
   SMALL_MODEL: "test-small",
@@ -95,7 +97,7 @@ export default defineConfig(async () => {
         ]),
         project("no-model", ["test/no-model/**/*.spec.ts"], {}),
         // A database no migration was applied to: the worker brings it up to date itself.
-        project("fresh-db", ["test/fresh-db/**/*.spec.ts"], withModelAndDiscord, [], []),
+        project("fresh-db", ["test/fresh-db/**/*.spec.ts"], { ...withModelAndDiscord, SEED_CHARACTERS: "true" }, [], []),
         // The deployment defaults tightened, to watch them bite.
         project("limits", ["test/limits/**/*.spec.ts"], { ...withModelAndDiscord, RATE_LIMIT_PER_TOKEN: "30/min", RATE_LIMIT_PER_USER: "3/min" }),
         // The Node tools (the memory CLI, the knowledge file reader) in Node, against the worker

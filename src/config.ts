@@ -81,6 +81,7 @@ const VarsSchema = z.object({
   DISCORD_OWNER_IDS: commaList.pipe(z.array(z.string().regex(/^\d{1,20}$/, "must be a comma list of Discord user ids"))),
   ALLOW_LOOPBACK_FETCH: z.preprocess(unset, z.enum(["true", "false"], { error: 'must be "true" or "false"' }).optional()),
   MCP_ALLOW_LOOPBACK: z.preprocess(unset, z.enum(["true", "false"], { error: 'must be "true" or "false"' }).optional()),
+  SEED_CHARACTERS: z.preprocess(unset, z.enum(["true", "false"], { error: 'must be "true" or "false"' }).optional()),
   DAILY_TOKEN_LIMIT: z.preprocess(unset, z.coerce.number({ error: "must be a whole number" }).int("must be a whole number").min(1).optional()),
   MAX_CONTEXT_TOKENS: z.preprocess(unset, z.coerce.number({ error: "must be a whole number" }).int("must be a whole number").min(1_000).max(2_000_000).optional()),
 });
@@ -120,6 +121,8 @@ export interface Config {
   dailyTokenLimit: number | null;
   /** Development only: the guarded fetch may reach loopback, over http too (tests, `npm run dev`). */
   allowLoopbackFetch: boolean;
+  /** A fresh deployment seeds the shipped characters on its first start (SEED_CHARACTERS, default true). */
+  seedCharacters: boolean;
   /** DISCORD_OWNER_IDS: Discord users who manage the bot in DMs (with the application's owner). */
   discordOwnerIds: string[];
   /** Instagram publishing; null unless both the account id and the token are set. */
@@ -156,6 +159,7 @@ export function loadConfig(env: Env): Config {
     // ALLOW_LOOPBACK_FETCH wins; MCP_ALLOW_LOOPBACK is its old name.
     allowLoopbackFetch: (vars.ALLOW_LOOPBACK_FETCH ?? vars.MCP_ALLOW_LOOPBACK) === "true",
     discordOwnerIds: vars.DISCORD_OWNER_IDS,
+    seedCharacters: vars.SEED_CHARACTERS !== "false",
     instagram:
       vars.INSTAGRAM_USER_ID && vars.INSTAGRAM_ACCESS_TOKEN
         ? { userId: vars.INSTAGRAM_USER_ID, accessToken: vars.INSTAGRAM_ACCESS_TOKEN, graphBase: vars.INSTAGRAM_GRAPH_BASE }

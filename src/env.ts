@@ -38,6 +38,7 @@ export interface Env {
   RATE_LIMIT_PER_TOKEN?: string;
   RATE_LIMIT_PER_USER?: string;
   DAILY_TOKEN_LIMIT?: string;
+  SEED_CHARACTERS?: string;
   ALLOW_LOOPBACK_FETCH?: string;
   /** The old name of ALLOW_LOOPBACK_FETCH, still honoured. */
   MCP_ALLOW_LOOPBACK?: string;

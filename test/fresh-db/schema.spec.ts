@@ -1,8 +1,9 @@
 // A deployed worker never runs against a database it does not know: on a D1 no migration was
 // applied to, the first requests bring it up to the bundled migrations, each applied exactly once
 // however many requests (and isolates, through the SchemaGate) arrive together; then an agent can
-// be created and answer at once. A newer migration applies alone; a failing one rolls back whole
-// and leaves the previous version in place, saying which one failed.
+// be created and answer at once, and the shipped characters are there to talk to. A newer
+// migration applies alone; a failing one rolls back whole and leaves the previous version in
+// place, saying which one failed.
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { MIGRATIONS } from "../../src/memory/migrations-bundle.ts";
@@ -36,6 +37,12 @@ describe("a fresh database", () => {
 
     const health = await json<{ schema: unknown }>(await api("GET", "/health", { token: null }));
     expect(health.schema).toEqual({ version: LATEST, latest: LATEST, pending: [], error: null });
+
+    // The first start seeded the shipped characters, with the knowledge files their entries name.
+    const { agents } = await json<{ agents: { id: string }[] }>(await api("GET", "/agents"));
+    expect(agents.map((agent) => agent.id).sort()).toEqual(["ada", "marlowe"]);
+    const documents = await json<{ memories: { metadata: { documentId: string } }[] }>(await api("GET", "/memories?agentId=ada&type=document"));
+    expect(documents.memories.map((memory) => memory.metadata.documentId)).toContain("file:knowledge:ada:how-i-remember.md");
 
     const agentId = await createTestAgent();
     model.script({ text: "Hello from a database that set itself up." });
