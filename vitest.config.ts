@@ -28,6 +28,8 @@ const baseBindings = {
   MCP_ALLOW_LOOPBACK: "",
   // Tests make their own agents; test/fresh-db turns seeding on to watch it.
   SEED_CHARACTERS: "false",
+  // wrangler.toml declares the AI binding; Miniflare creates it, but it answers only remotely.
+  WORKERS_AI: "false",
   SECRETS_KEY: "test-secrets-key-0123456789abcdef0123456789",
   MODEL: "test-primary",
   SMALL_MODEL: "test-small",

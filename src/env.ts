@@ -39,6 +39,8 @@ export interface Env {
   RATE_LIMIT_PER_USER?: string;
   DAILY_TOKEN_LIMIT?: string;
   SEED_CHARACTERS?: string;
+  /** "false" ignores the AI binding (local development without a Cloudflare login, tests). */
+  WORKERS_AI?: string;
   ALLOW_LOOPBACK_FETCH?: string;
   /** The old name of ALLOW_LOOPBACK_FETCH, still honoured. */
   MCP_ALLOW_LOOPBACK?: string;

@@ -27,9 +27,10 @@ export function memoryBackends(env: Env): MemoryBackends {
   if (cached) return cached;
   const config = loadConfig(env);
   const db = drizzle(env.DB);
-  const embedder = createEmbedder(config);
   const vectorize = env.VECTORS ? createVectorizeIndex(env.VECTORS) : null;
   const index = vectorize ?? createLocalVectorIndex(db);
+  // Without EMBEDDING_MODEL, the embedder whose size the index already holds keeps serving it.
+  const embedder = createEmbedder(config, () => index.dimensions());
   const backends: MemoryBackends = {
     db,
     embedder,

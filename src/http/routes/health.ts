@@ -58,6 +58,7 @@ export function healthRoutes(): OpenAPIHono<{ Bindings: Env }> {
         databaseReachable(c.env).then((ok) => (ok ? ("ok" as const) : ("unavailable" as const))),
         index.dimensions().catch(() => "unavailable" as const),
         ensureSchema(c.env),
+        embedder.ready?.().catch(() => undefined),
       ]);
       const schema = schemaNow ? { version: schemaNow.version, latest: schemaNow.latest, pending: schemaNow.pending, error: schemaNow.error } : null;
       const vectors = {
