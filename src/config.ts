@@ -235,7 +235,11 @@ function chooseEmbedding(vars: z.infer<typeof VarsSchema>, ai: Ai | undefined): 
     }
     return { kind: "openai", apiKey: vars.OPENAI_API_KEY ?? "not-needed", baseURL: vars.OPENAI_BASE_URL ?? DEFAULT_OPENAI_BASE_URL, model, dimensions };
   }
-  if (ai) {
+  // Workers AI embeds when EMBEDDING_MODEL names one of its models, or by default when it is also
+  // the chat backend; a deployment with an OpenAI-compatible endpoint keeps the local embedder
+  // unless told otherwise (so `wrangler dev --local` with an endpoint in .dev.vars runs offline).
+  const openaiChat = !!(vars.OPENAI_API_KEY || vars.OPENAI_BASE_URL);
+  if (ai && (isWorkersAiName || !openaiChat)) {
     const name = isWorkersAiName ? model : DEFAULT_WORKERS_AI_EMBEDDING_MODEL;
     const dimensions = WORKERS_AI_EMBEDDING_DIMENSIONS[name] ?? vars.EMBEDDING_DIMENSIONS;
     if (dimensions === undefined) {

@@ -482,9 +482,13 @@ describe("Workers AI with the AI binding declared", () => {
     expect(() => configFor({ WORKERS_AI: "yes" })).toThrow(/WORKERS_AI must be "true" or "false"/);
   });
 
+  it("keeps the local embedder with an OpenAI-compatible chat endpoint, so a local run with one stays offline", () => {
+    expect(configFor({ OPENAI_BASE_URL: "http://127.0.0.1:11434/v1", AI: fakeAiBinding() }).embedding).toEqual({ kind: "local", dimensions: 384 });
+  });
+
   it("keeps the embedder an index was filled with: 384-dimension local vectors stay local after the binding appears", async () => {
     const { ai, calls } = fakeAi(bgeAnswer(768));
-    const config = configFor({ OPENAI_API_KEY: API_KEY, AI: ai as unknown as Ai });
+    const config = configFor({ AI: ai as unknown as Ai });
     expect(config.embedding.kind).toBe("workers-ai");
     const embedder = createEmbedder(config, async () => 384);
     const [vector] = await embedder.embed(["the tide comes in twice a day"]);
