@@ -1,10 +1,12 @@
 // Tests run inside workerd through @cloudflare/vitest-plugin, with the real wrangler.toml, local
 // D1/R2/Durable Objects and migrations applied per test file. No test reaches the internet:
 // outside services are stand-ins behind globalThis.fetch (see test/stand-ins/).
-// Three projects: the main one has a model configured; `no-model` has none, to prove a turn then
-// answers 503 model_not_configured and still stores the message; `limits` has tight rate limits.
+// Three workerd projects: the main one has a model configured; `no-model` has none, to prove a turn
+// then answers 503 model_not_configured and still stores the message; `limits` has tight rate limits.
+// Two Node projects: `runtime` runs the pure runtime's tests (test/runtime/) in plain Node, which
+// proves src/runtime/ needs no platform; `node` runs the Node tools and the import-graph checks.
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
-import { defineConfig } from "vitest/config";
+import { configDefaults, defineConfig } from "vitest/config";
 import { unstable_readConfig } from "wrangler";
 
 export const TEST_ADMIN_TOKEN = "test-admin-token-0123456789";
@@ -66,7 +68,7 @@ export default defineConfig(async () => {
     ],
     // Integration tests make hundreds of requests through workerd; on a busy 2-core machine the
     // default 5 s is too tight. Nothing here asserts speed (that is `npm run bench`).
-    test: { name, include, globalSetup, testTimeout: 30_000, setupFiles },
+    test: { name, include, exclude: [...configDefaults.exclude, "test/runtime/**"], globalSetup, testTimeout: 30_000, setupFiles },
   });
   const withModelAndDiscord = {
     OPENAI_API_KEY: "sk-test-not-a-real-key",
@@ -102,8 +104,10 @@ export default defineConfig(async () => {
         project("fresh-db", ["test/fresh-db/**/*.spec.ts"], { ...withModelAndDiscord, SEED_CHARACTERS: "true" }, [], []),
         // The deployment defaults tightened, to watch them bite.
         project("limits", ["test/limits/**/*.spec.ts"], { ...withModelAndDiscord, RATE_LIMIT_PER_TOKEN: "30/min", RATE_LIMIT_PER_USER: "3/min" }),
+        // The pure runtime (src/runtime/) in plain Node: no workerd, no bindings, no migrations.
+        { test: { name: "runtime", include: ["test/runtime/**/*.test.ts"], environment: "node" } },
         // The Node tools (the memory CLI, the knowledge file reader) in Node, against the worker
-        // started as the benchmarks start it.
+        // started as the benchmarks start it; and the import graph's boundaries (boundaries.spec.ts).
         { test: { name: "node", include: ["test/node/**/*.spec.ts"], environment: "node", testTimeout: 60_000, hookTimeout: 120_000 } },
       ],
     },

@@ -1,5 +1,5 @@
 // The playground: pick or create an agent, chat with it (replies stream as server-sent events, see
-// the streaming contract in README "Playground"; a plain JSON answer works too), watch its tool
+// the streaming contract in docs/streaming.md; a plain JSON answer works too), watch its tool
 // calls and the memories each turn used, browse and search memories, and see its MCP servers.
 // Security: the API token lives only in sessionStorage (this tab); server and model text is put
 // on the page with textContent only, never as HTML; links from the server must be http(s).

@@ -8,7 +8,7 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs";
 
 const PATH = ".dev.vars";
 
-const TEMPLATE = `# Local secrets for \`npm run dev\` (never committed). See README "Configuration".
+const TEMPLATE = `# Local secrets for \`npm run dev\` (never committed). See docs/configuration.md.
 # To talk to a real model, set an OpenAI-compatible endpoint:
 # OPENAI_API_KEY=sk-...
 # OPENAI_BASE_URL=http://localhost:11434/v1   # e.g. a local Ollama; leave unset for api.openai.com

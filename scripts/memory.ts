@@ -368,7 +368,7 @@ async function init(api: Api, options: CliOptions): Promise<number> {
   if (vectors.dimensions !== null && vectors.dimensions !== embedding.dimensions) {
     throw new CliError(
       `the embedder makes ${embedding.dimensions}-dimension vectors but the ${vectors.backend} index holds ${vectors.dimensions}: nothing was embedded. ` +
-        "Set EMBEDDING_MODEL / EMBEDDING_DIMENSIONS to match the index, or create a new index for this embedder (README, Memory).",
+        "Set EMBEDDING_MODEL / EMBEDDING_DIMENSIONS to match the index, or create a new index for this embedder (docs/memory.md).",
     );
   }
   const before = await api<Stats>("GET", `/memories/stats?${query({ agentId: options.agent })}`);

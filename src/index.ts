@@ -5,6 +5,7 @@ import type { Env } from "./env.ts";
 import { createApp } from "./http/app.ts";
 import { runMemoryMaintenance } from "./memory/maintenance.ts";
 import { ensureSchema } from "./memory/schema-ready.ts";
+import { forgetRoomHistory } from "./room/room-client.ts";
 
 export { AgentRoom } from "./room/agent-room.ts";
 export { RateLimiter } from "./room/rate-limiter.ts";
@@ -16,6 +17,8 @@ const app = createApp();
 export default {
   fetch: app.fetch,
   scheduled(controller, env, ctx) {
-    ctx.waitUntil(ensureSchema(env).then(() => runMemoryMaintenance(env, controller.scheduledTime)));
+    ctx.waitUntil(
+      ensureSchema(env).then(() => runMemoryMaintenance(env, controller.scheduledTime, { forgetRoomHistory: (agentId, roomIds) => forgetRoomHistory(env, agentId, roomIds) })),
+    );
   },
 } satisfies ExportedHandler<Env>;

@@ -7,6 +7,7 @@ import { eq } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/d1";
 import { describe, expect, it } from "vitest";
 import { runMemoryMaintenance } from "../src/memory/maintenance.ts";
+import { forgetRoomHistory } from "../src/room/room-client.ts";
 import { resetLocalVectorCache } from "../src/memory/local-vector-index.ts";
 import { adjacentFromRows, adjacentMessages, adjacentMessagesQueries, memoriesByIds, memoriesByIdsQueries } from "../src/memory/memory-repo.ts";
 import { memories } from "../src/memory/schema.ts";
@@ -525,7 +526,7 @@ describe("retention", () => {
       { type: "message", roomId: "r", userId: "alice", text: "a recent message", createdAt: now },
     ]);
     await store(keeper, [{ type: "message", roomId: "r", userId: "alice", text: "no retention set", createdAt: old }]);
-    const report = await runMemoryMaintenance(env, now);
+    const report = await runMemoryMaintenance(env, now, { forgetRoomHistory: (agentId, roomIds) => forgetRoomHistory(env, agentId, roomIds) });
     expect(report.expired).toBe(2);
     const left = (await json<{ memories: MemoryView[] }>(await api("GET", `/memories?agentId=${agentId}`))).memories.map((m) => m.text);
     expect(left.sort()).toEqual(["a recent message", "an old fact"]);

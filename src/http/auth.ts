@@ -3,9 +3,9 @@
 // are one value. Each authenticated request then draws from its token's rate bucket. ADMIN_TOKEN is compared as SHA-256 digests in constant time; minted tokens are
 // looked up by hash (src/memory/token-store.ts). Error messages never echo the presented token.
 import type { Context, MiddlewareHandler } from "hono";
-import { drizzle } from "drizzle-orm/d1";
 import { loadConfig } from "../config.ts";
-import { createTokenStore, LAST_USED_RESOLUTION_MS, TOKEN_PREFIX, type Scope, type TokenRecord } from "../memory/token-store.ts";
+import { stores } from "../memory/stores.ts";
+import { LAST_USED_RESOLUTION_MS, TOKEN_PREFIX, type Scope, type TokenRecord } from "../memory/token-store.ts";
 import { ForbiddenError, NotConfiguredError, UnauthorizedError } from "../runtime/errors.ts";
 import { parseRateRule } from "../runtime/token-bucket.ts";
 import type { AppEnv, Principal } from "./app-env.ts";
@@ -58,7 +58,7 @@ async function authenticate(c: Context<AppEnv>): Promise<Principal> {
   const given = match[1];
   const adminToken = loadConfig(c.env).adminToken;
   if (given.startsWith(TOKEN_PREFIX)) {
-    const record = await createTokenStore(drizzle(c.env.DB)).findBySecret(given);
+    const record = await stores(c.env).tokens.findBySecret(given);
     if (record || !adminToken) return fromRecord(c, record);
   }
   if (!adminToken) {
@@ -74,8 +74,8 @@ function fromRecord(c: Context<AppEnv>, record: TokenRecord | null): Principal {
   if (record.revokedAt !== null) throw new UnauthorizedError("the bearer token has been revoked");
   if (record.expiresAt !== null && record.expiresAt <= now) throw new UnauthorizedError("the bearer token has expired");
   if (record.lastUsedAt === null || now - record.lastUsedAt >= LAST_USED_RESOLUTION_MS) {
-    const touched = createTokenStore(drizzle(c.env.DB))
-      .touch(record.id, now)
+    const touched = stores(c.env)
+      .tokens.touch(record.id, now)
       .catch((error: unknown) => log.warn("token_touch_failed", { tokenId: record.id, error: errorField(error) }));
     waitUntil(c, touched);
   }

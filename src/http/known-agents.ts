@@ -4,7 +4,7 @@
 // never served stale; at worst a just-deleted agent gets its 404 from the room instead.
 import type { Env } from "../env.ts";
 import { NotFoundError } from "../runtime/errors.ts";
-import { agentStore } from "./stores.ts";
+import { stores } from "../memory/stores.ts";
 
 const KNOWN_AGENT_TTL_MS = 30_000;
 const MAX_KNOWN_AGENTS = 1_000;
@@ -13,7 +13,7 @@ const known = new Map<string, number>();
 export async function assertAgentExists(env: Env, agentId: string, now = Date.now()): Promise<void> {
   const expires = known.get(agentId);
   if (expires !== undefined && expires > now) return;
-  if ((await agentStore(env).version(agentId)) === null) {
+  if ((await stores(env).agents.version(agentId)) === null) {
     known.delete(agentId);
     throw new NotFoundError(`no agent with id "${agentId}"`);
   }

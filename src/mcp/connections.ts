@@ -16,7 +16,7 @@ import { assertSafeServerUrl, type UrlPolicy } from "../net/url-safety.ts";
 import { AppError } from "../runtime/errors.ts";
 import { quoteInline } from "../runtime/quoted-data.ts";
 import type { ToolContext, ToolDefinition, ToolHost, ToolOutput, ToolSourceStatus } from "../runtime/types.ts";
-import type { McpCredentialStore } from "./credentials.ts";
+import type { McpCredentialStore } from "../memory/mcp-credential-store.ts";
 import { namespacedToolNames } from "./names.ts";
 import { AgentOAuthProvider, TOKEN_REFRESH_MARGIN_MS } from "./oauth-provider.ts";
 import { secretRefusal, type McpServerEntry } from "./registry.ts";

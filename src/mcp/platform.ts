@@ -1,16 +1,16 @@
-// Binds the MCP module to the worker's environment: the D1 stores, secrets by name, the OAuth
-// callback URL, and the guarded fetch (src/net/) for everything MCP sends: the transports, and
-// every OAuth discovery, registration, token and refresh request, with caps for each.
+// Binds the MCP module to the worker's environment: the D1 stores (from src/memory/stores.ts),
+// secrets by name, the OAuth callback URL, and the guarded fetch (src/net/) for everything MCP
+// sends: the transports, and every OAuth discovery, registration, token and refresh request, with
+// caps for each.
 // Used by the tools and OAuth routes and by each room.
-import { drizzle } from "drizzle-orm/d1";
 import { loadConfig } from "../config.ts";
 import type { Env } from "../env.ts";
-import { createSecretBox } from "../memory/secret-box.ts";
 import { createGuardedFetch } from "../net/guarded-fetch.ts";
 import { network, OUTBOUND_CAPS, outboundPolicy } from "../net/outbound.ts";
 import type { UrlPolicy } from "../net/url-safety.ts";
-import { createMcpCredentialStore, type McpCredentialStore } from "./credentials.ts";
-import { createAgentServerStore, type AgentServerStore } from "./registry.ts";
+import type { AgentServerStore } from "../memory/agent-server-store.ts";
+import type { McpCredentialStore } from "../memory/mcp-credential-store.ts";
+import { stores } from "../memory/stores.ts";
 
 export const OAUTH_CALLBACK_PATH = "/oauth/callback";
 
@@ -30,13 +30,12 @@ export interface McpPlatform {
 
 export function mcpPlatform(env: Env, requestOrigin?: string): McpPlatform {
   const config = loadConfig(env);
-  const db = drizzle(env.DB);
   const base = config.publicBaseUrl ?? requestOrigin;
   // One policy (and one DNS cache) for the server URL check and both fetches.
   const policy = outboundPolicy(env);
   return {
-    servers: createAgentServerStore(db),
-    credentials: config.secretsKey ? createMcpCredentialStore(db, createSecretBox(config.secretsKey)) : null,
+    servers: stores(env).mcpServers,
+    credentials: stores(env).mcpCredentials,
     urlPolicy: policy,
     redirectUrl: base ? new URL(OAUTH_CALLBACK_PATH, base).toString() : null,
     secret: (name) => {

@@ -1,14 +1,12 @@
 // Which MCP servers exist and which an agent uses. Two sources: the checked-in registry
 // (mcp-servers.json, bundled with the worker, for every agent whose character names a server) and
-// servers added to one agent at runtime (POST /agents/:agentId/tools, kept in D1). An agent uses
-// the servers its character names plus the ones added to it. The registry also says where each
-// bearer secret may go (`secretOrigins`, and its own servers' origins); nowhere else.
-import { and, asc, eq } from "drizzle-orm";
+// servers added to one agent at runtime (POST /agents/:agentId/tools, kept in D1 by
+// src/memory/agent-server-store.ts). An agent uses the servers its character names plus the ones
+// added to it. The registry also says where each bearer secret may go (`secretOrigins`, and its
+// own servers' origins); nowhere else.
 import { z } from "zod";
 import registryFile from "../../mcp-servers.json";
-import type { Db } from "../memory/d1-memory-store.ts";
-import { agentMcpServers } from "../memory/schema.ts";
-import { ConflictError, NotConfiguredError, NotFoundError, ValidationError } from "../runtime/errors.ts";
+import { NotConfiguredError, NotFoundError, ValidationError } from "../runtime/errors.ts";
 
 /** Lower-case, no underscores: `__` separates server and tool in the model's tool names. */
 export const SERVER_NAME = /^[a-z0-9][a-z0-9-]{0,31}$/;
@@ -131,37 +129,6 @@ export function assertKnownServers(names: readonly string[], agentServers: reado
   throw new ValidationError(`settings.mcpServers names unknown MCP servers: ${unknown.join(", ")} (configured: ${available})`, {
     issues: unknown.map((name) => ({ path: "settings.mcpServers", message: `no MCP server named "${name}"` })),
   });
-}
-
-export interface AgentServerStore {
-  list(agentId: string): Promise<McpServerEntry[]>;
-  add(agentId: string, name: string, config: McpServerConfig, now: number): Promise<void>;
-  remove(agentId: string, name: string): Promise<boolean>;
-}
-
-export function createAgentServerStore(db: Db): AgentServerStore {
-  return {
-    async list(agentId) {
-      const rows = await db.select().from(agentMcpServers).where(eq(agentMcpServers.agentId, agentId)).orderBy(asc(agentMcpServers.name));
-      return rows.map((row) => ({ name: row.name, config: McpServerConfig.parse(JSON.parse(row.config)), origin: "agent" as const }));
-    },
-    async add(agentId, name, config, now) {
-      if (registryServers().has(name)) throw new ConflictError(`"${name}" is a server of mcp-servers.json; name it in the character's settings.mcpServers instead`);
-      const inserted = await db
-        .insert(agentMcpServers)
-        .values({ agentId, name, config: JSON.stringify(config), createdAt: now })
-        .onConflictDoNothing()
-        .returning({ name: agentMcpServers.name });
-      if (inserted.length === 0) throw new ConflictError(`agent "${agentId}" already has an MCP server named "${name}"; DELETE it first to change it`);
-    },
-    async remove(agentId, name) {
-      const removed = await db
-        .delete(agentMcpServers)
-        .where(and(eq(agentMcpServers.agentId, agentId), eq(agentMcpServers.name, name)))
-        .returning({ name: agentMcpServers.name });
-      return removed.length > 0;
-    },
-  };
 }
 
 /** The servers an agent uses: those its character names, then those added to it. */

@@ -3,11 +3,13 @@
 // both ways and nothing of the author's file is lost. Creating or replacing an agent writes its
 // lore memories and its knowledge document in the same atomic batch.
 import { and, asc, eq, gt, inArray, sql } from "drizzle-orm";
+import { z } from "zod";
 import { parseCharacter } from "../characters/parse-character.ts";
 import type { Character } from "../runtime/character.ts";
 import { ConflictError, InternalError, NotConfiguredError, NotFoundError, ValidationError } from "../runtime/errors.ts";
 import type { Memory } from "../runtime/types.ts";
-import type { Db } from "./d1-memory-store.ts";
+import type { Db } from "./db.ts";
+import { readJsonColumn } from "./json-column.ts";
 import { overwriteMemoriesStatements } from "./memory-repo.ts";
 import { agents, memories } from "./schema.ts";
 import type { SecretBox } from "./secret-box.ts";
@@ -48,6 +50,9 @@ export interface AgentStore {
   touch(id: string, now: number): Promise<boolean>;
 }
 
+/** The sealed secrets column, opened: secret name -> value. */
+const StoredSecrets = z.record(z.string(), z.string());
+
 export function createAgentStore(db: Db, secretBox: SecretBox | null): AgentStore {
   const sealSecrets = async (id: string, character: Character): Promise<string | null> => {
     if (Object.keys(character.secrets).length === 0) return null;
@@ -66,7 +71,7 @@ export function createAgentStore(db: Db, secretBox: SecretBox | null): AgentStor
     }
     if (row.secrets) {
       if (!secretBox) throw new NotConfiguredError(`agent ${row.id} has secrets, and SECRETS_KEY is not set to decrypt them`);
-      character.secrets = JSON.parse(await secretBox.open(row.secrets, `agent:${row.id}`)) as Record<string, string>;
+      character.secrets = readJsonColumn(StoredSecrets, await secretBox.open(row.secrets, `agent:${row.id}`), `agents.secrets of ${row.id}`);
     }
     return { id: row.id, character, createdAt: row.createdAt, updatedAt: row.updatedAt };
   };

@@ -2,13 +2,11 @@
 // `db.batch()` (atomic on D1; `db.transaction()` is not supported there). Every write is
 // idempotent by key (a memory's is its agent and id) so a replayed turn never duplicates a message.
 import { and, asc, desc, eq, gt, lt, sql } from "drizzle-orm";
-import type { DrizzleD1Database } from "drizzle-orm/d1";
+import type { Db } from "./db.ts";
 import type { InboundMessage, Memory, MemoryStore } from "../runtime/types.ts";
 import { upsertMemory } from "./memory-repo.ts";
 import { fromMemoryRow, toMemoryRow } from "./rows.ts";
 import { memories, participants, relationships, rooms, users } from "./schema.ts";
-
-export type Db = DrizzleD1Database<Record<string, never>>;
 
 export function createD1MemoryStore(db: Db): MemoryStore {
   return {

@@ -7,7 +7,7 @@
 import { and, desc, eq, inArray, or, sql } from "drizzle-orm";
 import { dedupeByText, fuseRankings, type FusedHit } from "../runtime/fusion.ts";
 import type { Embedder, Memory, MemoryRetriever, RetrievalQuery, RetrievedMemory, SearchTimings, VectorIndex, VectorMatch } from "../runtime/types.ts";
-import type { Db } from "./d1-memory-store.ts";
+import type { Db } from "./db.ts";
 import { adjacentFromRows, adjacentMessagesQueries, embeddedStateQueries, memoriesByIdsQueries, withEmbedded } from "./memory-repo.ts";
 import { fromMemoryRow } from "./rows.ts";
 import { memories } from "./schema.ts";

@@ -7,7 +7,7 @@ import { chunkDocument, DEFAULT_CHUNK_OPTIONS } from "../runtime/chunking.ts";
 import type { TokenCounter } from "../runtime/tokens.ts";
 import type { Character } from "../runtime/character.ts";
 import type { Memory } from "../runtime/types.ts";
-import type { Db } from "./d1-memory-store.ts";
+import type { Db } from "./db.ts";
 import type { EmbeddingPipeline } from "./embedding-pipeline.ts";
 import { overwriteMemoriesStatements } from "./memory-repo.ts";
 import { memories } from "./schema.ts";

@@ -8,7 +8,7 @@
 import { and, eq, gt, inArray, sql } from "drizzle-orm";
 import { DimensionMismatchError } from "../runtime/errors.ts";
 import type { VectorIndex, VectorMatch, VectorQuery, VectorRecord } from "../runtime/types.ts";
-import type { Db } from "./d1-memory-store.ts";
+import type { Db } from "./db.ts";
 import { memoryVectors, vectorIndexMeta } from "./schema.ts";
 import { byAgent } from "./vector-outbox.ts";
 import { cacheBytes, createVectorCache, putVector, quantize, rankVectors, removeVector, signBits, type VectorCache } from "./vector-cache.ts";
@@ -21,7 +21,7 @@ const IDS_PER_QUERY = 90;
 /**
  * Bytes of cached vectors per isolate (of its 128 MB) before the least recently used other agents
  * are dropped. The agent being queried always stays: one agent larger than this is served, but a
- * local index much past 100k vectors of 384 dimensions is Vectorize's job (see README).
+ * local index much past 100k vectors of 384 dimensions is Vectorize's job (see docs/memory.md).
  */
 const MAX_CACHED_BYTES = 48 * 1024 * 1024;
 /** Per cached vector besides its typed-array bytes: id string, room and user refs, map entry. */

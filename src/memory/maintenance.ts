@@ -1,14 +1,12 @@
 // Periodic memory upkeep, run by the cron trigger (wrangler.toml [triggers]): enforces each agent's
 // retention (`settings.memory.retentionDays`: messages and summaries older than that are deleted,
 // with their vectors), removes Vectorize vectors of deleted memories, and embeds memories that
-// were left pending (a failed embedding call, a room evicted before its queue ran).
+// were left pending (a failed embedding call, a room evicted before its queue ran). Rooms whose
+// messages expired are told through an injected callback: src/memory/ knows nothing of rooms.
 import { and, isNull, lt, ne } from "drizzle-orm";
-import { loadConfig } from "../config.ts";
 import type { Env } from "../env.ts";
-import { createSecretBox } from "./secret-box.ts";
-import { forgetRoomHistory } from "../room/room-client.ts";
-import { createAgentStore } from "./agent-store.ts";
-import { memoryBackends } from "./memory-backends.ts";
+import type { AgentStore } from "./agent-store.ts";
+import { stores } from "./stores.ts";
 import { deleteMemories } from "./memory-repo.ts";
 import { memories } from "./schema.ts";
 import { errorField, log } from "../log.ts";
@@ -25,10 +23,13 @@ export interface MaintenanceReport {
   embedded: number;
 }
 
-export async function runMemoryMaintenance(env: Env, now: number): Promise<MaintenanceReport> {
-  const { db, pipeline } = memoryBackends(env);
-  const { secretsKey } = loadConfig(env);
-  const agents = createAgentStore(db, secretsKey ? createSecretBox(secretsKey) : null);
+export interface MaintenanceOptions {
+  /** Tells the agent's rooms their messages changed, so they drop the history they cache. */
+  forgetRoomHistory(agentId: string, roomIds: string[]): Promise<void>;
+}
+
+export async function runMemoryMaintenance(env: Env, now: number, options: MaintenanceOptions): Promise<MaintenanceReport> {
+  const { db, pipeline, agents } = stores(env);
   const report: MaintenanceReport = { agentsChecked: 0, expired: 0, vectorsRemoved: 0, embedded: 0 };
 
   for (let after: string | undefined, more = true; more; ) {
@@ -39,7 +40,7 @@ export async function runMemoryMaintenance(env: Env, now: number): Promise<Maint
       if (days === undefined) continue;
       const result = await deleteMemories(db, { agentId: summary.id, types: ["message", "summary"] }, now - days * DAY_MS);
       report.expired += result.deleted;
-      if (result.rooms.length > 0) await forgetRoomHistory(env, summary.id, result.rooms);
+      if (result.rooms.length > 0) await options.forgetRoomHistory(summary.id, result.rooms);
     }
     after = page.nextCursor ?? undefined;
     more = page.nextCursor !== null;
@@ -62,7 +63,7 @@ export async function runMemoryMaintenance(env: Env, now: number): Promise<Maint
   return report;
 }
 
-async function retentionDays(agents: ReturnType<typeof createAgentStore>, agentId: string): Promise<number | undefined> {
+async function retentionDays(agents: AgentStore, agentId: string): Promise<number | undefined> {
   try {
     return (await agents.get(agentId))?.character.settings.memory.retentionDays;
   } catch (error) {

@@ -3,7 +3,8 @@
 import { and, eq } from "drizzle-orm";
 import { z } from "zod";
 import type { PostState } from "../clients/instagram/publisher.ts";
-import type { Db } from "./d1-memory-store.ts";
+import type { Db } from "./db.ts";
+import { readJsonColumn } from "./json-column.ts";
 import { mediaPosts } from "./schema.ts";
 
 const Items = z.array(
@@ -45,12 +46,12 @@ export function createMediaPostStore(db: Db): MediaPostStore {
         caption: row.caption,
         captionPending: row.captionPending,
         altText: row.altText,
-        items: Items.parse(JSON.parse(row.items)),
+        items: readJsonColumn(Items, row.items, `media_posts.items of ${row.id}`),
         containerId: row.containerId,
-        children: row.children === null ? null : z.array(z.string()).parse(JSON.parse(row.children)),
+        children: row.children === null ? null : readJsonColumn(z.array(z.string()), row.children, `media_posts.children of ${row.id}`),
         mediaId: row.mediaId,
         permalink: row.permalink,
-        error: row.error === null ? null : PostErrorJson.parse(JSON.parse(row.error)),
+        error: row.error === null ? null : readJsonColumn(PostErrorJson, row.error, `media_posts.error of ${row.id}`),
         attempts: row.attempts,
         processingSince: row.processingSince,
         createdAt: row.createdAt,

@@ -7,7 +7,7 @@ import { and, count, desc, eq, inArray, isNull, lt, ne, or, sql, type SQL } from
 import { ValidationError } from "../runtime/errors.ts";
 import { alias } from "drizzle-orm/sqlite-core";
 import type { Memory, MemoryType } from "../runtime/types.ts";
-import type { Db } from "./d1-memory-store.ts";
+import type { Db } from "./db.ts";
 import { fromMemoryRow, MEMORY_ROWS_PER_INSERT, toMemoryRow } from "./rows.ts";
 import { memories } from "./schema.ts";
 

@@ -1,6 +1,6 @@
 // A cheap round trip to D1 for /health.
 import { sql } from "drizzle-orm";
-import type { Db } from "./d1-memory-store.ts";
+import type { Db } from "./db.ts";
 
 export async function databaseReachable(db: Db): Promise<boolean> {
   try {

@@ -6,7 +6,7 @@ import { parseCharacter } from "../characters/parse-character.ts";
 import type { ShippedCharacter } from "../characters/shipped-characters.ts";
 import type { TokenCounter } from "../runtime/tokens.ts";
 import { agentIdFor, type AgentStore } from "./agent-store.ts";
-import type { Db } from "./d1-memory-store.ts";
+import type { Db } from "./db.ts";
 import type { EmbeddingPipeline } from "./embedding-pipeline.ts";
 import { characterKnowledge, ingestDocument } from "./knowledge.ts";
 

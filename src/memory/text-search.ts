@@ -8,7 +8,7 @@
 import { and, asc, eq, sql, type SQL } from "drizzle-orm";
 import { integer, sqliteTable, text as textColumn } from "drizzle-orm/sqlite-core";
 import { queryTerms } from "../runtime/query-terms.ts";
-import type { Db } from "./d1-memory-store.ts";
+import type { Db } from "./db.ts";
 import { filterConditions, type MemoryFilter } from "./memory-repo.ts";
 import { agentNumbers, memories } from "./schema.ts";
 

@@ -3,7 +3,8 @@
 // comparison (the secret has 256 bits of entropy: guessing a hash prefix reveals nothing useful).
 import { asc, eq } from "drizzle-orm";
 import { z } from "zod";
-import type { Db } from "./d1-memory-store.ts";
+import type { Db } from "./db.ts";
+import { readJsonColumn } from "./json-column.ts";
 import { apiTokens } from "./schema.ts";
 import { sha256Hex, toBase64Url, toHex } from "../runtime/hashing.ts";
 
@@ -62,7 +63,7 @@ export interface TokenStore {
 }
 
 const StoredScopes = z.array(z.enum(SCOPES));
-const StoredAgents = z.array(z.string()).nullable();
+const StoredAgents = z.array(z.string());
 
 export function createTokenStore(db: Db): TokenStore {
   return {
@@ -120,8 +121,8 @@ function toRecord(row: typeof apiTokens.$inferSelect): TokenRecord {
   return {
     id: row.id,
     name: row.name,
-    scopes: StoredScopes.parse(JSON.parse(row.scopes)),
-    agents: StoredAgents.parse(row.agents === null ? null : JSON.parse(row.agents)),
+    scopes: readJsonColumn(StoredScopes, row.scopes, `api_tokens.scopes of ${row.id}`),
+    agents: row.agents === null ? null : readJsonColumn(StoredAgents, row.agents, `api_tokens.agents of ${row.id}`),
     rateLimit: row.rateLimit,
     userPrefix: row.userPrefix,
     createdBy: row.createdBy,

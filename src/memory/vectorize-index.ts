@@ -1,6 +1,6 @@
 // VectorIndex over Cloudflare Vectorize (V2): one namespace per agent, metadata type/roomId/userId
 // for filters and memoryId to map hits back (their metadata indexes must exist before vectors are
-// written; see README), the dimension checked against the index before every write. Vectorize
+// written; see docs/deploying.md), the dimension checked against the index before every write. Vectorize
 // applies writes asynchronously: callers never rely on reading their own writes.
 import { DimensionMismatchError } from "../runtime/errors.ts";
 import type { VectorIndex, VectorMatch, VectorQuery, VectorRecord } from "../runtime/types.ts";
@@ -100,7 +100,7 @@ export function createVectorizeIndex(binding: VectorizeBinding, log: (entry: Rec
       }
       if (unmapped > 0 && matches.length === 0 && !warnedUnmapped) {
         warnedUnmapped = true;
-        log({ level: "warn", msg: "vectorize_hits_unmapped", agentId: query.agentId, unmapped, hint: "create the memoryId metadata index, then npm run memory -- init (README, Deploying)" });
+        log({ level: "warn", msg: "vectorize_hits_unmapped", agentId: query.agentId, unmapped, hint: "create the memoryId metadata index, then npm run memory -- init (docs/deploying.md)" });
       }
       return matches;
     },

@@ -2,10 +2,9 @@
 // the publisher (src/clients/instagram/publisher.ts) at a time per post, the next step on the
 // scheduler, and a watchdog step (cancelled when a step ends) that reruns a step cut off by an
 // eviction. The object's class keeps only the RPC method and the schedule callback.
-import { drizzle } from "drizzle-orm/d1";
 import { loadConfig } from "../config.ts";
 import type { Env } from "../env.ts";
-import { createD1SpendLedger } from "../memory/spend-ledger.ts";
+import { stores } from "../memory/stores.ts";
 import { assertWithinDailyBudget, dailyCeiling, utcDay } from "../runtime/spend.ts";
 import { base64 } from "../clients/discord/attachments.ts";
 import { mediaPostStore, publisherDeps, rememberPost } from "../clients/instagram/platform.ts";
@@ -79,7 +78,7 @@ export class PostPublishing {
     if (!context) return null;
     const { character, model, models } = context;
     const { env, agentId } = this.host;
-    const ledger = createD1SpendLedger(drizzle(env.DB));
+    const ledger = stores(env).spend;
     const ceiling = dailyCeiling(character, loadConfig(env).dailyTokenLimit);
     return async (post) => {
       // Caption writing is model spend like a turn's: refused once the day's budget is used up.

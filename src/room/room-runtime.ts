@@ -1,22 +1,18 @@
-// Wires the platform into the runtime's interfaces for one room object: D1 through drizzle,
+// Wires the platform into the runtime's interfaces for one room object: the D1 stores,
 // the configured model backend, long-term memory (retrieval, embeddings), the built-in tools, the
 // system clock and the structured log.
 // This is the only place that knows which concrete implementation backs each interface.
-import { drizzle } from "drizzle-orm/d1";
 import { loadConfig, MODEL_NOT_CONFIGURED_MESSAGE, type Config } from "../config.ts";
 import type { Env } from "../env.ts";
-import { createAgentStore, type AgentStore } from "../memory/agent-store.ts";
-import { createD1MemoryStore } from "../memory/d1-memory-store.ts";
-import { createMessageHistory, type MessageHistory } from "../memory/message-history.ts";
-import { createSecretBox } from "../memory/secret-box.ts";
-import { createD1SpendLedger } from "../memory/spend-ledger.ts";
+import type { AgentStore } from "../memory/agent-store.ts";
+import type { MessageHistory } from "../memory/message-history.ts";
 import { createOpenAIChatModel } from "../model/openai-chat.ts";
 import { createWorkersAIChatModel } from "../model/workers-ai-chat.ts";
 import { combineToolHosts, createBuiltinToolHost } from "../runtime/builtin-tools.ts";
 import { interactionEvaluator } from "../runtime/evaluators.ts";
 import { reflectionEvaluator, summaryEvaluator } from "../runtime/memory-evaluators.ts";
 import { knowledgeProvider, recallProvider, userFactsProvider } from "../runtime/providers/memory-providers.ts";
-import { memoryBackends } from "../memory/memory-backends.ts";
+import { stores } from "../memory/stores.ts";
 import type { EmbeddingPipeline } from "../memory/embedding-pipeline.ts";
 import { createEventBus, type EventBus } from "../runtime/events.ts";
 import { characterProvider } from "../runtime/providers/character-provider.ts";
@@ -72,9 +68,8 @@ export function createMonotonicClock(): Clock {
 export async function createRoomRuntime(env: Env, agentId: string, options: RoomRuntimeOptions): Promise<RoomRuntime> {
   const config = loadConfig(env);
   const clock = createMonotonicClock();
-  const db = drizzle(env.DB);
-  const backends = memoryBackends(env);
-  const memory = createRoomHistoryStore(createD1MemoryStore(db), options);
+  const backends = stores(env);
+  const memory = createRoomHistoryStore(backends.memories, options);
   const events = createEventBus();
   let tools: ToolHost;
   const platform = mcpPlatform(env);
@@ -95,7 +90,7 @@ export async function createRoomRuntime(env: Env, agentId: string, options: Room
     : [];
   tools = combineToolHosts([builtins, ...instagram, mcp]);
   const chat = chatModelFor(config);
-  const spend = createD1SpendLedger(db);
+  const spend = backends.spend;
   const runner = createTurnRunner({
     model: chat,
     modelNotConfiguredMessage: MODEL_NOT_CONFIGURED_MESSAGE,
@@ -114,8 +109,7 @@ export async function createRoomRuntime(env: Env, agentId: string, options: Room
     spend,
     dailyTokenLimit: config.dailyTokenLimit,
   });
-  const agents = createAgentStore(db, config.secretsKey ? createSecretBox(config.secretsKey) : null);
-  return { runner, events, config, history: memory, agents, messages: createMessageHistory(db), embeddings: backends.pipeline, mcp, mcpPlatform: platform, chat: { model: chat, models: config.models }, tools, spend };
+  return { runner, events, config, history: memory, agents: backends.agents, messages: backends.messages, embeddings: backends.pipeline, mcp, mcpPlatform: platform, chat: { model: chat, models: config.models }, tools, spend };
 }
 
 function chatModelFor(config: Config): ChatModel | null {

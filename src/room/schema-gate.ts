@@ -11,10 +11,8 @@ import { applyPendingMigrations, type SchemaState } from "../memory/schema-migra
 import { loadConfig } from "../config.ts";
 import { errorField, log } from "../log.ts";
 import { SHIPPED_CHARACTERS } from "../characters/shipped-characters.ts";
-import { memoryBackends } from "../memory/memory-backends.ts";
+import { stores } from "../memory/stores.ts";
 import { seedShippedCharacters } from "../memory/seed-characters.ts";
-import { createAgentStore } from "../memory/agent-store.ts";
-import { createSecretBox } from "../memory/secret-box.ts";
 import { loadTokenCounter } from "../runtime/tokens.ts";
 
 const SEEDED_KEY = "seeded-at";
@@ -47,8 +45,7 @@ export class SchemaGate extends DurableObject<Env> {
     if (this.ctx.storage.kv.get(SEEDED_KEY) !== undefined) return;
     const config = loadConfig(this.env);
     try {
-      const { db, pipeline } = memoryBackends(this.env);
-      const agents = createAgentStore(db, config.secretsKey ? createSecretBox(config.secretsKey) : null);
+      const { db, pipeline, agents } = stores(this.env);
       const existing = await agents.list({ limit: 1 });
       if (config.seedCharacters && existing.agents.length === 0) {
         const created = await seedShippedCharacters({ agents, db, pipeline, tokens: await loadTokenCounter() }, SHIPPED_CHARACTERS, Date.now());

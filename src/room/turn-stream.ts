@@ -1,7 +1,7 @@
 // One streamed turn as server-sent events: the room writes what the turn does (memories used,
 // text as the model writes it, tool calls, the outcome) and the worker passes the bytes on. The
 // turn never depends on the stream: a client that goes away only makes writes fail quietly, and
-// the reply is still journalled and stored. Event names and shapes are in README ("Streaming").
+// the reply is still journalled and stored. Event names and shapes are in docs/streaming.md.
 // The memories a turn used (a person's facts among them) are told only to a caller allowed to read
 // memories: for anyone else the `memories` event and field are left out.
 import type { SerializedError } from "../runtime/errors.ts";

@@ -138,7 +138,7 @@ export class DimensionMismatchError extends AppError {
       "dimension_mismatch",
       503,
       `embedding dimension ${input.actual} does not match the vector index's ${input.expected} (${input.where}); ` +
-        "set EMBEDDING_DIMENSIONS/EMBEDDING_MODEL to match the index, or create a new index (see README, Memory)",
+        "set EMBEDDING_DIMENSIONS/EMBEDDING_MODEL to match the index, or create a new index (see docs/memory.md)",
       { expected: input.expected, actual: input.actual },
     );
   }

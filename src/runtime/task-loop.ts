@@ -5,37 +5,18 @@
 // counted failures, tokens and wall-clock time; a stop without success carries an honest report.
 // A step may stop at a tool that needs a person's approval: the task is then `awaiting_approval`
 // until `answerApproval` records the answer (or the expiry's denial), and carries on from there.
-import type { Character } from "./character.ts";
 import { AppError } from "./errors.ts";
 import { ModelSession } from "./model-session.ts";
 import { completeStructured } from "./structured-output.ts";
 import { clip, EVALUATION_INSTRUCTIONS, evaluationReply, PLANNER_INSTRUCTIONS, PlanReply, planFromReply, renderProgress, stopReport, SUMMARY_INSTRUCTIONS } from "./task-plan.ts";
+import type { TaskLoopDeps } from "./task-deps.ts";
 import { act, emitPlan, onRuntimeEvent, sessionModel } from "./task-step.ts";
 import { isTerminal, type AuditEntry, type TaskEventBody, type TaskState, type TaskStopReason } from "./task-types.ts";
 import type { ApprovalDecision } from "./turn-types.ts";
-import type { ChatMessage, ChatModel, ModelChoice, ToolHost } from "./types.ts";
+import type { ChatMessage } from "./types.ts";
 
-export { SUMMARY_EVERY_STEPS, TASK_SWITCH_NOTE } from "./task-step.ts";
-
-export interface TaskLoopDeps {
-  model: ChatModel;
-  models: ModelChoice;
-  character: Character;
-  /** Tools the agent can call (already connected). */
-  tools: ToolHost;
-  now: () => number;
-  emit: (event: TaskEventBody) => void;
-  /** Aborted when the task is cancelled; the current step stops and the task ends `cancelled`. */
-  signal: AbortSignal;
-  toolTimeoutMs: number;
-  maxToolResultChars: number;
-  /** A step's time limit (the tool loop's deadline). */
-  stepTimeoutMs: number;
-  /** How long a person has to answer an approval before it counts as a denial. */
-  approvalWindowMs: number;
-  /** A fresh, unguessable approval id. */
-  newApprovalId: () => string;
-}
+/** The loop's host interface, kept in its own file so task-step.ts needs no import of this one. */
+export type { TaskLoopDeps } from "./task-deps.ts";
 
 export interface TaskAdvance {
   state: TaskState;

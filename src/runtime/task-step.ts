@@ -8,7 +8,7 @@ import { renderCharacter } from "./providers/character-provider.ts";
 import { AppError } from "./errors.ts";
 import type { ModelSession } from "./model-session.ts";
 import { completeStructured } from "./structured-output.ts";
-import type { TaskLoopDeps } from "./task-loop.ts";
+import type { TaskLoopDeps } from "./task-deps.ts";
 import { clip, REFLECTION_INSTRUCTIONS, ReflectionReply, renderPlan, renderProgress, revisePlan, TASK_AGENT_INSTRUCTIONS } from "./task-plan.ts";
 import type { AuditEntry, StepRecord, TaskState } from "./task-types.ts";
 import { ToolExecutor } from "./tool-executor.ts";

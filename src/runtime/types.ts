@@ -241,9 +241,6 @@ export interface VectorIndex {
   forget?(agentId: string, ids: string[]): void;
 }
 
-/** Longest memory id: Vectorize refuses vector ids over 64 bytes. */
-export const MAX_MEMORY_ID_CHARS = 64;
-
 // ---- retrieval ------------------------------------------------------------------------------
 
 export interface RetrievalQuery {

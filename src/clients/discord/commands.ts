@@ -63,5 +63,3 @@ export const COMMANDS: CommandDefinition[] = [
     contexts: [0, 1, 2],
   },
 ];
-
-export type CommandName = "chat" | "task" | "remember" | "recall" | "forget" | "tools" | "agent";

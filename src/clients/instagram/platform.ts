@@ -1,11 +1,10 @@
 // Binds the publisher to the worker's environment: the Graph client, signed media URLs from
 // PUBLIC_BASE_URL (Meta must be able to fetch them; links last a day), the D1 post store, and
 // the memory of what the agent posted.
-import { drizzle } from "drizzle-orm/d1";
 import { loadConfig } from "../../config.ts";
 import type { Env } from "../../env.ts";
-import { createD1MemoryStore } from "../../memory/d1-memory-store.ts";
-import { createMediaPostStore, type MediaPostStore } from "../../memory/media-posts.ts";
+import type { MediaPostStore } from "../../memory/media-posts.ts";
+import { stores } from "../../memory/stores.ts";
 import { signMediaUrl } from "../../media/signed-url.ts";
 import { createGraphClient } from "./graph.ts";
 import type { PostState, PublisherDeps } from "./publisher.ts";
@@ -13,7 +12,7 @@ import type { PostState, PublisherDeps } from "./publisher.ts";
 export const MEDIA_URL_LIFETIME_S = 24 * 3600;
 
 export function mediaPostStore(env: Env): MediaPostStore {
-  return createMediaPostStore(drizzle(env.DB));
+  return stores(env).posts;
 }
 
 /** Null with the reason when publishing cannot work in this deployment. */
@@ -34,7 +33,7 @@ export function publisherDeps(env: Env): PublisherDeps | { missing: string } {
 
 /** The agent remembers what it posted (searchable like any message it wrote). */
 export async function rememberPost(env: Env, post: PostState): Promise<void> {
-  await createD1MemoryStore(drizzle(env.DB)).saveMemory({
+  await stores(env).memories.saveMemory({
     id: `instagram:${post.id}`,
     type: "message",
     agentId: post.agentId,

@@ -13,9 +13,8 @@ import { NotFoundError } from "../../runtime/errors.ts";
 import { AgentIdParam, errorContent, jsonContent } from "../schemas.ts";
 import { pathNestedDeeperThan } from "../json-depth.ts";
 import { forgetAgent } from "../known-agents.ts";
-import { agentStore } from "../stores.ts";
 import { characterKnowledge } from "../../memory/knowledge.ts";
-import { memoryBackends } from "../../memory/memory-backends.ts";
+import { stores } from "../../memory/stores.ts";
 import type { KnowledgeBuilder } from "../../memory/agent-store.ts";
 import { loadTokenCounter } from "../../runtime/tokens.ts";
 import { mcpPlatform } from "../../mcp/platform.ts";
@@ -92,7 +91,7 @@ export function agentRoutes(): OpenAPIHono<AppEnv> {
       // A new agent has no servers of its own yet: it may name only mcp-servers.json's.
       assertKnownServers(character.settings.mcpServers);
       const now = Date.now();
-      const record = await agentStore(c.env).create(file, now, knowledgeBuilder(now));
+      const record = await stores(c.env).agents.create(file, now, knowledgeBuilder(now));
       await embedAgentMemories(c.env, record.id);
       c.header("Location", `/agents/${record.id}`);
       return c.json(detail(record), 201);
@@ -116,7 +115,7 @@ export function agentRoutes(): OpenAPIHono<AppEnv> {
     async (c) => {
       const { limit, after } = c.req.valid("query");
       const only = c.get("principal").agents ?? undefined;
-      return c.json(await agentStore(c.env).list({ limit, after, only }), 200);
+      return c.json(await stores(c.env).agents.list({ limit, after, only }), 200);
     },
   );
 
@@ -131,7 +130,7 @@ export function agentRoutes(): OpenAPIHono<AppEnv> {
     }),
     async (c) => {
       const { agentId } = c.req.valid("param");
-      const record = await agentStore(c.env).get(agentId);
+      const record = await stores(c.env).agents.get(agentId);
       if (!record) throw new NotFoundError(`no agent with id "${agentId}"`);
       return c.json(detail(record), 200);
     },
@@ -156,7 +155,7 @@ export function agentRoutes(): OpenAPIHono<AppEnv> {
       const own = await mcpPlatform(c.env).servers.list(agentId);
       assertKnownServers(parseCharacter(file).settings.mcpServers, own.map((server) => server.name));
       const now = Date.now();
-      const record = await agentStore(c.env).replace(agentId, file, now, knowledgeBuilder(now));
+      const record = await stores(c.env).agents.replace(agentId, file, now, knowledgeBuilder(now));
       await embedAgentMemories(c.env, record.id);
       return c.json(detail(record), 200);
     },
@@ -174,11 +173,11 @@ export function agentRoutes(): OpenAPIHono<AppEnv> {
     async (c) => {
       const { agentId } = c.req.valid("param");
       forgetAgent(agentId);
-      if (!(await agentStore(c.env).remove(agentId))) throw new NotFoundError(`no agent with id "${agentId}"`);
+      if (!(await stores(c.env).agents.remove(agentId))) throw new NotFoundError(`no agent with id "${agentId}"`);
       // Its schedules must not keep starting tasks for an agent that is gone.
       await stopAgentTasks(c.env, agentId).catch((error: unknown) => logWarning("agent_tasks_stop_failed", error));
       // The agent's vectors go too: the local index by cascade, Vectorize through the outbox.
-      await memoryBackends(c.env).pipeline.sweepDeletions().catch((error: unknown) => logWarning("vector_sweep_failed", error));
+      await stores(c.env).pipeline.sweepDeletions().catch((error: unknown) => logWarning("vector_sweep_failed", error));
       return c.body(null, 204);
     },
   );
@@ -193,7 +192,7 @@ function knowledgeBuilder(now: number): KnowledgeBuilder {
 
 /** Lore and knowledge get their vectors now when they can; what fails stays pending (found by text). */
 async function embedAgentMemories(env: Env, agentId: string): Promise<void> {
-  await memoryBackends(env)
+  await stores(env)
     .pipeline.embedPending({ agentId, maxBatches: 5 })
     .catch((error: unknown) => logWarning("agent_embedding_failed", error));
 }

@@ -25,10 +25,10 @@ import {
   type CommandInteraction,
   type ComponentInteraction,
 } from "../../clients/discord/interaction.ts";
-import { channelContext, DiscordConfig, readDiscordConfig, setChannelAgent, writeDiscordConfig } from "../../clients/discord/settings.ts";
+import { DiscordConfig } from "../../clients/discord/settings.ts";
 import { discordOwners, type DiscordOwners } from "../../clients/discord/owners.ts";
 import { directMessageRefusal, isDirectMessage, isManager, managersHere } from "../../clients/discord/permissions.ts";
-import { memoryBackends } from "../../memory/memory-backends.ts";
+import { stores } from "../../memory/stores.ts";
 import { deleteMemories, insertMemories } from "../../memory/memory-repo.ts";
 import { enqueueTurn, forgetRoomHistory, resolveApproval } from "../../room/room-client.ts";
 import { approvalResultText, parseApprovalCustomId, type ApprovalButton } from "../../clients/discord/approval.ts";
@@ -39,7 +39,6 @@ import { effectiveServers } from "../../mcp/registry.ts";
 import { NotConfiguredError, NotFoundError, RateLimitedError, UnauthorizedError, ValidationError } from "../../runtime/errors.ts";
 import type { Attachment, Memory } from "../../runtime/types.ts";
 import { errorContent } from "../schemas.ts";
-import { agentStore } from "../stores.ts";
 import { validationError } from "../validation.ts";
 
 /** Discord signs the time it sent the request; older than this is treated as a replay. */
@@ -130,7 +129,7 @@ export function discordRoutes(): OpenAPIHono<AppEnv> {
       request: { params: z.object({ clientId: z.literal("discord") }) },
       responses: { 200: { description: "The settings", content: { "application/json": { schema: DiscordConfig } } }, 400: errorContent("Unknown client") },
     }),
-    async (c) => c.json(await readDiscordConfig(memoryBackends(c.env).db), 200),
+    async (c) => c.json(await stores(c.env).discord.readConfig(), 200),
   );
 
   app.openapi(
@@ -151,10 +150,10 @@ export function discordRoutes(): OpenAPIHono<AppEnv> {
     }),
     async (c) => {
       const config = c.req.valid("json");
-      if (config.defaultAgentId && (await agentStore(c.env).version(config.defaultAgentId)) === null) {
+      if (config.defaultAgentId && (await stores(c.env).agents.version(config.defaultAgentId)) === null) {
         throw new NotFoundError(`no agent with id "${config.defaultAgentId}"`);
       }
-      await writeDiscordConfig(memoryBackends(c.env).db, config, Date.now());
+      await stores(c.env).discord.writeConfig(config, Date.now());
       return c.json(config, 200);
     },
   );
@@ -176,7 +175,7 @@ function owners(c: Ctx): DiscordOwners {
 
 /** The agent serving the interaction's channel, or why it does not answer here (as a message to show). */
 async function resolveAgent(c: Ctx, interaction: CommandInteraction, channelId: string): Promise<{ agentId: string } | { refusal: ReturnType<typeof message> }> {
-  const { agentId, config } = await channelContext(memoryBackends(c.env).db, channelId);
+  const { agentId, config } = await stores(c.env).discord.channelContext(channelId);
   if (config.allowedChannels.length > 0 && !config.allowedChannels.includes(channelId)) {
     return { refusal: message("I'm not enabled in this channel. A server manager can add it to the bot's allowed channels.") };
   }
@@ -184,7 +183,7 @@ async function resolveAgent(c: Ctx, interaction: CommandInteraction, channelId: 
   if (!chosen) return { refusal: message(`No agent serves this channel yet. Only ${managersHere(interaction)} can pick one with \`/agent\`.`) };
   if (isDirectMessage(interaction)) {
     // A DM has no server permissions to lean on: the agent says whose DMs it answers (default: owners).
-    const record = await agentStore(c.env).get(chosen);
+    const record = await stores(c.env).agents.get(chosen);
     const refusal = await directMessageRefusal(interaction, record?.character.settings.discord.directMessages ?? "owners", owners(c));
     if (refusal) return { refusal: message(refusal) };
   }
@@ -216,7 +215,7 @@ async function command(c: Ctx, interaction: CommandInteraction) {
   const resolvedAt = Date.now();
   const { agentId } = resolved;
   const userId = `discord:${user.id}`;
-  const db = memoryBackends(c.env).db;
+  const db = stores(c.env).db;
 
   switch (name) {
     case "chat": {
@@ -296,14 +295,14 @@ async function command(c: Ctx, interaction: CommandInteraction) {
       };
       await insertMemories(db, [memory]);
       // The vector can follow the answer: until then text search finds the fact.
-      c.executionCtx.waitUntil(memoryBackends(c.env).pipeline.embed([memory]).catch(() => {}));
+      c.executionCtx.waitUntil(stores(c.env).pipeline.embed([memory]).catch(() => {}));
       return message(`Got it, I'll remember: ${quote(fact)}`);
     }
     case "recall": {
       const limited = await userRateRefusal(c, user.id);
       if (limited) return limited;
       const query = stringOption(interaction, "query")?.trim();
-      const { retriever } = memoryBackends(c.env);
+      const { retriever } = stores(c.env);
       const memories = query
         ? (await retriever.search({ agentId, userId, includeShared: false, types: ["fact", "description"], text: query, limit: MAX_FACTS_SHOWN })).map((hit) => hit.memory)
         : (await retriever.aboutUser({ agentId, userId, limit: MAX_FACTS_SHOWN * 2 })).filter((memory) => memory.userId === userId).slice(0, MAX_FACTS_SHOWN);
@@ -336,7 +335,7 @@ async function command(c: Ctx, interaction: CommandInteraction) {
 /** Built-in tools, then each MCP server with its state and, when it waits for consent, the link. */
 async function toolsOverview(c: Ctx, agentId: string, canAuthorize: boolean, authorizer: string): Promise<string> {
   const lines = ["Built-in tools:", ...BUILTIN_TOOL_DEFINITIONS.map((tool) => `• \`${tool.name}\`: ${tool.description}`)];
-  const record = await agentStore(c.env).get(agentId);
+  const record = await stores(c.env).agents.get(agentId);
   const platform = mcpPlatform(c.env, new URL(c.req.url).origin);
   const entries = record ? effectiveServers(record.character.settings.mcpServers, await platform.servers.list(agentId)) : [];
   if (entries.length === 0) return [...lines, "", "No MCP servers are attached to this agent."].join("\n");
@@ -362,9 +361,9 @@ async function chooseAgent(c: Ctx, interaction: CommandInteraction, userId: stri
     return message(`Only ${managersHere(interaction)} can choose the agent for ${isDirectMessage(interaction) ? "a direct message" : "a channel"}.`);
   }
   const agentId = stringOption(interaction, "name")?.trim() ?? "";
-  const record = agentId ? await agentStore(c.env).get(agentId) : null;
+  const record = agentId ? await stores(c.env).agents.get(agentId) : null;
   if (!record) return message(`There is no agent called ${quote(agentId)}. Start typing to see the agents I know.`);
-  await setChannelAgent(memoryBackends(c.env).db, { channelId, guildId: interaction.guild_id ?? null, agentId, userId, now: Date.now() });
+  await stores(c.env).discord.setChannelAgent({ channelId, guildId: interaction.guild_id ?? null, agentId, userId, now: Date.now() });
   return message(`${record.character.name} (\`${agentId}\`) now answers in this channel.`, false);
 }
 
@@ -372,7 +371,7 @@ async function autocomplete(c: Ctx, interaction: CommandInteraction) {
   // Only who may pick an agent sees the list (it names every agent of the deployment).
   if (!(await isManager(interaction, owners(c)))) return { type: ResponseType.AUTOCOMPLETE_RESULT, data: { choices: [] } };
   const typed = (interaction.data.options?.find((option) => option.focused)?.value ?? "").toString().toLowerCase();
-  const { agents } = await agentStore(c.env).list({ limit: 200 });
+  const { agents } = await stores(c.env).agents.list({ limit: 200 });
   const choices = agents
     .filter((agent) => agent.id.toLowerCase().includes(typed) || agent.name.toLowerCase().includes(typed))
     .slice(0, 25)
@@ -389,7 +388,7 @@ async function component(c: Ctx, interaction: ComponentInteraction) {
   const [, choice, ownerId, agentId] = match;
   if (user.id !== ownerId) return message("Only the person who asked can answer this.");
   if (choice === "no") return { type: ResponseType.UPDATE_MESSAGE, data: { content: "Nothing was deleted.", components: [] } };
-  const { deleted, rooms } = await deleteMemories(memoryBackends(c.env).db, { agentId: agentId!, userId: `discord:${ownerId}` });
+  const { deleted, rooms } = await deleteMemories(stores(c.env).db, { agentId: agentId!, userId: `discord:${ownerId}` });
   c.executionCtx.waitUntil(forgetRoomHistory(c.env, agentId!, rooms));
   return {
     type: ResponseType.UPDATE_MESSAGE,

@@ -6,8 +6,7 @@
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import { loadConfig } from "../../config.ts";
 import type { Env } from "../../env.ts";
-import { databaseReachable } from "../stores.ts";
-import { memoryBackends } from "../../memory/memory-backends.ts";
+import { stores } from "../../memory/stores.ts";
 import { describeEmbedder } from "../../model/embedder.ts";
 import { ensureSchema } from "../../memory/schema-ready.ts";
 
@@ -53,9 +52,9 @@ export function healthRoutes(): OpenAPIHono<{ Bindings: Env }> {
     }),
     async (c) => {
       const config = loadConfig(c.env);
-      const { embedder, index } = memoryBackends(c.env);
+      const { embedder, index } = stores(c.env);
       const [database, indexDimensions, schemaNow] = await Promise.all([
-        databaseReachable(c.env).then((ok) => (ok ? ("ok" as const) : ("unavailable" as const))),
+        stores(c.env).reachable().then((ok) => (ok ? ("ok" as const) : ("unavailable" as const))),
         index.dimensions().catch(() => "unavailable" as const),
         ensureSchema(c.env),
         embedder.ready?.().catch(() => undefined),

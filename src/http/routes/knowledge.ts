@@ -8,7 +8,7 @@ import type { AppEnv } from "../app-env.ts";
 import { guard } from "../auth.ts";
 import { assertMayWriteAgentWide } from "../namespaces.ts";
 import { deleteDocument, DOCUMENT_ID_PATTERN, ingestDocument, MAX_DOCUMENT_CHARS } from "../../memory/knowledge.ts";
-import { memoryBackends } from "../../memory/memory-backends.ts";
+import { stores } from "../../memory/stores.ts";
 import { NotFoundError } from "../../runtime/errors.ts";
 import { loadTokenCounter } from "../../runtime/tokens.ts";
 import { assertAgentExists } from "../known-agents.ts";
@@ -57,7 +57,7 @@ export function knowledgeRoutes(): OpenAPIHono<AppEnv> {
       const body = c.req.valid("json");
       assertMayWriteAgentWide(c.get("principal"), "knowledge");
       await assertAgentExists(c.env, agentId);
-      const { db, pipeline } = memoryBackends(c.env);
+      const { db, pipeline } = stores(c.env);
       const result = await ingestDocument(db, pipeline, await loadTokenCounter(), { agentId, ...body, source: "api", now: Date.now() });
       return c.json(result, 201);
     },
@@ -79,7 +79,7 @@ export function knowledgeRoutes(): OpenAPIHono<AppEnv> {
       const { agentId, documentId } = c.req.valid("param");
       assertMayWriteAgentWide(c.get("principal"), "knowledge");
       await assertAgentExists(c.env, agentId);
-      const { db, pipeline } = memoryBackends(c.env);
+      const { db, pipeline } = stores(c.env);
       const removed = await deleteDocument(db, agentId, documentId);
       if (removed === 0) throw new NotFoundError(`agent "${agentId}" has no document "${documentId}"`);
       await pipeline.sweepDeletions().catch(() => undefined);

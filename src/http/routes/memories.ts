@@ -9,7 +9,7 @@ import type { AppEnv } from "../app-env.ts";
 import { assertMayActFor, guard } from "../auth.ts";
 import { assertMayFilterMemories, assertMayWriteMemory } from "../namespaces.ts";
 import { describeEmbedder } from "../../model/embedder.ts";
-import { memoryBackends } from "../../memory/memory-backends.ts";
+import { stores } from "../../memory/stores.ts";
 import { deleteMemories, insertMemories, listMemories, memoryStats } from "../../memory/memory-repo.ts";
 import { forgetRoomHistory } from "../../room/room-client.ts";
 import { ValidationError } from "../../runtime/errors.ts";
@@ -168,7 +168,7 @@ export function memoryRoutes(): OpenAPIHono<AppEnv> {
       assertMayActFor(c.get("principal"), agentId);
       for (const input of inputs) assertMayWriteMemory(c.get("principal"), input);
       await assertAgentExists(c.env, agentId);
-      const backends = memoryBackends(c.env);
+      const backends = stores(c.env);
       const now = Date.now();
       const items: Memory[] = inputs.map((input) => ({
         id: input.id ?? crypto.randomUUID(),
@@ -223,7 +223,7 @@ export function memoryRoutes(): OpenAPIHono<AppEnv> {
       assertMayActFor(c.get("principal"), agentId);
       assertMayFilterMemories(c.get("principal"), { userId, roomId });
       await assertAgentExists(c.env, agentId);
-      const page = await listMemories(memoryBackends(c.env).db, { agentId, roomId, userId, types: type, ids: id }, limit, cursor);
+      const page = await listMemories(stores(c.env).db, { agentId, roomId, userId, types: type, ids: id }, limit, cursor);
       return c.json({ memories: page.memories.map(view), nextCursor: page.nextCursor }, 200);
     },
   );
@@ -267,7 +267,7 @@ export function memoryRoutes(): OpenAPIHono<AppEnv> {
       const types: MemoryType[] | undefined = body.type === undefined ? undefined : Array.isArray(body.type) ? body.type : [body.type];
       const timings: SearchTimings = {};
       const started = performance.now();
-      const hits = await memoryBackends(c.env).retriever.search(
+      const hits = await stores(c.env).retriever.search(
         { agentId: body.agentId, text: body.query, types, roomId: body.roomId, userId: body.userId, threshold: body.threshold, limit: body.limit },
         undefined,
         timings,
@@ -310,7 +310,7 @@ export function memoryRoutes(): OpenAPIHono<AppEnv> {
       assertMayActFor(c.get("principal"), agentId);
       assertMayFilterMemories(c.get("principal"), { userId, roomId });
       await assertAgentExists(c.env, agentId);
-      const backends = memoryBackends(c.env);
+      const backends = stores(c.env);
       const result = await deleteMemories(backends.db, { agentId, roomId, userId, types: type, ids: id });
       if (result.rooms.length > 0) await forgetRoomHistory(c.env, agentId, result.rooms);
       // Vectorize removals are best effort here; the cron sweep retries what is left.
@@ -347,7 +347,7 @@ export function memoryRoutes(): OpenAPIHono<AppEnv> {
       const { agentId } = c.req.valid("query");
       assertMayActFor(c.get("principal"), agentId);
       await assertAgentExists(c.env, agentId);
-      const backends = memoryBackends(c.env);
+      const backends = stores(c.env);
       const [stats, dimensions] = await Promise.all([memoryStats(backends.db, agentId), backends.index.dimensions()]);
       await backends.embedder.ready?.();
       return c.json({ agentId, ...stats, embedder: describeEmbedder(backends.embedder), vectors: { backend: backends.index.kind, dimensions } }, 200);
@@ -372,7 +372,7 @@ export function memoryRoutes(): OpenAPIHono<AppEnv> {
       const { agentId } = c.req.valid("json");
       assertMayActFor(c.get("principal"), agentId);
       await assertAgentExists(c.env, agentId);
-      const result = await memoryBackends(c.env).pipeline.embedPending({ agentId, maxBatches: 5 });
+      const result = await stores(c.env).pipeline.embedPending({ agentId, maxBatches: 5 });
       return c.json(result, 200);
     },
   );

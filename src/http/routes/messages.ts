@@ -118,7 +118,7 @@ export function messageRoutes(): OpenAPIHono<AppEnv> {
       },
       responses: {
         200: {
-          description: "The turn's outcome; with `Accept: text/event-stream`, a stream of server-sent events ending in the same outcome (see README, Streaming)",
+          description: "The turn's outcome; with `Accept: text/event-stream`, a stream of server-sent events ending in the same outcome (see docs/streaming.md)",
           content: {
             "application/json": { schema: TurnResponse },
             "text/event-stream": {

@@ -6,6 +6,7 @@
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import { describeServers } from "../../mcp/overview.ts";
 import { mcpPlatform } from "../../mcp/platform.ts";
+import { stores } from "../../memory/stores.ts";
 import { assertSecretAllowed, effectiveServers, findServer, McpServerConfig, SERVER_NAME, SERVER_NAME_RULE } from "../../mcp/registry.ts";
 import { assertSafeServerUrl } from "../../net/url-safety.ts";
 import { BUILTIN_TOOL_DEFINITIONS } from "../../runtime/builtin-tools.ts";
@@ -13,7 +14,6 @@ import { ConflictError, NotFoundError } from "../../runtime/errors.ts";
 import type { AppEnv } from "../app-env.ts";
 import { guard, hasScope } from "../auth.ts";
 import { AgentIdParam, errorContent, jsonContent } from "../schemas.ts";
-import { agentStore } from "../stores.ts";
 
 const ServerName = z.string().regex(SERVER_NAME, SERVER_NAME_RULE);
 
@@ -59,7 +59,7 @@ export function toolRoutes(): OpenAPIHono<AppEnv> {
     }),
     async (c) => {
       const { agentId } = c.req.valid("param");
-      const record = await agentStore(c.env).get(agentId);
+      const record = await stores(c.env).agents.get(agentId);
       if (!record) throw new NotFoundError(`no agent with id "${agentId}"`);
       const platform = mcpPlatform(c.env, new URL(c.req.url).origin);
       const entries = effectiveServers(record.character.settings.mcpServers, await platform.servers.list(agentId));
@@ -96,7 +96,7 @@ export function toolRoutes(): OpenAPIHono<AppEnv> {
     async (c) => {
       const { agentId } = c.req.valid("param");
       const { name, url, ...rest } = c.req.valid("json");
-      const record = await agentStore(c.env).get(agentId);
+      const record = await stores(c.env).agents.get(agentId);
       if (!record) throw new NotFoundError(`no agent with id "${agentId}"`);
       const platform = mcpPlatform(c.env, new URL(c.req.url).origin);
       const now = Date.now();
@@ -108,7 +108,7 @@ export function toolRoutes(): OpenAPIHono<AppEnv> {
         await assertSafeServerUrl(config.url, platform.urlPolicy);
         await platform.servers.add(agentId, name, config, now);
         // Rooms cache the agent's servers by version: they pick the new one up on their next turn.
-        await agentStore(c.env).touch(agentId, now);
+        await stores(c.env).agents.touch(agentId, now);
         status = 201;
       }
       const entry = findServer(name, await platform.servers.list(agentId));
@@ -135,7 +135,7 @@ export function toolRoutes(): OpenAPIHono<AppEnv> {
     }),
     async (c) => {
       const { agentId, name } = c.req.valid("param");
-      const record = await agentStore(c.env).get(agentId);
+      const record = await stores(c.env).agents.get(agentId);
       if (!record) throw new NotFoundError(`no agent with id "${agentId}"`);
       const platform = mcpPlatform(c.env);
       if (!(await platform.servers.remove(agentId, name))) {
@@ -145,7 +145,7 @@ export function toolRoutes(): OpenAPIHono<AppEnv> {
         throw new NotFoundError(`agent "${agentId}" has no MCP server named "${name}"`);
       }
       await platform.credentials?.remove(agentId, name);
-      await agentStore(c.env).touch(agentId, Date.now());
+      await stores(c.env).agents.touch(agentId, Date.now());
       return c.body(null, 204);
     },
   );

@@ -2,13 +2,14 @@
 // retry differently on failure, stop honestly at a bound, re-ask invalid output, resume from a
 // persisted state without redoing finished steps.
 import { describe, expect, it } from "vitest";
-import { ModelCallError } from "../src/runtime/errors.ts";
-import { FAILOVER_NOTE } from "../src/runtime/model-session.ts";
-import { advanceTask, answerApproval, runTask, TASK_SWITCH_NOTE, type TaskLoopDeps } from "../src/runtime/task-loop.ts";
-import { DEFAULT_TASK_LIMITS, newTaskState, type AuditEntry, type TaskEventBody, type TaskLimits, type TaskState } from "../src/runtime/task-types.ts";
-import type { ChatModel, ToolHost } from "../src/runtime/types.ts";
-import { character, tickingClock } from "./helpers/fakes.ts";
-import { evaluateReply, planReply, reflectReply, scriptTask, taskChatModel, type TaskScript } from "./helpers/task-script.ts";
+import { ModelCallError } from "../../src/runtime/errors.ts";
+import { FAILOVER_NOTE } from "../../src/runtime/model-session.ts";
+import { advanceTask, answerApproval, runTask, type TaskLoopDeps } from "../../src/runtime/task-loop.ts";
+import { TASK_SWITCH_NOTE } from "../../src/runtime/task-step.ts";
+import { DEFAULT_TASK_LIMITS, newTaskState, type AuditEntry, type TaskEventBody, type TaskLimits, type TaskState } from "../../src/runtime/task-types.ts";
+import type { ChatModel, ToolHost } from "../../src/runtime/types.ts";
+import { character, tickingClock } from "../helpers/fakes.ts";
+import { evaluateReply, planReply, reflectReply, scriptTask, taskChatModel, type TaskScript } from "../helpers/task-script.ts";
 
 function toolHost(calls: string[]): ToolHost {
   return {

@@ -1,6 +1,6 @@
 // The token-bucket arithmetic behind every rate limit, and the rule format of the variables.
 import { describe, expect, it } from "vitest";
-import { parseRateRule, takeFromBucket, type BucketState, type RateRule } from "../src/runtime/token-bucket.ts";
+import { parseRateRule, takeFromBucket, type BucketState, type RateRule } from "../../src/runtime/token-bucket.ts";
 
 describe("token bucket", () => {
   it("parses rules and refuses malformed ones", () => {

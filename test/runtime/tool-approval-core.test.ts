@@ -2,11 +2,11 @@
 // pauses the turn with a plain-data checkpoint, and the turn resumes from it with the person's
 // decision. No worker or Durable Object here; the Discord side is in discord-approval.test.ts.
 import { describe, expect, it } from "vitest";
-import { loadTokenCounter } from "../src/runtime/tokens.ts";
-import { createTurnRunner, type TurnRunnerDeps } from "../src/runtime/turn-runner.ts";
-import { DEFAULT_LIMITS, type TurnOutcome, type TurnPause } from "../src/runtime/turn-types.ts";
-import type { ChatRequest, ChatResponse, ToolCall, ToolDefinition, ToolHost } from "../src/runtime/types.ts";
-import { character, eventRecorder, FakeMemoryStore, scriptedModel, textReply, tickingClock, turnInput } from "./helpers/fakes.ts";
+import { loadTokenCounter } from "../../src/runtime/tokens.ts";
+import { createTurnRunner, type TurnRunnerDeps } from "../../src/runtime/turn-runner.ts";
+import { DEFAULT_LIMITS, type TurnOutcome, type TurnPause } from "../../src/runtime/turn-types.ts";
+import type { ChatRequest, ChatResponse, ToolCall, ToolDefinition, ToolHost } from "../../src/runtime/types.ts";
+import { character, eventRecorder, FakeMemoryStore, scriptedModel, textReply, tickingClock, turnInput } from "../helpers/fakes.ts";
 
 const SEND_EMAIL: ToolDefinition = {
   name: "send_email",

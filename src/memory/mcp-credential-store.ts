@@ -1,13 +1,24 @@
 // OAuth state for one agent and one MCP server, in D1, sealed with SECRETS_KEY (AES-GCM, the row's
 // key bound as additional data). Every room of the agent reads the same row, so one consent serves
 // them all. The pending authorization's `state` is stored only as a hash, to find the row when the
-// browser comes back to /oauth/callback.
-import type { OAuthClientInformationMixed, OAuthTokens } from "@modelcontextprotocol/sdk/shared/auth.js";
+// browser comes back to /oauth/callback. An opened row is checked with the MCP SDK's own schemas.
+import {
+  OAuthClientInformationFullSchema,
+  OAuthClientInformationSchema,
+  OAuthMetadataSchema,
+  OAuthProtectedResourceMetadataSchema,
+  OAuthTokensSchema,
+  OpenIdProviderDiscoveryMetadataSchema,
+  type OAuthClientInformationMixed,
+  type OAuthTokens,
+} from "@modelcontextprotocol/sdk/shared/auth.js";
 import type { OAuthDiscoveryState } from "@modelcontextprotocol/sdk/client/auth.js";
 import { and, eq, isNull, lte, or } from "drizzle-orm";
-import type { Db } from "../memory/d1-memory-store.ts";
-import { mcpCredentials } from "../memory/schema.ts";
-import type { SecretBox } from "../memory/secret-box.ts";
+import { z } from "zod";
+import type { Db } from "./db.ts";
+import { readJsonColumn } from "./json-column.ts";
+import { mcpCredentials } from "./schema.ts";
+import type { SecretBox } from "./secret-box.ts";
 
 export interface McpAuthData {
   redirectUrl?: string;
@@ -18,6 +29,23 @@ export interface McpAuthData {
   /** The consent URL of the authorization in progress. */
   authUrl?: string;
 }
+
+/** The sealed JSON as it is read back: the same schemas the SDK parses these values with. */
+const StoredAuthData = z.object({
+  redirectUrl: z.string().optional(),
+  clientInformation: z.union([OAuthClientInformationFullSchema, OAuthClientInformationSchema]).optional(),
+  tokens: OAuthTokensSchema.optional(),
+  codeVerifier: z.string().optional(),
+  discovery: z
+    .object({
+      authorizationServerUrl: z.string(),
+      authorizationServerMetadata: z.union([OAuthMetadataSchema, OpenIdProviderDiscoveryMetadataSchema]).optional(),
+      resourceMetadata: OAuthProtectedResourceMetadataSchema.optional(),
+      resourceMetadataUrl: z.string().optional(),
+    })
+    .optional(),
+  authUrl: z.string().optional(),
+}) satisfies z.ZodType<McpAuthData>;
 
 export interface McpCredentialRow {
   agentId: string;
@@ -46,7 +74,7 @@ export function createMcpCredentialStore(db: Db, box: SecretBox): McpCredentialS
   const open = async (row: typeof mcpCredentials.$inferSelect): Promise<McpCredentialRow> => ({
     agentId: row.agentId,
     server: row.server,
-    data: JSON.parse(await box.open(row.sealed, recordId(row.agentId, row.server))) as McpAuthData,
+    data: readJsonColumn(StoredAuthData, await box.open(row.sealed, recordId(row.agentId, row.server)), `mcp_credentials.sealed of ${row.agentId}/${row.server}`),
     stateHash: row.stateHash,
     stateExpiresAt: row.stateExpiresAt,
     tokenExpiresAt: row.tokenExpiresAt,

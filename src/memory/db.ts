@@ -1,0 +1,10 @@
+// The one handle on D1: drizzle over the DB binding. Built once per environment object by
+// src/memory/stores.ts; every store and query in src/memory/ takes it. Nothing outside
+// src/memory/ sees drizzle (test/node/boundaries.spec.ts holds that).
+import { drizzle, type DrizzleD1Database } from "drizzle-orm/d1";
+
+export type Db = DrizzleD1Database<Record<string, never>>;
+
+export function openDb(binding: D1Database): Db {
+  return drizzle(binding);
+}

@@ -1,0 +1,26 @@
+// What the task loop needs from its host (the agent's model, character and tools, a clock, an
+// event sink, the cancel signal and its time limits). Its own file so that the loop
+// (task-loop.ts) and its act step (task-step.ts) both take it without importing each other.
+import type { Character } from "./character.ts";
+import type { TaskEventBody } from "./task-types.ts";
+import type { ChatModel, ModelChoice, ToolHost } from "./types.ts";
+
+export interface TaskLoopDeps {
+  model: ChatModel;
+  models: ModelChoice;
+  character: Character;
+  /** Tools the agent can call (already connected). */
+  tools: ToolHost;
+  now: () => number;
+  emit: (event: TaskEventBody) => void;
+  /** Aborted when the task is cancelled; the current step stops and the task ends `cancelled`. */
+  signal: AbortSignal;
+  toolTimeoutMs: number;
+  maxToolResultChars: number;
+  /** A step's time limit (the tool loop's deadline). */
+  stepTimeoutMs: number;
+  /** How long a person has to answer an approval before it counts as a denial. */
+  approvalWindowMs: number;
+  /** A fresh, unguessable approval id. */
+  newApprovalId: () => string;
+}

@@ -1,0 +1,123 @@
+// The layering of src/ as checks, not wishes: the pure runtime imports no platform and no other
+// folder, only src/memory/ touches drizzle, memory knows nothing of rooms or HTTP, rooms nothing of
+// Discord, and no file imports itself through others (type-only imports count). Known violations
+// that another change is removing are allow-listed exactly: a new one fails, and so does an
+// allow-listed one that has gone, so the list only ever shrinks.
+import { resolve } from "node:path";
+import { beforeAll, describe, expect, it } from "vitest";
+import { cycleViolations, layerViolations, staleCycleEdges, type Violation } from "./boundary-rules.ts";
+import { readImportGraph, type ImportEdge } from "./import-graph.ts";
+
+/**
+ * `from -> target` imports that break a layer rule today. All are src/room/ reaching into
+ * src/clients/discord/ (delivery, approval prompts, attachments), which the thin-room change
+ * moves behind a delivery interface. Empty this list as they go; never add to it.
+ */
+const KNOWN_LAYER_VIOLATIONS = new Set([
+  "src/room/agent-room.ts -> src/clients/discord/approval.ts",
+  "src/room/agent-room.ts -> src/clients/discord/attachments.ts",
+  "src/room/agent-room.ts -> src/clients/discord/delivery.ts",
+  "src/room/agent-room.ts -> src/clients/discord/rest.ts",
+  "src/room/agent-tasks.ts -> src/clients/discord/approval.ts",
+  "src/room/agent-tasks.ts -> src/clients/discord/delivery.ts",
+  "src/room/agent-tasks.ts -> src/clients/discord/rest.ts",
+  "src/room/post-publishing.ts -> src/clients/discord/attachments.ts",
+  "src/room/room-delivery.ts -> src/clients/discord/approval.ts",
+  "src/room/room-delivery.ts -> src/clients/discord/delivery.ts",
+  "src/room/room-delivery.ts -> src/clients/discord/rest.ts",
+  "src/room/task-approval-prompts.ts -> src/clients/discord/approval.ts",
+  "src/room/task-approval-prompts.ts -> src/clients/discord/delivery.ts",
+  "src/room/task-approval-prompts.ts -> src/clients/discord/rest.ts",
+  "src/room/task-store.ts -> src/clients/discord/delivery.ts",
+  "src/room/turn-journal.ts -> src/clients/discord/delivery.ts",
+]);
+
+/**
+ * Imports that close a known cycle: env.ts names the Durable Object classes (so every file that
+ * takes Env reaches the rooms), and the journal and Discord delivery import each other's types.
+ * The cycle check leaves these edges out; each must still close a cycle, or it must leave the list.
+ */
+const KNOWN_CYCLE_EDGES = new Set([
+  "src/env.ts -> src/room/agent-room.ts",
+  "src/env.ts -> src/room/agent-tasks.ts",
+  "src/env.ts -> src/room/rate-limiter.ts",
+  "src/room/turn-journal.ts -> src/clients/discord/delivery.ts",
+]);
+
+const describeAll = (violations: Violation[]) => violations.map((violation) => `${violation.rule}: ${violation.where}`).join("\n");
+
+describe("src/ layering, read from the import graph", () => {
+  let edges: ImportEdge[];
+
+  beforeAll(() => {
+    edges = readImportGraph(resolve(import.meta.dirname, "../.."), "src/");
+  });
+
+  it("sees the imports a compiler sees: type-only ones, re-exports and dynamic imports included", () => {
+    expect(edges.length).toBeGreaterThan(500);
+    expect(edges).toContainEqual(expect.objectContaining({ from: "src/runtime/task-step.ts", target: "src/runtime/task-deps.ts", typeOnly: true }));
+    expect(edges).toContainEqual(expect.objectContaining({ from: "src/index.ts", specifier: "./room/agent-room.ts", target: "src/room/agent-room.ts" }));
+    expect(edges).toContainEqual(expect.objectContaining({ from: "src/runtime/tokens.ts", specifier: "gpt-tokenizer/encoding/o200k_base", target: null }));
+  });
+
+  it("holds every layer rule, apart from the known violations listed here", () => {
+    const found = layerViolations(edges).filter((violation) => !KNOWN_LAYER_VIOLATIONS.has(violation.key));
+    expect(found, `new boundary violations:\n${describeAll(found)}`).toEqual([]);
+  });
+
+  it("lists no known layer violation that has gone (empty the list as they are fixed)", () => {
+    const present = new Set(layerViolations(edges).map((violation) => violation.key));
+    const gone = [...KNOWN_LAYER_VIOLATIONS].filter((key) => !present.has(key));
+    expect(gone, "remove these from KNOWN_LAYER_VIOLATIONS").toEqual([]);
+  });
+
+  it("has no import cycle apart from the known ones listed here", () => {
+    const found = cycleViolations(edges, "src/", KNOWN_CYCLE_EDGES);
+    expect(found, `import cycles:\n${describeAll(found)}`).toEqual([]);
+  });
+
+  it("lists no known cycle edge that is gone or no longer closes a cycle", () => {
+    expect(staleCycleEdges(edges, "src/", KNOWN_CYCLE_EDGES), "remove these from KNOWN_CYCLE_EDGES").toEqual([]);
+  });
+});
+
+describe("the boundary rules themselves, on a made-up graph", () => {
+  const edge = (from: string, specifier: string, target: string | null, typeOnly = false): ImportEdge => ({ from, specifier, target, typeOnly, line: 7 });
+
+  it("names the file, line and import of each kind of violation", () => {
+    const made = [
+      edge("src/runtime/a.ts", "hono", null),
+      edge("src/runtime/a.ts", "cloudflare:workers", null),
+      edge("src/runtime/a.ts", "../memory/b.ts", "src/memory/b.ts", true),
+      edge("src/http/c.ts", "drizzle-orm/d1", null),
+      edge("src/memory/b.ts", "../room/d.ts", "src/room/d.ts", true),
+      edge("src/room/d.ts", "../clients/discord/e.ts", "src/clients/discord/e.ts"),
+      edge("src/memory/b.ts", "drizzle-orm", null),
+      edge("src/runtime/a.ts", "zod", null),
+    ];
+    expect(layerViolations(made).map((violation) => violation.where)).toEqual([
+      'src/runtime/a.ts:7 imports "hono"',
+      'src/runtime/a.ts:7 imports "cloudflare:workers"',
+      'src/runtime/a.ts:7 imports "../memory/b.ts" (type only)',
+      'src/http/c.ts:7 imports "drizzle-orm/d1"',
+      'src/memory/b.ts:7 imports "../room/d.ts" (type only)',
+      'src/room/d.ts:7 imports "../clients/discord/e.ts"',
+    ]);
+  });
+
+  it("finds a cycle made of type-only imports and shows it import by import", () => {
+    const made = [edge("src/x.ts", "./y.ts", "src/y.ts", true), edge("src/y.ts", "./z.ts", "src/z.ts"), edge("src/z.ts", "./x.ts", "src/x.ts", true), edge("src/z.ts", "./w.ts", "src/w.ts")];
+    const [cycle, ...more] = cycleViolations(made, "src/");
+    expect(more).toEqual([]);
+    expect(cycle!.key).toBe("src/x.ts <-> src/y.ts <-> src/z.ts");
+    expect(cycle!.where).toBe('src/x.ts:7 imports "./y.ts" (type only) -> src/y.ts:7 imports "./z.ts" -> src/z.ts:7 imports "./x.ts" (type only)');
+    expect(cycleViolations(made, "src/", new Set(["src/z.ts -> src/x.ts"]))).toEqual([]);
+  });
+
+  it("calls an allowed cycle edge stale once the cycle is broken elsewhere", () => {
+    const closing = edge("src/z.ts", "./x.ts", "src/x.ts");
+    const allowed = new Set(["src/z.ts -> src/x.ts", "src/q.ts -> src/r.ts"]);
+    expect(staleCycleEdges([edge("src/x.ts", "./z.ts", "src/z.ts"), closing], "src/", allowed)).toEqual(["src/q.ts -> src/r.ts"]);
+    expect(staleCycleEdges([closing], "src/", allowed)).toEqual(["src/z.ts -> src/x.ts", "src/q.ts -> src/r.ts"]);
+  });
+});

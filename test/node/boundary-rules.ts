@@ -1,0 +1,145 @@
+// The house's layering rules as a function of the import graph (test/node/import-graph.ts), so
+// test/node/boundaries.spec.ts can hold them against src/ and prove on a made-up graph that each
+// rule fires. A violation names the importing file, its line and the import as written.
+import type { ImportEdge } from "./import-graph.ts";
+
+export interface Violation {
+  rule: string;
+  /** `from -> target` (or the package specifier): what an allow-list entry matches. */
+  key: string;
+  /** `src/runtime/x.ts:3 imports "hono"`, for the failure message. */
+  where: string;
+}
+
+/** Packages the pure runtime must not import: the platform, the web framework, the database. */
+const PLATFORM_PACKAGE = /^(cloudflare:|agents(\/|$)|hono(\/|$)|@hono\/|drizzle-orm(\/|$))/;
+
+const edgeKey = (edge: ImportEdge) => `${edge.from} -> ${edge.target ?? edge.specifier}`;
+const where = (edge: ImportEdge) => `${edge.from}:${edge.line} imports "${edge.specifier}"${edge.typeOnly ? " (type only)" : ""}`;
+const inside = (path: string | null, folder: string) => path !== null && path.startsWith(folder);
+
+const RULES: Array<{ rule: string; breaks: (edge: ImportEdge) => boolean }> = [
+  {
+    rule: "src/runtime/ imports no platform package (cloudflare:*, agents, hono, drizzle-orm)",
+    breaks: (edge) => inside(edge.from, "src/runtime/") && PLATFORM_PACKAGE.test(edge.specifier),
+  },
+  {
+    rule: "src/runtime/ imports nothing from other src/ folders",
+    breaks: (edge) => inside(edge.from, "src/runtime/") && inside(edge.target, "src/") && !inside(edge.target, "src/runtime/"),
+  },
+  {
+    rule: "only src/memory/ imports drizzle-orm",
+    breaks: (edge) => /^drizzle-orm(\/|$)/.test(edge.specifier) && !inside(edge.from, "src/memory/"),
+  },
+  {
+    rule: "src/memory/ never imports src/room/ or src/http/",
+    breaks: (edge) => inside(edge.from, "src/memory/") && (inside(edge.target, "src/room/") || inside(edge.target, "src/http/")),
+  },
+  {
+    rule: "src/room/ never imports src/clients/discord/",
+    breaks: (edge) => inside(edge.from, "src/room/") && inside(edge.target, "src/clients/discord/"),
+  },
+];
+
+export function layerViolations(edges: readonly ImportEdge[]): Violation[] {
+  return edges.flatMap((edge) => RULES.filter(({ breaks }) => breaks(edge)).map(({ rule }) => ({ rule, key: edgeKey(edge), where: where(edge) })));
+}
+
+/**
+ * Import cycles among files under `under`, type-only imports included, once the allowed
+ * cycle-closing edges (`from -> target`) are taken out: one violation per strongly connected
+ * component, showing one cycle through it import by import.
+ */
+export function cycleViolations(edges: readonly ImportEdge[], under: string, allowedEdges: ReadonlySet<string> = new Set()): Violation[] {
+  const graph = localGraph(edges, under, allowedEdges);
+  return components(graph).map((component) => {
+    const cycle = cycleThrough(graph, component);
+    return {
+      rule: "no import cycles among src/ files (type-only imports count)",
+      key: [...component].sort().join(" <-> "),
+      where: cycle.map((edge) => where(edge)).join(" -> "),
+    };
+  });
+}
+
+/** The allowed cycle-closing edges that no longer exist or no longer close a cycle. */
+export function staleCycleEdges(edges: readonly ImportEdge[], under: string, allowedEdges: ReadonlySet<string>): string[] {
+  const graph = localGraph(edges, under, new Set());
+  const componentOf = new Map<string, number>();
+  components(graph).forEach((component, index) => component.forEach((file) => componentOf.set(file, index)));
+  return [...allowedEdges].filter((key) => {
+    const edge = edges.find((candidate) => edgeKey(candidate) === key);
+    if (!edge || edge.target === null) return true;
+    const component = componentOf.get(edge.from);
+    return component === undefined || componentOf.get(edge.target) !== component;
+  });
+}
+
+type Graph = Map<string, ImportEdge[]>;
+
+function localGraph(edges: readonly ImportEdge[], under: string, leaveOut: ReadonlySet<string>): Graph {
+  const graph: Graph = new Map();
+  for (const edge of edges) {
+    if (!inside(edge.from, under)) continue;
+    if (!graph.has(edge.from)) graph.set(edge.from, []);
+    if (inside(edge.target, under) && !leaveOut.has(edgeKey(edge))) graph.get(edge.from)!.push(edge);
+  }
+  return graph;
+}
+
+/** Tarjan's strongly connected components with more than one file, or a file importing itself. */
+function components(graph: Graph): Array<Set<string>> {
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const found: Array<Set<string>> = [];
+  const visit = (file: string) => {
+    index.set(file, index.size);
+    low.set(file, index.get(file)!);
+    stack.push(file);
+    onStack.add(file);
+    for (const { target } of graph.get(file) ?? []) {
+      if (!index.has(target!)) {
+        visit(target!);
+        low.set(file, Math.min(low.get(file)!, low.get(target!)!));
+      } else if (onStack.has(target!)) {
+        low.set(file, Math.min(low.get(file)!, index.get(target!)!));
+      }
+    }
+    if (low.get(file) !== index.get(file)) return;
+    const component = new Set<string>();
+    for (let member = stack.pop()!; ; member = stack.pop()!) {
+      onStack.delete(member);
+      component.add(member);
+      if (member === file) break;
+    }
+    const selfImport = (graph.get(file) ?? []).some((edge) => edge.target === file);
+    if (component.size > 1 || selfImport) found.push(component);
+  };
+  for (const file of [...graph.keys()].sort()) if (!index.has(file)) visit(file);
+  return found;
+}
+
+/** One cycle inside a component: a shortest path from its first file back to itself. */
+function cycleThrough(graph: Graph, component: Set<string>): ImportEdge[] {
+  const start = [...component].sort()[0]!;
+  const cameBy = new Map<string, ImportEdge>();
+  const queue = [start];
+  for (let at = 0; at < queue.length; at++) {
+    for (const edge of graph.get(queue[at]!) ?? []) {
+      const target = edge.target!;
+      if (!component.has(target)) continue;
+      if (target === start) {
+        const path = [edge];
+        for (let back = edge.from; back !== start; back = cameBy.get(back)!.from) path.unshift(cameBy.get(back)!);
+        return path;
+      }
+      if (!cameBy.has(target)) {
+        cameBy.set(target, edge);
+        queue.push(target);
+      }
+    }
+  }
+  throw new Error(`no cycle through ${start}, although it is in a strongly connected component`);
+}
