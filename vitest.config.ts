@@ -28,6 +28,10 @@ const baseBindings = {
   DAILY_TOKEN_LIMIT: "",
   ALLOW_LOOPBACK_FETCH: "",
   MCP_ALLOW_LOOPBACK: "",
+  // Tests make their own agents; test/fresh-db turns seeding on to watch it.
+  SEED_CHARACTERS: "false",
+  // wrangler.toml declares the AI binding; Miniflare creates it, but it answers only remotely.
+  WORKERS_AI: "false",
   SECRETS_KEY: "test-secrets-key-0123456789abcdef0123456789",
   MODEL: "test-primary",
   SMALL_MODEL: "test-small",
@@ -46,7 +50,7 @@ export default defineConfig(async () => {
   // The worker-first routes of wrangler.toml, for test/wrangler-config.test.ts to hold against the API.
   const runWorkerFirst = JSON.stringify(unstable_readConfig({ config: "./wrangler.toml" }).assets?.run_worker_first ?? null);
   const discord = await discordKeys();
-  const project = (name: string, include: string[], bindings: Record<string, unknown>, globalSetup: string[] = []) => ({
+  const project = (name: string, include: string[], bindings: Record<string, unknown>, globalSetup: string[] = [], setupFiles = ["./test/setup/apply-migrations.ts"]) => ({
     plugins: [
       cloudflareTest({
         wrangler: { configPath: "./wrangler.toml" },
@@ -64,7 +68,7 @@ export default defineConfig(async () => {
     ],
     // Integration tests make hundreds of requests through workerd; on a busy 2-core machine the
     // default 5 s is too tight. Nothing here asserts speed (that is `npm run bench`).
-    test: { name, include, exclude: [...configDefaults.exclude, "test/runtime/**"], globalSetup, testTimeout: 30_000, setupFiles: ["./test/setup/apply-migrations.ts"] },
+    test: { name, include, exclude: [...configDefaults.exclude, "test/runtime/**"], globalSetup, testTimeout: 30_000, setupFiles },
   });
   const withModelAndDiscord = {
     OPENAI_API_KEY: "sk-test-not-a-real-key",
@@ -96,6 +100,8 @@ export default defineConfig(async () => {
           "./test/setup/mcp-peers.ts",
         ]),
         project("no-model", ["test/no-model/**/*.spec.ts"], {}),
+        // A database no migration was applied to: the worker brings it up to date itself.
+        project("fresh-db", ["test/fresh-db/**/*.spec.ts"], { ...withModelAndDiscord, SEED_CHARACTERS: "true" }, [], []),
         // The deployment defaults tightened, to watch them bite.
         project("limits", ["test/limits/**/*.spec.ts"], { ...withModelAndDiscord, RATE_LIMIT_PER_TOKEN: "30/min", RATE_LIMIT_PER_USER: "3/min" }),
         // The pure runtime (src/runtime/) in plain Node: no workerd, no bindings, no migrations.

@@ -1,5 +1,6 @@
 // Makes sure .dev.vars exists for `npm run dev`, with a random ADMIN_TOKEN and SECRETS_KEY (and
-// ALLOW_LOOPBACK_FETCH=true, for MCP servers on localhost), and
+// ALLOW_LOOPBACK_FETCH=true, for MCP servers on localhost; WORKERS_AI=false, which runs remotely
+// only), and
 // prints the admin token so the README's curl examples work at once. Never overwrites a value
 // you set; only adds what is missing. .dev.vars is git-ignored: it holds local secrets.
 import { randomBytes } from "node:crypto";
@@ -23,6 +24,9 @@ if (!has("SECRETS_KEY")) additions.push(`SECRETS_KEY=${randomBytes(32).toString(
 // Local MCP servers (e.g. the SDK's examples on localhost) over http; never set this in production.
 // MCP_ALLOW_LOOPBACK is its old name: a .dev.vars that has it keeps it.
 if (!has("ALLOW_LOOPBACK_FETCH") && !has("MCP_ALLOW_LOOPBACK")) additions.push("ALLOW_LOOPBACK_FETCH=true");
+// Workers AI answers only remotely (after `npx wrangler login`): off locally, so the dev server
+// starts and runs offline. Set it to true to use Workers AI from a logged-in machine.
+if (!has("WORKERS_AI")) additions.push("WORKERS_AI=false");
 if (additions.length > 0 || !existsSync(PATH)) {
   writeFileSync(PATH, `${existing.trimEnd()}\n${additions.join("\n")}\n`);
 }

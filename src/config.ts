@@ -81,6 +81,8 @@ const VarsSchema = z.object({
   DISCORD_OWNER_IDS: commaList.pipe(z.array(z.string().regex(/^\d{1,20}$/, "must be a comma list of Discord user ids"))),
   ALLOW_LOOPBACK_FETCH: z.preprocess(unset, z.enum(["true", "false"], { error: 'must be "true" or "false"' }).optional()),
   MCP_ALLOW_LOOPBACK: z.preprocess(unset, z.enum(["true", "false"], { error: 'must be "true" or "false"' }).optional()),
+  WORKERS_AI: z.preprocess(unset, z.enum(["true", "false"], { error: 'must be "true" or "false"' }).optional()),
+  SEED_CHARACTERS: z.preprocess(unset, z.enum(["true", "false"], { error: 'must be "true" or "false"' }).optional()),
   DAILY_TOKEN_LIMIT: z.preprocess(unset, z.coerce.number({ error: "must be a whole number" }).int("must be a whole number").min(1).optional()),
   MAX_CONTEXT_TOKENS: z.preprocess(unset, z.coerce.number({ error: "must be a whole number" }).int("must be a whole number").min(1_000).max(2_000_000).optional()),
 });
@@ -109,6 +111,12 @@ export interface Config {
   model: ModelBackend;
   models: ModelChoice;
   embedding: EmbeddingBackend;
+  /**
+   * Other embedders that may serve instead, when EMBEDDING_MODEL is not set: the one whose size
+   * matches what the vector index already holds wins (model/embedder.ts), so adding the AI
+   * binding never switches an index's vectors by itself. Empty when EMBEDDING_MODEL names one.
+   */
+  embeddingAlternatives: EmbeddingBackend[];
   /** Prompt budget in tokens; long-term memory sections take shares of it. */
   maxContextTokens: number;
   adminToken?: string;
@@ -120,6 +128,8 @@ export interface Config {
   dailyTokenLimit: number | null;
   /** Development only: the guarded fetch may reach loopback, over http too (tests, `npm run dev`). */
   allowLoopbackFetch: boolean;
+  /** A fresh deployment seeds the shipped characters on its first start (SEED_CHARACTERS, default true). */
+  seedCharacters: boolean;
   /** DISCORD_OWNER_IDS: Discord users who manage the bot in DMs (with the application's owner). */
   discordOwnerIds: string[];
   /** Instagram publishing; null unless both the account id and the token are set. */
@@ -134,7 +144,7 @@ const cache = new WeakMap<object, Config>();
 export function loadConfig(env: Env): Config {
   const cached = cache.get(env);
   if (cached) return cached;
-  for (const binding of ["DB", "ROOMS", "LIMITS", "TASKS"] as const) {
+  for (const binding of ["DB", "ROOMS", "LIMITS", "TASKS", "SCHEMA"] as const) {
     if (!env[binding]) throw new NotConfiguredError(`configuration: the ${binding} binding is missing; check wrangler.toml`);
   }
   const parsed = VarsSchema.safeParse(env);
@@ -144,9 +154,13 @@ export function loadConfig(env: Env): Config {
     throw new NotConfiguredError(`configuration: ${problems.join("; ")}`);
   }
   const vars = parsed.data;
+  // The AI binding is declared for deployments; locally it answers only when logged in, so
+  // .dev.vars and the tests set WORKERS_AI=false and a local run works offline.
+  const ai = vars.WORKERS_AI === "false" ? undefined : env.AI;
   const config: Config = {
-    ...chooseModel(vars, env.AI),
-    embedding: chooseEmbedding(vars, env.AI),
+    ...chooseModel(vars, ai),
+    embedding: chooseEmbedding(vars, ai),
+    embeddingAlternatives: embeddingAlternatives(vars, ai),
     maxContextTokens: vars.MAX_CONTEXT_TOKENS ?? DEFAULT_MAX_CONTEXT_TOKENS,
     adminToken: vars.ADMIN_TOKEN,
     secretsKey: vars.SECRETS_KEY,
@@ -156,6 +170,7 @@ export function loadConfig(env: Env): Config {
     // ALLOW_LOOPBACK_FETCH wins; MCP_ALLOW_LOOPBACK is its old name.
     allowLoopbackFetch: (vars.ALLOW_LOOPBACK_FETCH ?? vars.MCP_ALLOW_LOOPBACK) === "true",
     discordOwnerIds: vars.DISCORD_OWNER_IDS,
+    seedCharacters: vars.SEED_CHARACTERS !== "false",
     instagram:
       vars.INSTAGRAM_USER_ID && vars.INSTAGRAM_ACCESS_TOKEN
         ? { userId: vars.INSTAGRAM_USER_ID, accessToken: vars.INSTAGRAM_ACCESS_TOKEN, graphBase: vars.INSTAGRAM_GRAPH_BASE }
@@ -201,6 +216,15 @@ function chooseModel(vars: z.infer<typeof VarsSchema>, ai: Ai | undefined): Pick
  * A Workers AI model we know has a fixed size, which wins over EMBEDDING_DIMENSIONS (the embedder
  * would refuse any other); text-embedding-3-* models are asked for EMBEDDING_DIMENSIONS.
  */
+/** The local embedder, and Workers AI's when it is on: what an index filled earlier may hold. */
+function embeddingAlternatives(vars: z.infer<typeof VarsSchema>, ai: Ai | undefined): EmbeddingBackend[] {
+  if (vars.EMBEDDING_MODEL) return [];
+  const local: EmbeddingBackend = { kind: "local", dimensions: vars.EMBEDDING_DIMENSIONS ?? DEFAULT_LOCAL_EMBEDDING_DIMENSIONS };
+  if (!ai) return [];
+  const model = DEFAULT_WORKERS_AI_EMBEDDING_MODEL;
+  return [local, { kind: "workers-ai", ai, model, dimensions: WORKERS_AI_EMBEDDING_DIMENSIONS[model]! }];
+}
+
 function chooseEmbedding(vars: z.infer<typeof VarsSchema>, ai: Ai | undefined): EmbeddingBackend {
   const model = vars.EMBEDDING_MODEL;
   const isWorkersAiName = !!model && /^@(cf|hf)\//.test(model);
@@ -211,7 +235,11 @@ function chooseEmbedding(vars: z.infer<typeof VarsSchema>, ai: Ai | undefined): 
     }
     return { kind: "openai", apiKey: vars.OPENAI_API_KEY ?? "not-needed", baseURL: vars.OPENAI_BASE_URL ?? DEFAULT_OPENAI_BASE_URL, model, dimensions };
   }
-  if (ai) {
+  // Workers AI embeds when EMBEDDING_MODEL names one of its models, or by default when it is also
+  // the chat backend; a deployment with an OpenAI-compatible endpoint keeps the local embedder
+  // unless told otherwise (so `wrangler dev --local` with an endpoint in .dev.vars runs offline).
+  const openaiChat = !!(vars.OPENAI_API_KEY || vars.OPENAI_BASE_URL);
+  if (ai && (isWorkersAiName || !openaiChat)) {
     const name = isWorkersAiName ? model : DEFAULT_WORKERS_AI_EMBEDDING_MODEL;
     const dimensions = WORKERS_AI_EMBEDDING_DIMENSIONS[name] ?? vars.EMBEDDING_DIMENSIONS;
     if (dimensions === undefined) {

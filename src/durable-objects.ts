@@ -8,6 +8,7 @@ import type { ReplySurface, RoomPlatform } from "./room/reply-surface.ts";
 
 export { PostPublisher } from "./room/post-publisher.ts";
 export { RateLimiter } from "./room/rate-limiter.ts";
+export { SchemaGate } from "./room/schema-gate.ts";
 
 export class AgentRoom extends AgentRoomBase {
   protected override platform(): RoomPlatform {

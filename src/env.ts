@@ -3,13 +3,15 @@
 // config.ts so modules that only pass the bindings along need not import the parsing. The
 // Durable Object namespaces are typed by their RPC interfaces (src/room/rpc.ts), not the classes,
 // which import Env themselves.
-import type { AgentRoomRpc, AgentTasksRpc, PostPublisherRpc, RateLimiterRpc } from "./room/rpc.ts";
+import type { AgentRoomRpc, AgentTasksRpc, PostPublisherRpc, RateLimiterRpc, SchemaGateRpc } from "./room/rpc.ts";
 
 export interface Env {
   ROOMS: DurableObjectNamespace<AgentRoomRpc>;
   LIMITS: DurableObjectNamespace<RateLimiterRpc>;
   TASKS: DurableObjectNamespace<AgentTasksRpc>;
   PUBLISHER: DurableObjectNamespace<PostPublisherRpc>;
+  /** One object ("schema") that applies pending D1 migrations once per deploy. */
+  SCHEMA: DurableObjectNamespace<SchemaGateRpc>;
   DB: D1Database;
   MEDIA: R2Bucket;
   VECTORS?: Vectorize;
@@ -36,6 +38,9 @@ export interface Env {
   RATE_LIMIT_PER_TOKEN?: string;
   RATE_LIMIT_PER_USER?: string;
   DAILY_TOKEN_LIMIT?: string;
+  SEED_CHARACTERS?: string;
+  /** "false" ignores the AI binding (local development without a Cloudflare login, tests). */
+  WORKERS_AI?: string;
   ALLOW_LOOPBACK_FETCH?: string;
   /** The old name of ALLOW_LOOPBACK_FETCH, still honoured. */
   MCP_ALLOW_LOOPBACK?: string;

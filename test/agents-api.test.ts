@@ -3,6 +3,9 @@ import { describe, expect, it } from "vitest";
 import ada from "../characters/ada.json";
 import marlowe from "../characters/marlowe.json";
 import { api, json } from "./helpers/api.ts";
+import { MIGRATIONS } from "../src/memory/migrations-bundle.ts";
+
+const LATEST_MIGRATION = MIGRATIONS.at(-1)!.name;
 
 interface Problem {
   error: { code: string; message: string; details?: { issues: { path: string; message: string }[] } };
@@ -184,6 +187,7 @@ describe("authentication", () => {
       status: "ok",
       model: { backend: "openai", primary: "test-primary", fallbacks: ["test-fallback"], small: "test-small" },
       database: "ok",
+      schema: { version: LATEST_MIGRATION, latest: LATEST_MIGRATION, pending: [], error: null },
       embedding: { backend: "local", id: "local:hash-v1", dimensions: 384 },
       vectors: { backend: "local", dimensions: expect.toBeOneOf([null, 384]), status: "ok" },
     });

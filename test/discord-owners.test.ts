@@ -5,6 +5,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { loadConfig } from "../src/config.ts";
 import { applicationOwners, createDiscordOwners, OWNERS_CACHE_MS, OWNERS_RETRY_MS } from "../src/clients/discord/owners.ts";
+import { requiredBindings } from "./helpers/bindings.ts";
 
 const API = "http://discord.test/api/v10";
 
@@ -96,7 +97,7 @@ describe("owners of the application (GET /applications/@me)", () => {
 
 describe("DISCORD_OWNER_IDS", () => {
   const config = (value: string) =>
-    loadConfig({ DB: env.DB, ROOMS: env.ROOMS, LIMITS: env.LIMITS, TASKS: env.TASKS, PUBLISHER: env.PUBLISHER, MEDIA: env.MEDIA, DISCORD_OWNER_IDS: value });
+    loadConfig({ ...requiredBindings(), DISCORD_OWNER_IDS: value });
 
   it("is a comma list of Discord user ids, empty by default", () => {
     expect(config(" 400000000000000001, 400000000000000002 ,").discordOwnerIds).toEqual(["400000000000000001", "400000000000000002"]);

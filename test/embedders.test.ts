@@ -11,6 +11,7 @@ import { createOpenAIEmbedder, type OpenAIEmbedderOptions } from "../src/model/o
 import { createWorkersAIEmbedder } from "../src/model/workers-ai-embedder.ts";
 import { EmbeddingError, NotConfiguredError } from "../src/runtime/errors.ts";
 import { cosine, createHashEmbedder, stem } from "../src/runtime/hash-embedder.ts";
+import { requiredBindings, type RequiredBindings } from "./helpers/bindings.ts";
 
 const API_KEY = "sk-embed-5ecret-never-log-me";
 
@@ -358,8 +359,8 @@ describe("Workers AI embedder", () => {
 // ---- configuration -----------------------------------------------------------------------------
 
 /** A fresh env object each time (loadConfig caches per object), with only the named variables. */
-function configFor(vars: Partial<Omit<Env, "DB" | "ROOMS" | "LIMITS" | "TASKS" | "PUBLISHER" | "MEDIA">>) {
-  return loadConfig({ DB: env.DB, ROOMS: env.ROOMS, LIMITS: env.LIMITS, TASKS: env.TASKS, PUBLISHER: env.PUBLISHER, MEDIA: env.MEDIA, ...vars });
+function configFor(vars: Partial<Omit<Env, keyof RequiredBindings>>) {
+  return loadConfig({ ...requiredBindings(), ...vars });
 }
 
 const fakeAiBinding = (answer = bgeAnswer(768)) => fakeAi(answer).ai as unknown as Ai;
@@ -461,5 +462,46 @@ describe("embedding configuration", () => {
     expect(describeEmbedder(workers)).toEqual({ backend: "workers-ai", id: "workers-ai:@cf/baai/bge-base-en-v1.5", dimensions: 768 });
     expect(await workers.embed(["t1", "t2"])).toHaveLength(2);
     expect(calls).toEqual([{ model: "@cf/baai/bge-base-en-v1.5", text: ["t1", "t2"] }]);
+  });
+});
+
+describe("Workers AI with the AI binding declared", () => {
+  it("serves chat and a new index's embeddings on Workers AI when no OpenAI endpoint is set", async () => {
+    const config = configFor({ AI: fakeAiBinding() });
+    expect(config.model.kind).toBe("workers-ai");
+    expect(config.embedding).toMatchObject({ kind: "workers-ai", model: "@cf/baai/bge-base-en-v1.5", dimensions: 768 });
+    const embedder = createEmbedder(config, async () => null);
+    await embedder.ready?.();
+    expect(describeEmbedder(embedder)).toEqual({ backend: "workers-ai", id: "workers-ai:@cf/baai/bge-base-en-v1.5", dimensions: 768 });
+  });
+
+  it("ignores the binding with WORKERS_AI=false (local development, tests): no model, the local embedder", () => {
+    const config = configFor({ AI: fakeAiBinding(), WORKERS_AI: "false" });
+    expect(config.model.kind).toBe("none");
+    expect(config.embedding).toEqual({ kind: "local", dimensions: 384 });
+    expect(() => configFor({ WORKERS_AI: "yes" })).toThrow(/WORKERS_AI must be "true" or "false"/);
+  });
+
+  it("keeps the local embedder with an OpenAI-compatible chat endpoint, so a local run with one stays offline", () => {
+    expect(configFor({ OPENAI_BASE_URL: "http://127.0.0.1:11434/v1", AI: fakeAiBinding() }).embedding).toEqual({ kind: "local", dimensions: 384 });
+  });
+
+  it("keeps the embedder an index was filled with: 384-dimension local vectors stay local after the binding appears", async () => {
+    const { ai, calls } = fakeAi(bgeAnswer(768));
+    const config = configFor({ AI: ai as unknown as Ai });
+    expect(config.embedding.kind).toBe("workers-ai");
+    const embedder = createEmbedder(config, async () => 384);
+    const [vector] = await embedder.embed(["the tide comes in twice a day"]);
+    expect(vector).toHaveLength(384);
+    expect(describeEmbedder(embedder)).toEqual({ backend: "local", id: "local:hash-v1", dimensions: 384 });
+    expect(calls).toHaveLength(0);
+  });
+
+  it("does not pin when EMBEDDING_MODEL names the embedder: changing embedders stays an explicit re-embed", async () => {
+    const config = configFor({ AI: fakeAiBinding(), EMBEDDING_MODEL: "@cf/baai/bge-base-en-v1.5" });
+    expect(config.embeddingAlternatives).toEqual([]);
+    const embedder = createEmbedder(config, async () => 384);
+    await embedder.ready?.();
+    expect(embedder.dimensions).toBe(768);
   });
 });

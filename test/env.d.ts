@@ -16,7 +16,7 @@ declare global {
     }
     interface GlobalProps {
       mainModule: typeof import("../src/index.ts");
-      durableNamespaces: "AgentRoom" | "RateLimiter" | "AgentTasks" | "PostPublisher";
+      durableNamespaces: "AgentRoom" | "RateLimiter" | "AgentTasks" | "PostPublisher" | "SchemaGate";
     }
   }
 }

@@ -9,6 +9,7 @@ import { bodyLimit } from "hono/body-limit";
 import { NotFoundError, PayloadTooLargeError } from "../runtime/errors.ts";
 import type { AppEnv } from "./app-env.ts";
 import { handleError } from "./errors.ts";
+import { ensureSchema } from "../memory/schema-ready.ts";
 import { agentRoutes } from "./routes/agents.ts";
 import { discordRoutes, MAX_INTERACTION_BODY_BYTES } from "./routes/discord.ts";
 import { healthRoutes } from "./routes/health.ts";
@@ -37,6 +38,12 @@ export function createApp(): OpenAPIHono<AppEnv> {
   });
   app.onError(handleError);
   app.notFound((c) => handleError(new NotFoundError(`no route for ${c.req.method} ${c.req.path}`), c));
+  // The first request an isolate serves after a deploy waits for D1 to have this code's
+  // migrations (applied once, by the SchemaGate); later requests pass straight through.
+  app.use("*", async (c, next) => {
+    await ensureSchema(c.env);
+    await next();
+  });
 
   const limit = (maxSize: number) =>
     bodyLimit({

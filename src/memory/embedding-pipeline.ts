@@ -43,6 +43,7 @@ export function createEmbeddingPipeline(options: EmbeddingPipelineOptions): Embe
   let checked = false;
 
   const checkDimensions = async () => {
+    await embedder.ready?.();
     const expected = await index.dimensions();
     if (expected !== null && expected !== embedder.dimensions) {
       throw new DimensionMismatchError({ expected, actual: embedder.dimensions, where: `${index.kind} index vs ${embedder.id}` });

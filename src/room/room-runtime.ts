@@ -29,6 +29,7 @@ import { McpConnections } from "../mcp/connections.ts";
 import { mediaPostStore } from "../clients/instagram/platform.ts";
 import { createInstagramToolHost } from "../clients/instagram/tool.ts";
 import { mcpPlatform, type McpPlatform } from "../mcp/platform.ts";
+import { ensureSchema } from "../memory/schema-ready.ts";
 
 export interface RoomRuntime {
   runner: TurnRunner;
@@ -66,6 +67,9 @@ export function createMonotonicClock(): Clock {
 }
 
 export async function createRoomRuntime(env: Env, agentId: string, options: RoomRuntimeOptions): Promise<RoomRuntime> {
+  // An object woken by its alarm right after a deploy may run before any request: it too waits
+  // for D1 to have this code's migrations (once per isolate, shared with the worker).
+  await ensureSchema(env);
   const config = loadConfig(env);
   const clock = createMonotonicClock();
   const backends = stores(env);

@@ -22,6 +22,7 @@ import type {
   TaskView,
 } from "./task-requests.ts";
 import type { ScheduleRecord } from "./task-store.ts";
+import type { SchemaState } from "../memory/schema-migrator.ts";
 
 /** A chat room, named `<agentId>:<roomId>`. */
 export interface AgentRoomRpc extends Rpc.DurableObjectBranded {
@@ -56,4 +57,9 @@ export interface RateLimiterRpc extends Rpc.DurableObjectBranded {
 /** An agent's Instagram publishing, named by the agent id. */
 export interface PostPublisherRpc extends Rpc.DurableObjectBranded {
   publishPost(postId: string): Promise<void>;
+}
+
+/** The one object ("schema") that brings D1 up to the bundled migrations. */
+export interface SchemaGateRpc extends Rpc.DurableObjectBranded {
+  ensure(): Promise<SchemaState>;
 }

@@ -184,6 +184,11 @@ export interface Embedder {
   readonly maxBatch: number;
   /** One L2-normalized vector per text, in order. Throws when the service fails or a size is wrong. */
   embed(texts: string[], signal?: AbortSignal): Promise<Float32Array[]>;
+  /**
+   * For an embedder chosen by what the vector index holds: settles which one it is. Callers that
+   * read `id` or `dimensions` before embedding anything await it first.
+   */
+  ready?(): Promise<void>;
 }
 
 /** What a vector is filtered by; mirrors its memory's columns. */

@@ -10,6 +10,7 @@ import { loadConfig } from "../../src/config.ts";
 import type { Env } from "../../src/env.ts";
 import { createGuardedFetch, OutboundRequestError, type FetchCaps } from "../../src/net/guarded-fetch.ts";
 import { urlRefusal, type UrlPolicy } from "../../src/net/url-safety.ts";
+import { requiredBindings } from "../helpers/bindings.ts";
 
 const CAPS: FetchCaps = { timeoutMs: 2_000, maxBytes: 1_000, streams: false };
 
@@ -302,7 +303,7 @@ describe("size and time caps hold while the answer is read", () => {
 
 describe("the development switch", () => {
   it("is ALLOW_LOOPBACK_FETCH, and the old MCP_ALLOW_LOOPBACK still works as its alias", () => {
-    const base: Env = { DB: env.DB, ROOMS: env.ROOMS, LIMITS: env.LIMITS, TASKS: env.TASKS, PUBLISHER: env.PUBLISHER, MEDIA: env.MEDIA };
+    const base: Env = requiredBindings();
     expect(loadConfig({ ...base, ALLOW_LOOPBACK_FETCH: "true" }).allowLoopbackFetch).toBe(true);
     expect(loadConfig({ ...base, MCP_ALLOW_LOOPBACK: "true" }).allowLoopbackFetch).toBe(true);
     expect(loadConfig({ ...base, ALLOW_LOOPBACK_FETCH: "false", MCP_ALLOW_LOOPBACK: "true" }).allowLoopbackFetch).toBe(false);

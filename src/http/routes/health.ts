@@ -1,12 +1,14 @@
 // Liveness and what backs this deployment: which model backend serves turns (and with which
 // models), which embedder and vector index serve memory (and whether their dimensions agree),
-// and that D1 answers. Public (no token): it names backends, never keys or URLs with
+// that D1 answers, and which schema version it holds (the migrations the worker applied itself,
+// or the one that failed). Public (no token): it names backends, never keys or URLs with
 // credentials.
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import { loadConfig } from "../../config.ts";
 import type { Env } from "../../env.ts";
 import { stores } from "../../memory/stores.ts";
 import { describeEmbedder } from "../../model/embedder.ts";
+import { ensureSchema } from "../../memory/schema-ready.ts";
 
 const Health = z
   .object({
@@ -18,6 +20,15 @@ const Health = z
       small: z.string().nullable(),
     }),
     database: z.enum(["ok", "unavailable"]),
+    schema: z
+      .object({
+        version: z.string().nullable().openapi({ description: "The newest migration D1 holds" }),
+        latest: z.string().nullable().openapi({ description: "The newest migration this code brings" }),
+        pending: z.array(z.string()),
+        error: z.object({ migration: z.string(), message: z.string() }).nullable().openapi({ description: "The migration that failed; the worker serves on the version before it" }),
+      })
+      .nullable()
+      .openapi({ description: "null: the schema gate could not be asked just now" }),
     embedding: z.object({ backend: z.enum(["openai", "workers-ai", "local"]), id: z.string(), dimensions: z.number().int() }),
     vectors: z.object({
       backend: z.enum(["vectorize", "local"]),
@@ -42,10 +53,13 @@ export function healthRoutes(): OpenAPIHono<{ Bindings: Env }> {
     async (c) => {
       const config = loadConfig(c.env);
       const { embedder, index } = stores(c.env);
-      const [database, indexDimensions] = await Promise.all([
+      const [database, indexDimensions, schemaNow] = await Promise.all([
         stores(c.env).reachable().then((ok) => (ok ? ("ok" as const) : ("unavailable" as const))),
         index.dimensions().catch(() => "unavailable" as const),
+        ensureSchema(c.env),
+        embedder.ready?.().catch(() => undefined),
       ]);
+      const schema = schemaNow ? { version: schemaNow.version, latest: schemaNow.latest, pending: schemaNow.pending, error: schemaNow.error } : null;
       const vectors = {
         backend: index.kind,
         dimensions: typeof indexDimensions === "number" ? indexDimensions : null,
@@ -57,7 +71,7 @@ export function healthRoutes(): OpenAPIHono<{ Bindings: Env }> {
               : ("ok" as const),
       };
       const configured = config.model.kind !== "none";
-      const healthy = database === "ok" && vectors.status === "ok";
+      const healthy = database === "ok" && vectors.status === "ok" && schema?.error == null;
       const body = {
         status: healthy ? ("ok" as const) : ("degraded" as const),
         model: {
@@ -67,6 +81,7 @@ export function healthRoutes(): OpenAPIHono<{ Bindings: Env }> {
           small: configured ? config.models.small : null,
         },
         database,
+        schema,
         embedding: describeEmbedder(embedder),
         vectors,
       };

@@ -349,6 +349,7 @@ export function memoryRoutes(): OpenAPIHono<AppEnv> {
       await assertAgentExists(c.env, agentId);
       const backends = stores(c.env);
       const [stats, dimensions] = await Promise.all([memoryStats(backends.db, agentId), backends.index.dimensions()]);
+      await backends.embedder.ready?.();
       return c.json({ agentId, ...stats, embedder: describeEmbedder(backends.embedder), vectors: { backend: backends.index.kind, dimensions } }, 200);
     },
   );

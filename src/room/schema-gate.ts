@@ -1,0 +1,61 @@
+// SchemaGate: one Durable Object (named "schema") through which every isolate brings D1 up to the
+// migrations bundled with its code, so a deploy's pending migrations run exactly once however many
+// isolates start at the same moment (a Durable Object runs one call at a time here, and a run in
+// progress is shared). A finished run is remembered for the object's life: the next isolates of
+// the same deploy get the answer without a D1 read. On the very first start of a deployment whose
+// database holds no agent, it also seeds the shipped characters (SEED_CHARACTERS=false skips it).
+import { DurableObject } from "cloudflare:workers";
+import type { Env } from "../env.ts";
+import { MIGRATIONS } from "../memory/migrations-bundle.ts";
+import { applyPendingMigrations, type SchemaState } from "../memory/schema-migrator.ts";
+import { loadConfig } from "../config.ts";
+import type { SchemaGateRpc } from "./rpc.ts";
+import { errorField, log } from "../log.ts";
+import { SHIPPED_CHARACTERS } from "../characters/shipped-characters.ts";
+import { stores } from "../memory/stores.ts";
+import { seedShippedCharacters } from "../memory/seed-characters.ts";
+import { loadTokenCounter } from "../runtime/tokens.ts";
+
+const SEEDED_KEY = "seeded-at";
+
+/** After a failed migration, callers within this time get the same answer without a new attempt. */
+export const SCHEMA_RETRY_MS = 30_000;
+
+export class SchemaGate extends DurableObject<Env> implements SchemaGateRpc {
+  private run: Promise<SchemaState> | null = null;
+  private last: { state: SchemaState; at: number } | null = null;
+
+  /** Brings the schema up to date (or says why it could not) and answers where it stands. */
+  async ensure(): Promise<SchemaState> {
+    const last = this.last;
+    if (last && (last.state.error === null || Date.now() - last.at < SCHEMA_RETRY_MS)) return last.state;
+    this.run ??= applyPendingMigrations(this.env.DB, MIGRATIONS)
+      .then(async (state) => {
+        if (state.error === null) await this.seedOnce();
+        this.last = { state, at: Date.now() };
+        return state;
+      })
+      .finally(() => {
+        this.run = null;
+      });
+    return this.run;
+  }
+
+  /** The first start of a deployment with no agent gets the shipped characters (never again). */
+  private async seedOnce(): Promise<void> {
+    if (this.ctx.storage.kv.get(SEEDED_KEY) !== undefined) return;
+    const config = loadConfig(this.env);
+    try {
+      const { db, pipeline, agents } = stores(this.env);
+      const existing = await agents.list({ limit: 1 });
+      if (config.seedCharacters && existing.agents.length === 0) {
+        const created = await seedShippedCharacters({ agents, db, pipeline, tokens: await loadTokenCounter() }, SHIPPED_CHARACTERS, Date.now());
+        log.info("characters_seeded", { agents: created });
+      }
+      this.ctx.storage.kv.put(SEEDED_KEY, Date.now());
+    } catch (error) {
+      // Not fatal: the API works without them; the next start tries again.
+      log.error("character_seeding_failed", { error: errorField(error) });
+    }
+  }
+}
