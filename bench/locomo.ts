@@ -125,7 +125,7 @@ export function createRecallTally(ks: readonly number[]): RecallTally {
     add(category, retrieved, evidence) {
       const entry = sums.get(category) ?? { n: 0, sums: ks.map(() => 0) };
       entry.n++;
-      ks.forEach((k, i) => (entry.sums[i]! += recallAtK(retrieved, evidence, k)));
+      for (const [i, k] of ks.entries()) entry.sums[i]! += recallAtK(retrieved, evidence, k);
       sums.set(category, entry);
     },
     rows() {

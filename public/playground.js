@@ -471,8 +471,7 @@ async function readEvents(response, onEvent) {
     const { value, done } = await reader.read();
     if (done) break;
     buffer += value;
-    let match;
-    while ((match = /\r?\n\r?\n/.exec(buffer))) {
+    for (let match = /\r?\n\r?\n/.exec(buffer); match; match = /\r?\n\r?\n/.exec(buffer)) {
       const block = buffer.slice(0, match.index);
       buffer = buffer.slice(match.index + match[0].length);
       let name = "message";

@@ -1,7 +1,4 @@
-// The bot's owners, who manage it in DMs: DISCORD_OWNER_IDS and the owners of the application by
-// Discord's `GET /applications/@me` (Application and Team objects as Discord documents them),
-// cached per isolate and failing closed to DISCORD_OWNER_IDS when Discord cannot be asked.
-import { env } from "cloudflare:workers";
+
 import { describe, expect, it } from "vitest";
 import { loadConfig } from "../src/config.ts";
 import { applicationOwners, createDiscordOwners, OWNERS_CACHE_MS, OWNERS_RETRY_MS } from "../src/clients/discord/owners.ts";

@@ -65,7 +65,7 @@ describe("Discord /chat: deferred reply", () => {
     const channel = snowflake();
     await useAgentIn(channel);
     const prose = "This sentence is filler for the test. ".repeat(60);
-    const code = "```ts\n" + Array.from({ length: 80 }, (_, i) => `const value${i} = ${i} * 2; // line ${i}`).join("\n") + "\n```";
+    const code = `\`\`\`ts\n${Array.from({ length: 80 }, (_, i) => `const value${i} = ${i} * 2; // line ${i}`).join("\n")}\n\`\`\``;
     model.script({ text: `${prose}\n\n${code}\n\nThat's all.` });
     await post(chat(channel, "explain"));
     await new Promise((resolve) => setTimeout(resolve, 300));
@@ -210,7 +210,7 @@ describe("reply splitting", () => {
   });
 
   it("re-opens a long code block with its language in every piece, and closes an unclosed one", () => {
-    const code = "```python\n" + Array.from({ length: 300 }, (_, i) => `print(${i})`).join("\n") + "\n```";
+    const code = `\`\`\`python\n${Array.from({ length: 300 }, (_, i) => `print(${i})`).join("\n")}\n\`\`\``;
     const parts = splitMessage(code, 500);
     expect(parts.length).toBeGreaterThan(1);
     for (const part of parts) {

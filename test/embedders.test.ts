@@ -1,8 +1,4 @@
-// Specs for the embedders: the hashed local one (deterministic, unit length, related texts closer),
-// the OpenAI-compatible one against an injected fetch stand-in (batching, order, retries, refusals
-// that never show the key), the Workers AI one against a fake binding, and which one the
-// configuration picks. Sleeps are injected, so retries are checked without waiting.
-import { env } from "cloudflare:workers";
+
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { loadConfig } from "../src/config.ts";
 import type { Env } from "../src/env.ts";

@@ -59,7 +59,7 @@ describe("memory over Vectorize: ids per agent", () => {
   });
 
   it("deletes the vectors stored under pre-0013 ids: one agent's on init, everyone's on the sweep, and again harmlessly", async () => {
-    const { db, fake, pipeline } = stack();
+    const { fake, pipeline } = stack();
     const [alpha, beta] = [await agent(), await agent()];
     for (const [vectorId, agentId] of [[`${alpha}-old`, alpha], [`${beta}-old`, beta]] as const) {
       fake.vectors.set(vectorId, { values: Array.from({ length: DIMENSIONS }, () => 1), namespace: agentId, metadata: { type: "fact" } });

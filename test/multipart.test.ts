@@ -102,7 +102,7 @@ function expectSample(parts: Array<MultipartPart & { body: Uint8Array }>): void 
     { name: "publish", filename: null, contentType: null },
     { name: "altText", filename: null, contentType: null },
   ]);
-  parts.forEach((part, i) => expect(part.body, part.name).toEqual(SAMPLE[i]!.body));
+  for (const [i, part] of parts.entries()) expect(part.body, part.name).toEqual(SAMPLE[i]!.body);
 }
 
 describe("multipart reader", () => {

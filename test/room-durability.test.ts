@@ -91,7 +91,7 @@ describe("ordering in a room", () => {
     const texts = Array.from({ length: 10 }, (_, i) => `message ${i}`);
     const responses = await Promise.all(texts.map((text) => send(agentId, text, { roomId: "busy-room" })));
     const bodies = await Promise.all(responses.map((r) => json<{ reply: { text: string } }>(r)));
-    bodies.forEach((body, i) => expect(body.reply.text).toBe(`echo: message ${i}`));
+    for (const [i, body] of bodies.entries()) expect(body.reply.text).toBe(`echo: message ${i}`);
     expect(maxInFlight).toBe(1);
 
     // The stored conversation alternates person/agent, each reply right after its message,
@@ -106,7 +106,7 @@ describe("ordering in a room", () => {
     }
     const turns = model.callsFor("test-primary");
     expect(turns.map(lastUserText)).toEqual(order);
-    turns.forEach((call, k) => expect(call.messages.filter((m) => m.role === "assistant")).toHaveLength(k));
+    for (const [k, call] of turns.entries()) expect(call.messages.filter((m) => m.role === "assistant")).toHaveLength(k);
   });
 
   it("keeps rooms independent: a slow room does not hold up another", async () => {

@@ -36,7 +36,7 @@ describe("vector cache ranking", () => {
   const texts = sentences(12_000);
   const cache = createVectorCache(DIMS);
   const types: MemoryType[] = ["message", "fact", "summary"];
-  texts.forEach((text, i) => putVector(cache, `m${i}`, types[i % 3]!, `room-${i % 40}`, `user-${i % 25}`, quantize(hashEmbed(text, DIMS))));
+  for (const [i, text] of texts.entries()) putVector(cache, `m${i}`, types[i % 3]!, `room-${i % 40}`, `user-${i % 25}`, quantize(hashEmbed(text, DIMS)));
 
   it("keeps at least 95% of the exact cosine top 10 of 12,000 hashed-embedder vectors", () => {
     expect(cache.live).toBeGreaterThan(EXACT_BELOW);

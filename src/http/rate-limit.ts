@@ -8,9 +8,9 @@ import { errorField, log } from "../log.ts";
 
 export async function enforceRate(env: Env, key: string, rule: RateRule | null, what: string): Promise<void> {
   if (!rule) return;
-  let result;
+  let result: Awaited<ReturnType<typeof take>>;
   try {
-    result = await env.LIMITS.getByName(key).take(rule);
+    result = await take(env, key, rule);
   } catch (error) {
     log.warn("rate_limiter_unreachable", { key, error: errorField(error) });
     return;
@@ -19,4 +19,8 @@ export async function enforceRate(env: Env, key: string, rule: RateRule | null, 
     const seconds = Math.max(1, Math.ceil(result.retryAfterSeconds));
     throw new RateLimitedError(`${what}: rate limit reached; retry in ${seconds} s`, seconds);
   }
+}
+
+function take(env: Env, key: string, rule: RateRule) {
+  return env.LIMITS.getByName(key).take(rule);
 }

@@ -157,7 +157,10 @@ class JpegFrameReader {
     while (!this.size && !this.failed && this.at < chunkEnd) {
       if (!need(2)) return;
       const [prefix, marker] = this.header as [number, number];
-      if (prefix !== 0xff) return this.fail();
+      if (prefix !== 0xff) {
+        this.fail();
+        return;
+      }
       if (marker === 0xff) {
         this.at += 1; // fill byte
         this.header = [0xff];
@@ -168,15 +171,24 @@ class JpegFrameReader {
         this.header = [];
         continue;
       }
-      if (marker === 0xda) return this.fail(); // start of scan before any frame header
+      if (marker === 0xda) {
+        this.fail(); // start of scan before any frame header
+        return;
+      }
       if (!need(4)) return;
       const length = (this.header[2]! << 8) | this.header[3]!;
-      if (length < 2) return this.fail();
+      if (length < 2) {
+        this.fail();
+        return;
+      }
       if (marker >= 0xc0 && marker <= 0xcf && marker !== 0xc4 && marker !== 0xc8 && marker !== 0xcc) {
         if (!need(9)) return;
         const height = (this.header[5]! << 8) | this.header[6]!;
         const width = (this.header[7]! << 8) | this.header[8]!;
-        if (width === 0 || height === 0) return this.fail();
+        if (width === 0 || height === 0) {
+        this.fail();
+        return;
+      }
         this.size = { width, height };
         return;
       }

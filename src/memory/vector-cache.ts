@@ -164,7 +164,10 @@ export function signBits(code: Int8Array): Uint32Array {
 function nameNumber(cache: VectorCache, name: string | null): number {
   if (name === null) return 0;
   let number = cache.names.get(name);
-  if (number === undefined) cache.names.set(name, (number = cache.names.size + 1));
+  if (number === undefined) {
+    number = cache.names.size + 1;
+    cache.names.set(name, number);
+  }
   return number;
 }
 

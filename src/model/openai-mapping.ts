@@ -48,8 +48,15 @@ export function toOpenAIMessages(messages: ChatMessage[], options: { images?: bo
           : { role: "assistant", content: message.content };
       case "tool":
         return { role: "tool", tool_call_id: message.toolCallId, content: message.content };
+      default:
+        return unknownRole(message);
     }
   });
+}
+
+/** Every role is mapped above; a new one is a compile error here before it is a runtime one. */
+function unknownRole(message: never): never {
+  throw new Error(`no OpenAI mapping for a chat message with role ${JSON.stringify((message as { role?: unknown }).role)}`);
 }
 
 /** Undefined for no tools: OpenAI rejects an empty `tools` array. */

@@ -219,7 +219,10 @@ function capped(response: Response, caps: FetchCaps, deadline: Deadline, url: UR
 /** Total bytes, for an ordinary answer. */
 function bodyCounter(max: number): (chunk: Uint8Array) => boolean {
   let total = 0;
-  return (chunk) => (total += chunk.byteLength) <= max;
+  return (chunk) => {
+    total += chunk.byteLength;
+    return total <= max;
+  };
 }
 
 /** Bytes since the last event boundary (an empty line: LF, CR or CRLF line ends, per the SSE spec). */

@@ -45,7 +45,8 @@ export abstract class AgentRoomBase extends Agent<Env> implements AgentRoomRpc {
 
   override onStart(): void {
     const { surface, attachments } = this.platform();
-    const journal = (this.journal = new TurnJournal(this.ctx.storage.sql));
+    this.journal = new TurnJournal(this.ctx.storage.sql);
+    const journal = this.journal;
     journal.migrate();
     journal.prune(Date.now());
     this.delivery = new RoomDelivery({

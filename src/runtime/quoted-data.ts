@@ -47,6 +47,7 @@ export function quoteInline(text: string, maxChars: number): string {
 
 /** One line (control characters and line breaks become spaces), at most `maxChars`. */
 export function flatten(text: string, maxChars: number): string {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it removes
   const line = text.replace(/[\u0000-\u001f\u007f\u2028\u2029\s]+/g, " ").trim();
   return line.length > maxChars ? `${line.slice(0, maxChars - 3)}...` : line;
 }

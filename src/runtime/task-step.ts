@@ -5,7 +5,6 @@
 // a tool that needs a person's approval pauses the step (the task waits, holding no slot) and the
 // step carries on from that point with the person's answer, or with the expiry's denial.
 import { renderCharacter } from "./providers/character-provider.ts";
-import { AppError } from "./errors.ts";
 import type { ModelSession } from "./model-session.ts";
 import { completeStructured } from "./structured-output.ts";
 import type { TaskLoopDeps } from "./task-deps.ts";

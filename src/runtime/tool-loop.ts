@@ -3,7 +3,7 @@
 // failed tool calls in a row, or the turn's deadline). A bound ends with a clear final message.
 // A call to a tool that needs a person's approval pauses the loop when the surface can ask: the
 // loop returns a checkpoint (plain data) and is later resumed from it with the person's decision.
-import { ModelSession, transcriptForFallback } from "./model-session.ts";
+import { type ModelSession, transcriptForFallback } from "./model-session.ts";
 import type { ToolExecutor } from "./tool-executor.ts";
 import type { ApprovalDecision, StopReason, ToolCallRecord, ToolLoopCheckpoint, TurnObserver } from "./turn-types.ts";
 import type { ChatMessage, EventSink, ToolCall, ToolSpec } from "./types.ts";

@@ -37,6 +37,7 @@ export const ODD_STRINGS = [
   "", " ", ".", "..", "../../etc/passwd", "%", "%%", "%ZZ", "%2e%2e", "%2F", "%00", "%E0%A4%A", "%C0%AF", "%F0%9F%98",
   "null", "undefined", "NaN", "-1", "0", "1e309", "__proto__", "constructor", "toString", "user:alice", "a/b", "a\\b",
   "a?b=c", "a#b", "a;b", "😀", "Zoë", "\u202e", "\u0000", "\ud800", "\udfff", "\u200b", "ｆｕｌｌ", "<script>", "' OR 1=1 --",
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: a template-injection probe, as text on purpose
   "${7*7}", "a".repeat(65), "a".repeat(129), "9".repeat(21),
 ];
 
@@ -162,7 +163,9 @@ export function mutate(value: unknown, mutations: readonly Mutation[]): unknown 
     slots.push({ parent, key });
     const child = (parent as Record<string | number, unknown>)[key];
     if (depth > 8 || typeof child !== "object" || child === null) return;
-    if (Array.isArray(child)) child.forEach((_, i) => collect(child, i, depth + 1));
+    if (Array.isArray(child)) {
+      for (let i = 0; i < child.length; i++) collect(child, i, depth + 1);
+    }
     else for (const name of Object.keys(child)) collect(child as Record<string, unknown>, name, depth + 1);
   };
   collect(holder, "root", 0);
@@ -210,7 +213,7 @@ export function malformedJson(base: fc.Arbitrary<unknown>): fc.Arbitrary<string>
           return `\ufeff${text}`;
         case "comment":
           return `/* c */${text}`;
-        case "duplicate-key":
+        default:
           return text.replace(/^\{/, '{"text":1,"agentId":[],');
       }
     }),
@@ -224,7 +227,7 @@ export function malformedJson(base: fc.Arbitrary<unknown>): fc.Arbitrary<string>
  */
 export const deepJsonText: fc.Arbitrary<string> = fc
   .tuple(fc.constantFrom(100, 1_001, 10_000, 100_000), fc.constantFrom("[", '{"a":', '{"0":'))
-  .map(([depth, open]) => (open === "[" ? "[".repeat(depth) + "]".repeat(depth) : open.repeat(depth) + "1" + "}".repeat(depth)));
+  .map(([depth, open]) => (open === "[" ? "[".repeat(depth) + "]".repeat(depth) : `${open.repeat(depth)}1${"}".repeat(depth)}`));
 
 const DEEP_MARK = "\u0001deep\u0001";
 

@@ -16,7 +16,7 @@ const PLATFORM_PACKAGE = /^(cloudflare:|agents(\/|$)|hono(\/|$)|@hono\/|drizzle-
 
 const edgeKey = (edge: ImportEdge) => `${edge.from} -> ${edge.target ?? edge.specifier}`;
 const where = (edge: ImportEdge) => `${edge.from}:${edge.line} imports "${edge.specifier}"${edge.typeOnly ? " (type only)" : ""}`;
-const inside = (path: string | null, folder: string) => path !== null && path.startsWith(folder);
+const inside = (path: string | null, folder: string): boolean => path?.startsWith(folder) === true;
 
 const RULES: Array<{ rule: string; breaks: (edge: ImportEdge) => boolean }> = [
   {
@@ -66,7 +66,9 @@ export function cycleViolations(edges: readonly ImportEdge[], under: string, all
 export function staleCycleEdges(edges: readonly ImportEdge[], under: string, allowedEdges: ReadonlySet<string>): string[] {
   const graph = localGraph(edges, under, new Set());
   const componentOf = new Map<string, number>();
-  components(graph).forEach((component, index) => component.forEach((file) => componentOf.set(file, index)));
+  for (const [index, component] of components(graph).entries()) {
+    for (const file of component) componentOf.set(file, index);
+  }
   return [...allowedEdges].filter((key) => {
     const edge = edges.find((candidate) => edgeKey(candidate) === key);
     if (!edge || edge.target === null) return true;

@@ -156,7 +156,7 @@ class PeerAuthProvider implements OAuthServerProvider {
 
   async exchangeRefreshToken(client: OAuthClientInformationFull, refreshToken: string, scopes?: string[], resource?: URL): Promise<OAuthTokens> {
     const stored = this.tokens.get(refreshToken);
-    if (!stored || stored.kind !== "refresh" || stored.clientId !== client.client_id) throw new InvalidGrantError("refresh token is not valid");
+    if (stored?.kind !== "refresh" || stored.clientId !== client.client_id) throw new InvalidGrantError("refresh token is not valid");
     // Rotation: a refresh token works once.
     this.tokens.delete(refreshToken);
     this.counts.refreshes += 1;
@@ -165,7 +165,7 @@ class PeerAuthProvider implements OAuthServerProvider {
 
   async verifyAccessToken(token: string): Promise<AuthInfo> {
     const stored = this.tokens.get(token);
-    if (!stored || stored.kind !== "access" || stored.expiresAt <= Date.now()) throw new InvalidTokenError("token is not valid");
+    if (stored?.kind !== "access" || stored.expiresAt <= Date.now()) throw new InvalidTokenError("token is not valid");
     return { token, clientId: stored.clientId, scopes: stored.scopes, expiresAt: Math.floor(stored.expiresAt / 1000), resource: stored.resource };
   }
 

@@ -183,9 +183,15 @@ describe("token counting", () => {
     expect(pieces).toBeGreaterThanOrEqual(Math.floor(100_000 / MAX_RUN_CHARS) * perPiece);
     // Ordinary text is counted in one piece, exactly as before.
     const calls: string[] = [];
-    countInPieces("Hello there, how are you?", (text) => (calls.push(text), 1));
+    countInPieces("Hello there, how are you?", (text) => {
+      calls.push(text);
+      return 1;
+    });
     expect(calls).toEqual(["Hello there, how are you?"]);
-    countInPieces(`start ${"b".repeat(600)} end`, (text) => (calls.push(text), 1));
+    countInPieces(`start ${"b".repeat(600)} end`, (text) => {
+      calls.push(text);
+      return 1;
+    });
     expect(calls.slice(1).join("")).toBe(`start ${"b".repeat(600)} end`);
   });
 });

@@ -354,7 +354,10 @@ describe("task loop", () => {
     state = (await advanceTask(state, h.deps)).state; // step 1 on main
     const tools = h.deps.tools;
     // The primary goes down right after its tool call in step 2.
-    h.deps.tools = { list: () => tools.list(), call: async (name, args, ctx) => ((mainDown = true), tools.call(name, args, ctx)) };
+    h.deps.tools = { list: () => tools.list(), call: async (name, args, ctx) => {
+      mainDown = true;
+      return tools.call(name, args, ctx);
+    } };
     const { final } = await run(h, state);
     expect(final.status).toBe("completed");
     expect(h.events).toContainEqual(expect.objectContaining({ type: "model_failover", from: "main", to: "backup" }));

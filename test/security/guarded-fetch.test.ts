@@ -1,9 +1,4 @@
-// The guarded fetch (src/net/) on its own: no spelling of a private address gets through (a
-// property over generated spellings: IPv4 in decimal, hex, octal and short forms, IPv6 mapped,
-// compatible, 6to4, Teredo, NAT64, ULA, link-local, site-local, zero-padded, upper-case, names
-// with a trailing dot, names whose DNS answer is private), redirects are re-checked, and the
-// size and time caps hold whatever the server says. The network is a recording stand-in.
-import { env } from "cloudflare:workers";
+
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { loadConfig } from "../../src/config.ts";

@@ -50,7 +50,7 @@ function install(overrides: Partial<Scenario> = {}): void {
   network.names.set(INTRANET, ["10.0.0.7"]);
   const internal = () => new Response(INTERNAL_BODY, { status: 400, headers: { "content-type": "text/plain" } });
   for (const host of INTERNAL_HOSTS) network.hosts.set(host, internal);
-  network.hosts.set("mcp.attacker.test", (request, url) => {
+  network.hosts.set("mcp.attacker.test", (_request, url) => {
     if (url.pathname.startsWith("/.well-known/oauth-protected-resource")) {
       return Response.json({ resource: `${MCP}/mcp`, authorization_servers: scenario.authorizationServers });
     }

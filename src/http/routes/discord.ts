@@ -7,7 +7,6 @@ import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { verifyKey } from "discord-interactions";
 import { loadConfig } from "../../config.ts";
-import type { Env } from "../../env.ts";
 import type { AppEnv } from "../app-env.ts";
 import { enforceRate } from "../rate-limit.ts";
 import { guard } from "../auth.ts";

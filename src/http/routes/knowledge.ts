@@ -3,7 +3,6 @@
 // same title) again replaces it; deleting removes it with its fragments and their vectors.
 // Knowledge reaches every user of the agent, so a token limited to a user prefix may not change it.
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
-import type { Env } from "../../env.ts";
 import type { AppEnv } from "../app-env.ts";
 import { guard } from "../auth.ts";
 import { assertMayWriteAgentWide } from "../namespaces.ts";

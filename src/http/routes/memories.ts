@@ -4,7 +4,6 @@
 // embeds memories still waiting for a vector. User and room ids in bodies and filters follow the
 // namespace rules of ../namespaces.ts.
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
-import type { Env } from "../../env.ts";
 import type { AppEnv } from "../app-env.ts";
 import { assertMayActFor, guard } from "../auth.ts";
 import { assertMayFilterMemories, assertMayWriteMemory } from "../namespaces.ts";

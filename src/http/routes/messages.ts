@@ -5,7 +5,6 @@
 // are shown only to a token that may read memories.
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import { loadConfig } from "../../config.ts";
-import type { Env } from "../../env.ts";
 import { enforceRate } from "../rate-limit.ts";
 import type { AppEnv } from "../app-env.ts";
 import { guard, hasScope } from "../auth.ts";
