@@ -39,24 +39,44 @@ const baseBindings = {
 
 /** A real Ed25519 key pair per run: the worker gets the public key, tests sign with the private one. */
 async function discordKeys(): Promise<{ publicKey: string; privateKey: string }> {
-  const pair = (await crypto.subtle.generateKey({ name: "Ed25519" }, true, ["sign", "verify"])) as CryptoKeyPair;
-  const publicKey = Buffer.from(await crypto.subtle.exportKey("raw", pair.publicKey)).toString("hex");
-  const privateKey = Buffer.from(await crypto.subtle.exportKey("pkcs8", pair.privateKey)).toString("base64");
+  const pair = (await crypto.subtle.generateKey({ name: "Ed25519" }, true, [
+    "sign",
+    "verify",
+  ])) as CryptoKeyPair;
+  const publicKey = Buffer.from(await crypto.subtle.exportKey("raw", pair.publicKey)).toString(
+    "hex",
+  );
+  const privateKey = Buffer.from(await crypto.subtle.exportKey("pkcs8", pair.privateKey)).toString(
+    "base64",
+  );
   return { publicKey, privateKey };
 }
 
 export default defineConfig(async () => {
   const migrations = await readD1Migrations("migrations");
   // The worker-first routes of wrangler.toml, for test/wrangler-config.test.ts to hold against the API.
-  const runWorkerFirst = JSON.stringify(unstable_readConfig({ config: "./wrangler.toml" }).assets?.run_worker_first ?? null);
+  const runWorkerFirst = JSON.stringify(
+    unstable_readConfig({ config: "./wrangler.toml" }).assets?.run_worker_first ?? null,
+  );
   const discord = await discordKeys();
-  const project = (name: string, include: string[], bindings: Record<string, unknown>, globalSetup: string[] = [], setupFiles = ["./test/setup/apply-migrations.ts"]) => ({
+  const project = (
+    name: string,
+    include: string[],
+    bindings: Record<string, unknown>,
+    globalSetup: string[] = [],
+    setupFiles = ["./test/setup/apply-migrations.ts"],
+  ) => ({
     plugins: [
       cloudflareTest({
         wrangler: { configPath: "./wrangler.toml" },
         remoteBindings: false,
         miniflare: {
-          bindings: { ...baseBindings, ...bindings, TEST_MIGRATIONS: migrations, TEST_RUN_WORKER_FIRST: runWorkerFirst },
+          bindings: {
+            ...baseBindings,
+            ...bindings,
+            TEST_MIGRATIONS: migrations,
+            TEST_RUN_WORKER_FIRST: runWorkerFirst,
+          },
           // An empty database for test/migrations.test.ts, which applies the migrations in steps.
           d1Databases: { TEST_MIGRATION_DB: "test-migration-db" },
           // The tokenizer's 2.4 MB rank table must not travel through Vitest's module WebSocket:
@@ -68,7 +88,14 @@ export default defineConfig(async () => {
     ],
     // Integration tests make hundreds of requests through workerd; on a busy 2-core machine the
     // default 5 s is too tight. Nothing here asserts speed (that is `npm run bench`).
-    test: { name, include, exclude: [...configDefaults.exclude, "test/runtime/**"], globalSetup, testTimeout: 30_000, setupFiles },
+    test: {
+      name,
+      include,
+      exclude: [...configDefaults.exclude, "test/runtime/**"],
+      globalSetup,
+      testTimeout: 30_000,
+      setupFiles,
+    },
   });
   const withModelAndDiscord = {
     OPENAI_API_KEY: "sk-test-not-a-real-key",
@@ -95,20 +122,47 @@ export default defineConfig(async () => {
     test: {
       projects: [
         // Limits high enough that no test trips them by accident, but the limiter is on every request.
-        project("main", ["test/**/*.test.ts"], { ...withModelAndDiscord, RATE_LIMIT_PER_TOKEN: "100000/min", RATE_LIMIT_PER_USER: "100000/min" }, [
-          // Real MCP servers (and an OAuth one) from the MCP SDK, on loopback.
-          "./test/setup/mcp-peers.ts",
-        ]),
+        project(
+          "main",
+          ["test/**/*.test.ts"],
+          {
+            ...withModelAndDiscord,
+            RATE_LIMIT_PER_TOKEN: "100000/min",
+            RATE_LIMIT_PER_USER: "100000/min",
+          },
+          [
+            // Real MCP servers (and an OAuth one) from the MCP SDK, on loopback.
+            "./test/setup/mcp-peers.ts",
+          ],
+        ),
         project("no-model", ["test/no-model/**/*.spec.ts"], {}),
         // A database no migration was applied to: the worker brings it up to date itself.
-        project("fresh-db", ["test/fresh-db/**/*.spec.ts"], { ...withModelAndDiscord, SEED_CHARACTERS: "true" }, [], []),
+        project(
+          "fresh-db",
+          ["test/fresh-db/**/*.spec.ts"],
+          { ...withModelAndDiscord, SEED_CHARACTERS: "true" },
+          [],
+          [],
+        ),
         // The deployment defaults tightened, to watch them bite.
-        project("limits", ["test/limits/**/*.spec.ts"], { ...withModelAndDiscord, RATE_LIMIT_PER_TOKEN: "30/min", RATE_LIMIT_PER_USER: "3/min" }),
+        project("limits", ["test/limits/**/*.spec.ts"], {
+          ...withModelAndDiscord,
+          RATE_LIMIT_PER_TOKEN: "30/min",
+          RATE_LIMIT_PER_USER: "3/min",
+        }),
         // The pure runtime (src/runtime/) in plain Node: no workerd, no bindings, no migrations.
         { test: { name: "runtime", include: ["test/runtime/**/*.test.ts"], environment: "node" } },
         // The Node tools (the memory CLI, the knowledge file reader) in Node, against the worker
         // started as the benchmarks start it; and the import graph's boundaries (boundaries.spec.ts).
-        { test: { name: "node", include: ["test/node/**/*.spec.ts"], environment: "node", testTimeout: 60_000, hookTimeout: 120_000 } },
+        {
+          test: {
+            name: "node",
+            include: ["test/node/**/*.spec.ts"],
+            environment: "node",
+            testTimeout: 60_000,
+            hookTimeout: 120_000,
+          },
+        },
       ],
     },
   };

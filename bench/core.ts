@@ -11,7 +11,13 @@ import { toolsProvider } from "../src/runtime/providers/tools-provider.ts";
 import { loadTokenCounter } from "../src/runtime/tokens.ts";
 import { createTurnRunner } from "../src/runtime/turn-runner.ts";
 import { DEFAULT_LIMITS, type TurnInput } from "../src/runtime/turn-types.ts";
-import type { ChatModel, ChatResponse, Memory, MemoryStore, ToolCall } from "../src/runtime/types.ts";
+import type {
+  ChatModel,
+  ChatResponse,
+  Memory,
+  MemoryStore,
+  ToolCall,
+} from "../src/runtime/types.ts";
 import { summarize, type Summary } from "./stats.ts";
 
 export interface CoreRow {
@@ -68,16 +74,33 @@ export async function runCoreBench(): Promise<CoreRow[]> {
     bio: ["Answers quickly.", "Knows a little about everything."],
     lore: ["Was written in one afternoon.", "Has never met a model it did not like."],
     style: { all: ["Be brief."], chat: ["Be friendly."] },
-    messageExamples: [[{ name: "{{user1}}", content: { text: "Hi" } }, { name: "Bench", content: { text: "Hello!" } }]],
+    messageExamples: [
+      [
+        { name: "{{user1}}", content: { text: "Hi" } },
+        { name: "Bench", content: { text: "Hello!" } },
+      ],
+    ],
   });
   const tokens = await loadTokenCounter();
   const rows: CoreRow[] = [];
 
-  const scenario = async (name: string, turns: number, prefill: number, script: () => ChatResponse) => {
+  const scenario = async (
+    name: string,
+    turns: number,
+    prefill: number,
+    script: () => ChatResponse,
+  ) => {
     const memory = memoryStore();
-    const clock = { now: (() => { let t = Date.now(); return () => ++t; })() };
+    const clock = {
+      now: (() => {
+        let t = Date.now();
+        return () => ++t;
+      })(),
+    };
     let tools = combineToolHosts([]);
-    tools = combineToolHosts([createBuiltinToolHost({ memory, clock, listAll: () => tools.list() })]);
+    tools = combineToolHosts([
+      createBuiltinToolHost({ memory, clock, listAll: () => tools.list() }),
+    ]);
     const model = instantModel(script);
     const runner = createTurnRunner({
       model,
@@ -119,15 +142,22 @@ export async function runCoreBench(): Promise<CoreRow[]> {
     model.calls = 0;
     const samples: number[] = [];
     for (let i = 0; i < turns; i++) samples.push(await turn(i));
-    rows.push({ scenario: name, turns, latency: summarize(samples), modelCallsPerTurn: model.calls / turns });
+    rows.push({
+      scenario: name,
+      turns,
+      latency: summarize(samples),
+      modelCallsPerTurn: model.calls / turns,
+    });
   };
 
   await scenario("plain turn", 2000, 0, () => reply("Hello!"));
   let round = 0;
   await scenario("two-tool turn (3 model calls)", 1000, 0, () => {
     round = (round + 1) % 3;
-    if (round === 1) return reply("", [{ id: "c1", name: "current_time", arguments: '{"timeZone":"UTC"}' }]);
-    if (round === 2) return reply("", [{ id: "c2", name: "list_available_tools", arguments: "{}" }]);
+    if (round === 1)
+      return reply("", [{ id: "c1", name: "current_time", arguments: '{"timeZone":"UTC"}' }]);
+    if (round === 2)
+      return reply("", [{ id: "c2", name: "list_available_tools", arguments: "{}" }]);
     return reply("It is now, and these are my tools.");
   });
   await scenario("room with 1,000 prior messages", 2000, 500, () => reply("Hello!"));

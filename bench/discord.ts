@@ -20,9 +20,16 @@ const PINGS = 300;
 
 async function main(): Promise<void> {
   const cpu = cpus();
-  console.log(`\nedge-agents discord bench: ${cpu[0]?.model ?? "unknown CPU"} x${cpu.length}, Node ${process.version}`);
-  const pair = (await crypto.subtle.generateKey({ name: "Ed25519" }, true, ["sign", "verify"])) as CryptoKeyPair;
-  const publicKey = Buffer.from(await crypto.subtle.exportKey("raw", pair.publicKey)).toString("hex");
+  console.log(
+    `\nedge-agents discord bench: ${cpu[0]?.model ?? "unknown CPU"} x${cpu.length}, Node ${process.version}`,
+  );
+  const pair = (await crypto.subtle.generateKey({ name: "Ed25519" }, true, [
+    "sign",
+    "verify",
+  ])) as CryptoKeyPair;
+  const publicKey = Buffer.from(await crypto.subtle.exportKey("raw", pair.publicKey)).toString(
+    "hex",
+  );
   const discord = await startDiscordServer();
   const model = await startModelServer();
   model.respondWith(() => ({ text: "Hello from the bench!" }));
@@ -35,19 +42,41 @@ async function main(): Promise<void> {
     DISCORD_API_BASE: `${discord.url}/api/v10`,
   });
   try {
-    const created = await worker.call("POST", "/agents", { id: "discord-bench", name: "Bench", bio: ["A benchmark agent."], system: "You are Bench.", settings: { memory: { factsEvery: 1000, summarizeAfter: 10000 } } });
-    if (created.status !== 201) throw new Error(`creating the agent failed: ${created.status} ${await created.text()}`);
-    const configured = await worker.call("POST", "/clients/discord/config", { defaultAgentId: "discord-bench" });
-    if (configured.status !== 200) throw new Error(`configuring Discord failed: ${configured.status} ${await configured.text()}`);
+    const created = await worker.call("POST", "/agents", {
+      id: "discord-bench",
+      name: "Bench",
+      bio: ["A benchmark agent."],
+      system: "You are Bench.",
+      settings: { memory: { factsEvery: 1000, summarizeAfter: 10000 } },
+    });
+    if (created.status !== 201)
+      throw new Error(`creating the agent failed: ${created.status} ${await created.text()}`);
+    const configured = await worker.call("POST", "/clients/discord/config", {
+      defaultAgentId: "discord-bench",
+    });
+    if (configured.status !== 200)
+      throw new Error(
+        `configuring Discord failed: ${configured.status} ${await configured.text()}`,
+      );
 
     /** Signs like Discord (timestamp + body) and times the round trip from after the signing. */
     const signedPost = async (body: string) => {
       const timestamp = String(Math.floor(Date.now() / 1000));
-      const signature = Buffer.from(await crypto.subtle.sign({ name: "Ed25519" }, pair.privateKey, new TextEncoder().encode(timestamp + body))).toString("hex");
+      const signature = Buffer.from(
+        await crypto.subtle.sign(
+          { name: "Ed25519" },
+          pair.privateKey,
+          new TextEncoder().encode(timestamp + body),
+        ),
+      ).toString("hex");
       const sentAt = performance.now();
       const response = await fetch(`${worker.base}/discord/interactions`, {
         method: "POST",
-        headers: { "content-type": "application/json", "x-signature-ed25519": signature, "x-signature-timestamp": timestamp },
+        headers: {
+          "content-type": "application/json",
+          "x-signature-ed25519": signature,
+          "x-signature-timestamp": timestamp,
+        },
         body,
       });
       const text = await response.text();
@@ -56,7 +85,9 @@ async function main(): Promise<void> {
 
     let n = 0;
     const timings = { channel: [] as number[], enqueue: [] as number[] };
-    const send = async (channel: number): Promise<{ ms: number; token: string; sentAt: number }> => {
+    const send = async (
+      channel: number,
+    ): Promise<{ ms: number; token: string; sentAt: number }> => {
       n += 1;
       const token = `bench-token-${n}`;
       const body = JSON.stringify({
@@ -66,23 +97,32 @@ async function main(): Promise<void> {
         token,
         guild_id: "900000000000000001",
         channel_id: String(800_000_000_000_000_000n + BigInt(channel)),
-        member: { user: { id: String(700_000_000_000_000_000n + BigInt(n % 200)), username: "bench" }, permissions: "0" },
+        member: {
+          user: { id: String(700_000_000_000_000_000n + BigInt(n % 200)), username: "bench" },
+          permissions: "0",
+        },
         data: { name: "chat", options: [{ name: "message", type: 3, value: `message ${n}` }] },
       });
       const { response, text, sentAt, ms } = await signedPost(body);
       const timing = response.headers.get("server-timing") ?? "";
       timings.channel.push(Number(/channel;dur=([\d.]+)/.exec(timing)?.[1] ?? Number.NaN));
       timings.enqueue.push(Number(/enqueue;dur=([\d.]+)/.exec(timing)?.[1] ?? Number.NaN));
-      if (response.status !== 200 || text !== '{"type":5}') throw new Error(`interaction ${n}: HTTP ${response.status} ${text.slice(0, 200)}`);
+      if (response.status !== 200 || text !== '{"type":5}')
+        throw new Error(`interaction ${n}: HTTP ${response.status} ${text.slice(0, 200)}`);
       return { ms, token, sentAt };
     };
 
     // 0. The floor: a signed PING is the signature check and nothing else (no D1, no Durable Object).
     const pings: number[] = [];
     for (let i = 0; i < WARMUP + PINGS; i++) {
-      const body = JSON.stringify({ id: String(2_000_000_000_000_000n + BigInt(i)), application_id: APP_ID, type: 1 });
+      const body = JSON.stringify({
+        id: String(2_000_000_000_000_000n + BigInt(i)),
+        application_id: APP_ID,
+        type: 1,
+      });
       const { response, text, ms } = await signedPost(body);
-      if (response.status !== 200 || text !== '{"type":1}') throw new Error(`PING ${i}: HTTP ${response.status} ${text.slice(0, 200)}`);
+      if (response.status !== 200 || text !== '{"type":1}')
+        throw new Error(`PING ${i}: HTTP ${response.status} ${text.slice(0, 200)}`);
       if (i >= WARMUP) pings.push(ms);
     }
 
@@ -105,15 +145,38 @@ async function main(): Promise<void> {
     }
 
     const ping = summarize(pings);
-    console.log(`\n0. Signed PING -> PONG (the floor: HTTP into local workerd plus the signature check), ${PINGS} after ${WARMUP} warm-up\n`);
-    console.log(markdownTable(["interactions", "p50 ms", "p95 ms", "p99 ms", "mean ms"], [[ping.n, ping.p50, ping.p95, ping.p99, ping.mean]], [0, 1, 1, 1, 1]));
+    console.log(
+      `\n0. Signed PING -> PONG (the floor: HTTP into local workerd plus the signature check), ${PINGS} after ${WARMUP} warm-up\n`,
+    );
+    console.log(
+      markdownTable(
+        ["interactions", "p50 ms", "p95 ms", "p99 ms", "mean ms"],
+        [[ping.n, ping.p50, ping.p95, ping.p99, ping.mean]],
+        [0, 1, 1, 1, 1],
+      ),
+    );
     const ack = summarize(acks);
     const follow = summarize(followUps);
-    console.log(`\n1. Signed /chat interaction -> type-5 acknowledgement (client-measured), ${ACK_INTERACTIONS} interactions over ${CHANNELS} channels`);
-    console.log(`   after ${WARMUP} warm-up; Discord's deadline is 3,000 ms, the issue's target p99 <= 25 ms.\n`);
-    console.log(markdownTable(["interactions", "p50 ms", "p95 ms", "p99 ms", "mean ms"], [[ack.n, ack.p50, ack.p95, ack.p99, ack.mean]], [0, 1, 1, 1, 1]));
-    const ackTimings = { channel: summarize(timings.channel.slice(WARMUP, WARMUP + ACK_INTERACTIONS)), enqueue: summarize(timings.enqueue.slice(WARMUP, WARMUP + ACK_INTERACTIONS)) };
-    console.log("\n   inside the worker (Server-Timing): channel settings from D1, and the room's enqueueTurn RPC\n");
+    console.log(
+      `\n1. Signed /chat interaction -> type-5 acknowledgement (client-measured), ${ACK_INTERACTIONS} interactions over ${CHANNELS} channels`,
+    );
+    console.log(
+      `   after ${WARMUP} warm-up; Discord's deadline is 3,000 ms, the issue's target p99 <= 25 ms.\n`,
+    );
+    console.log(
+      markdownTable(
+        ["interactions", "p50 ms", "p95 ms", "p99 ms", "mean ms"],
+        [[ack.n, ack.p50, ack.p95, ack.p99, ack.mean]],
+        [0, 1, 1, 1, 1],
+      ),
+    );
+    const ackTimings = {
+      channel: summarize(timings.channel.slice(WARMUP, WARMUP + ACK_INTERACTIONS)),
+      enqueue: summarize(timings.enqueue.slice(WARMUP, WARMUP + ACK_INTERACTIONS)),
+    };
+    console.log(
+      "\n   inside the worker (Server-Timing): channel settings from D1, and the room's enqueueTurn RPC\n",
+    );
     console.log(
       markdownTable(
         ["part", "p50 ms", "p95 ms", "p99 ms"],
@@ -124,9 +187,19 @@ async function main(): Promise<void> {
         [0, 1, 1, 1],
       ),
     );
-    console.log(`\n   all ${WARMUP + ACK_INTERACTIONS} replies had reached the Discord stand-in ${(drainMs / 1000).toFixed(1)} s after the last acknowledgement.`);
-    console.log(`\n2. Send -> the reply's PATCH @original at the Discord stand-in, one at a time, model stand-in answering at once\n`);
-    console.log(markdownTable(["interactions", "p50 ms", "p95 ms", "p99 ms", "mean ms"], [[follow.n, follow.p50, follow.p95, follow.p99, follow.mean]], [0, 1, 1, 1, 1]));
+    console.log(
+      `\n   all ${WARMUP + ACK_INTERACTIONS} replies had reached the Discord stand-in ${(drainMs / 1000).toFixed(1)} s after the last acknowledgement.`,
+    );
+    console.log(
+      `\n2. Send -> the reply's PATCH @original at the Discord stand-in, one at a time, model stand-in answering at once\n`,
+    );
+    console.log(
+      markdownTable(
+        ["interactions", "p50 ms", "p95 ms", "p99 ms", "mean ms"],
+        [[follow.n, follow.p50, follow.p95, follow.p99, follow.mean]],
+        [0, 1, 1, 1, 1],
+      ),
+    );
     console.log(`\n   model calls: ${model.calls()} for ${n} interactions`);
   } finally {
     await worker.stop();
@@ -150,7 +223,13 @@ async function startDiscordServer(): Promise<DiscordServer> {
   const server = createServer(async (req, res) => {
     const body = await readBody(req);
     const at = performance.now();
-    const response = await standIn.fetch(new Request(`http://127.0.0.1${req.url ?? "/"}`, { method: req.method, headers: { "content-type": "application/json" }, body }));
+    const response = await standIn.fetch(
+      new Request(`http://127.0.0.1${req.url ?? "/"}`, {
+        method: req.method,
+        headers: { "content-type": "application/json" },
+        body,
+      }),
+    );
     const token = /\/webhooks\/\d+\/([^/]+)\/messages\/@original$/.exec(req.url ?? "")?.[1];
     if (req.method === "PATCH" && token) arrivals.set(token, at);
     for (const wake of waiters) wake();
@@ -173,7 +252,8 @@ async function startDiscordServer(): Promise<DiscordServer> {
     });
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    waitForEdits: (count, timeoutMs) => until(() => arrivals.size >= count, timeoutMs, `${count} replies (saw ${arrivals.size})`),
+    waitForEdits: (count, timeoutMs) =>
+      until(() => arrivals.size >= count, timeoutMs, `${count} replies (saw ${arrivals.size})`),
     async editArrival(token, timeoutMs) {
       await until(() => arrivals.has(token), timeoutMs, `the reply to ${token}`);
       return arrivals.get(token)!;
@@ -193,6 +273,8 @@ function readBody(req: IncomingMessage): Promise<string> {
 }
 
 main().catch((error: unknown) => {
-  console.error(`bench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+  console.error(
+    `bench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`,
+  );
   process.exit(1);
 });

@@ -31,13 +31,41 @@ export interface LocomoConversation {
   questions: LocomoQuestion[];
 }
 
-export const CATEGORY_NAMES: Readonly<Record<number, string>> = { 1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial" };
+export const CATEGORY_NAMES: Readonly<Record<number, string>> = {
+  1: "multi-hop",
+  2: "temporal",
+  3: "open-domain",
+  4: "single-hop",
+  5: "adversarial",
+};
 
-const Turn = z.looseObject({ speaker: z.string(), dia_id: z.string(), text: z.string(), blip_caption: z.string().optional() });
+const Turn = z.looseObject({
+  speaker: z.string(),
+  dia_id: z.string(),
+  text: z.string(),
+  blip_caption: z.string().optional(),
+});
 const Question = z.looseObject({ question: z.string(), evidence: z.unknown(), category: z.int() });
-const Sample = z.looseObject({ sample_id: z.string().optional(), conversation: z.record(z.string(), z.unknown()), qa: z.array(Question) });
+const Sample = z.looseObject({
+  sample_id: z.string().optional(),
+  conversation: z.record(z.string(), z.unknown()),
+  qa: z.array(Question),
+});
 
-const MONTHS = ["january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november", "december"];
+const MONTHS = [
+  "january",
+  "february",
+  "march",
+  "april",
+  "may",
+  "june",
+  "july",
+  "august",
+  "september",
+  "october",
+  "november",
+  "december",
+];
 
 export function loadLocomo(path: string): LocomoConversation[] {
   const samples = z.array(Sample).parse(JSON.parse(readFileSync(path, "utf8")));
@@ -57,20 +85,34 @@ function parseConversation(sample: z.infer<typeof Sample>, fallbackId: string): 
   for (const session of sessions) {
     const date = fields[`session_${session}_date_time`];
     const start = typeof date === "string" ? parseSessionDate(date) : null;
-    if (start === null) throw new Error(`${id}: session ${session} has no readable date (${JSON.stringify(date)})`);
+    if (start === null)
+      throw new Error(`${id}: session ${session} has no readable date (${JSON.stringify(date)})`);
     z.array(Turn)
       .parse(fields[`session_${session}`])
       .forEach((turn, i) => {
         const photo = turn.blip_caption ? ` [shares a photo: ${turn.blip_caption}]` : "";
-        turns.push({ diaId: turn.dia_id, speaker: turn.speaker, text: `${turn.text}${photo}`, session, at: start + i * 1000 });
+        turns.push({
+          diaId: turn.dia_id,
+          speaker: turn.speaker,
+          text: `${turn.text}${photo}`,
+          session,
+          at: start + i * 1000,
+        });
       });
   }
   const known = new Set(turns.map((turn) => turn.diaId));
   const questions = sample.qa.map((qa) => {
     const cited = parseEvidence(qa.evidence);
-    return { question: qa.question, evidence: cited.filter((e) => known.has(e)), dropped: cited.filter((e) => !known.has(e)), category: qa.category };
+    return {
+      question: qa.question,
+      evidence: cited.filter((e) => known.has(e)),
+      dropped: cited.filter((e) => !known.has(e)),
+      category: qa.category,
+    };
   });
-  const speakers = [fields.speaker_a, fields.speaker_b].filter((s): s is string => typeof s === "string");
+  const speakers = [fields.speaker_a, fields.speaker_b].filter(
+    (s): s is string => typeof s === "string",
+  );
   return { id, speakers, turns, questions };
 }
 
@@ -81,22 +123,40 @@ function parseConversation(sample: z.infer<typeof Sample>, fallbackId: string): 
  */
 export function parseEvidence(value: unknown): string[] {
   const entries = Array.isArray(value) ? value : [value];
-  return [...new Set(entries.flatMap((entry) => (typeof entry === "string" ? entry.split(/[;,\s]+/) : [])).filter((piece) => piece !== ""))];
+  return [
+    ...new Set(
+      entries
+        .flatMap((entry) => (typeof entry === "string" ? entry.split(/[;,\s]+/) : []))
+        .filter((piece) => piece !== ""),
+    ),
+  ];
 }
 
 /** "1:56 pm on 8 May, 2023" -> epoch ms, read as UTC (the data has no time zone). */
 export function parseSessionDate(text: string): number | null {
-  const m = /^\s*(\d{1,2}):(\d{2})\s*(am|pm)\s+on\s+(\d{1,2})\s+([A-Za-z]+),?\s+(\d{4})\s*$/i.exec(text);
+  const m = /^\s*(\d{1,2}):(\d{2})\s*(am|pm)\s+on\s+(\d{1,2})\s+([A-Za-z]+),?\s+(\d{4})\s*$/i.exec(
+    text,
+  );
   if (!m) return null;
   const [, hours = "", minutes = "", half = "", day = "", monthName = "", year = ""] = m;
   const month = MONTHS.indexOf(monthName.toLowerCase());
   const hour = Number(hours);
   if (month < 0 || hour < 1 || hour > 12 || Number(minutes) > 59) return null;
-  return Date.UTC(Number(year), month, Number(day), (hour % 12) + (half.toLowerCase() === "pm" ? 12 : 0), Number(minutes));
+  return Date.UTC(
+    Number(year),
+    month,
+    Number(day),
+    (hour % 12) + (half.toLowerCase() === "pm" ? 12 : 0),
+    Number(minutes),
+  );
 }
 
 /** Share of the evidence found among the first k retrieved ids (Maharana et al. 2024, §5). */
-export function recallAtK(retrieved: readonly string[], evidence: readonly string[], k: number): number {
+export function recallAtK(
+  retrieved: readonly string[],
+  evidence: readonly string[],
+  k: number,
+): number {
   if (evidence.length === 0) return 1;
   const top = new Set(retrieved.slice(0, k));
   return evidence.filter((id) => top.has(id)).length / evidence.length;
@@ -119,7 +179,13 @@ export function createRecallTally(ks: readonly number[]): RecallTally {
   const sums = new Map<number, { n: number; sums: number[] }>();
   const row = (category: string, entries: { n: number; sums: number[] }[]): RecallRow => {
     const n = entries.reduce((a, e) => a + e.n, 0);
-    return { category, questions: n, recall: ks.map((_, i) => (n === 0 ? NaN : (100 * entries.reduce((a, e) => a + e.sums[i]!, 0)) / n)) };
+    return {
+      category,
+      questions: n,
+      recall: ks.map((_, i) =>
+        n === 0 ? NaN : (100 * entries.reduce((a, e) => a + e.sums[i]!, 0)) / n,
+      ),
+    };
   };
   return {
     add(category, retrieved, evidence) {
@@ -130,7 +196,10 @@ export function createRecallTally(ks: readonly number[]): RecallTally {
     },
     rows() {
       const categories = [...sums.keys()].sort((a, b) => a - b);
-      return [...categories.map((c) => row(CATEGORY_NAMES[c] ?? `category ${c}`, [sums.get(c)!])), row("overall", [...sums.values()])];
+      return [
+        ...categories.map((c) => row(CATEGORY_NAMES[c] ?? `category ${c}`, [sums.get(c)!])),
+        row("overall", [...sums.values()]),
+      ];
     },
   };
 }

@@ -20,10 +20,17 @@ const FRESH_ROOMS = 60;
 
 async function main(): Promise<void> {
   const cpu = cpus();
-  console.log(`\nedge-agents MCP bench: ${cpu[0]?.model ?? "unknown CPU"} x${cpu.length}, Node ${process.version}`);
+  console.log(
+    `\nedge-agents MCP bench: ${cpu[0]?.model ?? "unknown CPU"} x${cpu.length}, Node ${process.version}`,
+  );
   const peers = await startMcpPeers();
   const model = await startModelServer();
-  const worker = await startBenchWorker({ OPENAI_API_KEY: "bench", OPENAI_BASE_URL: `${model.url}/v1`, MODEL: "bench-model", ALLOW_LOOPBACK_FETCH: "true" });
+  const worker = await startBenchWorker({
+    OPENAI_API_KEY: "bench",
+    OPENAI_BASE_URL: `${model.url}/v1`,
+    MODEL: "bench-model",
+    ALLOW_LOOPBACK_FETCH: "true",
+  });
   try {
     // 1. Directly, with the SDK client.
     const client = new Client({ name: "bench", version: "1.0.0" });
@@ -37,19 +44,36 @@ async function main(): Promise<void> {
     await client.close();
 
     // 2. Through the runtime.
-    const created = await worker.call("POST", "/agents", { id: "mcp-bench", name: "Bench", bio: ["A benchmark agent."], settings: { memory: { factsEvery: 1000, summarizeAfter: 10000 } } });
-    if (created.status !== 201) throw new Error(`creating the agent failed: ${created.status} ${await created.text()}`);
-    const added = await worker.call("POST", "/agents/mcp-bench/tools", { name: "plain", url: peers.plainUrl });
-    if (added.status !== 201) throw new Error(`adding the MCP server failed: ${added.status} ${await added.text()}`);
+    const created = await worker.call("POST", "/agents", {
+      id: "mcp-bench",
+      name: "Bench",
+      bio: ["A benchmark agent."],
+      settings: { memory: { factsEvery: 1000, summarizeAfter: 10000 } },
+    });
+    if (created.status !== 201)
+      throw new Error(`creating the agent failed: ${created.status} ${await created.text()}`);
+    const added = await worker.call("POST", "/agents/mcp-bench/tools", {
+      name: "plain",
+      url: peers.plainUrl,
+    });
+    if (added.status !== 201)
+      throw new Error(`adding the MCP server failed: ${added.status} ${await added.text()}`);
 
-    const plainTurns = await turns(worker.call, model, "plain-room", WARMUP + CALLS, () => ({ text: "Hello!" }));
+    const plainTurns = await turns(worker.call, model, "plain-room", WARMUP + CALLS, () => ({
+      text: "Hello!",
+    }));
     let round = 0;
     const toolScript = () => {
       round = (round + 1) % 2;
-      return round === 1 ? { toolCalls: [{ name: "plain__echo", arguments: { text: "ping" } }] } : { text: "It echoed." };
+      return round === 1
+        ? { toolCalls: [{ name: "plain__echo", arguments: { text: "ping" } }] }
+        : { text: "It echoed." };
     };
     const toolTurns = await turns(worker.call, model, "tool-room", WARMUP + CALLS, toolScript);
-    const inRoom = toolTurns.slice(WARMUP).map((turn) => turn.toolMs).filter((ms): ms is number => ms !== null);
+    const inRoom = toolTurns
+      .slice(WARMUP)
+      .map((turn) => turn.toolMs)
+      .filter((ms): ms is number => ms !== null);
 
     // 3. Connect time of a fresh room.
     const connect: number[] = [];
@@ -58,7 +82,9 @@ async function main(): Promise<void> {
       round = 0;
       const [first, second] = await turns(worker.call, model, `fresh-${i}`, 2, toolScript);
       connect.push(first!.ms - second!.ms);
-      const [bare] = await turns(worker.call, model, `fresh-plain-${i}`, 1, () => ({ text: "Hello!" }));
+      const [bare] = await turns(worker.call, model, `fresh-plain-${i}`, 1, () => ({
+        text: "Hello!",
+      }));
       plainFirst.push(bare!.ms);
     }
 
@@ -66,7 +92,9 @@ async function main(): Promise<void> {
     const r = summarize(inRoom);
     const plain = summarize(plainTurns.slice(WARMUP).map((turn) => turn.ms));
     const tool = summarize(toolTurns.slice(WARMUP).map((turn) => turn.ms));
-    console.log(`\n1. One MCP tools/call (echo), ${CALLS} calls after ${WARMUP} warm-up, same loopback server:\n`);
+    console.log(
+      `\n1. One MCP tools/call (echo), ${CALLS} calls after ${WARMUP} warm-up, same loopback server:\n`,
+    );
     console.log(
       markdownTable(
         ["path", "p50 ms", "p95 ms", "p99 ms"],
@@ -77,7 +105,9 @@ async function main(): Promise<void> {
         [0, 2, 2, 2],
       ),
     );
-    console.log(`\n   median ratio runtime / direct: ${(r.p50 / d.p50).toFixed(2)}x (Workers' clock moves only across I/O: whole ms)`);
+    console.log(
+      `\n   median ratio runtime / direct: ${(r.p50 / d.p50).toFixed(2)}x (Workers' clock moves only across I/O: whole ms)`,
+    );
     console.log(`\n2. Whole turns through the worker (client-measured):\n`);
     console.log(
       markdownTable(
@@ -92,12 +122,19 @@ async function main(): Promise<void> {
     );
     const c = summarize(connect);
     const f = summarize(plainFirst);
-    console.log(`\n3. A fresh room (new Durable Object instance, as after hibernation), ${FRESH_ROOMS} rooms:\n`);
+    console.log(
+      `\n3. A fresh room (new Durable Object instance, as after hibernation), ${FRESH_ROOMS} rooms:\n`,
+    );
     console.log(
       markdownTable(
         ["measure", "p50 ms", "p95 ms", "p99 ms"],
         [
-          ["first tool turn minus the second (connect: initialize + tools/list)", c.p50, c.p95, c.p99],
+          [
+            "first tool turn minus the second (connect: initialize + tools/list)",
+            c.p50,
+            c.p95,
+            c.p99,
+          ],
           ["first plain turn of a room without MCP servers", f.p50, f.p95, f.p99],
         ],
         [0, 1, 1, 1],
@@ -121,12 +158,21 @@ async function turns(
   const results: Array<{ ms: number; toolMs: number | null }> = [];
   for (let i = 0; i < count; i++) {
     const started = performance.now();
-    const response = await call("POST", "/agents/mcp-bench/messages", { roomId, userId: "bench-user", text: `message ${i}` });
-    const body = (await response.json()) as { toolCalls?: Array<{ ok: boolean; durationMs: number }>; error?: unknown };
+    const response = await call("POST", "/agents/mcp-bench/messages", {
+      roomId,
+      userId: "bench-user",
+      text: `message ${i}`,
+    });
+    const body = (await response.json()) as {
+      toolCalls?: Array<{ ok: boolean; durationMs: number }>;
+      error?: unknown;
+    };
     const ms = performance.now() - started;
-    if (response.status !== 200) throw new Error(`turn failed: ${response.status} ${JSON.stringify(body)}`);
+    if (response.status !== 200)
+      throw new Error(`turn failed: ${response.status} ${JSON.stringify(body)}`);
     const toolCall = body.toolCalls?.[0];
-    if (toolCall && !toolCall.ok) throw new Error(`the MCP call failed: ${JSON.stringify(toolCall)}`);
+    if (toolCall && !toolCall.ok)
+      throw new Error(`the MCP call failed: ${JSON.stringify(toolCall)}`);
     results.push({ ms, toolMs: toolCall ? toolCall.durationMs : null });
   }
   return results;

@@ -32,23 +32,35 @@ interface IngestResult {
 async function main(): Promise<void> {
   const { values } = (() => {
     try {
-      return parseArgs({ options: { only: { type: "string" }, sizes: { type: "string" }, help: { type: "boolean" } }, strict: true });
+      return parseArgs({
+        options: { only: { type: "string" }, sizes: { type: "string" }, help: { type: "boolean" } },
+        strict: true,
+      });
     } catch (error) {
       throw new UsageError(`${error instanceof Error ? error.message : String(error)}\n${HELP}`);
     }
   })();
   if (values.help) return console.log(HELP);
-  if (values.only !== undefined && values.only !== "locomo" && values.only !== "scale") throw new UsageError(`--only takes locomo or scale\n${HELP}`);
+  if (values.only !== undefined && values.only !== "locomo" && values.only !== "scale")
+    throw new UsageError(`--only takes locomo or scale\n${HELP}`);
   const sizes = (values.sizes ?? "10000,100000").split(",").map((s) => Number(s.trim()));
-  if (sizes.some((n) => !Number.isInteger(n) || n < 1)) throw new UsageError(`--sizes takes positive integers, e.g. 10000,100000\n${HELP}`);
+  if (sizes.some((n) => !Number.isInteger(n) || n < 1))
+    throw new UsageError(`--sizes takes positive integers, e.g. 10000,100000\n${HELP}`);
 
   const started = performance.now();
   const cpu = cpus();
-  console.log(`\nedge-agents memory bench: ${cpu[0]?.model ?? "unknown CPU"} x${cpu.length}, Node ${process.version}`);
+  console.log(
+    `\nedge-agents memory bench: ${cpu[0]?.model ?? "unknown CPU"} x${cpu.length}, Node ${process.version}`,
+  );
   const worker = await startBenchWorker({});
   try {
-    const health = (await (await fetch(`${worker.base}/health`)).json()) as { embedding?: unknown; vectors?: unknown };
-    console.log(`worker in local workerd; embedder ${JSON.stringify(health.embedding)}, vectors ${JSON.stringify(health.vectors)}`);
+    const health = (await (await fetch(`${worker.base}/health`)).json()) as {
+      embedding?: unknown;
+      vectors?: unknown;
+    };
+    console.log(
+      `worker in local workerd; embedder ${JSON.stringify(health.embedding)}, vectors ${JSON.stringify(health.vectors)}`,
+    );
     if (values.only !== "scale") await locomo(worker.call);
     if (values.only !== "locomo") await scale(worker.call, sizes);
   } finally {
@@ -71,14 +83,28 @@ async function locomo(call: Call): Promise<void> {
     await createAgent(call, agentId, `LoCoMo ${conversation.id}`);
     const result = await ingestAll(call, agentId, locomoMemories(conversation, agentId));
     turns += conversation.turns.length;
-    ingest = { seconds: ingest.seconds + result.seconds, embeddedInline: ingest.embeddedInline + result.embeddedInline, embeddedLater: ingest.embeddedLater + result.embeddedLater };
+    ingest = {
+      seconds: ingest.seconds + result.seconds,
+      embeddedInline: ingest.embeddedInline + result.embeddedInline,
+      embeddedLater: ingest.embeddedLater + result.embeddedLater,
+    };
     for (const question of conversation.questions) {
       const t0 = performance.now();
-      const response = await call("POST", "/memories/similar", { agentId, query: question.question, type: "message", limit: LOCOMO_LIMIT });
-      const body = (await expectJson(Promise.resolve(response), 200)) as { memories: Array<{ metadata: Record<string, unknown> }> };
+      const response = await call("POST", "/memories/similar", {
+        agentId,
+        query: question.question,
+        type: "message",
+        limit: LOCOMO_LIMIT,
+      });
+      const body = (await expectJson(Promise.resolve(response), 200)) as {
+        memories: Array<{ metadata: Record<string, unknown> }>;
+      };
       latencies.push(performance.now() - t0);
-      for (const [leg, ms] of serverTimings(response)) legs.set(leg, [...(legs.get(leg) ?? []), ms]);
-      const retrieved = body.memories.map((m) => (typeof m.metadata.dia_id === "string" ? m.metadata.dia_id : ""));
+      for (const [leg, ms] of serverTimings(response))
+        legs.set(leg, [...(legs.get(leg) ?? []), ms]);
+      const retrieved = body.memories.map((m) =>
+        typeof m.metadata.dia_id === "string" ? m.metadata.dia_id : "",
+      );
       tally.add(question.category, retrieved, question.evidence);
       dropped += question.dropped.length;
       if (question.evidence.length === 0) withoutEvidence++;
@@ -90,16 +116,37 @@ async function locomo(call: Call): Promise<void> {
 
   const rows = tally.rows();
   const questions = rows.at(-1)?.questions ?? 0;
-  console.log(`\n1. LoCoMo retrieval: ${conversations.length} conversations, ${turns} turns, ${questions} questions; turn-level recall@k in %`);
-  console.log(`   (POST /memories/similar, type message, limit ${LOCOMO_LIMIT}; the reference rows are on all 10 conversations)\n`);
+  console.log(
+    `\n1. LoCoMo retrieval: ${conversations.length} conversations, ${turns} turns, ${questions} questions; turn-level recall@k in %`,
+  );
+  console.log(
+    `   (POST /memories/similar, type message, limit ${LOCOMO_LIMIT}; the reference rows are on all 10 conversations)\n`,
+  );
   const table: Cell[][] = rows.map((row) => [row.category, row.questions, ...row.recall]);
-  table.push(["*DRAGON dense retriever (paper, Table 3)*", "", 56.7, 66.2, 76.7], ["*plain BM25, stopwords removed (data README)*", "", 52.2, 58.8, 67.0]);
-  console.log(markdownTable(["retriever / category", "questions", ...RECALL_KS.map((k) => `R@${k}`)], table, [0, 0, 1, 1, 1]));
+  table.push(
+    ["*DRAGON dense retriever (paper, Table 3)*", "", 56.7, 66.2, 76.7],
+    ["*plain BM25, stopwords removed (data README)*", "", 52.2, 58.8, 67.0],
+  );
+  console.log(
+    markdownTable(
+      ["retriever / category", "questions", ...RECALL_KS.map((k) => `R@${k}`)],
+      table,
+      [0, 0, 1, 1, 1],
+    ),
+  );
   const lat = summarize(latencies);
-  console.log(`\ningest: ${turns} memories in ${ingest.seconds.toFixed(1)} s = ${Math.round(turns / ingest.seconds)} memories/s through POST /memories (batches of ${BATCH_SIZE}); ${describeEmbedding(ingest)}`);
-  console.log(`query latency (client-measured, ${lat.n} queries): p50 ${lat.p50.toFixed(1)} ms, p99 ${lat.p99.toFixed(1)} ms`);
-  console.log(`inside the worker (Server-Timing), p50 ms: ${LEGS.map((leg) => `${leg} ${summarize(legs.get(leg) ?? []).p50.toFixed(1)}`).join(", ")}`);
-  console.log(`evidence: ${dropped} cited ids name no turn and were dropped; ${withoutEvidence} questions are left without evidence and count as 1`);
+  console.log(
+    `\ningest: ${turns} memories in ${ingest.seconds.toFixed(1)} s = ${Math.round(turns / ingest.seconds)} memories/s through POST /memories (batches of ${BATCH_SIZE}); ${describeEmbedding(ingest)}`,
+  );
+  console.log(
+    `query latency (client-measured, ${lat.n} queries): p50 ${lat.p50.toFixed(1)} ms, p99 ${lat.p99.toFixed(1)} ms`,
+  );
+  console.log(
+    `inside the worker (Server-Timing), p50 ms: ${LEGS.map((leg) => `${leg} ${summarize(legs.get(leg) ?? []).p50.toFixed(1)}`).join(", ")}`,
+  );
+  console.log(
+    `evidence: ${dropped} cited ids name no turn and were dropped; ${withoutEvidence} questions are left without evidence and count as 1`,
+  );
 }
 
 /** Every turn as a message memory; its id is derived from the conversation and the dia_id. */
@@ -128,8 +175,14 @@ async function scale(call: Call, sizes: number[]): Promise<void> {
     const queries = corpus.queries(SCALE_WARMUP + SCALE_QUERIES + 1);
     const legs = new Map<string, number[]>();
     const search = async (query: string, record: boolean) => {
-      const response = await call("POST", "/memories/similar", { agentId, query, limit: SCALE_LIMIT });
-      if (record) for (const [leg, ms] of serverTimings(response)) legs.set(leg, [...(legs.get(leg) ?? []), ms]);
+      const response = await call("POST", "/memories/similar", {
+        agentId,
+        query,
+        limit: SCALE_LIMIT,
+      });
+      if (record)
+        for (const [leg, ms] of serverTimings(response))
+          legs.set(leg, [...(legs.get(leg) ?? []), ms]);
       await expectJson(Promise.resolve(response), 200);
     };
     const t0 = performance.now();
@@ -142,15 +195,55 @@ async function scale(call: Call, sizes: number[]): Promise<void> {
       if (i >= SCALE_WARMUP) latencies.push(performance.now() - q0);
     }
     const lat = summarize(latencies);
-    rows.push([size.toLocaleString("en"), ingest.seconds, Math.round(size / ingest.seconds), describeEmbedding(ingest), cold, lat.p50, lat.p95, lat.p99]);
-    legRows.push([size.toLocaleString("en"), ...LEGS.map((leg) => summarize(legs.get(leg) ?? []).p50)]);
+    rows.push([
+      size.toLocaleString("en"),
+      ingest.seconds,
+      Math.round(size / ingest.seconds),
+      describeEmbedding(ingest),
+      cold,
+      lat.p50,
+      lat.p95,
+      lat.p99,
+    ]);
+    legRows.push([
+      size.toLocaleString("en"),
+      ...LEGS.map((leg) => summarize(legs.get(leg) ?? []).p50),
+    ]);
   }
-  console.log(`\n2. One agent holding N synthetic memories (messages, facts, profiles, lore, summaries in 200 rooms), ingested through`);
-  console.log(`   POST /memories (batches of ${BATCH_SIZE}) until nothing waits for a vector; then POST /memories/similar (limit ${SCALE_LIMIT}):`);
-  console.log(`   the first query after ingest, then ${SCALE_QUERIES} queries after ${SCALE_WARMUP} warm-up, client-measured.\n`);
-  console.log(markdownTable(["memories", "ingest s", "memories/s", "vectors", "first query ms", "p50 ms", "p95 ms", "p99 ms"], rows, [0, 1, 0, 0, 0, 1, 1, 1]));
-  console.log(`\n   Inside the worker (Server-Timing of the same queries), median ms per leg; text and vector run at once:\n`);
-  console.log(markdownTable(["memories", ...LEGS.map((leg) => `${leg} p50`)], legRows, [0, ...LEGS.map(() => 1)]));
+  console.log(
+    `\n2. One agent holding N synthetic memories (messages, facts, profiles, lore, summaries in 200 rooms), ingested through`,
+  );
+  console.log(
+    `   POST /memories (batches of ${BATCH_SIZE}) until nothing waits for a vector; then POST /memories/similar (limit ${SCALE_LIMIT}):`,
+  );
+  console.log(
+    `   the first query after ingest, then ${SCALE_QUERIES} queries after ${SCALE_WARMUP} warm-up, client-measured.\n`,
+  );
+  console.log(
+    markdownTable(
+      [
+        "memories",
+        "ingest s",
+        "memories/s",
+        "vectors",
+        "first query ms",
+        "p50 ms",
+        "p95 ms",
+        "p99 ms",
+      ],
+      rows,
+      [0, 1, 0, 0, 0, 1, 1, 1],
+    ),
+  );
+  console.log(
+    `\n   Inside the worker (Server-Timing of the same queries), median ms per leg; text and vector run at once:\n`,
+  );
+  console.log(
+    markdownTable(["memories", ...LEGS.map((leg) => `${leg} p50`)], legRows, [
+      0,
+      ...LEGS.map(() => 1),
+    ]),
+  );
 }
 
 /** The legs POST /memories/similar reports, in the order a search runs them. */
@@ -163,51 +256,87 @@ function serverTimings(response: Response): Array<[string, number]> {
 }
 
 /** Stores the memories in batches, then embeds whatever is still pending, and checks the count. */
-async function ingestAll(call: Call, agentId: string, memories: MemoryInput[]): Promise<IngestResult> {
+async function ingestAll(
+  call: Call,
+  agentId: string,
+  memories: MemoryInput[],
+): Promise<IngestResult> {
   const started = performance.now();
   let embeddedInline = 0;
   let pending = 0;
   for (let i = 0; i < memories.length; i += BATCH_SIZE) {
-    const body = (await expectJson(call("POST", "/memories", { memories: memories.slice(i, i + BATCH_SIZE) }), 201)) as { embedded: number; pending: number };
+    const body = (await expectJson(
+      call("POST", "/memories", { memories: memories.slice(i, i + BATCH_SIZE) }),
+      201,
+    )) as { embedded: number; pending: number };
     embeddedInline += body.embedded;
     pending += body.pending;
   }
   // The contract says `pending` is a count; the route answers a boolean. Either works here.
   let embeddedLater = 0;
   for (let backlog = pending > 0; backlog; ) {
-    const body = (await expectJson(call("POST", "/memories/embed", { agentId }), 200)) as { embedded: number; pending: boolean | number };
+    const body = (await expectJson(call("POST", "/memories/embed", { agentId }), 200)) as {
+      embedded: number;
+      pending: boolean | number;
+    };
     embeddedLater += body.embedded;
     backlog = body.pending === true || (typeof body.pending === "number" && body.pending > 0);
-    if (backlog && body.embedded === 0) throw new Error(`${agentId}: POST /memories/embed makes no progress`);
+    if (backlog && body.embedded === 0)
+      throw new Error(`${agentId}: POST /memories/embed makes no progress`);
   }
   const seconds = (performance.now() - started) / 1000;
-  const stats = (await expectJson(call("GET", `/memories/stats?agentId=${agentId}`), 200)) as { total: number; pendingEmbedding: number };
+  const stats = (await expectJson(call("GET", `/memories/stats?agentId=${agentId}`), 200)) as {
+    total: number;
+    pendingEmbedding: number;
+  };
   if (stats.total !== memories.length || stats.pendingEmbedding !== 0) {
-    throw new Error(`${agentId}: sent ${memories.length} memories, the agent holds ${stats.total} with ${stats.pendingEmbedding} waiting for a vector`);
+    throw new Error(
+      `${agentId}: sent ${memories.length} memories, the agent holds ${stats.total} with ${stats.pendingEmbedding} waiting for a vector`,
+    );
   }
   return { seconds, embeddedInline, embeddedLater };
 }
 
 function describeEmbedding(ingest: IngestResult): string {
-  return ingest.embeddedLater === 0 ? "all embedded inline" : `${ingest.embeddedInline} embedded inline, ${ingest.embeddedLater} by POST /memories/embed`;
+  return ingest.embeddedLater === 0
+    ? "all embedded inline"
+    : `${ingest.embeddedInline} embedded inline, ${ingest.embeddedLater} by POST /memories/embed`;
 }
 
 async function createAgent(call: Call, id: string, name: string): Promise<void> {
-  await expectJson(call("POST", "/agents", { id, name, bio: ["A memory benchmark agent."], system: `You are ${name}.` }), 201);
+  await expectJson(
+    call("POST", "/agents", {
+      id,
+      name,
+      bio: ["A memory benchmark agent."],
+      system: `You are ${name}.`,
+    }),
+    201,
+  );
 }
 
 async function expectJson(pending: Promise<Response>, status: number): Promise<unknown> {
   const response = await pending;
   const text = await response.text();
-  if (response.status !== status) throw new Error(`expected HTTP ${status}, got ${response.status}: ${text.slice(0, 300)}`);
+  if (response.status !== status)
+    throw new Error(`expected HTTP ${status}, got ${response.status}: ${text.slice(0, 300)}`);
   return JSON.parse(text) as unknown;
 }
 
 function slug(name: string): string {
-  return name.toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-|-$/g, "") || "someone";
+  return (
+    name
+      .toLowerCase()
+      .replace(/[^a-z0-9]+/g, "-")
+      .replace(/^-|-$/g, "") || "someone"
+  );
 }
 
 main().catch((error: unknown) => {
-  console.error(error instanceof UsageError ? error.message : `bench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+  console.error(
+    error instanceof UsageError
+      ? error.message
+      : `bench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`,
+  );
   process.exit(1);
 });

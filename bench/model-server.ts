@@ -27,9 +27,14 @@ export async function startModelServer(options: ModelServerOptions = {}): Promis
     const started = performance.now();
     const body = await readBody(req);
     const headers = new Headers();
-    for (const [name, value] of Object.entries(req.headers)) if (typeof value === "string") headers.set(name, value);
+    for (const [name, value] of Object.entries(req.headers))
+      if (typeof value === "string") headers.set(name, value);
     const response = await standIn.fetch(
-      new Request(`http://127.0.0.1${req.url ?? "/"}`, { method: req.method, headers, body: req.method === "POST" ? body : undefined }),
+      new Request(`http://127.0.0.1${req.url ?? "/"}`, {
+        method: req.method,
+        headers,
+        body: req.method === "POST" ? body : undefined,
+      }),
     );
     res.writeHead(response.status, Object.fromEntries(response.headers));
     // Passed on chunk by chunk, so a streamed answer reaches the worker at the stand-in's pace.

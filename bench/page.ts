@@ -9,7 +9,12 @@ import { markdownTable, type Cell } from "./stats.ts";
 import { startBenchWorker } from "./worker-harness.ts";
 
 export const PLAYGROUND_FILES = ["/", "/playground.js", "/playground.css"];
-export const DOCS_FILES = ["/docs", "/openapi.json", "/vendor/swagger-ui-dist/swagger-ui-bundle.js", "/vendor/swagger-ui-dist/swagger-ui.css"];
+export const DOCS_FILES = [
+  "/docs",
+  "/openapi.json",
+  "/vendor/swagger-ui-dist/swagger-ui-bundle.js",
+  "/vendor/swagger-ui-dist/swagger-ui.css",
+];
 
 export interface FileSize {
   path: string;
@@ -46,7 +51,9 @@ function wireBytes(url: string): Promise<{ wire: number; encoding: string }> {
     const req = request(url, { headers: { "accept-encoding": "gzip" } }, (res) => {
       let wire = 0;
       res.on("data", (chunk: Buffer) => (wire += chunk.length));
-      res.on("end", () => resolve({ wire, encoding: String(res.headers["content-encoding"] ?? "none") }));
+      res.on("end", () =>
+        resolve({ wire, encoding: String(res.headers["content-encoding"] ?? "none") }),
+      );
       res.on("error", reject);
     });
     req.on("error", reject);
@@ -58,15 +65,50 @@ export function sizeTable(groups: { name: string; files: FileSize[] }[]): string
   const kb = (bytes: number) => bytes / 1024;
   const rows: Cell[][] = [];
   for (const { name, files } of groups) {
-    for (const file of files) rows.push([name, file.path, file.status, kb(file.raw), kb(file.gzip), kb(file.brotli), kb(file.wire), file.encoding]);
-    const sum = (pick: (file: FileSize) => number) => files.reduce((total, file) => total + pick(file), 0);
-    rows.push([name, "**total**", "", kb(sum((f) => f.raw)), kb(sum((f) => f.gzip)), kb(sum((f) => f.brotli)), kb(sum((f) => f.wire)), ""]);
+    for (const file of files)
+      rows.push([
+        name,
+        file.path,
+        file.status,
+        kb(file.raw),
+        kb(file.gzip),
+        kb(file.brotli),
+        kb(file.wire),
+        file.encoding,
+      ]);
+    const sum = (pick: (file: FileSize) => number) =>
+      files.reduce((total, file) => total + pick(file), 0);
+    rows.push([
+      name,
+      "**total**",
+      "",
+      kb(sum((f) => f.raw)),
+      kb(sum((f) => f.gzip)),
+      kb(sum((f) => f.brotli)),
+      kb(sum((f) => f.wire)),
+      "",
+    ]);
   }
-  return markdownTable(["page", "file", "status", "raw KiB", "gzip KiB", "brotli KiB", "sent locally KiB", "local encoding"], rows, [0, 0, 0, 1, 1, 1, 1, 0]);
+  return markdownTable(
+    [
+      "page",
+      "file",
+      "status",
+      "raw KiB",
+      "gzip KiB",
+      "brotli KiB",
+      "sent locally KiB",
+      "local encoding",
+    ],
+    rows,
+    [0, 0, 0, 1, 1, 1, 1, 0],
+  );
 }
 
 async function main(): Promise<void> {
-  console.log("\nedge-agents page size: what a browser downloads (bundled worker, static assets, local workerd)\n");
+  console.log(
+    "\nedge-agents page size: what a browser downloads (bundled worker, static assets, local workerd)\n",
+  );
   const worker = await startBenchWorker({});
   try {
     const groups = [
@@ -74,7 +116,10 @@ async function main(): Promise<void> {
       { name: "API reference `/docs`", files: await measureFiles(worker.base, DOCS_FILES) },
     ];
     const failed = groups.flatMap((group) => group.files).filter((file) => file.status !== 200);
-    if (failed.length > 0) throw new Error(`not served: ${failed.map((file) => `${file.path} (${file.status})`).join(", ")}`);
+    if (failed.length > 0)
+      throw new Error(
+        `not served: ${failed.map((file) => `${file.path} (${file.status})`).join(", ")}`,
+      );
     console.log(sizeTable(groups));
   } finally {
     await worker.stop();

@@ -22,9 +22,13 @@ interface Scenario {
 
 async function main(): Promise<void> {
   const cpu = cpus();
-  console.log(`\nedge-agents bench: ${cpu[0]?.model ?? "unknown CPU"} x${cpu.length}, Node ${process.version}`);
+  console.log(
+    `\nedge-agents bench: ${cpu[0]?.model ?? "unknown CPU"} x${cpu.length}, Node ${process.version}`,
+  );
   const core = await runCoreBench();
-  console.log("\n1. Runtime core per turn (src/runtime in Node, in-memory stores, a model that answers instantly):\n");
+  console.log(
+    "\n1. Runtime core per turn (src/runtime in Node, in-memory stores, a model that answers instantly):\n",
+  );
   console.log(coreTable(core));
 
   const model = await startModelServer();
@@ -36,18 +40,48 @@ async function main(): Promise<void> {
   const call = worker.call;
 
   try {
-    const created = await call("POST", "/agents", { id: "bench", name: "Bench", bio: ["A benchmark agent."], system: "You are Bench." });
-    if (created.status !== 201) throw new Error(`creating the agent failed: ${created.status} ${await created.text()}`);
+    const created = await call("POST", "/agents", {
+      id: "bench",
+      name: "Bench",
+      bio: ["A benchmark agent."],
+      system: "You are Bench.",
+    });
+    if (created.status !== 201)
+      throw new Error(`creating the agent failed: ${created.status} ${await created.text()}`);
 
     // 500 turns = 1,000 stored messages, through the API (not timed).
     model.respondWith(() => ({ text: "Noted." }));
     for (let i = 0; i < 500; i++) await turn(call, "long-room", `filler message ${i}`);
 
     const scenarios: Scenario[] = [
-      { name: "plain turn (same room)", turns: 300, warmup: 20, room: () => "plain-room", script: (m) => m.respondWith(() => ({ text: "Hello!" })) },
-      { name: "plain turn (new room each)", turns: 200, warmup: 10, room: (i) => `fresh-${i}`, script: (m) => m.respondWith(() => ({ text: "Hello!" })) },
-      { name: "two-tool turn (3 model calls)", turns: 200, warmup: 10, room: () => "tool-room", script: twoToolScript },
-      { name: "room with 1,000 prior messages", turns: 200, warmup: 10, room: () => "long-room", script: (m) => m.respondWith(() => ({ text: "Hello!" })) },
+      {
+        name: "plain turn (same room)",
+        turns: 300,
+        warmup: 20,
+        room: () => "plain-room",
+        script: (m) => m.respondWith(() => ({ text: "Hello!" })),
+      },
+      {
+        name: "plain turn (new room each)",
+        turns: 200,
+        warmup: 10,
+        room: (i) => `fresh-${i}`,
+        script: (m) => m.respondWith(() => ({ text: "Hello!" })),
+      },
+      {
+        name: "two-tool turn (3 model calls)",
+        turns: 200,
+        warmup: 10,
+        room: () => "tool-room",
+        script: twoToolScript,
+      },
+      {
+        name: "room with 1,000 prior messages",
+        turns: 200,
+        warmup: 10,
+        room: () => "long-room",
+        script: (m) => m.respondWith(() => ({ text: "Hello!" })),
+      },
     ];
     const rows: Row[] = [];
     for (const scenario of scenarios) {
@@ -63,11 +97,22 @@ async function main(): Promise<void> {
         if (result.serverMs !== null) serverMs.push(result.serverMs);
         modelCalls += model.calls() - before;
       }
-      rows.push({ scenario: scenario.name, turns: scenario.turns, latency: summarize(latencies), server: summarize(serverMs), modelCallsPerTurn: modelCalls / scenario.turns, modelMs: model.takeServiceTimes() });
+      rows.push({
+        scenario: scenario.name,
+        turns: scenario.turns,
+        latency: summarize(latencies),
+        server: summarize(serverMs),
+        modelCallsPerTurn: modelCalls / scenario.turns,
+        modelMs: model.takeServiceTimes(),
+      });
     }
 
-    console.log("\n2. Whole turn through the worker in local workerd (Miniflare; D1 and Durable Objects local), model stand-in");
-    console.log("   answering at once over loopback HTTP. Latency measured by the client; `in worker` is the worker's");
+    console.log(
+      "\n2. Whole turn through the worker in local workerd (Miniflare; D1 and Durable Objects local), model stand-in",
+    );
+    console.log(
+      "   answering at once over loopback HTTP. Latency measured by the client; `in worker` is the worker's",
+    );
     console.log("   Server-Timing for the room RPC (journal, D1, model round trip).\n");
     console.log(table(rows));
   } finally {
@@ -81,15 +126,24 @@ function twoToolScript(model: ModelServer): void {
   let round = 0;
   model.respondWith(() => {
     round = (round + 1) % 3;
-    if (round === 1) return { toolCalls: [{ name: "current_time", arguments: { timeZone: "UTC" } }] };
+    if (round === 1)
+      return { toolCalls: [{ name: "current_time", arguments: { timeZone: "UTC" } }] };
     if (round === 2) return { toolCalls: [{ name: "list_available_tools", arguments: {} }] };
     return { text: "It is now, and these are my tools." };
   });
 }
 
-async function turn(call: (method: string, path: string, body?: unknown) => Promise<Response>, roomId: string, text: string) {
+async function turn(
+  call: (method: string, path: string, body?: unknown) => Promise<Response>,
+  roomId: string,
+  text: string,
+) {
   const started = performance.now();
-  const response = await call("POST", "/agents/bench/messages", { roomId, userId: "bench-user", text });
+  const response = await call("POST", "/agents/bench/messages", {
+    roomId,
+    userId: "bench-user",
+    text,
+  });
   const body = await response.text();
   const ms = performance.now() - started;
   if (response.status !== 200) throw new Error(`turn failed: ${response.status} ${body}`);

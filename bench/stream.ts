@@ -19,33 +19,53 @@ interface Timed {
 }
 
 async function readStream(response: Response, started: number): Promise<Timed> {
-  if (!response.ok || !response.body) throw new Error(`stream failed: ${response.status} ${await response.text()}`);
+  if (!response.ok || !response.body)
+    throw new Error(`stream failed: ${response.status} ${await response.text()}`);
   const decoder = new TextDecoder();
   let text = "";
   let firstToken = NaN;
   for await (const chunk of response.body) {
     text += decoder.decode(chunk, { stream: true });
-    if (Number.isNaN(firstToken) && /^event: delta$/m.test(text)) firstToken = performance.now() - started;
+    if (Number.isNaN(firstToken) && /^event: delta$/m.test(text))
+      firstToken = performance.now() - started;
   }
-  if (!/^event: done$/m.test(text)) throw new Error(`the stream ended without done: ${text.slice(-300)}`);
+  if (!/^event: done$/m.test(text))
+    throw new Error(`the stream ended without done: ${text.slice(-300)}`);
   return { firstToken, total: performance.now() - started };
 }
 
 async function main(): Promise<void> {
   const cpu = cpus();
-  console.log(`\nedge-agents bench:stream: ${cpu[0]?.model ?? "unknown CPU"} x${cpu.length}, Node ${process.version}`);
-  console.log(`Model stand-in streams ${WORDS} words, one every ${CHUNK_DELAY_MS} ms; ${TURNS} turns per row after ${WARMUP} warm-up turns.\n`);
+  console.log(
+    `\nedge-agents bench:stream: ${cpu[0]?.model ?? "unknown CPU"} x${cpu.length}, Node ${process.version}`,
+  );
+  console.log(
+    `Model stand-in streams ${WORDS} words, one every ${CHUNK_DELAY_MS} ms; ${TURNS} turns per row after ${WARMUP} warm-up turns.\n`,
+  );
   const model = await startModelServer({ chunkDelayMs: CHUNK_DELAY_MS });
   // Unstreamed, the stand-in takes as long as its stream would: the model writes at one pace.
   // The evaluators' small-model calls after each reply answer at once, as in `npm run bench`.
   model.respondWith((call) => {
     if (call.model === "bench-small") return { text: "{}" };
-    return call.body.stream === true ? { text: REPLY } : { text: REPLY, delayMs: WORDS * CHUNK_DELAY_MS };
+    return call.body.stream === true
+      ? { text: REPLY }
+      : { text: REPLY, delayMs: WORDS * CHUNK_DELAY_MS };
   });
-  const worker = await startBenchWorker({ OPENAI_API_KEY: "bench", OPENAI_BASE_URL: `${model.url}/v1`, MODEL: "bench-model", SMALL_MODEL: "bench-small" });
+  const worker = await startBenchWorker({
+    OPENAI_API_KEY: "bench",
+    OPENAI_BASE_URL: `${model.url}/v1`,
+    MODEL: "bench-model",
+    SMALL_MODEL: "bench-small",
+  });
   try {
-    const created = await worker.call("POST", "/agents", { id: "bench", name: "Bench", bio: ["A benchmark agent."], system: "You are Bench." });
-    if (created.status !== 201) throw new Error(`creating the agent failed: ${created.status} ${await created.text()}`);
+    const created = await worker.call("POST", "/agents", {
+      id: "bench",
+      name: "Bench",
+      bio: ["A benchmark agent."],
+      system: "You are Bench.",
+    });
+    if (created.status !== 201)
+      throw new Error(`creating the agent failed: ${created.status} ${await created.text()}`);
 
     const direct: Timed[] = [];
     const streamed: Timed[] = [];
@@ -57,18 +77,31 @@ async function main(): Promise<void> {
       const own = await fetch(`${model.url}/v1/chat/completions`, {
         method: "POST",
         headers: { "content-type": "application/json" },
-        body: JSON.stringify({ model: "bench-model", stream: true, messages: [{ role: "user", content: "hi" }] }),
+        body: JSON.stringify({
+          model: "bench-model",
+          stream: true,
+          messages: [{ role: "user", content: "hi" }],
+        }),
       });
       const floor = await readModelStream(own, started);
       if (keep) direct.push(floor);
 
       started = performance.now();
-      const response = await worker.call("POST", "/agents/bench/messages", { userId: "alice", roomId: "stream-room", text: `message ${i}` }, { accept: "text/event-stream" });
+      const response = await worker.call(
+        "POST",
+        "/agents/bench/messages",
+        { userId: "alice", roomId: "stream-room", text: `message ${i}` },
+        { accept: "text/event-stream" },
+      );
       const timed = await readStream(response, started);
       if (keep) streamed.push(timed);
 
       started = performance.now();
-      const json = await worker.call("POST", "/agents/bench/messages", { userId: "alice", roomId: "json-room", text: `message ${i}` });
+      const json = await worker.call("POST", "/agents/bench/messages", {
+        userId: "alice",
+        roomId: "json-room",
+        text: `message ${i}`,
+      });
       if (json.status !== 200) throw new Error(`turn failed: ${json.status} ${await json.text()}`);
       await json.arrayBuffer();
       if (keep) plain.push(performance.now() - started);
@@ -77,12 +110,38 @@ async function main(): Promise<void> {
     const ttft = summarize(streamed.map((t) => t.firstToken));
     const floor = summarize(direct.map((t) => t.firstToken));
     const rows = [
-      ["model stand-in called directly (floor)", TURNS, floor.p50, floor.p99, summarize(direct.map((t) => t.total)).p50],
-      ["through the worker, Accept: text/event-stream", TURNS, ttft.p50, ttft.p99, summarize(streamed.map((t) => t.total)).p50],
-      ["through the worker, JSON (first byte = whole reply)", TURNS, summarize(plain).p50, summarize(plain).p99, summarize(plain).p50],
+      [
+        "model stand-in called directly (floor)",
+        TURNS,
+        floor.p50,
+        floor.p99,
+        summarize(direct.map((t) => t.total)).p50,
+      ],
+      [
+        "through the worker, Accept: text/event-stream",
+        TURNS,
+        ttft.p50,
+        ttft.p99,
+        summarize(streamed.map((t) => t.total)).p50,
+      ],
+      [
+        "through the worker, JSON (first byte = whole reply)",
+        TURNS,
+        summarize(plain).p50,
+        summarize(plain).p99,
+        summarize(plain).p50,
+      ],
     ];
-    console.log(markdownTable(["path", "turns", "first token p50 ms", "first token p99 ms", "whole reply p50 ms"], rows, [0, 0, 1, 1, 1]));
-    console.log(`\nFirst token through the worker: ${(ttft.p50 - floor.p50).toFixed(1)} ms above the model's own (p50), ${(summarize(plain).p50 / ttft.p50).toFixed(1)}x sooner than the JSON answer.`);
+    console.log(
+      markdownTable(
+        ["path", "turns", "first token p50 ms", "first token p99 ms", "whole reply p50 ms"],
+        rows,
+        [0, 0, 1, 1, 1],
+      ),
+    );
+    console.log(
+      `\nFirst token through the worker: ${(ttft.p50 - floor.p50).toFixed(1)} ms above the model's own (p50), ${(summarize(plain).p50 / ttft.p50).toFixed(1)}x sooner than the JSON answer.`,
+    );
   } finally {
     await worker.stop();
     await model.close();
@@ -97,7 +156,8 @@ async function readModelStream(response: Response, started: number): Promise<Tim
   let firstToken = NaN;
   for await (const chunk of response.body) {
     text += decoder.decode(chunk, { stream: true });
-    if (Number.isNaN(firstToken) && text.includes('"content":"word')) firstToken = performance.now() - started;
+    if (Number.isNaN(firstToken) && text.includes('"content":"word'))
+      firstToken = performance.now() - started;
   }
   return { firstToken, total: performance.now() - started };
 }

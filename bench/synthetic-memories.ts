@@ -8,27 +8,235 @@ const PEOPLE = 300;
 const START_MS = Date.UTC(2026, 0, 1);
 const STEP_MS = 60_000;
 
-const FIRST = ["Ana", "Ben", "Chen", "Dana", "Emeka", "Farah", "Goran", "Hana", "Ines", "Jon", "Kofi", "Lena", "Mateo", "Nadia", "Omar", "Priya", "Quinn", "Rosa", "Sven", "Tariq", "Uma", "Viktor", "Wen", "Ximena", "Yusuf", "Zoe", "Aiko", "Bruno", "Carmen", "Dmitri"];
-const LAST = ["Costa", "Okafor", "Nguyen", "Schmidt", "Haddad", "Kowalski", "Silva", "Tanaka", "Moreau", "Larsen"];
+const FIRST = [
+  "Ana",
+  "Ben",
+  "Chen",
+  "Dana",
+  "Emeka",
+  "Farah",
+  "Goran",
+  "Hana",
+  "Ines",
+  "Jon",
+  "Kofi",
+  "Lena",
+  "Mateo",
+  "Nadia",
+  "Omar",
+  "Priya",
+  "Quinn",
+  "Rosa",
+  "Sven",
+  "Tariq",
+  "Uma",
+  "Viktor",
+  "Wen",
+  "Ximena",
+  "Yusuf",
+  "Zoe",
+  "Aiko",
+  "Bruno",
+  "Carmen",
+  "Dmitri",
+];
+const LAST = [
+  "Costa",
+  "Okafor",
+  "Nguyen",
+  "Schmidt",
+  "Haddad",
+  "Kowalski",
+  "Silva",
+  "Tanaka",
+  "Moreau",
+  "Larsen",
+];
 
 const SLOTS: Readonly<Record<string, readonly string[]>> = {
-  activity: ["went hiking", "baked sourdough bread", "ran a half marathon", "painted the spare room", "adopted a rescue dog", "started a pottery class", "fixed the old bicycle", "planted tomatoes", "visited grandma", "learned to surf", "joined a choir", "moved into a new flat", "finished a long novel", "cooked a curry for friends", "lost the house keys", "tried rock climbing", "sold the car", "volunteered at the shelter"],
-  place: ["in Lisbon", "at the farmers' market", "near the lake", "in the old town", "at work", "in the mountains", "by the harbour", "at the community centre", "in Kyoto", "at a friend's place", "in the park", "downtown", "at the library", "on the coast"],
-  time: ["last weekend", "yesterday", "this morning", "a few days ago", "over the holidays", "last summer", "on Friday night", "two weeks ago", "in March", "after work"],
-  feeling: ["exhausting but worth it", "so much fun", "a bit stressful", "really relaxing", "harder than I expected", "the highlight of my month", "a total disaster", "surprisingly easy"],
-  object: ["guitar", "camera", "garden", "sourdough starter", "telescope", "kayak", "sketchbook", "sewing machine", "record collection", "espresso machine", "bonsai tree", "tent", "piano", "aquarium"],
-  job: ["nurse", "software engineer", "teacher", "carpenter", "chef", "graphic designer", "accountant", "firefighter", "veterinarian", "journalist", "architect", "pharmacist", "electrician", "librarian", "photographer"],
+  activity: [
+    "went hiking",
+    "baked sourdough bread",
+    "ran a half marathon",
+    "painted the spare room",
+    "adopted a rescue dog",
+    "started a pottery class",
+    "fixed the old bicycle",
+    "planted tomatoes",
+    "visited grandma",
+    "learned to surf",
+    "joined a choir",
+    "moved into a new flat",
+    "finished a long novel",
+    "cooked a curry for friends",
+    "lost the house keys",
+    "tried rock climbing",
+    "sold the car",
+    "volunteered at the shelter",
+  ],
+  place: [
+    "in Lisbon",
+    "at the farmers' market",
+    "near the lake",
+    "in the old town",
+    "at work",
+    "in the mountains",
+    "by the harbour",
+    "at the community centre",
+    "in Kyoto",
+    "at a friend's place",
+    "in the park",
+    "downtown",
+    "at the library",
+    "on the coast",
+  ],
+  time: [
+    "last weekend",
+    "yesterday",
+    "this morning",
+    "a few days ago",
+    "over the holidays",
+    "last summer",
+    "on Friday night",
+    "two weeks ago",
+    "in March",
+    "after work",
+  ],
+  feeling: [
+    "exhausting but worth it",
+    "so much fun",
+    "a bit stressful",
+    "really relaxing",
+    "harder than I expected",
+    "the highlight of my month",
+    "a total disaster",
+    "surprisingly easy",
+  ],
+  object: [
+    "guitar",
+    "camera",
+    "garden",
+    "sourdough starter",
+    "telescope",
+    "kayak",
+    "sketchbook",
+    "sewing machine",
+    "record collection",
+    "espresso machine",
+    "bonsai tree",
+    "tent",
+    "piano",
+    "aquarium",
+  ],
+  job: [
+    "nurse",
+    "software engineer",
+    "teacher",
+    "carpenter",
+    "chef",
+    "graphic designer",
+    "accountant",
+    "firefighter",
+    "veterinarian",
+    "journalist",
+    "architect",
+    "pharmacist",
+    "electrician",
+    "librarian",
+    "photographer",
+  ],
   food: ["peanuts", "shellfish", "gluten", "dairy", "strawberries", "eggs", "sesame"],
   pet: ["cat", "golden retriever", "parrot", "rabbit", "tortoise", "beagle", "hamster"],
   petName: ["Luna", "Max", "Biscuit", "Pepper", "Mochi", "Ziggy", "Olive", "Rocket"],
-  skill: ["Spanish", "the violin", "chess", "watercolour painting", "Japanese", "woodworking", "salsa dancing", "programming", "photography", "knitting"],
-  hobby: ["birdwatching", "trail running", "board games", "baking", "gardening", "climbing", "cycling", "yoga", "fishing", "jazz piano"],
-  topic: ["a new job offer", "wedding plans", "a broken laptop", "the move to a new city", "training for a race", "a family reunion", "a difficult landlord", "holiday plans", "a health scare", "the book club's next pick"],
-  plan: ["visit Portugal", "sign up for a marathon", "repaint the kitchen", "ask for a raise", "adopt a second cat", "start a podcast", "take a cooking course", "go camping in the fjords"],
-  city: ["Lisbon", "Osaka", "Toronto", "Nairobi", "Melbourne", "Edinburgh", "Bogota", "Prague", "Seattle", "Accra"],
-  adjective: ["cheerful", "quiet", "curious", "meticulous", "adventurous", "patient", "funny", "thoughtful"],
-  opener: ["", "", "", "Honestly, ", "So, ", "Oh, and ", "By the way, ", "Funny story: ", "Quick update: "],
-  closer: ["", "", "", " Anyway, how are you?", " More soon.", " What do you think?", " I'll tell you more later.", " Wish me luck!"],
+  skill: [
+    "Spanish",
+    "the violin",
+    "chess",
+    "watercolour painting",
+    "Japanese",
+    "woodworking",
+    "salsa dancing",
+    "programming",
+    "photography",
+    "knitting",
+  ],
+  hobby: [
+    "birdwatching",
+    "trail running",
+    "board games",
+    "baking",
+    "gardening",
+    "climbing",
+    "cycling",
+    "yoga",
+    "fishing",
+    "jazz piano",
+  ],
+  topic: [
+    "a new job offer",
+    "wedding plans",
+    "a broken laptop",
+    "the move to a new city",
+    "training for a race",
+    "a family reunion",
+    "a difficult landlord",
+    "holiday plans",
+    "a health scare",
+    "the book club's next pick",
+  ],
+  plan: [
+    "visit Portugal",
+    "sign up for a marathon",
+    "repaint the kitchen",
+    "ask for a raise",
+    "adopt a second cat",
+    "start a podcast",
+    "take a cooking course",
+    "go camping in the fjords",
+  ],
+  city: [
+    "Lisbon",
+    "Osaka",
+    "Toronto",
+    "Nairobi",
+    "Melbourne",
+    "Edinburgh",
+    "Bogota",
+    "Prague",
+    "Seattle",
+    "Accra",
+  ],
+  adjective: [
+    "cheerful",
+    "quiet",
+    "curious",
+    "meticulous",
+    "adventurous",
+    "patient",
+    "funny",
+    "thoughtful",
+  ],
+  opener: [
+    "",
+    "",
+    "",
+    "Honestly, ",
+    "So, ",
+    "Oh, and ",
+    "By the way, ",
+    "Funny story: ",
+    "Quick update: ",
+  ],
+  closer: [
+    "",
+    "",
+    "",
+    " Anyway, how are you?",
+    " More soon.",
+    " What do you think?",
+    " I'll tell you more later.",
+    " Wish me luck!",
+  ],
 };
 
 const TEMPLATES = {
@@ -58,9 +266,17 @@ const TEMPLATES = {
     "{name}'s favourite hobby is {hobby}.",
     "{name} grew up in {city}.",
   ],
-  description: ["{fullName} is a {adjective} {job} from {city} who enjoys {hobby} and has a {pet} named {petName}."],
-  lore: ["The agent once spent a winter in {city} learning {skill}.", "The agent keeps a {object} on its desk, a gift from an old friend in {city}."],
-  summary: ["{name} talked about {topic} and {hobby}; they {activity} {time} and plan to {plan}.", "{name} and {other} compared notes on {topic}; {name} is learning {skill} and works as a {job}."],
+  description: [
+    "{fullName} is a {adjective} {job} from {city} who enjoys {hobby} and has a {pet} named {petName}.",
+  ],
+  lore: [
+    "The agent once spent a winter in {city} learning {skill}.",
+    "The agent keeps a {object} on its desk, a gift from an old friend in {city}.",
+  ],
+  summary: [
+    "{name} talked about {topic} and {hobby}; they {activity} {time} and plan to {plan}.",
+    "{name} and {other} compared notes on {topic}; {name} is learning {skill} and works as a {job}.",
+  ],
   query: [
     "What does {name} do for work?",
     "Where did {name} grow up?",
@@ -90,24 +306,60 @@ export function createCorpus(size: number, seed = 20261122): SyntheticCorpus {
     },
     queries(count) {
       const random = createRandom(seed ^ 0x5eed);
-      return Array.from({ length: count }, () => fill(random, pick(random, TEMPLATES.query), person(random)));
+      return Array.from({ length: count }, () =>
+        fill(random, pick(random, TEMPLATES.query), person(random)),
+      );
     },
   };
 }
 
-function syntheticMemory(random: () => number, agentId: string, n: number): Record<string, unknown> {
+function syntheticMemory(
+  random: () => number,
+  agentId: string,
+  n: number,
+): Record<string, unknown> {
   const who = person(random);
   const roomId = `room-${Math.floor(random() * ROOMS)}`;
   const base = { agentId, createdAt: START_MS + n * STEP_MS };
   const roll = random();
   if (roll < 0.7) {
     const role = random() < 0.6 ? "user" : "agent";
-    const text = fill(random, pick(random, role === "user" ? TEMPLATES.user : TEMPLATES.agent), who);
-    return { ...base, type: "message", roomId, userId: who.userId, userName: who.fullName, role, text };
+    const text = fill(
+      random,
+      pick(random, role === "user" ? TEMPLATES.user : TEMPLATES.agent),
+      who,
+    );
+    return {
+      ...base,
+      type: "message",
+      roomId,
+      userId: who.userId,
+      userName: who.fullName,
+      role,
+      text,
+    };
   }
-  if (roll < 0.84) return { ...base, type: "fact", userId: who.userId, text: fill(random, pick(random, TEMPLATES.fact), who) };
-  if (roll < 0.92) return { ...base, type: "summary", roomId, text: fill(random, pick(random, TEMPLATES.summary), who) };
-  if (roll < 0.96) return { ...base, type: "description", userId: who.userId, text: fill(random, pick(random, TEMPLATES.description), who) };
+  if (roll < 0.84)
+    return {
+      ...base,
+      type: "fact",
+      userId: who.userId,
+      text: fill(random, pick(random, TEMPLATES.fact), who),
+    };
+  if (roll < 0.92)
+    return {
+      ...base,
+      type: "summary",
+      roomId,
+      text: fill(random, pick(random, TEMPLATES.summary), who),
+    };
+  if (roll < 0.96)
+    return {
+      ...base,
+      type: "description",
+      userId: who.userId,
+      text: fill(random, pick(random, TEMPLATES.description), who),
+    };
   return { ...base, type: "lore", text: fill(random, pick(random, TEMPLATES.lore), who) };
 }
 
@@ -121,12 +373,24 @@ interface Person {
 function person(random: () => number): Person {
   const i = Math.floor(random() * PEOPLE);
   const first = FIRST[i % FIRST.length]!;
-  return { userId: `user-${i}`, name: first, fullName: `${first} ${LAST[Math.floor(i / FIRST.length) % LAST.length]!}`, other: pick(random, FIRST) };
+  return {
+    userId: `user-${i}`,
+    name: first,
+    fullName: `${first} ${LAST[Math.floor(i / FIRST.length) % LAST.length]!}`,
+    other: pick(random, FIRST),
+  };
 }
 
 function fill(random: () => number, template: string, who: Person): string {
-  const fixed: Record<string, string> = { name: who.name, fullName: who.fullName, other: who.other };
-  return template.replace(/\{(\w+)\}/g, (_, slot: string) => fixed[slot] ?? pick(random, SLOTS[slot] ?? [slot]));
+  const fixed: Record<string, string> = {
+    name: who.name,
+    fullName: who.fullName,
+    other: who.other,
+  };
+  return template.replace(
+    /\{(\w+)\}/g,
+    (_, slot: string) => fixed[slot] ?? pick(random, SLOTS[slot] ?? [slot]),
+  );
 }
 
 function pick<T>(random: () => number, list: readonly T[]): T {

@@ -11,7 +11,12 @@ import type { Readable } from "node:stream";
 import { convertV4MiniflareOptions, Miniflare, type V4MiniflareOptions } from "miniflare";
 import { unstable_getMiniflareWorkerOptions } from "wrangler";
 
-export type Call = (method: string, path: string, body?: unknown, headers?: Record<string, string>) => Promise<Response>;
+export type Call = (
+  method: string,
+  path: string,
+  body?: unknown,
+  headers?: Record<string, string>,
+) => Promise<Response>;
 
 export interface BenchWorker {
   base: string;
@@ -27,15 +32,22 @@ export async function startBenchWorker(bindings: Record<string, string>): Promis
   // Inside the project: workerd resolves module names relative to it and refuses "..".
   const dist = join(".wrangler", "bench-dist");
   // wrangler's own entry under this Node (22): works from npm scripts and from a bare `node bench/x.ts`.
-  const wrangler = join(dirname(createRequire(import.meta.url).resolve("wrangler/package.json")), "bin", "wrangler.js");
+  const wrangler = join(
+    dirname(createRequire(import.meta.url).resolve("wrangler/package.json")),
+    "bin",
+    "wrangler.js",
+  );
   try {
-    execFileSync(process.execPath, [wrangler, "deploy", "--dry-run", "--outdir", dist], { stdio: "pipe" });
+    execFileSync(process.execPath, [wrangler, "deploy", "--dry-run", "--outdir", dist], {
+      stdio: "pipe",
+    });
   } catch (error) {
     const output = error instanceof Error && "stderr" in error ? String(error.stderr) : "";
     throw new Error(`bundling the worker (wrangler deploy --dry-run) failed:\n${output}`);
   }
   // The dry-run output is already bundled: one JavaScript module, plus the WebAssembly it imports.
-  const { modulesRules: _rules, ...workerOptions } = unstable_getMiniflareWorkerOptions("wrangler.toml").workerOptions;
+  const { modulesRules: _rules, ...workerOptions } =
+    unstable_getMiniflareWorkerOptions("wrangler.toml").workerOptions;
   // wrangler hands out Miniflare's v4-style worker options; Miniflare 5 converts them.
   const options: V4MiniflareOptions = {
     workers: [
@@ -43,10 +55,12 @@ export async function startBenchWorker(bindings: Record<string, string>): Promis
         ...workerOptions,
         name: "edge-agents",
         // The entry first, then what it imports (named as in its import statements).
-        modules: ["index.js", ...readdirSync(dist).filter((file) => file.endsWith(".wasm"))].map((file) => ({
-          type: file.endsWith(".wasm") ? ("CompiledWasm" as const) : ("ESModule" as const),
-          path: join(dist, file),
-        })),
+        modules: ["index.js", ...readdirSync(dist).filter((file) => file.endsWith(".wasm"))].map(
+          (file) => ({
+            type: file.endsWith(".wasm") ? ("CompiledWasm" as const) : ("ESModule" as const),
+            path: join(dist, file),
+          }),
+        ),
         bindings: {
           ...(workerOptions.bindings ?? {}),
           // wrangler reads a developer's .dev.vars; benchmarks must not pick up its model or keys.
@@ -79,8 +93,11 @@ export async function startBenchWorker(bindings: Record<string, string>): Promis
   const url = await mf.ready;
   const base = url.origin;
   // The first request brings D1 up to the bundled migrations (the SchemaGate).
-  const health = (await (await fetch(`${base}/health`)).json()) as { schema?: { error: unknown } | null };
-  if (!health.schema || health.schema.error) throw new Error(`the worker could not migrate its database: ${JSON.stringify(health.schema)}`);
+  const health = (await (await fetch(`${base}/health`)).json()) as {
+    schema?: { error: unknown } | null;
+  };
+  if (!health.schema || health.schema.error)
+    throw new Error(`the worker could not migrate its database: ${JSON.stringify(health.schema)}`);
   const call: Call = (method, path, body, headers = {}) =>
     fetch(`${base}${path}`, {
       method,

@@ -9,7 +9,13 @@ const AGENT_KEY = "edge-agents.agent";
 const MEMORY_PAGE = 20;
 
 const $ = (id) => document.getElementById(id);
-const state = { token: sessionStorage.getItem(TOKEN_KEY) ?? "", agentId: "", memoryCursor: null, sending: false, consentPending: false };
+const state = {
+  token: sessionStorage.getItem(TOKEN_KEY) ?? "",
+  agentId: "",
+  memoryCursor: null,
+  sending: false,
+  consentPending: false,
+};
 
 class ApiError extends Error {
   constructor(status, error) {
@@ -57,7 +63,10 @@ async function api(method, path, body) {
 }
 
 async function toApiError(response) {
-  let error = { code: `http_${response.status}`, message: `HTTP ${response.status} ${response.statusText}`.trim() };
+  let error = {
+    code: `http_${response.status}`,
+    message: `HTTP ${response.status} ${response.statusText}`.trim(),
+  };
   try {
     const body = await response.json();
     if (body && typeof body.error === "object" && body.error !== null) error = body.error;
@@ -69,7 +78,8 @@ async function toApiError(response) {
 
 /** A sentence for the user; a refused token also sends them back to the token form. */
 function explain(error) {
-  if (!(error instanceof ApiError)) return `Request failed: ${error instanceof Error ? error.message : String(error)}`;
+  if (!(error instanceof ApiError))
+    return `Request failed: ${error instanceof Error ? error.message : String(error)}`;
   if (error.status === 401) {
     showSignedIn(false);
     setStatus("token-status", `The server refused this token: ${error.message}`, "error");
@@ -102,7 +112,8 @@ async function connect() {
   } catch (error) {
     showSignedIn(false);
     const message = explain(error);
-    if (!(error instanceof ApiError && error.status === 401)) setStatus("token-status", message, "error");
+    if (!(error instanceof ApiError && error.status === 401))
+      setStatus("token-status", message, "error");
   }
 }
 
@@ -128,12 +139,19 @@ async function loadAgents(preferred) {
   const agents = [];
   let after = null;
   do {
-    const page = await api("GET", `/agents?limit=100${after ? `&after=${encodeURIComponent(after)}` : ""}`);
+    const page = await api(
+      "GET",
+      `/agents?limit=100${after ? `&after=${encodeURIComponent(after)}` : ""}`,
+    );
     agents.push(...page.agents);
     after = page.nextCursor;
   } while (after);
   const select = $("agent-select");
-  select.replaceChildren(...agents.map((agent) => el("option", { value: agent.id, text: `${agent.name} (${agent.id})` })));
+  select.replaceChildren(
+    ...agents.map((agent) =>
+      el("option", { value: agent.id, text: `${agent.name} (${agent.id})` }),
+    ),
+  );
   if (agents.length === 0) {
     select.append(el("option", { value: "", text: "No agents yet: create one below" }));
     $("create-agent").open = true;
@@ -149,7 +167,8 @@ function selectAgent(agentId) {
   $("log").replaceChildren();
   $("memories").replaceChildren();
   $("memories-more").hidden = true;
-  for (const id of ["agent-status", "chat-status", "memory-status", "tools-status"]) setStatus(id, "");
+  for (const id of ["agent-status", "chat-status", "memory-status", "tools-status"])
+    setStatus(id, "");
   $("servers").replaceChildren();
   $("tools-summary").textContent = "";
   if (!agentId) return;
@@ -159,7 +178,9 @@ function selectAgent(agentId) {
 }
 
 $("agent-select").addEventListener("change", (event) => selectAgent(event.target.value));
-$("agents-refresh").addEventListener("click", () => loadAgents(state.agentId).catch((error) => setStatus("tools-status", explain(error), "error")));
+$("agents-refresh").addEventListener("click", () =>
+  loadAgents(state.agentId).catch((error) => setStatus("tools-status", explain(error), "error")),
+);
 
 $("create-form").addEventListener("submit", async (event) => {
   event.preventDefault();
@@ -169,13 +190,19 @@ $("create-form").addEventListener("submit", async (event) => {
   field.removeAttribute("aria-invalid");
   const showIssues = (issues) => {
     field.setAttribute("aria-invalid", "true");
-    errors.replaceChildren(...issues.map((issue) => el("li", {}, el("code", { text: issue.path || "(file)" }), `: ${issue.message}`)));
+    errors.replaceChildren(
+      ...issues.map((issue) =>
+        el("li", {}, el("code", { text: issue.path || "(file)" }), `: ${issue.message}`),
+      ),
+    );
   };
   let character;
   try {
     character = JSON.parse(field.value);
   } catch (error) {
-    showIssues([{ path: "JSON", message: error instanceof Error ? error.message : "not valid JSON" }]);
+    showIssues([
+      { path: "JSON", message: error instanceof Error ? error.message : "not valid JSON" },
+    ]);
     return field.focus();
   }
   try {
@@ -186,7 +213,8 @@ $("create-form").addEventListener("submit", async (event) => {
     setStatus("agent-status", `Created agent ${created.id}.`, "ok");
     $("message").focus();
   } catch (error) {
-    const issues = error instanceof ApiError && Array.isArray(error.details?.issues) ? error.details.issues : [];
+    const issues =
+      error instanceof ApiError && Array.isArray(error.details?.issues) ? error.details.issues : [];
     showIssues(issues.length > 0 ? issues : [{ path: "", message: explain(error) }]);
     field.focus();
   }
@@ -234,8 +262,10 @@ async function loadTools() {
     const { servers, tools } = await api("GET", agentPath("/tools"));
     if (agentId !== state.agentId) return; // another agent was picked meanwhile
     $("servers").replaceChildren(...servers.map(serverCard));
-    if (servers.length === 0) $("servers").append(el("li", { class: "muted", text: "No MCP servers." }));
-    $("tools-summary").textContent = `Tools it can call: ${tools.map((tool) => tool.name).join(", ") || "none"}`;
+    if (servers.length === 0)
+      $("servers").append(el("li", { class: "muted", text: "No MCP servers." }));
+    $("tools-summary").textContent =
+      `Tools it can call: ${tools.map((tool) => tool.name).join(", ") || "none"}`;
     setStatus("tools-status", "");
   } catch (error) {
     setStatus("tools-status", explain(error), "error");
@@ -246,12 +276,26 @@ function serverCard(server) {
   const card = el(
     "li",
     { class: "card" },
-    el("div", { class: "card-head" }, el("strong", { text: server.name }), el("span", { class: `badge state-${server.state}`, text: server.state })),
-    el("div", { class: "muted small", text: `${server.url} · ${server.transport} · auth: ${server.auth} · ${server.origin}` }),
+    el(
+      "div",
+      { class: "card-head" },
+      el("strong", { text: server.name }),
+      el("span", { class: `badge state-${server.state}`, text: server.state }),
+    ),
+    el("div", {
+      class: "muted small",
+      text: `${server.url} · ${server.transport} · auth: ${server.auth} · ${server.origin}`,
+    }),
     server.error ? el("div", { class: "error small", text: server.error }) : null,
-    server.tools.length > 0 ? el("div", { class: "small", text: `Tools: ${server.tools.map((tool) => tool.name).join(", ")}` }) : null,
+    server.tools.length > 0
+      ? el("div", {
+          class: "small",
+          text: `Tools: ${server.tools.map((tool) => tool.name).join(", ")}`,
+        })
+      : null,
   );
-  if (server.origin === "agent") card.querySelector(".card-head").append(removeServerButton(server));
+  if (server.origin === "agent")
+    card.querySelector(".card-head").append(removeServerButton(server));
   if (server.auth === "oauth" && server.state !== "ready") {
     const slot = el("div", { class: "row" });
     const link = (href) =>
@@ -274,7 +318,11 @@ function serverCard(server) {
             try {
               const view = await api("POST", agentPath("/tools"), { name: server.name });
               const fresh = view.authUrl ? safeUrl(view.authUrl) : null;
-              if (!fresh) return setStatus("tools-status", `${server.name}: ${view.state}${view.error ? `: ${view.error}` : ""}`);
+              if (!fresh)
+                return setStatus(
+                  "tools-status",
+                  `${server.name}: ${view.state}${view.error ? `: ${view.error}` : ""}`,
+                );
               slot.replaceChildren(link(fresh));
               state.consentPending = true;
               window.open(fresh, "_blank", "noopener");
@@ -316,18 +364,31 @@ $("server-form").addEventListener("submit", async (event) => {
   const errors = $("server-errors");
   errors.replaceChildren();
   const kind = $("server-auth").value;
-  const auth = kind === "bearer" ? { type: "bearer", secret: $("server-secret").value.trim() } : { type: kind };
+  const auth =
+    kind === "bearer"
+      ? { type: "bearer", secret: $("server-secret").value.trim() }
+      : { type: kind };
   const body = { name: $("server-name").value.trim(), url: $("server-url").value.trim(), auth };
   try {
     const view = await api("POST", agentPath("/tools"), body);
     $("server-form").reset();
     $("server-secret-field").hidden = true;
     $("add-server").open = false;
-    setStatus("tools-status", `Added ${view.name}: ${view.state}${view.error ? ` (${view.error})` : ""}.`, view.state === "ready" ? "ok" : "info");
+    setStatus(
+      "tools-status",
+      `Added ${view.name}: ${view.state}${view.error ? ` (${view.error})` : ""}.`,
+      view.state === "ready" ? "ok" : "info",
+    );
     await loadTools();
   } catch (error) {
-    const issues = error instanceof ApiError && Array.isArray(error.details?.issues) ? error.details.issues : [];
-    const items = issues.length > 0 ? issues.map((issue) => el("li", {}, el("code", { text: issue.path || "(body)" }), `: ${issue.message}`)) : [el("li", { text: explain(error) })];
+    const issues =
+      error instanceof ApiError && Array.isArray(error.details?.issues) ? error.details.issues : [];
+    const items =
+      issues.length > 0
+        ? issues.map((issue) =>
+            el("li", {}, el("code", { text: issue.path || "(body)" }), `: ${issue.message}`),
+          )
+        : [el("li", { text: explain(error) })];
     errors.replaceChildren(...items);
   }
 });
@@ -369,9 +430,21 @@ async function openRoom() {
     const { messages } = await api("GET", path);
     if (agentId !== state.agentId) return; // another agent was picked meanwhile
     $("log").replaceChildren(
-      ...messages.reverse().map((m) => messageItem(m.role, m.role === "agent" ? state.agentId : (m.userName ?? m.userId ?? "user"), m.text, m.createdAt)),
+      ...messages
+        .reverse()
+        .map((m) =>
+          messageItem(
+            m.role,
+            m.role === "agent" ? state.agentId : (m.userName ?? m.userId ?? "user"),
+            m.text,
+            m.createdAt,
+          ),
+        ),
     );
-    setStatus("chat-status", messages.length === 0 ? `Room ${roomId()} is empty: say something.` : `Room ${roomId()}.`);
+    setStatus(
+      "chat-status",
+      messages.length === 0 ? `Room ${roomId()} is empty: say something.` : `Room ${roomId()}.`,
+    );
     scrollLog();
   } catch (error) {
     setStatus("chat-status", explain(error), "error");
@@ -407,14 +480,35 @@ function turnView() {
   const meta = el("div", { class: "meta", text: state.agentId });
   const foot = el("div", { class: "muted small" });
   // aria-busy: screen readers announce the finished turn once, not every delta.
-  const item = el("li", { class: "msg agent", "aria-busy": "true" }, meta, memories, tools, text, foot);
+  const item = el(
+    "li",
+    { class: "msg agent", "aria-busy": "true" },
+    meta,
+    memories,
+    tools,
+    text,
+    foot,
+  );
   const calls = new Map();
   let draft = "";
 
   const toolCall = (call) => {
     const result = el("pre", { class: "small", text: "running…" });
-    const summary = el("summary", {}, el("span", { class: "badge", text: "tool" }), ` ${call.name}`);
-    const box = el("details", { class: "tool", open: true }, summary, el("div", { class: "small muted", text: "arguments" }), el("pre", { class: "small", text: pretty(call.arguments) }), el("div", { class: "small muted", text: "result" }), result);
+    const summary = el(
+      "summary",
+      {},
+      el("span", { class: "badge", text: "tool" }),
+      ` ${call.name}`,
+    );
+    const box = el(
+      "details",
+      { class: "tool", open: true },
+      summary,
+      el("div", { class: "small muted", text: "arguments" }),
+      el("pre", { class: "small", text: pretty(call.arguments) }),
+      el("div", { class: "small muted", text: "result" }),
+      result,
+    );
     tools.append(box);
     calls.set(call.id, { result, summary });
   };
@@ -422,7 +516,12 @@ function turnView() {
     if (!calls.has(res.id)) toolCall(res);
     const { result, summary } = calls.get(res.id);
     result.textContent = pretty(res.output);
-    summary.append(el("span", { class: `badge ${res.ok ? "state-ready" : "state-failed"}`, text: `${res.ok ? "ok" : "failed"} · ${res.durationMs} ms${res.cached ? " · cached" : ""}` }));
+    summary.append(
+      el("span", {
+        class: `badge ${res.ok ? "state-ready" : "state-failed"}`,
+        text: `${res.ok ? "ok" : "failed"} · ${res.durationMs} ms${res.cached ? " · cached" : ""}`,
+      }),
+    );
   };
 
   let memoriesShown = false;
@@ -431,7 +530,21 @@ function turnView() {
     memories.hidden = false;
     memories.replaceChildren(
       el("summary", { text: `Memories used (${list.length})` }),
-      el("ol", { class: "small" }, ...list.map((m) => el("li", {}, el("span", { class: "badge", text: m.type }), ` ${m.text} `, typeof m.score === "number" ? el("span", { class: "muted", text: `score ${m.score.toFixed(3)}` }) : null))),
+      el(
+        "ol",
+        { class: "small" },
+        ...list.map((m) =>
+          el(
+            "li",
+            {},
+            el("span", { class: "badge", text: m.type }),
+            ` ${m.text} `,
+            typeof m.score === "number"
+              ? el("span", { class: "muted", text: `score ${m.score.toFixed(3)}` })
+              : null,
+          ),
+        ),
+      ),
     );
   };
 
@@ -495,7 +608,11 @@ async function send(text) {
   const turn = turnView();
   $("log").append(turn.item);
   scrollLog();
-  const body = { userId, text, ...($("room-id").value.trim() ? { roomId: $("room-id").value.trim() } : {}) };
+  const body = {
+    userId,
+    text,
+    ...($("room-id").value.trim() ? { roomId: $("room-id").value.trim() } : {}),
+  };
   let finished = false;
   try {
     const response = await request("POST", agentPath("/messages"), body, {
@@ -515,7 +632,9 @@ async function send(text) {
           turn.done(data);
         } else if (name === "error") {
           finished = true;
-          turn.fail(`The turn failed: ${data.error?.message ?? "unknown error"} (${data.error?.code ?? "error"})`);
+          turn.fail(
+            `The turn failed: ${data.error?.message ?? "unknown error"} (${data.error?.code ?? "error"})`,
+          );
         }
         scrollLog();
       });
@@ -524,7 +643,9 @@ async function send(text) {
       finished = true;
     }
     if (!finished) {
-      turn.fail("The connection closed before the reply finished. The turn still completes on the server: reloading the room's history.");
+      turn.fail(
+        "The connection closed before the reply finished. The turn still completes on the server: reloading the room's history.",
+      );
       setTimeout(openRoom, 2000);
     } else setStatus("chat-status", "");
   } catch (error) {
@@ -561,8 +682,13 @@ $("message").addEventListener("keydown", (event) => {
 // ---- memories ----------------------------------------------------------------------------------
 
 function memoryCard(memory) {
-  const facts = [memory.userId && `user ${memory.userId}`, memory.roomId && `room ${memory.roomId}`, new Date(memory.createdAt).toLocaleString()];
-  if (memory.score !== undefined) facts.unshift(`score ${memory.score.toFixed(3)} (${memory.matchedBy.join("+")})`);
+  const facts = [
+    memory.userId && `user ${memory.userId}`,
+    memory.roomId && `room ${memory.roomId}`,
+    new Date(memory.createdAt).toLocaleString(),
+  ];
+  if (memory.score !== undefined)
+    facts.unshift(`score ${memory.score.toFixed(3)} (${memory.matchedBy.join("+")})`);
   if (memory.embedded === false) facts.push("not embedded yet");
   const card = el(
     "li",
@@ -592,7 +718,12 @@ function forgetButton(memory, removed) {
       const params = new URLSearchParams({ agentId: memory.agentId, id: memory.id });
       const { deleted } = await api("DELETE", `/memories?${params}`);
       removed();
-      setStatus("memory-status", deleted === 0 ? "That memory was already gone." : `Forgot ${deleted === 1 ? "1 memory" : `${deleted} memories`}, with their vectors.`);
+      setStatus(
+        "memory-status",
+        deleted === 0
+          ? "That memory was already gone."
+          : `Forgot ${deleted === 1 ? "1 memory" : `${deleted} memories`}, with their vectors.`,
+      );
     },
   });
 }

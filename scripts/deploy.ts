@@ -20,7 +20,12 @@ export const VECTORIZE_INDEX = "edge-agents-memories";
 /** Metadata the vector index filters on (src/memory/vectorize-index.ts), indexed before any vector. */
 export const METADATA_INDEXES = ["agentId", "type", "roomId", "userId", "memoryId"];
 /** Secrets copied from this shell to the worker when they are set here and not there. */
-const OPTIONAL_SECRETS = ["OPENAI_API_KEY", "DISCORD_PUBLIC_KEY", "DISCORD_BOT_TOKEN", "INSTAGRAM_ACCESS_TOKEN"];
+const OPTIONAL_SECRETS = [
+  "OPENAI_API_KEY",
+  "DISCORD_PUBLIC_KEY",
+  "DISCORD_BOT_TOKEN",
+  "INSTAGRAM_ACCESS_TOKEN",
+];
 
 interface Run {
   code: number;
@@ -42,9 +47,15 @@ function wrangler(args: string[], options: { input?: string; quiet?: boolean } =
   });
 }
 
-async function must(args: string[], options: { input?: string; quiet?: boolean } = {}): Promise<string> {
+async function must(
+  args: string[],
+  options: { input?: string; quiet?: boolean } = {},
+): Promise<string> {
   const run = await wrangler(args, options);
-  if (run.code !== 0) throw new Error(`wrangler ${args.slice(0, 3).join(" ")} failed (exit ${run.code}); see its output above`);
+  if (run.code !== 0)
+    throw new Error(
+      `wrangler ${args.slice(0, 3).join(" ")} failed (exit ${run.code}); see its output above`,
+    );
   return run.stdout;
 }
 
@@ -59,7 +70,11 @@ async function putSecret(name: string, value: string): Promise<void> {
 }
 
 /** GET a JSON path on the worker, a few times: a new worker takes a moment to answer everywhere. */
-async function workerJson(base: string, path: string, init: RequestInit = {}): Promise<Record<string, unknown>> {
+async function workerJson(
+  base: string,
+  path: string,
+  init: RequestInit = {},
+): Promise<Record<string, unknown>> {
   let last = "";
   for (let attempt = 0; attempt < 5; attempt++) {
     try {
@@ -79,35 +94,73 @@ async function vectorize(base: string, adminToken: string | undefined): Promise<
   const dimensions = (health.embedding as { dimensions: number }).dimensions;
   const existing = await wrangler(["vectorize", "get", VECTORIZE_INDEX, "--json"], { quiet: true });
   if (existing.code === 0) {
-    const config = JSON.parse(existing.stdout.slice(existing.stdout.indexOf("{"))) as { config?: { dimensions?: number } };
+    const config = JSON.parse(existing.stdout.slice(existing.stdout.indexOf("{"))) as {
+      config?: { dimensions?: number };
+    };
     const held = config.config?.dimensions;
     // Never two dimensions in one index.
-    if (held !== dimensions) throw new Error(`the Vectorize index ${VECTORIZE_INDEX} holds ${held} dimensions, the embedder gives ${dimensions}: delete it or change EMBEDDING_MODEL`);
+    if (held !== dimensions)
+      throw new Error(
+        `the Vectorize index ${VECTORIZE_INDEX} holds ${held} dimensions, the embedder gives ${dimensions}: delete it or change EMBEDDING_MODEL`,
+      );
     console.log(`Vectorize index ${VECTORIZE_INDEX} exists (${held} dimensions).`);
   } else {
-    await must(["vectorize", "create", VECTORIZE_INDEX, `--dimensions=${dimensions}`, "--metric=cosine"]);
+    await must([
+      "vectorize",
+      "create",
+      VECTORIZE_INDEX,
+      `--dimensions=${dimensions}`,
+      "--metric=cosine",
+    ]);
   }
-  const listed = await wrangler(["vectorize", "list-metadata-index", VECTORIZE_INDEX, "--json"], { quiet: true });
-  const indexed = new Set(listed.code === 0 ? (JSON.parse(listed.stdout.slice(listed.stdout.indexOf("["))) as Array<{ propertyName: string }>).map((m) => m.propertyName) : []);
+  const listed = await wrangler(["vectorize", "list-metadata-index", VECTORIZE_INDEX, "--json"], {
+    quiet: true,
+  });
+  const indexed = new Set(
+    listed.code === 0
+      ? (
+          JSON.parse(listed.stdout.slice(listed.stdout.indexOf("["))) as Array<{
+            propertyName: string;
+          }>
+        ).map((m) => m.propertyName)
+      : [],
+  );
   for (const property of METADATA_INDEXES.filter((name) => !indexed.has(name))) {
-    await must(["vectorize", "create-metadata-index", VECTORIZE_INDEX, `--propertyName=${property}`, "--type=string"]);
+    await must([
+      "vectorize",
+      "create-metadata-index",
+      VECTORIZE_INDEX,
+      `--propertyName=${property}`,
+      "--type=string",
+    ]);
   }
   const toml = readFileSync("wrangler.toml", "utf8");
   if (!/^\s*binding\s*=\s*"VECTORS"/m.test(toml)) {
-    writeFileSync("wrangler.toml", `${toml.trimEnd()}\n\n# Memory vectors (added by npm run deploy -- --vectorize).\n[[vectorize]]\nbinding = "VECTORS"\nindex_name = "${VECTORIZE_INDEX}"\n`);
+    writeFileSync(
+      "wrangler.toml",
+      `${toml.trimEnd()}\n\n# Memory vectors (added by npm run deploy -- --vectorize).\n[[vectorize]]\nbinding = "VECTORS"\nindex_name = "${VECTORIZE_INDEX}"\n`,
+    );
     console.log("Bound the index as VECTORS in wrangler.toml; deploying again.");
     await must(["deploy"]);
   }
   if (!adminToken) {
-    console.log("Re-embed existing memories with `npm run memory -- init --agent <id> --url ... --token <admin token>` for each agent.");
+    console.log(
+      "Re-embed existing memories with `npm run memory -- init --agent <id> --url ... --token <admin token>` for each agent.",
+    );
     return;
   }
   const headers = { authorization: `Bearer ${adminToken}`, "content-type": "application/json" };
-  const { agents } = (await workerJson(base, "/agents?limit=100", { headers })) as { agents: Array<{ id: string }> };
+  const { agents } = (await workerJson(base, "/agents?limit=100", { headers })) as {
+    agents: Array<{ id: string }>;
+  };
   for (const agent of agents) {
     let embedded = 0;
     for (let round = 0; round < 1_000; round++) {
-      const step = (await workerJson(base, "/memories/embed", { method: "POST", headers, body: JSON.stringify({ agentId: agent.id }) })) as { embedded: number; pending: boolean };
+      const step = (await workerJson(base, "/memories/embed", {
+        method: "POST",
+        headers,
+        body: JSON.stringify({ agentId: agent.id }),
+      })) as { embedded: number; pending: boolean };
       embedded += step.embedded;
       if (!step.pending) break;
     }
@@ -116,12 +169,21 @@ async function vectorize(base: string, adminToken: string | undefined): Promise<
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { vectorize: { type: "boolean" }, url: { type: "string" }, token: { type: "string" }, help: { type: "boolean" } }, strict: true });
+  const { values } = parseArgs({
+    options: {
+      vectorize: { type: "boolean" },
+      url: { type: "string" },
+      token: { type: "string" },
+      help: { type: "boolean" },
+    },
+    strict: true,
+  });
   if (values.help) {
     console.log(HELP);
     return;
   }
-  if (!existsSync("wrangler.toml")) throw new Error("run it from the project's folder (where wrangler.toml is)");
+  if (!existsSync("wrangler.toml"))
+    throw new Error("run it from the project's folder (where wrangler.toml is)");
 
   const deployed = await must(["deploy"]);
   const base = values.url ?? /https:\/\/[a-z0-9.-]+\.workers\.dev/i.exec(deployed)?.[0];
@@ -132,7 +194,9 @@ async function main(): Promise<void> {
     // Hex: a token starting with "-" would read as an option on command lines.
     adminToken = randomBytes(24).toString("hex");
     await putSecret("ADMIN_TOKEN", adminToken);
-    console.log(`\n  Your admin token (shown once; keep it somewhere safe):\n\n    ${adminToken}\n`);
+    console.log(
+      `\n  Your admin token (shown once; keep it somewhere safe):\n\n    ${adminToken}\n`,
+    );
   }
   if (!present.has("SECRETS_KEY")) {
     await putSecret("SECRETS_KEY", randomBytes(32).toString("base64url"));
@@ -148,18 +212,32 @@ async function main(): Promise<void> {
 
   if (base) {
     // The first request applies pending migrations and, on a new deployment, seeds the characters.
-    const health = (await workerJson(base, "/health")) as { schema?: { version: string | null; error: unknown } | null; model?: { backend: string } };
-    console.log(`Worker at ${base}: schema ${health.schema?.version ?? "unknown"}, model backend ${health.model?.backend ?? "unknown"}.`);
-    if (health.schema?.error) console.log(`  A migration failed: ${JSON.stringify(health.schema.error)}`);
+    const health = (await workerJson(base, "/health")) as {
+      schema?: { version: string | null; error: unknown } | null;
+      model?: { backend: string };
+    };
+    console.log(
+      `Worker at ${base}: schema ${health.schema?.version ?? "unknown"}, model backend ${health.model?.backend ?? "unknown"}.`,
+    );
+    if (health.schema?.error)
+      console.log(`  A migration failed: ${JSON.stringify(health.schema.error)}`);
   } else {
-    console.log("Could not tell the worker's address from wrangler's output; pass --url to check it.");
+    console.log(
+      "Could not tell the worker's address from wrangler's output; pass --url to check it.",
+    );
   }
 
   if (process.env.DISCORD_APPLICATION_ID && process.env.DISCORD_BOT_TOKEN) {
     console.log("Registering the Discord commands (global)...");
     await new Promise<void>((resolve, reject) => {
-      const child = spawn(process.execPath, [new URL("./discord-register.ts", import.meta.url).pathname], { stdio: "inherit" });
-      child.on("close", (code) => (code === 0 ? resolve() : reject(new Error(`discord:register failed (exit ${code})`))));
+      const child = spawn(
+        process.execPath,
+        [new URL("./discord-register.ts", import.meta.url).pathname],
+        { stdio: "inherit" },
+      );
+      child.on("close", (code) =>
+        code === 0 ? resolve() : reject(new Error(`discord:register failed (exit ${code})`)),
+      );
     });
   }
 

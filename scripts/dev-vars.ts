@@ -23,7 +23,8 @@ if (!has("ADMIN_TOKEN")) additions.push(`ADMIN_TOKEN=${randomBytes(24).toString(
 if (!has("SECRETS_KEY")) additions.push(`SECRETS_KEY=${randomBytes(32).toString("base64url")}`);
 // Local MCP servers (e.g. the SDK's examples on localhost) over http; never set this in production.
 // MCP_ALLOW_LOOPBACK is its old name: a .dev.vars that has it keeps it.
-if (!has("ALLOW_LOOPBACK_FETCH") && !has("MCP_ALLOW_LOOPBACK")) additions.push("ALLOW_LOOPBACK_FETCH=true");
+if (!has("ALLOW_LOOPBACK_FETCH") && !has("MCP_ALLOW_LOOPBACK"))
+  additions.push("ALLOW_LOOPBACK_FETCH=true");
 // Workers AI answers only remotely (after `npx wrangler login`): off locally, so the dev server
 // starts and runs offline. Set it to true to use Workers AI from a logged-in machine.
 if (!has("WORKERS_AI")) additions.push("WORKERS_AI=false");
@@ -36,6 +37,10 @@ const token = /^\s*ADMIN_TOKEN\s*=\s*"?([^"\n]+)"?\s*$/m.exec(content)?.[1];
 const model = /^\s*(OPENAI_API_KEY|OPENAI_BASE_URL)\s*=/m.test(content);
 console.log(`\n  Local admin token (from ${PATH}):\n\n    export TOKEN=${token}\n`);
 if (!model) {
-  console.log("  No model is configured yet: add OPENAI_API_KEY (and OPENAI_BASE_URL for another endpoint) to .dev.vars;");
-  console.log("  until then a turn answers 503 model_not_configured (the message is still stored).\n");
+  console.log(
+    "  No model is configured yet: add OPENAI_API_KEY (and OPENAI_BASE_URL for another endpoint) to .dev.vars;",
+  );
+  console.log(
+    "  until then a turn answers 503 model_not_configured (the message is still stored).\n",
+  );
 }

@@ -10,7 +10,12 @@ import { sha256Hex } from "../src/runtime/hashing.ts";
 
 /** Files one run reads at most: a directory entry pointing at the wrong folder should not upload it all. */
 export const MAX_KNOWLEDGE_FILES = 200;
-const FORMATS: Readonly<Record<string, "text" | "markdown">> = { ".md": "markdown", ".markdown": "markdown", ".txt": "text", ".text": "text" };
+const FORMATS: Readonly<Record<string, "text" | "markdown">> = {
+  ".md": "markdown",
+  ".markdown": "markdown",
+  ".txt": "text",
+  ".text": "text",
+};
 const MAX_DOCUMENT_ID_CHARS = 128;
 
 export class KnowledgeFileError extends Error {}
@@ -37,7 +42,11 @@ export interface ReadKnowledgeOptions {
 }
 
 /** The files of the `path` and `directory` entries, each once, in entry order (directories sorted). */
-export async function readKnowledgeFiles(base: string, items: readonly KnowledgeItem[], options: ReadKnowledgeOptions): Promise<KnowledgeFiles> {
+export async function readKnowledgeFiles(
+  base: string,
+  items: readonly KnowledgeItem[],
+  options: ReadKnowledgeOptions,
+): Promise<KnowledgeFiles> {
   const root = await realpath(base).catch(() => {
     throw new KnowledgeFileError(`knowledge folder ${base} does not exist`);
   });
@@ -49,12 +58,18 @@ export async function readKnowledgeFiles(base: string, items: readonly Knowledge
     seen.add(absolute);
     const format = FORMATS[extname(absolute).toLowerCase()];
     if (!format) {
-      if (fromDirectory) return skipped.push({ path: shown, reason: "not a .md, .markdown, .txt or .text file" });
-      throw new KnowledgeFileError(`${shown}: only .md, .markdown, .txt and .text files can be knowledge`);
+      if (fromDirectory)
+        return skipped.push({ path: shown, reason: "not a .md, .markdown, .txt or .text file" });
+      throw new KnowledgeFileError(
+        `${shown}: only .md, .markdown, .txt and .text files can be knowledge`,
+      );
     }
     const text = await readText(absolute, shown);
     if (!text.trim()) return skipped.push({ path: shown, reason: "empty" });
-    if (files.length === MAX_KNOWLEDGE_FILES) throw new KnowledgeFileError(`more than ${MAX_KNOWLEDGE_FILES} knowledge files: split them across runs or agents`);
+    if (files.length === MAX_KNOWLEDGE_FILES)
+      throw new KnowledgeFileError(
+        `more than ${MAX_KNOWLEDGE_FILES} knowledge files: split them across runs or agents`,
+      );
     files.push({ path: shown, documentId: await documentIdFor(shown), title: shown, format, text });
   };
   for (const item of items) {
@@ -63,11 +78,20 @@ export async function readKnowledgeFiles(base: string, items: readonly Knowledge
     const absolute = await locate(root, entry, options);
     const info = await stat(absolute);
     if (item.kind === "path") {
-      if (!info.isFile()) throw new KnowledgeFileError(`knowledge path "${entry}" is not a file (use { "directory": … } for a folder)`);
+      if (!info.isFile())
+        throw new KnowledgeFileError(
+          `knowledge path "${entry}" is not a file (use { "directory": … } for a folder)`,
+        );
       await add(absolute, shownPath(root, absolute, entry, options), false);
     } else {
-      if (!info.isDirectory()) throw new KnowledgeFileError(`knowledge directory "${entry}" is not a folder`);
-      for (const file of await walk(root, absolute, options, new Set())) await add(file, shownPath(root, file, join(entry, relative(absolute, file)), options), true);
+      if (!info.isDirectory())
+        throw new KnowledgeFileError(`knowledge directory "${entry}" is not a folder`);
+      for (const file of await walk(root, absolute, options, new Set()))
+        await add(
+          file,
+          shownPath(root, file, join(entry, relative(absolute, file)), options),
+          true,
+        );
     }
   }
   return { files, skipped };
@@ -75,11 +99,19 @@ export async function readKnowledgeFiles(base: string, items: readonly Knowledge
 
 /** The entry's real path, refused (when confined) if it is absolute or leads outside the folder. */
 async function locate(root: string, entry: string, options: ReadKnowledgeOptions): Promise<string> {
-  if (options.confined && isAbsolute(entry)) throw new KnowledgeFileError(`knowledge entry "${entry}": absolute paths are refused; name a file inside the character's folder`);
+  if (options.confined && isAbsolute(entry))
+    throw new KnowledgeFileError(
+      `knowledge entry "${entry}": absolute paths are refused; name a file inside the character's folder`,
+    );
   const real = await realpath(resolve(root, entry)).catch(() => {
-    throw new KnowledgeFileError(`knowledge entry "${entry}" does not exist (paths are relative to ${root})`);
+    throw new KnowledgeFileError(
+      `knowledge entry "${entry}" does not exist (paths are relative to ${root})`,
+    );
   });
-  if (options.confined && !inside(root, real)) throw new KnowledgeFileError(`knowledge entry "${entry}" leads outside the character's folder ${root}: refused`);
+  if (options.confined && !inside(root, real))
+    throw new KnowledgeFileError(
+      `knowledge entry "${entry}" leads outside the character's folder ${root}: refused`,
+    );
   return real;
 }
 
@@ -91,14 +123,24 @@ function inside(root: string, path: string): boolean {
  * Every file under `folder`, sorted, without hidden ones; symlinks out of the folder are refused,
  * and a folder reached again through a symlink (a cycle) is read once.
  */
-async function walk(root: string, folder: string, options: ReadKnowledgeOptions, visited: Set<string>): Promise<string[]> {
+async function walk(
+  root: string,
+  folder: string,
+  options: ReadKnowledgeOptions,
+  visited: Set<string>,
+): Promise<string[]> {
   if (visited.has(folder)) return [];
   visited.add(folder);
   const out: string[] = [];
-  const entries = (await readdir(folder, { withFileTypes: true })).filter((entry) => !entry.name.startsWith(".")).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  const entries = (await readdir(folder, { withFileTypes: true }))
+    .filter((entry) => !entry.name.startsWith("."))
+    .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   for (const entry of entries) {
     const real = await realpath(join(folder, entry.name));
-    if (options.confined && !inside(root, real)) throw new KnowledgeFileError(`${join(folder, entry.name)} leads outside the character's folder ${root}: refused`);
+    if (options.confined && !inside(root, real))
+      throw new KnowledgeFileError(
+        `${join(folder, entry.name)} leads outside the character's folder ${root}: refused`,
+      );
     const info = await stat(real);
     if (info.isDirectory()) out.push(...(await walk(root, real, options, visited)));
     else if (info.isFile()) out.push(real);
@@ -116,11 +158,19 @@ async function readText(path: string, shown: string): Promise<string> {
     throw new KnowledgeFileError(`${shown} is not UTF-8 text`);
   }
   const length = text.trim().length;
-  if (length > MAX_DOCUMENT_CHARS) throw new KnowledgeFileError(`${shown} has ${length.toLocaleString("en")} characters; a document takes at most ${MAX_DOCUMENT_CHARS.toLocaleString("en")}: split it`);
+  if (length > MAX_DOCUMENT_CHARS)
+    throw new KnowledgeFileError(
+      `${shown} has ${length.toLocaleString("en")} characters; a document takes at most ${MAX_DOCUMENT_CHARS.toLocaleString("en")}: split it`,
+    );
   return text;
 }
 
-function shownPath(root: string, absolute: string, written: string, options: ReadKnowledgeOptions): string {
+function shownPath(
+  root: string,
+  absolute: string,
+  written: string,
+  options: ReadKnowledgeOptions,
+): string {
   const path = options.confined ? relative(root, absolute) : normalize(written);
   return path.split(sep).join("/");
 }

@@ -83,11 +83,25 @@ export interface CliOptions {
 /** `asked`: --help was given (print to stdout, exit 0) rather than no command at all (exit 1). */
 export type ParsedCli = { help: true; asked: boolean } | { help: false; options: CliOptions };
 
-export function parseCli(argv: string[], env: Readonly<Record<string, string | undefined>>): ParsedCli {
+export function parseCli(
+  argv: string[],
+  env: Readonly<Record<string, string | undefined>>,
+): ParsedCli {
   const spec = {
-    agent: { type: "string" }, room: { type: "string" }, user: { type: "string" }, type: { type: "string" },
-    limit: { type: "string" }, cursor: { type: "string" }, threshold: { type: "string" }, url: { type: "string" },
-    token: { type: "string" }, yes: { type: "boolean" }, json: { type: "boolean" }, help: { type: "boolean" }, character: { type: "string" }, id: { type: "string" },
+    agent: { type: "string" },
+    room: { type: "string" },
+    user: { type: "string" },
+    type: { type: "string" },
+    limit: { type: "string" },
+    cursor: { type: "string" },
+    threshold: { type: "string" },
+    url: { type: "string" },
+    token: { type: "string" },
+    yes: { type: "boolean" },
+    json: { type: "boolean" },
+    help: { type: "boolean" },
+    character: { type: "string" },
+    id: { type: "string" },
   } as const;
   const { values, positionals } = (() => {
     try {
@@ -99,42 +113,76 @@ export function parseCli(argv: string[], env: Readonly<Record<string, string | u
   if (values.help || positionals.length === 0) return { help: true, asked: values.help === true };
   const [name, ...rest] = positionals;
   const command = COMMANDS.find((c) => c === name);
-  if (!command) throw new CliError(`unknown command "${name}": use one of ${COMMANDS.join(", ")} (see --help)`);
+  if (!command)
+    throw new CliError(`unknown command "${name}": use one of ${COMMANDS.join(", ")} (see --help)`);
   for (const key of Object.keys(values)) {
-    if (!["agent", "url", "token", "json", "help", ...COMMAND_OPTIONS[command]].includes(key)) throw new CliError(`--${key} does not apply to ${command} (see --help)`);
+    if (!["agent", "url", "token", "json", "help", ...COMMAND_OPTIONS[command]].includes(key))
+      throw new CliError(`--${key} does not apply to ${command} (see --help)`);
   }
-  if (command !== "similar" && command !== "knowledge" && rest.length > 0) throw new CliError(`${command} takes no arguments besides options, got "${rest.join(" ")}"`);
-  if (command === "knowledge" && (rest.length > 0) === (values.character !== undefined)) {
-    throw new CliError("knowledge takes files and folders, or --character with a character file (one of the two), e.g. npm run memory -- knowledge docs/ --agent ada");
+  if (command !== "similar" && command !== "knowledge" && rest.length > 0)
+    throw new CliError(`${command} takes no arguments besides options, got "${rest.join(" ")}"`);
+  if (command === "knowledge" && rest.length > 0 === (values.character !== undefined)) {
+    throw new CliError(
+      "knowledge takes files and folders, or --character with a character file (one of the two), e.g. npm run memory -- knowledge docs/ --agent ada",
+    );
   }
   const query = command === "similar" ? rest.join(" ").trim() : "";
-  if (command === "similar" && !query) throw new CliError('similar needs the query text, e.g. npm run memory -- similar "where does Alice live" --agent ada');
+  if (command === "similar" && !query)
+    throw new CliError(
+      'similar needs the query text, e.g. npm run memory -- similar "where does Alice live" --agent ada',
+    );
   // knowledge --character may name the agent by the character file itself (its id, username or name).
-  if (!values.agent && !(command === "knowledge" && values.character !== undefined)) throw new CliError("--agent is required (see --help)");
+  if (!values.agent && !(command === "knowledge" && values.character !== undefined))
+    throw new CliError("--agent is required (see --help)");
 
   const types = values.type?.split(",").map((t) => t.trim());
-  const ids = values.id?.split(",").map((id) => id.trim()).filter(Boolean);
-  if (ids !== undefined && ids.length === 0) throw new CliError("--id needs at least one memory id");
+  const ids = values.id
+    ?.split(",")
+    .map((id) => id.trim())
+    .filter(Boolean);
+  if (ids !== undefined && ids.length === 0)
+    throw new CliError("--id needs at least one memory id");
   const unknownType = types?.find((t) => !TYPES.includes(t));
-  if (unknownType !== undefined) throw new CliError(`unknown type "${unknownType}": use ${TYPES.join(", ")}`);
-  const limit = values.limit === undefined ? undefined : integerIn("limit", values.limit, 1, command === "similar" ? 100 : MAX_LIST);
+  if (unknownType !== undefined)
+    throw new CliError(`unknown type "${unknownType}": use ${TYPES.join(", ")}`);
+  const limit =
+    values.limit === undefined
+      ? undefined
+      : integerIn("limit", values.limit, 1, command === "similar" ? 100 : MAX_LIST);
   const threshold = values.threshold === undefined ? undefined : Number(values.threshold);
-  if (threshold !== undefined && !(threshold >= 0 && threshold <= 1)) throw new CliError(`--threshold is a similarity between 0 and 1, got "${values.threshold}"`);
+  if (threshold !== undefined && !(threshold >= 0 && threshold <= 1))
+    throw new CliError(`--threshold is a similarity between 0 and 1, got "${values.threshold}"`);
   const url = (values.url ?? env.EDGE_AGENTS_URL ?? "http://localhost:8787").replace(/\/+$/, "");
-  if (!/^https?:\/\/[^/\s]+/.test(url)) throw new CliError(`--url must be an http(s) URL, got "${url}"`);
+  if (!/^https?:\/\/[^/\s]+/.test(url))
+    throw new CliError(`--url must be an http(s) URL, got "${url}"`);
 
   return {
     help: false,
     options: {
-      command, agent: values.agent ?? "", query, paths: command === "knowledge" ? rest : [], character: values.character, room: values.room, user: values.user, types, ids, limit, cursor: values.cursor, threshold,
-      yes: values.yes ?? false, json: values.json ?? false, url, token: values.token ?? env.EDGE_AGENTS_TOKEN,
+      command,
+      agent: values.agent ?? "",
+      query,
+      paths: command === "knowledge" ? rest : [],
+      character: values.character,
+      room: values.room,
+      user: values.user,
+      types,
+      ids,
+      limit,
+      cursor: values.cursor,
+      threshold,
+      yes: values.yes ?? false,
+      json: values.json ?? false,
+      url,
+      token: values.token ?? env.EDGE_AGENTS_TOKEN,
     },
   };
 }
 
 function integerIn(name: string, raw: string, min: number, max: number): number {
   const value = Number(raw);
-  if (!Number.isInteger(value) || value < min || value > max) throw new CliError(`--${name} must be a whole number from ${min} to ${max}, got "${raw}"`);
+  if (!Number.isInteger(value) || value < min || value > max)
+    throw new CliError(`--${name} must be a whole number from ${min} to ${max}, got "${raw}"`);
   return value;
 }
 
@@ -153,19 +201,31 @@ export function devVarsToken(text: string): string | undefined {
  * Cut cells end in "…".
  */
 export function formatTable(headers: string[], rows: string[][], width: number): string {
-  const cells = rows.map((row) => headers.map((_, i) => (row[i] ?? "").replace(/\s+/g, " ").trim()));
+  const cells = rows.map((row) =>
+    headers.map((_, i) => (row[i] ?? "").replace(/\s+/g, " ").trim()),
+  );
   const widths = headers.map((h, i) => Math.max(h.length, ...cells.map((row) => row[i]!.length)));
   const last = widths.length - 1;
   const others = () => widths.slice(0, last).reduce((a, b) => a + b + 2, 0);
-  widths[last] = Math.max(Math.min(widths[last]!, MIN_LAST_COLUMN), Math.min(widths[last]!, width - others()));
+  widths[last] = Math.max(
+    Math.min(widths[last]!, MIN_LAST_COLUMN),
+    Math.min(widths[last]!, width - others()),
+  );
   while (others() + widths[last]! > width) {
     const widest = widths.indexOf(Math.max(...widths.slice(0, last)));
     if (widest < 0 || widest === last || widths[widest]! <= MIN_COLUMN) break;
     widths[widest]!--;
   }
-  const fit = (value: string, w: number) => (value.length > w ? `${value.slice(0, w - 1)}…` : value.padEnd(w));
-  const line = (row: string[]) => row.map((cell, i) => fit(cell, widths[i]!)).join("  ").trimEnd();
-  return [line(headers), widths.map((w) => "-".repeat(w)).join("  "), ...cells.map(line)].join("\n");
+  const fit = (value: string, w: number) =>
+    value.length > w ? `${value.slice(0, w - 1)}…` : value.padEnd(w);
+  const line = (row: string[]) =>
+    row
+      .map((cell, i) => fit(cell, widths[i]!))
+      .join("  ")
+      .trimEnd();
+  return [line(headers), widths.map((w) => "-".repeat(w)).join("  "), ...cells.map(line)].join(
+    "\n",
+  );
 }
 
 const memoryCount = (n: number) => (n === 1 ? "1 memory" : `${n.toLocaleString("en")} memories`);
@@ -208,7 +268,10 @@ function createApi(url: string, token: string | undefined): Api {
     try {
       response = await fetch(`${url}${path}`, {
         method,
-        headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...(body === undefined ? {} : { "content-type": "application/json" }) },
+        headers: {
+          ...(token ? { authorization: `Bearer ${token}` } : {}),
+          ...(body === undefined ? {} : { "content-type": "application/json" }),
+        },
         body: body === undefined ? undefined : JSON.stringify(body),
         signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
       });
@@ -220,20 +283,29 @@ function createApi(url: string, token: string | undefined): Api {
     try {
       parsed = raw ? JSON.parse(raw) : null;
     } catch {
-      if (response.ok) throw new CliError(`${method} ${path}: the answer is not JSON (is ${url} an edge-agents worker?)`);
+      if (response.ok)
+        throw new CliError(
+          `${method} ${path}: the answer is not JSON (is ${url} an edge-agents worker?)`,
+        );
     }
     if (response.ok) return parsed as T;
     const error = (parsed as { error?: { code?: string; message?: string } } | null)?.error;
     const hint = response.status === 401 ? " (check --token or EDGE_AGENTS_TOKEN)" : "";
-    throw new CliError(`${method} ${path}: HTTP ${response.status} ${error?.code ?? response.statusText}: ${error?.message ?? raw.slice(0, 200)}${hint}`);
+    throw new CliError(
+      `${method} ${path}: HTTP ${response.status} ${error?.code ?? response.statusText}: ${error?.message ?? raw.slice(0, 200)}${hint}`,
+    );
   };
 }
 
 function unreachable(url: string, error: unknown): CliError {
   const cause = error instanceof Error && error.cause instanceof Error ? error.cause : undefined;
   const code = cause && "code" in cause ? String(cause.code) : undefined;
-  if (code === "ECONNREFUSED") return new CliError(`cannot reach ${url}: connection refused. Is \`npm run dev\` running (or is --url right)?`);
-  if (error instanceof Error && error.name === "TimeoutError") return new CliError(`${url} did not answer within ${REQUEST_TIMEOUT_MS / 1000} s`);
+  if (code === "ECONNREFUSED")
+    return new CliError(
+      `cannot reach ${url}: connection refused. Is \`npm run dev\` running (or is --url right)?`,
+    );
+  if (error instanceof Error && error.name === "TimeoutError")
+    return new CliError(`${url} did not answer within ${REQUEST_TIMEOUT_MS / 1000} s`);
   return new CliError(`cannot reach ${url}: ${code ?? cause?.message ?? String(error)}`);
 }
 
@@ -248,14 +320,19 @@ async function getHealth(url: string): Promise<Health> {
   try {
     return (await response.json()) as Health;
   } catch {
-    throw new CliError(`${url}/health: HTTP ${response.status}, not JSON (is ${url} an edge-agents worker?)`);
+    throw new CliError(
+      `${url}/health: HTTP ${response.status}, not JSON (is ${url} an edge-agents worker?)`,
+    );
   }
 }
 
 function resolveToken(options: CliOptions): string {
   if (options.token) return options.token;
   const devVars = new URL("../.dev.vars", import.meta.url);
-  const local = isLocalUrl(options.url) && existsSync(devVars) ? devVarsToken(readFileSync(devVars, "utf8")) : undefined;
+  const local =
+    isLocalUrl(options.url) && existsSync(devVars)
+      ? devVarsToken(readFileSync(devVars, "utf8"))
+      : undefined;
   if (local) return local;
   throw new CliError(
     isLocalUrl(options.url)
@@ -265,20 +342,45 @@ function resolveToken(options: CliOptions): string {
 }
 
 const query = (params: Record<string, string | undefined>) =>
-  new URLSearchParams(Object.entries(params).filter((entry): entry is [string, string] => entry[1] !== undefined)).toString();
-const filterOf = (o: CliOptions) => ({ agentId: o.agent, roomId: o.room, userId: o.user, type: o.types?.join(","), id: o.ids?.join(",") });
+  new URLSearchParams(
+    Object.entries(params).filter((entry): entry is [string, string] => entry[1] !== undefined),
+  ).toString();
+const filterOf = (o: CliOptions) => ({
+  agentId: o.agent,
+  roomId: o.room,
+  userId: o.user,
+  type: o.types?.join(","),
+  id: o.ids?.join(","),
+});
 const when = (ms: number) => new Date(ms).toISOString().slice(0, 16).replace("T", " ");
 const terminalWidth = () => process.stdout.columns ?? (Number(process.env.COLUMNS) || 120);
-const print = (headers: string[], rows: string[][]) => console.log(rows.length === 0 ? "(none)" : formatTable(headers, rows, terminalWidth()));
-const memoryRow = (m: MemoryView) => [m.id, when(m.createdAt), m.type, m.roomId ?? "", m.userName ?? m.userId ?? "", m.embedded ? "yes" : "no", m.text];
+const print = (headers: string[], rows: string[][]) =>
+  console.log(rows.length === 0 ? "(none)" : formatTable(headers, rows, terminalWidth()));
+const memoryRow = (m: MemoryView) => [
+  m.id,
+  when(m.createdAt),
+  m.type,
+  m.roomId ?? "",
+  m.userName ?? m.userId ?? "",
+  m.embedded ? "yes" : "no",
+  m.text,
+];
 const MEMORY_HEADERS = ["id", "created", "type", "room", "user", "vector", "text"];
 
 /** Up to `limit` memories, newest first, over as many pages as that takes. */
-async function listAll(api: Api, filter: Record<string, string | undefined>, limit: number, cursor?: string) {
+async function listAll(
+  api: Api,
+  filter: Record<string, string | undefined>,
+  limit: number,
+  cursor?: string,
+) {
   const memories: MemoryView[] = [];
   let next: string | null = cursor ?? null;
   do {
-    const page: { memories: MemoryView[]; nextCursor: string | null } = await api("GET", `/memories?${query({ ...filter, limit: String(Math.min(200, limit - memories.length)), cursor: next ?? undefined })}`);
+    const page: { memories: MemoryView[]; nextCursor: string | null } = await api(
+      "GET",
+      `/memories?${query({ ...filter, limit: String(Math.min(200, limit - memories.length)), cursor: next ?? undefined })}`,
+    );
     memories.push(...page.memories);
     next = page.nextCursor;
   } while (next && memories.length < limit);
@@ -292,16 +394,38 @@ async function run(options: CliOptions): Promise<number> {
       const page = await listAll(api, filterOf(options), options.limit ?? 50, options.cursor);
       if (options.json) return out(page);
       print(MEMORY_HEADERS, page.memories.map(memoryRow));
-      if (page.nextCursor) console.log(`\n${memoryCount(page.memories.length)} shown; more with --cursor ${page.nextCursor}`);
+      if (page.nextCursor)
+        console.log(
+          `\n${memoryCount(page.memories.length)} shown; more with --cursor ${page.nextCursor}`,
+        );
       return 0;
     }
     case "similar": {
       const body = await api<{ memories: ScoredMemory[] }>("POST", "/memories/similar", {
-        agentId: options.agent, query: options.query, type: options.types, roomId: options.room, userId: options.user, threshold: options.threshold, limit: options.limit,
+        agentId: options.agent,
+        query: options.query,
+        type: options.types,
+        roomId: options.room,
+        userId: options.user,
+        threshold: options.threshold,
+        limit: options.limit,
       });
       if (options.json) return out(body);
-      const similarity = (m: ScoredMemory) => (m.similarity === null ? "-" : m.similarity.toFixed(3));
-      print(["score", "similarity", "by", "type", "room", "user", "created", "text"], body.memories.map((m) => [m.score.toFixed(3), similarity(m), m.matchedBy.join("+"), m.type, m.roomId ?? "", m.userName ?? m.userId ?? "", when(m.createdAt), m.text]));
+      const similarity = (m: ScoredMemory) =>
+        m.similarity === null ? "-" : m.similarity.toFixed(3);
+      print(
+        ["score", "similarity", "by", "type", "room", "user", "created", "text"],
+        body.memories.map((m) => [
+          m.score.toFixed(3),
+          similarity(m),
+          m.matchedBy.join("+"),
+          m.type,
+          m.roomId ?? "",
+          m.userName ?? m.userId ?? "",
+          when(m.createdAt),
+          m.text,
+        ]),
+      );
       return 0;
     }
     case "clear":
@@ -309,11 +433,29 @@ async function run(options: CliOptions): Promise<number> {
     case "stats": {
       const stats = await api<Stats>("GET", `/memories/stats?${query({ agentId: options.agent })}`);
       if (options.json) return out(stats);
-      print(["type", "memories"], [...Object.entries(stats.byType).map(([type, n]) => [type, String(n)]), ["total", String(stats.total)]]);
-      console.log(`\nwaiting for a vector: ${stats.pendingEmbedding}${stats.pendingEmbedding > 0 ? ` (run: npm run memory -- init --agent ${options.agent})` : ""}`);
-      console.log(`embedder:     ${stats.embedder.id} (${stats.embedder.backend}), ${stats.embedder.dimensions} dimensions`);
-      console.log(`vector index: ${stats.vectors.backend}, ${stats.vectors.dimensions === null ? "empty (takes the embedder's size)" : `${stats.vectors.dimensions} dimensions`}`);
-      if (stats.vectors.dimensions !== null && stats.vectors.dimensions !== stats.embedder.dimensions) console.log("warning: the embedder and the index disagree; new memories get no vector (see init)");
+      print(
+        ["type", "memories"],
+        [
+          ...Object.entries(stats.byType).map(([type, n]) => [type, String(n)]),
+          ["total", String(stats.total)],
+        ],
+      );
+      console.log(
+        `\nwaiting for a vector: ${stats.pendingEmbedding}${stats.pendingEmbedding > 0 ? ` (run: npm run memory -- init --agent ${options.agent})` : ""}`,
+      );
+      console.log(
+        `embedder:     ${stats.embedder.id} (${stats.embedder.backend}), ${stats.embedder.dimensions} dimensions`,
+      );
+      console.log(
+        `vector index: ${stats.vectors.backend}, ${stats.vectors.dimensions === null ? "empty (takes the embedder's size)" : `${stats.vectors.dimensions} dimensions`}`,
+      );
+      if (
+        stats.vectors.dimensions !== null &&
+        stats.vectors.dimensions !== stats.embedder.dimensions
+      )
+        console.log(
+          "warning: the embedder and the index disagree; new memories get no vector (see init)",
+        );
       return 0;
     }
     case "init":
@@ -337,20 +479,35 @@ async function clear(api: Api, options: CliOptions): Promise<number> {
   const sample = await listAll(api, filter, 10);
   if (options.room === undefined && options.user === undefined && options.ids === undefined) {
     const stats = await api<Stats>("GET", `/memories/stats?${query({ agentId: options.agent })}`);
-    count = options.types ? options.types.reduce((sum, t) => sum + (stats.byType[t] ?? 0), 0) : stats.total;
+    count = options.types
+      ? options.types.reduce((sum, t) => sum + (stats.byType[t] ?? 0), 0)
+      : stats.total;
   } else {
     const counted = await listAll(api, filter, COUNT_CAP);
     count = counted.memories.length;
     atLeast = counted.nextCursor !== null;
   }
-  const scope = [options.room && `room ${options.room}`, options.user && `user ${options.user}`, options.types && `type ${options.types.join(",")}`, options.ids && `id ${options.ids.join(",")}`].filter(Boolean).join(", ");
-  if (options.json) return out({ wouldDelete: count, atLeast, sample: sample.memories }, count === 0 ? 0 : 1);
+  const scope = [
+    options.room && `room ${options.room}`,
+    options.user && `user ${options.user}`,
+    options.types && `type ${options.types.join(",")}`,
+    options.ids && `id ${options.ids.join(",")}`,
+  ]
+    .filter(Boolean)
+    .join(", ");
+  if (options.json)
+    return out({ wouldDelete: count, atLeast, sample: sample.memories }, count === 0 ? 0 : 1);
   if (count === 0) {
     console.log(`nothing matches${scope ? ` (${scope})` : ""}: nothing to delete`);
     return 0;
   }
-  const documents = sample.memories.some((m) => m.type === "document") || options.types?.includes("document") ? " Documents take their fragments with them." : "";
-  console.log(`This would delete ${atLeast ? "at least " : ""}${memoryCount(count)} of agent ${options.agent}${scope ? ` (${scope})` : " (all of them)"}, with their vectors.${documents} Newest first:\n`);
+  const documents =
+    sample.memories.some((m) => m.type === "document") || options.types?.includes("document")
+      ? " Documents take their fragments with them."
+      : "";
+  console.log(
+    `This would delete ${atLeast ? "at least " : ""}${memoryCount(count)} of agent ${options.agent}${scope ? ` (${scope})` : " (all of them)"}, with their vectors.${documents} Newest first:\n`,
+  );
   print(MEMORY_HEADERS, sample.memories.map(memoryRow));
   console.error("\nnothing deleted: run again with --yes to delete them");
   return 1;
@@ -359,12 +516,20 @@ async function clear(api: Api, options: CliOptions): Promise<number> {
 async function init(api: Api, options: CliOptions): Promise<number> {
   const health = await getHealth(options.url);
   const { embedding, vectors } = health;
-  if (!embedding || !vectors) throw new CliError(`${options.url}/health says nothing about embeddings: this worker predates long-term memory`);
+  if (!embedding || !vectors)
+    throw new CliError(
+      `${options.url}/health says nothing about embeddings: this worker predates long-term memory`,
+    );
   if (!options.json) {
-    console.log(`embedder:     ${embedding.id} (${embedding.backend}), ${embedding.dimensions} dimensions`);
-    console.log(`vector index: ${vectors.backend}, ${vectors.dimensions === null ? "empty (takes the embedder's size)" : `${vectors.dimensions} dimensions`}`);
+    console.log(
+      `embedder:     ${embedding.id} (${embedding.backend}), ${embedding.dimensions} dimensions`,
+    );
+    console.log(
+      `vector index: ${vectors.backend}, ${vectors.dimensions === null ? "empty (takes the embedder's size)" : `${vectors.dimensions} dimensions`}`,
+    );
   }
-  if (vectors.status === "unavailable") throw new CliError(`the ${vectors.backend} vector index does not answer; nothing was embedded`);
+  if (vectors.status === "unavailable")
+    throw new CliError(`the ${vectors.backend} vector index does not answer; nothing was embedded`);
   if (vectors.dimensions !== null && vectors.dimensions !== embedding.dimensions) {
     throw new CliError(
       `the embedder makes ${embedding.dimensions}-dimension vectors but the ${vectors.backend} index holds ${vectors.dimensions}: nothing was embedded. ` +
@@ -377,15 +542,28 @@ async function init(api: Api, options: CliOptions): Promise<number> {
   // stored under pre-0012 ids (the worker's embedding pipeline does it before embedding).
   for (let pending = true; pending; ) {
     // The route answers `pending` as a boolean; a count is accepted too.
-    const step = await api<{ embedded: number; pending: boolean | number }>("POST", "/memories/embed", { agentId: options.agent });
+    const step = await api<{ embedded: number; pending: boolean | number }>(
+      "POST",
+      "/memories/embed",
+      { agentId: options.agent },
+    );
     embedded += step.embedded;
     pending = step.pending === true || (typeof step.pending === "number" && step.pending > 0);
-    if (!options.json) process.stdout.write(`${process.stdout.isTTY ? "\r" : ""}embedded ${embedded} of ${before.pendingEmbedding}${process.stdout.isTTY ? "" : "\n"}`);
-    if (pending && step.embedded === 0) throw new CliError("the worker embeds nothing more, yet says memories still wait: see its logs (wrangler tail)");
+    if (!options.json)
+      process.stdout.write(
+        `${process.stdout.isTTY ? "\r" : ""}embedded ${embedded} of ${before.pendingEmbedding}${process.stdout.isTTY ? "" : "\n"}`,
+      );
+    if (pending && step.embedded === 0)
+      throw new CliError(
+        "the worker embeds nothing more, yet says memories still wait: see its logs (wrangler tail)",
+      );
   }
   const after = await api<Stats>("GET", `/memories/stats?${query({ agentId: options.agent })}`);
-  if (options.json) return out({ agentId: options.agent, embedded, pending: after.pendingEmbedding });
-  console.log(`${process.stdout.isTTY && embedded > 0 ? "\n" : ""}done: ${embedded} embedded; ${memoryCount(after.total)}, ${after.pendingEmbedding} waiting for a vector`);
+  if (options.json)
+    return out({ agentId: options.agent, embedded, pending: after.pendingEmbedding });
+  console.log(
+    `${process.stdout.isTTY && embedded > 0 ? "\n" : ""}done: ${embedded} embedded; ${memoryCount(after.total)}, ${after.pendingEmbedding} waiting for a vector`,
+  );
   return after.pendingEmbedding === 0 ? 0 : 1;
 }
 
@@ -404,33 +582,78 @@ interface IngestResult {
 async function knowledge(api: Api, options: CliOptions): Promise<number> {
   const { files, skipped, characterAgentId } = await knowledgeFiles(options);
   const agent = options.agent || characterAgentId!;
-  const requests = files.map((file) => ({ file, body: { text: file.text.trim(), title: file.title, documentId: file.documentId, format: file.format } }));
+  const requests = files.map((file) => ({
+    file,
+    body: {
+      text: file.text.trim(),
+      title: file.title,
+      documentId: file.documentId,
+      format: file.format,
+    },
+  }));
   for (const { file, body } of requests) {
     const bytes = Buffer.byteLength(JSON.stringify(body));
-    if (bytes > MAX_AGENT_BODY_BYTES) throw new CliError(`${file.path} makes a ${Math.ceil(bytes / 1024)} KiB request; the endpoint takes ${MAX_AGENT_BODY_BYTES / 1024} KiB: split it. Nothing was sent.`);
+    if (bytes > MAX_AGENT_BODY_BYTES)
+      throw new CliError(
+        `${file.path} makes a ${Math.ceil(bytes / 1024)} KiB request; the endpoint takes ${MAX_AGENT_BODY_BYTES / 1024} KiB: split it. Nothing was sent.`,
+      );
   }
-  if (requests.length === 0) throw new CliError(`no text or markdown file to send${skipped.length > 0 ? ` (skipped: ${skipped.map((s) => `${s.path}: ${s.reason}`).join("; ")})` : ""}`);
+  if (requests.length === 0)
+    throw new CliError(
+      `no text or markdown file to send${skipped.length > 0 ? ` (skipped: ${skipped.map((s) => `${s.path}: ${s.reason}`).join("; ")})` : ""}`,
+    );
   const results: Array<IngestResult & { path: string }> = [];
   for (const { file, body } of requests) {
     try {
-      results.push({ path: file.path, ...(await api<IngestResult>("POST", `/agents/${encodeURIComponent(agent)}/knowledge`, body)) });
+      results.push({
+        path: file.path,
+        ...(await api<IngestResult>(
+          "POST",
+          `/agents/${encodeURIComponent(agent)}/knowledge`,
+          body,
+        )),
+      });
     } catch (error) {
-      const stored = results.length > 0 ? ` Stored before it: ${results.map((r) => r.path).join(", ")}.` : " Nothing was stored.";
-      throw error instanceof CliError ? new CliError(`${file.path}: ${error.message}.${stored}`) : error;
+      const stored =
+        results.length > 0
+          ? ` Stored before it: ${results.map((r) => r.path).join(", ")}.`
+          : " Nothing was stored.";
+      throw error instanceof CliError
+        ? new CliError(`${file.path}: ${error.message}.${stored}`)
+        : error;
     }
   }
   if (options.json) return out({ agentId: agent, documents: results, skipped });
-  print(["file", "document id", "fragments", "embedded", "replaced"], results.map((r) => [r.path, r.documentId, String(r.fragments), String(r.embedded), r.replaced ? "yes" : "no"]));
+  print(
+    ["file", "document id", "fragments", "embedded", "replaced"],
+    results.map((r) => [
+      r.path,
+      r.documentId,
+      String(r.fragments),
+      String(r.embedded),
+      r.replaced ? "yes" : "no",
+    ]),
+  );
   for (const skip of skipped) console.log(`skipped ${skip.path}: ${skip.reason}`);
   const waiting = results.filter((r) => r.embedded < r.fragments);
-  if (waiting.length > 0) console.log(`\nsome fragments wait for a vector (found by text meanwhile): npm run memory -- init --agent ${agent}${waiting[0]!.embeddingError ? ` (${waiting[0]!.embeddingError})` : ""}`);
+  if (waiting.length > 0)
+    console.log(
+      `\nsome fragments wait for a vector (found by text meanwhile): npm run memory -- init --agent ${agent}${waiting[0]!.embeddingError ? ` (${waiting[0]!.embeddingError})` : ""}`,
+    );
   return 0;
 }
 
-async function knowledgeFiles(options: CliOptions): Promise<KnowledgeFiles & { characterAgentId?: string }> {
+async function knowledgeFiles(
+  options: CliOptions,
+): Promise<KnowledgeFiles & { characterAgentId?: string }> {
   // Loaded here, not at the top: the character parser and the chunker's imports cost the other
   // commands 0.3 s of start-up.
-  const [{ KnowledgeFileError, readKnowledgeFiles }, { parseCharacter }, { ValidationError }, { agentIdFor }] = await Promise.all([
+  const [
+    { KnowledgeFileError, readKnowledgeFiles },
+    { parseCharacter },
+    { ValidationError },
+    { agentIdFor },
+  ] = await Promise.all([
     import("./knowledge-files.ts"),
     import("../src/characters/parse-character.ts"),
     import("../src/runtime/errors.ts"),
@@ -439,23 +662,45 @@ async function knowledgeFiles(options: CliOptions): Promise<KnowledgeFiles & { c
   try {
     if (options.character === undefined) {
       // Paths the user typed: relative to where the command runs, anywhere on the machine.
-      const items = options.paths.map((path): KnowledgeItem => (statSync(path, { throwIfNoEntry: false })?.isDirectory() ? { kind: "directory", directory: path, shared: false } : { kind: "path", path, shared: false }));
+      const items = options.paths.map(
+        (path): KnowledgeItem =>
+          statSync(path, { throwIfNoEntry: false })?.isDirectory()
+            ? { kind: "directory", directory: path, shared: false }
+            : { kind: "path", path, shared: false },
+      );
       return await readKnowledgeFiles(process.cwd(), items, { confined: false });
     }
     let raw: unknown;
     try {
       raw = JSON.parse(readFileSync(options.character, "utf8"));
     } catch (error) {
-      throw new CliError(`cannot read the character file ${options.character}: ${error instanceof Error ? error.message : String(error)}`);
+      throw new CliError(
+        `cannot read the character file ${options.character}: ${error instanceof Error ? error.message : String(error)}`,
+      );
     }
     const character = parseCharacter(raw);
     const characterAgentId = agentIdFor(character);
-    return { ...(await readKnowledgeFiles(dirname(options.character), character.knowledge, { confined: true })), characterAgentId };
+    return {
+      ...(await readKnowledgeFiles(dirname(options.character), character.knowledge, {
+        confined: true,
+      })),
+      characterAgentId,
+    };
   } catch (error) {
-    if (error instanceof KnowledgeFileError) throw new CliError(`${error.message}. Nothing was sent.`);
+    if (error instanceof KnowledgeFileError)
+      throw new CliError(`${error.message}. Nothing was sent.`);
     if (error instanceof ValidationError) {
-      const issues = (error.details as { issues?: Array<{ path: string; message: string }> } | undefined)?.issues ?? [];
-      throw new CliError(`${options.character} is not a valid character: ${issues.slice(0, 5).map((i) => `${i.path || "(file)"}: ${i.message}`).join("; ") || error.message}`);
+      const issues =
+        (error.details as { issues?: Array<{ path: string; message: string }> } | undefined)
+          ?.issues ?? [];
+      throw new CliError(
+        `${options.character} is not a valid character: ${
+          issues
+            .slice(0, 5)
+            .map((i) => `${i.path || "(file)"}: ${i.message}`)
+            .join("; ") || error.message
+        }`,
+      );
     }
     throw error;
   }

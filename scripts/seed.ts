@@ -14,17 +14,22 @@ import { KnowledgeFileError, readKnowledgeFiles } from "./knowledge-files.ts";
 const target = process.argv.includes("--remote") ? "--remote" : "--local";
 const dir = "characters";
 const now = Date.now();
-const quote = (value: string | null) => (value === null ? "NULL" : `'${value.replaceAll("'", "''")}'`);
+const quote = (value: string | null) =>
+  value === null ? "NULL" : `'${value.replaceAll("'", "''")}'`;
 
 const statements: string[] = [];
 const tokens = await loadTokenCounter();
 const seeded: string[] = [];
 const knowledgeFiles: string[] = [];
-for (const file of readdirSync(dir).filter((name) => name.endsWith(".json")).sort()) {
+for (const file of readdirSync(dir)
+  .filter((name) => name.endsWith(".json"))
+  .sort()) {
   const raw: unknown = JSON.parse(readFileSync(join(dir, file), "utf8"));
   const character = parseCharacter(raw);
   if (Object.keys(character.secrets).length > 0) {
-    throw new Error(`${file} has secrets: create it through POST /agents so they are encrypted with SECRETS_KEY`);
+    throw new Error(
+      `${file} has secrets: create it through POST /agents so they are encrypted with SECRETS_KEY`,
+    );
   }
   const id = agentIdFor(character);
   seeded.push(`${id} (${file}, ${character.format})`);
@@ -43,15 +48,31 @@ for (const file of readdirSync(dir).filter((name) => name.endsWith(".json")).sor
   const documents = [];
   const knowledge = await characterKnowledge(tokens, id, character, now);
   if (knowledge) documents.push(knowledge);
-  const { files, skipped } = await readKnowledgeFiles(dir, character.knowledge, { confined: true }).catch((error: unknown) => {
+  const { files, skipped } = await readKnowledgeFiles(dir, character.knowledge, {
+    confined: true,
+  }).catch((error: unknown) => {
     throw error instanceof KnowledgeFileError ? new Error(`${file}: ${error.message}`) : error;
   });
-  for (const skip of skipped) console.warn(`${file}: knowledge file ${skip.path} skipped: ${skip.reason}`);
+  for (const skip of skipped)
+    console.warn(`${file}: knowledge file ${skip.path} skipped: ${skip.reason}`);
   for (const knowledgeFile of files) {
     const { text, title, documentId, format } = knowledgeFile;
-    documents.push(await buildDocument(tokens, { agentId: id, text, title, documentId, format, source: "character", now }));
+    documents.push(
+      await buildDocument(tokens, {
+        agentId: id,
+        text,
+        title,
+        documentId,
+        format,
+        source: "character",
+        now,
+      }),
+    );
   }
-  for (const memory of documents.flatMap((document) => [document.document, ...document.fragments])) {
+  for (const memory of documents.flatMap((document) => [
+    document.document,
+    ...document.fragments,
+  ])) {
     statements.push(
       `INSERT OR IGNORE INTO memories (id, type, agent_id, room_id, user_id, parent_id, content, metadata, created_at) SELECT ${quote(memory.id)}, ${quote(memory.type)}, ${quote(id)}, NULL, NULL, ${quote(memory.parentId ?? null)}, ${quote(JSON.stringify(memory.content))}, ${quote(JSON.stringify(memory.metadata))}, ${now} WHERE (SELECT created_at FROM agents WHERE id = ${quote(id)}) = ${now};`,
     );
@@ -63,9 +84,16 @@ const work = mkdtempSync(join(tmpdir(), "edge-agents-seed-"));
 try {
   const sqlFile = join(work, "seed.sql");
   writeFileSync(sqlFile, statements.join("\n"));
-  execFileSync("wrangler", ["d1", "execute", "DB", target, `--file=${sqlFile}`], { stdio: ["ignore", "ignore", "inherit"] });
-  console.log(`Seeded ${target.slice(2)} D1 with: ${seeded.join(", ")} (existing agents left unchanged)`);
-  if (knowledgeFiles.length > 0) console.log(`Knowledge files (stored with newly seeded agents only): ${knowledgeFiles.join("; ")}`);
+  execFileSync("wrangler", ["d1", "execute", "DB", target, `--file=${sqlFile}`], {
+    stdio: ["ignore", "ignore", "inherit"],
+  });
+  console.log(
+    `Seeded ${target.slice(2)} D1 with: ${seeded.join(", ")} (existing agents left unchanged)`,
+  );
+  if (knowledgeFiles.length > 0)
+    console.log(
+      `Knowledge files (stored with newly seeded agents only): ${knowledgeFiles.join("; ")}`,
+    );
 } finally {
   rmSync(work, { recursive: true, force: true });
 }

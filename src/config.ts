@@ -7,9 +7,11 @@ import { NotConfiguredError } from "./runtime/errors.ts";
 import type { ModelChoice } from "./runtime/types.ts";
 import type { Env } from "./env.ts";
 import { parseRateRule, RATE_RULE_FORMAT, type RateRule } from "./runtime/token-bucket.ts";
-import { DEFAULT_WORKERS_AI_EMBEDDING_MODEL, WORKERS_AI_EMBEDDING_DIMENSIONS } from "./model/workers-ai-embedder.ts";
+import {
+  DEFAULT_WORKERS_AI_EMBEDDING_MODEL,
+  WORKERS_AI_EMBEDDING_DIMENSIONS,
+} from "./model/workers-ai-embedder.ts";
 import { DEFAULT_HASH_DIMENSIONS } from "./runtime/hash-embedder.ts";
-
 
 export const DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1";
 export const DEFAULT_OPENAI_MODEL = "gpt-4.1-mini";
@@ -27,7 +29,8 @@ export const DEFAULT_LOCAL_EMBEDDING_DIMENSIONS = DEFAULT_HASH_DIMENSIONS;
 export const MAX_EMBEDDING_DIMENSIONS = 1536;
 const EMBEDDING_DIMENSIONS_RULE = `must be a whole number from 1 to ${MAX_EMBEDDING_DIMENSIONS}`;
 
-const unset = (value: unknown) => (typeof value === "string" && value.trim() === "" ? undefined : value);
+const unset = (value: unknown) =>
+  typeof value === "string" && value.trim() === "" ? undefined : value;
 const optionalString = z.preprocess(unset, z.string().trim().optional());
 const optionalUrl = z.preprocess(unset, z.url({ protocol: /^https?$/ }).optional());
 const commaList = z.preprocess(
@@ -35,7 +38,14 @@ const commaList = z.preprocess(
   z
     .string()
     .optional()
-    .transform((value) => (value ? value.split(",").map((item) => item.trim()).filter(Boolean) : [])),
+    .transform((value) =>
+      value
+        ? value
+            .split(",")
+            .map((item) => item.trim())
+            .filter(Boolean)
+        : [],
+    ),
 );
 
 function rateRule(fallback: string) {
@@ -58,7 +68,13 @@ const VarsSchema = z.object({
   MODEL: optionalString,
   MODEL_FALLBACKS: commaList,
   SMALL_MODEL: optionalString,
-  ADMIN_TOKEN: z.preprocess(unset, z.string().min(MIN_ADMIN_TOKEN_CHARS, `must be at least ${MIN_ADMIN_TOKEN_CHARS} characters`).optional()),
+  ADMIN_TOKEN: z.preprocess(
+    unset,
+    z
+      .string()
+      .min(MIN_ADMIN_TOKEN_CHARS, `must be at least ${MIN_ADMIN_TOKEN_CHARS} characters`)
+      .optional(),
+  ),
   SECRETS_KEY: z.preprocess(unset, z.string().min(32, "must be at least 32 characters").optional()),
   PUBLIC_BASE_URL: optionalUrl,
   EMBEDDING_MODEL: optionalString,
@@ -74,17 +90,52 @@ const VarsSchema = z.object({
   ),
   RATE_LIMIT_PER_TOKEN: rateRule(DEFAULT_RATE_LIMIT_PER_TOKEN),
   RATE_LIMIT_PER_USER: rateRule(DEFAULT_RATE_LIMIT_PER_USER),
-  INSTAGRAM_USER_ID: z.preprocess(unset, z.string().regex(/^\d{1,30}$/, "must be the numeric Instagram professional account id").optional()),
+  INSTAGRAM_USER_ID: z.preprocess(
+    unset,
+    z
+      .string()
+      .regex(/^\d{1,30}$/, "must be the numeric Instagram professional account id")
+      .optional(),
+  ),
   INSTAGRAM_ACCESS_TOKEN: optionalString,
   INSTAGRAM_GRAPH_BASE: optionalUrl,
   // Discord user ids (snowflakes) who manage the bot in DMs, besides the application's owner.
-  DISCORD_OWNER_IDS: commaList.pipe(z.array(z.string().regex(/^\d{1,20}$/, "must be a comma list of Discord user ids"))),
-  ALLOW_LOOPBACK_FETCH: z.preprocess(unset, z.enum(["true", "false"], { error: 'must be "true" or "false"' }).optional()),
-  MCP_ALLOW_LOOPBACK: z.preprocess(unset, z.enum(["true", "false"], { error: 'must be "true" or "false"' }).optional()),
-  WORKERS_AI: z.preprocess(unset, z.enum(["true", "false"], { error: 'must be "true" or "false"' }).optional()),
-  SEED_CHARACTERS: z.preprocess(unset, z.enum(["true", "false"], { error: 'must be "true" or "false"' }).optional()),
-  DAILY_TOKEN_LIMIT: z.preprocess(unset, z.coerce.number({ error: "must be a whole number" }).int("must be a whole number").min(1).optional()),
-  MAX_CONTEXT_TOKENS: z.preprocess(unset, z.coerce.number({ error: "must be a whole number" }).int("must be a whole number").min(1_000).max(2_000_000).optional()),
+  DISCORD_OWNER_IDS: commaList.pipe(
+    z.array(z.string().regex(/^\d{1,20}$/, "must be a comma list of Discord user ids")),
+  ),
+  ALLOW_LOOPBACK_FETCH: z.preprocess(
+    unset,
+    z.enum(["true", "false"], { error: 'must be "true" or "false"' }).optional(),
+  ),
+  MCP_ALLOW_LOOPBACK: z.preprocess(
+    unset,
+    z.enum(["true", "false"], { error: 'must be "true" or "false"' }).optional(),
+  ),
+  WORKERS_AI: z.preprocess(
+    unset,
+    z.enum(["true", "false"], { error: 'must be "true" or "false"' }).optional(),
+  ),
+  SEED_CHARACTERS: z.preprocess(
+    unset,
+    z.enum(["true", "false"], { error: 'must be "true" or "false"' }).optional(),
+  ),
+  DAILY_TOKEN_LIMIT: z.preprocess(
+    unset,
+    z.coerce
+      .number({ error: "must be a whole number" })
+      .int("must be a whole number")
+      .min(1)
+      .optional(),
+  ),
+  MAX_CONTEXT_TOKENS: z.preprocess(
+    unset,
+    z.coerce
+      .number({ error: "must be a whole number" })
+      .int("must be a whole number")
+      .min(1_000)
+      .max(2_000_000)
+      .optional(),
+  ),
 });
 
 /**
@@ -145,7 +196,10 @@ export function loadConfig(env: Env): Config {
   const cached = cache.get(env);
   if (cached) return cached;
   for (const binding of ["DB", "ROOMS", "LIMITS", "TASKS", "SCHEMA"] as const) {
-    if (!env[binding]) throw new NotConfiguredError(`configuration: the ${binding} binding is missing; check wrangler.toml`);
+    if (!env[binding])
+      throw new NotConfiguredError(
+        `configuration: the ${binding} binding is missing; check wrangler.toml`,
+      );
   }
   const parsed = VarsSchema.safeParse(env);
   if (!parsed.success) {
@@ -173,18 +227,29 @@ export function loadConfig(env: Env): Config {
     seedCharacters: vars.SEED_CHARACTERS !== "false",
     instagram:
       vars.INSTAGRAM_USER_ID && vars.INSTAGRAM_ACCESS_TOKEN
-        ? { userId: vars.INSTAGRAM_USER_ID, accessToken: vars.INSTAGRAM_ACCESS_TOKEN, graphBase: vars.INSTAGRAM_GRAPH_BASE }
+        ? {
+            userId: vars.INSTAGRAM_USER_ID,
+            accessToken: vars.INSTAGRAM_ACCESS_TOKEN,
+            graphBase: vars.INSTAGRAM_GRAPH_BASE,
+          }
         : null,
   };
   cache.set(env, config);
   return config;
 }
 
-function chooseModel(vars: z.infer<typeof VarsSchema>, ai: Ai | undefined): Pick<Config, "model" | "models"> {
+function chooseModel(
+  vars: z.infer<typeof VarsSchema>,
+  ai: Ai | undefined,
+): Pick<Config, "model" | "models"> {
   // An explicit base URL without a key is a local endpoint (Ollama, vLLM) that needs none.
   if (vars.OPENAI_API_KEY || vars.OPENAI_BASE_URL) {
     return {
-      model: { kind: "openai", apiKey: vars.OPENAI_API_KEY ?? "not-needed", baseURL: vars.OPENAI_BASE_URL ?? DEFAULT_OPENAI_BASE_URL },
+      model: {
+        kind: "openai",
+        apiKey: vars.OPENAI_API_KEY ?? "not-needed",
+        baseURL: vars.OPENAI_BASE_URL ?? DEFAULT_OPENAI_BASE_URL,
+      },
       models: {
         primary: vars.MODEL ?? DEFAULT_OPENAI_MODEL,
         fallbacks: vars.MODEL_FALLBACKS,
@@ -194,7 +259,8 @@ function chooseModel(vars: z.infer<typeof VarsSchema>, ai: Ai | undefined): Pick
   }
   if (ai) {
     // OpenAI model names mean nothing to Workers AI: keep only Workers AI names (@cf/, @hf/).
-    const isWorkersAi = (name: string | undefined): name is string => !!name && /^@(cf|hf)\//.test(name);
+    const isWorkersAi = (name: string | undefined): name is string =>
+      !!name && /^@(cf|hf)\//.test(name);
     return {
       model: { kind: "workers-ai", ai },
       models: {
@@ -206,7 +272,11 @@ function chooseModel(vars: z.infer<typeof VarsSchema>, ai: Ai | undefined): Pick
   }
   return {
     model: { kind: "none" },
-    models: { primary: vars.MODEL ?? DEFAULT_OPENAI_MODEL, fallbacks: vars.MODEL_FALLBACKS, small: vars.SMALL_MODEL ?? DEFAULT_OPENAI_SMALL_MODEL },
+    models: {
+      primary: vars.MODEL ?? DEFAULT_OPENAI_MODEL,
+      fallbacks: vars.MODEL_FALLBACKS,
+      small: vars.SMALL_MODEL ?? DEFAULT_OPENAI_SMALL_MODEL,
+    },
   };
 }
 
@@ -217,12 +287,21 @@ function chooseModel(vars: z.infer<typeof VarsSchema>, ai: Ai | undefined): Pick
  * would refuse any other); text-embedding-3-* models are asked for EMBEDDING_DIMENSIONS.
  */
 /** The local embedder, and Workers AI's when it is on: what an index filled earlier may hold. */
-function embeddingAlternatives(vars: z.infer<typeof VarsSchema>, ai: Ai | undefined): EmbeddingBackend[] {
+function embeddingAlternatives(
+  vars: z.infer<typeof VarsSchema>,
+  ai: Ai | undefined,
+): EmbeddingBackend[] {
   if (vars.EMBEDDING_MODEL) return [];
-  const local: EmbeddingBackend = { kind: "local", dimensions: vars.EMBEDDING_DIMENSIONS ?? DEFAULT_LOCAL_EMBEDDING_DIMENSIONS };
+  const local: EmbeddingBackend = {
+    kind: "local",
+    dimensions: vars.EMBEDDING_DIMENSIONS ?? DEFAULT_LOCAL_EMBEDDING_DIMENSIONS,
+  };
   if (!ai) return [];
   const model = DEFAULT_WORKERS_AI_EMBEDDING_MODEL;
-  return [local, { kind: "workers-ai", ai, model, dimensions: WORKERS_AI_EMBEDDING_DIMENSIONS[model]! }];
+  return [
+    local,
+    { kind: "workers-ai", ai, model, dimensions: WORKERS_AI_EMBEDDING_DIMENSIONS[model]! },
+  ];
 }
 
 function chooseEmbedding(vars: z.infer<typeof VarsSchema>, ai: Ai | undefined): EmbeddingBackend {
@@ -231,9 +310,17 @@ function chooseEmbedding(vars: z.infer<typeof VarsSchema>, ai: Ai | undefined): 
   if (model && !isWorkersAiName && (vars.OPENAI_API_KEY || vars.OPENAI_BASE_URL)) {
     const dimensions = vars.EMBEDDING_DIMENSIONS ?? OPENAI_EMBEDDING_DIMENSIONS[model];
     if (dimensions === undefined) {
-      throw new NotConfiguredError(`configuration: EMBEDDING_DIMENSIONS must be set for the embedding model "${model}" (its size is not known)`);
+      throw new NotConfiguredError(
+        `configuration: EMBEDDING_DIMENSIONS must be set for the embedding model "${model}" (its size is not known)`,
+      );
     }
-    return { kind: "openai", apiKey: vars.OPENAI_API_KEY ?? "not-needed", baseURL: vars.OPENAI_BASE_URL ?? DEFAULT_OPENAI_BASE_URL, model, dimensions };
+    return {
+      kind: "openai",
+      apiKey: vars.OPENAI_API_KEY ?? "not-needed",
+      baseURL: vars.OPENAI_BASE_URL ?? DEFAULT_OPENAI_BASE_URL,
+      model,
+      dimensions,
+    };
   }
   // Workers AI embeds when EMBEDDING_MODEL names one of its models, or by default when it is also
   // the chat backend; a deployment with an OpenAI-compatible endpoint keeps the local embedder
@@ -243,9 +330,14 @@ function chooseEmbedding(vars: z.infer<typeof VarsSchema>, ai: Ai | undefined): 
     const name = isWorkersAiName ? model : DEFAULT_WORKERS_AI_EMBEDDING_MODEL;
     const dimensions = WORKERS_AI_EMBEDDING_DIMENSIONS[name] ?? vars.EMBEDDING_DIMENSIONS;
     if (dimensions === undefined) {
-      throw new NotConfiguredError(`configuration: EMBEDDING_DIMENSIONS must be set for the embedding model "${name}" (its size is not known)`);
+      throw new NotConfiguredError(
+        `configuration: EMBEDDING_DIMENSIONS must be set for the embedding model "${name}" (its size is not known)`,
+      );
     }
     return { kind: "workers-ai", ai, model: name, dimensions };
   }
-  return { kind: "local", dimensions: vars.EMBEDDING_DIMENSIONS ?? DEFAULT_LOCAL_EMBEDDING_DIMENSIONS };
+  return {
+    kind: "local",
+    dimensions: vars.EMBEDDING_DIMENSIONS ?? DEFAULT_LOCAL_EMBEDDING_DIMENSIONS,
+  };
 }

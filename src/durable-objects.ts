@@ -1,7 +1,10 @@
 // The Durable Object classes wrangler.toml binds, assembled where the worker knows its surfaces:
 // the room and the task object (src/room/) take the reply surface and attachment ingest as
 // interfaces, and get Discord's (src/clients/discord/) here, so src/room/ never imports a client.
-import { createDiscordAttachmentIngest, createDiscordSurface } from "./clients/discord/reply-surface.ts";
+import {
+  createDiscordAttachmentIngest,
+  createDiscordSurface,
+} from "./clients/discord/reply-surface.ts";
 import { AgentRoomBase } from "./room/agent-room.ts";
 import { AgentTasksBase } from "./room/agent-tasks.ts";
 import type { ReplySurface, RoomPlatform } from "./room/reply-surface.ts";
@@ -12,7 +15,10 @@ export { SchemaGate } from "./room/schema-gate.ts";
 
 export class AgentRoom extends AgentRoomBase {
   protected override platform(): RoomPlatform {
-    return { surface: createDiscordSurface(this.env), attachments: createDiscordAttachmentIngest(this.env) };
+    return {
+      surface: createDiscordSurface(this.env),
+      attachments: createDiscordAttachmentIngest(this.env),
+    };
   }
 }
 

@@ -3,7 +3,13 @@
 // config.ts so modules that only pass the bindings along need not import the parsing. The
 // Durable Object namespaces are typed by their RPC interfaces (src/room/rpc.ts), not the classes,
 // which import Env themselves.
-import type { AgentRoomRpc, AgentTasksRpc, PostPublisherRpc, RateLimiterRpc, SchemaGateRpc } from "./room/rpc.ts";
+import type {
+  AgentRoomRpc,
+  AgentTasksRpc,
+  PostPublisherRpc,
+  RateLimiterRpc,
+  SchemaGateRpc,
+} from "./room/rpc.ts";
 
 export interface Env {
   ROOMS: DurableObjectNamespace<AgentRoomRpc>;

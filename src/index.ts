@@ -8,7 +8,13 @@ import { runMemoryMaintenance } from "./memory/maintenance.ts";
 import { ensureSchema } from "./memory/schema-ready.ts";
 import { forgetRoomHistory } from "./room/room-client.ts";
 
-export { AgentRoom, AgentTasks, PostPublisher, RateLimiter, SchemaGate } from "./durable-objects.ts";
+export {
+  AgentRoom,
+  AgentTasks,
+  PostPublisher,
+  RateLimiter,
+  SchemaGate,
+} from "./durable-objects.ts";
 
 const app = createApp();
 
@@ -16,7 +22,11 @@ export default {
   fetch: app.fetch,
   scheduled(controller, env, ctx) {
     ctx.waitUntil(
-      ensureSchema(env).then(() => runMemoryMaintenance(env, controller.scheduledTime, { forgetRoomHistory: (agentId, roomIds) => forgetRoomHistory(env, agentId, roomIds) })),
+      ensureSchema(env).then(() =>
+        runMemoryMaintenance(env, controller.scheduledTime, {
+          forgetRoomHistory: (agentId, roomIds) => forgetRoomHistory(env, agentId, roomIds),
+        }),
+      ),
     );
   },
 } satisfies ExportedHandler<Env>;

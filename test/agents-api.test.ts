@@ -8,7 +8,11 @@ import { MIGRATIONS } from "../src/memory/migrations-bundle.ts";
 const LATEST_MIGRATION = MIGRATIONS.at(-1)!.name;
 
 interface Problem {
-  error: { code: string; message: string; details?: { issues: { path: string; message: string }[] } };
+  error: {
+    code: string;
+    message: string;
+    details?: { issues: { path: string; message: string }[] };
+  };
 }
 
 describe("agents API", () => {
@@ -16,7 +20,10 @@ describe("agents API", () => {
     const response = await api("POST", "/agents", { body: { ...ada, id: "ada-v1" } });
     expect(response.status).toBe(201);
     expect(response.headers.get("location")).toBe("/agents/ada-v1");
-    const body = await json<{ id: string; character: { format: string; name: string; bio: string[] } }>(response);
+    const body = await json<{
+      id: string;
+      character: { format: string; name: string; bio: string[] };
+    }>(response);
     expect(body.id).toBe("ada-v1");
     expect(body.character.format).toBe("v1");
     expect(body.character.name).toBe(ada.name);
@@ -28,13 +35,16 @@ describe("agents API", () => {
     const body = await json<{ character: { format: string; lore: string[] } }>(response);
     expect(body.character.format).toBe("v0");
     expect(body.character.lore).toEqual(marlowe.lore);
-    const { results } = await env.DB.prepare("SELECT content FROM memories WHERE agent_id = 'marlowe-v0' AND type = 'lore' ORDER BY id")
-      .all<{ content: string }>();
+    const { results } = await env.DB.prepare(
+      "SELECT content FROM memories WHERE agent_id = 'marlowe-v0' AND type = 'lore' ORDER BY id",
+    ).all<{ content: string }>();
     expect(results).toHaveLength(marlowe.lore.length);
   });
 
   it("derives the id from the name when the file has none, and refuses a duplicate", async () => {
-    const first = await api("POST", "/agents", { body: { name: "Zoë Quill", bio: "Writes things." } });
+    const first = await api("POST", "/agents", {
+      body: { name: "Zoë Quill", bio: "Writes things." },
+    });
     expect(await json(first)).toMatchObject({ id: "zoe-quill" });
     const again = await api("POST", "/agents", { body: { name: "Zoë Quill", bio: "Another." } });
     expect(again.status).toBe(409);
@@ -43,19 +53,31 @@ describe("agents API", () => {
 
   it("rejects a broken character file, listing every failing path, and stores nothing", async () => {
     const response = await api("POST", "/agents", {
-      body: { id: "broken", bio: 42, settings: { maxSteps: "six" }, messageExamples: [[{ name: "u" }]] },
+      body: {
+        id: "broken",
+        bio: 42,
+        settings: { maxSteps: "six" },
+        messageExamples: [[{ name: "u" }]],
+      },
     });
     expect(response.status).toBe(400);
     const body = await json<Problem>(response);
     expect(body.error.code).toBe("validation");
     const paths = body.error.details!.issues.map((issue) => issue.path).sort();
-    expect(paths).toEqual(expect.arrayContaining(["bio", "messageExamples.0.0.content", "name", "settings.maxSteps"]));
+    expect(paths).toEqual(
+      expect.arrayContaining(["bio", "messageExamples.0.0.content", "name", "settings.maxSteps"]),
+    );
     expect((await api("GET", "/agents/broken")).status).toBe(404);
   });
 
   it("never returns a character's secrets, and stores them encrypted", async () => {
     const response = await api("POST", "/agents", {
-      body: { id: "with-secrets", name: "Keeper", bio: "Keeps secrets.", secrets: { WEATHER_API_KEY: "super-secret-value" } },
+      body: {
+        id: "with-secrets",
+        name: "Keeper",
+        bio: "Keeps secrets.",
+        secrets: { WEATHER_API_KEY: "super-secret-value" },
+      },
     });
     expect(response.status).toBe(201);
     const created = await response.text();
@@ -64,7 +86,9 @@ describe("agents API", () => {
       expect(text).not.toContain("super-secret-value");
       expect(text).toContain("WEATHER_API_KEY");
     }
-    const row = await env.DB.prepare("SELECT character, secrets FROM agents WHERE id = 'with-secrets'").first<{ character: string; secrets: string }>();
+    const row = await env.DB.prepare(
+      "SELECT character, secrets FROM agents WHERE id = 'with-secrets'",
+    ).first<{ character: string; secrets: string }>();
     expect(row!.character).not.toContain("super-secret-value");
     expect(row!.secrets).toMatch(/^v1\./);
     expect(row!.secrets).not.toContain("super-secret-value");
@@ -74,30 +98,46 @@ describe("agents API", () => {
     for (const id of ["list-a", "list-b", "list-c"]) {
       expect((await api("POST", "/agents", { body: { id, name: id, bio: "x" } })).status).toBe(201);
     }
-    const first = await json<{ agents: { id: string }[]; nextCursor: string | null }>(await api("GET", "/agents?limit=2"));
+    const first = await json<{ agents: { id: string }[]; nextCursor: string | null }>(
+      await api("GET", "/agents?limit=2"),
+    );
     expect(first.agents).toHaveLength(2);
     expect(first.nextCursor).toBe(first.agents[1]!.id);
-    const second = await json<{ agents: { id: string }[] }>(await api("GET", `/agents?limit=2&after=${first.nextCursor}`));
+    const second = await json<{ agents: { id: string }[] }>(
+      await api("GET", `/agents?limit=2&after=${first.nextCursor}`),
+    );
     expect(second.agents[0]!.id > first.nextCursor!).toBe(true);
   });
 
   it("replaces a character with PUT and refuses an id that does not match", async () => {
-    await api("POST", "/agents", { body: { id: "mutable", name: "Before", bio: "x", lore: ["old lore"] } });
-    const put = await api("PUT", "/agents/mutable", { body: { name: "After", bio: "y", lore: ["new lore", "more lore"] } });
+    await api("POST", "/agents", {
+      body: { id: "mutable", name: "Before", bio: "x", lore: ["old lore"] },
+    });
+    const put = await api("PUT", "/agents/mutable", {
+      body: { name: "After", bio: "y", lore: ["new lore", "more lore"] },
+    });
     expect(put.status).toBe(200);
     expect(await json(put)).toMatchObject({ character: { name: "After" } });
-    const lore = await env.DB.prepare("SELECT count(*) AS n FROM memories WHERE agent_id = 'mutable' AND type = 'lore'").first<{ n: number }>();
+    const lore = await env.DB.prepare(
+      "SELECT count(*) AS n FROM memories WHERE agent_id = 'mutable' AND type = 'lore'",
+    ).first<{ n: number }>();
     expect(lore!.n).toBe(2);
-    const mismatch = await api("PUT", "/agents/mutable", { body: { id: "other", name: "X", bio: "z" } });
+    const mismatch = await api("PUT", "/agents/mutable", {
+      body: { id: "other", name: "X", bio: "z" },
+    });
     expect(mismatch.status).toBe(400);
-    expect((await api("PUT", "/agents/nobody", { body: { name: "X", bio: "z" } })).status).toBe(404);
+    expect((await api("PUT", "/agents/nobody", { body: { name: "X", bio: "z" } })).status).toBe(
+      404,
+    );
   });
 
   it("deletes an agent with its memories", async () => {
     await api("POST", "/agents", { body: { id: "doomed", name: "Doomed", bio: "x", lore: ["a"] } });
     expect((await api("DELETE", "/agents/doomed")).status).toBe(204);
     expect((await api("GET", "/agents/doomed")).status).toBe(404);
-    const left = await env.DB.prepare("SELECT count(*) AS n FROM memories WHERE agent_id = 'doomed'").first<{ n: number }>();
+    const left = await env.DB.prepare(
+      "SELECT count(*) AS n FROM memories WHERE agent_id = 'doomed'",
+    ).first<{ n: number }>();
     expect(left!.n).toBe(0);
     expect((await api("DELETE", "/agents/doomed")).status).toBe(404);
   });
@@ -105,14 +145,20 @@ describe("agents API", () => {
 
 describe("request validation and errors", () => {
   it("answers 404 for an unknown agent", async () => {
-    const response = await api("POST", "/agents/ghost/messages", { body: { userId: "u", text: "hi" } });
+    const response = await api("POST", "/agents/ghost/messages", {
+      body: { userId: "u", text: "hi" },
+    });
     expect(response.status).toBe(404);
-    expect(await json<Problem>(response)).toMatchObject({ error: { code: "not_found", message: 'no agent with id "ghost"' } });
+    expect(await json<Problem>(response)).toMatchObject({
+      error: { code: "not_found", message: 'no agent with id "ghost"' },
+    });
   });
 
   it("rejects unknown fields, empty text and bad ids with the failing paths", async () => {
     await api("POST", "/agents", { body: { id: "strict", name: "Strict", bio: "x" } });
-    const response = await api("POST", "/agents/strict/messages", { body: { userId: "bad id!", text: "  ", mood: "happy" } });
+    const response = await api("POST", "/agents/strict/messages", {
+      body: { userId: "bad id!", text: "  ", mood: "happy" },
+    });
     expect(response.status).toBe(400);
     const paths = (await json<Problem>(response)).error.details!.issues.map((i) => i.path).sort();
     expect(paths).toEqual(["", "text", "userId"]);
@@ -138,27 +184,45 @@ describe("request validation and errors", () => {
   // stored as written, and JSON.stringify overflowed the stack on it (500).
   it("refuses a character file nested more than 32 levels deep, even under an unknown key, storing nothing", async () => {
     const deep = `${'{"0":'.repeat(5_000)}1${"}".repeat(5_000)}`;
-    const created = await api("POST", "/agents", { body: `{"id":"deep-junk","name":"Deep","bio":"x","junk":${deep}}` });
+    const created = await api("POST", "/agents", {
+      body: `{"id":"deep-junk","name":"Deep","bio":"x","junk":${deep}}`,
+    });
     expect(created.status).toBe(400);
     const error = (await json<Problem>(created)).error;
     expect(error.code).toBe("validation");
     expect(error.details!.issues[0]!.path).toMatch(/^junk(\.0){31}$/);
     expect((await api("GET", "/agents/deep-junk")).status).toBe(404);
-    await api("POST", "/agents", { body: { id: "shallow-junk", name: "Shallow", bio: "x", junk: { a: { b: [1, 2, { c: true }] } } } });
-    const replaced = await api("PUT", "/agents/shallow-junk", { body: `{"name":"Deeper","bio":"x","junk":${deep}}` });
+    await api("POST", "/agents", {
+      body: {
+        id: "shallow-junk",
+        name: "Shallow",
+        bio: "x",
+        junk: { a: { b: [1, 2, { c: true }] } },
+      },
+    });
+    const replaced = await api("PUT", "/agents/shallow-junk", {
+      body: `{"name":"Deeper","bio":"x","junk":${deep}}`,
+    });
     expect(replaced.status).toBe(400);
-    expect(await json(await api("GET", "/agents/shallow-junk"))).toMatchObject({ character: { name: "Shallow" } });
+    expect(await json(await api("GET", "/agents/shallow-junk"))).toMatchObject({
+      character: { name: "Shallow" },
+    });
   });
 
   it("refuses bodies over the size limit with 413", async () => {
-    const response = await api("POST", "/agents/any/messages", { body: { userId: "u", text: "x".repeat(70 * 1024) } });
+    const response = await api("POST", "/agents/any/messages", {
+      body: { userId: "u", text: "x".repeat(70 * 1024) },
+    });
     expect(response.status).toBe(413);
     expect((await json<Problem>(response)).error.code).toBe("payload_too_large");
   });
 
   it("rejects an Idempotency-Key that is not printable ASCII", async () => {
     await api("POST", "/agents", { body: { id: "keyed", name: "K", bio: "x" } });
-    const response = await api("POST", "/agents/keyed/messages", { body: { userId: "u", text: "hi" }, headers: { "idempotency-key": "a b" } });
+    const response = await api("POST", "/agents/keyed/messages", {
+      body: { userId: "u", text: "hi" },
+      headers: { "idempotency-key": "a b" },
+    });
     expect(response.status).toBe(400);
   });
 
@@ -185,16 +249,22 @@ describe("authentication", () => {
     const healthBody = await json(health);
     expect(healthBody).toEqual({
       status: "ok",
-      model: { backend: "openai", primary: "test-primary", fallbacks: ["test-fallback"], small: "test-small" },
+      model: {
+        backend: "openai",
+        primary: "test-primary",
+        fallbacks: ["test-fallback"],
+        small: "test-small",
+      },
       database: "ok",
       schema: { version: LATEST_MIGRATION, latest: LATEST_MIGRATION, pending: [], error: null },
       embedding: { backend: "local", id: "local:hash-v1", dimensions: 384 },
       vectors: { backend: "local", dimensions: expect.toBeOneOf([null, 384]), status: "ok" },
     });
     expect(JSON.stringify(healthBody)).not.toContain("sk-test");
-    const spec = await json<{ paths: Record<string, unknown>; components: { securitySchemes: unknown } }>(
-      await api("GET", "/openapi.json", { token: null }),
-    );
+    const spec = await json<{
+      paths: Record<string, unknown>;
+      components: { securitySchemes: unknown };
+    }>(await api("GET", "/openapi.json", { token: null }));
     expect(Object.keys(spec.paths)).toEqual(
       expect.arrayContaining([
         "/health",
@@ -208,7 +278,9 @@ describe("authentication", () => {
         "/memories/stats",
       ]),
     );
-    expect(spec.components.securitySchemes).toMatchObject({ bearerAuth: { type: "http", scheme: "bearer" } });
+    expect(spec.components.securitySchemes).toMatchObject({
+      bearerAuth: { type: "http", scheme: "bearer" },
+    });
     const docs = await api("GET", "/docs", { token: null });
     expect(docs.status).toBe(200);
     const page = await docs.text();

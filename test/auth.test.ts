@@ -8,7 +8,16 @@ import type { OpenAIStandIn } from "./stand-ins/openai-stand-in.ts";
 import { api, createTestAgent, json, useModelStandIn } from "./helpers/api.ts";
 import { planReply, scriptTask, standInResponder } from "./helpers/task-script.ts";
 
-const ALL_SCOPES = ["admin", "agents:read", "agents:write", "messages:write", "memories:read", "memories:write", "media:write", "tools:write"];
+const ALL_SCOPES = [
+  "admin",
+  "agents:read",
+  "agents:write",
+  "messages:write",
+  "memories:read",
+  "memories:write",
+  "media:write",
+  "tools:write",
+];
 
 interface Problem {
   error: { code: string; message: string };
@@ -27,68 +36,164 @@ interface MatrixRequest {
 const REQUESTS: Record<string, () => Promise<MatrixRequest>> = {
   "POST /agents": async () => {
     const id = `matrix-new-${crypto.randomUUID().slice(0, 8)}`;
-    return { path: "/agents", body: { id, name: "Matrix", bio: ["Made by the auth matrix."] }, agentId: id, status: 201 };
+    return {
+      path: "/agents",
+      body: { id, name: "Matrix", bio: ["Made by the auth matrix."] },
+      agentId: id,
+      status: 201,
+    };
   },
   "GET /agents": async () => ({ path: "/agents", status: 200 }),
   "GET /agents/{agentId}": async () => withAgent((id) => ({ path: `/agents/${id}`, status: 200 })),
-  "PUT /agents/{agentId}": async () => withAgent((id) => ({ path: `/agents/${id}`, body: { name: "Testa", bio: ["Replaced."] }, status: 200 })),
-  "DELETE /agents/{agentId}": async () => withAgent((id) => ({ path: `/agents/${id}`, status: 204 })),
-  "POST /agents/{agentId}/messages": async () => withAgent((id) => ({ path: `/agents/${id}/messages`, body: { userId: "u1", text: "hi" }, status: 200 })),
-  "GET /agents/{agentId}/rooms/{roomId}/messages": async () => withAgent((id) => ({ path: `/agents/${id}/rooms/r1/messages`, status: 200 })),
+  "PUT /agents/{agentId}": async () =>
+    withAgent((id) => ({
+      path: `/agents/${id}`,
+      body: { name: "Testa", bio: ["Replaced."] },
+      status: 200,
+    })),
+  "DELETE /agents/{agentId}": async () =>
+    withAgent((id) => ({ path: `/agents/${id}`, status: 204 })),
+  "POST /agents/{agentId}/messages": async () =>
+    withAgent((id) => ({
+      path: `/agents/${id}/messages`,
+      body: { userId: "u1", text: "hi" },
+      status: 200,
+    })),
+  "GET /agents/{agentId}/rooms/{roomId}/messages": async () =>
+    withAgent((id) => ({ path: `/agents/${id}/rooms/r1/messages`, status: 200 })),
   "POST /agents/{agentId}/knowledge": async () =>
-    withAgent((id) => ({ path: `/agents/${id}/knowledge`, body: { title: "Doc", text: "The tide comes in twice a day." }, status: 201 })),
+    withAgent((id) => ({
+      path: `/agents/${id}/knowledge`,
+      body: { title: "Doc", text: "The tide comes in twice a day." },
+      status: 201,
+    })),
   "DELETE /agents/{agentId}/knowledge/{documentId}": async () => {
     const id = await createTestAgent();
-    await admin("POST", `/agents/${id}/knowledge`, { documentId: "doc-1", text: "Some text to forget." }, 201);
+    await admin(
+      "POST",
+      `/agents/${id}/knowledge`,
+      { documentId: "doc-1", text: "Some text to forget." },
+      201,
+    );
     return { path: `/agents/${id}/knowledge/doc-1`, agentId: id, status: 204 };
   },
   "POST /memories": async () =>
-    withAgent((id) => ({ path: "/memories", body: { memories: [{ agentId: id, type: "fact", userId: "u1", text: "Likes tea." }] }, status: 201 })),
-  "GET /memories": async () => withAgent((id) => ({ path: `/memories?agentId=${id}`, status: 200 })),
-  "POST /memories/similar": async () => withAgent((id) => ({ path: "/memories/similar", body: { agentId: id, query: "tea" }, status: 200 })),
-  "DELETE /memories": async () => withAgent((id) => ({ path: `/memories?agentId=${id}&userId=u1`, status: 200 })),
-  "GET /memories/stats": async () => withAgent((id) => ({ path: `/memories/stats?agentId=${id}`, status: 200 })),
-  "POST /memories/embed": async () => withAgent((id) => ({ path: "/memories/embed", body: { agentId: id }, status: 200 })),
-  "GET /agents/{agentId}/tools": async () => withAgent((id) => ({ path: `/agents/${id}/tools`, status: 200 })),
+    withAgent((id) => ({
+      path: "/memories",
+      body: { memories: [{ agentId: id, type: "fact", userId: "u1", text: "Likes tea." }] },
+      status: 201,
+    })),
+  "GET /memories": async () =>
+    withAgent((id) => ({ path: `/memories?agentId=${id}`, status: 200 })),
+  "POST /memories/similar": async () =>
+    withAgent((id) => ({
+      path: "/memories/similar",
+      body: { agentId: id, query: "tea" },
+      status: 200,
+    })),
+  "DELETE /memories": async () =>
+    withAgent((id) => ({ path: `/memories?agentId=${id}&userId=u1`, status: 200 })),
+  "GET /memories/stats": async () =>
+    withAgent((id) => ({ path: `/memories/stats?agentId=${id}`, status: 200 })),
+  "POST /memories/embed": async () =>
+    withAgent((id) => ({ path: "/memories/embed", body: { agentId: id }, status: 200 })),
+  "GET /agents/{agentId}/tools": async () =>
+    withAgent((id) => ({ path: `/agents/${id}/tools`, status: 200 })),
   "POST /agents/{agentId}/tools": async () =>
     // Nothing listens on the discard port: the server is added and reported down.
-    withAgent((id) => ({ path: `/agents/${id}/tools`, body: { name: "nowhere", url: "http://127.0.0.1:9/mcp" }, status: 201 })),
+    withAgent((id) => ({
+      path: `/agents/${id}/tools`,
+      body: { name: "nowhere", url: "http://127.0.0.1:9/mcp" },
+      status: 201,
+    })),
   "DELETE /agents/{agentId}/tools/{name}": async () => {
     const id = await createTestAgent();
-    await admin("POST", `/agents/${id}/tools`, { name: "gone", url: "http://127.0.0.1:9/mcp" }, 201);
+    await admin(
+      "POST",
+      `/agents/${id}/tools`,
+      { name: "gone", url: "http://127.0.0.1:9/mcp" },
+      201,
+    );
     return { path: `/agents/${id}/tools/gone`, agentId: id, status: 204 };
   },
-  "POST /agents/{agentId}/media": async () => withAgent((id) => ({ path: `/agents/${id}/media`, body: photoForm(), status: 202 })),
+  "POST /agents/{agentId}/media": async () =>
+    withAgent((id) => ({ path: `/agents/${id}/media`, body: photoForm(), status: 202 })),
   "GET /agents/{agentId}/media/{postId}": async () => {
     const id = await createTestAgent();
     const stored = await api("POST", `/agents/${id}/media`, { body: photoForm() });
     const { postId } = await json<{ postId: string }>(stored);
     return { path: `/agents/${id}/media/${postId}`, agentId: id, status: 200 };
   },
-  "POST /agents/{agentId}/tasks": async () => withAgent((id) => ({ path: `/agents/${id}/tasks`, body: { goal: "Check the time" }, status: 202 })),
-  "GET /agents/{agentId}/tasks": async () => withTask((id) => ({ path: `/agents/${id}/tasks?limit=5`, status: 200 })),
-  "GET /agents/{agentId}/tasks/{taskId}": async () => withTask((id, taskId) => ({ path: `/agents/${id}/tasks/${taskId}`, status: 200 })),
-  "DELETE /agents/{agentId}/tasks/{taskId}": async () => withTask((id, taskId) => ({ path: `/agents/${id}/tasks/${taskId}`, status: 200 })),
+  "POST /agents/{agentId}/tasks": async () =>
+    withAgent((id) => ({
+      path: `/agents/${id}/tasks`,
+      body: { goal: "Check the time" },
+      status: 202,
+    })),
+  "GET /agents/{agentId}/tasks": async () =>
+    withTask((id) => ({ path: `/agents/${id}/tasks?limit=5`, status: 200 })),
+  "GET /agents/{agentId}/tasks/{taskId}": async () =>
+    withTask((id, taskId) => ({ path: `/agents/${id}/tasks/${taskId}`, status: 200 })),
+  "DELETE /agents/{agentId}/tasks/{taskId}": async () =>
+    withTask((id, taskId) => ({ path: `/agents/${id}/tasks/${taskId}`, status: 200 })),
   "POST /agents/{agentId}/tasks/{taskId}/approval": async () => {
     // A task paused at a tool that needs approval: the planner plans one step, whose agent calls it.
     const id = await createTestAgent({ settings: { toolApproval: ["current_time"] } });
-    standIn.respondWith(standInResponder(scriptTask({ plan: [planReply(["Check the time"], ["The time is known"])], act: [{ toolCalls: [{ name: "current_time", arguments: {} }] }] })));
+    standIn.respondWith(
+      standInResponder(
+        scriptTask({
+          plan: [planReply(["Check the time"], ["The time is known"])],
+          act: [{ toolCalls: [{ name: "current_time", arguments: {} }] }],
+        }),
+      ),
+    );
     const { taskId } = await admin("POST", `/agents/${id}/tasks`, { goal: "Check the time" }, 202);
-    await vi.waitFor(async () => expect((await admin("GET", `/agents/${id}/tasks/${String(taskId)}`, undefined, 200)).status).toBe("awaiting_approval"), { timeout: 15_000, interval: 50 });
+    await vi.waitFor(
+      async () =>
+        expect(
+          (await admin("GET", `/agents/${id}/tasks/${String(taskId)}`, undefined, 200)).status,
+        ).toBe("awaiting_approval"),
+      { timeout: 15_000, interval: 50 },
+    );
     standIn.reset();
-    return { path: `/agents/${id}/tasks/${String(taskId)}/approval`, body: { approve: false }, agentId: id, status: 200 };
+    return {
+      path: `/agents/${id}/tasks/${String(taskId)}/approval`,
+      body: { approve: false },
+      agentId: id,
+      status: 200,
+    };
   },
-  "GET /agents/{agentId}/tasks/{taskId}/events": async () => withTask((id, taskId) => ({ path: `/agents/${id}/tasks/${taskId}/events`, status: 200 })),
-  "POST /agents/{agentId}/schedules": async () => withAgent((id) => ({ path: `/agents/${id}/schedules`, body: { goal: "Weekly check", cron: "0 9 * * 1" }, status: 201 })),
-  "GET /agents/{agentId}/schedules": async () => withAgent((id) => ({ path: `/agents/${id}/schedules`, status: 200 })),
+  "GET /agents/{agentId}/tasks/{taskId}/events": async () =>
+    withTask((id, taskId) => ({ path: `/agents/${id}/tasks/${taskId}/events`, status: 200 })),
+  "POST /agents/{agentId}/schedules": async () =>
+    withAgent((id) => ({
+      path: `/agents/${id}/schedules`,
+      body: { goal: "Weekly check", cron: "0 9 * * 1" },
+      status: 201,
+    })),
+  "GET /agents/{agentId}/schedules": async () =>
+    withAgent((id) => ({ path: `/agents/${id}/schedules`, status: 200 })),
   "DELETE /agents/{agentId}/schedules/{scheduleId}": async () => {
     const id = await createTestAgent();
-    const { scheduleId } = await admin("POST", `/agents/${id}/schedules`, { goal: "Weekly check", cron: "0 9 * * 1" }, 201);
+    const { scheduleId } = await admin(
+      "POST",
+      `/agents/${id}/schedules`,
+      { goal: "Weekly check", cron: "0 9 * * 1" },
+      201,
+    );
     return { path: `/agents/${id}/schedules/${String(scheduleId)}`, agentId: id, status: 204 };
   },
   "GET /clients/{clientId}/config": async () => ({ path: "/clients/discord/config", status: 200 }),
-  "POST /clients/{clientId}/config": async () => ({ path: "/clients/discord/config", body: { allowedChannels: [] }, status: 200 }),
-  "POST /auth/tokens": async () => ({ path: "/auth/tokens", body: { name: "minted-in-matrix", scopes: ["agents:read"] }, status: 201 }),
+  "POST /clients/{clientId}/config": async () => ({
+    path: "/clients/discord/config",
+    body: { allowedChannels: [] },
+    status: 200,
+  }),
+  "POST /auth/tokens": async () => ({
+    path: "/auth/tokens",
+    body: { name: "minted-in-matrix", scopes: ["agents:read"] },
+    status: 201,
+  }),
   "GET /auth/tokens": async () => ({ path: "/auth/tokens", status: 200 }),
   "DELETE /auth/tokens/{tokenId}": async () => {
     const minted = await mint({ name: "to-revoke", scopes: ["agents:read"] });
@@ -99,8 +204,9 @@ const REQUESTS: Record<string, () => Promise<MatrixRequest>> = {
 /** A fresh multipart body each call (a body is read once): one square JPEG, stored, not published. */
 function photoForm(): FormData {
   const jpeg = new Uint8Array([
-    0xff, 0xd8, 0xff, 0xc0, 0x00, 0x11, 0x08, 0x04, 0x38, 0x04, 0x38, 0x03, 0x01, 0x22, 0x00, 0x02, 0x11, 0x01, 0x03, 0x11, 0x01,
-    0xff, 0xda, 0x00, 0x0c, 0x03, 0x01, 0x00, 0x02, 0x11, 0x03, 0x11, 0x00, 0x3f, 0x00, 0x12, 0x34, 0xff, 0xd9,
+    0xff, 0xd8, 0xff, 0xc0, 0x00, 0x11, 0x08, 0x04, 0x38, 0x04, 0x38, 0x03, 0x01, 0x22, 0x00, 0x02,
+    0x11, 0x01, 0x03, 0x11, 0x01, 0xff, 0xda, 0x00, 0x0c, 0x03, 0x01, 0x00, 0x02, 0x11, 0x03, 0x11,
+    0x00, 0x3f, 0x00, 0x12, 0x34, 0xff, 0xd9,
   ]);
   const form = new FormData();
   form.append("file", new File([jpeg], "square.jpg"));
@@ -108,21 +214,31 @@ function photoForm(): FormData {
   return form;
 }
 
-async function withAgent(build: (id: string) => Omit<MatrixRequest, "agentId">): Promise<MatrixRequest> {
+async function withAgent(
+  build: (id: string) => Omit<MatrixRequest, "agentId">,
+): Promise<MatrixRequest> {
   const id = await createTestAgent();
   return { ...build(id), agentId: id };
 }
 
 /** An agent with a task (it fails fast: the stand-in's default answer is not a plan). */
-async function withTask(build: (id: string, taskId: string) => Omit<MatrixRequest, "agentId">): Promise<MatrixRequest> {
+async function withTask(
+  build: (id: string, taskId: string) => Omit<MatrixRequest, "agentId">,
+): Promise<MatrixRequest> {
   const id = await createTestAgent();
   const { taskId } = await admin("POST", `/agents/${id}/tasks`, { goal: "Check the time" }, 202);
   return { ...build(id, String(taskId)), agentId: id };
 }
 
-async function admin(method: string, path: string, body: unknown, status: number): Promise<Record<string, unknown>> {
+async function admin(
+  method: string,
+  path: string,
+  body: unknown,
+  status: number,
+): Promise<Record<string, unknown>> {
   const response = await api(method, path, { body });
-  if (response.status !== status) throw new Error(`${method} ${path}: ${response.status} ${await response.text()}`);
+  if (response.status !== status)
+    throw new Error(`${method} ${path}: ${response.status} ${await response.text()}`);
   return json(response);
 }
 
@@ -137,18 +253,29 @@ interface Operation {
 }
 
 async function specOperations(): Promise<Operation[]> {
-  const spec = await json<{ paths: Record<string, Record<string, { security?: Array<Record<string, string[]>> }>> }>(await api("GET", "/openapi.json", { token: null }));
+  const spec = await json<{
+    paths: Record<string, Record<string, { security?: Array<Record<string, string[]>> }>>;
+  }>(await api("GET", "/openapi.json", { token: null }));
   const operations: Operation[] = [];
   for (const [path, methods] of Object.entries(spec.paths)) {
     for (const [method, operation] of Object.entries(methods)) {
       const scope = operation.security?.[0]?.bearerAuth?.[0];
-      if (scope) operations.push({ key: `${method.toUpperCase()} ${path}`, method: method.toUpperCase(), scope });
+      if (scope)
+        operations.push({
+          key: `${method.toUpperCase()} ${path}`,
+          method: method.toUpperCase(),
+          scope,
+        });
     }
   }
   return operations;
 }
 
-async function call(op: Operation, request: MatrixRequest, token: string | null): Promise<Response> {
+async function call(
+  op: Operation,
+  request: MatrixRequest,
+  token: string | null,
+): Promise<Response> {
   return api(op.method, request.path, { body: request.body, headers: request.headers, token });
 }
 
@@ -158,13 +285,20 @@ describe("API tokens and scopes", () => {
   standIn = useModelStandIn();
 
   it("leaves only the documented routes open, and declares exactly one scope on every other one", async () => {
-    const spec = await json<{ paths: Record<string, Record<string, { security?: unknown }>> }>(await api("GET", "/openapi.json", { token: null }));
+    const spec = await json<{ paths: Record<string, Record<string, { security?: unknown }>> }>(
+      await api("GET", "/openapi.json", { token: null }),
+    );
     const open = Object.entries(spec.paths).flatMap(([path, methods]) =>
       Object.entries(methods)
         .filter(([, op]) => op.security === undefined)
         .map(([method]) => `${method.toUpperCase()} ${path}`),
     );
-    expect(open.sort()).toEqual(["GET /health", "GET /media/{key}", "GET /oauth/callback", "POST /discord/interactions"]);
+    expect(open.sort()).toEqual([
+      "GET /health",
+      "GET /media/{key}",
+      "GET /oauth/callback",
+      "POST /discord/interactions",
+    ]);
     const operations = await specOperations();
     expect(operations.map((op) => op.key).sort()).toEqual(Object.keys(REQUESTS).sort());
     for (const op of operations) expect(ALL_SCOPES).toContain(op.scope);
@@ -198,9 +332,16 @@ describe("API tokens and scopes", () => {
       const right =
         op.scope === "admin"
           ? await mint({ name: "right", scopes: ["admin"] })
-          : await mint({ name: "right", scopes: [op.scope], ...(request.agentId ? { agents: [request.agentId] } : {}) });
+          : await mint({
+              name: "right",
+              scopes: [op.scope],
+              ...(request.agentId ? { agents: [request.agentId] } : {}),
+            });
       const served = await call(op, request, right.token);
-      expect(served.status, `${where}: ${served.status === request.status ? "" : await served.clone().text()}`).toBe(request.status);
+      expect(
+        served.status,
+        `${where}: ${served.status === request.status ? "" : await served.clone().text()}`,
+      ).toBe(request.status);
       checked += 1;
     }
     expect(checked).toBe(Object.keys(REQUESTS).length);
@@ -238,22 +379,42 @@ describe("API tokens and scopes", () => {
   it("shows a token limited to agents only those agents, and lets it create only those", async () => {
     const mine = await createTestAgent();
     await createTestAgent();
-    const limited = await mint({ name: "limited", scopes: ["agents:read", "agents:write"], agents: [mine, "not-yet-made"] });
-    const listed = await json<{ agents: Array<{ id: string }> }>(await api("GET", "/agents?limit=100", { token: limited.token }));
+    const limited = await mint({
+      name: "limited",
+      scopes: ["agents:read", "agents:write"],
+      agents: [mine, "not-yet-made"],
+    });
+    const listed = await json<{ agents: Array<{ id: string }> }>(
+      await api("GET", "/agents?limit=100", { token: limited.token }),
+    );
     expect(listed.agents.map((agent) => agent.id)).toEqual([mine]);
 
-    const stranger = await api("POST", "/agents", { token: limited.token, body: { id: "someone-else", name: "X", bio: ["x"] } });
+    const stranger = await api("POST", "/agents", {
+      token: limited.token,
+      body: { id: "someone-else", name: "X", bio: ["x"] },
+    });
     expect(stranger.status).toBe(403);
     expect((await api("GET", "/agents/someone-else")).status).toBe(404);
-    expect((await api("POST", "/agents", { token: limited.token, body: { id: "not-yet-made", name: "Y", bio: ["y"] } })).status).toBe(201);
+    expect(
+      (
+        await api("POST", "/agents", {
+          token: limited.token,
+          body: { id: "not-yet-made", name: "Y", bio: ["y"] },
+        })
+      ).status,
+    ).toBe(201);
   });
 
   it("rejects malformed token requests with the reason and never limits an admin token", async () => {
     const bad = await api("POST", "/auth/tokens", { body: { name: "x", scopes: ["root"] } });
     expect(bad.status).toBe(400);
-    const unknownField = await api("POST", "/auth/tokens", { body: { name: "x", scopes: ["agents:read"], owner: "me" } });
+    const unknownField = await api("POST", "/auth/tokens", {
+      body: { name: "x", scopes: ["agents:read"], owner: "me" },
+    });
     expect(unknownField.status).toBe(400);
-    const limitedAdmin = await api("POST", "/auth/tokens", { body: { name: "x", scopes: ["admin"], agents: ["a"] } });
+    const limitedAdmin = await api("POST", "/auth/tokens", {
+      body: { name: "x", scopes: ["admin"], agents: ["a"] },
+    });
     expect(limitedAdmin.status).toBe(400);
     expect((await json<Problem>(limitedAdmin)).error.message).toContain("admin");
     const before = await json<{ tokens: unknown[] }>(await api("GET", "/auth/tokens"));

@@ -4,7 +4,11 @@
 import { describe, expect, it } from "vitest";
 import ada from "../characters/ada.json";
 import marlowe from "../characters/marlowe.json";
-import { parseCharacter, publicCharacter, type CharacterIssue } from "../src/characters/parse-character.ts";
+import {
+  parseCharacter,
+  publicCharacter,
+  type CharacterIssue,
+} from "../src/characters/parse-character.ts";
 import { ValidationError } from "../src/runtime/errors.ts";
 
 function issuesOf(input: unknown): CharacterIssue[] {
@@ -101,14 +105,20 @@ describe("parseCharacter: ElizaOS v1 files", () => {
     });
     expect(character.settings.discord).toEqual({ directMessages: "everyone" });
     expect(character.extraSettings).toEqual({ discord: { shouldIgnoreBotMessages: true } });
-    expect(pathsOf({ name: "Tess", bio: [], settings: { discord: { directMessages: "friends" } } })).toEqual(["settings.discord.directMessages"]);
+    expect(
+      pathsOf({ name: "Tess", bio: [], settings: { discord: { directMessages: "friends" } } }),
+    ).toEqual(["settings.discord.directMessages"]);
   });
 
   it("turns knowledge strings into text and keeps file and directory references", () => {
     const character = parseCharacter({
       name: "Tess",
       bio: [],
-      knowledge: ["Water boils at 100 °C at sea level.", { path: "docs/faq.md" }, { directory: "docs", shared: true }],
+      knowledge: [
+        "Water boils at 100 °C at sea level.",
+        { path: "docs/faq.md" },
+        { directory: "docs", shared: true },
+      ],
     });
     expect(character.knowledge).toEqual([
       { kind: "text", text: "Water boils at 100 °C at sea level." },
@@ -124,12 +134,22 @@ describe("parseCharacter: ElizaOS v1 files", () => {
       secrets: { API_KEY: "top", RETRIES: 3, DEBUG: true },
       settings: { secrets: { API_KEY: "nested", OTHER: "kept" } },
     });
-    expect(character.secrets).toEqual({ API_KEY: "top", OTHER: "kept", RETRIES: "3", DEBUG: "true" });
+    expect(character.secrets).toEqual({
+      API_KEY: "top",
+      OTHER: "kept",
+      RETRIES: "3",
+      DEBUG: "true",
+    });
     expect(character.extraSettings).toEqual({});
   });
 
   it("ignores unknown top-level keys instead of rejecting newer files", () => {
-    const character = parseCharacter({ name: "Tess", bio: [], advancedPlanning: true, description: "x" });
+    const character = parseCharacter({
+      name: "Tess",
+      bio: [],
+      advancedPlanning: true,
+      description: "x",
+    });
     expect(character).not.toHaveProperty("advancedPlanning");
   });
 });
@@ -152,7 +172,11 @@ describe("parseCharacter: legacy v0.x files", () => {
     topics: ["history"],
     adjectives: ["wry"],
     style: { all: ["short"], chat: [], post: [] },
-    settings: { secrets: { DISCORD_TOKEN: "abc" }, model: "gpt-4o-mini", embeddingModel: "text-embedding-3-small" },
+    settings: {
+      secrets: { DISCORD_TOKEN: "abc" },
+      model: "gpt-4o-mini",
+      embeddingModel: "text-embedding-3-small",
+    },
     clientConfig: { discord: { shouldIgnoreBotMessages: true } },
     // v0 extras seen in the wild: tolerated, then dropped.
     imageModelProvider: "openai",
@@ -162,7 +186,14 @@ describe("parseCharacter: legacy v0.x files", () => {
     extends: [],
     people: ["someone"],
   };
-  const v0Extras = ["imageModelProvider", "modelEndpointOverride", "twitterProfile", "nft", "extends", "people"];
+  const v0Extras = [
+    "imageModelProvider",
+    "modelEndpointOverride",
+    "twitterProfile",
+    "nft",
+    "extends",
+    "people",
+  ];
 
   it("keeps lore, normalizes `user` examples, merges settings.secrets and drops v0 extras", () => {
     const character = parseCharacter(legacy);
@@ -188,10 +219,16 @@ describe("parseCharacter: legacy v0.x files", () => {
     const character = parseCharacter({
       name: "Mix",
       bio: [],
-      messageExamples: [[{ user: "{{user1}}", content: { text: "a" } }], [{ name: "Mix", content: { text: "b" } }]],
+      messageExamples: [
+        [{ user: "{{user1}}", content: { text: "a" } }],
+        [{ name: "Mix", content: { text: "b" } }],
+      ],
     });
     expect(character.format).toBe("v0");
-    expect(character.messageExamples).toEqual([[{ speaker: "{{user1}}", text: "a" }], [{ speaker: "Mix", text: "b" }]]);
+    expect(character.messageExamples).toEqual([
+      [{ speaker: "{{user1}}", text: "a" }],
+      [{ speaker: "Mix", text: "b" }],
+    ]);
   });
 
   it("keeps the names of plugins given as objects", () => {
@@ -209,7 +246,11 @@ describe("parseCharacter: shipped characters", () => {
     expect(character.system).toBeTruthy();
     expect(character.bio.length).toBeGreaterThan(1);
     expect(character.messageExamples.length).toBeGreaterThan(0);
-    expect(character.settings.respond).toEqual({ mode: "mentions", replyToBots: false, keywords: ["ada"] });
+    expect(character.settings.respond).toEqual({
+      mode: "mentions",
+      replyToBots: false,
+      keywords: ["ada"],
+    });
   });
 
   it("loads characters/marlowe.json as a v0 character", () => {
@@ -267,7 +308,9 @@ describe("parseCharacter: broken files", () => {
   it("enforces the size limits on hostile input", () => {
     expect(pathsOf({ name: "x".repeat(101), bio: [] })).toEqual(["name"]);
     expect(pathsOf({ name: "Tess", bio: ["x".repeat(20_001)] })).toEqual(["bio.0"]);
-    expect(pathsOf({ name: "Tess", bio: Array.from({ length: 1001 }, () => "x") })).toEqual(["bio"]);
+    expect(pathsOf({ name: "Tess", bio: Array.from({ length: 1001 }, () => "x") })).toEqual([
+      "bio",
+    ]);
     let deep: unknown = "bottom";
     for (let level = 0; level < 20; level++) deep = { next: deep };
     const [tooDeep] = issuesOf({ name: "Tess", bio: [], settings: { plugin: deep } });

@@ -7,7 +7,15 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import type { AgentRoom } from "../src/durable-objects.ts";
 import { api, json } from "./helpers/api.ts";
-import { APP_ID, chat, click, post, snowflake, useAgentIn, useDiscordStandIns } from "./helpers/discord.ts";
+import {
+  APP_ID,
+  chat,
+  click,
+  post,
+  snowflake,
+  useAgentIn,
+  useDiscordStandIns,
+} from "./helpers/discord.ts";
 import type { DiscordCall } from "./stand-ins/discord-stand-in.ts";
 
 const { model, discord } = useDiscordStandIns();
@@ -21,7 +29,12 @@ interface Prompt {
 }
 
 /** Starts a /chat whose model calls `remember`, and waits for the approval prompt. */
-async function pausedTurn(): Promise<{ channel: string; user: string; agentId: string; prompt: Prompt }> {
+async function pausedTurn(): Promise<{
+  channel: string;
+  user: string;
+  agentId: string;
+  prompt: Prompt;
+}> {
   const channel = snowflake();
   const user = snowflake();
   const agentId = await useAgentIn(channel, { toolApproval: ["remember"] });
@@ -29,17 +42,25 @@ async function pausedTurn(): Promise<{ channel: string; user: string; agentId: s
   const ack = await post(chat(channel, "please remember my bees' name", { user }));
   expect(await ack.json()).toEqual({ type: 5 });
   const [call] = await discord.waitForCalls(1);
-  const buttons = (call!.body.components as { components: { label: string; custom_id: string }[] }[])[0]!.components;
+  const buttons = (
+    call!.body.components as { components: { label: string; custom_id: string }[] }[]
+  )[0]!.components;
   return {
     channel,
     user,
     agentId,
-    prompt: { call: call!, approve: buttons.find((b) => b.label === "Approve")!.custom_id, deny: buttons.find((b) => b.label === "Deny")!.custom_id },
+    prompt: {
+      call: call!,
+      approve: buttons.find((b) => b.label === "Approve")!.custom_id,
+      deny: buttons.find((b) => b.label === "Deny")!.custom_id,
+    },
   };
 }
 
 async function facts(agentId: string, user: string): Promise<string[]> {
-  const listed = await json<{ memories: { type: string; text: string }[] }>(await api("GET", `/memories?agentId=${agentId}&userId=discord:${user}`));
+  const listed = await json<{ memories: { type: string; text: string }[] }>(
+    await api("GET", `/memories?agentId=${agentId}&userId=discord:${user}`),
+  );
   return listed.memories.filter((memory) => memory.type === "fact").map((memory) => memory.text);
 }
 
@@ -61,24 +82,37 @@ describe("Discord tool approval", () => {
     expect(await facts(agentId, user)).toEqual([]);
     expect(model.calls).toHaveLength(1);
 
-    const intruder = await json<{ type: number; data: { content: string; flags: number } }>(await post(click(channel, snowflake(), prompt.approve)));
-    expect(intruder).toMatchObject({ type: 4, data: { flags: 64, content: expect.stringContaining("Only the person who asked") } });
+    const intruder = await json<{ type: number; data: { content: string; flags: number } }>(
+      await post(click(channel, snowflake(), prompt.approve)),
+    );
+    expect(intruder).toMatchObject({
+      type: 4,
+      data: { flags: 64, content: expect.stringContaining("Only the person who asked") },
+    });
 
     model.script({ text: "Saved: the Roof Committee." });
     const clickToken = `tok-${snowflake()}`;
-    const answered = await json<{ type: number; data: { content: string; components: unknown[] } }>(await post(click(channel, user, prompt.approve, clickToken)));
+    const answered = await json<{ type: number; data: { content: string; components: unknown[] } }>(
+      await post(click(channel, user, prompt.approve, clickToken)),
+    );
     expect(answered.type).toBe(7);
     expect(answered.data.components).toEqual([]);
     expect(answered.data.content).toMatch(/approved: running `remember`/);
 
     // The reply follows the prompt as a follow-up on the click's fresh token.
     const calls = await discord.waitForCalls(2);
-    expect(calls[1]).toMatchObject({ method: "POST", path: `/api/v10/webhooks/${APP_ID}/${clickToken}`, body: { content: "Saved: the Roof Committee." } });
+    expect(calls[1]).toMatchObject({
+      method: "POST",
+      path: `/api/v10/webhooks/${APP_ID}/${clickToken}`,
+      body: { content: "Saved: the Roof Committee." },
+    });
     expect(toolResultSeen()).not.toMatch(/^Error/);
     await vi.waitFor(async () => expect(await facts(agentId, user)).toEqual([FACT]));
 
     // A second click (or a late one) changes nothing.
-    const again = await json<{ type: number; data: { content: string } }>(await post(click(channel, user, prompt.approve)));
+    const again = await json<{ type: number; data: { content: string } }>(
+      await post(click(channel, user, prompt.approve)),
+    );
     expect(again.data.content).toContain("no longer waiting");
     await new Promise((resolve) => setTimeout(resolve, 200));
     expect(model.calls).toHaveLength(2);
@@ -88,8 +122,13 @@ describe("Discord tool approval", () => {
   it("tells the model a denial and does not run the tool", async () => {
     const { channel, user, agentId, prompt } = await pausedTurn();
     model.script({ text: "Okay, I won't save it." });
-    const answered = await json<{ type: number; data: { content: string } }>(await post(click(channel, user, prompt.deny)));
-    expect(answered).toMatchObject({ type: 7, data: { content: expect.stringContaining("denied `remember`") } });
+    const answered = await json<{ type: number; data: { content: string } }>(
+      await post(click(channel, user, prompt.deny)),
+    );
+    expect(answered).toMatchObject({
+      type: 7,
+      data: { content: expect.stringContaining("denied `remember`") },
+    });
     const calls = await discord.waitForCalls(2);
     expect(calls[1]!.body.content).toBe("Okay, I won't save it.");
     expect(toolResultSeen()).toMatch(/^Error: the user denied permission to run remember/);
@@ -99,23 +138,36 @@ describe("Discord tool approval", () => {
   it("expires after 10 minutes without an answer: the prompt says so and the model is told", async () => {
     const { channel, user, agentId, prompt } = await pausedTurn();
     const stub = env.ROOMS.getByName(`${agentId}:discord:${channel}`);
-    const schedule = await runInDurableObject(stub, (instance: AgentRoom) => instance.getSchedules<{ turnId: string; approvalId: string }>().find((s) => s.callback === "expireApproval"));
+    const schedule = await runInDurableObject(stub, (instance: AgentRoom) =>
+      instance
+        .getSchedules<{ turnId: string; approvalId: string }>()
+        .find((s) => s.callback === "expireApproval"),
+    );
     expect(schedule).toBeDefined();
     expect(schedule!.time * 1000 - Date.now()).toBeGreaterThan(9 * 60 * 1000);
     expect(schedule!.time * 1000 - Date.now()).toBeLessThanOrEqual(10 * 60 * 1000);
 
     model.script({ text: "I needed your approval for that." });
     // What the scheduler does when the time comes.
-    await runInDurableObject(stub, (instance: AgentRoom) => instance.expireApproval(schedule!.payload));
+    await runInDurableObject(stub, (instance: AgentRoom) =>
+      instance.expireApproval(schedule!.payload),
+    );
     const calls = await discord.waitForCalls(3);
-    const edit = calls.find((c) => c.method === "PATCH" && c.path === prompt.call.path && c !== calls[0]);
-    expect(edit?.body).toMatchObject({ content: expect.stringContaining("Nobody answered within 10 minutes"), components: [] });
+    const edit = calls.find(
+      (c) => c.method === "PATCH" && c.path === prompt.call.path && c !== calls[0],
+    );
+    expect(edit?.body).toMatchObject({
+      content: expect.stringContaining("Nobody answered within 10 minutes"),
+      components: [],
+    });
     const reply = calls.find((c) => c.method === "POST");
     expect(reply?.body.content).toBe("I needed your approval for that.");
     expect(toolResultSeen()).toMatch(/nobody approved remember within the time allowed/);
     expect(await facts(agentId, user)).toEqual([]);
 
-    const late = await json<{ data: { content: string } }>(await post(click(channel, user, prompt.approve)));
+    const late = await json<{ data: { content: string } }>(
+      await post(click(channel, user, prompt.approve)),
+    );
     expect(late.data.content).toContain("no longer waiting");
   });
 
@@ -124,11 +176,23 @@ describe("Discord tool approval", () => {
     const stub = env.ROOMS.getByName(`${agentId}:discord:${channel}`);
     // What an evicted room comes back to: the journal row in its SQLite, nothing from memory.
     const row = await runInDurableObject(stub, (_instance: AgentRoom, state) =>
-      state.storage.sql.exec("SELECT status, pause, delivery FROM turn_journal ORDER BY seq DESC LIMIT 1").one(),
+      state.storage.sql
+        .exec("SELECT status, pause, delivery FROM turn_journal ORDER BY seq DESC LIMIT 1")
+        .one(),
     );
     expect(row.status).toBe("awaiting_approval");
-    const pause = JSON.parse(String(row.pause)) as { approvalId: string; tool: string; requesterId: string; prompt: { messageId: string }; checkpoint: { pendingCalls: { name: string }[] } };
-    expect(pause).toMatchObject({ tool: "remember", requesterId: `discord:${user}`, prompt: { messageId: "@original" } });
+    const pause = JSON.parse(String(row.pause)) as {
+      approvalId: string;
+      tool: string;
+      requesterId: string;
+      prompt: { messageId: string };
+      checkpoint: { pendingCalls: { name: string }[] };
+    };
+    expect(pause).toMatchObject({
+      tool: "remember",
+      requesterId: `discord:${user}`,
+      prompt: { messageId: "@original" },
+    });
     expect(pause.checkpoint.pendingCalls.map((call) => call.name)).toEqual(["remember"]);
     expect(prompt.approve).toContain(pause.approvalId);
     expect(JSON.parse(String(row.delivery))).toMatchObject({ originalUsed: true });
@@ -142,16 +206,25 @@ describe("Discord tool approval", () => {
     expect(expiries).toBe(1);
 
     model.script({ text: "Saved." });
-    expect((await json<{ type: number }>(await post(click(channel, user, prompt.approve)))).type).toBe(7);
+    expect(
+      (await json<{ type: number }>(await post(click(channel, user, prompt.approve)))).type,
+    ).toBe(7);
     await discord.waitForCalls(2);
     await vi.waitFor(async () => expect(await facts(agentId, user)).toEqual([FACT]));
   });
 
   it("answers a forged or unknown approval button without touching any turn", async () => {
     const channel = snowflake();
-    const unknown = await json<{ type: number; data: { content: string } }>(await post(click(channel, snowflake(), "ap:y:0123456789abcdef:no-such-agent")));
-    expect(unknown).toMatchObject({ type: 4, data: { content: expect.stringContaining("no longer waiting") } });
-    const malformed = await json<{ data: { content: string } }>(await post(click(channel, snowflake(), "ap:y:nothex:agent")));
+    const unknown = await json<{ type: number; data: { content: string } }>(
+      await post(click(channel, snowflake(), "ap:y:0123456789abcdef:no-such-agent")),
+    );
+    expect(unknown).toMatchObject({
+      type: 4,
+      data: { content: expect.stringContaining("no longer waiting") },
+    });
+    const malformed = await json<{ data: { content: string } }>(
+      await post(click(channel, snowflake(), "ap:y:nothex:agent")),
+    );
     expect(malformed.data.content).toContain("no longer valid");
   });
 });

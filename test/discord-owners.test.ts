@@ -1,7 +1,11 @@
-
 import { describe, expect, it } from "vitest";
 import { loadConfig } from "../src/config.ts";
-import { applicationOwners, createDiscordOwners, OWNERS_CACHE_MS, OWNERS_RETRY_MS } from "../src/clients/discord/owners.ts";
+import {
+  applicationOwners,
+  createDiscordOwners,
+  OWNERS_CACHE_MS,
+  OWNERS_RETRY_MS,
+} from "../src/clients/discord/owners.ts";
 import { requiredBindings } from "./helpers/bindings.ts";
 
 const API = "http://discord.test/api/v10";
@@ -14,7 +18,12 @@ function team(members: Array<{ id: string; role: string; state?: number }>) {
     team: {
       id: "300000000000000009",
       owner_user_id: "300000000000000001",
-      members: members.map((member) => ({ membership_state: member.state ?? 2, role: member.role, team_id: "300000000000000009", user: { id: member.id, username: "x" } })),
+      members: members.map((member) => ({
+        membership_state: member.state ?? 2,
+        role: member.role,
+        team_id: "300000000000000009",
+        user: { id: member.id, username: "x" },
+      })),
     },
   };
 }
@@ -31,7 +40,13 @@ function applicationApi(answer: () => Response | Promise<Response>) {
 
 describe("owners of the application (GET /applications/@me)", () => {
   it("is the app's owner for a personal app", () => {
-    expect(applicationOwners({ id: "1", owner: { id: "200000000000000001", username: "me" }, team: null })).toEqual(["200000000000000001"]);
+    expect(
+      applicationOwners({
+        id: "1",
+        owner: { id: "200000000000000001", username: "me" },
+        team: null,
+      }),
+    ).toEqual(["200000000000000001"]);
   });
 
   it("is the team's owner and its accepted admins for a team's app; not developers, read-only members, invitees or the team's synthetic user", () => {
@@ -48,9 +63,23 @@ describe("owners of the application (GET /applications/@me)", () => {
 
   it("asks Discord with the bot token, once for concurrent checks, and trusts the answer for OWNERS_CACHE_MS", async () => {
     let now = 1_000_000;
-    const discord = applicationApi(() => Response.json(team([{ id: "300000000000000002", role: "admin" }])));
-    const owners = createDiscordOwners({ configured: [], apiBase: API, botToken: "bot-token", fetch: discord.fetch, now: () => now });
-    expect(await Promise.all([owners.isOwner("300000000000000001"), owners.isOwner("300000000000000002"), owners.isOwner("999")])).toEqual([true, true, false]);
+    const discord = applicationApi(() =>
+      Response.json(team([{ id: "300000000000000002", role: "admin" }])),
+    );
+    const owners = createDiscordOwners({
+      configured: [],
+      apiBase: API,
+      botToken: "bot-token",
+      fetch: discord.fetch,
+      now: () => now,
+    });
+    expect(
+      await Promise.all([
+        owners.isOwner("300000000000000001"),
+        owners.isOwner("300000000000000002"),
+        owners.isOwner("999"),
+      ]),
+    ).toEqual([true, true, false]);
     expect(discord.requests).toHaveLength(1);
     expect(discord.requests[0]!.url).toBe(`${API}/applications/@me`);
     expect(discord.requests[0]!.headers.get("authorization")).toBe("Bot bot-token");
@@ -73,7 +102,13 @@ describe("owners of the application (GET /applications/@me)", () => {
       () => Response.json({ owner: { id: "200000000000000001", username: "me" }, team: null }),
     ];
     const discord = applicationApi(() => answers.shift()!());
-    const owners = createDiscordOwners({ configured: ["400000000000000001"], apiBase: API, botToken: "bot-token", fetch: discord.fetch, now: () => now });
+    const owners = createDiscordOwners({
+      configured: ["400000000000000001"],
+      apiBase: API,
+      botToken: "bot-token",
+      fetch: discord.fetch,
+      now: () => now,
+    });
     for (let failure = 1; failure <= 3; failure += 1) {
       expect(await owners.isOwner("200000000000000001")).toBe(false);
       expect(await owners.isOwner("400000000000000001")).toBe(true);
@@ -84,8 +119,14 @@ describe("owners of the application (GET /applications/@me)", () => {
   });
 
   it("without a bot token asks nobody, and only DISCORD_OWNER_IDS are owners", async () => {
-    const discord = applicationApi(() => Response.json({ owner: { id: "200000000000000001" }, team: null }));
-    const owners = createDiscordOwners({ configured: ["400000000000000001"], apiBase: API, fetch: discord.fetch });
+    const discord = applicationApi(() =>
+      Response.json({ owner: { id: "200000000000000001" }, team: null }),
+    );
+    const owners = createDiscordOwners({
+      configured: ["400000000000000001"],
+      apiBase: API,
+      fetch: discord.fetch,
+    });
     expect(await owners.isOwner("400000000000000001")).toBe(true);
     expect(await owners.isOwner("200000000000000001")).toBe(false);
     expect(discord.requests).toHaveLength(0);
@@ -93,15 +134,19 @@ describe("owners of the application (GET /applications/@me)", () => {
 });
 
 describe("DISCORD_OWNER_IDS", () => {
-  const config = (value: string) =>
-    loadConfig({ ...requiredBindings(), DISCORD_OWNER_IDS: value });
+  const config = (value: string) => loadConfig({ ...requiredBindings(), DISCORD_OWNER_IDS: value });
 
   it("is a comma list of Discord user ids, empty by default", () => {
-    expect(config(" 400000000000000001, 400000000000000002 ,").discordOwnerIds).toEqual(["400000000000000001", "400000000000000002"]);
+    expect(config(" 400000000000000001, 400000000000000002 ,").discordOwnerIds).toEqual([
+      "400000000000000001",
+      "400000000000000002",
+    ]);
     expect(config("").discordOwnerIds).toEqual([]);
   });
 
   it("refuses anything else, naming the variable", () => {
-    expect(() => config("400000000000000001,@dana")).toThrow(/DISCORD_OWNER_IDS.*comma list of Discord user ids/);
+    expect(() => config("400000000000000001,@dana")).toThrow(
+      /DISCORD_OWNER_IDS.*comma list of Discord user ids/,
+    );
   });
 });

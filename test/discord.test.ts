@@ -7,13 +7,23 @@ import { COMMANDS } from "../src/clients/discord/commands.ts";
 import { diffCommands } from "../src/clients/discord/register.ts";
 import { splitMessage } from "../src/clients/discord/split.ts";
 import { api, createTestAgent, json } from "./helpers/api.ts";
-import { APP_ID, chat, command, post, snowflake, useAgentIn, useDiscordStandIns } from "./helpers/discord.ts";
+import {
+  APP_ID,
+  chat,
+  command,
+  post,
+  snowflake,
+  useAgentIn,
+  useDiscordStandIns,
+} from "./helpers/discord.ts";
 
 const { model, discord } = useDiscordStandIns();
 
 describe("Discord webhook: signature and payload checks", () => {
   it("answers a signed PING with PONG", async () => {
-    const response = await post(JSON.stringify({ id: snowflake(), application_id: APP_ID, type: 1 }));
+    const response = await post(
+      JSON.stringify({ id: snowflake(), application_id: APP_ID, type: 1 }),
+    );
     expect(response.status).toBe(200);
     expect(await response.json()).toEqual({ type: 1 });
   });
@@ -32,7 +42,15 @@ describe("Discord webhook: signature and payload checks", () => {
   });
 
   it("refuses a signed but malformed interaction with 400 naming the field", async () => {
-    const response = await post(JSON.stringify({ id: "not-a-snowflake", application_id: APP_ID, type: 2, token: "t", data: { name: "chat" } }));
+    const response = await post(
+      JSON.stringify({
+        id: "not-a-snowflake",
+        application_id: APP_ID,
+        type: 2,
+        token: "t",
+        data: { name: "chat" },
+      }),
+    );
     expect(response.status).toBe(400);
     expect((await json<{ error: { message: string } }>(response)).error.message).toContain("id");
     const notJson = await post("{nope");
@@ -53,12 +71,16 @@ describe("Discord /chat: deferred reply", () => {
     model.releaseHung({ text: "Lisbon, @everyone!" });
     const [edit] = await discord.waitForCalls(1);
     expect(edit!.method).toBe("PATCH");
-    expect(edit!.path).toMatch(new RegExp(`^/api/v10/webhooks/${APP_ID}/tok-\\d+/messages/@original$`));
+    expect(edit!.path).toMatch(
+      new RegExp(`^/api/v10/webhooks/${APP_ID}/tok-\\d+/messages/@original$`),
+    );
     expect(edit!.body).toEqual({ content: "Lisbon, @everyone!", allowed_mentions: { parse: [] } });
     const history = await json<{ messages: { text: string; userId: string | null }[] }>(
       await api("GET", `/agents/${agentId}/rooms/discord:${channel}/messages`),
     );
-    expect(history.messages.map((m) => m.text)).toEqual(expect.arrayContaining(["What's the capital of Portugal? @everyone", "Lisbon, @everyone!"]));
+    expect(history.messages.map((m) => m.text)).toEqual(
+      expect.arrayContaining(["What's the capital of Portugal? @everyone", "Lisbon, @everyone!"]),
+    );
   });
 
   it("splits a long reply into an edit and follow-ups of at most 2,000 characters, never inside a code block", async () => {
@@ -71,7 +93,14 @@ describe("Discord /chat: deferred reply", () => {
     await new Promise((resolve) => setTimeout(resolve, 300));
     const calls = await discord.waitForCalls(3);
     expect(calls[0]!.method).toBe("PATCH");
-    expect(calls.slice(1).every((c) => c.method === "POST" && c.path === calls[0]!.path.replace("/messages/@original", ""))).toBe(true);
+    expect(
+      calls
+        .slice(1)
+        .every(
+          (c) =>
+            c.method === "POST" && c.path === calls[0]!.path.replace("/messages/@original", ""),
+        ),
+    ).toBe(true);
     const contents = calls.map((c) => String(c.body.content));
     for (const content of contents) {
       expect(content.length).toBeLessThanOrEqual(2_000);
@@ -98,7 +127,13 @@ describe("Discord /chat: deferred reply", () => {
   it("waits out a Discord 429 (retry_after) and a 502, then delivers", async () => {
     const channel = snowflake();
     await useAgentIn(channel);
-    discord.failNext({ status: 429, body: { message: "You are being rate limited.", retry_after: 0.05, global: false } }, { status: 502 });
+    discord.failNext(
+      {
+        status: 429,
+        body: { message: "You are being rate limited.", retry_after: 0.05, global: false },
+      },
+      { status: 502 },
+    );
     model.script({ text: "delivered anyway" });
     await post(chat(channel, "hi"));
     const [edit] = await discord.waitForCalls(1);
@@ -121,34 +156,74 @@ describe("Discord commands", () => {
   it("lets a manager pick the agent with autocomplete, and refuses members without Manage Server", async () => {
     const channel = snowflake();
     const agentId = await createTestAgent();
-    const suggest = await post(command("agent", { type: 4, channel, options: [{ name: "name", type: 3, value: agentId.slice(0, 12), focused: true }] }));
-    const choices = (await json<{ type: number; data: { choices: { value: string }[] } }>(suggest)).data.choices;
+    const suggest = await post(
+      command("agent", {
+        type: 4,
+        channel,
+        options: [{ name: "name", type: 3, value: agentId.slice(0, 12), focused: true }],
+      }),
+    );
+    const choices = (await json<{ type: number; data: { choices: { value: string }[] } }>(suggest))
+      .data.choices;
     expect(choices.map((c) => c.value)).toContain(agentId);
-    const refused = await post(command("agent", { channel, permissions: "0", options: [{ name: "name", type: 3, value: agentId }] }));
-    expect((await json<{ data: { content: string; flags: number } }>(refused)).data).toMatchObject({ flags: 64, content: expect.stringContaining("managers") });
-    const unknown = await post(command("agent", { channel, options: [{ name: "name", type: 3, value: "no-such-agent" }] }));
-    expect((await json<{ data: { content: string } }>(unknown)).data.content).toContain("no agent called");
+    const refused = await post(
+      command("agent", {
+        channel,
+        permissions: "0",
+        options: [{ name: "name", type: 3, value: agentId }],
+      }),
+    );
+    expect((await json<{ data: { content: string; flags: number } }>(refused)).data).toMatchObject({
+      flags: 64,
+      content: expect.stringContaining("managers"),
+    });
+    const unknown = await post(
+      command("agent", { channel, options: [{ name: "name", type: 3, value: "no-such-agent" }] }),
+    );
+    expect((await json<{ data: { content: string } }>(unknown)).data.content).toContain(
+      "no agent called",
+    );
   });
 
   it("says so when no agent serves the channel", async () => {
     const response = await post(chat(snowflake(), "anyone?"));
-    expect((await json<{ type: number; data: { content: string } }>(response)).data.content).toContain("No agent serves this channel");
+    expect(
+      (await json<{ type: number; data: { content: string } }>(response)).data.content,
+    ).toContain("No agent serves this channel");
   });
 
   it("remembers a fact, recalls it privately, and forgets it only after the owner confirms", async () => {
     const channel = snowflake();
     const agentId = await useAgentIn(channel);
     const user = snowflake();
-    const remembered = await post(command("remember", { channel, user, options: [{ name: "fact", type: 3, value: "I keep bees on my roof" }] }));
-    expect((await json<{ data: { content: string; flags: number } }>(remembered)).data).toMatchObject({ flags: 64 });
-    const recalled = await json<{ data: { content: string } }>(await post(command("recall", { channel, user })));
+    const remembered = await post(
+      command("remember", {
+        channel,
+        user,
+        options: [{ name: "fact", type: 3, value: "I keep bees on my roof" }],
+      }),
+    );
+    expect(
+      (await json<{ data: { content: string; flags: number } }>(remembered)).data,
+    ).toMatchObject({ flags: 64 });
+    const recalled = await json<{ data: { content: string } }>(
+      await post(command("recall", { channel, user })),
+    );
     expect(recalled.data.content).toContain("I keep bees on my roof");
-    const searched = await json<{ data: { content: string } }>(await post(command("recall", { channel, user, options: [{ name: "query", type: 3, value: "bees" }] })));
+    const searched = await json<{ data: { content: string } }>(
+      await post(
+        command("recall", { channel, user, options: [{ name: "query", type: 3, value: "bees" }] }),
+      ),
+    );
     expect(searched.data.content).toContain("I keep bees on my roof");
-    const other = await json<{ data: { content: string } }>(await post(command("recall", { channel, user: snowflake() })));
+    const other = await json<{ data: { content: string } }>(
+      await post(command("recall", { channel, user: snowflake() })),
+    );
     expect(other.data.content).toContain("don't remember anything");
 
-    const asked = await json<{ data: { components: { components: { custom_id: string }[] }[] } }>(await post(command("forget", { channel, user })));
+    const asked = await json<{ data: { components: { components: { custom_id: string }[] }[] } }>(
+      await post(command("forget", { channel, user })),
+    );
     const yes = asked.data.components[0]!.components[0]!.custom_id;
     const click = (clicker: string) =>
       JSON.stringify({
@@ -160,20 +235,34 @@ describe("Discord commands", () => {
         member: { user: { id: clicker, username: "x" }, permissions: "0" },
         data: { custom_id: yes, component_type: 2 },
       });
-    const intruder = await json<{ type: number; data: { content: string } }>(await post(click(snowflake())));
-    expect(intruder).toMatchObject({ type: 4, data: { content: expect.stringContaining("Only the person who asked") } });
-    const listed = await json<{ memories: unknown[] }>(await api("GET", `/memories?agentId=${agentId}&userId=discord:${user}`));
+    const intruder = await json<{ type: number; data: { content: string } }>(
+      await post(click(snowflake())),
+    );
+    expect(intruder).toMatchObject({
+      type: 4,
+      data: { content: expect.stringContaining("Only the person who asked") },
+    });
+    const listed = await json<{ memories: unknown[] }>(
+      await api("GET", `/memories?agentId=${agentId}&userId=discord:${user}`),
+    );
     expect(listed.memories).toHaveLength(1);
     const done = await json<{ type: number; data: { content: string } }>(await post(click(user)));
-    expect(done).toMatchObject({ type: 7, data: { content: expect.stringContaining("forgot 1 memory") } });
-    const after = await json<{ memories: unknown[] }>(await api("GET", `/memories?agentId=${agentId}&userId=discord:${user}`));
+    expect(done).toMatchObject({
+      type: 7,
+      data: { content: expect.stringContaining("forgot 1 memory") },
+    });
+    const after = await json<{ memories: unknown[] }>(
+      await api("GET", `/memories?agentId=${agentId}&userId=discord:${user}`),
+    );
     expect(after.memories).toHaveLength(0);
   });
 
   it("lists the agent's tools", async () => {
     const channel = snowflake();
     await useAgentIn(channel);
-    const tools = await json<{ data: { content: string } }>(await post(command("tools", { channel })));
+    const tools = await json<{ data: { content: string } }>(
+      await post(command("tools", { channel })),
+    );
     expect(tools.data.content).toContain("`remember`");
   });
 });
@@ -182,14 +271,37 @@ describe("Discord client settings", () => {
   it("sets a default agent and an allow-list, and refuses unknown agents and missing tokens", async () => {
     const agentId = await createTestAgent();
     const allowed = snowflake();
-    expect((await api("POST", "/clients/discord/config", { body: { defaultAgentId: "nobody-here" } })).status).toBe(404);
-    expect((await api("POST", "/clients/discord/config", { body: { defaultAgentId: agentId, extra: 1 } })).status).toBe(400);
-    expect((await api("POST", "/clients/discord/config", { token: null, body: { defaultAgentId: agentId } })).status).toBe(401);
-    const saved = await api("POST", "/clients/discord/config", { body: { defaultAgentId: agentId, allowedChannels: [allowed] } });
+    expect(
+      (await api("POST", "/clients/discord/config", { body: { defaultAgentId: "nobody-here" } }))
+        .status,
+    ).toBe(404);
+    expect(
+      (
+        await api("POST", "/clients/discord/config", {
+          body: { defaultAgentId: agentId, extra: 1 },
+        })
+      ).status,
+    ).toBe(400);
+    expect(
+      (
+        await api("POST", "/clients/discord/config", {
+          token: null,
+          body: { defaultAgentId: agentId },
+        })
+      ).status,
+    ).toBe(401);
+    const saved = await api("POST", "/clients/discord/config", {
+      body: { defaultAgentId: agentId, allowedChannels: [allowed] },
+    });
     expect(saved.status).toBe(200);
-    expect(await json(await api("GET", "/clients/discord/config"))).toEqual({ defaultAgentId: agentId, allowedChannels: [allowed] });
+    expect(await json(await api("GET", "/clients/discord/config"))).toEqual({
+      defaultAgentId: agentId,
+      allowedChannels: [allowed],
+    });
 
-    const elsewhere = await json<{ data: { content: string } }>(await post(chat(snowflake(), "hi")));
+    const elsewhere = await json<{ data: { content: string } }>(
+      await post(chat(snowflake(), "hi")),
+    );
     expect(elsewhere.data.content).toContain("not enabled in this channel");
     model.script({ text: "from the default agent" });
     expect(await json(await post(chat(allowed, "hi")))).toEqual({ type: 5 });
@@ -203,7 +315,9 @@ describe("reply splitting", () => {
   it("returns short text as is and keeps every piece within the limit", () => {
     expect(splitMessage("  hello  ")).toEqual(["hello"]);
     expect(splitMessage("")).toEqual([]);
-    const long = Array.from({ length: 50 }, (_, i) => `Paragraph ${i}. ${"word ".repeat(40)}`).join("\n\n");
+    const long = Array.from({ length: 50 }, (_, i) => `Paragraph ${i}. ${"word ".repeat(40)}`).join(
+      "\n\n",
+    );
     const parts = splitMessage(long);
     expect(parts.every((p) => p.length <= 2_000)).toBe(true);
     expect(parts.join("\n\n").replace(/\s+/g, " ")).toBe(long.replace(/\s+/g, " ").trim());
@@ -218,7 +332,11 @@ describe("reply splitting", () => {
       expect(part.endsWith("\n```")).toBe(true);
       expect(part.length).toBeLessThanOrEqual(500);
     }
-    expect(splitMessage("```js\nlet a = 1;".padEnd(3_000, " x"), 2_000).every((p) => (p.match(/```/g) ?? []).length % 2 === 0)).toBe(true);
+    expect(
+      splitMessage("```js\nlet a = 1;".padEnd(3_000, " x"), 2_000).every(
+        (p) => (p.match(/```/g) ?? []).length % 2 === 0,
+      ),
+    ).toBe(true);
     const word = "x".repeat(4_500);
     expect(splitMessage(word).map((p) => p.length)).toEqual([2_000, 2_000, 500]);
   });

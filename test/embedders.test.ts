@@ -1,4 +1,3 @@
-
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { loadConfig } from "../src/config.ts";
 import type { Env } from "../src/env.ts";
@@ -20,7 +19,12 @@ afterEach(() => {
 describe("hashed local embedder", () => {
   it("identifies itself and defaults to 384 dimensions", () => {
     const embedder = createHashEmbedder();
-    expect({ id: embedder.id, kind: embedder.kind, dimensions: embedder.dimensions, maxBatch: embedder.maxBatch }).toEqual({
+    expect({
+      id: embedder.id,
+      kind: embedder.kind,
+      dimensions: embedder.dimensions,
+      maxBatch: embedder.maxBatch,
+    }).toEqual({
       id: "local:hash-v1",
       kind: "local",
       dimensions: 384,
@@ -29,7 +33,11 @@ describe("hashed local embedder", () => {
   });
 
   it("gives the same vector for the same text, in any batch and from any instance", async () => {
-    const [a, , b] = await createHashEmbedder().embed(["I adopted two puppies last spring", "other", "I adopted two puppies last spring"]);
+    const [a, , b] = await createHashEmbedder().embed([
+      "I adopted two puppies last spring",
+      "other",
+      "I adopted two puppies last spring",
+    ]);
     const [c] = await createHashEmbedder().embed(["I adopted two puppies last spring"]);
     expect([...a!]).toEqual([...b!]);
     expect([...a!]).toEqual([...c!]);
@@ -72,9 +80,20 @@ describe("hashed local embedder", () => {
   });
 
   it("stems common English suffixes lightly", () => {
-    const pairs = ["adopted", "puppies", "running", "hiking", "hike", "loved", "studying", "studied", "classes", "agreed", "agree", "dressed"].map(
-      (word) => [word, stem(word)],
-    );
+    const pairs = [
+      "adopted",
+      "puppies",
+      "running",
+      "hiking",
+      "hike",
+      "loved",
+      "studying",
+      "studied",
+      "classes",
+      "agreed",
+      "agree",
+      "dressed",
+    ].map((word) => [word, stem(word)]);
     expect(Object.fromEntries(pairs)).toEqual({
       adopted: "adopt",
       puppies: "puppy",
@@ -113,7 +132,10 @@ interface EmbeddingsRequest {
 type Answer = { status: number; body: unknown; headers?: Record<string, string> };
 
 /** A scripted /embeddings endpoint: each request takes the next answer, or gets `fallback`. */
-function embeddingsStandIn(answers: Array<Answer | ((request: EmbeddingsRequest) => Answer)>, fallback: (request: EmbeddingsRequest) => Answer) {
+function embeddingsStandIn(
+  answers: Array<Answer | ((request: EmbeddingsRequest) => Answer)>,
+  fallback: (request: EmbeddingsRequest) => Answer,
+) {
   const requests: EmbeddingsRequest[] = [];
   const fetch = async (input: RequestInfo | URL, init?: RequestInit): Promise<Response> => {
     const request = new Request(input, init);
@@ -125,13 +147,17 @@ function embeddingsStandIn(answers: Array<Answer | ((request: EmbeddingsRequest)
     requests.push(recorded);
     const next = answers.shift() ?? fallback;
     const answer = typeof next === "function" ? next(recorded) : next;
-    return new Response(JSON.stringify(answer.body), { status: answer.status, headers: { "content-type": "application/json", ...answer.headers } });
+    return new Response(JSON.stringify(answer.body), {
+      status: answer.status,
+      headers: { "content-type": "application/json", ...answer.headers },
+    });
   };
   return { fetch, requests };
 }
 
 /** A distinct, not-normalized vector per input text ("t7" -> seed 7). */
-const rawVector = (size: number, seed: number) => Array.from({ length: size }, (_, i) => 3 * Math.sin(seed + i) + 0.5);
+const rawVector = (size: number, seed: number) =>
+  Array.from({ length: size }, (_, i) => 3 * Math.sin(seed + i) + 0.5);
 
 /** A valid answer with the vectors listed in reverse, so only `index` gives the order. */
 const reversedAnswer =
@@ -141,12 +167,21 @@ const reversedAnswer =
     body: {
       object: "list",
       model: request.body.model,
-      data: request.body.input.map((text, index) => ({ object: "embedding", index, embedding: rawVector(size, Number(text.slice(1))) })).reverse(),
+      data: request.body.input
+        .map((text, index) => ({
+          object: "embedding",
+          index,
+          embedding: rawVector(size, Number(text.slice(1))),
+        }))
+        .reverse(),
       usage: { prompt_tokens: 1, total_tokens: 1 },
     },
   });
 
-function openAIEmbedder(fetch: typeof globalThis.fetch, overrides: Partial<OpenAIEmbedderOptions> = {}) {
+function openAIEmbedder(
+  fetch: typeof globalThis.fetch,
+  overrides: Partial<OpenAIEmbedderOptions> = {},
+) {
   const delays: number[] = [];
   const embedder = createOpenAIEmbedder({
     apiKey: API_KEY,
@@ -162,7 +197,10 @@ function openAIEmbedder(fetch: typeof globalThis.fetch, overrides: Partial<OpenA
 }
 
 async function embeddingFailure(promise: Promise<unknown>): Promise<EmbeddingError> {
-  const error: unknown = await promise.then(() => undefined, (reason: unknown) => reason);
+  const error: unknown = await promise.then(
+    () => undefined,
+    (reason: unknown) => reason,
+  );
   expect(error).toBeInstanceOf(EmbeddingError);
   return error as EmbeddingError;
 }
@@ -190,7 +228,12 @@ describe("OpenAI-compatible embedder", () => {
       expect(vectors[i]![5]).toBeCloseTo(expected[5]! / length, 5);
       expect(norm(vectors[i]!)).toBeCloseTo(1, 5);
     }
-    expect({ id: embedder.id, kind: embedder.kind, dimensions: embedder.dimensions, maxBatch: embedder.maxBatch }).toEqual({
+    expect({
+      id: embedder.id,
+      kind: embedder.kind,
+      dimensions: embedder.dimensions,
+      maxBatch: embedder.maxBatch,
+    }).toEqual({
       id: "openai:text-embedding-3-small",
       kind: "openai",
       dimensions: 8,
@@ -215,7 +258,13 @@ describe("OpenAI-compatible embedder", () => {
 
   it("retries a 429 after the delay the server asks for, then succeeds", async () => {
     const standIn = embeddingsStandIn(
-      [{ status: 429, body: { error: { message: "slow down" } }, headers: { "retry-after-ms": "1200" } }],
+      [
+        {
+          status: 429,
+          body: { error: { message: "slow down" } },
+          headers: { "retry-after-ms": "1200" },
+        },
+      ],
       reversedAnswer(8),
     );
     const { embedder, delays } = openAIEmbedder(standIn.fetch);
@@ -226,7 +275,10 @@ describe("OpenAI-compatible embedder", () => {
   });
 
   it("gives up on a lasting 503 after four attempts with backoff", async () => {
-    const standIn = embeddingsStandIn([], () => ({ status: 503, body: { error: { message: "overloaded" } } }));
+    const standIn = embeddingsStandIn([], () => ({
+      status: 503,
+      body: { error: { message: "overloaded" } },
+    }));
     const { embedder, delays } = openAIEmbedder(standIn.fetch);
     const error = await embeddingFailure(embedder.embed(["t1"]));
     expect(standIn.requests).toHaveLength(4);
@@ -242,7 +294,9 @@ describe("OpenAI-compatible embedder", () => {
     const error = await embeddingFailure(embedder.embed(["t1", "t2"]));
     expect(standIn.requests).toHaveLength(1);
     expect(error.code).toBe("embedding");
-    expect(error.message).toMatch(/^embedding model custom-embedder returned 5-dimensional vectors/);
+    expect(error.message).toMatch(
+      /^embedding model custom-embedder returned 5-dimensional vectors/,
+    );
     expect(error.message).toContain("expected 8");
     expect(error.message).not.toContain("5ecret");
   });
@@ -250,7 +304,12 @@ describe("OpenAI-compatible embedder", () => {
   it("turns a 401 into an EmbeddingError at once, without the upstream text that echoes the key", async () => {
     const standIn = embeddingsStandIn([], () => ({
       status: 401,
-      body: { error: { message: `Incorrect API key provided: ${API_KEY.slice(0, 12)}***`, code: "invalid_api_key" } },
+      body: {
+        error: {
+          message: `Incorrect API key provided: ${API_KEY.slice(0, 12)}***`,
+          code: "invalid_api_key",
+        },
+      },
     }));
     const { embedder, delays } = openAIEmbedder(standIn.fetch);
     const error = await embeddingFailure(embedder.embed(["t1"]));
@@ -262,7 +321,10 @@ describe("OpenAI-compatible embedder", () => {
   });
 
   it("retries a malformed answer and reports it when it stays malformed", async () => {
-    const missing = { status: 200, body: { object: "list", data: [{ index: 0, embedding: rawVector(8, 1) }] } };
+    const missing = {
+      status: 200,
+      body: { object: "list", data: [{ index: 0, embedding: rawVector(8, 1) }] },
+    };
     const standIn = embeddingsStandIn([], () => missing);
     const { embedder } = openAIEmbedder(standIn.fetch, { retry: { maxAttempts: 2 } });
     const error = await embeddingFailure(embedder.embed(["t1", "t2"]));
@@ -274,7 +336,12 @@ describe("OpenAI-compatible embedder", () => {
   it("refuses an answer that repeats an index", async () => {
     const repeated = {
       status: 200,
-      body: { data: [{ index: 0, embedding: rawVector(8, 1) }, { index: 0, embedding: rawVector(8, 2) }] },
+      body: {
+        data: [
+          { index: 0, embedding: rawVector(8, 1) },
+          { index: 0, embedding: rawVector(8, 2) },
+        ],
+      },
     };
     const standIn = embeddingsStandIn([], () => repeated);
     const { embedder } = openAIEmbedder(standIn.fetch, { retry: { maxAttempts: 1 } });
@@ -306,7 +373,11 @@ const bgeAnswer = (size: number) => (_model: string, text: string[]) => ({
 describe("Workers AI embedder", () => {
   it("batches by 100, keeps order and normalizes", async () => {
     const { ai, calls } = fakeAi(bgeAnswer(4));
-    const embedder = createWorkersAIEmbedder({ ai, model: "@cf/baai/bge-small-en-v1.5", dimensions: 4 });
+    const embedder = createWorkersAIEmbedder({
+      ai,
+      model: "@cf/baai/bge-small-en-v1.5",
+      dimensions: 4,
+    });
     const texts = Array.from({ length: 150 }, (_, i) => `t${i}`);
 
     const vectors = await embedder.embed(texts);
@@ -327,7 +398,11 @@ describe("Workers AI embedder", () => {
 
   it("refuses vectors of the wrong size without retrying", async () => {
     const { ai, calls } = fakeAi(bgeAnswer(6));
-    const embedder = createWorkersAIEmbedder({ ai, model: "@cf/baai/bge-base-en-v1.5", dimensions: 4 });
+    const embedder = createWorkersAIEmbedder({
+      ai,
+      model: "@cf/baai/bge-base-en-v1.5",
+      dimensions: 4,
+    });
     const error = await embeddingFailure(embedder.embed(["t1"]));
     expect(calls).toHaveLength(1);
     expect(error.message).toContain("6-dimensional");
@@ -340,12 +415,20 @@ describe("Workers AI embedder", () => {
       if (failures-- > 0) throw new Error("capacity temporarily exceeded");
       return bgeAnswer(4)(model, text);
     });
-    const embedder = createWorkersAIEmbedder({ ai: flaky.ai, model: "@cf/baai/bge-small-en-v1.5", dimensions: 4 });
+    const embedder = createWorkersAIEmbedder({
+      ai: flaky.ai,
+      model: "@cf/baai/bge-small-en-v1.5",
+      dimensions: 4,
+    });
     expect(await embedder.embed(["t1"])).toHaveLength(1);
     expect(flaky.calls).toHaveLength(2);
 
     const broken = fakeAi(() => ({ response: "not embeddings" }));
-    const failing = createWorkersAIEmbedder({ ai: broken.ai, model: "@cf/baai/bge-small-en-v1.5", dimensions: 4 });
+    const failing = createWorkersAIEmbedder({
+      ai: broken.ai,
+      model: "@cf/baai/bge-small-en-v1.5",
+      dimensions: 4,
+    });
     const error = await embeddingFailure(failing.embed(["t1"]));
     expect(broken.calls).toHaveLength(2);
     expect(error.message).toContain("malformed output");
@@ -365,9 +448,19 @@ describe("embedding configuration", () => {
   it("uses the local hashed embedder by default", () => {
     const config = configFor({});
     expect(config.embedding).toEqual({ kind: "local", dimensions: 384 });
-    expect(describeEmbedder(createEmbedder(config))).toEqual({ backend: "local", id: "local:hash-v1", dimensions: 384 });
-    expect(configFor({ EMBEDDING_DIMENSIONS: "256" }).embedding).toEqual({ kind: "local", dimensions: 256 });
-    expect(configFor({ EMBEDDING_DIMENSIONS: "" }).embedding).toEqual({ kind: "local", dimensions: 384 });
+    expect(describeEmbedder(createEmbedder(config))).toEqual({
+      backend: "local",
+      id: "local:hash-v1",
+      dimensions: 384,
+    });
+    expect(configFor({ EMBEDDING_DIMENSIONS: "256" }).embedding).toEqual({
+      kind: "local",
+      dimensions: 256,
+    });
+    expect(configFor({ EMBEDDING_DIMENSIONS: "" }).embedding).toEqual({
+      kind: "local",
+      dimensions: 384,
+    });
   });
 
   it("stays local when EMBEDDING_MODEL names an OpenAI model but no OpenAI endpoint is configured", () => {
@@ -384,11 +477,25 @@ describe("embedding configuration", () => {
       dimensions: 1536,
     });
     // 3-large gives 3,072 natively; Vectorize stops at 1,536, so that is what we ask for.
-    expect(configFor({ OPENAI_API_KEY: API_KEY, EMBEDDING_MODEL: "text-embedding-3-large" }).embedding).toMatchObject({ dimensions: 1536 });
-    expect(configFor({ OPENAI_API_KEY: API_KEY, EMBEDDING_MODEL: "text-embedding-3-large", EMBEDDING_DIMENSIONS: "512" }).embedding).toMatchObject({
+    expect(
+      configFor({ OPENAI_API_KEY: API_KEY, EMBEDDING_MODEL: "text-embedding-3-large" }).embedding,
+    ).toMatchObject({ dimensions: 1536 });
+    expect(
+      configFor({
+        OPENAI_API_KEY: API_KEY,
+        EMBEDDING_MODEL: "text-embedding-3-large",
+        EMBEDDING_DIMENSIONS: "512",
+      }).embedding,
+    ).toMatchObject({
       dimensions: 512,
     });
-    expect(configFor({ OPENAI_BASE_URL: "http://ollama.test/v1", EMBEDDING_MODEL: "nomic-embed-text", EMBEDDING_DIMENSIONS: "768" }).embedding).toEqual({
+    expect(
+      configFor({
+        OPENAI_BASE_URL: "http://ollama.test/v1",
+        EMBEDDING_MODEL: "nomic-embed-text",
+        EMBEDDING_DIMENSIONS: "768",
+      }).embedding,
+    ).toEqual({
       kind: "openai",
       apiKey: "not-needed",
       baseURL: "http://ollama.test/v1",
@@ -398,47 +505,69 @@ describe("embedding configuration", () => {
   });
 
   it("asks for EMBEDDING_DIMENSIONS when the OpenAI-compatible model's size is unknown", () => {
-    const attempt = () => configFor({ OPENAI_API_KEY: API_KEY, EMBEDDING_MODEL: "mystery-embedder" });
+    const attempt = () =>
+      configFor({ OPENAI_API_KEY: API_KEY, EMBEDDING_MODEL: "mystery-embedder" });
     expect(attempt).toThrow(NotConfiguredError);
     expect(attempt).toThrow(/EMBEDDING_DIMENSIONS must be set/);
   });
 
   it("picks Workers AI when the AI binding exists, with the model's known size", () => {
     const ai = fakeAiBinding();
-    expect(configFor({ AI: ai }).embedding).toEqual({ kind: "workers-ai", ai, model: "@cf/baai/bge-base-en-v1.5", dimensions: 768 });
-    expect(configFor({ AI: ai, EMBEDDING_MODEL: "@cf/baai/bge-small-en-v1.5" }).embedding).toMatchObject({
+    expect(configFor({ AI: ai }).embedding).toEqual({
+      kind: "workers-ai",
+      ai,
+      model: "@cf/baai/bge-base-en-v1.5",
+      dimensions: 768,
+    });
+    expect(
+      configFor({ AI: ai, EMBEDDING_MODEL: "@cf/baai/bge-small-en-v1.5" }).embedding,
+    ).toMatchObject({
       kind: "workers-ai",
       model: "@cf/baai/bge-small-en-v1.5",
       dimensions: 384,
     });
     // An OpenAI key does not send a Workers AI model name to OpenAI.
-    expect(configFor({ AI: ai, OPENAI_API_KEY: API_KEY, EMBEDDING_MODEL: "@cf/baai/bge-m3" }).embedding).toMatchObject({
+    expect(
+      configFor({ AI: ai, OPENAI_API_KEY: API_KEY, EMBEDDING_MODEL: "@cf/baai/bge-m3" }).embedding,
+    ).toMatchObject({
       kind: "workers-ai",
       dimensions: 1024,
     });
     // An OpenAI model name means nothing to Workers AI: the default serves.
-    expect(configFor({ AI: ai, EMBEDDING_MODEL: "text-embedding-3-small" }).embedding).toMatchObject({ model: "@cf/baai/bge-base-en-v1.5" });
+    expect(
+      configFor({ AI: ai, EMBEDDING_MODEL: "text-embedding-3-small" }).embedding,
+    ).toMatchObject({ model: "@cf/baai/bge-base-en-v1.5" });
     // A known model's size is fixed: EMBEDDING_DIMENSIONS only sizes models we do not know.
-    expect(configFor({ AI: ai, EMBEDDING_DIMENSIONS: "384" }).embedding).toMatchObject({ dimensions: 768 });
-    expect(configFor({ AI: ai, EMBEDDING_MODEL: "@cf/unknown/embedder", EMBEDDING_DIMENSIONS: "640" }).embedding).toMatchObject({ dimensions: 640 });
-    expect(() => configFor({ AI: ai, EMBEDDING_MODEL: "@cf/unknown/embedder" })).toThrow(/EMBEDDING_DIMENSIONS must be set/);
+    expect(configFor({ AI: ai, EMBEDDING_DIMENSIONS: "384" }).embedding).toMatchObject({
+      dimensions: 768,
+    });
+    expect(
+      configFor({ AI: ai, EMBEDDING_MODEL: "@cf/unknown/embedder", EMBEDDING_DIMENSIONS: "640" })
+        .embedding,
+    ).toMatchObject({ dimensions: 640 });
+    expect(() => configFor({ AI: ai, EMBEDDING_MODEL: "@cf/unknown/embedder" })).toThrow(
+      /EMBEDDING_DIMENSIONS must be set/,
+    );
   });
 
-  it.each(["banana", "0", "-3", "12.5", "4096"])("refuses EMBEDDING_DIMENSIONS=%s, naming the variable but not the value", (value) => {
-    const error: unknown = (() => {
-      try {
-        configFor({ EMBEDDING_DIMENSIONS: value });
-      } catch (caught) {
-        return caught;
-      }
-      return undefined;
-    })();
-    expect(error).toBeInstanceOf(NotConfiguredError);
-    const message = (error as Error).message;
-    expect(message).toContain("EMBEDDING_DIMENSIONS");
-    expect(message).toContain("from 1 to 1536");
-    expect(message).not.toContain(value);
-  });
+  it.each(["banana", "0", "-3", "12.5", "4096"])(
+    "refuses EMBEDDING_DIMENSIONS=%s, naming the variable but not the value",
+    (value) => {
+      const error: unknown = (() => {
+        try {
+          configFor({ EMBEDDING_DIMENSIONS: value });
+        } catch (caught) {
+          return caught;
+        }
+        return undefined;
+      })();
+      expect(error).toBeInstanceOf(NotConfiguredError);
+      const message = (error as Error).message;
+      expect(message).toContain("EMBEDDING_DIMENSIONS");
+      expect(message).toContain("from 1 to 1536");
+      expect(message).not.toContain(value);
+    },
+  );
 
   it("builds embedders that reach the configured backends", async () => {
     const spy = vi.spyOn(globalThis, "fetch").mockImplementation(async (input, init) => {
@@ -447,15 +576,25 @@ describe("embedding configuration", () => {
       const data = body.input.map((_, index) => ({ index, embedding: rawVector(1536, index) }));
       return Response.json({ object: "list", data });
     });
-    const openai = createEmbedder(configFor({ OPENAI_API_KEY: API_KEY, EMBEDDING_MODEL: "text-embedding-3-small" }));
-    expect(describeEmbedder(openai)).toEqual({ backend: "openai", id: "openai:text-embedding-3-small", dimensions: 1536 });
+    const openai = createEmbedder(
+      configFor({ OPENAI_API_KEY: API_KEY, EMBEDDING_MODEL: "text-embedding-3-small" }),
+    );
+    expect(describeEmbedder(openai)).toEqual({
+      backend: "openai",
+      id: "openai:text-embedding-3-small",
+      dimensions: 1536,
+    });
     const [vector] = await openai.embed(["hello"]);
     expect(spy).toHaveBeenCalledTimes(1);
     expect(vector).toHaveLength(1536);
 
     const { ai, calls } = fakeAi(bgeAnswer(768));
     const workers = createEmbedder(configFor({ AI: ai as unknown as Ai }));
-    expect(describeEmbedder(workers)).toEqual({ backend: "workers-ai", id: "workers-ai:@cf/baai/bge-base-en-v1.5", dimensions: 768 });
+    expect(describeEmbedder(workers)).toEqual({
+      backend: "workers-ai",
+      id: "workers-ai:@cf/baai/bge-base-en-v1.5",
+      dimensions: 768,
+    });
     expect(await workers.embed(["t1", "t2"])).toHaveLength(2);
     expect(calls).toEqual([{ model: "@cf/baai/bge-base-en-v1.5", text: ["t1", "t2"] }]);
   });
@@ -465,10 +604,18 @@ describe("Workers AI with the AI binding declared", () => {
   it("serves chat and a new index's embeddings on Workers AI when no OpenAI endpoint is set", async () => {
     const config = configFor({ AI: fakeAiBinding() });
     expect(config.model.kind).toBe("workers-ai");
-    expect(config.embedding).toMatchObject({ kind: "workers-ai", model: "@cf/baai/bge-base-en-v1.5", dimensions: 768 });
+    expect(config.embedding).toMatchObject({
+      kind: "workers-ai",
+      model: "@cf/baai/bge-base-en-v1.5",
+      dimensions: 768,
+    });
     const embedder = createEmbedder(config, async () => null);
     await embedder.ready?.();
-    expect(describeEmbedder(embedder)).toEqual({ backend: "workers-ai", id: "workers-ai:@cf/baai/bge-base-en-v1.5", dimensions: 768 });
+    expect(describeEmbedder(embedder)).toEqual({
+      backend: "workers-ai",
+      id: "workers-ai:@cf/baai/bge-base-en-v1.5",
+      dimensions: 768,
+    });
   });
 
   it("ignores the binding with WORKERS_AI=false (local development, tests): no model, the local embedder", () => {
@@ -479,7 +626,9 @@ describe("Workers AI with the AI binding declared", () => {
   });
 
   it("keeps the local embedder with an OpenAI-compatible chat endpoint, so a local run with one stays offline", () => {
-    expect(configFor({ OPENAI_BASE_URL: "http://127.0.0.1:11434/v1", AI: fakeAiBinding() }).embedding).toEqual({ kind: "local", dimensions: 384 });
+    expect(
+      configFor({ OPENAI_BASE_URL: "http://127.0.0.1:11434/v1", AI: fakeAiBinding() }).embedding,
+    ).toEqual({ kind: "local", dimensions: 384 });
   });
 
   it("keeps the embedder an index was filled with: 384-dimension local vectors stay local after the binding appears", async () => {
@@ -489,7 +638,11 @@ describe("Workers AI with the AI binding declared", () => {
     const embedder = createEmbedder(config, async () => 384);
     const [vector] = await embedder.embed(["the tide comes in twice a day"]);
     expect(vector).toHaveLength(384);
-    expect(describeEmbedder(embedder)).toEqual({ backend: "local", id: "local:hash-v1", dimensions: 384 });
+    expect(describeEmbedder(embedder)).toEqual({
+      backend: "local",
+      id: "local:hash-v1",
+      dimensions: 384,
+    });
     expect(calls).toHaveLength(0);
   });
 

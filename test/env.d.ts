@@ -16,7 +16,12 @@ declare global {
     }
     interface GlobalProps {
       mainModule: typeof import("../src/index.ts");
-      durableNamespaces: "AgentRoom" | "RateLimiter" | "AgentTasks" | "PostPublisher" | "SchemaGate";
+      durableNamespaces:
+        | "AgentRoom"
+        | "RateLimiter"
+        | "AgentTasks"
+        | "PostPublisher"
+        | "SchemaGate";
     }
   }
 }

@@ -12,7 +12,10 @@ const { model, discord } = useDiscordStandIns();
 
 async function journal(name: string): Promise<string[]> {
   return runInDurableObject(env.ROOMS.getByName(name), (_instance, state) =>
-    state.storage.sql.exec<{ status: string }>("SELECT status FROM turn_journal ORDER BY seq").toArray().map((row) => row.status),
+    state.storage.sql
+      .exec<{ status: string }>("SELECT status FROM turn_journal ORDER BY seq")
+      .toArray()
+      .map((row) => row.status),
   );
 }
 
@@ -60,7 +63,13 @@ describe("fault injection on Discord", () => {
     expect(discord.calls).toHaveLength(2);
     expect(edits.map((call) => call.body.content)).toEqual(["re: turn-1", "re: turn-2"]);
     await vi.waitFor(async () => expect(await journal(room)).toEqual(["evaluated", "evaluated"]));
-    const stored = await env.DB.prepare("SELECT content FROM memories WHERE agent_id = ? AND type = 'message' ORDER BY created_at, rowid").bind(agentId).all<{ content: string }>();
-    expect(stored.results.map((row) => (JSON.parse(row.content) as { text: string }).text)).toEqual(["turn-1", "re: turn-1", "turn-2", "re: turn-2"]);
+    const stored = await env.DB.prepare(
+      "SELECT content FROM memories WHERE agent_id = ? AND type = 'message' ORDER BY created_at, rowid",
+    )
+      .bind(agentId)
+      .all<{ content: string }>();
+    expect(stored.results.map((row) => (JSON.parse(row.content) as { text: string }).text)).toEqual(
+      ["turn-1", "re: turn-1", "turn-2", "re: turn-2"],
+    );
   });
 });

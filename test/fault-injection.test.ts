@@ -23,16 +23,25 @@ async function failWritesContaining(marker: string): Promise<void> {
   );
 }
 
-async function storedMessages(agentId: string, roomId: string): Promise<Array<{ role: string; text: string }>> {
-  const { results } = await env.DB.prepare("SELECT content FROM memories WHERE agent_id = ? AND room_id = ? AND type = 'message' ORDER BY created_at, rowid")
+async function storedMessages(
+  agentId: string,
+  roomId: string,
+): Promise<Array<{ role: string; text: string }>> {
+  const { results } = await env.DB.prepare(
+    "SELECT content FROM memories WHERE agent_id = ? AND room_id = ? AND type = 'message' ORDER BY created_at, rowid",
+  )
     .bind(agentId, roomId)
     .all<{ content: string }>();
-  return results.map((row) => JSON.parse(row.content) as { role: string; text: string }).map(({ role, text }) => ({ role, text }));
+  return results
+    .map((row) => JSON.parse(row.content) as { role: string; text: string })
+    .map(({ role, text }) => ({ role, text }));
 }
 
 async function journal(agentId: string, roomId: string): Promise<Array<{ status: string }>> {
   return runInDurableObject(env.ROOMS.getByName(`${agentId}:${roomId}`), (_instance, state) =>
-    state.storage.sql.exec<{ status: string }>("SELECT status FROM turn_journal ORDER BY seq").toArray(),
+    state.storage.sql
+      .exec<{ status: string }>("SELECT status FROM turn_journal ORDER BY seq")
+      .toArray(),
   );
 }
 
@@ -45,7 +54,10 @@ async function roomState(agentId: string, roomId: string): Promise<DurableObject
 }
 
 function send(agentId: string, text: string, key?: string) {
-  return api("POST", `/agents/${agentId}/messages`, { body: { userId: "flo", text }, headers: key ? { "idempotency-key": key } : {} });
+  return api("POST", `/agents/${agentId}/messages`, {
+    body: { userId: "flo", text },
+    headers: key ? { "idempotency-key": key } : {},
+  });
 }
 
 describe("fault injection", () => {
@@ -55,7 +67,10 @@ describe("fault injection", () => {
     const failed = await send(agentId, "POISON-IN hello", "k-in");
     expect(failed.status).toBe(500);
     const problem = await json<{ error: { code: string; message: string } }>(failed);
-    expect(problem.error).toEqual({ code: "internal", message: "the turn failed unexpectedly; see the worker logs" });
+    expect(problem.error).toEqual({
+      code: "internal",
+      message: "the turn failed unexpectedly; see the worker logs",
+    });
     expect(JSON.stringify(problem)).not.toContain("injected D1 failure");
     expect(model.calls).toHaveLength(0);
     expect(await storedMessages(agentId, "user:flo")).toEqual([]);
@@ -65,7 +80,9 @@ describe("fault injection", () => {
     expect(retried.status).toBe(500);
     expect(retried.headers.get("idempotent-replayed")).toBe("true");
     model.script({ text: "fine again" });
-    expect(await json(await send(agentId, "a clean message"))).toMatchObject({ reply: { text: "fine again" } });
+    expect(await json(await send(agentId, "a clean message"))).toMatchObject({
+      reply: { text: "fine again" },
+    });
     expect(await storedMessages(agentId, "user:flo")).toEqual([
       { role: "user", text: "a clean message" },
       { role: "agent", text: "fine again" },
@@ -79,13 +96,17 @@ describe("fault injection", () => {
     const response = await send(agentId, "hi", "k-out");
     expect(response.status).toBe(200);
     expect(await json(response)).toMatchObject({ reply: { text: "POISON-OUT reply" } });
-    await vi.waitFor(async () => expect((await journal(agentId, "user:flo")).map((e) => e.status)).toEqual(["replied"]));
+    await vi.waitFor(async () =>
+      expect((await journal(agentId, "user:flo")).map((e) => e.status)).toEqual(["replied"]),
+    );
     expect(await storedMessages(agentId, "user:flo")).toEqual([{ role: "user", text: "hi" }]);
 
     await env.DB.exec("DROP TRIGGER inject_d1_failure");
     // The room's pending resume item retries the after-reply work.
     expect(await runDurableObjectAlarm(env.ROOMS.getByName(`${agentId}:user:flo`))).toBe(true);
-    await vi.waitFor(async () => expect((await journal(agentId, "user:flo")).map((e) => e.status)).toEqual(["evaluated"]));
+    await vi.waitFor(async () =>
+      expect((await journal(agentId, "user:flo")).map((e) => e.status)).toEqual(["evaluated"]),
+    );
     expect(await storedMessages(agentId, "user:flo")).toEqual([
       { role: "user", text: "hi" },
       { role: "agent", text: "POISON-OUT reply" },
@@ -111,19 +132,28 @@ describe("fault injection", () => {
     const response = await send(agentId, "I live in Porto", "k-eval");
     // The answer normally leaves before the evaluators start; if the eviction lands while it is
     // still held by the output gate, the client gets 503 and its retry with the key gets the reply.
-    if (response.status !== 200) expect(await json(response)).toMatchObject({ error: { code: "upstream" } });
+    if (response.status !== 200)
+      expect(await json(response)).toMatchObject({ error: { code: "upstream" } });
     else expect(await json(response)).toMatchObject({ reply: { text: "evaluated reply" } });
     await vi.waitFor(() => expect(evictedOnce).toBe(true));
 
     expect(await runDurableObjectAlarm(env.ROOMS.getByName(`${agentId}:user:flo`))).toBe(true);
-    await vi.waitFor(async () => expect((await journal(agentId, "user:flo")).map((e) => e.status)).toEqual(["evaluated"]));
+    await vi.waitFor(async () =>
+      expect((await journal(agentId, "user:flo")).map((e) => e.status)).toEqual(["evaluated"]),
+    );
     expect(await storedMessages(agentId, "user:flo")).toEqual([
       { role: "user", text: "I live in Porto" },
       { role: "agent", text: "evaluated reply" },
     ]);
-    const relationship = await env.DB.prepare("SELECT interaction_count FROM relationships WHERE agent_id = ?").bind(agentId).first<{ interaction_count: number }>();
+    const relationship = await env.DB.prepare(
+      "SELECT interaction_count FROM relationships WHERE agent_id = ?",
+    )
+      .bind(agentId)
+      .first<{ interaction_count: number }>();
     expect(relationship?.interaction_count).toBe(1);
-    expect(await json(await send(agentId, "I live in Porto", "k-eval"))).toMatchObject({ reply: { text: "evaluated reply" } });
+    expect(await json(await send(agentId, "I live in Porto", "k-eval"))).toMatchObject({
+      reply: { text: "evaluated reply" },
+    });
     expect(model.calls.filter((c) => c.model === "test-primary")).toHaveLength(1);
   });
 });

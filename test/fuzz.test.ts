@@ -8,8 +8,19 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { ADMIN_TOKEN, api } from "./helpers/api.ts";
 import { command, post, sign, useDiscordStandIns } from "./helpers/discord.ts";
-import { describeRequest, fuzzRequest, fuzzRoutes, totalWeight, type FuzzRequest, type OpenApiDocument } from "./helpers/fuzz-requests.ts";
-import { createStorageSnapshotter, storageChanges, type StorageSnapshotter } from "./helpers/storage-snapshot.ts";
+import {
+  describeRequest,
+  fuzzRequest,
+  fuzzRoutes,
+  totalWeight,
+  type FuzzRequest,
+  type OpenApiDocument,
+} from "./helpers/fuzz-requests.ts";
+import {
+  createStorageSnapshotter,
+  storageChanges,
+  type StorageSnapshotter,
+} from "./helpers/storage-snapshot.ts";
 
 /** Change it to explore other requests; keep the one that found a bug in a regression test. */
 const FUZZ_SEED = 20_261_122;
@@ -39,7 +50,11 @@ interface ErrorEnvelope {
  * made again when a request happened to delete it (its channel goes with it, by cascade).
  */
 async function seed(): Promise<void> {
-  const channel = await env.DB.prepare("SELECT agent_id AS agentId FROM discord_channels WHERE channel_id = ?1").bind(CHANNEL_ID).first<{ agentId: string }>();
+  const channel = await env.DB.prepare(
+    "SELECT agent_id AS agentId FROM discord_channels WHERE channel_id = ?1",
+  )
+    .bind(CHANNEL_ID)
+    .first<{ agentId: string }>();
   if (channel?.agentId === AGENT_ID) return;
   if ((await api("GET", `/agents/${AGENT_ID}`)).status === 404) {
     const created = await api("POST", "/agents", {
@@ -54,27 +69,46 @@ async function seed(): Promise<void> {
     });
     expect(created.status).toBe(201);
   }
-  const bound = await post(command("agent", { channel: CHANNEL_ID, user: DISCORD_USER_ID, options: [{ name: "name", type: 3, value: AGENT_ID }] }));
+  const bound = await post(
+    command("agent", {
+      channel: CHANNEL_ID,
+      user: DISCORD_USER_ID,
+      options: [{ name: "name", type: 3, value: AGENT_ID }],
+    }),
+  );
   expect(bound.status).toBe(200);
 }
 
 async function send(request: FuzzRequest): Promise<Response> {
   const headers = new Headers(request.headers);
   if (request.discord) await signInto(headers, request);
-  return exports.default.fetch(new Request(`https://agents.test${request.target}`, { method: request.method, headers, body: request.body }));
+  return exports.default.fetch(
+    new Request(`https://agents.test${request.target}`, {
+      method: request.method,
+      headers,
+      body: request.body,
+    }),
+  );
 }
 
 async function signInto(headers: Headers, request: FuzzRequest): Promise<void> {
   const { signature, timestamp, raw } = request.discord!;
   const now = Math.floor(Date.now() / 1000);
-  const stamps = { now: String(now), stale: String(now - 6 * 60), future: String(now + 6 * 60), raw, absent: undefined };
+  const stamps = {
+    now: String(now),
+    stale: String(now - 6 * 60),
+    future: String(now + 6 * 60),
+    raw,
+    absent: undefined,
+  };
   const stamp = stamps[timestamp];
   if (stamp !== undefined) headers.set("x-signature-timestamp", stamp);
   const body = request.body ?? "";
   const signedAt = stamp ?? String(now);
   const signatures = {
     valid: () => sign(body, signedAt),
-    "other-body": () => sign(typeof body === "string" ? `${body} ` : Uint8Array.of(...body, 0x20), signedAt),
+    "other-body": () =>
+      sign(typeof body === "string" ? `${body} ` : Uint8Array.of(...body, 0x20), signedAt),
     "other-timestamp": () => sign(body, String(Number(signedAt) - 1)),
     truncated: async () => (await sign(body, signedAt)).slice(0, -2),
     random: async () => raw,
@@ -88,8 +122,13 @@ async function signInto(headers: Headers, request: FuzzRequest): Promise<void> {
 function expectErrorEnvelope(request: FuzzRequest, response: Response, text: string): void {
   const where = `${response.status} for ${describeRequest(request)}: ${text.slice(0, 300)}`;
   // Documented: the OAuth callback is a page a browser lands on; browsers get its errors as HTML.
-  const accept = Object.entries(request.headers).find(([name]) => name.toLowerCase() === "accept")?.[1] ?? "";
-  if (request.route === "GET /oauth/callback" && /text\/html/.test(accept) && /^text\/html/.test(response.headers.get("content-type") ?? "")) {
+  const accept =
+    Object.entries(request.headers).find(([name]) => name.toLowerCase() === "accept")?.[1] ?? "";
+  if (
+    request.route === "GET /oauth/callback" &&
+    /text\/html/.test(accept) &&
+    /^text\/html/.test(response.headers.get("content-type") ?? "")
+  ) {
     if (request.method !== "HEAD") expect(text, where).toContain("<h1>Not connected</h1>");
     return;
   }
@@ -101,7 +140,10 @@ function expectErrorEnvelope(request: FuzzRequest, response: Response, text: str
   const { error } = parsed as ErrorEnvelope;
   expect(typeof error.code, where).toBe("string");
   expect(typeof error.message, where).toBe("string");
-  expect(Object.keys(error).filter((key) => !["code", "message", "details"].includes(key)), where).toEqual([]);
+  expect(
+    Object.keys(error).filter((key) => !["code", "message", "details"].includes(key)),
+    where,
+  ).toEqual([]);
 }
 
 /** Waits until what a successful request started (a turn's reply and evaluators) stops writing. */
@@ -139,21 +181,40 @@ class Tally {
   report(): string {
     return [...this.byRoute]
       .sort(([a], [b]) => a.localeCompare(b))
-      .map(([route, statuses]) => `${route.padEnd(48)} ${[...statuses].sort(([a], [b]) => a - b).map(([s, n]) => `${s}x${n}`).join(" ")}`)
+      .map(
+        ([route, statuses]) =>
+          `${route.padEnd(48)} ${[...statuses]
+            .sort(([a], [b]) => a - b)
+            .map(([s, n]) => `${s}x${n}`)
+            .join(" ")}`,
+      )
       .join("\n");
   }
 }
 
 describe("fuzzing every route", () => {
-  it("never answers 5xx, always refuses with the error envelope, and a refusal writes nothing", { timeout: 180_000 }, async () => {
+  it("never answers 5xx, always refuses with the error envelope, and a refusal writes nothing", {
+    timeout: 180_000,
+  }, async () => {
     await seed();
     const spec = await (await api("GET", "/openapi.json", { token: null })).json<OpenApiDocument>();
     const routes = fuzzRoutes(spec);
     const storage = await createStorageSnapshotter();
     const tally = new Tally();
     const started = Date.now();
-    const secrets = [ADMIN_TOKEN, env.OPENAI_API_KEY, env.DISCORD_BOT_TOKEN, env.SECRETS_KEY].filter((value): value is string => Boolean(value));
-    const ctx = { schemas: spec.components?.schemas ?? {}, agentId: AGENT_ID, adminToken: ADMIN_TOKEN, channelId: CHANNEL_ID, discordUserId: DISCORD_USER_ID };
+    const secrets = [
+      ADMIN_TOKEN,
+      env.OPENAI_API_KEY,
+      env.DISCORD_BOT_TOKEN,
+      env.SECRETS_KEY,
+    ].filter((value): value is string => Boolean(value));
+    const ctx = {
+      schemas: spec.components?.schemas ?? {},
+      agentId: AGENT_ID,
+      adminToken: ADMIN_TOKEN,
+      channelId: CHANNEL_ID,
+      discordUserId: DISCORD_USER_ID,
+    };
 
     // What storage held before the next request: taken after the previous one, so each request
     // costs one snapshot, and fresh after a success had its background work settle.
@@ -173,24 +234,45 @@ describe("fuzzing every route", () => {
         changes = storageChanges(before, after);
         before = after;
       }
-      expect(response.status, `${describeRequest(request)}: ${text.slice(0, 500)}`).toBeLessThan(500);
-      for (const secret of secrets) expect(text.includes(secret), `a response showed a secret: ${describeRequest(request)}`).toBe(false);
+      expect(response.status, `${describeRequest(request)}: ${text.slice(0, 500)}`).toBeLessThan(
+        500,
+      );
+      for (const secret of secrets)
+        expect(
+          text.includes(secret),
+          `a response showed a secret: ${describeRequest(request)}`,
+        ).toBe(false);
       if (response.ok) return;
       expectErrorEnvelope(request, response, text);
-      expect(changes, `${response.status} for ${describeRequest(request)} changed storage`).toEqual([]);
+      expect(changes, `${response.status} for ${describeRequest(request)} changed storage`).toEqual(
+        [],
+      );
     });
-    await fc.assert(property, { seed: FUZZ_SEED, numRuns: Math.max(FUZZ_RUNS, totalWeight(routes) * RUNS_PER_WEIGHT) });
+    await fc.assert(property, {
+      seed: FUZZ_SEED,
+      numRuns: Math.max(FUZZ_RUNS, totalWeight(routes) * RUNS_PER_WEIGHT),
+    });
 
-    console.log(`fuzz (seed ${FUZZ_SEED}): ${tally.total} requests in ${Date.now() - started} ms, ${routes.length} routes, tables ${storage.tables.join(", ")}\n${tally.report()}`);
+    console.log(
+      `fuzz (seed ${FUZZ_SEED}): ${tally.total} requests in ${Date.now() - started} ms, ${routes.length} routes, tables ${storage.tables.join(", ")}\n${tally.report()}`,
+    );
     expect(tally.total).toBeGreaterThanOrEqual(MIN_REQUESTS);
     for (const route of routes) {
-      expect(tally.sum(() => true, `${route.method} ${route.path}`), route.path).toBeGreaterThanOrEqual(MIN_REQUESTS_PER_ROUTE);
+      expect(
+        tally.sum(() => true, `${route.method} ${route.path}`),
+        route.path,
+      ).toBeGreaterThanOrEqual(MIN_REQUESTS_PER_ROUTE);
     }
     // Malformed, not merely unauthenticated: many requests reached a validator, and of the routes
     // that take input (not /health, /docs, /openapi.json) few requests happened to be valid.
     expect(tally.sum((status) => status === 400)).toBeGreaterThan(tally.total / 4);
-    const withInput = routes.filter((route) => route.signed || route.body || route.params.length > 0).map((route) => `${route.method} ${route.path}`);
-    const succeeded = withInput.reduce((n, route) => n + tally.sum((status) => status < 300, route), 0);
+    const withInput = routes
+      .filter((route) => route.signed || route.body || route.params.length > 0)
+      .map((route) => `${route.method} ${route.path}`);
+    const succeeded = withInput.reduce(
+      (n, route) => n + tally.sum((status) => status < 300, route),
+      0,
+    );
     const sent = withInput.reduce((n, route) => n + tally.sum(() => true, route), 0);
     expect(succeeded).toBeLessThan(sent / 10);
   });

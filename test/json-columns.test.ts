@@ -16,7 +16,9 @@ async function mint(scopes: string[]): Promise<{ id: string; token: string }> {
 describe("JSON columns read back from D1", () => {
   it("refuses a token whose stored scopes no longer parse, naming the row and not the value", async () => {
     const minted = await mint(["agents:read"]);
-    await env.DB.prepare("UPDATE api_tokens SET scopes = ? WHERE id = ?").bind('["agents:read","root-of-all-SECRET"]', minted.id).run();
+    await env.DB.prepare("UPDATE api_tokens SET scopes = ? WHERE id = ?")
+      .bind('["agents:read","root-of-all-SECRET"]', minted.id)
+      .run();
     const response = await api("GET", "/agents", { token: minted.token });
     expect(response.status).toBe(500);
     const body = await json<ErrorBody>(response);
@@ -27,20 +29,28 @@ describe("JSON columns read back from D1", () => {
 
   it("reports a stored value that is not JSON at all the same way", async () => {
     const minted = await mint(["agents:read"]);
-    await env.DB.prepare("UPDATE api_tokens SET agents = ? WHERE id = ?").bind("{not json", minted.id).run();
+    await env.DB.prepare("UPDATE api_tokens SET agents = ? WHERE id = ?")
+      .bind("{not json", minted.id)
+      .run();
     const response = await api("GET", "/agents", { token: minted.token });
     expect(response.status).toBe(500);
-    expect((await json<ErrorBody>(response)).error.message).toContain(`api_tokens.agents of ${minted.id} is not valid JSON`);
+    expect((await json<ErrorBody>(response)).error.message).toContain(
+      `api_tokens.agents of ${minted.id} is not valid JSON`,
+    );
   });
 
   it("refuses a Discord client config of the wrong shape instead of using it", async () => {
-    await env.DB.prepare("INSERT INTO client_configs (client_id, config, updated_at) VALUES ('discord', ?, 0) ON CONFLICT (client_id) DO UPDATE SET config = excluded.config")
+    await env.DB.prepare(
+      "INSERT INTO client_configs (client_id, config, updated_at) VALUES ('discord', ?, 0) ON CONFLICT (client_id) DO UPDATE SET config = excluded.config",
+    )
       .bind('{"allowedChannels":"everywhere"}')
       .run();
     try {
       const response = await api("GET", "/clients/discord/config");
       expect(response.status).toBe(500);
-      expect((await json<ErrorBody>(response)).error.message).toContain("client_configs.config of discord");
+      expect((await json<ErrorBody>(response)).error.message).toContain(
+        "client_configs.config of discord",
+      );
     } finally {
       await env.DB.prepare("DELETE FROM client_configs WHERE client_id = 'discord'").run();
     }

@@ -13,11 +13,19 @@ async function stored(key: string): Promise<void> {
 }
 
 async function link(key: string, expiresInS = 600): Promise<string> {
-  const url = new URL(await signMediaUrl("https://agents.test", key, Math.floor(Date.now() / 1000) + expiresInS, SECRETS_KEY));
+  const url = new URL(
+    await signMediaUrl(
+      "https://agents.test",
+      key,
+      Math.floor(Date.now() / 1000) + expiresInS,
+      SECRETS_KEY,
+    ),
+  );
   return `${url.pathname}${url.search}`;
 }
 
-const get = (path: string, headers: Record<string, string> = {}) => api("GET", path, { token: null, headers });
+const get = (path: string, headers: Record<string, string> = {}) =>
+  api("GET", path, { token: null, headers });
 
 describe("signed media links", () => {
   it("serves the object with its content type, ETag and length, and 304 for a matching If-None-Match", async () => {
@@ -55,14 +63,22 @@ describe("signed media links", () => {
     const tamperedSig = good.replace(/sig=(.)/, (_, c: string) => `sig=${c === "A" ? "B" : "A"}`);
     const otherKey = good.replace("post-3", "post-4");
     const longer = good.replace(/exp=(\d+)/, (_, exp: string) => `exp=${Number(exp) + 3600}`);
-    for (const path of [tamperedSig, otherKey, longer, "/media/media/agent-a/post-3/photo.jpg", "/media/media/agent-a/post-3/photo.jpg?exp=1&sig=x"]) {
+    for (const path of [
+      tamperedSig,
+      otherKey,
+      longer,
+      "/media/media/agent-a/post-3/photo.jpg",
+      "/media/media/agent-a/post-3/photo.jpg?exp=1&sig=x",
+    ]) {
       const response = await get(path);
       expect(response.status, path).toBe(403);
       expect((await json<{ error: { code: string } }>(response)).error.code).toBe("forbidden");
     }
     const expired = await get(await link("media/agent-a/post-3/photo.jpg", -5));
     expect(expired.status).toBe(403);
-    expect((await json<{ error: { message: string } }>(expired)).error.message).toContain("expired");
+    expect((await json<{ error: { message: string } }>(expired)).error.message).toContain(
+      "expired",
+    );
     // A valid link to a missing object: 404, only once the signature has passed.
     expect((await get(await link("media/agent-a/none.jpg"))).status).toBe(404);
   });

@@ -31,7 +31,10 @@ function ask(text: string, extra: Partial<ChatRequest> = {}): ChatRequest {
 }
 
 async function failureOf(promise: Promise<unknown>): Promise<ModelCallError> {
-  const error: unknown = await promise.then(() => undefined, (reason: unknown) => reason);
+  const error: unknown = await promise.then(
+    () => undefined,
+    (reason: unknown) => reason,
+  );
   expect(error).toBeInstanceOf(ModelCallError);
   return error as ModelCallError;
 }
@@ -49,7 +52,13 @@ describe("OpenAI chat model: mapping", () => {
 
     expect(model.backend).toBe("openai");
     const usage = { promptTokens: 12, completionTokens: 3 };
-    expect(response).toEqual({ model: MODEL, text: "hello there", toolCalls: [], usage, finishReason: "stop" });
+    expect(response).toEqual({
+      model: MODEL,
+      text: "hello there",
+      toolCalls: [],
+      usage,
+      finishReason: "stop",
+    });
   });
 
   it("maps tool calls with names, raw argument text and ids", async () => {
@@ -80,11 +89,21 @@ describe("OpenAI chat model: mapping", () => {
       model: MODEL,
       temperature: 0.2,
       maxOutputTokens: 300,
-      tools: [{ name: "search", description: "Search the web", parameters: { type: "object", properties: {} } }],
+      tools: [
+        {
+          name: "search",
+          description: "Search the web",
+          parameters: { type: "object", properties: {} },
+        },
+      ],
       messages: [
         { role: "system", content: "You are Ada." },
         { role: "user", content: "find cats", name: "bob" },
-        { role: "assistant", content: null, toolCalls: [{ id: "call_1", name: "search", arguments: '{"q":"cats"}' }] },
+        {
+          role: "assistant",
+          content: null,
+          toolCalls: [{ id: "call_1", name: "search", arguments: '{"q":"cats"}' }],
+        },
         { role: "tool", toolCallId: "call_1", content: "3 cats found" },
         { role: "assistant", content: "Found 3 cats." },
       ],
@@ -94,13 +113,29 @@ describe("OpenAI chat model: mapping", () => {
     expect(call?.messages).toEqual([
       { role: "system", content: "You are Ada." },
       { role: "user", content: "find cats", name: "bob" },
-      { role: "assistant", content: null, tool_calls: [{ id: "call_1", type: "function", function: { name: "search", arguments: '{"q":"cats"}' } }] },
+      {
+        role: "assistant",
+        content: null,
+        tool_calls: [
+          {
+            id: "call_1",
+            type: "function",
+            function: { name: "search", arguments: '{"q":"cats"}' },
+          },
+        ],
+      },
       { role: "tool", tool_call_id: "call_1", content: "3 cats found" },
       { role: "assistant", content: "Found 3 cats." },
     ]);
     const parameters = { type: "object", properties: {} };
-    expect(call?.tools).toEqual([{ type: "function", function: { name: "search", description: "Search the web", parameters } }]);
-    expect(call?.body).toMatchObject({ model: MODEL, temperature: 0.2, max_completion_tokens: 300 });
+    expect(call?.tools).toEqual([
+      { type: "function", function: { name: "search", description: "Search the web", parameters } },
+    ]);
+    expect(call?.body).toMatchObject({
+      model: MODEL,
+      temperature: 0.2,
+      max_completion_tokens: 300,
+    });
     expect(call?.body).not.toHaveProperty("max_tokens");
     expect(call?.headers.authorization).toBe(`Bearer ${API_KEY}`);
   });
@@ -113,9 +148,16 @@ describe("OpenAI chat model: mapping", () => {
 
   it("reports zero usage when the server sends none", async () => {
     const { standIn, model } = setup();
-    standIn.script({ status: 200, body: { choices: [{ message: { content: "hi" }, finish_reason: "stop" }] } });
+    standIn.script({
+      status: 200,
+      body: { choices: [{ message: { content: "hi" }, finish_reason: "stop" }] },
+    });
     const response = await model.complete(ask("hi"));
-    expect(response).toMatchObject({ model: MODEL, text: "hi", usage: { promptTokens: 0, completionTokens: 0 } });
+    expect(response).toMatchObject({
+      model: MODEL,
+      text: "hi",
+      usage: { promptTokens: 0, completionTokens: 0 },
+    });
   });
 
   it("refuses to start without an API key", () => {
@@ -137,8 +179,17 @@ describe("OpenAI chat model: retries", () => {
   });
 
   it("backs off exponentially up to the maximum delay", async () => {
-    const { standIn, model, delays } = setup({ random: () => 1, retry: { maxAttempts: 5, baseDelayMs: 500, maxDelayMs: 1_500 } });
-    standIn.script({ status: 502 }, { status: 503 }, { status: 504 }, { status: 500 }, { text: "finally" });
+    const { standIn, model, delays } = setup({
+      random: () => 1,
+      retry: { maxAttempts: 5, baseDelayMs: 500, maxDelayMs: 1_500 },
+    });
+    standIn.script(
+      { status: 502 },
+      { status: 503 },
+      { status: 504 },
+      { status: 500 },
+      { text: "finally" },
+    );
 
     expect((await model.complete(ask("hi"))).text).toBe("finally");
     expect(delays).toEqual([500, 1_000, 1_500, 1_500]);
@@ -194,7 +245,12 @@ describe("OpenAI chat model: retries", () => {
 
   it("retries malformed output, then returns the good answer", async () => {
     const { standIn, model } = setup();
-    standIn.script({ malformed: true }, { malformed: "not-json" }, { malformed: "non-string-content" }, { text: "fine" });
+    standIn.script(
+      { malformed: true },
+      { malformed: "not-json" },
+      { malformed: "non-string-content" },
+      { text: "fine" },
+    );
 
     expect((await model.complete(ask("hi"))).text).toBe("fine");
     expect(standIn.calls).toHaveLength(4);
@@ -207,7 +263,9 @@ describe("OpenAI chat model: retries", () => {
     const error = await failureOf(model.complete(ask("hi")));
 
     expect(error).toMatchObject({ failover: true });
-    expect(error.message).toContain("malformed output after 2 attempts: response body is not valid JSON");
+    expect(error.message).toContain(
+      "malformed output after 2 attempts: response body is not valid JSON",
+    );
   });
 
   it("stops retrying when the server says x-should-retry: false", async () => {
@@ -224,7 +282,11 @@ describe("OpenAI chat model: retries", () => {
     const { standIn, model } = setup();
     standIn.script({ status: 500 }, { status: 500 }, { text: "ok" });
     await model.complete(ask("hi"));
-    expect(standIn.calls.map((call) => call.headers["x-stainless-retry-count"])).toEqual(["0", "1", "2"]);
+    expect(standIn.calls.map((call) => call.headers["x-stainless-retry-count"])).toEqual([
+      "0",
+      "1",
+      "2",
+    ]);
   });
 
   it("fails with failover when the output stays malformed", async () => {
@@ -241,7 +303,10 @@ describe("OpenAI chat model: retries", () => {
 describe("OpenAI chat model: final errors", () => {
   it("does not retry a 401, blocks failover and never shows the key", async () => {
     const { standIn, model, delays } = setup();
-    standIn.script({ status: 401, body: { error: { message: `Incorrect API key provided: ${API_KEY}` } } });
+    standIn.script({
+      status: 401,
+      body: { error: { message: `Incorrect API key provided: ${API_KEY}` } },
+    });
 
     const error = await failureOf(model.complete(ask("hi")));
 
@@ -256,7 +321,10 @@ describe("OpenAI chat model: final errors", () => {
 
   it("does not retry a 400 and blocks failover", async () => {
     const { standIn, model } = setup();
-    standIn.script({ status: 400, body: { error: { message: "Invalid value for 'temperature'" } } });
+    standIn.script({
+      status: 400,
+      body: { error: { message: "Invalid value for 'temperature'" } },
+    });
 
     const error = await failureOf(model.complete(ask("hi")));
 
@@ -267,7 +335,10 @@ describe("OpenAI chat model: final errors", () => {
 
   it("treats a 404 (unknown model) as worth a failover, without retrying", async () => {
     const { standIn, model } = setup();
-    standIn.script({ status: 404, body: { error: { message: "The model `gpt-x` does not exist" } } });
+    standIn.script({
+      status: 404,
+      body: { error: { message: "The model `gpt-x` does not exist" } },
+    });
 
     const error = await failureOf(model.complete(ask("hi")));
 
@@ -345,13 +416,19 @@ describe("OpenAI chat model: timeouts and aborts", () => {
 
   it("cuts a real backoff sleep short on abort", async () => {
     // No injected sleep: the real one, which would wait 20 s.
-    const { standIn, model } = setup({ sleep: undefined, random: () => 1, retry: { baseDelayMs: 20_000, maxDelayMs: 20_000 } });
+    const { standIn, model } = setup({
+      sleep: undefined,
+      random: () => 1,
+      retry: { baseDelayMs: 20_000, maxDelayMs: 20_000 },
+    });
     standIn.script({ status: 500 });
     const controller = new AbortController();
     setTimeout(() => controller.abort(new Error("turn cancelled")), 30);
 
     const started = Date.now();
-    await expect(model.complete(ask("hi", { signal: controller.signal }))).rejects.toThrow("turn cancelled");
+    await expect(model.complete(ask("hi", { signal: controller.signal }))).rejects.toThrow(
+      "turn cancelled",
+    );
     expect(Date.now() - started).toBeLessThan(2_000);
   });
 
@@ -376,7 +453,10 @@ describe("OpenAI stand-in", () => {
 
   it("answers other paths with a JSON 404", async () => {
     const standIn = createOpenAIStandIn();
-    const response = await standIn.fetch("https://x.test/v1/embeddings", { method: "POST", body: "{}" });
+    const response = await standIn.fetch("https://x.test/v1/embeddings", {
+      method: "POST",
+      body: "{}",
+    });
     expect(response.status).toBe(404);
     expect(await response.json()).toMatchObject({ error: { type: "invalid_request_error" } });
   });
@@ -439,7 +519,16 @@ describe("Workers AI chat model", () => {
     });
     expect(inputs[0]).toEqual({
       messages: [{ role: "user", content: "weather?" }],
-      tools: [{ type: "function", function: { name: "weather", description: "Get the weather", parameters: { type: "object" } } }],
+      tools: [
+        {
+          type: "function",
+          function: {
+            name: "weather",
+            description: "Get the weather",
+            parameters: { type: "object" },
+          },
+        },
+      ],
       max_tokens: 200,
     });
   });
@@ -447,13 +536,26 @@ describe("Workers AI chat model", () => {
   it("reads a classic text reply without usage", async () => {
     const { ai } = fakeAI({ response: "Sunny." });
     const response = await createWorkersAIChatModel({ ai }).complete(request);
-    expect(response).toMatchObject({ text: "Sunny.", toolCalls: [], usage: { promptTokens: 0, completionTokens: 0 } });
+    expect(response).toMatchObject({
+      text: "Sunny.",
+      toolCalls: [],
+      usage: { promptTokens: 0, completionTokens: 0 },
+    });
   });
 
   it("reads the OpenAI-compatible shape", async () => {
-    const toolCall = { id: "chatcmpl-tool-1", type: "function", function: { name: "weather", arguments: '{"city":"Oslo"}' } };
+    const toolCall = {
+      id: "chatcmpl-tool-1",
+      type: "function",
+      function: { name: "weather", arguments: '{"city":"Oslo"}' },
+    };
     const { ai } = fakeAI({
-      choices: [{ message: { role: "assistant", content: null, tool_calls: [toolCall] }, finish_reason: "tool_calls" }],
+      choices: [
+        {
+          message: { role: "assistant", content: null, tool_calls: [toolCall] },
+          finish_reason: "tool_calls",
+        },
+      ],
       usage: { prompt_tokens: 5, completion_tokens: 2, total_tokens: 7 },
     });
     const response = await createWorkersAIChatModel({ ai }).complete(request);
@@ -465,13 +567,20 @@ describe("Workers AI chat model", () => {
   });
 
   it("retries a thrown error once", async () => {
-    const { ai } = fakeAI(new Error("3040: Capacity temporarily exceeded"), { response: "second time lucky" });
-    expect((await createWorkersAIChatModel({ ai }).complete(request)).text).toBe("second time lucky");
+    const { ai } = fakeAI(new Error("3040: Capacity temporarily exceeded"), {
+      response: "second time lucky",
+    });
+    expect((await createWorkersAIChatModel({ ai }).complete(request)).text).toBe(
+      "second time lucky",
+    );
     expect(ai.run).toHaveBeenCalledTimes(2);
   });
 
   it("fails with failover when the binding keeps throwing", async () => {
-    const { ai } = fakeAI(new Error("3040: Capacity temporarily exceeded"), new Error("3040: Capacity temporarily exceeded"));
+    const { ai } = fakeAI(
+      new Error("3040: Capacity temporarily exceeded"),
+      new Error("3040: Capacity temporarily exceeded"),
+    );
 
     const error = await failureOf(createWorkersAIChatModel({ ai }).complete(request));
 
@@ -483,7 +592,10 @@ describe("Workers AI chat model", () => {
   it("stops waiting for the binding when the caller aborts", async () => {
     const ai = { run: () => new Promise<unknown>(() => undefined) };
     const controller = new AbortController();
-    const pending = createWorkersAIChatModel({ ai }).complete({ ...request, signal: controller.signal });
+    const pending = createWorkersAIChatModel({ ai }).complete({
+      ...request,
+      signal: controller.signal,
+    });
     controller.abort(new Error("turn cancelled"));
     await expect(pending).rejects.toThrow("turn cancelled");
   });

@@ -7,7 +7,9 @@ const model = useModelStandIn();
 const FAILOVER_NOTE_START = "Note: a different model started on this request";
 
 async function say(agentId: string, text: string) {
-  const response = await api("POST", `/agents/${agentId}/messages`, { body: { userId: "bob", text } });
+  const response = await api("POST", `/agents/${agentId}/messages`, {
+    body: { userId: "bob", text },
+  });
   return { response, body: await json<Record<string, unknown>>(response) };
 }
 
@@ -39,7 +41,10 @@ describe("model failures", () => {
       if (call.model === "test-primary") {
         primaryCalls += 1;
         // First round works and asks for a tool; after that the primary is down (retry-after 0 keeps the test fast).
-        if (primaryCalls === 1) return { toolCalls: [{ name: "remember", arguments: { fact: "Bob is testing failover" } }] };
+        if (primaryCalls === 1)
+          return {
+            toolCalls: [{ name: "remember", arguments: { fact: "Bob is testing failover" } }],
+          };
         return { status: 503, headers: { "retry-after": "0" } };
       }
       return { text: "Fallback here: noted." };
@@ -66,13 +71,18 @@ describe("model failures", () => {
     expect(body.error).toMatchObject({ code: "model" });
     expect(String((body.error as { message: string }).message)).toContain("test-fallback");
     // The message was stored even though nobody could answer it.
-    const history = await json<{ messages: { text: string }[] }>(await api("GET", `/agents/${agentId}/rooms/user:bob/messages`));
+    const history = await json<{ messages: { text: string }[] }>(
+      await api("GET", `/agents/${agentId}/rooms/user:bob/messages`),
+    );
     expect(history.messages.map((m) => m.text)).toEqual(["Anyone?"]);
   });
 
   it("does not fail over on an authentication error, and never echoes the key", async () => {
     const agentId = await createTestAgent();
-    model.respondWith(() => ({ status: 401, body: { error: { message: "Incorrect API key provided: sk-test-not-a-real-key" } } }));
+    model.respondWith(() => ({
+      status: 401,
+      body: { error: { message: "Incorrect API key provided: sk-test-not-a-real-key" } },
+    }));
     const { response, body } = await say(agentId, "Hi");
     expect(response.status).toBe(502);
     expect(model.callsFor("test-fallback")).toHaveLength(0);

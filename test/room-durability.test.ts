@@ -6,15 +6,26 @@ import { lastUserText } from "./helpers/model-messages.ts";
 
 const model = useModelStandIn();
 
-function send(agentId: string, text: string, options: { key?: string; roomId?: string; userId?: string } = {}) {
+function send(
+  agentId: string,
+  text: string,
+  options: { key?: string; roomId?: string; userId?: string } = {},
+) {
   return api("POST", `/agents/${agentId}/messages`, {
-    body: { userId: options.userId ?? "carol", text, ...(options.roomId ? { roomId: options.roomId } : {}) },
+    body: {
+      userId: options.userId ?? "carol",
+      text,
+      ...(options.roomId ? { roomId: options.roomId } : {}),
+    },
     headers: options.key ? { "idempotency-key": options.key } : {},
   });
 }
 
 /** The room's messages in D1, once the room has stored its last reply (that happens after answering). */
-async function replies(agentId: string, roomId: string): Promise<{ id: string; content: string }[]> {
+async function replies(
+  agentId: string,
+  roomId: string,
+): Promise<{ id: string; content: string }[]> {
   await vi.waitFor(async () => {
     const last = await env.DB.prepare(
       "SELECT content FROM memories WHERE agent_id = ? AND room_id = ? AND type = 'message' ORDER BY created_at DESC, rowid DESC LIMIT 1",
@@ -26,7 +37,10 @@ async function replies(agentId: string, roomId: string): Promise<{ id: string; c
   return storedMessages(agentId, roomId);
 }
 
-async function storedMessages(agentId: string, roomId: string): Promise<{ id: string; content: string }[]> {
+async function storedMessages(
+  agentId: string,
+  roomId: string,
+): Promise<{ id: string; content: string }[]> {
   const { results } = await env.DB.prepare(
     "SELECT id, content FROM memories WHERE agent_id = ? AND room_id = ? AND type = 'message' ORDER BY created_at, rowid",
   )
@@ -54,7 +68,9 @@ describe("idempotency", () => {
   it("runs concurrent repeats of one key as a single turn", async () => {
     const agentId = await createTestAgent();
     model.script({ text: "Together.", delayMs: 30 });
-    const responses = await Promise.all([1, 2, 3, 4].map(() => send(agentId, "Same request", { key: "key-race" })));
+    const responses = await Promise.all(
+      [1, 2, 3, 4].map(() => send(agentId, "Same request", { key: "key-race" })),
+    );
     const bodies = await Promise.all(responses.map((r) => json(r)));
     expect(responses.map((r) => r.status)).toEqual([200, 200, 200, 200]);
     expect(new Set(bodies.map((b) => b.turnId)).size).toBe(1);
@@ -89,14 +105,18 @@ describe("ordering in a room", () => {
       return { text: `echo: ${lastUserText(call)}` };
     });
     const texts = Array.from({ length: 10 }, (_, i) => `message ${i}`);
-    const responses = await Promise.all(texts.map((text) => send(agentId, text, { roomId: "busy-room" })));
+    const responses = await Promise.all(
+      texts.map((text) => send(agentId, text, { roomId: "busy-room" })),
+    );
     const bodies = await Promise.all(responses.map((r) => json<{ reply: { text: string } }>(r)));
     for (const [i, body] of bodies.entries()) expect(body.reply.text).toBe(`echo: message ${i}`);
     expect(maxInFlight).toBe(1);
 
     // The stored conversation alternates person/agent, each reply right after its message,
     // and the model saw every earlier exchange of the room when answering the next one.
-    const stored = (await replies(agentId, "busy-room")).map((row) => JSON.parse(row.content) as { text: string; role: string });
+    const stored = (await replies(agentId, "busy-room")).map(
+      (row) => JSON.parse(row.content) as { text: string; role: string },
+    );
     expect(stored).toHaveLength(20);
     const order: string[] = [];
     for (let i = 0; i < 20; i += 2) {
@@ -106,12 +126,15 @@ describe("ordering in a room", () => {
     }
     const turns = model.callsFor("test-primary");
     expect(turns.map(lastUserText)).toEqual(order);
-    for (const [k, call] of turns.entries()) expect(call.messages.filter((m) => m.role === "assistant")).toHaveLength(k);
+    for (const [k, call] of turns.entries())
+      expect(call.messages.filter((m) => m.role === "assistant")).toHaveLength(k);
   });
 
   it("keeps rooms independent: a slow room does not hold up another", async () => {
     const agentId = await createTestAgent();
-    model.respondWith((call) => (lastUserText(call) === "slow" ? { text: "finally", delayMs: 400 } : { text: "fast answer" }));
+    model.respondWith((call) =>
+      lastUserText(call) === "slow" ? { text: "finally", delayMs: 400 } : { text: "fast answer" },
+    );
     let slowDone = false;
     const slow = send(agentId, "slow", { roomId: "room-slow" }).then((response) => {
       slowDone = true;
@@ -152,13 +175,18 @@ describe("eviction and crashes", () => {
     });
     const cut = await send(agentId, "Please survive a restart", { key: "evict-1" });
     expect(cut.status).toBe(503);
-    expect(await json(cut)).toMatchObject({ error: { code: "upstream", message: expect.stringContaining("Idempotency-Key") } });
+    expect(await json(cut)).toMatchObject({
+      error: { code: "upstream", message: expect.stringContaining("Idempotency-Key") },
+    });
 
     // The pending queue item's alarm wakes the room; the journal says the turn is unfinished.
     expect(await runDurableObjectAlarm(env.ROOMS.getByName(`${agentId}:user:carol`))).toBe(true);
     expect(model.calls).toHaveLength(2);
     const stored = await replies(agentId, "user:carol");
-    expect(stored.map((row) => (JSON.parse(row.content) as { text: string }).text)).toEqual(["Please survive a restart", "I made it."]);
+    expect(stored.map((row) => (JSON.parse(row.content) as { text: string }).text)).toEqual([
+      "Please survive a restart",
+      "I made it.",
+    ]);
 
     // The client's retry gets the resumed answer, with no third model call.
     const retried = await send(agentId, "Please survive a restart", { key: "evict-1" });
@@ -184,7 +212,9 @@ describe("eviction and crashes", () => {
     expect((await send(agentId, "first", { roomId: "resume-room" })).status).toBe(503);
     const second = await send(agentId, "second", { roomId: "resume-room" });
     expect(await json(second)).toMatchObject({ reply: { text: "re: second" } });
-    const stored = (await replies(agentId, "resume-room")).map((row) => (JSON.parse(row.content) as { text: string }).text);
+    const stored = (await replies(agentId, "resume-room")).map(
+      (row) => (JSON.parse(row.content) as { text: string }).text,
+    );
     expect(stored).toEqual(["first", "re: first", "second", "re: second"]);
   });
 
@@ -194,7 +224,10 @@ describe("eviction and crashes", () => {
     const first = await json(await send(agentId, "hello", { key: "evict-2" }));
     await evictDurableObject(env.ROOMS.getByName(`${agentId}:user:carol`));
     const again = await send(agentId, "hello", { key: "evict-2" });
-    expect(await json(again)).toMatchObject({ turnId: first.turnId, reply: { text: "Stored before eviction." } });
+    expect(await json(again)).toMatchObject({
+      turnId: first.turnId,
+      reply: { text: "Stored before eviction." },
+    });
     expect(model.calls).toHaveLength(1);
   });
 });

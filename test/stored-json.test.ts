@@ -12,7 +12,9 @@ import { newTaskState } from "../src/runtime/task-types.ts";
 import type { TurnInput, TurnOutcome } from "../src/runtime/turn-types.ts";
 
 function inStorage<R>(name: string, work: (sql: SqlStorage) => R): Promise<R> {
-  return runInDurableObject(env.LIMITS.getByName(name), (_instance, state) => work(state.storage.sql));
+  return runInDurableObject(env.LIMITS.getByName(name), (_instance, state) =>
+    work(state.storage.sql),
+  );
 }
 
 const input: TurnInput = {
@@ -34,7 +36,18 @@ const outcome: TurnOutcome = {
   status: "replied",
   reply: { text: "hi" },
   actions: ["REPLY"],
-  toolCalls: [{ id: "c1", name: "remember", arguments: { fact: "x" }, ok: true, output: "ok", cached: false, durationMs: 3, model: "m" }],
+  toolCalls: [
+    {
+      id: "c1",
+      name: "remember",
+      arguments: { fact: "x" },
+      ok: true,
+      output: "ok",
+      cached: false,
+      durationMs: 3,
+      model: "m",
+    },
+  ],
   usage: { promptTokens: 10, completionTokens: 2, modelCalls: 1 },
   model: "m",
   stopReason: "completed",
@@ -65,7 +78,10 @@ describe("the turn journal's JSON columns", () => {
       const journal = new TurnJournal(sql);
       journal.migrate();
       journal.insert({ input, now: 1 });
-      sql.exec("UPDATE turn_journal SET status = 'replied', outcome = ? WHERE turn_id = 't1'", JSON.stringify(older));
+      sql.exec(
+        "UPDATE turn_journal SET status = 'replied', outcome = ? WHERE turn_id = 't1'",
+        JSON.stringify(older),
+      );
       return journal.byTurnId("t1");
     });
     expect(entry?.outcome).toEqual({ ...older, memories: [], replyMemory: null });
@@ -76,21 +92,37 @@ describe("the turn journal's JSON columns", () => {
       const journal = new TurnJournal(sql);
       journal.migrate();
       journal.insert({ input, now: 1 });
-      sql.exec("UPDATE turn_journal SET outcome = ? WHERE turn_id = 't1'", JSON.stringify({ ...outcome, usage: { promptTokens: "10" } }));
+      sql.exec(
+        "UPDATE turn_journal SET outcome = ? WHERE turn_id = 't1'",
+        JSON.stringify({ ...outcome, usage: { promptTokens: "10" } }),
+      );
       try {
         journal.byTurnId("t1");
         return null;
       } catch (error) {
-        return { isShapeError: error instanceof StoredShapeError, message: error instanceof Error ? error.message : String(error) };
+        return {
+          isShapeError: error instanceof StoredShapeError,
+          message: error instanceof Error ? error.message : String(error),
+        };
       }
     });
     expect(thrown?.isShapeError).toBe(true);
-    expect(thrown?.message).toMatch(/^turn t1: outcome in this object's storage is not in the expected shape \(usage\.promptTokens: /);
+    expect(thrown?.message).toMatch(
+      /^turn t1: outcome in this object's storage is not in the expected shape \(usage\.promptTokens: /,
+    );
   });
 });
 
 describe("the task store's JSON columns", () => {
-  const state = newTaskState({ taskId: "task-1", agentId: "agent-a", roomId: "task:task-1", goal: "tidy up", limits: { maxSteps: 3, maxFailures: 1, budgetTokens: 1_000, wallClockMs: 60_000 }, source: "api", now: 5 });
+  const state = newTaskState({
+    taskId: "task-1",
+    agentId: "agent-a",
+    roomId: "task:task-1",
+    goal: "tidy up",
+    limits: { maxSteps: 3, maxFailures: 1, budgetTokens: 1_000, wallClockMs: 60_000 },
+    source: "api",
+    now: 5,
+  });
 
   it("gives a task stored before tool approval the defaults it had then", async () => {
     const { requestedBy: _requestedBy, approval: _approval, pausedMs: _pausedMs, ...older } = state;
@@ -110,15 +142,25 @@ describe("the task store's JSON columns", () => {
       store.migrate();
       store.insert(state, null, 5);
       const id = store.appendEvent("task-1", { type: "task_started" }, 6);
-      expect(store.events("task-1", 0, 10)).toEqual([{ id, event: { type: "task_started", taskId: "task-1", at: 6 } }]);
-      sql.exec("UPDATE task_events SET data = ? WHERE id = ?", JSON.stringify({ type: "teleported", taskId: "task-1", at: 7 }), id);
+      expect(store.events("task-1", 0, 10)).toEqual([
+        { id, event: { type: "task_started", taskId: "task-1", at: 6 } },
+      ]);
+      sql.exec(
+        "UPDATE task_events SET data = ? WHERE id = ?",
+        JSON.stringify({ type: "teleported", taskId: "task-1", at: 7 }),
+        id,
+      );
       try {
         store.events("task-1", 0, 10);
         return null;
       } catch (error) {
-        return error instanceof StoredShapeError ? error.message : `not a shape error: ${String(error)}`;
+        return error instanceof StoredShapeError
+          ? error.message
+          : `not a shape error: ${String(error)}`;
       }
     });
-    expect(message).toMatch(/^task task-1: event \d+ in this object's storage is not in the expected shape \(type: /);
+    expect(message).toMatch(
+      /^task task-1: event \d+ in this object's storage is not in the expected shape \(type: /,
+    );
   });
 });

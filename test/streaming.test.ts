@@ -20,7 +20,11 @@ interface DoneBody {
   stopReason: string;
 }
 
-function streamed(agentId: string, text: string, extra: { headers?: Record<string, string>; body?: Record<string, unknown> } = {}): Promise<Response> {
+function streamed(
+  agentId: string,
+  text: string,
+  extra: { headers?: Record<string, string>; body?: Record<string, unknown> } = {},
+): Promise<Response> {
   return api("POST", `/agents/${agentId}/messages`, {
     headers: { accept: "text/event-stream", ...extra.headers },
     body: { userId: "alice", userName: "Alice", text, ...extra.body },
@@ -31,15 +35,24 @@ function named(events: ServerEvent[], name: string): unknown[] {
   return events.filter((e) => e.event === name).map((e) => e.data);
 }
 
-async function history(agentId: string, roomId = "user:alice"): Promise<{ role: string; text: string }[]> {
-  const response = await api("GET", `/agents/${agentId}/rooms/${encodeURIComponent(roomId)}/messages?limit=10`);
+async function history(
+  agentId: string,
+  roomId = "user:alice",
+): Promise<{ role: string; text: string }[]> {
+  const response = await api(
+    "GET",
+    `/agents/${agentId}/rooms/${encodeURIComponent(roomId)}/messages?limit=10`,
+  );
   return (await json<{ messages: { role: string; text: string }[] }>(response)).messages;
 }
 
 describe("streaming replies over server-sent events", () => {
   it("streams the reply as the model writes it, then the same outcome the JSON answer has", async () => {
     const agentId = await createTestAgent(quiet);
-    model.script({ text: "Hello Alice, nice to meet you!", usage: { promptTokens: 50, completionTokens: 7 } });
+    model.script({
+      text: "Hello Alice, nice to meet you!",
+      usage: { promptTokens: 50, completionTokens: 7 },
+    });
     const response = await streamed(agentId, "Hi there");
     expect(response.status).toBe(200);
     expect(response.headers.get("content-type")).toMatch(/^text\/event-stream/);
@@ -65,19 +78,35 @@ describe("streaming replies over server-sent events", () => {
       stopReason: "completed",
     });
     // The model API was asked to stream, with usage in its last chunk.
-    expect(model.calls[0]!.body).toMatchObject({ stream: true, stream_options: { include_usage: true } });
-    await vi.waitFor(async () => expect((await history(agentId))[0]).toMatchObject({ role: "agent", text: "Hello Alice, nice to meet you!" }));
+    expect(model.calls[0]!.body).toMatchObject({
+      stream: true,
+      stream_options: { include_usage: true },
+    });
+    await vi.waitFor(async () =>
+      expect((await history(agentId))[0]).toMatchObject({
+        role: "agent",
+        text: "Hello Alice, nice to meet you!",
+      }),
+    );
   });
 
   it("shows each tool call with its arguments, then its result, before the answer", async () => {
     const agentId = await createTestAgent(quiet);
-    model.script({ toolCalls: [{ name: "current_time", arguments: { timeZone: "Europe/Paris" } }] }, { text: "It is evening in Paris." });
+    model.script(
+      { toolCalls: [{ name: "current_time", arguments: { timeZone: "Europe/Paris" } }] },
+      { text: "It is evening in Paris." },
+    );
     const events = parseEvents(await (await streamed(agentId, "What time is it in Paris?")).text());
     const order = events.map((e) => e.event).filter((name) => name !== "delta");
     expect(order).toEqual(["turn", "memories", "tool_call", "tool_result", "done"]);
     const [call] = named(events, "tool_call") as { id: string; name: string; arguments: unknown }[];
     expect(call).toMatchObject({ name: "current_time", arguments: { timeZone: "Europe/Paris" } });
-    const [result] = named(events, "tool_result") as { id: string; ok: boolean; output: string; cached: boolean }[];
+    const [result] = named(events, "tool_result") as {
+      id: string;
+      ok: boolean;
+      output: string;
+      cached: boolean;
+    }[];
     expect(result).toMatchObject({ id: call!.id, name: "current_time", ok: true, cached: false });
     const done = events.at(-1)!.data as DoneBody;
     // Paris is at GMT+1 or GMT+2 depending on the season.
@@ -91,11 +120,23 @@ describe("streaming replies over server-sent events", () => {
 
   it("lists the memories the turn put into the prompt", async () => {
     const agentId = await createTestAgent(quiet);
-    await api("POST", `/agents/${agentId}/knowledge`, { body: { title: "Boat guide", text: "The rowing boat is kept in the north shed." } });
-    await api("POST", "/memories", { body: { memories: [{ agentId, type: "fact", userId: "alice", text: "Alice is allergic to peanuts" }] } });
+    await api("POST", `/agents/${agentId}/knowledge`, {
+      body: { title: "Boat guide", text: "The rowing boat is kept in the north shed." },
+    });
+    await api("POST", "/memories", {
+      body: {
+        memories: [
+          { agentId, type: "fact", userId: "alice", text: "Alice is allergic to peanuts" },
+        ],
+      },
+    });
     model.script({ text: "In the north shed." });
-    const events = parseEvents(await (await streamed(agentId, "Where is the rowing boat kept?")).text());
-    const { memories } = named(events, "memories")[0] as { memories: { id: string; type: string; text: string; score: number | null }[] };
+    const events = parseEvents(
+      await (await streamed(agentId, "Where is the rowing boat kept?")).text(),
+    );
+    const { memories } = named(events, "memories")[0] as {
+      memories: { id: string; type: string; text: string; score: number | null }[];
+    };
     expect(memories.map((m) => [m.type, m.text])).toEqual([
       ["fact", "Alice is allergic to peanuts"],
       ["fragment", "The rowing boat is kept in the north shed."],
@@ -108,13 +149,21 @@ describe("streaming replies over server-sent events", () => {
     // Without streaming: the JSON answer lists them too, and the stored reply keeps their ids.
     model.script({ text: "Still in the north shed." });
     const answer = await json<{ memories: typeof memories; turnId: string }>(
-      await api("POST", `/agents/${agentId}/messages`, { body: { userId: "alice", userName: "Alice", text: "And the rowing boat now?" } }),
+      await api("POST", `/agents/${agentId}/messages`, {
+        body: { userId: "alice", userName: "Alice", text: "And the rowing boat now?" },
+      }),
     );
     expect(answer.memories.map((m) => m.text)).toEqual(memories.map((m) => m.text));
     await vi.waitFor(async () => {
-      const stored = await json<{ memories: { metadata: { turnId?: string; memories?: unknown } }[] }>(await api("GET", `/memories?agentId=${agentId}&type=message&limit=10`));
-      const reply = stored.memories.find((m) => m.metadata.turnId === answer.turnId && m.metadata.memories !== undefined);
-      expect(reply?.metadata.memories).toEqual(answer.memories.map(({ id, type, score }) => ({ id, type, score })));
+      const stored = await json<{
+        memories: { metadata: { turnId?: string; memories?: unknown } }[];
+      }>(await api("GET", `/memories?agentId=${agentId}&type=message&limit=10`));
+      const reply = stored.memories.find(
+        (m) => m.metadata.turnId === answer.turnId && m.metadata.memories !== undefined,
+      );
+      expect(reply?.metadata.memories).toEqual(
+        answer.memories.map(({ id, type, score }) => ({ id, type, score })),
+      );
     });
   });
 
@@ -122,18 +171,30 @@ describe("streaming replies over server-sent events", () => {
     const agentId = await createTestAgent(quiet);
     model.script({ text: "one two three four five six seven eight nine ten", chunkDelayMs: 20 });
     const response = await streamed(agentId, "Count to ten");
-    const { events, reader } = await readEventsUntil(response.body!, (seen) => seen.some((e) => e.event === "delta"));
+    const { events, reader } = await readEventsUntil(response.body!, (seen) =>
+      seen.some((e) => e.event === "delta"),
+    );
     expect(events.some((e) => e.event === "done")).toBe(false);
     await reader.cancel("the user closed the tab");
-    await vi.waitFor(async () => expect((await history(agentId))[0]).toMatchObject({ role: "agent", text: "one two three four five six seven eight nine ten" }), {
-      timeout: 5_000,
-    });
+    await vi.waitFor(
+      async () =>
+        expect((await history(agentId))[0]).toMatchObject({
+          role: "agent",
+          text: "one two three four five six seven eight nine ten",
+        }),
+      {
+        timeout: 5_000,
+      },
+    );
     expect(model.calls).toHaveLength(1);
   });
 
   it("ends with an error event when the model fails after the stream began", async () => {
     const agentId = await createTestAgent(quiet);
-    model.script({ status: 400, body: { error: { message: "context too long", type: "invalid_request_error" } } });
+    model.script({
+      status: 400,
+      body: { error: { message: "context too long", type: "invalid_request_error" } },
+    });
     const response = await streamed(agentId, "Hello?");
     expect(response.status).toBe(200);
     const events = parseEvents(await response.text());
@@ -148,14 +209,21 @@ describe("streaming replies over server-sent events", () => {
     const agentId = await createTestAgent(quiet);
     model.script({ malformed: true }, { text: "Second time lucky." });
     const events = parseEvents(await (await streamed(agentId, "Hello?")).text());
-    expect(named(events, "delta").map((d) => (d as { text: string }).text).join("")).toBe("Second time lucky.");
+    expect(
+      named(events, "delta")
+        .map((d) => (d as { text: string }).text)
+        .join(""),
+    ).toBe("Second time lucky.");
     expect((events.at(-1)!.data as DoneBody).reply?.text).toBe("Second time lucky.");
     expect(model.calls).toHaveLength(2);
   });
 
   it("refuses a bad request with a JSON error, not a stream", async () => {
     const agentId = await createTestAgent(quiet);
-    const response = await api("POST", `/agents/${agentId}/messages`, { headers: { accept: "text/event-stream" }, body: { userId: "alice", text: "" } });
+    const response = await api("POST", `/agents/${agentId}/messages`, {
+      headers: { accept: "text/event-stream" },
+      body: { userId: "alice", text: "" },
+    });
     expect(response.status).toBe(400);
     expect(response.headers.get("content-type")).toMatch(/^application\/json/);
     expect(await json(response)).toMatchObject({ error: { code: "validation" } });
@@ -182,7 +250,10 @@ describe("streaming replies over server-sent events", () => {
   it("keeps the JSON answer for clients that do not ask for a stream", async () => {
     const agentId = await createTestAgent(quiet);
     model.script({ text: "Plain." });
-    const response = await api("POST", `/agents/${agentId}/messages`, { headers: { accept: "application/json" }, body: { userId: "alice", text: "Hi" } });
+    const response = await api("POST", `/agents/${agentId}/messages`, {
+      headers: { accept: "application/json" },
+      body: { userId: "alice", text: "Hi" },
+    });
     expect(response.headers.get("content-type")).toMatch(/^application\/json/);
     expect(await json(response)).toMatchObject({ reply: { text: "Plain." } });
     expect(model.calls[0]!.body.stream).toBeUndefined();

@@ -8,7 +8,15 @@ import { api, json } from "./helpers/api.ts";
 
 /** Cloudflare's run_worker_first patterns: `*` matches any run of characters, `/` included. */
 function matcher(patterns: string[]): (path: string) => boolean {
-  const expressions = patterns.map((pattern) => new RegExp(`^${pattern.split("*").map((part) => part.replace(/[.+?^${}()|[\]\\]/g, "\\$&")).join(".*")}$`));
+  const expressions = patterns.map(
+    (pattern) =>
+      new RegExp(
+        `^${pattern
+          .split("*")
+          .map((part) => part.replace(/[.+?^${}()|[\]\\]/g, "\\$&"))
+          .join(".*")}$`,
+      ),
+  );
   return (path) => expressions.some((expression) => expression.test(path));
 }
 
@@ -18,13 +26,21 @@ describe("wrangler.toml run_worker_first", () => {
   it("lists every API route and none of the playground's files", async () => {
     expect(Array.isArray(patterns)).toBe(true);
     const workerFirst = matcher(patterns as string[]);
-    const document = (await json(await api("GET", "/openapi.json", { token: null }))) as { paths: Record<string, unknown> };
+    const document = (await json(await api("GET", "/openapi.json", { token: null }))) as {
+      paths: Record<string, unknown>;
+    };
     const documented = Object.keys(document.paths).map((path) => path.replace(/\{[^}]+\}/g, "x"));
     expect(documented.length).toBeGreaterThan(20);
     // Routes the document leaves out: the document itself, its viewer, stored media.
     const undocumented = ["/openapi.json", "/docs", "/media/agents/x/y.png"];
     expect([...documented, ...undocumented].filter((path) => !workerFirst(path))).toEqual([]);
-    const pages = ["/", "/index.html", "/playground.js", "/playground.css", "/vendor/swagger-ui-dist/swagger-ui.css"];
+    const pages = [
+      "/",
+      "/index.html",
+      "/playground.js",
+      "/playground.css",
+      "/vendor/swagger-ui-dist/swagger-ui.css",
+    ];
     expect(pages.filter(workerFirst)).toEqual([]);
   });
 });

@@ -29,7 +29,10 @@ export function stringList() {
 export function boundedRecord<T extends z.ZodType>(value: T) {
   return z
     .record(z.string().max(MAX_KEY_CHARS), value)
-    .refine((record) => Object.keys(record).length <= MAX_RECORD_KEYS, `at most ${MAX_RECORD_KEYS} keys`);
+    .refine(
+      (record) => Object.keys(record).length <= MAX_RECORD_KEYS,
+      `at most ${MAX_RECORD_KEYS} keys`,
+    );
 }
 
 /** Any JSON value within the bounds above; kept verbatim, so only its shape and size are checked. */
@@ -52,18 +55,24 @@ interface JsonProblem {
 
 function findJsonProblems(value: unknown, path: (string | number)[], depth: number): JsonProblem[] {
   if (value === null || typeof value === "boolean") return [];
-  if (typeof value === "number") return Number.isFinite(value) ? [] : [{ path, message: "expected a finite number" }];
+  if (typeof value === "number")
+    return Number.isFinite(value) ? [] : [{ path, message: "expected a finite number" }];
   if (typeof value === "string") {
-    return value.length <= MAX_STRING_CHARS ? [] : [{ path, message: `at most ${MAX_STRING_CHARS} characters` }];
+    return value.length <= MAX_STRING_CHARS
+      ? []
+      : [{ path, message: `at most ${MAX_STRING_CHARS} characters` }];
   }
-  if (depth >= MAX_JSON_DEPTH) return [{ path, message: `nested deeper than ${MAX_JSON_DEPTH} levels` }];
+  if (depth >= MAX_JSON_DEPTH)
+    return [{ path, message: `nested deeper than ${MAX_JSON_DEPTH} levels` }];
   if (Array.isArray(value)) {
-    if (value.length > MAX_ARRAY_ENTRIES) return [{ path, message: `at most ${MAX_ARRAY_ENTRIES} entries` }];
+    if (value.length > MAX_ARRAY_ENTRIES)
+      return [{ path, message: `at most ${MAX_ARRAY_ENTRIES} entries` }];
     return value.flatMap((item, index) => findJsonProblems(item, [...path, index], depth + 1));
   }
   if (isPlainObject(value)) {
     const entries = Object.entries(value);
-    if (entries.length > MAX_RECORD_KEYS) return [{ path, message: `at most ${MAX_RECORD_KEYS} keys` }];
+    if (entries.length > MAX_RECORD_KEYS)
+      return [{ path, message: `at most ${MAX_RECORD_KEYS} keys` }];
     return entries.flatMap(([key, item]) =>
       // JSON.parse makes "__proto__" an own key; kept verbatim it would poison a later Object.assign.
       key === "__proto__"

@@ -3,7 +3,12 @@
 // path. Also the public view of a character, which names its secrets but never shows them.
 
 import type { z } from "zod";
-import type { Character, CharacterFormat, ExampleLine, KnowledgeItem } from "../runtime/character.ts";
+import type {
+  Character,
+  CharacterFormat,
+  ExampleLine,
+  KnowledgeItem,
+} from "../runtime/character.ts";
 import { ValidationError } from "../runtime/errors.ts";
 import { isPlainObject } from "./limits.ts";
 import { LEGACY_KEYS, characterV0Schema, type CharacterV0File } from "./schema-v0.ts";
@@ -22,7 +27,8 @@ export interface CharacterIssue {
 export type PublicCharacter = Omit<Character, "secrets"> & { secretNames: string[] };
 
 export function parseCharacter(input: unknown): Character {
-  if (!isPlainObject(input)) throw invalidCharacter([{ path: "", message: "expected a JSON object" }]);
+  if (!isPlainObject(input))
+    throw invalidCharacter([{ path: "", message: "expected a JSON object" }]);
   const format = detectFormat(input);
   if (format === "v0") {
     const result = characterV0Schema.safeParse(input);
@@ -49,7 +55,8 @@ function usesLegacySpeakers(examples: unknown): boolean {
   if (!Array.isArray(examples)) return false;
   return examples.some(
     (conversation) =>
-      Array.isArray(conversation) && conversation.some((line) => isPlainObject(line) && line.user !== undefined),
+      Array.isArray(conversation) &&
+      conversation.some((line) => isPlainObject(line) && line.user !== undefined),
   );
 }
 
@@ -74,13 +81,19 @@ function fromV1(file: CharacterV1File, format: CharacterFormat): Character {
     ...(file.system !== undefined && { system: file.system }),
     bio: file.bio,
     lore: [],
-    messageExamples: (file.messageExamples ?? []).map((conversation) => conversation.map(toExampleLine)),
+    messageExamples: (file.messageExamples ?? []).map((conversation) =>
+      conversation.map(toExampleLine),
+    ),
     postExamples: file.postExamples ?? [],
     topics: file.topics ?? [],
     adjectives: file.adjectives ?? [],
     knowledge: (file.knowledge ?? []).map(toKnowledgeItem),
     plugins: file.plugins ?? [],
-    style: { all: file.style?.all ?? [], chat: file.style?.chat ?? [], post: file.style?.post ?? [] },
+    style: {
+      all: file.style?.all ?? [],
+      chat: file.style?.chat ?? [],
+      post: file.style?.post ?? [],
+    },
     templates: file.templates ?? {},
     settings,
     extraSettings,
@@ -91,7 +104,8 @@ function fromV1(file: CharacterV1File, format: CharacterFormat): Character {
 }
 
 function toExampleLine(line: ExampleLineFile): ExampleLine {
-  const actions = line.content.actions ?? (line.content.action !== undefined ? [line.content.action] : undefined);
+  const actions =
+    line.content.actions ?? (line.content.action !== undefined ? [line.content.action] : undefined);
   return {
     // The schema guarantees one of the two; `name` wins when a file has both.
     speaker: line.name ?? line.user ?? "",
@@ -100,7 +114,12 @@ function toExampleLine(line: ExampleLineFile): ExampleLine {
   };
 }
 
-function toKnowledgeItem(item: { text?: string; path?: string; directory?: string; shared?: boolean }): KnowledgeItem {
+function toKnowledgeItem(item: {
+  text?: string;
+  path?: string;
+  directory?: string;
+  shared?: boolean;
+}): KnowledgeItem {
   const shared = item.shared ?? false;
   if (item.path !== undefined) return { kind: "path", path: item.path, shared };
   if (item.directory !== undefined) return { kind: "directory", directory: item.directory, shared };
@@ -108,13 +127,19 @@ function toKnowledgeItem(item: { text?: string; path?: string; directory?: strin
 }
 
 function toIssues(zodIssues: readonly z.core.$ZodIssue[]): CharacterIssue[] {
-  return zodIssues.map((issue) => ({ path: issue.path.map(String).join("."), message: issue.message }));
+  return zodIssues.map((issue) => ({
+    path: issue.path.map(String).join("."),
+    message: issue.message,
+  }));
 }
 
 function invalidCharacter(issues: CharacterIssue[]): ValidationError {
   const reported = issues.slice(0, MAX_REPORTED_ISSUES);
   if (issues.length > reported.length) {
-    reported.push({ path: "", message: `${issues.length - reported.length} more problems not listed` });
+    reported.push({
+      path: "",
+      message: `${issues.length - reported.length} more problems not listed`,
+    });
   }
   return new ValidationError("invalid character file", { issues: reported });
 }

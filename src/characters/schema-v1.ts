@@ -3,7 +3,14 @@
 // share live here. Unknown top-level keys are stripped, not rejected, so newer files still load.
 
 import { z } from "zod";
-import { MAX_ARRAY_ENTRIES, MAX_NAME_CHARS, boundedArray, boundedRecord, boundedString, stringList } from "./limits.ts";
+import {
+  MAX_ARRAY_ENTRIES,
+  MAX_NAME_CHARS,
+  boundedArray,
+  boundedRecord,
+  boundedString,
+  stringList,
+} from "./limits.ts";
 import { secretsSchema, settingsSchema } from "./settings.ts";
 
 const nameSchema = z
@@ -17,7 +24,8 @@ const bioSchema = z.preprocess(
   (value) => (typeof value === "string" ? [value] : value),
   z
     .array(boundedString(), {
-      error: (issue) => (issue.input === undefined ? "required" : "expected a string or an array of strings"),
+      error: (issue) =>
+        issue.input === undefined ? "required" : "expected a string or an array of strings",
     })
     .max(MAX_ARRAY_ENTRIES),
 );
@@ -62,9 +70,13 @@ const knowledgeItemSchema = z.preprocess(
       },
       { error: "expected a string or an object with path or directory" },
     )
-    .refine((item) => [item.text, item.path, item.directory].filter((part) => part !== undefined).length === 1, {
-      message: "expected exactly one of path or directory",
-    }),
+    .refine(
+      (item) =>
+        [item.text, item.path, item.directory].filter((part) => part !== undefined).length === 1,
+      {
+        message: "expected exactly one of path or directory",
+      },
+    ),
 );
 
 const styleSchema = z.object(
@@ -103,5 +115,7 @@ export type ExampleLineFile = z.infer<typeof exampleLineSchema>;
 
 function isSpeakerMissing(value: unknown): boolean {
   if (typeof value !== "object" || value === null) return false;
-  return !("name" in value && value.name !== undefined) && !("user" in value && value.user !== undefined);
+  return (
+    !("name" in value && value.name !== undefined) && !("user" in value && value.user !== undefined)
+  );
 }

@@ -4,7 +4,13 @@
 
 import { z } from "zod";
 import type { RuntimeSettings } from "../runtime/character.ts";
-import { MAX_ARRAY_ENTRIES, boundedRecord, boundedString, jsonValue, stringList } from "./limits.ts";
+import {
+  MAX_ARRAY_ENTRIES,
+  boundedRecord,
+  boundedString,
+  jsonValue,
+  stringList,
+} from "./limits.ts";
 
 export const MAX_STEPS = 20;
 export const MAX_CONSECUTIVE_FAILURES = 10;
@@ -13,8 +19,12 @@ export const MAX_TOKENS_SETTING = 10_000_000;
 
 /** Secret values may be written as numbers or booleans; the runtime only ever sees strings. */
 export const secretsSchema = boundedRecord(
-  z.union([boundedString(), z.number(), z.boolean()], { error: "expected a string, number or boolean" }),
-).transform((secrets) => Object.fromEntries(Object.entries(secrets).map(([key, value]) => [key, String(value)])));
+  z.union([boundedString(), z.number(), z.boolean()], {
+    error: "expected a string, number or boolean",
+  }),
+).transform((secrets) =>
+  Object.fromEntries(Object.entries(secrets).map(([key, value]) => [key, String(value)])),
+);
 
 const respondSchema = z.strictObject(
   {
@@ -29,7 +39,9 @@ const respondSchema = z.strictObject(
 const modelListSchema = z.preprocess(
   (value) => (typeof value === "string" ? splitCommaList(value) : value),
   z
-    .array(boundedString(), { error: "expected an array of model names or a comma-separated string" })
+    .array(boundedString(), {
+      error: "expected an array of model names or a comma-separated string",
+    })
     .max(MAX_ARRAY_ENTRIES),
 );
 
@@ -56,7 +68,9 @@ const memorySchema = z.strictObject(
 const discordSchema = z
   .object(
     {
-      directMessages: z.enum(["off", "owners", "everyone"], { error: 'expected "off", "owners" or "everyone"' }).default("owners"),
+      directMessages: z
+        .enum(["off", "owners", "everyone"], { error: 'expected "off", "owners" or "everyone"' })
+        .default("owners"),
     },
     { error: "expected an object" },
   )
@@ -113,7 +127,8 @@ export function splitSettings(parsed: ParsedSettings): SplitSettings {
     secrets,
     ...rest
   } = parsed;
-  const extraSettings = Object.keys(discordExtra).length > 0 ? { ...rest, discord: discordExtra } : rest;
+  const extraSettings =
+    Object.keys(discordExtra).length > 0 ? { ...rest, discord: discordExtra } : rest;
   const optional = withoutUndefined({
     model,
     smallModel,
@@ -125,7 +140,14 @@ export function splitSettings(parsed: ParsedSettings): SplitSettings {
     historyTokens,
     dailyTokens,
   });
-  const settings: RuntimeSettings = { ...optional, mcpServers, toolApproval, respond, memory: withoutUndefined(memory), discord: { directMessages } };
+  const settings: RuntimeSettings = {
+    ...optional,
+    mcpServers,
+    toolApproval,
+    respond,
+    memory: withoutUndefined(memory),
+    discord: { directMessages },
+  };
   return { settings, extraSettings, secrets: secrets ?? {} };
 }
 
@@ -137,5 +159,7 @@ function splitCommaList(value: string): string[] {
 }
 
 function withoutUndefined<T extends Record<string, unknown>>(record: T): Partial<T> {
-  return Object.fromEntries(Object.entries(record).filter(([, value]) => value !== undefined)) as Partial<T>;
+  return Object.fromEntries(
+    Object.entries(record).filter(([, value]) => value !== undefined),
+  ) as Partial<T>;
 }

@@ -25,7 +25,11 @@ import { toolRoutes } from "./routes/tools.ts";
 import { taskRoutes } from "./routes/tasks.ts";
 import { scheduleRoutes } from "./routes/schedules.ts";
 import { validationError } from "./validation.ts";
-import { MAX_AGENT_BODY_BYTES, MAX_MEMORY_BODY_BYTES, MAX_MESSAGE_BODY_BYTES } from "./body-limits.ts";
+import {
+  MAX_AGENT_BODY_BYTES,
+  MAX_MEMORY_BODY_BYTES,
+  MAX_MESSAGE_BODY_BYTES,
+} from "./body-limits.ts";
 
 /** Where public/vendor/swagger-ui-dist/ is served (@hono/swagger-ui appends `/swagger-ui-dist/<file>`). */
 export const DOCS_VIEWER_BASE = "/vendor";
@@ -37,7 +41,9 @@ export function createApp(): OpenAPIHono<AppEnv> {
     },
   });
   app.onError(handleError);
-  app.notFound((c) => handleError(new NotFoundError(`no route for ${c.req.method} ${c.req.path}`), c));
+  app.notFound((c) =>
+    handleError(new NotFoundError(`no route for ${c.req.method} ${c.req.path}`), c),
+  );
   // The first request an isolate serves after a deploy waits for D1 to have this code's
   // migrations (applied once, by the SchemaGate); later requests pass straight through.
   app.use("*", async (c, next) => {
@@ -59,10 +65,13 @@ export function createApp(): OpenAPIHono<AppEnv> {
   // its declared length here; the streaming multipart reader counts the bytes that really arrive.
   const agentLimit = limit(MAX_AGENT_BODY_BYTES);
   const uploadLimit: MiddlewareHandler<AppEnv> = async (c, next) => {
-    if (Number(c.req.header("content-length") ?? 0) > MAX_UPLOAD_BODY_BYTES) throw new PayloadTooLargeError(`request body is larger than ${MAX_UPLOAD_BODY_BYTES} bytes`);
+    if (Number(c.req.header("content-length") ?? 0) > MAX_UPLOAD_BODY_BYTES)
+      throw new PayloadTooLargeError(`request body is larger than ${MAX_UPLOAD_BODY_BYTES} bytes`);
     await next();
   };
-  app.use("/agents/*", (c, next) => (/^\/agents\/[^/]+\/media$/.test(c.req.path) ? uploadLimit(c, next) : agentLimit(c, next)));
+  app.use("/agents/*", (c, next) =>
+    /^\/agents\/[^/]+\/media$/.test(c.req.path) ? uploadLimit(c, next) : agentLimit(c, next),
+  );
   app.use("/memories", limit(MAX_MEMORY_BODY_BYTES));
   app.use("/memories/*", limit(MAX_MEMORY_BODY_BYTES));
   app.use("/discord/interactions", limit(MAX_INTERACTION_BODY_BYTES));
@@ -99,6 +108,9 @@ export function createApp(): OpenAPIHono<AppEnv> {
   });
   // Swagger UI's files come from this worker's static assets (copied out of swagger-ui-dist by
   // scripts/vendor-docs-viewer.mjs), not from a CDN: /docs works offline and loads no third-party code.
-  app.get("/docs", swaggerUI({ url: "/openapi.json", title: "edge-agents API", baseUrl: DOCS_VIEWER_BASE }));
+  app.get(
+    "/docs",
+    swaggerUI({ url: "/openapi.json", title: "edge-agents API", baseUrl: DOCS_VIEWER_BASE }),
+  );
   return app;
 }

@@ -5,7 +5,12 @@
 import type { Context, MiddlewareHandler } from "hono";
 import { loadConfig } from "../config.ts";
 import { stores } from "../memory/stores.ts";
-import { LAST_USED_RESOLUTION_MS, TOKEN_PREFIX, type Scope, type TokenRecord } from "../memory/token-store.ts";
+import {
+  LAST_USED_RESOLUTION_MS,
+  TOKEN_PREFIX,
+  type Scope,
+  type TokenRecord,
+} from "../memory/token-store.ts";
 import { ForbiddenError, NotConfiguredError, UnauthorizedError } from "../runtime/errors.ts";
 import { parseRateRule } from "../runtime/token-bucket.ts";
 import type { AppEnv, Principal } from "./app-env.ts";
@@ -28,7 +33,9 @@ export function requireScope(scope: Scope): MiddlewareHandler<AppEnv> {
     const principal = await authenticate(c);
     await enforceRate(c.env, `token:${principal.id}`, principal.rateRule, "this API token");
     if (!hasScope(principal, scope)) {
-      throw new ForbiddenError(`this token lacks the \`${scope}\` scope (it has: ${principal.scopes.join(", ")})`);
+      throw new ForbiddenError(
+        `this token lacks the \`${scope}\` scope (it has: ${principal.scopes.join(", ")})`,
+      );
     }
     // Routes under /agents/:agentId are checked here; routes taking agentId in a body or query
     // string call assertMayActFor themselves.
@@ -48,13 +55,15 @@ export function mayActFor(principal: Principal, agentId: string): boolean {
 }
 
 export function assertMayActFor(principal: Principal, agentId: string): void {
-  if (!mayActFor(principal, agentId)) throw new ForbiddenError(`this token may not act for agent "${agentId}"`);
+  if (!mayActFor(principal, agentId))
+    throw new ForbiddenError(`this token may not act for agent "${agentId}"`);
 }
 
 async function authenticate(c: Context<AppEnv>): Promise<Principal> {
   const header = c.req.header("authorization") ?? "";
   const match = /^Bearer[ \t]+([\x21-\x7e]+)[ \t]*$/i.exec(header);
-  if (!match?.[1]) throw new UnauthorizedError("send an API token as `Authorization: Bearer <token>`");
+  if (!match?.[1])
+    throw new UnauthorizedError("send an API token as `Authorization: Bearer <token>`");
   const given = match[1];
   const adminToken = loadConfig(c.env).adminToken;
   if (given.startsWith(TOKEN_PREFIX)) {
@@ -62,26 +71,47 @@ async function authenticate(c: Context<AppEnv>): Promise<Principal> {
     if (record || !adminToken) return fromRecord(c, record);
   }
   if (!adminToken) {
-    throw new NotConfiguredError("ADMIN_TOKEN is not set; set it (wrangler secret put ADMIN_TOKEN, or .dev.vars locally) to use the API");
+    throw new NotConfiguredError(
+      "ADMIN_TOKEN is not set; set it (wrangler secret put ADMIN_TOKEN, or .dev.vars locally) to use the API",
+    );
   }
-  if (!(await sameSecret(given, adminToken))) throw new UnauthorizedError("the bearer token is not valid");
-  return { id: ADMIN_PRINCIPAL_ID, scopes: ["admin"], agents: null, userPrefix: null, rateRule: loadConfig(c.env).rateLimits.perToken };
+  if (!(await sameSecret(given, adminToken)))
+    throw new UnauthorizedError("the bearer token is not valid");
+  return {
+    id: ADMIN_PRINCIPAL_ID,
+    scopes: ["admin"],
+    agents: null,
+    userPrefix: null,
+    rateRule: loadConfig(c.env).rateLimits.perToken,
+  };
 }
 
 function fromRecord(c: Context<AppEnv>, record: TokenRecord | null): Principal {
   if (!record) throw new UnauthorizedError("the bearer token is not valid");
   const now = Date.now();
   if (record.revokedAt !== null) throw new UnauthorizedError("the bearer token has been revoked");
-  if (record.expiresAt !== null && record.expiresAt <= now) throw new UnauthorizedError("the bearer token has expired");
+  if (record.expiresAt !== null && record.expiresAt <= now)
+    throw new UnauthorizedError("the bearer token has expired");
   if (record.lastUsedAt === null || now - record.lastUsedAt >= LAST_USED_RESOLUTION_MS) {
     const touched = stores(c.env)
       .tokens.touch(record.id, now)
-      .catch((error: unknown) => log.warn("token_touch_failed", { tokenId: record.id, error: errorField(error) }));
+      .catch((error: unknown) =>
+        log.warn("token_touch_failed", { tokenId: record.id, error: errorField(error) }),
+      );
     waitUntil(c, touched);
   }
   // The rule was validated when the token was minted.
-  const rateRule = record.rateLimit === null ? loadConfig(c.env).rateLimits.perToken : parseRateRule(record.rateLimit);
-  return { id: record.id, scopes: record.scopes, agents: record.agents, userPrefix: record.userPrefix, rateRule };
+  const rateRule =
+    record.rateLimit === null
+      ? loadConfig(c.env).rateLimits.perToken
+      : parseRateRule(record.rateLimit);
+  return {
+    id: record.id,
+    scopes: record.scopes,
+    agents: record.agents,
+    userPrefix: record.userPrefix,
+    rateRule,
+  };
 }
 
 function waitUntil(c: Context<AppEnv>, promise: Promise<unknown>): void {

@@ -13,16 +13,28 @@ export function errorBody(code: ErrorCode, message: string, details?: unknown) {
 
 export function errorResponse(c: Context, error: AppError): Response {
   // A rate-limited error that crossed an RPC boundary is a plain AppError: its seconds ride in details.
-  const retryAfter = (error.details as { retryAfterSeconds?: unknown } | undefined)?.retryAfterSeconds;
-  if (error.status === 429 && typeof retryAfter === "number") c.header("Retry-After", String(Math.max(1, Math.ceil(retryAfter))));
-  return c.json(errorBody(error.code, error.message, error.details), error.status as ContentfulStatusCode);
+  const retryAfter = (error.details as { retryAfterSeconds?: unknown } | undefined)
+    ?.retryAfterSeconds;
+  if (error.status === 429 && typeof retryAfter === "number")
+    c.header("Retry-After", String(Math.max(1, Math.ceil(retryAfter))));
+  return c.json(
+    errorBody(error.code, error.message, error.details),
+    error.status as ContentfulStatusCode,
+  );
 }
 
 export function handleError(error: unknown, c: Context): Response {
   if (error instanceof AppError) return errorResponse(c, error);
   if (error instanceof HTTPException) {
     const status = error.status;
-    const code: ErrorCode = status === 401 ? "unauthorized" : status === 404 ? "not_found" : status === 413 ? "payload_too_large" : "validation";
+    const code: ErrorCode =
+      status === 401
+        ? "unauthorized"
+        : status === 404
+          ? "not_found"
+          : status === 413
+            ? "payload_too_large"
+            : "validation";
     return c.json(errorBody(code, error.message || "bad request"), status as ContentfulStatusCode);
   }
   log.error("unhandled_error", { path: c.req.path, error: errorField(error, true) });

@@ -4,7 +4,11 @@
 // Checked before either sees the value; the check itself looks no deeper than its limit.
 
 /** The path to the first object or array nested more than `levels` deep in `value`, or null. */
-export function pathNestedDeeperThan(value: unknown, levels: number, path: readonly string[] = []): string[] | null {
+export function pathNestedDeeperThan(
+  value: unknown,
+  levels: number,
+  path: readonly string[] = [],
+): string[] | null {
   if (typeof value !== "object" || value === null) return null;
   if (levels === 0) return [...path];
   for (const [key, child] of Object.entries(value)) {

@@ -10,7 +10,11 @@ const KNOWN_AGENT_TTL_MS = 30_000;
 const MAX_KNOWN_AGENTS = 1_000;
 const known = new Map<string, number>();
 
-export async function assertAgentExists(env: Env, agentId: string, now = Date.now()): Promise<void> {
+export async function assertAgentExists(
+  env: Env,
+  agentId: string,
+  now = Date.now(),
+): Promise<void> {
   const expires = known.get(agentId);
   if (expires !== undefined && expires > now) return;
   if ((await stores(env).agents.version(agentId)) === null) {

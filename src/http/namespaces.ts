@@ -30,10 +30,21 @@ export function defaultRoomOf(userId: string): string {
 export const UserPrefix = z
   .string()
   // Bounded in the pattern itself, so /openapi.json tells clients (and generators) the length too.
-  .regex(/^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,63}$/, `1-${MAX_USER_PREFIX_CHARS} letters, digits or . _ : @ -, starting with a letter or digit`)
-  .refine((prefix) => !startsWithAny(prefix, [...RESERVED_NAMESPACES.map((ns) => ns.prefix), USER_ROOM_PREFIX, TASK_ROOM_PREFIX]), {
-    message: `must not start with a reserved namespace (${RESERVED_NAMESPACES.map((ns) => ns.prefix).join(", ")}) or with ${USER_ROOM_PREFIX} or ${TASK_ROOM_PREFIX}`,
-  });
+  .regex(
+    /^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,63}$/,
+    `1-${MAX_USER_PREFIX_CHARS} letters, digits or . _ : @ -, starting with a letter or digit`,
+  )
+  .refine(
+    (prefix) =>
+      !startsWithAny(prefix, [
+        ...RESERVED_NAMESPACES.map((ns) => ns.prefix),
+        USER_ROOM_PREFIX,
+        TASK_ROOM_PREFIX,
+      ]),
+    {
+      message: `must not start with a reserved namespace (${RESERVED_NAMESPACES.map((ns) => ns.prefix).join(", ")}) or with ${USER_ROOM_PREFIX} or ${TASK_ROOM_PREFIX}`,
+    },
+  );
 
 export function isAdmin(principal: Principal): boolean {
   return principal.scopes.includes("admin");
@@ -53,7 +64,9 @@ function startsWithAny(id: string, prefixes: readonly string[]): boolean {
 function refuseReserved(kind: "user" | "room", id: string): void {
   const ns = reservedNamespaceOf(id);
   if (ns) {
-    throw new ForbiddenError(`${kind} "${id}" is in the reserved "${ns.prefix}" namespace, which belongs to ${ns.owner}; only the admin token may name it over REST`);
+    throw new ForbiddenError(
+      `${kind} "${id}" is in the reserved "${ns.prefix}" namespace, which belongs to ${ns.owner}; only the admin token may name it over REST`,
+    );
   }
 }
 
@@ -63,7 +76,9 @@ export function assertMayNameUser(principal: Principal, userId: string): void {
   refuseReserved("user", userId);
   const prefix = principal.userPrefix;
   if (prefix !== null && !userId.startsWith(prefix)) {
-    throw new ForbiddenError(`this token acts only as users whose id starts with "${prefix}"; "${userId}" does not`);
+    throw new ForbiddenError(
+      `this token acts only as users whose id starts with "${prefix}"; "${userId}" does not`,
+    );
   }
 }
 
@@ -90,13 +105,18 @@ export function assertMayNameRoom(principal: Principal, roomId: string): void {
  * A memory read or delete filtered by these ids. A prefix-limited token must name one of its
  * users: without a user filter the answer would span every user of the agent.
  */
-export function assertMayFilterMemories(principal: Principal, filter: { userId?: string; roomId?: string }): void {
+export function assertMayFilterMemories(
+  principal: Principal,
+  filter: { userId?: string; roomId?: string },
+): void {
   if (isAdmin(principal)) return;
   if (filter.roomId !== undefined) assertMayNameRoom(principal, filter.roomId);
   if (filter.userId !== undefined) {
     assertMayNameUser(principal, filter.userId);
   } else if (principal.userPrefix !== null) {
-    throw new ForbiddenError(`this token is limited to users whose id starts with "${principal.userPrefix}": name one of them in \`userId\``);
+    throw new ForbiddenError(
+      `this token is limited to users whose id starts with "${principal.userPrefix}": name one of them in \`userId\``,
+    );
   }
 }
 
@@ -104,17 +124,27 @@ export function assertMayFilterMemories(principal: Principal, filter: { userId?:
  * A memory written through POST /memories. A prefix-limited token writes only memories tied to
  * its users or rooms: lore and shared facts reach every user of the agent, so they are refused.
  */
-export function assertMayWriteMemory(principal: Principal, memory: { type: string; userId?: string; roomId?: string; shared?: boolean }): void {
+export function assertMayWriteMemory(
+  principal: Principal,
+  memory: { type: string; userId?: string; roomId?: string; shared?: boolean },
+): void {
   if (isAdmin(principal)) return;
   if (memory.userId !== undefined) assertMayNameUser(principal, memory.userId);
   if (memory.roomId !== undefined) assertMayNameRoom(principal, memory.roomId);
   if (principal.userPrefix === null) return;
-  if (memory.type === "lore" || memory.shared === true) assertMayWriteAgentWide(principal, `a ${memory.shared === true ? "shared fact" : "lore memory"}`);
-  if (memory.userId === undefined && memory.roomId === undefined) assertMayWriteAgentWide(principal, "a memory with neither userId nor roomId");
+  if (memory.type === "lore" || memory.shared === true)
+    assertMayWriteAgentWide(
+      principal,
+      `a ${memory.shared === true ? "shared fact" : "lore memory"}`,
+    );
+  if (memory.userId === undefined && memory.roomId === undefined)
+    assertMayWriteAgentWide(principal, "a memory with neither userId nor roomId");
 }
 
 /** Something every user of the agent sees (knowledge, lore, shared facts): not for a prefix-limited token. */
 export function assertMayWriteAgentWide(principal: Principal, what: string): void {
   if (isAdmin(principal) || principal.userPrefix === null) return;
-  throw new ForbiddenError(`this token is limited to users whose id starts with "${principal.userPrefix}", so it may not write ${what}, which every user of the agent sees`);
+  throw new ForbiddenError(
+    `this token is limited to users whose id starts with "${principal.userPrefix}", so it may not write ${what}, which every user of the agent sees`,
+  );
 }

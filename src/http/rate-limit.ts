@@ -6,7 +6,12 @@ import { RateLimitedError } from "../runtime/errors.ts";
 import type { RateRule } from "../runtime/token-bucket.ts";
 import { errorField, log } from "../log.ts";
 
-export async function enforceRate(env: Env, key: string, rule: RateRule | null, what: string): Promise<void> {
+export async function enforceRate(
+  env: Env,
+  key: string,
+  rule: RateRule | null,
+  what: string,
+): Promise<void> {
   if (!rule) return;
   let result: Awaited<ReturnType<typeof take>>;
   try {

@@ -7,7 +7,9 @@ export const AGENT_ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
 export const EXTERNAL_ID = /^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}$/;
 
 /** A room or user id in a body or query string. */
-export const ExternalId = z.string().regex(EXTERNAL_ID, "1-128 letters, digits or . _ : @ -, starting with a letter or digit");
+export const ExternalId = z
+  .string()
+  .regex(EXTERNAL_ID, "1-128 letters, digits or . _ : @ -, starting with a letter or digit");
 
 export const AgentIdParam = z
   .string()
@@ -35,4 +37,7 @@ export const errorContent = (description: string) => ({
 });
 
 /** A JSON response of `schema` for a route's OpenAPI definition. */
-export const jsonContent = <T extends z.ZodType>(schema: T, description: string) => ({ description, content: { "application/json": { schema } } });
+export const jsonContent = <T extends z.ZodType>(schema: T, description: string) => ({
+  description,
+  content: { "application/json": { schema } },
+});

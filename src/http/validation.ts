@@ -9,7 +9,10 @@ interface IssueLike {
 
 export function validationError(target: string, issues: readonly IssueLike[]): ValidationError {
   const where = target === "json" ? "request body" : target;
-  const listed = issues.map((issue) => ({ path: issue.path.map(String).join("."), message: issue.message }));
+  const listed = issues.map((issue) => ({
+    path: issue.path.map(String).join("."),
+    message: issue.message,
+  }));
   const first = listed[0];
   const summary = first ? `${first.path || where}: ${first.message}` : "invalid request";
   const more = listed.length > 1 ? ` (and ${listed.length - 1} more)` : "";

@@ -8,14 +8,23 @@
 import { auth, UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
-import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import {
+  StreamableHTTPClientTransport,
+  StreamableHTTPError,
+} from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { ErrorCode, McpError, type Tool } from "@modelcontextprotocol/sdk/types.js";
 import { CfWorkerJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/cfworker-provider.js";
 import { assertSafeServerUrl, type UrlPolicy } from "../net/url-safety.ts";
 import { AppError } from "../runtime/errors.ts";
 import { quoteInline } from "../runtime/quoted-data.ts";
-import type { ToolContext, ToolDefinition, ToolHost, ToolOutput, ToolSourceStatus } from "../runtime/types.ts";
+import type {
+  ToolContext,
+  ToolDefinition,
+  ToolHost,
+  ToolOutput,
+  ToolSourceStatus,
+} from "../runtime/types.ts";
 import type { McpCredentialStore } from "../memory/mcp-credential-store.ts";
 import { namespacedToolNames } from "./names.ts";
 import { AgentOAuthProvider, TOKEN_REFRESH_MARGIN_MS } from "./oauth-provider.ts";
@@ -93,7 +102,15 @@ export class McpConnections implements ToolHost {
     for (const entry of servers) {
       let connection = this.connections.get(entry.name);
       if (!connection) {
-        connection = { entry, key: configKey(entry), status: { name: entry.name, state: "down", tools: 0, since: 0 }, client: null, tools: [], connecting: null, tokenExpiresAt: null };
+        connection = {
+          entry,
+          key: configKey(entry),
+          status: { name: entry.name, state: "down", tools: 0, since: 0 },
+          client: null,
+          tools: [],
+          connecting: null,
+          tokenExpiresAt: null,
+        };
         this.connections.set(entry.name, connection);
       }
       if (this.needsConnect(connection, now)) pending.push(this.connect(connection));
@@ -109,7 +126,10 @@ export class McpConnections implements ToolHost {
   toolsOf(server: string): Array<{ name: string; description: string }> {
     const connection = this.connections.get(server);
     if (connection?.status.state !== "ready") return [];
-    return connection.tools.map(({ tool, modelName }) => ({ name: modelName, description: tool.description ?? tool.title ?? tool.name }));
+    return connection.tools.map(({ tool, modelName }) => ({
+      name: modelName,
+      description: tool.description ?? tool.title ?? tool.name,
+    }));
   }
 
   async close(): Promise<void> {
@@ -152,30 +172,53 @@ export class McpConnections implements ToolHost {
       const match = connection.tools.find((tool) => tool.modelName === name);
       if (!match) continue;
       if (connection.status.state !== "ready" || !connection.client) {
-        return { ok: false, error: `MCP server ${connection.entry.name} is ${connection.status.state}: ${connection.status.error ?? "not connected"}` };
+        return {
+          ok: false,
+          error: `MCP server ${connection.entry.name} is ${connection.status.state}: ${connection.status.error ?? "not connected"}`,
+        };
       }
       return this.callOn(connection, connection.client, match.tool.name, args, ctx);
     }
     return { ok: false, error: `unknown tool "${name}"` };
   }
 
-  private async callOn(connection: Connection, client: Client, tool: string, args: Record<string, unknown>, ctx: ToolContext): Promise<ToolOutput> {
+  private async callOn(
+    connection: Connection,
+    client: Client,
+    tool: string,
+    args: Record<string, unknown>,
+    ctx: ToolContext,
+  ): Promise<ToolOutput> {
     const timeout = connection.entry.config.timeoutMs ?? MCP_TOOL_TIMEOUT_MS;
     try {
-      const result = await client.callTool({ name: tool, arguments: args }, undefined, { signal: ctx.signal, timeout });
-      return toToolOutput(connection.entry.name, tool, result as Parameters<typeof toToolOutput>[2]);
+      const result = await client.callTool({ name: tool, arguments: args }, undefined, {
+        signal: ctx.signal,
+        timeout,
+      });
+      return toToolOutput(
+        connection.entry.name,
+        tool,
+        result as Parameters<typeof toToolOutput>[2],
+      );
     } catch (error) {
       if (error instanceof McpError && error.code === ErrorCode.RequestTimeout) {
-        return { ok: false, error: `${connection.entry.name}/${tool} did not answer within ${timeout} ms` };
+        return {
+          ok: false,
+          error: `${connection.entry.name}/${tool} did not answer within ${timeout} ms`,
+        };
       }
       if (error instanceof McpError && error.code !== ErrorCode.ConnectionClosed) {
         // The server answered with a protocol error (unknown tool, invalid params): it is up.
         return toolFailure(connection.entry.name, tool, error.message);
       }
-      if (ctx.signal.aborted) return { ok: false, error: `${connection.entry.name}/${tool} was cancelled` };
+      if (ctx.signal.aborted)
+        return { ok: false, error: `${connection.entry.name}/${tool} was cancelled` };
       // The connection itself failed: the server is down until a later turn reconnects.
       this.markNotReady(connection, error);
-      return { ok: false, error: `MCP server ${connection.entry.name} became unavailable during the call (${describeRemoteError(error)})` };
+      return {
+        ok: false,
+        error: `MCP server ${connection.entry.name} became unavailable during the call (${describeRemoteError(error)})`,
+      };
     }
   }
 
@@ -195,7 +238,11 @@ export class McpConnections implements ToolHost {
 
   private tokenNearExpiry(connection: Connection, now: number): boolean {
     const expiresAt = connection.tokenExpiresAt;
-    return connection.entry.config.auth.type === "oauth" && expiresAt !== null && expiresAt - now < TOKEN_REFRESH_MARGIN_MS;
+    return (
+      connection.entry.config.auth.type === "oauth" &&
+      expiresAt !== null &&
+      expiresAt - now < TOKEN_REFRESH_MARGIN_MS
+    );
   }
 
   private connect(connection: Connection): Promise<void> {
@@ -220,26 +267,60 @@ export class McpConnections implements ToolHost {
       if (refusal) return this.setStatus(connection, "failed", refusal);
       if (entry.config.auth.type === "bearer") {
         const token = this.options.secret(entry.config.auth.secret);
-        if (!token) return this.setStatus(connection, "failed", `the secret ${entry.config.auth.secret} is not set (wrangler secret put ${entry.config.auth.secret})`);
+        if (!token)
+          return this.setStatus(
+            connection,
+            "failed",
+            `the secret ${entry.config.auth.secret} is not set (wrangler secret put ${entry.config.auth.secret})`,
+          );
         headers.authorization = `Bearer ${token}`;
       } else if (entry.config.auth.type === "oauth") {
         provider = await this.oauthProvider(entry);
-        if (!provider) return this.setStatus(connection, "failed", "OAuth servers need SECRETS_KEY, which encrypts their tokens");
+        if (!provider)
+          return this.setStatus(
+            connection,
+            "failed",
+            "OAuth servers need SECRETS_KEY, which encrypts their tokens",
+          );
         if (!provider.hasTokens()) {
-          return this.setStatus(connection, "authenticating", "waiting for someone to authorize access", provider.pendingAuthUrl ?? undefined);
+          return this.setStatus(
+            connection,
+            "authenticating",
+            "waiting for someone to authorize access",
+            provider.pendingAuthUrl ?? undefined,
+          );
         }
         const expiresAt = provider.tokenExpiresAt;
         if (expiresAt !== null && expiresAt - this.options.now() < TOKEN_REFRESH_MARGIN_MS) {
           // Refresh ahead of time (auth() uses the refresh token when there is one).
-          const result = await auth(provider, { serverUrl: url, fetchFn: provider.refreshingFetch(this.options.oauthFetch) });
+          const result = await auth(provider, {
+            serverUrl: url,
+            fetchFn: provider.refreshingFetch(this.options.oauthFetch),
+          });
           if (result !== "AUTHORIZED") {
-            return this.setStatus(connection, "authenticating", "the authorization expired; it must be given again", provider.pendingAuthUrl ?? undefined);
+            return this.setStatus(
+              connection,
+              "authenticating",
+              "the authorization expired; it must be given again",
+              provider.pendingAuthUrl ?? undefined,
+            );
           }
         }
       }
-      const client = await withTimeout(this.handshake(entry, url, headers, provider), timeoutMs, `no answer within ${timeoutMs} ms`);
-      const tools = await withTimeout(listAllTools(client), timeoutMs, `tools/list took longer than ${timeoutMs} ms`);
-      const names = namespacedToolNames(entry.name, tools.map((tool) => tool.name));
+      const client = await withTimeout(
+        this.handshake(entry, url, headers, provider),
+        timeoutMs,
+        `no answer within ${timeoutMs} ms`,
+      );
+      const tools = await withTimeout(
+        listAllTools(client),
+        timeoutMs,
+        `tools/list took longer than ${timeoutMs} ms`,
+      );
+      const names = namespacedToolNames(
+        entry.name,
+        tools.map((tool) => tool.name),
+      );
       connection.client = client;
       connection.tools = tools.map((tool) => ({ tool, modelName: names.get(tool.name)! }));
       connection.tokenExpiresAt = provider?.tokenExpiresAt ?? null;
@@ -249,21 +330,48 @@ export class McpConnections implements ToolHost {
     }
   }
 
-  private async handshake(entry: McpServerEntry, url: URL, headers: Record<string, string>, provider: AgentOAuthProvider | undefined): Promise<Client> {
+  private async handshake(
+    entry: McpServerEntry,
+    url: URL,
+    headers: Record<string, string>,
+    provider: AgentOAuthProvider | undefined,
+  ): Promise<Client> {
     const attempt = async (transport: Transport) => {
-      const client = new Client({ name: "edge-agents", version: "0.1.0" }, { capabilities: {}, jsonSchemaValidator: new CfWorkerJsonSchemaValidator() });
+      const client = new Client(
+        { name: "edge-agents", version: "0.1.0" },
+        { capabilities: {}, jsonSchemaValidator: new CfWorkerJsonSchemaValidator() },
+      );
       await client.connect(transport);
       return client;
     };
     // With OAuth, a 401 makes the transport refresh: through the same one-at-a-time fetch.
     const fetchFn = provider ? provider.refreshingFetch(this.options.fetch) : this.options.fetch;
-    if (entry.config.transport === "sse") return attempt(new SSEClientTransport(url, { authProvider: provider, requestInit: { headers }, fetch: fetchFn }));
+    if (entry.config.transport === "sse")
+      return attempt(
+        new SSEClientTransport(url, {
+          authProvider: provider,
+          requestInit: { headers },
+          fetch: fetchFn,
+        }),
+      );
     try {
-      return await attempt(new StreamableHTTPClientTransport(url, { authProvider: provider, requestInit: { headers }, fetch: fetchFn }));
+      return await attempt(
+        new StreamableHTTPClientTransport(url, {
+          authProvider: provider,
+          requestInit: { headers },
+          fetch: fetchFn,
+        }),
+      );
     } catch (error) {
       // A server with only the 2024-11-05 HTTP+SSE transport answers the POST with 404 or 405.
       if (error instanceof StreamableHTTPError && (error.code === 404 || error.code === 405)) {
-        return attempt(new SSEClientTransport(url, { authProvider: provider, requestInit: { headers }, fetch: fetchFn }));
+        return attempt(
+          new SSEClientTransport(url, {
+            authProvider: provider,
+            requestInit: { headers },
+            fetch: fetchFn,
+          }),
+        );
       }
       throw error;
     }
@@ -290,8 +398,14 @@ export class McpConnections implements ToolHost {
     this.setStatus(connection, "down", describeRemoteError(error));
   }
 
-  private setStatus(connection: Connection, state: ServerState, error?: string, authUrl?: string): void {
-    if (state !== "ready") connection.tools = state === "authenticating" || state === "failed" ? [] : connection.tools;
+  private setStatus(
+    connection: Connection,
+    state: ServerState,
+    error?: string,
+    authUrl?: string,
+  ): void {
+    if (state !== "ready")
+      connection.tools = state === "authenticating" || state === "failed" ? [] : connection.tools;
     connection.status = {
       name: connection.entry.name,
       state,

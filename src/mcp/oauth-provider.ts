@@ -4,8 +4,15 @@
 // what it produces. Every change is written at once, so a room evicted mid-flow loses nothing.
 // Every room of an agent shares the tokens, so refreshes go one at a time (refreshingFetch): a
 // server that rotates refresh tokens (OAuth 2.1, section 4.3.1) refuses a second use of one.
-import type { OAuthClientProvider, OAuthDiscoveryState } from "@modelcontextprotocol/sdk/client/auth.js";
-import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from "@modelcontextprotocol/sdk/shared/auth.js";
+import type {
+  OAuthClientProvider,
+  OAuthDiscoveryState,
+} from "@modelcontextprotocol/sdk/client/auth.js";
+import type {
+  OAuthClientInformationMixed,
+  OAuthClientMetadata,
+  OAuthTokens,
+} from "@modelcontextprotocol/sdk/shared/auth.js";
 import { ConflictError, NotConfiguredError, ValidationError } from "../runtime/errors.ts";
 import { sha256Hex, toBase64Url } from "../runtime/hashing.ts";
 import type { McpCredentialRow, McpCredentialStore } from "../memory/mcp-credential-store.ts";
@@ -52,7 +59,14 @@ export class AgentOAuthProvider implements OAuthClientProvider {
     server: string,
     options: ProviderOptions,
   ): Promise<AgentOAuthProvider> {
-    const row = (await store.load(agentId, server)) ?? { agentId, server, data: {}, stateHash: null, stateExpiresAt: null, tokenExpiresAt: null };
+    const row = (await store.load(agentId, server)) ?? {
+      agentId,
+      server,
+      data: {},
+      stateHash: null,
+      stateExpiresAt: null,
+      tokenExpiresAt: null,
+    };
     return new AgentOAuthProvider(store, row, options);
   }
 
@@ -120,10 +134,12 @@ export class AgentOAuthProvider implements OAuthClientProvider {
   async saveTokens(tokens: OAuthTokens): Promise<void> {
     // The SDK keeps the refresh token it presented when the server sends none back: that is the
     // stale one if refreshingFetch sent the stored one instead.
-    if (this.replaced && tokens.refresh_token === this.replaced.presented) tokens = { ...tokens, refresh_token: this.replaced.sent };
+    if (this.replaced && tokens.refresh_token === this.replaced.presented)
+      tokens = { ...tokens, refresh_token: this.replaced.sent };
     this.replaced = null;
     this.row.data.tokens = tokens;
-    this.row.tokenExpiresAt = typeof tokens.expires_in === "number" ? this.options.now() + tokens.expires_in * 1000 : null;
+    this.row.tokenExpiresAt =
+      typeof tokens.expires_in === "number" ? this.options.now() + tokens.expires_in * 1000 : null;
     // Authorized: the consent link and its state are spent.
     delete this.row.data.authUrl;
     delete this.row.data.codeVerifier;
@@ -146,7 +162,10 @@ export class AgentOAuthProvider implements OAuthClientProvider {
 
   codeVerifier(): string {
     const verifier = this.row.data.codeVerifier;
-    if (!verifier) throw new ValidationError("no authorization is in progress for this server (the code verifier is missing)");
+    if (!verifier)
+      throw new ValidationError(
+        "no authorization is in progress for this server (the code verifier is missing)",
+      );
     return verifier;
   }
 
@@ -159,7 +178,9 @@ export class AgentOAuthProvider implements OAuthClientProvider {
     return this.row.data.discovery;
   }
 
-  async invalidateCredentials(scope: "all" | "client" | "tokens" | "verifier" | "discovery"): Promise<void> {
+  async invalidateCredentials(
+    scope: "all" | "client" | "tokens" | "verifier" | "discovery",
+  ): Promise<void> {
     if (scope === "all" || scope === "client") delete this.row.data.clientInformation;
     if (scope === "all" || scope === "tokens") {
       delete this.row.data.tokens;
@@ -180,12 +201,22 @@ export class AgentOAuthProvider implements OAuthClientProvider {
    */
   refreshingFetch(base: typeof fetch): typeof fetch {
     return async (input, init) => {
-      const presented = init?.body instanceof URLSearchParams && init.body.get("grant_type") === "refresh_token" ? init.body.get("refresh_token") : null;
-      return presented === null ? base(input, init) : this.refreshOneAtATime(base, input, init!, presented);
+      const presented =
+        init?.body instanceof URLSearchParams && init.body.get("grant_type") === "refresh_token"
+          ? init.body.get("refresh_token")
+          : null;
+      return presented === null
+        ? base(input, init)
+        : this.refreshOneAtATime(base, input, init!, presented);
     };
   }
 
-  private async refreshOneAtATime(base: typeof fetch, input: Parameters<typeof fetch>[0], init: RequestInit, presented: string): Promise<Response> {
+  private async refreshOneAtATime(
+    base: typeof fetch,
+    input: Parameters<typeof fetch>[0],
+    init: RequestInit,
+    presented: string,
+  ): Promise<Response> {
     await this.takeLease();
     try {
       const current = await this.store.load(this.row.agentId, this.row.server);
@@ -193,7 +224,8 @@ export class AgentOAuthProvider implements OAuthClientProvider {
       this.row = current;
       const stored = current.data.tokens;
       if (stored?.refresh_token && stored.refresh_token !== presented) {
-        const left = current.tokenExpiresAt === null ? null : current.tokenExpiresAt - this.options.now();
+        const left =
+          current.tokenExpiresAt === null ? null : current.tokenExpiresAt - this.options.now();
         if (left === null || left >= TOKEN_REFRESH_MARGIN_MS) return tokenResponse(stored, left);
         this.replaced = { presented, sent: stored.refresh_token };
         const body = new URLSearchParams(init.body as URLSearchParams);
@@ -213,15 +245,24 @@ export class AgentOAuthProvider implements OAuthClientProvider {
     const { agentId, server } = this.row;
     for (let poll = 0; poll < MAX_LEASE_POLLS; poll++) {
       const now = this.options.now();
-      const lease = await this.store.takeRefreshLease(agentId, server, this.leaseOwner, now, now + REFRESH_LEASE_MS);
+      const lease = await this.store.takeRefreshLease(
+        agentId,
+        server,
+        this.leaseOwner,
+        now,
+        now + REFRESH_LEASE_MS,
+      );
       if (lease === "taken") {
         this.leaseHeld = true;
         return;
       }
-      if (lease === "missing") throw new ConflictError("this server's OAuth credentials were removed");
+      if (lease === "missing")
+        throw new ConflictError("this server's OAuth credentials were removed");
       await new Promise((resolve) => setTimeout(resolve, LEASE_POLL_MS));
     }
-    throw new ConflictError(`another room has been refreshing this server's token for over ${(2 * REFRESH_LEASE_MS) / 1000} s`);
+    throw new ConflictError(
+      `another room has been refreshing this server's token for over ${(2 * REFRESH_LEASE_MS) / 1000} s`,
+    );
   }
 
   private async releaseLease(): Promise<void> {
@@ -238,6 +279,13 @@ export class AgentOAuthProvider implements OAuthClientProvider {
 /** A token endpoint's answer carrying tokens another room obtained (expires_in from what is left). */
 function tokenResponse(tokens: OAuthTokens, leftMs: number | null): Response {
   const { access_token, token_type, refresh_token, scope, id_token } = tokens;
-  const body = { access_token, token_type, refresh_token, scope, id_token, ...(leftMs === null ? {} : { expires_in: Math.floor(leftMs / 1000) }) };
+  const body = {
+    access_token,
+    token_type,
+    refresh_token,
+    scope,
+    id_token,
+    ...(leftMs === null ? {} : { expires_in: Math.floor(leftMs / 1000) }),
+  };
   return Response.json(body, { headers: { "cache-control": "no-store" } });
 }

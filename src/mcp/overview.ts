@@ -34,10 +34,22 @@ export interface OverviewOptions {
   now: () => number;
 }
 
-export async function describeServers(platform: McpPlatform, agentId: string, entries: readonly McpServerEntry[], options: OverviewOptions): Promise<ServerOverview[]> {
-  const overviews = await Promise.all(entries.map((entry) => baseOverview(platform, agentId, entry, options)));
+export async function describeServers(
+  platform: McpPlatform,
+  agentId: string,
+  entries: readonly McpServerEntry[],
+  options: OverviewOptions,
+): Promise<ServerOverview[]> {
+  const overviews = await Promise.all(
+    entries.map((entry) => baseOverview(platform, agentId, entry, options)),
+  );
   if (!options.probe) return overviews;
-  const probe = new McpConnections({ agentId, ...platform, now: options.now, connectTimeoutMs: options.connectTimeoutMs });
+  const probe = new McpConnections({
+    agentId,
+    ...platform,
+    now: options.now,
+    connectTimeoutMs: options.connectTimeoutMs,
+  });
   try {
     // Waiting for consent or failed already (no SECRETS_KEY, a refused discovery): nothing to connect.
     const probed = entries.filter((_, index) => overviews[index]!.state === "unknown");
@@ -59,7 +71,12 @@ export async function describeServers(platform: McpPlatform, agentId: string, en
   }
 }
 
-async function baseOverview(platform: McpPlatform, agentId: string, entry: McpServerEntry, options: OverviewOptions): Promise<ServerOverview> {
+async function baseOverview(
+  platform: McpPlatform,
+  agentId: string,
+  entry: McpServerEntry,
+  options: OverviewOptions,
+): Promise<ServerOverview> {
   const overview: ServerOverview = {
     name: entry.name,
     origin: entry.origin,
@@ -70,7 +87,12 @@ async function baseOverview(platform: McpPlatform, agentId: string, entry: McpSe
     tools: [],
   };
   if (entry.config.auth.type !== "oauth") return overview;
-  if (!platform.credentials) return { ...overview, state: "failed", error: "OAuth servers need SECRETS_KEY, which encrypts their tokens" };
+  if (!platform.credentials)
+    return {
+      ...overview,
+      state: "failed",
+      error: "OAuth servers need SECRETS_KEY, which encrypts their tokens",
+    };
   const provider = await AgentOAuthProvider.load(platform.credentials, agentId, entry.name, {
     redirectUrl: platform.redirectUrl,
     scopes: entry.config.auth.scopes ?? [],
@@ -79,19 +101,30 @@ async function baseOverview(platform: McpPlatform, agentId: string, entry: McpSe
   });
   if (provider.hasTokens()) return overview;
   const pending = provider.pendingAuthUrl;
-  if (pending && !provider.authorizationExpired) return { ...overview, state: "authenticating", authUrl: pending };
-  if (!options.startAuthorization) return { ...overview, state: "authenticating", error: "not authorized yet" };
+  if (pending && !provider.authorizationExpired)
+    return { ...overview, state: "authenticating", authUrl: pending };
+  if (!options.startAuthorization)
+    return { ...overview, state: "authenticating", error: "not authorized yet" };
   try {
     const authUrl = await beginAuthorization(platform, entry, provider);
     return authUrl ? { ...overview, state: "authenticating", authUrl } : overview;
   } catch (error) {
-    return { ...overview, state: "failed", error: `could not start the authorization: ${describeRemoteError(error)}` };
+    return {
+      ...overview,
+      state: "failed",
+      error: `could not start the authorization: ${describeRemoteError(error)}`,
+    };
   }
 }
 
 /** Discovery, registration and a PKCE authorization request; returns the consent URL (null if already authorized). */
-export async function beginAuthorization(platform: McpPlatform, entry: McpServerEntry, provider: AgentOAuthProvider): Promise<string | null> {
-  if (!provider.canRedirect) throw new NotConfiguredError("no OAuth callback URL is known: set PUBLIC_BASE_URL");
+export async function beginAuthorization(
+  platform: McpPlatform,
+  entry: McpServerEntry,
+  provider: AgentOAuthProvider,
+): Promise<string | null> {
+  if (!provider.canRedirect)
+    throw new NotConfiguredError("no OAuth callback URL is known: set PUBLIC_BASE_URL");
   const url = await assertSafeServerUrl(entry.config.url, platform.urlPolicy);
   const trace = traceResponses(platform.oauthFetch);
   let result: Awaited<ReturnType<typeof auth>>;
@@ -100,5 +133,7 @@ export async function beginAuthorization(platform: McpPlatform, entry: McpServer
   } catch (error) {
     throw new AppError("upstream", 502, describeRemoteError(error, trace));
   }
-  return result === "REDIRECT" ? (provider.authorizationUrl?.toString() ?? provider.pendingAuthUrl) : null;
+  return result === "REDIRECT"
+    ? (provider.authorizationUrl?.toString() ?? provider.pendingAuthUrl)
+    : null;
 }

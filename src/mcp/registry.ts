@@ -10,22 +10,41 @@ import { NotConfiguredError, NotFoundError, ValidationError } from "../runtime/e
 
 /** Lower-case, no underscores: `__` separates server and tool in the model's tool names. */
 export const SERVER_NAME = /^[a-z0-9][a-z0-9-]{0,31}$/;
-export const SERVER_NAME_RULE = "1-32 lower-case letters, digits or '-', starting with a letter or digit";
+export const SERVER_NAME_RULE =
+  "1-32 lower-case letters, digits or '-', starting with a letter or digit";
 /**
  * Worker secrets a server may use as its bearer token. Only MCP_* names: anyone who may add a
  * server must not be able to send OPENAI_API_KEY or ADMIN_TOKEN to a server of their choosing.
  */
 const SECRET_NAME = /^MCP_[A-Z0-9_]{1,60}$/;
 /** Credentials go through `auth`, where they are kept out of D1 (bearer) or encrypted (oauth). */
-const FORBIDDEN_HEADERS = new Set(["authorization", "cookie", "proxy-authorization", "host", "content-length", "mcp-session-id"]);
+const FORBIDDEN_HEADERS = new Set([
+  "authorization",
+  "cookie",
+  "proxy-authorization",
+  "host",
+  "content-length",
+  "mcp-session-id",
+]);
 
 export const McpAuth = z.discriminatedUnion("type", [
   z.strictObject({ type: z.literal("none") }),
   z.strictObject({
     type: z.literal("bearer"),
-    secret: z.string().regex(SECRET_NAME, "the name of a worker secret starting with MCP_ (e.g. MCP_GITHUB_TOKEN), not the token itself"),
+    secret: z
+      .string()
+      .regex(
+        SECRET_NAME,
+        "the name of a worker secret starting with MCP_ (e.g. MCP_GITHUB_TOKEN), not the token itself",
+      ),
   }),
-  z.strictObject({ type: z.literal("oauth"), scopes: z.array(z.string().regex(/^[\x21-\x7e]{1,100}$/)).max(20).optional() }),
+  z.strictObject({
+    type: z.literal("oauth"),
+    scopes: z
+      .array(z.string().regex(/^[\x21-\x7e]{1,100}$/))
+      .max(20)
+      .optional(),
+  }),
 ]);
 
 export const McpServerConfig = z.strictObject({
@@ -34,8 +53,17 @@ export const McpServerConfig = z.strictObject({
   transport: z.enum(["streamable-http", "sse"]).default("streamable-http"),
   headers: z
     .record(
-      z.string().regex(/^[A-Za-z0-9-]{1,64}$/, "a header name").refine((name) => !FORBIDDEN_HEADERS.has(name.toLowerCase()), "set credentials with `auth`, not as a header"),
-      z.string().max(1_000).regex(/^[\x20-\x7e]*$/, "printable ASCII"),
+      z
+        .string()
+        .regex(/^[A-Za-z0-9-]{1,64}$/, "a header name")
+        .refine(
+          (name) => !FORBIDDEN_HEADERS.has(name.toLowerCase()),
+          "set credentials with `auth`, not as a header",
+        ),
+      z
+        .string()
+        .max(1_000)
+        .regex(/^[\x20-\x7e]*$/, "printable ASCII"),
     )
     .refine((headers) => Object.keys(headers).length <= 20, "at most 20 headers")
     .optional(),
@@ -55,14 +83,19 @@ export interface McpServerEntry {
 /** `https://host[:port]`, nothing more: where a secret may be sent is decided by origin. */
 const SecretOrigin = z
   .url({ protocol: /^https?$/, error: "must be an http(s) origin" })
-  .refine((value) => /^https?:\/\/[^/?#]+\/?$/i.test(value), "an origin only (scheme, host, optional port), no path")
+  .refine(
+    (value) => /^https?:\/\/[^/?#]+\/?$/i.test(value),
+    "an origin only (scheme, host, optional port), no path",
+  )
   .transform((value) => new URL(value).origin);
 
 const RegistryFile = z.strictObject({
   $schema: z.string().optional(),
   servers: z.record(z.string().regex(SERVER_NAME, SERVER_NAME_RULE), McpServerConfig),
   /** Where each MCP_* secret may be sent, besides the servers of this file that name it. */
-  secretOrigins: z.record(z.string().regex(SECRET_NAME, "an MCP_* secret name"), z.array(SecretOrigin).max(20)).default({}),
+  secretOrigins: z
+    .record(z.string().regex(SECRET_NAME, "an MCP_* secret name"), z.array(SecretOrigin).max(20))
+    .default({}),
 });
 
 export interface Registry {
@@ -77,10 +110,14 @@ let registry: Registry | undefined;
 export function parseRegistry(file: unknown): Registry {
   const parsed = RegistryFile.safeParse(file);
   if (!parsed.success) {
-    const problems = parsed.error.issues.map((issue) => `${issue.path.join(".")}: ${issue.message}`).join("; ");
+    const problems = parsed.error.issues
+      .map((issue) => `${issue.path.join(".")}: ${issue.message}`)
+      .join("; ");
     throw new NotConfiguredError(`mcp-servers.json is invalid: ${problems}`);
   }
-  const secretOrigins = new Map(Object.entries(parsed.data.secretOrigins).map(([name, origins]) => [name, new Set(origins)]));
+  const secretOrigins = new Map(
+    Object.entries(parsed.data.secretOrigins).map(([name, origins]) => [name, new Set(origins)]),
+  );
   for (const config of Object.values(parsed.data.servers)) {
     if (config.auth.type !== "bearer") continue;
     const origins = secretOrigins.get(config.auth.secret) ?? new Set<string>();
@@ -105,7 +142,10 @@ export function registryServers(): Map<string, McpServerConfig> {
  * origins mcp-servers.json declares for it: anyone who may add a server must not be able to
  * send MCP_GITHUB_TOKEN to a host of their own.
  */
-export function secretRefusal(config: McpServerConfig, from: Registry = loadRegistry()): string | null {
+export function secretRefusal(
+  config: McpServerConfig,
+  from: Registry = loadRegistry(),
+): string | null {
   if (config.auth.type !== "bearer") return null;
   const { secret } = config.auth;
   const origin = new URL(config.url).origin;
@@ -117,22 +157,35 @@ export function secretRefusal(config: McpServerConfig, from: Registry = loadRegi
 
 export function assertSecretAllowed(config: McpServerConfig, from?: Registry): void {
   const refusal = secretRefusal(config, from);
-  if (refusal) throw new ValidationError(refusal, { issues: [{ path: "auth.secret", message: refusal }] });
+  if (refusal)
+    throw new ValidationError(refusal, { issues: [{ path: "auth.secret", message: refusal }] });
 }
 
 /** Refuses a character that names servers nobody configured, listing what exists. */
-export function assertKnownServers(names: readonly string[], agentServers: readonly string[] = []): void {
+export function assertKnownServers(
+  names: readonly string[],
+  agentServers: readonly string[] = [],
+): void {
   const known = new Set([...registryServers().keys(), ...agentServers]);
   const unknown = names.filter((name) => !known.has(name));
   if (unknown.length === 0) return;
   const available = [...known].sort().join(", ") || "none";
-  throw new ValidationError(`settings.mcpServers names unknown MCP servers: ${unknown.join(", ")} (configured: ${available})`, {
-    issues: unknown.map((name) => ({ path: "settings.mcpServers", message: `no MCP server named "${name}"` })),
-  });
+  throw new ValidationError(
+    `settings.mcpServers names unknown MCP servers: ${unknown.join(", ")} (configured: ${available})`,
+    {
+      issues: unknown.map((name) => ({
+        path: "settings.mcpServers",
+        message: `no MCP server named "${name}"`,
+      })),
+    },
+  );
 }
 
 /** The servers an agent uses: those its character names, then those added to it. */
-export function effectiveServers(characterNames: readonly string[], agentServers: readonly McpServerEntry[]): McpServerEntry[] {
+export function effectiveServers(
+  characterNames: readonly string[],
+  agentServers: readonly McpServerEntry[],
+): McpServerEntry[] {
   const byName = new Map<string, McpServerEntry>();
   const own = new Map(agentServers.map((entry) => [entry.name, entry]));
   for (const name of characterNames) {

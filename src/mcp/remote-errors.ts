@@ -22,7 +22,10 @@ export function traceResponses(base: typeof fetch): ResponseTrace {
   return {
     fetch: async (input, init) => {
       const response = await base(input, init);
-      last = { origin: new URL(input instanceof Request ? input.url : String(input)).origin, status: response.status };
+      last = {
+        origin: new URL(input instanceof Request ? input.url : String(input)).origin,
+        status: response.status,
+      };
       return response;
     },
     lastFailure: () => (last && last.status >= 400 ? last : null),
@@ -38,13 +41,18 @@ export function describeRemoteError(error: unknown, trace?: ResponseTrace): stri
     const code = (error.constructor as { errorCode?: unknown }).errorCode;
     return `the authorization server answered ${typeof code === "string" ? code : "an error"}${answered ? ` (${answered})` : ""}`;
   }
-  if (error instanceof StreamableHTTPError) return (error.code ?? 0) > 0 ? `the server answered HTTP ${error.code}` : "the server answered with an unexpected content type";
-  if (error instanceof SseError) return `its event stream failed${typeof error.code === "number" && error.code > 0 ? ` (HTTP ${error.code})` : ""}`;
+  if (error instanceof StreamableHTTPError)
+    return (error.code ?? 0) > 0
+      ? `the server answered HTTP ${error.code}`
+      : "the server answered with an unexpected content type";
+  if (error instanceof SseError)
+    return `its event stream failed${typeof error.code === "number" && error.code > 0 ? ` (HTTP ${error.code})` : ""}`;
   if (error instanceof UnauthorizedError) return "the server needs authorization";
   if (error instanceof McpError) return `the server answered with MCP error ${error.code}`;
   if (answered) return answered;
   if (error instanceof SyntaxError) return "an answer was not valid JSON";
   if (error instanceof TypeError) return "the server could not be reached";
-  if (error instanceof Error && (error.name === "AbortError" || error.name === "TimeoutError")) return "the request was cancelled";
+  if (error instanceof Error && (error.name === "AbortError" || error.name === "TimeoutError"))
+    return "the request was cancelled";
   return "an answer could not be used";
 }

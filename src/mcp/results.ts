@@ -13,20 +13,32 @@ export const MAX_MCP_RESULT_CHARS = 100_000;
 export function toToolOutput(server: string, tool: string, result: CallToolResult): ToolOutput {
   const parts = (result.content ?? []).map(describePart);
   const structured = result.structuredContent;
-  if (structured !== undefined && !parts.some((part) => sameJson(part, structured))) parts.push(JSON.stringify(structured));
-  let text = parts.join("\n").trim() || (result.isError ? "the tool reported an error without details" : "(no content)");
-  if (text.length > MAX_MCP_RESULT_CHARS) text = `${text.slice(0, MAX_MCP_RESULT_CHARS)}\n[cut at ${MAX_MCP_RESULT_CHARS} characters]`;
+  if (structured !== undefined && !parts.some((part) => sameJson(part, structured)))
+    parts.push(JSON.stringify(structured));
+  let text =
+    parts.join("\n").trim() ||
+    (result.isError ? "the tool reported an error without details" : "(no content)");
+  if (text.length > MAX_MCP_RESULT_CHARS)
+    text = `${text.slice(0, MAX_MCP_RESULT_CHARS)}\n[cut at ${MAX_MCP_RESULT_CHARS} characters]`;
   if (result.isError) return toolFailure(server, tool, text);
   return {
     ok: true,
-    content: quoteData(`Result of ${tool} from MCP server ${server}`, [{ source: `mcp:${server}/${tool}`, text }], TOOL_RESULT_PREAMBLE),
+    content: quoteData(
+      `Result of ${tool} from MCP server ${server}`,
+      [{ source: `mcp:${server}/${tool}`, text }],
+      TOOL_RESULT_PREAMBLE,
+    ),
     ...(structured !== undefined ? { data: structured } : {}),
   };
 }
 
 /** A failure in the server's own words, quoted as data under our one-line summary. */
 export function toolFailure(server: string, tool: string, said: string): ToolOutput {
-  const quoted = quoteData(`What ${tool} of MCP server ${server} said`, [{ source: `mcp:${server}/${tool}`, text: said.slice(0, MAX_MCP_RESULT_CHARS) }], TOOL_ERROR_PREAMBLE);
+  const quoted = quoteData(
+    `What ${tool} of MCP server ${server} said`,
+    [{ source: `mcp:${server}/${tool}`, text: said.slice(0, MAX_MCP_RESULT_CHARS) }],
+    TOOL_ERROR_PREAMBLE,
+  );
   return { ok: false, error: `${server}/${tool} failed.\n${quoted}` };
 }
 
@@ -41,7 +53,8 @@ function describePart(part: Part): string {
       return `[${part.type} ${part.mimeType}, ${base64Bytes(part.data)} bytes, not shown]`;
     case "resource": {
       const resource = part.resource;
-      if ("text" in resource && typeof resource.text === "string") return `Resource ${resource.uri}${resource.mimeType ? ` (${resource.mimeType})` : ""}:\n${resource.text}`;
+      if ("text" in resource && typeof resource.text === "string")
+        return `Resource ${resource.uri}${resource.mimeType ? ` (${resource.mimeType})` : ""}:\n${resource.text}`;
       const blob = "blob" in resource && typeof resource.blob === "string" ? resource.blob : "";
       return `[resource ${resource.uri}${resource.mimeType ? ` (${resource.mimeType})` : ""}, ${base64Bytes(blob)} bytes of binary data, not shown]`;
     }

@@ -80,7 +80,10 @@ export class MultipartReader {
         this.buffer = this.buffer.subarray(safe);
         return chunk;
       }
-      if (!(await this.fill())) throw new ValidationError("the multipart body ended in the middle of a part (no closing boundary)");
+      if (!(await this.fill()))
+        throw new ValidationError(
+          "the multipart body ended in the middle of a part (no closing boundary)",
+        );
     }
   }
 
@@ -111,8 +114,13 @@ export class MultipartReader {
         return;
       }
       // RFC 2046 allows a preamble before the first boundary; it is ignored.
-      this.buffer = this.buffer.subarray(this.buffer.length - partialMatchLength(this.buffer, this.delimiter));
-      if (!(await this.fill())) throw new ValidationError("the body is not multipart/form-data with the boundary its Content-Type names");
+      this.buffer = this.buffer.subarray(
+        this.buffer.length - partialMatchLength(this.buffer, this.delimiter),
+      );
+      if (!(await this.fill()))
+        throw new ValidationError(
+          "the body is not multipart/form-data with the boundary its Content-Type names",
+        );
     }
   }
 
@@ -132,13 +140,18 @@ export class MultipartReader {
       let i = 0;
       while (i < line.length && (line[i] === 0x20 || line[i] === 0x09)) i++; // transport padding
       if (i + 2 <= line.length) {
-        if (line[i] !== 0x0d || line[i + 1] !== 0x0a) throw new ValidationError("a multipart boundary must be followed by a line break (CRLF)");
+        if (line[i] !== 0x0d || line[i + 1] !== 0x0a)
+          throw new ValidationError("a multipart boundary must be followed by a line break (CRLF)");
         this.buffer = line.subarray(i + 2);
         this.state = "headers";
         return;
       }
-      if (line.length > 256) throw new ValidationError("a multipart boundary must be followed by a line break (CRLF)");
-      if (!(await this.fill())) throw new ValidationError("the multipart body ended after a boundary (no closing boundary)");
+      if (line.length > 256)
+        throw new ValidationError("a multipart boundary must be followed by a line break (CRLF)");
+      if (!(await this.fill()))
+        throw new ValidationError(
+          "the multipart body ended after a boundary (no closing boundary)",
+        );
     }
   }
 
@@ -152,8 +165,12 @@ export class MultipartReader {
         this.state = "body";
         return parsePartHeaders(block);
       }
-      if (this.buffer.length > this.maxHeaderBytes) throw new ValidationError(`a part's headers are longer than ${this.maxHeaderBytes} bytes`);
-      if (!(await this.fill())) throw new ValidationError("the multipart body ended in a part's headers (no closing boundary)");
+      if (this.buffer.length > this.maxHeaderBytes)
+        throw new ValidationError(`a part's headers are longer than ${this.maxHeaderBytes} bytes`);
+      if (!(await this.fill()))
+        throw new ValidationError(
+          "the multipart body ended in a part's headers (no closing boundary)",
+        );
     }
   }
 
@@ -167,7 +184,10 @@ export class MultipartReader {
       await this.cancel();
       throw new PayloadTooLargeError(`request body is larger than ${this.maxBodyBytes} bytes`);
     }
-    this.buffer = this.buffer.length === 0 ? value : concat([this.buffer, value], this.buffer.length + value.length);
+    this.buffer =
+      this.buffer.length === 0
+        ? value
+        : concat([this.buffer, value], this.buffer.length + value.length);
     return true;
   }
 
@@ -208,16 +228,23 @@ function parsePartHeaders(block: string): MultipartPart {
   let contentType: string | null = null;
   for (const line of block === "" ? [] : block.split("\r\n")) {
     const colon = line.indexOf(":");
-    if (colon <= 0 || /^\s/.test(line)) throw new ValidationError(`a part has a malformed header line: ${JSON.stringify(line.slice(0, 80))}`);
+    if (colon <= 0 || /^\s/.test(line))
+      throw new ValidationError(
+        `a part has a malformed header line: ${JSON.stringify(line.slice(0, 80))}`,
+      );
     const name = line.slice(0, colon).trim().toLowerCase();
     const value = line.slice(colon + 1).trim();
     if (name === "content-disposition") disposition = value;
     else if (name === "content-type") contentType = value;
   }
-  if (!disposition || !/^form-data\s*(;|$)/i.test(disposition)) throw new ValidationError("every part needs a `Content-Disposition: form-data; name=\"...\"` header");
+  if (!disposition || !/^form-data\s*(;|$)/i.test(disposition))
+    throw new ValidationError(
+      'every part needs a `Content-Disposition: form-data; name="..."` header',
+    );
   const params = dispositionParams(disposition);
   const name = params.get("name");
-  if (name === undefined || name === "") throw new ValidationError("a part's Content-Disposition has no field name");
+  if (name === undefined || name === "")
+    throw new ValidationError("a part's Content-Disposition has no field name");
   return { name, filename: params.get("filename") ?? null, contentType };
 }
 
@@ -256,7 +283,11 @@ function startsWith(haystack: Uint8Array, prefix: Uint8Array): boolean {
 export function indexOf(haystack: Uint8Array, needle: Uint8Array, from: number): number {
   const first = needle[0]!;
   const last = haystack.length - needle.length;
-  for (let i = haystack.indexOf(first, from); i !== -1 && i <= last; i = haystack.indexOf(first, i + 1)) {
+  for (
+    let i = haystack.indexOf(first, from);
+    i !== -1 && i <= last;
+    i = haystack.indexOf(first, i + 1)
+  ) {
     let j = 1;
     while (j < needle.length && haystack[i + j] === needle[j]) j++;
     if (j === needle.length) return i;
@@ -268,7 +299,11 @@ export function indexOf(haystack: Uint8Array, needle: Uint8Array, from: number):
 export function partialMatchLength(haystack: Uint8Array, needle: Uint8Array): number {
   // Only a position holding the needle's first byte (a CR) can start one; the earliest wins.
   const first = needle[0]!;
-  for (let start = haystack.indexOf(first, Math.max(0, haystack.length - needle.length + 1)); start !== -1; start = haystack.indexOf(first, start + 1)) {
+  for (
+    let start = haystack.indexOf(first, Math.max(0, haystack.length - needle.length + 1));
+    start !== -1;
+    start = haystack.indexOf(first, start + 1)
+  ) {
     const length = haystack.length - start;
     let j = 1;
     while (j < length && haystack[start + j] === needle[j]) j++;

@@ -21,7 +21,12 @@ function hmacKey(secretsKey: string): Promise<CryptoKey> {
       .importKey("raw", new TextEncoder().encode(secretsKey), "HKDF", false, ["deriveKey"])
       .then((material) =>
         crypto.subtle.deriveKey(
-          { name: "HKDF", hash: "SHA-256", salt: new TextEncoder().encode("edge-agents/media-url"), info: new TextEncoder().encode("v1") },
+          {
+            name: "HKDF",
+            hash: "SHA-256",
+            salt: new TextEncoder().encode("edge-agents/media-url"),
+            info: new TextEncoder().encode("v1"),
+          },
           material,
           { name: "HMAC", hash: "SHA-256", length: 256 },
           false,
@@ -37,12 +42,22 @@ function payload(key: string, expiresAt: number): Uint8Array {
   return new TextEncoder().encode(`${key}\n${expiresAt}`);
 }
 
-export async function signMediaUrl(baseUrl: string, key: string, expiresAt: number, secretsKey: string, nowSeconds = Math.floor(Date.now() / 1000)): Promise<string> {
+export async function signMediaUrl(
+  baseUrl: string,
+  key: string,
+  expiresAt: number,
+  secretsKey: string,
+  nowSeconds = Math.floor(Date.now() / 1000),
+): Promise<string> {
   if (!MEDIA_KEY.test(key)) throw new Error(`not a media key: ${key}`);
   if (expiresAt - nowSeconds > MAX_MEDIA_URL_LIFETIME_S) {
-    throw new RangeError(`a media link may live at most ${MAX_MEDIA_URL_LIFETIME_S} s; this one would live ${expiresAt - nowSeconds} s`);
+    throw new RangeError(
+      `a media link may live at most ${MAX_MEDIA_URL_LIFETIME_S} s; this one would live ${expiresAt - nowSeconds} s`,
+    );
   }
-  const signature = new Uint8Array(await crypto.subtle.sign("HMAC", await hmacKey(secretsKey), payload(key, expiresAt)));
+  const signature = new Uint8Array(
+    await crypto.subtle.sign("HMAC", await hmacKey(secretsKey), payload(key, expiresAt)),
+  );
   const url = new URL(`/media/${key.split("/").map(encodeURIComponent).join("/")}`, baseUrl);
   url.searchParams.set("exp", String(expiresAt));
   url.searchParams.set("sig", toBase64Url(signature));
@@ -51,10 +66,21 @@ export async function signMediaUrl(baseUrl: string, key: string, expiresAt: numb
 
 export type MediaSignatureCheck = "valid" | "expired" | "invalid";
 
-export async function checkMediaSignature(key: string, exp: string, sig: string, secretsKey: string, nowSeconds: number): Promise<MediaSignatureCheck> {
+export async function checkMediaSignature(
+  key: string,
+  exp: string,
+  sig: string,
+  secretsKey: string,
+  nowSeconds: number,
+): Promise<MediaSignatureCheck> {
   if (!/^\d{1,12}$/.test(exp) || !/^[A-Za-z0-9_-]{43}$/.test(sig)) return "invalid";
   const signature = fromBase64Url(sig);
-  const valid = await crypto.subtle.verify("HMAC", await hmacKey(secretsKey), signature, payload(key, Number(exp)));
+  const valid = await crypto.subtle.verify(
+    "HMAC",
+    await hmacKey(secretsKey),
+    signature,
+    payload(key, Number(exp)),
+  );
   if (!valid) return "invalid";
   // Signed by a key holder, yet meant to outlive the cap (an old signer, or a forged lifetime).
   if (Number(exp) - nowSeconds > MAX_MEDIA_URL_LIFETIME_S) return "invalid";

@@ -5,9 +5,19 @@
 import { sha256Hex, toHex } from "../runtime/hashing.ts";
 
 /** `sha256` when the caller already hashed the bytes (it is not computed twice). */
-export async function storeMedia(bucket: R2Bucket, key: string, bytes: Uint8Array, contentType: string, metadata: Record<string, string> = {}, knownSha256?: string): Promise<string> {
+export async function storeMedia(
+  bucket: R2Bucket,
+  key: string,
+  bytes: Uint8Array,
+  contentType: string,
+  metadata: Record<string, string> = {},
+  knownSha256?: string,
+): Promise<string> {
   const sha256 = knownSha256 ?? (await sha256OfBytes(bytes));
-  await bucket.put(key, bytes, { httpMetadata: { contentType }, customMetadata: { ...metadata, sha256 } });
+  await bucket.put(key, bytes, {
+    httpMetadata: { contentType },
+    customMetadata: { ...metadata, sha256 },
+  });
   return sha256;
 }
 
@@ -45,7 +55,12 @@ export class StreamedMediaWrite {
   private readonly hash = this.hashing.getWriter();
 
   /** `sizeHint`: an upper bound of the file's size when one is known (the request's length). */
-  constructor(bucket: R2Bucket, key: string, metadata: Record<string, string> = {}, sizeHint?: number) {
+  constructor(
+    bucket: R2Bucket,
+    key: string,
+    metadata: Record<string, string> = {},
+    sizeHint?: number,
+  ) {
     // Aborting the hash (a refused file) rejects `digest`; that is expected, not unhandled.
     this.hashing.digest.catch(() => undefined);
     this.bucket = bucket;
@@ -74,7 +89,10 @@ export class StreamedMediaWrite {
       const bytes = this.buffer.subarray(0, this.filled);
       await this.hash.write(bytes);
       sha256 = await this.digest();
-      await this.bucket.put(this.key, bytes, { httpMetadata: { contentType }, customMetadata: { ...this.metadata, sha256 } });
+      await this.bucket.put(this.key, bytes, {
+        httpMetadata: { contentType },
+        customMetadata: { ...this.metadata, sha256 },
+      });
     } else {
       if (this.filled > 0) await this.flushPart(contentType);
       sha256 = await this.digest();
@@ -101,20 +119,28 @@ export class StreamedMediaWrite {
   private grow(): void {
     // Small files stay small in memory; once a multipart upload runs, every part is a full one.
     const first = this.buffer.length === 0 ? this.sizeHint : this.buffer.length * 2;
-    const size = this.upload ? R2_PART_BYTES : Math.min(R2_PART_BYTES, Math.max(first, this.buffer.length + 1));
+    const size = this.upload
+      ? R2_PART_BYTES
+      : Math.min(R2_PART_BYTES, Math.max(first, this.buffer.length + 1));
     const grown = new Uint8Array(size);
     grown.set(this.buffer.subarray(0, this.filled));
     this.buffer = grown;
   }
 
   private async flushPart(contentType: string): Promise<void> {
-    this.upload ??= await this.bucket.createMultipartUpload(this.key, { httpMetadata: { contentType }, customMetadata: this.metadata });
+    this.upload ??= await this.bucket.createMultipartUpload(this.key, {
+      httpMetadata: { contentType },
+      customMetadata: this.metadata,
+    });
     const part = this.buffer.subarray(0, this.filled);
     // A fresh buffer for the next part: R2 may still hold on to this one's memory.
     this.buffer = new Uint8Array(0);
     this.filled = 0;
     // Hashed a part at a time (a few calls per file, not one per network chunk), in order.
-    const [uploaded] = await Promise.all([this.upload.uploadPart(this.parts.length + 1, part), this.hash.write(part)]);
+    const [uploaded] = await Promise.all([
+      this.upload.uploadPart(this.parts.length + 1, part),
+      this.hash.write(part),
+    ]);
     this.parts.push(uploaded);
   }
 }

@@ -29,8 +29,15 @@ export async function receiveMedia(options: ReceiveMediaOptions): Promise<Receiv
   let write = null as StreamedMediaWrite | null; // set by flush, once the kind is known
   // The first bytes wait until they show what the file is (its key's extension depends on it).
   const pending: Uint8Array[] = [];
-  const flush = async (kind: NonNullable<MediaCheckStream["kind"]>): Promise<StreamedMediaWrite> => {
-    write ??= new StreamedMediaWrite(options.bucket, options.keyFor(kind.kind === "image" ? "jpg" : "mp4"), options.metadata, options.sizeHint);
+  const flush = async (
+    kind: NonNullable<MediaCheckStream["kind"]>,
+  ): Promise<StreamedMediaWrite> => {
+    write ??= new StreamedMediaWrite(
+      options.bucket,
+      options.keyFor(kind.kind === "image" ? "jpg" : "mp4"),
+      options.metadata,
+      options.sizeHint,
+    );
     for (const chunk of pending.splice(0)) await write.write(chunk, kind.contentType);
     return write;
   };

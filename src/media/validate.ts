@@ -50,7 +50,10 @@ export class MediaCheckStream {
   }
 
   /** The kind of file, once the first bytes have shown it to be one Instagram takes. */
-  get kind(): { kind: "image"; contentType: "image/jpeg" } | { kind: "video"; contentType: "video/mp4" } | null {
+  get kind():
+    | { kind: "image"; contentType: "image/jpeg" }
+    | { kind: "video"; contentType: "video/mp4" }
+    | null {
     if (this.type === "image/jpeg") return { kind: "image", contentType: "image/jpeg" };
     if (this.type === "video/mp4") return { kind: "video", contentType: "video/mp4" };
     return null;
@@ -64,7 +67,10 @@ export class MediaCheckStream {
       this.head = joined(this.head, chunk.subarray(0, SNIFF_BYTES - this.head.length));
       if (this.head.length >= SNIFF_BYTES) this.type = sniffType(this.head);
     }
-    this.tail = chunk.length >= END_MARKER_WINDOW ? chunk.slice(-END_MARKER_WINDOW) : joined(this.tail, chunk).slice(-END_MARKER_WINDOW);
+    this.tail =
+      chunk.length >= END_MARKER_WINDOW
+        ? chunk.slice(-END_MARKER_WINDOW)
+        : joined(this.tail, chunk).slice(-END_MARKER_WINDOW);
     this.problem = this.type === undefined ? null : this.early();
     return this.problem;
   }
@@ -76,8 +82,13 @@ export class MediaCheckStream {
     if (problem) return { ok: false, reason: problem };
     if (this.type === "video/mp4") return { ok: true, kind: "video", contentType: "video/mp4" };
     const size = this.frame.size;
-    if (!size) return { ok: false, reason: `${this.name} is not a complete JPEG (no frame header found)` };
-    if (!hasEndMarker(this.tail)) return { ok: false, reason: `${this.name} is a truncated JPEG (it does not end with the end-of-image marker)` };
+    if (!size)
+      return { ok: false, reason: `${this.name} is not a complete JPEG (no frame header found)` };
+    if (!hasEndMarker(this.tail))
+      return {
+        ok: false,
+        reason: `${this.name} is a truncated JPEG (it does not end with the end-of-image marker)`,
+      };
     return { ok: true, kind: "image", contentType: "image/jpeg", ...size };
   }
 
@@ -85,7 +96,8 @@ export class MediaCheckStream {
   private early(): string | null {
     const name = this.name;
     if (this.type === "image/jpeg") {
-      if (this.total > MAX_IMAGE_BYTES) return `${name} is over ${MAX_IMAGE_BYTES} bytes; Instagram takes images of at most ${MAX_IMAGE_BYTES} bytes (8 MiB)`;
+      if (this.total > MAX_IMAGE_BYTES)
+        return `${name} is over ${MAX_IMAGE_BYTES} bytes; Instagram takes images of at most ${MAX_IMAGE_BYTES} bytes (8 MiB)`;
       const size = this.frame.size;
       if (size) {
         const ratio = size.width / size.height;
@@ -98,7 +110,9 @@ export class MediaCheckStream {
       return null;
     }
     if (this.type === "video/mp4") {
-      return this.total > MAX_VIDEO_BYTES ? `${name} is over ${MAX_VIDEO_BYTES} bytes; videos may be at most ${MAX_VIDEO_BYTES} bytes` : null;
+      return this.total > MAX_VIDEO_BYTES
+        ? `${name} is over ${MAX_VIDEO_BYTES} bytes; videos may be at most ${MAX_VIDEO_BYTES} bytes`
+        : null;
     }
     return `${name} is ${describeType(this.type ?? null)}; Instagram takes JPEG photos and MP4 videos only`;
   }
@@ -113,14 +127,17 @@ export function checkMedia(bytes: Uint8Array, name = "the file"): MediaCheck {
 
 export function checkCaption(caption: string): string | null {
   const chars = [...caption].length;
-  if (chars > MAX_CAPTION_CHARS) return `the caption has ${chars} characters; Instagram allows ${MAX_CAPTION_CHARS}`;
+  if (chars > MAX_CAPTION_CHARS)
+    return `the caption has ${chars} characters; Instagram allows ${MAX_CAPTION_CHARS}`;
   const hashtags = caption.match(/(^|\s)#[\p{L}\p{N}_]+/gu)?.length ?? 0;
-  if (hashtags > MAX_HASHTAGS) return `the caption has ${hashtags} hashtags; Instagram allows ${MAX_HASHTAGS}`;
+  if (hashtags > MAX_HASHTAGS)
+    return `the caption has ${hashtags} hashtags; Instagram allows ${MAX_HASHTAGS}`;
   return null;
 }
 
 function hasEndMarker(tail: Uint8Array): boolean {
-  for (let i = tail.length - 2; i >= 0; i--) if (tail[i] === 0xff && tail[i + 1] === 0xd9) return true;
+  for (let i = tail.length - 2; i >= 0; i--)
+    if (tail[i] === 0xff && tail[i + 1] === 0xd9) return true;
   return false;
 }
 
@@ -181,14 +198,20 @@ class JpegFrameReader {
         this.fail();
         return;
       }
-      if (marker >= 0xc0 && marker <= 0xcf && marker !== 0xc4 && marker !== 0xc8 && marker !== 0xcc) {
+      if (
+        marker >= 0xc0 &&
+        marker <= 0xcf &&
+        marker !== 0xc4 &&
+        marker !== 0xc8 &&
+        marker !== 0xcc
+      ) {
         if (!need(9)) return;
         const height = (this.header[5]! << 8) | this.header[6]!;
         const width = (this.header[7]! << 8) | this.header[8]!;
         if (width === 0 || height === 0) {
-        this.fail();
-        return;
-      }
+          this.fail();
+          return;
+        }
         this.size = { width, height };
         return;
       }

@@ -17,17 +17,35 @@ export interface AgentServerStore {
 export function createAgentServerStore(db: Db): AgentServerStore {
   return {
     async list(agentId) {
-      const rows = await db.select().from(agentMcpServers).where(eq(agentMcpServers.agentId, agentId)).orderBy(asc(agentMcpServers.name));
-      return rows.map((row) => ({ name: row.name, config: readJsonColumn(McpServerConfig, row.config, `agent_mcp_servers.config of ${agentId}/${row.name}`), origin: "agent" as const }));
+      const rows = await db
+        .select()
+        .from(agentMcpServers)
+        .where(eq(agentMcpServers.agentId, agentId))
+        .orderBy(asc(agentMcpServers.name));
+      return rows.map((row) => ({
+        name: row.name,
+        config: readJsonColumn(
+          McpServerConfig,
+          row.config,
+          `agent_mcp_servers.config of ${agentId}/${row.name}`,
+        ),
+        origin: "agent" as const,
+      }));
     },
     async add(agentId, name, config, now) {
-      if (registryServers().has(name)) throw new ConflictError(`"${name}" is a server of mcp-servers.json; name it in the character's settings.mcpServers instead`);
+      if (registryServers().has(name))
+        throw new ConflictError(
+          `"${name}" is a server of mcp-servers.json; name it in the character's settings.mcpServers instead`,
+        );
       const inserted = await db
         .insert(agentMcpServers)
         .values({ agentId, name, config: JSON.stringify(config), createdAt: now })
         .onConflictDoNothing()
         .returning({ name: agentMcpServers.name });
-      if (inserted.length === 0) throw new ConflictError(`agent "${agentId}" already has an MCP server named "${name}"; DELETE it first to change it`);
+      if (inserted.length === 0)
+        throw new ConflictError(
+          `agent "${agentId}" already has an MCP server named "${name}"; DELETE it first to change it`,
+        );
     },
     async remove(agentId, name) {
       const removed = await db

@@ -6,14 +6,26 @@ import { and, asc, eq, gt, inArray, sql } from "drizzle-orm";
 import { z } from "zod";
 import { parseCharacter } from "../characters/parse-character.ts";
 import type { Character } from "../runtime/character.ts";
-import { ConflictError, InternalError, NotConfiguredError, NotFoundError, ValidationError } from "../runtime/errors.ts";
+import {
+  ConflictError,
+  InternalError,
+  NotConfiguredError,
+  NotFoundError,
+  ValidationError,
+} from "../runtime/errors.ts";
 import type { Memory } from "../runtime/types.ts";
 import type { Db } from "./db.ts";
 import { readJsonColumn } from "./json-column.ts";
 import { overwriteMemoriesStatements } from "./memory-repo.ts";
 import { agents, memories } from "./schema.ts";
 import type { SecretBox } from "./secret-box.ts";
-import { CHARACTER_DOCUMENT_ID, documentMemoryId, removeDocumentStatement, replaceDocumentStatements, type BuiltDocument } from "./knowledge.ts";
+import {
+  CHARACTER_DOCUMENT_ID,
+  documentMemoryId,
+  removeDocumentStatement,
+  replaceDocumentStatements,
+  type BuiltDocument,
+} from "./knowledge.ts";
 
 export const AGENT_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
 
@@ -35,7 +47,10 @@ export interface AgentSummary {
 }
 
 /** Builds the character's knowledge document, written in the same batch as the agent. */
-export type KnowledgeBuilder = (agentId: string, character: Character) => Promise<BuiltDocument | null>;
+export type KnowledgeBuilder = (
+  agentId: string,
+  character: Character,
+) => Promise<BuiltDocument | null>;
 
 export interface AgentStore {
   create(file: unknown, now: number, knowledge?: KnowledgeBuilder): Promise<AgentRecord>;
@@ -43,8 +58,17 @@ export interface AgentStore {
   /** Only the version, for the hot path (is the agent there, is a room's copy current). */
   version(id: string): Promise<number | null>;
   /** `only` limits the listing to those ids (a token limited to some agents sees just those). */
-  list(options: { limit: number; after?: string; only?: readonly string[] }): Promise<{ agents: AgentSummary[]; nextCursor: string | null }>;
-  replace(id: string, file: unknown, now: number, knowledge?: KnowledgeBuilder): Promise<AgentRecord>;
+  list(options: {
+    limit: number;
+    after?: string;
+    only?: readonly string[];
+  }): Promise<{ agents: AgentSummary[]; nextCursor: string | null }>;
+  replace(
+    id: string,
+    file: unknown,
+    now: number,
+    knowledge?: KnowledgeBuilder,
+  ): Promise<AgentRecord>;
   remove(id: string): Promise<boolean>;
   /** Marks the agent changed (its tools changed), so rooms re-read what they cached. */
   touch(id: string, now: number): Promise<boolean>;
@@ -57,7 +81,9 @@ export function createAgentStore(db: Db, secretBox: SecretBox | null): AgentStor
   const sealSecrets = async (id: string, character: Character): Promise<string | null> => {
     if (Object.keys(character.secrets).length === 0) return null;
     if (!secretBox) {
-      throw new NotConfiguredError("this character has secrets, and SECRETS_KEY is not set to encrypt them at rest");
+      throw new NotConfiguredError(
+        "this character has secrets, and SECRETS_KEY is not set to encrypt them at rest",
+      );
     }
     return secretBox.seal(JSON.stringify(character.secrets), `agent:${id}`);
   };
@@ -70,8 +96,15 @@ export function createAgentStore(db: Db, secretBox: SecretBox | null): AgentStor
       throw new InternalError(`agent ${row.id} has a stored character that no longer parses`);
     }
     if (row.secrets) {
-      if (!secretBox) throw new NotConfiguredError(`agent ${row.id} has secrets, and SECRETS_KEY is not set to decrypt them`);
-      character.secrets = readJsonColumn(StoredSecrets, await secretBox.open(row.secrets, `agent:${row.id}`), `agents.secrets of ${row.id}`);
+      if (!secretBox)
+        throw new NotConfiguredError(
+          `agent ${row.id} has secrets, and SECRETS_KEY is not set to decrypt them`,
+        );
+      character.secrets = readJsonColumn(
+        StoredSecrets,
+        await secretBox.open(row.secrets, `agent:${row.id}`),
+        `agents.secrets of ${row.id}`,
+      );
     }
     return { id: row.id, character, createdAt: row.createdAt, updatedAt: row.updatedAt };
   };
@@ -80,9 +113,15 @@ export function createAgentStore(db: Db, secretBox: SecretBox | null): AgentStor
     async create(file, now, knowledge) {
       const character = parseCharacter(file);
       const id = agentIdFor(character);
-      const existing = await db.select({ id: agents.id }).from(agents).where(eq(agents.id, id)).get();
+      const existing = await db
+        .select({ id: agents.id })
+        .from(agents)
+        .where(eq(agents.id, id))
+        .get();
       if (existing) {
-        throw new ConflictError(`an agent with id "${id}" already exists; give the character a different "id" or name, or PUT /agents/${id} to replace it`);
+        throw new ConflictError(
+          `an agent with id "${id}" already exists; give the character a different "id" or name, or PUT /agents/${id} to replace it`,
+        );
       }
       const secrets = await sealSecrets(id, character);
       const built = knowledge ? await knowledge(id, character) : null;
@@ -118,7 +157,11 @@ export function createAgentStore(db: Db, secretBox: SecretBox | null): AgentStor
     },
 
     async version(id) {
-      const row = await db.select({ updatedAt: agents.updatedAt }).from(agents).where(eq(agents.id, id)).get();
+      const row = await db
+        .select({ updatedAt: agents.updatedAt })
+        .from(agents)
+        .where(eq(agents.id, id))
+        .get();
       return row?.updatedAt ?? null;
     },
 
@@ -133,7 +176,12 @@ export function createAgentStore(db: Db, secretBox: SecretBox | null): AgentStor
           updatedAt: agents.updatedAt,
         })
         .from(agents)
-        .where(and(after ? gt(agents.id, after) : undefined, only ? inArray(agents.id, [...only]) : undefined))
+        .where(
+          and(
+            after ? gt(agents.id, after) : undefined,
+            only ? inArray(agents.id, [...only]) : undefined,
+          ),
+        )
         .orderBy(asc(agents.id))
         .limit(limit + 1);
       const page = rows.slice(0, limit);
@@ -143,9 +191,15 @@ export function createAgentStore(db: Db, secretBox: SecretBox | null): AgentStor
     async replace(id, file, now, knowledge) {
       const character = parseCharacter(file);
       if (character.id !== undefined && character.id !== id) {
-        throw new ValidationError(`the character's id "${character.id}" does not match the agent id "${id}" in the URL`);
+        throw new ValidationError(
+          `the character's id "${character.id}" does not match the agent id "${id}" in the URL`,
+        );
       }
-      const current = await db.select({ createdAt: agents.createdAt, updatedAt: agents.updatedAt }).from(agents).where(eq(agents.id, id)).get();
+      const current = await db
+        .select({ createdAt: agents.createdAt, updatedAt: agents.updatedAt })
+        .from(agents)
+        .where(eq(agents.id, id))
+        .get();
       if (!current) throw new NotFoundError(`no agent with id "${id}"`);
       const secrets = await sealSecrets(id, character);
       const updatedAt = Math.max(now, current.updatedAt + 1);
@@ -184,7 +238,12 @@ export function agentIdFor(character: Character): string {
   if (character.id !== undefined) {
     if (!AGENT_ID_PATTERN.test(character.id)) {
       throw new ValidationError("invalid character file", {
-        issues: [{ path: "id", message: "must be 1-64 letters, digits, '-' or '_', starting with a letter or digit" }],
+        issues: [
+          {
+            path: "id",
+            message: "must be 1-64 letters, digits, '-' or '_', starting with a letter or digit",
+          },
+        ],
       });
     }
     return character.id;
@@ -198,7 +257,12 @@ export function agentIdFor(character: Character): string {
     .slice(0, 64);
   if (!slug) {
     throw new ValidationError("invalid character file", {
-      issues: [{ path: "id", message: "the name has no letters or digits to make an id from; set an explicit id" }],
+      issues: [
+        {
+          path: "id",
+          message: "the name has no letters or digits to make an id from; set an explicit id",
+        },
+      ],
     });
   }
   return slug;

@@ -47,18 +47,18 @@ export function createD1MemoryStore(db: Db): MemoryStore {
     async recordInteraction({ agentId, userId, turnId, at }): Promise<number> {
       const [, [row]] = await db.batch([
         db
-        .insert(relationships)
-        .values({ agentId, userId, interactionCount: 1, lastInteraction: at, lastTurnId: turnId })
-        .onConflictDoUpdate({
-          target: [relationships.agentId, relationships.userId],
-          set: {
-            interactionCount: sql`${relationships.interactionCount} + 1`,
-            lastInteraction: at,
-            lastTurnId: turnId,
-          },
-          // A replayed turn (after eviction) must not count twice.
-          setWhere: sql`${relationships.lastTurnId} IS NOT ${turnId}`,
-        }),
+          .insert(relationships)
+          .values({ agentId, userId, interactionCount: 1, lastInteraction: at, lastTurnId: turnId })
+          .onConflictDoUpdate({
+            target: [relationships.agentId, relationships.userId],
+            set: {
+              interactionCount: sql`${relationships.interactionCount} + 1`,
+              lastInteraction: at,
+              lastTurnId: turnId,
+            },
+            // A replayed turn (after eviction) must not count twice.
+            setWhere: sql`${relationships.lastTurnId} IS NOT ${turnId}`,
+          }),
         db
           .select({ count: relationships.interactionCount })
           .from(relationships)
@@ -73,7 +73,14 @@ export function createD1MemoryStore(db: Db): MemoryStore {
       const rows = await db
         .select()
         .from(memories)
-        .where(and(eq(memories.agentId, agentId), eq(memories.roomId, roomId), eq(memories.type, "message"), gt(memories.createdAt, afterMs)))
+        .where(
+          and(
+            eq(memories.agentId, agentId),
+            eq(memories.roomId, roomId),
+            eq(memories.type, "message"),
+            gt(memories.createdAt, afterMs),
+          ),
+        )
         .orderBy(asc(memories.createdAt), asc(memories.seq))
         .limit(limit);
       return rows.map(fromMemoryRow);
@@ -83,7 +90,13 @@ export function createD1MemoryStore(db: Db): MemoryStore {
       const row = await db
         .select()
         .from(memories)
-        .where(and(eq(memories.agentId, agentId), eq(memories.roomId, roomId), eq(memories.type, "summary")))
+        .where(
+          and(
+            eq(memories.agentId, agentId),
+            eq(memories.roomId, roomId),
+            eq(memories.type, "summary"),
+          ),
+        )
         .orderBy(desc(memories.createdAt))
         .limit(1)
         .get();
@@ -95,9 +108,18 @@ export function createD1MemoryStore(db: Db): MemoryStore {
 /** A room's messages, newest first: the one query behind prompts, the history tool and the API. */
 export async function selectRoomMessages(
   db: Db,
-  { agentId, roomId, limit, beforeMs }: { agentId: string; roomId: string; limit: number; beforeMs?: number },
+  {
+    agentId,
+    roomId,
+    limit,
+    beforeMs,
+  }: { agentId: string; roomId: string; limit: number; beforeMs?: number },
 ): Promise<Memory[]> {
-  const conditions = [eq(memories.agentId, agentId), eq(memories.roomId, roomId), eq(memories.type, "message")];
+  const conditions = [
+    eq(memories.agentId, agentId),
+    eq(memories.roomId, roomId),
+    eq(memories.type, "message"),
+  ];
   if (beforeMs !== undefined) conditions.push(lt(memories.createdAt, beforeMs));
   const rows = await db
     .select()

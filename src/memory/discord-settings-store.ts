@@ -25,21 +25,31 @@ export interface DiscordSettingsStore {
 
 export function createDiscordSettingsStore(db: Db): DiscordSettingsStore {
   const parseConfig = (row: { config: string } | undefined): DiscordConfig =>
-    row ? readJsonColumn(DiscordConfig, row.config, "client_configs.config of discord") : DiscordConfig.parse({});
+    row
+      ? readJsonColumn(DiscordConfig, row.config, "client_configs.config of discord")
+      : DiscordConfig.parse({});
   return {
     async readConfig() {
-      return parseConfig(await db.select().from(clientConfigs).where(eq(clientConfigs.clientId, "discord")).get());
+      return parseConfig(
+        await db.select().from(clientConfigs).where(eq(clientConfigs.clientId, "discord")).get(),
+      );
     },
     async writeConfig(config, now) {
       const value = JSON.stringify(config);
       await db
         .insert(clientConfigs)
         .values({ clientId: "discord", config: value, updatedAt: now })
-        .onConflictDoUpdate({ target: clientConfigs.clientId, set: { config: value, updatedAt: now } });
+        .onConflictDoUpdate({
+          target: clientConfigs.clientId,
+          set: { config: value, updatedAt: now },
+        });
     },
     async channelContext(channelId) {
       const [channel, config] = await db.batch([
-        db.select({ agentId: discordChannels.agentId }).from(discordChannels).where(eq(discordChannels.channelId, channelId)),
+        db
+          .select({ agentId: discordChannels.agentId })
+          .from(discordChannels)
+          .where(eq(discordChannels.channelId, channelId)),
         db.select().from(clientConfigs).where(eq(clientConfigs.clientId, "discord")),
       ]);
       return { agentId: channel[0]?.agentId ?? null, config: parseConfig(config[0]) };
@@ -47,10 +57,21 @@ export function createDiscordSettingsStore(db: Db): DiscordSettingsStore {
     async setChannelAgent(entry) {
       await db
         .insert(discordChannels)
-        .values({ channelId: entry.channelId, guildId: entry.guildId, agentId: entry.agentId, updatedBy: entry.userId, updatedAt: entry.now })
+        .values({
+          channelId: entry.channelId,
+          guildId: entry.guildId,
+          agentId: entry.agentId,
+          updatedBy: entry.userId,
+          updatedAt: entry.now,
+        })
         .onConflictDoUpdate({
           target: discordChannels.channelId,
-          set: { agentId: entry.agentId, guildId: entry.guildId, updatedBy: entry.userId, updatedAt: sql`excluded.updated_at` },
+          set: {
+            agentId: entry.agentId,
+            guildId: entry.guildId,
+            updatedBy: entry.userId,
+            updatedAt: sql`excluded.updated_at`,
+          },
         });
     },
   };

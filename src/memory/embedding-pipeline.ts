@@ -8,7 +8,13 @@ import { DimensionMismatchError } from "../runtime/errors.ts";
 import type { Embedder, Memory, VectorIndex } from "../runtime/types.ts";
 import type { Db } from "./db.ts";
 import { markEmbedded, pendingEmbeddings } from "./memory-repo.ts";
-import { byAgent, clearLegacyVectorIds, clearVectorDeletions, takeLegacyVectorIds, takeVectorDeletions } from "./vector-outbox.ts";
+import {
+  byAgent,
+  clearLegacyVectorIds,
+  clearVectorDeletions,
+  takeLegacyVectorIds,
+  takeVectorDeletions,
+} from "./vector-outbox.ts";
 
 /** OpenAI's input limit is 8,191 tokens; four characters a token is a safe bound. */
 const MAX_EMBED_CHARS = 24_000;
@@ -22,7 +28,11 @@ export interface EmbeddingPipeline {
    * Embeds up to `maxBatches` batches of an agent's (or one room's) pending memories, after
    * removing the agent's old-scheme vectors (what `npm run memory -- init` runs after an upgrade).
    */
-  embedPending(query: { agentId: string; roomId?: string; maxBatches?: number }): Promise<{ embedded: number; pending: boolean }>;
+  embedPending(query: {
+    agentId: string;
+    roomId?: string;
+    maxBatches?: number;
+  }): Promise<{ embedded: number; pending: boolean }>;
   /** Removes vectors of deleted memories, and old-scheme vectors, from the index. Returns how many. */
   sweepDeletions(): Promise<number>;
   /** Throws DimensionMismatchError when the embedder does not fit the index. */
@@ -46,7 +56,11 @@ export function createEmbeddingPipeline(options: EmbeddingPipelineOptions): Embe
     await embedder.ready?.();
     const expected = await index.dimensions();
     if (expected !== null && expected !== embedder.dimensions) {
-      throw new DimensionMismatchError({ expected, actual: embedder.dimensions, where: `${index.kind} index vs ${embedder.id}` });
+      throw new DimensionMismatchError({
+        expected,
+        actual: embedder.dimensions,
+        where: `${index.kind} index vs ${embedder.id}`,
+      });
     }
     checked = true;
   };
@@ -64,11 +78,18 @@ export function createEmbeddingPipeline(options: EmbeddingPipelineOptions): Embe
         batch.map((memory, j) => ({
           id: memory.id,
           values: vectors[j]!,
-          metadata: { agentId: memory.agentId, type: memory.type, roomId: memory.roomId, userId: memory.userId },
+          metadata: {
+            agentId: memory.agentId,
+            type: memory.type,
+            roomId: memory.roomId,
+            userId: memory.userId,
+          },
         })),
       );
       // Grouped by agent: markEmbedded is scoped to one.
-      for (const [agentId, ids] of byAgent(batch.map((memory) => ({ agentId: memory.agentId, memoryId: memory.id })))) {
+      for (const [agentId, ids] of byAgent(
+        batch.map((memory) => ({ agentId: memory.agentId, memoryId: memory.id })),
+      )) {
         await markEmbedded(db, agentId, ids, options.now());
       }
       done += batch.length;
@@ -124,7 +145,10 @@ export function createEmbeddingPipeline(options: EmbeddingPipelineOptions): Embe
 
 /** What is embedded for a memory: who said it, and for a fragment the section it sits in. */
 export function embeddingText(memory: Memory): string {
-  const heading = typeof memory.metadata.heading === "string" && memory.metadata.heading ? `${memory.metadata.heading}\n` : "";
+  const heading =
+    typeof memory.metadata.heading === "string" && memory.metadata.heading
+      ? `${memory.metadata.heading}\n`
+      : "";
   const speaker = memory.content.userName ? `${memory.content.userName}: ` : "";
   return `${heading}${speaker}${memory.content.text}`.slice(0, MAX_EMBED_CHARS);
 }

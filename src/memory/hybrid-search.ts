@@ -6,9 +6,24 @@
 // make the results (and their neighbours). Everything is scoped to one agent.
 import { and, desc, eq, inArray, or, sql } from "drizzle-orm";
 import { dedupeByText, fuseRankings, type FusedHit } from "../runtime/fusion.ts";
-import type { Embedder, Memory, MemoryRetriever, RetrievalQuery, RetrievedMemory, SearchTimings, VectorIndex, VectorMatch } from "../runtime/types.ts";
+import type {
+  Embedder,
+  Memory,
+  MemoryRetriever,
+  RetrievalQuery,
+  RetrievedMemory,
+  SearchTimings,
+  VectorIndex,
+  VectorMatch,
+} from "../runtime/types.ts";
 import type { Db } from "./db.ts";
-import { adjacentFromRows, adjacentMessagesQueries, embeddedStateQueries, memoriesByIdsQueries, withEmbedded } from "./memory-repo.ts";
+import {
+  adjacentFromRows,
+  adjacentMessagesQueries,
+  embeddedStateQueries,
+  memoriesByIdsQueries,
+  withEmbedded,
+} from "./memory-repo.ts";
 import { fromMemoryRow } from "./rows.ts";
 import { memories } from "./schema.ts";
 import { rankText } from "./text-search.ts";
@@ -46,21 +61,42 @@ export function createHybridSearch(options: HybridSearchOptions): MemoryRetrieve
       const [vector] = await embedder.embed([text]);
       return vector ?? null;
     } catch (error) {
-      log({ level: "warn", msg: "query_embedding_failed", embedder: embedder.id, error: errorText(error) });
+      log({
+        level: "warn",
+        msg: "query_embedding_failed",
+        embedder: embedder.id,
+        error: errorText(error),
+      });
       return null;
     }
   };
 
-  const vectorLeg = async (query: RetrievalQuery, vector: Float32Array | null, topK: number): Promise<VectorMatch[]> => {
+  const vectorLeg = async (
+    query: RetrievalQuery,
+    vector: Float32Array | null,
+    topK: number,
+  ): Promise<VectorMatch[]> => {
     if (!index || !vector) return [];
     try {
-      const base = { agentId: query.agentId, vector, topK, types: query.types, roomId: query.roomId };
+      const base = {
+        agentId: query.agentId,
+        vector,
+        topK,
+        types: query.types,
+        roomId: query.roomId,
+      };
       if (query.userId === undefined) return await index.query(base);
       // "This user's, or shared": the vector index filters by equality only, so shared facts are
       // checked when the rows are read back (see below); here the user filter is left to that.
       return await index.query(query.includeShared ? base : { ...base, userId: query.userId });
     } catch (error) {
-      log({ level: "warn", msg: "vector_search_failed", index: index.kind, agentId: query.agentId, error: errorText(error) });
+      log({
+        level: "warn",
+        msg: "vector_search_failed",
+        index: index.kind,
+        agentId: query.agentId,
+        error: errorText(error),
+      });
       return [];
     }
   };
@@ -69,8 +105,12 @@ export function createHybridSearch(options: HybridSearchOptions): MemoryRetrieve
     embedQuery,
 
     async search(query, vector, timings) {
-      const candidates = Math.min(MAX_VECTOR_CANDIDATES, Math.max(MIN_CANDIDATES, query.limit * CANDIDATE_FACTOR));
-      const queryVector = vector === undefined ? await timed(timings, "embed", () => embedQuery(query.text)) : vector;
+      const candidates = Math.min(
+        MAX_VECTOR_CANDIDATES,
+        Math.max(MIN_CANDIDATES, query.limit * CANDIDATE_FACTOR),
+      );
+      const queryVector =
+        vector === undefined ? await timed(timings, "embed", () => embedQuery(query.text)) : vector;
       // The vector leg goes first: its D1 read is tiny, and the ranking after it is CPU in this
       // isolate, which then overlaps the full-text query running in D1 instead of following it.
       // Both legs give ids only; rows are read below for just the hits that can make the results.
@@ -81,7 +121,9 @@ export function createHybridSearch(options: HybridSearchOptions): MemoryRetrieve
           return rankText(db, { ...query, limit: candidates });
         }),
       ]);
-      return timed(timings, "load", () => assemble(db, index, query, textHits, vectorHits, options.vectorWeight ?? 1));
+      return timed(timings, "load", () =>
+        assemble(db, index, query, textHits, vectorHits, options.vectorWeight ?? 1),
+      );
     },
 
     async aboutUser({ agentId, userId, limit }) {
@@ -93,7 +135,10 @@ export function createHybridSearch(options: HybridSearchOptions): MemoryRetrieve
             eq(memories.agentId, agentId),
             or(
               and(eq(memories.userId, userId), inArray(memories.type, ["fact", "description"])),
-              and(eq(memories.type, "fact"), sql`json_extract(${memories.metadata}, '$.shared') = 1`),
+              and(
+                eq(memories.type, "fact"),
+                sql`json_extract(${memories.metadata}, '$.shared') = 1`,
+              ),
             ),
           ),
         )
@@ -134,7 +179,14 @@ const FIRST_READ_MARGIN = 5;
  * without it. Another batch is read only when the rows read cannot settle the first `limit`
  * results; the results are what reading every hit's row would give.
  */
-async function assemble(db: Db, index: VectorIndex | null, query: RetrievalQuery, textHits: Array<{ id: string }>, vectorHits: VectorMatch[], vectorWeight: number): Promise<RetrievedMemory[]> {
+async function assemble(
+  db: Db,
+  index: VectorIndex | null,
+  query: RetrievalQuery,
+  textHits: Array<{ id: string }>,
+  vectorHits: VectorMatch[],
+  vectorWeight: number,
+): Promise<RetrievedMemory[]> {
   const rows = new Map<string, Loaded>();
   const around = new Map<string, Loaded[]>();
   let vectorState: Map<string, boolean> | null = vectorHits.length === 0 ? new Map() : null;
@@ -145,23 +197,40 @@ async function assemble(db: Db, index: VectorIndex | null, query: RetrievalQuery
       { textWeight: 1, vectorWeight },
     );
   let fused = fuse();
-  let want = { rows: fused.slice(0, query.limit + FIRST_READ_MARGIN).map((hit) => hit.id), around: fused.slice(0, query.limit).map((hit) => hit.id) };
+  let want = {
+    rows: fused.slice(0, query.limit + FIRST_READ_MARGIN).map((hit) => hit.id),
+    around: fused.slice(0, query.limit).map((hit) => hit.id),
+  };
   for (;;) {
     const rowQueries = memoriesByIdsQueries(db, query.agentId, want.rows);
     const aroundQueries = adjacentMessagesQueries(db, query.agentId, want.around);
-    const stateQueries = vectorState === null ? embeddedStateQueries(db, query.agentId, vectorHits.map((hit) => hit.id)) : [];
+    const stateQueries =
+      vectorState === null
+        ? embeddedStateQueries(
+            db,
+            query.agentId,
+            vectorHits.map((hit) => hit.id),
+          )
+        : [];
     const statements = [...rowQueries, ...aroundQueries, ...stateQueries];
     if (statements.length > 0) {
       const [first, ...rest] = statements;
       const results = (await db.batch([first!, ...rest])) as unknown[][];
-      const rowResults = results.slice(0, rowQueries.length).flat() as Array<typeof memories.$inferSelect>;
+      const rowResults = results.slice(0, rowQueries.length).flat() as Array<
+        typeof memories.$inferSelect
+      >;
       for (const row of rowResults) rows.set(row.id, withEmbedded(row));
       for (const id of want.rows) if (!rows.has(id)) rows.set(id, GONE);
-      const aroundRows = results.slice(rowQueries.length, rowQueries.length + aroundQueries.length).flat() as Parameters<typeof adjacentFromRows>[1];
+      const aroundRows = results
+        .slice(rowQueries.length, rowQueries.length + aroundQueries.length)
+        .flat() as Parameters<typeof adjacentFromRows>[1];
       const found = adjacentFromRows(query.agentId, aroundRows);
       for (const id of want.around) around.set(id, found.get(id) ?? []);
       if (vectorState === null) {
-        const states = results.slice(rowQueries.length + aroundQueries.length).flat() as Array<{ id: string; embedded: number }>;
+        const states = results.slice(rowQueries.length + aroundQueries.length).flat() as Array<{
+          id: string;
+          embedded: number;
+        }>;
         vectorState = new Map(states.map((state) => [state.id, state.embedded === 1]));
         const gone = vectorHits.map((hit) => hit.id).filter((id) => !vectorState!.has(id));
         if (gone.length > 0) index?.forget?.(query.agentId, gone);
@@ -182,7 +251,12 @@ const GONE = { id: "" } as Loaded;
  * Results come from the fused hits up to the first one not read yet; the hits after it score no
  * more than it, so once the `limit`-th result beats that score nothing unread can change the list.
  */
-function settle(fused: FusedHit[], rows: Map<string, Loaded>, around: Map<string, Loaded[]>, query: RetrievalQuery): { results: RetrievedMemory[] } | { need: { rows: string[]; around: string[] } } {
+function settle(
+  fused: FusedHit[],
+  rows: Map<string, Loaded>,
+  around: Map<string, Loaded[]>,
+  query: RetrievalQuery,
+): { results: RetrievedMemory[] } | { need: { rows: string[]; around: string[] } } {
   const results: RetrievedMemory[] = [];
   let next = fused.length;
   for (let i = 0; i < fused.length; i++) {
@@ -193,19 +267,36 @@ function settle(fused: FusedHit[], rows: Map<string, Loaded>, around: Map<string
       break;
     }
     // Gone, or outside the filter (shared facts, a lagging index's metadata).
-    if (found === GONE || !matchesFilter(found, query) || !passesThreshold(query, hit, found.embedded)) continue;
+    if (
+      found === GONE ||
+      !matchesFilter(found, query) ||
+      !passesThreshold(query, hit, found.embedded)
+    )
+      continue;
     const { embedded, ...memory } = found;
-    results.push({ memory, score: hit.score, similarity: hit.similarity, matchedBy: hit.matchedBy, embedded });
+    results.push({
+      memory,
+      score: hit.score,
+      similarity: hit.similarity,
+      matchedBy: hit.matchedBy,
+      embedded,
+    });
   }
   const unread = fused.slice(next);
-  const readMore = (count: number) => ({ need: { rows: unread.slice(0, count).map((hit) => hit.id), around: [] as string[] } });
+  const readMore = (count: number) => ({
+    need: { rows: unread.slice(0, count).map((hit) => hit.id), around: [] as string[] },
+  });
   if (unread.length > 0 && results.length < query.limit) return readMore(query.limit);
   const seeds = neighbourSeeds(query, results);
   const missing = seeds.filter((seed) => !around.has(seed.memory.id)).map((seed) => seed.memory.id);
   if (missing.length > 0) return { need: { rows: [], around: missing } };
   const expanded = withNeighbours(query, results, seeds, around, unread);
   const final = dedupeByText(expanded, (r) => r.memory.content.text).slice(0, query.limit);
-  if (unread.length > 0 && (final.length < query.limit || final[query.limit - 1]!.score <= unread[0]!.score)) return readMore(query.limit);
+  if (
+    unread.length > 0 &&
+    (final.length < query.limit || final[query.limit - 1]!.score <= unread[0]!.score)
+  )
+    return readMore(query.limit);
   return { results: final };
 }
 
@@ -220,10 +311,21 @@ function settle(fused: FusedHit[], rows: Map<string, Loaded>, around: Map<string
 function neighbourSeeds(query: RetrievalQuery, results: RetrievedMemory[]): RetrievedMemory[] {
   if (query.types && query.types.length > 0 && !query.types.includes("message")) return [];
   const cutoff = results.length >= query.limit ? results[query.limit - 1]!.score : 0;
-  return results.filter((hit) => hit.memory.type === "message" && hit.memory.roomId !== null && hit.score * NEIGHBOUR_DECAY > cutoff);
+  return results.filter(
+    (hit) =>
+      hit.memory.type === "message" &&
+      hit.memory.roomId !== null &&
+      hit.score * NEIGHBOUR_DECAY > cutoff,
+  );
 }
 
-function withNeighbours(query: RetrievalQuery, results: RetrievedMemory[], seeds: RetrievedMemory[], around: Map<string, Loaded[]>, later: FusedHit[]): RetrievedMemory[] {
+function withNeighbours(
+  query: RetrievalQuery,
+  results: RetrievedMemory[],
+  seeds: RetrievedMemory[],
+  around: Map<string, Loaded[]>,
+  later: FusedHit[],
+): RetrievedMemory[] {
   if (seeds.length === 0) return results;
   const byId = new Map(results.map((hit) => [hit.memory.id, hit]));
   // A neighbour that is itself a fused hit past the ones read: a result of its own, placed (for
@@ -241,17 +343,29 @@ function withNeighbours(query: RetrievalQuery, results: RetrievedMemory[], seeds
       const i = laterIndex.get(id);
       if (!known && i !== undefined && passesThreshold(query, later[i]!, embedded)) {
         const hit = later[i]!;
-        known = { memory, score: hit.score, similarity: hit.similarity, matchedBy: hit.matchedBy, embedded };
+        known = {
+          memory,
+          score: hit.score,
+          similarity: hit.similarity,
+          matchedBy: hit.matchedBy,
+          embedded,
+        };
         promoted.set(id, i);
         byId.set(id, known);
       }
-      const upgraded = !known ? { memory, score, similarity: null, matchedBy: ["neighbour" as const], embedded } : known.score < score ? { ...known, score, matchedBy: [...known.matchedBy, "neighbour" as const] } : known;
+      const upgraded = !known
+        ? { memory, score, similarity: null, matchedBy: ["neighbour" as const], embedded }
+        : known.score < score
+          ? { ...known, score, matchedBy: [...known.matchedBy, "neighbour" as const] }
+          : known;
       if (byId.has(id)) byId.set(id, upgraded);
       else added.set(id, upgraded);
     }
   }
   const read = [...byId.values()].filter((hit) => !promoted.has(hit.memory.id));
-  const fromLater = [...promoted.keys()].sort((a, b) => promoted.get(a)! - promoted.get(b)!).map((id) => byId.get(id)!);
+  const fromLater = [...promoted.keys()]
+    .sort((a, b) => promoted.get(a)! - promoted.get(b)!)
+    .map((id) => byId.get(id)!);
   // Stable: equal scores keep the fused order.
   return [...read, ...fromLater, ...added.values()].sort((a, b) => b.score - a.score);
 }
@@ -279,7 +393,11 @@ function nextTask(): Promise<void> {
 }
 
 /** Runs `work`, adding its wall time to `timings[leg]` when timings are wanted. */
-async function timed<T>(timings: SearchTimings | undefined, leg: keyof SearchTimings, work: () => Promise<T>): Promise<T> {
+async function timed<T>(
+  timings: SearchTimings | undefined,
+  leg: keyof SearchTimings,
+  work: () => Promise<T>,
+): Promise<T> {
   if (!timings) return work();
   const started = performance.now();
   try {

@@ -5,7 +5,11 @@ import type { z } from "zod";
 import { InternalError } from "../runtime/errors.ts";
 
 /** `where` names the value for the error, e.g. `api_tokens.scopes of tok_1234`. */
-export function readJsonColumn<Schema extends z.ZodType>(schema: Schema, text: string, where: string): z.output<Schema> {
+export function readJsonColumn<Schema extends z.ZodType>(
+  schema: Schema,
+  text: string,
+  where: string,
+): z.output<Schema> {
   let value: unknown;
   try {
     value = JSON.parse(text);

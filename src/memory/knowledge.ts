@@ -47,13 +47,20 @@ export interface BuiltDocument {
 }
 
 /** Chunks a document into its memories, without writing anything. */
-export async function buildDocument(tokens: TokenCounter, input: KnowledgeInput): Promise<BuiltDocument> {
-  const documentId = input.documentId ?? slugFor(input.title) ?? `doc-${(await sha256Hex(input.text)).slice(0, 16)}`;
+export async function buildDocument(
+  tokens: TokenCounter,
+  input: KnowledgeInput,
+): Promise<BuiltDocument> {
+  const documentId =
+    input.documentId ?? slugFor(input.title) ?? `doc-${(await sha256Hex(input.text)).slice(0, 16)}`;
   // The stored id is a short hash of agent and document id, so a document id of any length makes
   // short memory ids, its fragments' too; the document id itself is metadata. Ids are unique per
   // agent (migration 0013): another agent's memory under the same id changes nothing here.
   const memoryId = await documentMemoryId(input.agentId, documentId);
-  const chunks = chunkDocument(input.text, tokens, { ...DEFAULT_CHUNK_OPTIONS, format: input.format });
+  const chunks = chunkDocument(input.text, tokens, {
+    ...DEFAULT_CHUNK_OPTIONS,
+    format: input.format,
+  });
   const document: Memory = {
     id: memoryId,
     type: "document",
@@ -61,7 +68,13 @@ export async function buildDocument(tokens: TokenCounter, input: KnowledgeInput)
     roomId: null,
     userId: null,
     content: { text: input.text, source: input.source },
-    metadata: { documentId, title: input.title ?? null, format: input.format, fragments: chunks.length, tokens: tokens.count(input.text) },
+    metadata: {
+      documentId,
+      title: input.title ?? null,
+      format: input.format,
+      fragments: chunks.length,
+      tokens: tokens.count(input.text),
+    },
     createdAt: input.now,
   };
   const fragments: Memory[] = chunks.map((chunk) => ({
@@ -72,7 +85,13 @@ export async function buildDocument(tokens: TokenCounter, input: KnowledgeInput)
     userId: null,
     parentId: memoryId,
     content: { text: chunk.text, source: input.source },
-    metadata: { documentId, position: chunk.position, heading: chunk.heading || input.title || null, title: input.title ?? null, tokens: chunk.tokens },
+    metadata: {
+      documentId,
+      position: chunk.position,
+      heading: chunk.heading || input.title || null,
+      title: input.title ?? null,
+      tokens: chunk.tokens,
+    },
     createdAt: input.now,
   }));
   return { documentId, memoryId, document, fragments };
@@ -93,17 +112,30 @@ export function removeDocumentStatement(db: Db, agentId: string, memoryId: strin
     .where(
       and(
         eq(memories.agentId, agentId),
-        or(and(eq(memories.id, memoryId), eq(memories.type, "document")), and(eq(memories.parentId, memoryId), eq(memories.type, "fragment"))),
+        or(
+          and(eq(memories.id, memoryId), eq(memories.type, "document")),
+          and(eq(memories.parentId, memoryId), eq(memories.type, "fragment")),
+        ),
       ),
     )
     .returning({ id: memories.id });
 }
 
-export async function ingestDocument(db: Db, pipeline: EmbeddingPipeline, tokens: TokenCounter, input: KnowledgeInput): Promise<IngestResult> {
+export async function ingestDocument(
+  db: Db,
+  pipeline: EmbeddingPipeline,
+  tokens: TokenCounter,
+  input: KnowledgeInput,
+): Promise<IngestResult> {
   const built = await buildDocument(tokens, input);
   const { remove, inserts } = replaceDocumentStatements(db, built);
   const [removed] = await db.batch([remove, ...inserts]);
-  const result: IngestResult = { documentId: built.documentId, fragments: built.fragments.length, embedded: 0, replaced: removed.length > 0 };
+  const result: IngestResult = {
+    documentId: built.documentId,
+    fragments: built.fragments.length,
+    embedded: 0,
+    replaced: removed.length > 0,
+  };
   try {
     result.embedded = await pipeline.embed(built.fragments);
   } catch (error) {
@@ -120,10 +152,25 @@ export const CHARACTER_DOCUMENT_ID = "character-knowledge";
  * them whole). Path and directory entries name files a worker cannot read: ingest those through
  * POST /agents/:agentId/knowledge.
  */
-export async function characterKnowledge(tokens: TokenCounter, agentId: string, character: Character, now: number): Promise<BuiltDocument | null> {
-  const texts = character.knowledge.flatMap((item) => (item.kind === "text" && item.text.trim() ? [item.text.trim()] : []));
+export async function characterKnowledge(
+  tokens: TokenCounter,
+  agentId: string,
+  character: Character,
+  now: number,
+): Promise<BuiltDocument | null> {
+  const texts = character.knowledge.flatMap((item) =>
+    item.kind === "text" && item.text.trim() ? [item.text.trim()] : [],
+  );
   if (texts.length === 0) return null;
-  return buildDocument(tokens, { agentId, text: texts.join("\n\n"), title: `${character.name}'s knowledge`, documentId: CHARACTER_DOCUMENT_ID, format: "text", source: "character", now });
+  return buildDocument(tokens, {
+    agentId,
+    text: texts.join("\n\n"),
+    title: `${character.name}'s knowledge`,
+    documentId: CHARACTER_DOCUMENT_ID,
+    format: "text",
+    source: "character",
+    now,
+  });
 }
 
 /** Deletes a document with its fragments; returns how many memories went (0: no such document). */

@@ -11,7 +11,16 @@ import type { VectorIndex, VectorMatch, VectorQuery, VectorRecord } from "../run
 import type { Db } from "./db.ts";
 import { memoryVectors, vectorIndexMeta } from "./schema.ts";
 import { byAgent } from "./vector-outbox.ts";
-import { cacheBytes, createVectorCache, putVector, quantize, rankVectors, removeVector, signBits, type VectorCache } from "./vector-cache.ts";
+import {
+  cacheBytes,
+  createVectorCache,
+  putVector,
+  quantize,
+  rankVectors,
+  removeVector,
+  signBits,
+  type VectorCache,
+} from "./vector-cache.ts";
 
 /** Rows per sync query; one statement's result stays small. */
 const SYNC_PAGE = 5_000;
@@ -36,7 +45,11 @@ export function resetLocalVectorCache(): void {
 
 export function createLocalVectorIndex(db: Db): VectorIndex {
   const readDimensions = async (): Promise<number | null> => {
-    const row = await db.select({ value: vectorIndexMeta.value }).from(vectorIndexMeta).where(eq(vectorIndexMeta.key, "dimensions")).get();
+    const row = await db
+      .select({ value: vectorIndexMeta.value })
+      .from(vectorIndexMeta)
+      .where(eq(vectorIndexMeta.key, "dimensions"))
+      .get();
     known = row ? Number(row.value) : null;
     return known;
   };
@@ -44,13 +57,17 @@ export function createLocalVectorIndex(db: Db): VectorIndex {
   // again: that read would queue behind the full-text leg's in D1. A query vector that disagrees
   // with the remembered value re-reads before it is refused.
   let known: number | null = null;
-  const queryDimensions = async (length: number): Promise<number | null> => (known === length ? known : readDimensions());
+  const queryDimensions = async (length: number): Promise<number | null> =>
+    known === length ? known : readDimensions();
 
   /** The index's dimension, set by the first write (two first writers agree: INSERT OR IGNORE). */
   const claimDimensions = async (wanted: number): Promise<number> => {
     const current = await readDimensions();
     if (current !== null) return current;
-    await db.insert(vectorIndexMeta).values({ key: "dimensions", value: String(wanted) }).onConflictDoNothing();
+    await db
+      .insert(vectorIndexMeta)
+      .values({ key: "dimensions", value: String(wanted) })
+      .onConflictDoNothing();
     return (await readDimensions()) ?? wanted;
   };
 
@@ -90,7 +107,15 @@ export function createLocalVectorIndex(db: Db): VectorIndex {
           // Rows written before migration 0011 have no bits: putVector computes them.
           const known = row.bitsHex.length === 2 * bitsBytes.length;
           if (known) bytesFromHex(row.bitsHex, bitsBytes);
-          putVector(cache, row.id, row.type, row.roomId, row.userId, code, known ? bits : undefined);
+          putVector(
+            cache,
+            row.id,
+            row.type,
+            row.roomId,
+            row.userId,
+            code,
+            known ? bits : undefined,
+          );
         }
         cache.lastSeq = row.seq;
       }
@@ -109,14 +134,29 @@ export function createLocalVectorIndex(db: Db): VectorIndex {
       const expected = await claimDimensions(records[0]!.values.length);
       for (const record of records) {
         if (record.values.length !== expected) {
-          throw new DimensionMismatchError({ expected, actual: record.values.length, where: `local index, vector for memory ${record.id}` });
+          throw new DimensionMismatchError({
+            expected,
+            actual: record.values.length,
+            where: `local index, vector for memory ${record.id}`,
+          });
         }
       }
       // Delete, then insert: a re-upserted vector gets a new seq, so every cache picks it up.
       const statements = [];
-      for (const [agentId, ids] of byAgent(records.map((r) => ({ agentId: r.metadata.agentId, memoryId: r.id })))) {
+      for (const [agentId, ids] of byAgent(
+        records.map((r) => ({ agentId: r.metadata.agentId, memoryId: r.id })),
+      )) {
         for (let i = 0; i < ids.length; i += IDS_PER_QUERY) {
-          statements.push(db.delete(memoryVectors).where(and(eq(memoryVectors.agentId, agentId), inArray(memoryVectors.memoryId, ids.slice(i, i + IDS_PER_QUERY)))));
+          statements.push(
+            db
+              .delete(memoryVectors)
+              .where(
+                and(
+                  eq(memoryVectors.agentId, agentId),
+                  inArray(memoryVectors.memoryId, ids.slice(i, i + IDS_PER_QUERY)),
+                ),
+              ),
+          );
         }
       }
       for (let i = 0; i < records.length; i += VECTOR_ROWS_PER_INSERT) {
@@ -143,7 +183,11 @@ export function createLocalVectorIndex(db: Db): VectorIndex {
       const dimensions = await queryDimensions(query.vector.length);
       if (dimensions === null) return [];
       if (query.vector.length !== dimensions) {
-        throw new DimensionMismatchError({ expected: dimensions, actual: query.vector.length, where: "local index, query vector" });
+        throw new DimensionMismatchError({
+          expected: dimensions,
+          actual: query.vector.length,
+          where: "local index, query vector",
+        });
       }
       const cache = await sync(query.agentId, dimensions);
       // No read-back here: search reads the hits' memories anyway and reports the gone ones
@@ -155,7 +199,14 @@ export function createLocalVectorIndex(db: Db): VectorIndex {
 
     async delete(agentId: string, ids: string[]) {
       for (let i = 0; i < ids.length; i += IDS_PER_QUERY) {
-        await db.delete(memoryVectors).where(and(eq(memoryVectors.agentId, agentId), inArray(memoryVectors.memoryId, ids.slice(i, i + IDS_PER_QUERY))));
+        await db
+          .delete(memoryVectors)
+          .where(
+            and(
+              eq(memoryVectors.agentId, agentId),
+              inArray(memoryVectors.memoryId, ids.slice(i, i + IDS_PER_QUERY)),
+            ),
+          );
       }
       forgetCached(agentId, ids);
     },
@@ -192,7 +243,8 @@ export function int8FromHex(hex: string, out: Int8Array): void {
 }
 
 function bytesFromHex(hex: string, out: Int8Array | Uint8Array): void {
-  for (let i = 0, j = 0; i < out.length; i++, j += 2) out[i] = (HEX_DIGIT[hex.charCodeAt(j)]! << 4) | HEX_DIGIT[hex.charCodeAt(j + 1)]!;
+  for (let i = 0, j = 0; i < out.length; i++, j += 2)
+    out[i] = (HEX_DIGIT[hex.charCodeAt(j)]! << 4) | HEX_DIGIT[hex.charCodeAt(j + 1)]!;
 }
 
 /** A vector's int8 code and the sign bits the cache ranks it by (stored so a cold cache skips computing them). */

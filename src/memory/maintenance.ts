@@ -28,9 +28,18 @@ export interface MaintenanceOptions {
   forgetRoomHistory(agentId: string, roomIds: string[]): Promise<void>;
 }
 
-export async function runMemoryMaintenance(env: Env, now: number, options: MaintenanceOptions): Promise<MaintenanceReport> {
+export async function runMemoryMaintenance(
+  env: Env,
+  now: number,
+  options: MaintenanceOptions,
+): Promise<MaintenanceReport> {
   const { db, pipeline, agents } = stores(env);
-  const report: MaintenanceReport = { agentsChecked: 0, expired: 0, vectorsRemoved: 0, embedded: 0 };
+  const report: MaintenanceReport = {
+    agentsChecked: 0,
+    expired: 0,
+    vectorsRemoved: 0,
+    embedded: 0,
+  };
 
   for (let after: string | undefined, more = true; more; ) {
     const page = await agents.list({ limit: AGENTS_PER_PAGE, after });
@@ -38,7 +47,11 @@ export async function runMemoryMaintenance(env: Env, now: number, options: Maint
       report.agentsChecked++;
       const days = await retentionDays(agents, summary.id);
       if (days === undefined) continue;
-      const result = await deleteMemories(db, { agentId: summary.id, types: ["message", "summary"] }, now - days * DAY_MS);
+      const result = await deleteMemories(
+        db,
+        { agentId: summary.id, types: ["message", "summary"] },
+        now - days * DAY_MS,
+      );
       report.expired += result.deleted;
       if (result.rooms.length > 0) await options.forgetRoomHistory(summary.id, result.rooms);
     }
@@ -51,7 +64,13 @@ export async function runMemoryMaintenance(env: Env, now: number, options: Maint
   const stale = await db
     .selectDistinct({ agentId: memories.agentId })
     .from(memories)
-    .where(and(isNull(memories.embeddedAt), ne(memories.type, "document"), lt(memories.createdAt, now - PENDING_GRACE_MS)));
+    .where(
+      and(
+        isNull(memories.embeddedAt),
+        ne(memories.type, "document"),
+        lt(memories.createdAt, now - PENDING_GRACE_MS),
+      ),
+    );
   for (const { agentId } of stale) {
     try {
       report.embedded += (await pipeline.embedPending({ agentId, maxBatches: 5 })).embedded;

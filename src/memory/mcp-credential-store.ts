@@ -33,13 +33,17 @@ export interface McpAuthData {
 /** The sealed JSON as it is read back: the same schemas the SDK parses these values with. */
 const StoredAuthData = z.object({
   redirectUrl: z.string().optional(),
-  clientInformation: z.union([OAuthClientInformationFullSchema, OAuthClientInformationSchema]).optional(),
+  clientInformation: z
+    .union([OAuthClientInformationFullSchema, OAuthClientInformationSchema])
+    .optional(),
   tokens: OAuthTokensSchema.optional(),
   codeVerifier: z.string().optional(),
   discovery: z
     .object({
       authorizationServerUrl: z.string(),
-      authorizationServerMetadata: z.union([OAuthMetadataSchema, OpenIdProviderDiscoveryMetadataSchema]).optional(),
+      authorizationServerMetadata: z
+        .union([OAuthMetadataSchema, OpenIdProviderDiscoveryMetadataSchema])
+        .optional(),
       resourceMetadata: OAuthProtectedResourceMetadataSchema.optional(),
       resourceMetadataUrl: z.string().optional(),
     })
@@ -63,7 +67,13 @@ export interface McpCredentialStore {
   load(agentId: string, server: string): Promise<McpCredentialRow | null>;
   save(row: McpCredentialRow, now: number): Promise<void>;
   /** Takes the row's refresh lease until `until` unless another owner holds one that has not ended. */
-  takeRefreshLease(agentId: string, server: string, owner: string, now: number, until: number): Promise<RefreshLease>;
+  takeRefreshLease(
+    agentId: string,
+    server: string,
+    owner: string,
+    now: number,
+    until: number,
+  ): Promise<RefreshLease>;
   releaseRefreshLease(agentId: string, server: string, owner: string): Promise<void>;
   findByStateHash(stateHash: string): Promise<McpCredentialRow | null>;
   remove(agentId: string, server: string): Promise<void>;
@@ -74,47 +84,89 @@ export function createMcpCredentialStore(db: Db, box: SecretBox): McpCredentialS
   const open = async (row: typeof mcpCredentials.$inferSelect): Promise<McpCredentialRow> => ({
     agentId: row.agentId,
     server: row.server,
-    data: readJsonColumn(StoredAuthData, await box.open(row.sealed, recordId(row.agentId, row.server)), `mcp_credentials.sealed of ${row.agentId}/${row.server}`),
+    data: readJsonColumn(
+      StoredAuthData,
+      await box.open(row.sealed, recordId(row.agentId, row.server)),
+      `mcp_credentials.sealed of ${row.agentId}/${row.server}`,
+    ),
     stateHash: row.stateHash,
     stateExpiresAt: row.stateExpiresAt,
     tokenExpiresAt: row.tokenExpiresAt,
   });
   return {
     async load(agentId, server) {
-      const row = await db.select().from(mcpCredentials).where(and(eq(mcpCredentials.agentId, agentId), eq(mcpCredentials.server, server))).get();
+      const row = await db
+        .select()
+        .from(mcpCredentials)
+        .where(and(eq(mcpCredentials.agentId, agentId), eq(mcpCredentials.server, server)))
+        .get();
       return row ? open(row) : null;
     },
     async save(row, now) {
       const sealed = await box.seal(JSON.stringify(row.data), recordId(row.agentId, row.server));
-      const values = { sealed, stateHash: row.stateHash, stateExpiresAt: row.stateExpiresAt, tokenExpiresAt: row.tokenExpiresAt, updatedAt: now };
+      const values = {
+        sealed,
+        stateHash: row.stateHash,
+        stateExpiresAt: row.stateExpiresAt,
+        tokenExpiresAt: row.tokenExpiresAt,
+        updatedAt: now,
+      };
       await db
         .insert(mcpCredentials)
         .values({ agentId: row.agentId, server: row.server, ...values })
-        .onConflictDoUpdate({ target: [mcpCredentials.agentId, mcpCredentials.server], set: values });
+        .onConflictDoUpdate({
+          target: [mcpCredentials.agentId, mcpCredentials.server],
+          set: values,
+        });
     },
     async takeRefreshLease(agentId, server, owner, now, until) {
       // One conditional UPDATE: D1 applies writes one at a time, so two rooms cannot both take it.
       const taken = await db
         .update(mcpCredentials)
         .set({ refreshLeaseOwner: owner, refreshLeaseUntil: until })
-        .where(and(eq(mcpCredentials.agentId, agentId), eq(mcpCredentials.server, server), or(isNull(mcpCredentials.refreshLeaseUntil), lte(mcpCredentials.refreshLeaseUntil, now))))
+        .where(
+          and(
+            eq(mcpCredentials.agentId, agentId),
+            eq(mcpCredentials.server, server),
+            or(
+              isNull(mcpCredentials.refreshLeaseUntil),
+              lte(mcpCredentials.refreshLeaseUntil, now),
+            ),
+          ),
+        )
         .returning({ owner: mcpCredentials.refreshLeaseOwner });
       if (taken.length > 0) return "taken";
-      const exists = await db.select({ server: mcpCredentials.server }).from(mcpCredentials).where(and(eq(mcpCredentials.agentId, agentId), eq(mcpCredentials.server, server))).get();
+      const exists = await db
+        .select({ server: mcpCredentials.server })
+        .from(mcpCredentials)
+        .where(and(eq(mcpCredentials.agentId, agentId), eq(mcpCredentials.server, server)))
+        .get();
       return exists ? "busy" : "missing";
     },
     async releaseRefreshLease(agentId, server, owner) {
       await db
         .update(mcpCredentials)
         .set({ refreshLeaseOwner: null, refreshLeaseUntil: null })
-        .where(and(eq(mcpCredentials.agentId, agentId), eq(mcpCredentials.server, server), eq(mcpCredentials.refreshLeaseOwner, owner)));
+        .where(
+          and(
+            eq(mcpCredentials.agentId, agentId),
+            eq(mcpCredentials.server, server),
+            eq(mcpCredentials.refreshLeaseOwner, owner),
+          ),
+        );
     },
     async findByStateHash(stateHash) {
-      const row = await db.select().from(mcpCredentials).where(eq(mcpCredentials.stateHash, stateHash)).get();
+      const row = await db
+        .select()
+        .from(mcpCredentials)
+        .where(eq(mcpCredentials.stateHash, stateHash))
+        .get();
       return row ? open(row) : null;
     },
     async remove(agentId, server) {
-      await db.delete(mcpCredentials).where(and(eq(mcpCredentials.agentId, agentId), eq(mcpCredentials.server, server)));
+      await db
+        .delete(mcpCredentials)
+        .where(and(eq(mcpCredentials.agentId, agentId), eq(mcpCredentials.server, server)));
     },
   };
 }

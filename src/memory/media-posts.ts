@@ -34,10 +34,19 @@ export interface MediaPostStore {
 export function createMediaPostStore(db: Db): MediaPostStore {
   return {
     async insert(post) {
-      await db.insert(mediaPosts).values({ ...columns(post), id: post.id, agentId: post.agentId, createdAt: post.createdAt });
+      await db.insert(mediaPosts).values({
+        ...columns(post),
+        id: post.id,
+        agentId: post.agentId,
+        createdAt: post.createdAt,
+      });
     },
     async get(agentId, id) {
-      const row = await db.select().from(mediaPosts).where(and(eq(mediaPosts.agentId, agentId), eq(mediaPosts.id, id))).get();
+      const row = await db
+        .select()
+        .from(mediaPosts)
+        .where(and(eq(mediaPosts.agentId, agentId), eq(mediaPosts.id, id)))
+        .get();
       if (!row) return null;
       return {
         id: row.id,
@@ -48,10 +57,20 @@ export function createMediaPostStore(db: Db): MediaPostStore {
         altText: row.altText,
         items: readJsonColumn(Items, row.items, `media_posts.items of ${row.id}`),
         containerId: row.containerId,
-        children: row.children === null ? null : readJsonColumn(z.array(z.string()), row.children, `media_posts.children of ${row.id}`),
+        children:
+          row.children === null
+            ? null
+            : readJsonColumn(
+                z.array(z.string()),
+                row.children,
+                `media_posts.children of ${row.id}`,
+              ),
         mediaId: row.mediaId,
         permalink: row.permalink,
-        error: row.error === null ? null : readJsonColumn(PostErrorJson, row.error, `media_posts.error of ${row.id}`),
+        error:
+          row.error === null
+            ? null
+            : readJsonColumn(PostErrorJson, row.error, `media_posts.error of ${row.id}`),
         attempts: row.attempts,
         processingSince: row.processingSince,
         createdAt: row.createdAt,
@@ -59,7 +78,10 @@ export function createMediaPostStore(db: Db): MediaPostStore {
       };
     },
     async save(post) {
-      await db.update(mediaPosts).set(columns(post)).where(and(eq(mediaPosts.agentId, post.agentId), eq(mediaPosts.id, post.id)));
+      await db
+        .update(mediaPosts)
+        .set(columns(post))
+        .where(and(eq(mediaPosts.agentId, post.agentId), eq(mediaPosts.id, post.id)));
     },
   };
 }

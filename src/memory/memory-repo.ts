@@ -31,7 +31,8 @@ export function filterConditions(filter: MemoryFilter): SQL[] {
   const conditions: SQL[] = [eq(memories.agentId, filter.agentId)];
   if (filter.roomId !== undefined) conditions.push(eq(memories.roomId, filter.roomId));
   if (filter.userId !== undefined) conditions.push(eq(memories.userId, filter.userId));
-  if (filter.types && filter.types.length > 0) conditions.push(inArray(memories.type, filter.types));
+  if (filter.types && filter.types.length > 0)
+    conditions.push(inArray(memories.type, filter.types));
   if (filter.ids !== undefined) conditions.push(inArray(memories.id, filter.ids));
   return conditions;
 }
@@ -44,7 +45,12 @@ export async function insertMemories(db: Db, items: Memory[]): Promise<void> {
   if (items.length === 0) return;
   const statements = [];
   for (let i = 0; i < items.length; i += MEMORY_ROWS_PER_INSERT) {
-    statements.push(db.insert(memories).values(items.slice(i, i + MEMORY_ROWS_PER_INSERT).map(toMemoryRow)).onConflictDoNothing());
+    statements.push(
+      db
+        .insert(memories)
+        .values(items.slice(i, i + MEMORY_ROWS_PER_INSERT).map(toMemoryRow))
+        .onConflictDoNothing(),
+    );
   }
   const [first, ...rest] = statements;
   await db.batch([first!, ...rest]);
@@ -88,12 +94,20 @@ export function overwriteMemoriesStatements(db: Db, items: Memory[]) {
   return statements;
 }
 
-export async function listMemories(db: Db, filter: MemoryFilter, limit: number, cursor?: string): Promise<MemoryPage> {
+export async function listMemories(
+  db: Db,
+  filter: MemoryFilter,
+  limit: number,
+  cursor?: string,
+): Promise<MemoryPage> {
   const conditions = filterConditions(filter);
   const after = cursor ? decodeCursor(cursor) : null;
   if (after) {
     conditions.push(
-      or(lt(memories.createdAt, after.createdAt), and(eq(memories.createdAt, after.createdAt), lt(memories.seq, after.seq)))!,
+      or(
+        lt(memories.createdAt, after.createdAt),
+        and(eq(memories.createdAt, after.createdAt), lt(memories.seq, after.seq)),
+      )!,
     );
   }
   const rows = await db
@@ -111,7 +125,11 @@ export async function listMemories(db: Db, filter: MemoryFilter, limit: number, 
 }
 
 /** Memories by id, in no particular order; ids of other agents are never returned. */
-export async function memoriesByIds(db: Db, agentId: string, ids: string[]): Promise<Array<Memory & { embedded: boolean }>> {
+export async function memoriesByIds(
+  db: Db,
+  agentId: string,
+  ids: string[],
+): Promise<Array<Memory & { embedded: boolean }>> {
   const results = await Promise.all(memoriesByIdsQueries(db, agentId, ids));
   return results.flat().map(withEmbedded);
 }
@@ -130,7 +148,10 @@ export function memoriesByIdsQueries(db: Db, agentId: string, ids: string[]) {
 export function embeddedStateQueries(db: Db, agentId: string, ids: string[]) {
   return chunked(ids).map((chunk) =>
     db
-      .select({ id: memories.id, embedded: sql<number>`${memories.embeddedAt} IS NOT NULL`.as("has_vector") })
+      .select({
+        id: memories.id,
+        embedded: sql<number>`${memories.embeddedAt} IS NOT NULL`.as("has_vector"),
+      })
       .from(memories)
       .where(and(inArray(memories.id, chunk), eq(memories.agentId, agentId))),
   );
@@ -147,8 +168,15 @@ export function withEmbedded(row: typeof memories.$inferSelect): Memory & { embe
  * uses it for neighbour expansion: in a conversation the answer to a question is often the turn
  * after the one that names the topic.
  */
-export async function adjacentMessages(db: Db, agentId: string, ids: string[]): Promise<Map<string, Array<Memory & { embedded: boolean }>>> {
-  return adjacentFromRows(agentId, (await Promise.all(adjacentMessagesQueries(db, agentId, ids))).flat());
+export async function adjacentMessages(
+  db: Db,
+  agentId: string,
+  ids: string[],
+): Promise<Map<string, Array<Memory & { embedded: boolean }>>> {
+  return adjacentFromRows(
+    agentId,
+    (await Promise.all(adjacentMessagesQueries(db, agentId, ids))).flat(),
+  );
 }
 
 /** adjacentMessages as unsent statements; adjacentFromRows reads their rows. */
@@ -156,7 +184,9 @@ export function adjacentMessagesQueries(db: Db, agentId: string, ids: string[]) 
   const seed = alias(memories, "seed");
   // The nearest message of the seed's room before (or after) it, as a rowid.
   const nearest = (before: boolean) => {
-    const [op, direction] = before ? [sql.raw("<"), sql.raw("DESC")] : [sql.raw(">"), sql.raw("ASC")];
+    const [op, direction] = before
+      ? [sql.raw("<"), sql.raw("DESC")]
+      : [sql.raw(">"), sql.raw("ASC")];
     return sql`(SELECT n.seq FROM ${memories} AS n
       WHERE n.agent_id = ${seed.agentId} AND n.room_id = ${seed.roomId} AND n.type = 'message'
         AND (n.created_at, n.seq) ${op} (${seed.createdAt}, ${seed.seq})
@@ -198,7 +228,11 @@ function chunked(ids: string[]): string[][] {
  * many, and which rooms lost messages (their rooms must drop cached history). Vectors follow: the
  * local index by foreign key, Vectorize through the deletion outbox a trigger fills.
  */
-export async function deleteMemories(db: Db, filter: MemoryFilter, olderThan?: number): Promise<{ deleted: number; rooms: string[] }> {
+export async function deleteMemories(
+  db: Db,
+  filter: MemoryFilter,
+  olderThan?: number,
+): Promise<{ deleted: number; rooms: string[] }> {
   const conditions = filterConditions(filter);
   if (olderThan !== undefined) conditions.push(lt(memories.createdAt, olderThan));
   const where = and(...conditions);
@@ -209,7 +243,10 @@ export async function deleteMemories(db: Db, filter: MemoryFilter, olderThan?: n
     .select({ id: memories.id })
     .from(memories)
     .where(and(where, eq(memories.type, "document")));
-  const fragments = and(eq(memories.agentId, filter.agentId), inArray(memories.parentId, documents));
+  const fragments = and(
+    eq(memories.agentId, filter.agentId),
+    inArray(memories.parentId, documents),
+  );
   const [rooms, deleted] = await db.batch([
     db
       .selectDistinct({ roomId: memories.roomId })
@@ -217,12 +254,22 @@ export async function deleteMemories(db: Db, filter: MemoryFilter, olderThan?: n
       .where(and(where, eq(memories.type, "message"))),
     db.delete(memories).where(or(where, fragments)).returning({ id: memories.id }),
   ]);
-  return { deleted: deleted.length, rooms: rooms.map((r) => r.roomId).filter((id): id is string => id !== null) };
+  return {
+    deleted: deleted.length,
+    rooms: rooms.map((r) => r.roomId).filter((id): id is string => id !== null),
+  };
 }
 
 /** Memories still waiting for a vector, oldest first (documents are never embedded). */
-export async function pendingEmbeddings(db: Db, query: { agentId: string; roomId?: string; limit: number }): Promise<Memory[]> {
-  const conditions = [eq(memories.agentId, query.agentId), isNull(memories.embeddedAt), ne(memories.type, "document")];
+export async function pendingEmbeddings(
+  db: Db,
+  query: { agentId: string; roomId?: string; limit: number },
+): Promise<Memory[]> {
+  const conditions = [
+    eq(memories.agentId, query.agentId),
+    isNull(memories.embeddedAt),
+    ne(memories.type, "document"),
+  ];
   if (query.roomId !== undefined) conditions.push(eq(memories.roomId, query.roomId));
   const rows = await db
     .select()
@@ -233,7 +280,12 @@ export async function pendingEmbeddings(db: Db, query: { agentId: string; roomId
   return rows.map(fromMemoryRow);
 }
 
-export async function markEmbedded(db: Db, agentId: string, ids: string[], at: number): Promise<void> {
+export async function markEmbedded(
+  db: Db,
+  agentId: string,
+  ids: string[],
+  at: number,
+): Promise<void> {
   if (ids.length === 0) return;
   const statements = [];
   for (let i = 0; i < ids.length; i += IDS_PER_QUERY) {
@@ -241,7 +293,9 @@ export async function markEmbedded(db: Db, agentId: string, ids: string[], at: n
       db
         .update(memories)
         .set({ embeddedAt: at })
-        .where(and(inArray(memories.id, ids.slice(i, i + IDS_PER_QUERY)), eq(memories.agentId, agentId))),
+        .where(
+          and(inArray(memories.id, ids.slice(i, i + IDS_PER_QUERY)), eq(memories.agentId, agentId)),
+        ),
     );
   }
   const [first, ...rest] = statements;
@@ -256,15 +310,37 @@ export interface MemoryStats {
 
 export async function memoryStats(db: Db, agentId: string): Promise<MemoryStats> {
   const [byType, pending] = await db.batch([
-    db.select({ type: memories.type, n: count() }).from(memories).where(eq(memories.agentId, agentId)).groupBy(memories.type),
+    db
+      .select({ type: memories.type, n: count() })
+      .from(memories)
+      .where(eq(memories.agentId, agentId))
+      .groupBy(memories.type),
     db
       .select({ n: count() })
       .from(memories)
-      .where(and(eq(memories.agentId, agentId), isNull(memories.embeddedAt), ne(memories.type, "document"))),
+      .where(
+        and(
+          eq(memories.agentId, agentId),
+          isNull(memories.embeddedAt),
+          ne(memories.type, "document"),
+        ),
+      ),
   ]);
-  const counts: Record<MemoryType, number> = { message: 0, fact: 0, description: 0, lore: 0, document: 0, fragment: 0, summary: 0 };
+  const counts: Record<MemoryType, number> = {
+    message: 0,
+    fact: 0,
+    description: 0,
+    lore: 0,
+    document: 0,
+    fragment: 0,
+    summary: 0,
+  };
   for (const row of byType) counts[row.type] = row.n;
-  return { total: byType.reduce((sum, row) => sum + row.n, 0), byType: counts, pendingEmbedding: pending[0]?.n ?? 0 };
+  return {
+    total: byType.reduce((sum, row) => sum + row.n, 0),
+    byType: counts,
+    pendingEmbedding: pending[0]?.n ?? 0,
+  };
 }
 
 function encodeCursor(createdAt: number, seq: number): string {
@@ -274,9 +350,12 @@ function encodeCursor(createdAt: number, seq: number): string {
 function decodeCursor(cursor: string): { createdAt: number; seq: number } {
   try {
     const [createdAt, seq] = atob(cursor).split(":").map(Number);
-    if (Number.isSafeInteger(createdAt) && Number.isSafeInteger(seq)) return { createdAt: createdAt!, seq: seq! };
+    if (Number.isSafeInteger(createdAt) && Number.isSafeInteger(seq))
+      return { createdAt: createdAt!, seq: seq! };
   } catch {
     // fall through to the error
   }
-  throw new ValidationError("cursor is not one this API returned (use nextCursor of the previous page)");
+  throw new ValidationError(
+    "cursor is not one this API returned (use nextCursor of the previous page)",
+  );
 }

@@ -24,9 +24,17 @@ export function createMessageHistory(db: Db): MessageHistory {
   return {
     async page({ agentId, roomId, limit, before }) {
       // One extra row tells whether another page follows.
-      const rows = await selectRoomMessages(db, { agentId, roomId, limit: limit + 1, beforeMs: before });
+      const rows = await selectRoomMessages(db, {
+        agentId,
+        roomId,
+        limit: limit + 1,
+        beforeMs: before,
+      });
       const page = rows.slice(0, limit);
-      return { messages: page, nextBefore: rows.length > limit ? (page.at(-1)?.createdAt ?? null) : null };
+      return {
+        messages: page,
+        nextBefore: rows.length > limit ? (page.at(-1)?.createdAt ?? null) : null,
+      };
     },
   };
 }

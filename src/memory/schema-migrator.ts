@@ -19,7 +19,10 @@ export interface SchemaState {
   error: { migration: string; message: string } | null;
 }
 
-export async function applyPendingMigrations(db: D1Database, migrations: readonly BundledMigration[]): Promise<SchemaState> {
+export async function applyPendingMigrations(
+  db: D1Database,
+  migrations: readonly BundledMigration[],
+): Promise<SchemaState> {
   await db
     .prepare(
       `CREATE TABLE IF NOT EXISTS ${MIGRATIONS_TABLE} (
@@ -29,14 +32,20 @@ export async function applyPendingMigrations(db: D1Database, migrations: readonl
       )`,
     )
     .run();
-  const done = new Set((await db.prepare(`SELECT name FROM ${MIGRATIONS_TABLE}`).all<{ name: string }>()).results.map((row) => row.name));
+  const done = new Set(
+    (await db.prepare(`SELECT name FROM ${MIGRATIONS_TABLE}`).all<{ name: string }>()).results.map(
+      (row) => row.name,
+    ),
+  );
   const latest = migrations.at(-1)?.name ?? null;
   const applied: string[] = [];
   const todo = migrations.filter((migration) => !done.has(migration.name));
   for (const [index, migration] of todo.entries()) {
     try {
       const statements = migration.queries.map((query) => db.prepare(query));
-      statements.push(db.prepare(`INSERT INTO ${MIGRATIONS_TABLE} (name) VALUES (?)`).bind(migration.name));
+      statements.push(
+        db.prepare(`INSERT INTO ${MIGRATIONS_TABLE} (name) VALUES (?)`).bind(migration.name),
+      );
       await db.batch(statements);
       applied.push(migration.name);
     } catch (error) {
@@ -50,10 +59,20 @@ export async function applyPendingMigrations(db: D1Database, migrations: readonl
       };
     }
   }
-  return { version: newestApplied(migrations, done, applied), latest, applied, pending: [], error: null };
+  return {
+    version: newestApplied(migrations, done, applied),
+    latest,
+    applied,
+    pending: [],
+    error: null,
+  };
 }
 
-function newestApplied(migrations: readonly BundledMigration[], done: Set<string>, applied: string[]): string | null {
+function newestApplied(
+  migrations: readonly BundledMigration[],
+  done: Set<string>,
+  applied: string[],
+): string | null {
   const all = new Set([...done, ...applied]);
   return [...migrations].reverse().find((migration) => all.has(migration.name))?.name ?? null;
 }

@@ -19,10 +19,14 @@ export function ensureSchema(env: Env, now = Date.now()): Promise<SchemaState | 
     .ensure()
     .then((answer) => {
       state = answer;
-      if (answer.applied.length > 0) log.info("schema_migrated", { applied: answer.applied, version: answer.version });
+      if (answer.applied.length > 0)
+        log.info("schema_migrated", { applied: answer.applied, version: answer.version });
       if (answer.error) {
         retryAt = Date.now() + RETRY_MS;
-        log.error("schema_migration_failed", { migration: answer.error.migration, error: answer.error.message });
+        log.error("schema_migration_failed", {
+          migration: answer.error.migration,
+          error: answer.error.message,
+        });
       }
       return answer;
     })

@@ -2,7 +2,17 @@
 // Every memory belongs to one agent (cascade on delete); messages also carry their room, facts and
 // descriptions their user. JSON columns are re-validated on read (src/memory/rows.ts).
 import { sql } from "drizzle-orm";
-import { blob, foreignKey, index, integer, primaryKey, real, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+import {
+  blob,
+  foreignKey,
+  index,
+  integer,
+  primaryKey,
+  real,
+  sqliteTable,
+  text,
+  uniqueIndex,
+} from "drizzle-orm/sqlite-core";
 
 export const agents = sqliteTable("agents", {
   id: text("id").primaryKey(),
@@ -63,10 +73,21 @@ export const participants = sqliteTable(
     firstSeenAt: integer("first_seen_at").notNull(),
     lastSeenAt: integer("last_seen_at").notNull(),
   },
-  (t) => [primaryKey({ columns: [t.agentId, t.roomId, t.userId] }), index("participants_user_idx").on(t.userId)],
+  (t) => [
+    primaryKey({ columns: [t.agentId, t.roomId, t.userId] }),
+    index("participants_user_idx").on(t.userId),
+  ],
 );
 
-export const MEMORY_TYPES = ["message", "fact", "description", "lore", "document", "fragment", "summary"] as const;
+export const MEMORY_TYPES = [
+  "message",
+  "fact",
+  "description",
+  "lore",
+  "document",
+  "fragment",
+  "summary",
+] as const;
 
 export const memories = sqliteTable(
   "memories",
@@ -102,7 +123,9 @@ export const memories = sqliteTable(
     // A document's fragments, in order.
     index("memories_parent_idx").on(t.agentId, t.parentId),
     // The embedding queue: only rows still waiting are in this index.
-    index("memories_pending_idx").on(t.agentId, t.roomId).where(sql`${t.embeddedAt} IS NULL AND ${t.type} != 'document'`),
+    index("memories_pending_idx")
+      .on(t.agentId, t.roomId)
+      .where(sql`${t.embeddedAt} IS NULL AND ${t.type} != 'document'`),
   ],
 );
 
@@ -129,7 +152,10 @@ export const memoryVectors = sqliteTable(
   (t) => [
     uniqueIndex("memory_vectors_agent_memory_unique").on(t.agentId, t.memoryId),
     index("memory_vectors_agent_idx").on(t.agentId, t.seq),
-    foreignKey({ columns: [t.agentId, t.memoryId], foreignColumns: [memories.agentId, memories.id] }).onDelete("cascade"),
+    foreignKey({
+      columns: [t.agentId, t.memoryId],
+      foreignColumns: [memories.agentId, memories.id],
+    }).onDelete("cascade"),
   ],
 );
 
@@ -280,10 +306,20 @@ export const mcpCredentials = sqliteTable(
     refreshLeaseUntil: integer("refresh_lease_until"),
     updatedAt: integer("updated_at").notNull(),
   },
-  (t) => [primaryKey({ columns: [t.agentId, t.server] }), index("mcp_credentials_state_idx").on(t.stateHash)],
+  (t) => [
+    primaryKey({ columns: [t.agentId, t.server] }),
+    index("mcp_credentials_state_idx").on(t.stateHash),
+  ],
 );
 
-export const MEDIA_POST_STATUSES = ["stored", "queued", "processing", "publishing", "published", "failed"] as const;
+export const MEDIA_POST_STATUSES = [
+  "stored",
+  "queued",
+  "processing",
+  "publishing",
+  "published",
+  "failed",
+] as const;
 
 /**
  * Instagram posts: the uploaded files (in R2) and where publishing stands. The publisher moves a

@@ -37,9 +37,20 @@ export function createSecretBox(secretsKey: string): SecretBox {
 }
 
 async function deriveKey(secretsKey: string): Promise<CryptoKey> {
-  const material = await crypto.subtle.importKey("raw", new TextEncoder().encode(secretsKey), "HKDF", false, ["deriveKey"]);
+  const material = await crypto.subtle.importKey(
+    "raw",
+    new TextEncoder().encode(secretsKey),
+    "HKDF",
+    false,
+    ["deriveKey"],
+  );
   return crypto.subtle.deriveKey(
-    { name: "HKDF", hash: "SHA-256", salt: new TextEncoder().encode("edge-agents/secret-box"), info: new TextEncoder().encode(FORMAT) },
+    {
+      name: "HKDF",
+      hash: "SHA-256",
+      salt: new TextEncoder().encode("edge-agents/secret-box"),
+      info: new TextEncoder().encode(FORMAT),
+    },
     material,
     { name: "AES-GCM", length: 256 },
     false,

@@ -18,14 +18,25 @@ export interface SeedDeps {
 }
 
 /** Creates the shipped characters that do not exist yet; returns the ids it created. */
-export async function seedShippedCharacters(deps: SeedDeps, shipped: readonly ShippedCharacter[], now: number): Promise<string[]> {
+export async function seedShippedCharacters(
+  deps: SeedDeps,
+  shipped: readonly ShippedCharacter[],
+  now: number,
+): Promise<string[]> {
   const created: string[] = [];
   for (const entry of shipped) {
     const agentId = agentIdFor(parseCharacter(entry.character));
     if ((await deps.agents.version(agentId)) !== null) continue;
-    await deps.agents.create(entry.character, now, (id, character) => characterKnowledge(deps.tokens, id, character, now));
+    await deps.agents.create(entry.character, now, (id, character) =>
+      characterKnowledge(deps.tokens, id, character, now),
+    );
     for (const file of entry.knowledgeFiles) {
-      await ingestDocument(deps.db, deps.pipeline, deps.tokens, { agentId, ...file, source: "character", now });
+      await ingestDocument(deps.db, deps.pipeline, deps.tokens, {
+        agentId,
+        ...file,
+        source: "character",
+        now,
+      });
     }
     created.push(agentId);
   }

@@ -19,7 +19,10 @@ export function createD1SpendLedger(db: Db): SpendLedger {
       await db
         .insert(modelUsageDaily)
         .values({ agentId, day, tokens })
-        .onConflictDoUpdate({ target: [modelUsageDaily.agentId, modelUsageDaily.day], set: { tokens: sql`${modelUsageDaily.tokens} + ${tokens}` } });
+        .onConflictDoUpdate({
+          target: [modelUsageDaily.agentId, modelUsageDaily.day],
+          set: { tokens: sql`${modelUsageDaily.tokens} + ${tokens}` },
+        });
     },
   };
 }

@@ -75,7 +75,13 @@ export function stores(env: Env): Stores {
     embedder,
     index,
     retriever: createHybridSearch({ db, index, embedder, vectorWeight: vectorWeightFor(embedder) }),
-    pipeline: createEmbeddingPipeline({ db, embedder, index, now: () => Date.now(), deleteLegacyVectors: vectorize ? (ids) => vectorize.deleteLegacy(ids) : undefined }),
+    pipeline: createEmbeddingPipeline({
+      db,
+      embedder,
+      index,
+      now: () => Date.now(),
+      deleteLegacyVectors: vectorize ? (ids) => vectorize.deleteLegacy(ids) : undefined,
+    }),
     reachable: () => databaseReachable(db),
   };
   cache.set(env, built);

@@ -16,7 +16,11 @@ import { agentNumbers, memories } from "./schema.ts";
  * The FTS5 table of migrations/0002 as drizzle sees it, for typed joins. Declared here, outside
  * schema.ts, so drizzle-kit never tries to create it as an ordinary table.
  */
-const memoriesFts = sqliteTable("memories_fts", { rowid: integer("rowid").notNull(), text: textColumn("text"), scope: textColumn("scope") });
+const memoriesFts = sqliteTable("memories_fts", {
+  rowid: integer("rowid").notNull(),
+  text: textColumn("text"),
+  scope: textColumn("scope"),
+});
 
 export interface TextSearchQuery extends MemoryFilter {
   text: string;
@@ -57,8 +61,11 @@ export function scopedFtsQuery(query: TextSearchQuery): string | null {
     const user = scopeToken("u", query.userId);
     scope.push(query.includeShared ? `(${user} OR ${SHARED_TOKEN})` : user);
   }
-  if (query.types && query.types.length > 0) scope.push(`(${query.types.map((type) => scopeToken("t", type)).join(" OR ")})`);
-  return scope.length === 0 ? `text : (${words})` : `scope : (${scope.join(" AND ")}) AND text : (${words})`;
+  if (query.types && query.types.length > 0)
+    scope.push(`(${query.types.map((type) => scopeToken("t", type)).join(" OR ")})`);
+  return scope.length === 0
+    ? `text : (${words})`
+    : `scope : (${scope.join(" AND ")}) AND text : (${words})`;
 }
 
 /**
@@ -95,9 +102,14 @@ function textMatches(db: Db, query: TextSearchQuery) {
   const first = sql`((SELECT ${agentNumbers.num} FROM ${agentNumbers} WHERE ${agentNumbers.agentId} = ${query.agentId}) << ${sql.raw(String(SEQ_BITS))})`;
   const mask = sql.raw(String(SEQ_MASK));
   const ranked = db
-    .select({ seq: sql<number>`${memoriesFts.rowid} & ${mask}`.as("hit_seq"), score: sql<number>`bm25(memories_fts, 1.0, 0.0)`.as("score") })
+    .select({
+      seq: sql<number>`${memoriesFts.rowid} & ${mask}`.as("hit_seq"),
+      score: sql<number>`bm25(memories_fts, 1.0, 0.0)`.as("score"),
+    })
     .from(memoriesFts)
-    .where(sql`memories_fts MATCH ${match} AND ${memoriesFts.rowid} BETWEEN ${first} AND ${first} + ${mask}`)
+    .where(
+      sql`memories_fts MATCH ${match} AND ${memoriesFts.rowid} BETWEEN ${first} AND ${first} + ${mask}`,
+    )
     .orderBy(sql`score`)
     .limit(query.limit)
     .as("ranked");

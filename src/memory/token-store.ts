@@ -68,7 +68,8 @@ const StoredAgents = z.array(z.string());
 export function createTokenStore(db: Db): TokenStore {
   return {
     async mint(input, now) {
-      const token = TOKEN_PREFIX + toBase64Url(crypto.getRandomValues(new Uint8Array(TOKEN_SECRET_BYTES)));
+      const token =
+        TOKEN_PREFIX + toBase64Url(crypto.getRandomValues(new Uint8Array(TOKEN_SECRET_BYTES)));
       const record: TokenRecord = {
         id: `tok_${toHex(crypto.getRandomValues(new Uint8Array(8)))}`,
         name: input.name,
@@ -98,17 +99,29 @@ export function createTokenStore(db: Db): TokenStore {
     },
     async findBySecret(token) {
       if (!token.startsWith(TOKEN_PREFIX)) return null;
-      const [row] = await db.select().from(apiTokens).where(eq(apiTokens.hash, await sha256Hex(token))).limit(1);
+      const [row] = await db
+        .select()
+        .from(apiTokens)
+        .where(eq(apiTokens.hash, await sha256Hex(token)))
+        .limit(1);
       return row ? toRecord(row) : null;
     },
     async list() {
-      const rows = await db.select().from(apiTokens).orderBy(asc(apiTokens.createdAt), asc(apiTokens.id));
+      const rows = await db
+        .select()
+        .from(apiTokens)
+        .orderBy(asc(apiTokens.createdAt), asc(apiTokens.id));
       return rows.map(toRecord);
     },
     async revoke(id, now) {
-      const [row] = await db.select({ revokedAt: apiTokens.revokedAt }).from(apiTokens).where(eq(apiTokens.id, id)).limit(1);
+      const [row] = await db
+        .select({ revokedAt: apiTokens.revokedAt })
+        .from(apiTokens)
+        .where(eq(apiTokens.id, id))
+        .limit(1);
       if (!row) return false;
-      if (row.revokedAt === null) await db.update(apiTokens).set({ revokedAt: now }).where(eq(apiTokens.id, id));
+      if (row.revokedAt === null)
+        await db.update(apiTokens).set({ revokedAt: now }).where(eq(apiTokens.id, id));
       return true;
     },
     async touch(id, now) {
@@ -122,7 +135,10 @@ function toRecord(row: typeof apiTokens.$inferSelect): TokenRecord {
     id: row.id,
     name: row.name,
     scopes: readJsonColumn(StoredScopes, row.scopes, `api_tokens.scopes of ${row.id}`),
-    agents: row.agents === null ? null : readJsonColumn(StoredAgents, row.agents, `api_tokens.agents of ${row.id}`),
+    agents:
+      row.agents === null
+        ? null
+        : readJsonColumn(StoredAgents, row.agents, `api_tokens.agents of ${row.id}`),
     rateLimit: row.rateLimit,
     userPrefix: row.userPrefix,
     createdBy: row.createdBy,

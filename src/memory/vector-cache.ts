@@ -24,9 +24,43 @@ const NO_MATCH = 0xffff;
 const PAGE_BYTES = 65_536;
 
 interface Kernels {
-  coarse(size: number, codes: number, words: number, coarse: number, types: number, rooms: number, users: number, typeMask: number, room: number, user: number, q0: number, q1: number, q2: number, q3: number, distances: number, histogram: number): number;
-  refine(size: number, codes: number, words: number, coarse: number, query: number, cut: number, distances: number, histogram: number, kept: number): number;
-  dots(pool: number, count: number, vectors: number, dimensions: number, query: number, out: number): void;
+  coarse(
+    size: number,
+    codes: number,
+    words: number,
+    coarse: number,
+    types: number,
+    rooms: number,
+    users: number,
+    typeMask: number,
+    room: number,
+    user: number,
+    q0: number,
+    q1: number,
+    q2: number,
+    q3: number,
+    distances: number,
+    histogram: number,
+  ): number;
+  refine(
+    size: number,
+    codes: number,
+    words: number,
+    coarse: number,
+    query: number,
+    cut: number,
+    distances: number,
+    histogram: number,
+    kept: number,
+  ): number;
+  dots(
+    pool: number,
+    count: number,
+    vectors: number,
+    dimensions: number,
+    query: number,
+    out: number,
+  ): void;
 }
 
 /** Byte offsets of each region in a cache's memory, for a capacity (4- and 8-byte regions first). */
@@ -104,7 +138,21 @@ function layoutFor(capacity: number, dimensions: number, words: number): Layout 
   const distances = take(capacity * 2, 2);
   const types = take(capacity, 1);
   const vectors = take(capacity * dimensions, 1);
-  return { codes, norms, rooms, users, kept, out, query, queryCode, histogram, distances, types, vectors, bytes: at };
+  return {
+    codes,
+    norms,
+    rooms,
+    users,
+    kept,
+    out,
+    query,
+    queryCode,
+    histogram,
+    distances,
+    types,
+    vectors,
+    bytes: at,
+  };
 }
 
 /** A memory (and an instance of the kernels over it) sized for `capacity` slots, with its views. */
@@ -129,14 +177,32 @@ function allocate(capacity: number, dimensions: number, words: number) {
 
 export function createVectorCache(dimensions: number, capacity = 256): VectorCache {
   const words = rotationSize(dimensions) / 32;
-  return { dimensions, words, lastSeq: 0, size: 0, live: 0, ids: [], names: new Map(), slots: new Map(), ...allocate(capacity, dimensions, words) };
+  return {
+    dimensions,
+    words,
+    lastSeq: 0,
+    size: 0,
+    live: 0,
+    ids: [],
+    names: new Map(),
+    slots: new Map(),
+    ...allocate(capacity, dimensions, words),
+  };
 }
 
 /**
  * Adds a vector (int8 values, as quantize() makes them), replacing any earlier one of that id.
  * `bits`: its sign bits if already known (signBits of the same code), saving their computation.
  */
-export function putVector(cache: VectorCache, id: string, type: MemoryType, roomId: string | null, userId: string | null, code: Int8Array, bits?: Uint32Array): void {
+export function putVector(
+  cache: VectorCache,
+  id: string,
+  type: MemoryType,
+  roomId: string | null,
+  userId: string | null,
+  code: Int8Array,
+  bits?: Uint32Array,
+): void {
   removeVector(cache, id);
   if (cache.size === cache.capacity) grow(cache);
   const slot = cache.size++;
@@ -188,7 +254,8 @@ export function cacheBytes(cache: VectorCache, overheadPerSlot: number): number 
 export function rankVectors(cache: VectorCache, query: VectorQuery): VectorMatch[] {
   const { dimensions, words, size, layout, kernels, memory } = cache;
   let typeMask = 0;
-  if (query.types && query.types.length > 0) for (const type of query.types) typeMask |= 1 << (TYPE_CODE.get(type) ?? 31);
+  if (query.types && query.types.length > 0)
+    for (const type of query.types) typeMask |= 1 << (TYPE_CODE.get(type) ?? 31);
   else typeMask = ~0;
   // A filter value the cache has never seen matches nothing (-1 is no slot's number).
   const roomId = query.roomId === undefined ? 0 : (cache.names.get(query.roomId) ?? -1);
@@ -204,7 +271,24 @@ export function rankVectors(cache: VectorCache, query: VectorQuery): VectorMatch
 
   // Pass 1: the filter, and the Hamming distance over the first coarseWords words.
   histogram.fill(0);
-  const matching = kernels.coarse(size, layout.codes, words, coarseWords, layout.types, layout.rooms, layout.users, typeMask, roomId, userId, qCode[0]!, qCode[1] ?? 0, qCode[2] ?? 0, qCode[3] ?? 0, layout.distances, layout.histogram);
+  const matching = kernels.coarse(
+    size,
+    layout.codes,
+    words,
+    coarseWords,
+    layout.types,
+    layout.rooms,
+    layout.users,
+    typeMask,
+    roomId,
+    userId,
+    qCode[0]!,
+    qCode[1] ?? 0,
+    qCode[2] ?? 0,
+    qCode[3] ?? 0,
+    layout.distances,
+    layout.histogram,
+  );
   if (matching === 0) return [];
 
   const poolSize = Math.max(MIN_POOL, POOL_FACTOR * query.topK);
@@ -216,7 +300,17 @@ export function rankVectors(cache: VectorCache, query: VectorQuery): VectorMatch
     // Pass 2: the full sign bits, for the vectors inside the coarse cut.
     const coarseCut = cutoff(histogram.subarray(0, coarseWords * 32 + 1), poolSize * COARSE_FACTOR);
     histogram.fill(0);
-    const kept = kernels.refine(size, layout.codes, words, coarseWords, layout.queryCode, coarseCut, layout.distances, layout.histogram, layout.kept);
+    const kept = kernels.refine(
+      size,
+      layout.codes,
+      words,
+      coarseWords,
+      layout.queryCode,
+      coarseCut,
+      layout.distances,
+      layout.histogram,
+      layout.kept,
+    );
     const cut = cutoff(histogram, poolSize);
     for (let i = 0; i < kept; i++) {
       const s = pool[i]!;

@@ -29,13 +29,21 @@ export async function clearVectorDeletions(db: Db, rows: VectorDeletion[]): Prom
     for (let i = 0; i < ids.length; i += IDS_PER_QUERY) {
       await db
         .delete(vectorDeletions)
-        .where(and(eq(vectorDeletions.agentId, agentId), inArray(vectorDeletions.memoryId, ids.slice(i, i + IDS_PER_QUERY))));
+        .where(
+          and(
+            eq(vectorDeletions.agentId, agentId),
+            inArray(vectorDeletions.memoryId, ids.slice(i, i + IDS_PER_QUERY)),
+          ),
+        );
     }
   }
 }
 
 /** Old-scheme Vectorize ids still to delete (migration 0013), of one agent or of any. */
-export async function takeLegacyVectorIds(db: Db, query: { agentId?: string; limit: number }): Promise<string[]> {
+export async function takeLegacyVectorIds(
+  db: Db,
+  query: { agentId?: string; limit: number },
+): Promise<string[]> {
   const rows = await db
     .select({ vectorId: legacyVectorIds.vectorId })
     .from(legacyVectorIds)
@@ -46,7 +54,9 @@ export async function takeLegacyVectorIds(db: Db, query: { agentId?: string; lim
 
 export async function clearLegacyVectorIds(db: Db, vectorIds: string[]): Promise<void> {
   for (let i = 0; i < vectorIds.length; i += IDS_PER_QUERY) {
-    await db.delete(legacyVectorIds).where(inArray(legacyVectorIds.vectorId, vectorIds.slice(i, i + IDS_PER_QUERY)));
+    await db
+      .delete(legacyVectorIds)
+      .where(inArray(legacyVectorIds.vectorId, vectorIds.slice(i, i + IDS_PER_QUERY)));
   }
 }
 

@@ -34,7 +34,10 @@ export async function vectorizeId(agentId: string, memoryId: string): Promise<st
 /** An old-scheme id that has the new scheme's shape is left alone: it may be a live new vector. */
 const NEW_SCHEME_SHAPE = /^[A-Za-z0-9_-]{43}$/;
 
-export function createVectorizeIndex(binding: VectorizeBinding, log: (entry: Record<string, unknown>) => void = (entry) => logLine.warn(String(entry.msg), entry)): VectorizeIndex {
+export function createVectorizeIndex(
+  binding: VectorizeBinding,
+  log: (entry: Record<string, unknown>) => void = (entry) => logLine.warn(String(entry.msg), entry),
+): VectorizeIndex {
   let dimensions: Promise<number> | null = null;
   const indexDimensions = () => {
     dimensions ??= binding.describe().then((info) => info.dimensions);
@@ -49,7 +52,8 @@ export function createVectorizeIndex(binding: VectorizeBinding, log: (entry: Rec
   let warnedUnmapped = false;
 
   const deleteIds = async (ids: string[]) => {
-    for (let i = 0; i < ids.length; i += MAX_WRITE) await binding.deleteByIds(ids.slice(i, i + MAX_WRITE));
+    for (let i = 0; i < ids.length; i += MAX_WRITE)
+      await binding.deleteByIds(ids.slice(i, i + MAX_WRITE));
   };
 
   return {
@@ -57,7 +61,8 @@ export function createVectorizeIndex(binding: VectorizeBinding, log: (entry: Rec
     dimensions: indexDimensions,
 
     async upsert(records: VectorRecord[]) {
-      for (const record of records) await check(record.values.length, `vector for memory ${record.id}`);
+      for (const record of records)
+        await check(record.values.length, `vector for memory ${record.id}`);
       const vectors = await Promise.all(
         records.map(async (record) => ({
           id: await vectorizeId(record.metadata.agentId, record.id),
@@ -71,7 +76,8 @@ export function createVectorizeIndex(binding: VectorizeBinding, log: (entry: Rec
           },
         })),
       );
-      for (let i = 0; i < vectors.length; i += MAX_WRITE) await binding.upsert(vectors.slice(i, i + MAX_WRITE));
+      for (let i = 0; i < vectors.length; i += MAX_WRITE)
+        await binding.upsert(vectors.slice(i, i + MAX_WRITE));
     },
 
     async query(query: VectorQuery) {
@@ -95,12 +101,22 @@ export function createVectorizeIndex(binding: VectorizeBinding, log: (entry: Rec
         const memoryId = match.metadata?.memoryId;
         // Old-scheme vectors (no memoryId) and any id that is not this agent's hash of the memory
         // id (a truncated or foreign value) are no match: a hit maps only to the agent's own memory.
-        if (typeof memoryId === "string" && (await vectorizeId(query.agentId, memoryId)) === match.id) matches.push({ id: memoryId, score: match.score });
+        if (
+          typeof memoryId === "string" &&
+          (await vectorizeId(query.agentId, memoryId)) === match.id
+        )
+          matches.push({ id: memoryId, score: match.score });
         else unmapped++;
       }
       if (unmapped > 0 && matches.length === 0 && !warnedUnmapped) {
         warnedUnmapped = true;
-        log({ level: "warn", msg: "vectorize_hits_unmapped", agentId: query.agentId, unmapped, hint: "create the memoryId metadata index, then npm run memory -- init (docs/deploying.md)" });
+        log({
+          level: "warn",
+          msg: "vectorize_hits_unmapped",
+          agentId: query.agentId,
+          unmapped,
+          hint: "create the memoryId metadata index, then npm run memory -- init (docs/deploying.md)",
+        });
       }
       return matches;
     },

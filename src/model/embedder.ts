@@ -15,9 +15,14 @@ export interface EmbedderDescription {
   dimensions: number;
 }
 
-export function createEmbedder(config: Config, indexDimensions?: () => Promise<number | null>): Embedder {
+export function createEmbedder(
+  config: Config,
+  indexDimensions?: () => Promise<number | null>,
+): Embedder {
   const preferred = embedderFor(config.embedding);
-  const others = config.embeddingAlternatives.map(embedderFor).filter((embedder) => embedder.id !== preferred.id);
+  const others = config.embeddingAlternatives
+    .map(embedderFor)
+    .filter((embedder) => embedder.id !== preferred.id);
   if (!indexDimensions || others.length === 0) return preferred;
   return pinnedEmbedder([preferred, ...others], indexDimensions);
 }
@@ -34,7 +39,11 @@ function embedderFor(backend: Config["embedding"]): Embedder {
         fetch: (input, init) => fetch(input, init),
       });
     case "workers-ai":
-      return createWorkersAIEmbedder({ ai: backend.ai, model: backend.model, dimensions: backend.dimensions });
+      return createWorkersAIEmbedder({
+        ai: backend.ai,
+        model: backend.model,
+        dimensions: backend.dimensions,
+      });
     case "local":
       return createHashEmbedder({ dimensions: backend.dimensions });
   }
@@ -45,13 +54,19 @@ function embedderFor(backend: Config["embedding"]): Embedder {
  * settled once per isolate before the first embedding, or by ready(). A failed read of the index
  * leaves the preferred one in place and is tried again on the next call.
  */
-function pinnedEmbedder(candidates: Embedder[], indexDimensions: () => Promise<number | null>): Embedder {
+function pinnedEmbedder(
+  candidates: Embedder[],
+  indexDimensions: () => Promise<number | null>,
+): Embedder {
   let current = candidates[0]!;
   let settled: Promise<void> | null = null;
   const ready = (): Promise<void> => {
     settled ??= indexDimensions().then(
       (dimensions) => {
-        current = (dimensions !== null && candidates.find((candidate) => candidate.dimensions === dimensions)) || candidates[0]!;
+        current =
+          (dimensions !== null &&
+            candidates.find((candidate) => candidate.dimensions === dimensions)) ||
+          candidates[0]!;
       },
       () => {
         settled = null;

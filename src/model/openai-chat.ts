@@ -2,7 +2,12 @@
 // own retries switched off: we retry here (backoff with jitter, Retry-After, per-attempt timeout)
 // and turn every final failure into one ModelCallError whose `failover` says if another model helps.
 
-import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from "openai";
+import OpenAI, {
+  APIConnectionError,
+  APIConnectionTimeoutError,
+  APIError,
+  APIUserAbortError,
+} from "openai";
 import type { ChatCompletionCreateParamsNonStreaming } from "openai/resources/chat/completions";
 import { ModelCallError, ModelNotConfiguredError } from "../runtime/errors.ts";
 import type { ChatModel, ChatRequest, ChatResponse } from "../runtime/types.ts";
@@ -79,7 +84,10 @@ export function createOpenAIChatModel(options: OpenAIChatModelOptions): ChatMode
   return { backend: "openai", complete: (request) => completeWithRetries(context, request) };
 }
 
-async function completeWithRetries(context: CallContext, request: ChatRequest): Promise<ChatResponse> {
+async function completeWithRetries(
+  context: CallContext,
+  request: ChatRequest,
+): Promise<ChatResponse> {
   const { signal } = request;
   const params = toCreateParams(request);
   for (let attempt = 1; ; attempt++) {
@@ -95,7 +103,10 @@ async function completeWithRetries(context: CallContext, request: ChatRequest): 
       // Waiting that long would stall the turn; another model is the better bet.
       throw toModelCallError(context, request.model, failure, attempt, serverDelayMs);
     }
-    await context.sleep(serverDelayMs ?? backoffDelayMs(attempt, context.policy, context.random), signal);
+    await context.sleep(
+      serverDelayMs ?? backoffDelayMs(attempt, context.policy, context.random),
+      signal,
+    );
     // An injected sleep may ignore the signal; an abort during it still ends the call here.
     signal?.throwIfAborted();
   }
@@ -118,13 +129,20 @@ async function attemptOnce(
   try {
     if (onText) {
       // Usage arrives in a last chunk without choices, only when asked for.
-      const stream = await context.client.chat.completions.create({ ...params, stream: true, stream_options: { include_usage: true } }, requestOptions);
+      const stream = await context.client.chat.completions.create(
+        { ...params, stream: true, stream_options: { include_usage: true } },
+        requestOptions,
+      );
       const streamed = await collectStream(stream, request.model, onText);
-      return streamed.ok ? streamed : { ok: false, failure: { kind: "malformed", detail: streamed.problem } };
+      return streamed.ok
+        ? streamed
+        : { ok: false, failure: { kind: "malformed", detail: streamed.problem } };
     }
     const body: unknown = await context.client.chat.completions.create(params, requestOptions);
     const parsed = parseOpenAICompletion(body, request.model);
-    return parsed.ok ? parsed : { ok: false, failure: { kind: "malformed", detail: parsed.problem } };
+    return parsed.ok
+      ? parsed
+      : { ok: false, failure: { kind: "malformed", detail: parsed.problem } };
   } catch (error) {
     // The caller's abort is not a model failure: surface the caller's own reason, untouched.
     if (request.signal?.aborted) throw request.signal.reason;
@@ -138,7 +156,12 @@ async function attemptOnce(
  * OPENAI_ORG_ID / OPENAI_PROJECT_ID / OPENAI_ADMIN_KEY behind our back; OPENAI_LOG=debug would
  * make it log full request details.
  */
-export function createOpenAIClient(options: { apiKey: string; baseURL?: string; fetch?: typeof fetch; timeoutMs: number }): OpenAI {
+export function createOpenAIClient(options: {
+  apiKey: string;
+  baseURL?: string;
+  fetch?: typeof fetch;
+  timeoutMs: number;
+}): OpenAI {
   return new OpenAI({
     apiKey: options.apiKey,
     baseURL: options.baseURL,
@@ -188,7 +211,8 @@ function classifyError(error: unknown, nowMs: number): AttemptFailure {
     };
   }
   // The SDK parses JSON bodies itself; a 200 whose body is not JSON surfaces as a SyntaxError.
-  if (error instanceof SyntaxError) return { kind: "malformed", detail: "response body is not valid JSON" };
+  if (error instanceof SyntaxError)
+    return { kind: "malformed", detail: "response body is not valid JSON" };
   return { kind: "client", detail: error instanceof Error ? error.message : String(error) };
 }
 
@@ -214,13 +238,22 @@ function toModelCallError(
 ): ModelCallError {
   const after = `after ${attempts} attempt${attempts === 1 ? "" : "s"}`;
   const build = (message: string, failover: boolean, upstreamStatus?: number): ModelCallError =>
-    new ModelCallError({ model, message: redact(message, context.apiKey), failover, upstreamStatus });
+    new ModelCallError({
+      model,
+      message: redact(message, context.apiKey),
+      failover,
+      upstreamStatus,
+    });
   switch (failure.kind) {
     case "http": {
       const { status } = failure;
       if (status === 401 || status === 403) {
         // Never quote the upstream text here: OpenAI echoes a masked fragment of the key.
-        return build(`model ${model}: HTTP ${status}, the model API rejected the credentials; check OPENAI_API_KEY`, false, status);
+        return build(
+          `model ${model}: HTTP ${status}, the model API rejected the credentials; check OPENAI_API_KEY`,
+          false,
+          status,
+        );
       }
       // The request id is what OpenAI support asks for; the upstream text says what was wrong.
       const id = failure.requestId ? ` (request ${failure.requestId})` : "";
@@ -228,9 +261,14 @@ function toModelCallError(
       if (refusedDelayMs !== undefined) {
         const asked = Math.ceil(refusedDelayMs / 1000);
         const cap = MAX_SERVER_RETRY_DELAY_MS / 1000;
-        return build(`model ${model}: HTTP ${status} ${after}; server asked to retry in ${asked} s, more than the ${cap} s we wait${quoted}`, true, status);
+        return build(
+          `model ${model}: HTTP ${status} ${after}; server asked to retry in ${asked} s, more than the ${cap} s we wait${quoted}`,
+          true,
+          status,
+        );
       }
-      if (status === 404) return build(`model ${model}: HTTP 404 (unknown model or endpoint)${quoted}`, true, status);
+      if (status === 404)
+        return build(`model ${model}: HTTP 404 (unknown model or endpoint)${quoted}`, true, status);
       const failover = isRetryableStatus(status);
       return build(`model ${model}: HTTP ${status} ${after}${quoted}`, failover, status);
     }
@@ -246,10 +284,13 @@ function toModelCallError(
 }
 
 function upstreamMessageOf(errorBody: unknown): string | undefined {
-  if (typeof errorBody !== "object" || errorBody === null || !("message" in errorBody)) return undefined;
+  if (typeof errorBody !== "object" || errorBody === null || !("message" in errorBody))
+    return undefined;
   const message = errorBody.message;
   if (typeof message !== "string" || message.length === 0) return undefined;
-  return message.length > MAX_UPSTREAM_MESSAGE_CHARS ? `${message.slice(0, MAX_UPSTREAM_MESSAGE_CHARS)}…` : message;
+  return message.length > MAX_UPSTREAM_MESSAGE_CHARS
+    ? `${message.slice(0, MAX_UPSTREAM_MESSAGE_CHARS)}…`
+    : message;
 }
 
 /** Belt and braces: whatever an upstream or transport error says, the key never leaves here. */

@@ -66,10 +66,17 @@ interface Context {
 
 export function createOpenAIEmbedder(options: OpenAIEmbedderOptions): Embedder {
   if (!Number.isInteger(options.dimensions) || options.dimensions < 1) {
-    throw new EmbeddingError(`embedding model ${options.model}: dimensions must be a positive whole number`);
+    throw new EmbeddingError(
+      `embedding model ${options.model}: dimensions must be a positive whole number`,
+    );
   }
   const timeoutMs = options.timeoutMs ?? DEFAULT_EMBEDDING_TIMEOUT_MS;
-  const client = createOpenAIClient({ apiKey: options.apiKey, baseURL: options.baseURL, fetch: options.fetch, timeoutMs });
+  const client = createOpenAIClient({
+    apiKey: options.apiKey,
+    baseURL: options.baseURL,
+    fetch: options.fetch,
+    timeoutMs,
+  });
   const context: Context = {
     client,
     options,
@@ -88,14 +95,24 @@ export function createOpenAIEmbedder(options: OpenAIEmbedderOptions): Embedder {
       const vectors: Float32Array[] = [];
       // Sequential: a 429 on one batch should slow the rest down, not meet them in flight.
       for (let start = 0; start < texts.length; start += OPENAI_EMBEDDING_MAX_BATCH) {
-        vectors.push(...(await embedBatch(context, texts.slice(start, start + OPENAI_EMBEDDING_MAX_BATCH), signal)));
+        vectors.push(
+          ...(await embedBatch(
+            context,
+            texts.slice(start, start + OPENAI_EMBEDDING_MAX_BATCH),
+            signal,
+          )),
+        );
       }
       return vectors;
     },
   };
 }
 
-async function embedBatch(context: Context, texts: string[], signal: AbortSignal | undefined): Promise<Float32Array[]> {
+async function embedBatch(
+  context: Context,
+  texts: string[],
+  signal: AbortSignal | undefined,
+): Promise<Float32Array[]> {
   const { model, dimensions } = context.options;
   const params = {
     model,
@@ -124,11 +141,15 @@ async function embedBatch(context: Context, texts: string[], signal: AbortSignal
       failure = classify(error, context.now());
     }
     const serverDelayMs = failure.kind === "http" ? failure.serverDelayMs : undefined;
-    if (!isRetryable(failure) || attempt >= context.policy.maxAttempts) throw toEmbeddingError(context, failure, attempt);
+    if (!isRetryable(failure) || attempt >= context.policy.maxAttempts)
+      throw toEmbeddingError(context, failure, attempt);
     if (serverDelayMs !== undefined && serverDelayMs > MAX_SERVER_RETRY_DELAY_MS) {
       throw toEmbeddingError(context, failure, attempt, serverDelayMs);
     }
-    await context.sleep(serverDelayMs ?? backoffDelayMs(attempt, context.policy, context.random), signal);
+    await context.sleep(
+      serverDelayMs ?? backoffDelayMs(attempt, context.policy, context.random),
+      signal,
+    );
     signal?.throwIfAborted();
   }
 }
@@ -145,10 +166,14 @@ function toVectors(
   const parsed = EmbeddingsResponse.safeParse(body);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
-    return { ok: false, problem: issue ? `${issue.path.join(".") || "body"}: ${issue.message}` : "unexpected body" };
+    return {
+      ok: false,
+      problem: issue ? `${issue.path.join(".") || "body"}: ${issue.message}` : "unexpected body",
+    };
   }
   const { data } = parsed.data;
-  if (data.length !== expected) return { ok: false, problem: `${data.length} vectors for ${expected} inputs` };
+  if (data.length !== expected)
+    return { ok: false, problem: `${data.length} vectors for ${expected} inputs` };
   const vectors: Array<Float32Array | undefined> = new Array(expected);
   for (const item of data) {
     if (item.index >= expected || vectors[item.index] !== undefined) {
@@ -173,7 +198,10 @@ function classify(error: unknown, nowMs: number): Failure {
   if (error instanceof APIConnectionTimeoutError) return { kind: "timeout" };
   if (error instanceof APIUserAbortError) return { kind: "network", detail: "request aborted" };
   if (error instanceof APIConnectionError) {
-    return { kind: "network", detail: error.cause instanceof Error ? error.cause.message : error.message };
+    return {
+      kind: "network",
+      detail: error.cause instanceof Error ? error.cause.message : error.message,
+    };
   }
   if (error instanceof APIError && typeof error.status === "number") {
     const serverSaysNo = error.headers?.get("x-should-retry") === "false";
@@ -185,7 +213,8 @@ function classify(error: unknown, nowMs: number): Failure {
     };
   }
   // The SDK parses JSON itself; a 200 whose body is not JSON surfaces as a SyntaxError.
-  if (error instanceof SyntaxError) return { kind: "malformed", detail: "response body is not valid JSON" };
+  if (error instanceof SyntaxError)
+    return { kind: "malformed", detail: "response body is not valid JSON" };
   return { kind: "client", detail: error instanceof Error ? error.message : String(error) };
 }
 
@@ -194,7 +223,12 @@ function isRetryable(failure: Failure): boolean {
   return failure.kind !== "client";
 }
 
-function toEmbeddingError(context: Context, failure: Failure, attempts: number, refusedDelayMs?: number): EmbeddingError {
+function toEmbeddingError(
+  context: Context,
+  failure: Failure,
+  attempts: number,
+  refusedDelayMs?: number,
+): EmbeddingError {
   const { model, apiKey } = context.options;
   const after = `after ${attempts} attempt${attempts === 1 ? "" : "s"}`;
   let message: string;

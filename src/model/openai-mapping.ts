@@ -13,7 +13,10 @@ import type { ChatMessage, ChatResponse, ToolCall, ToolSpec } from "../runtime/t
  * `images: false` for models that cannot see: a user message's images become a note in its text
  * instead of image parts the model would reject.
  */
-export function toOpenAIMessages(messages: ChatMessage[], options: { images?: boolean } = {}): ChatCompletionMessageParam[] {
+export function toOpenAIMessages(
+  messages: ChatMessage[],
+  options: { images?: boolean } = {},
+): ChatCompletionMessageParam[] {
   const images = options.images !== false;
   return messages.map((message): ChatCompletionMessageParam => {
     switch (message.role) {
@@ -29,7 +32,10 @@ export function toOpenAIMessages(messages: ChatMessage[], options: { images?: bo
         }
         return {
           role: "user",
-          content: [{ type: "text", text: message.content }, ...attached.map((url) => ({ type: "image_url" as const, image_url: { url } }))],
+          content: [
+            { type: "text", text: message.content },
+            ...attached.map((url) => ({ type: "image_url" as const, image_url: { url } })),
+          ],
           ...name,
         };
       }
@@ -56,11 +62,15 @@ export function toOpenAIMessages(messages: ChatMessage[], options: { images?: bo
 
 /** Every role is mapped above; a new one is a compile error here before it is a runtime one. */
 function unknownRole(message: never): never {
-  throw new Error(`no OpenAI mapping for a chat message with role ${JSON.stringify((message as { role?: unknown }).role)}`);
+  throw new Error(
+    `no OpenAI mapping for a chat message with role ${JSON.stringify((message as { role?: unknown }).role)}`,
+  );
 }
 
 /** Undefined for no tools: OpenAI rejects an empty `tools` array. */
-export function toOpenAITools(tools: ToolSpec[] | undefined): ChatCompletionFunctionTool[] | undefined {
+export function toOpenAITools(
+  tools: ToolSpec[] | undefined,
+): ChatCompletionFunctionTool[] | undefined {
   if (!tools || tools.length === 0) return undefined;
   return tools.map((tool) => ({
     type: "function" as const,
@@ -75,7 +85,9 @@ export function toRawArguments(value: unknown): string {
 }
 
 /** Ids are synthesized (`call_<index>`) when a server omits them, so tool results can refer back. */
-export function toToolCalls(calls: { id?: string | undefined; name: string; arguments?: unknown }[]): ToolCall[] {
+export function toToolCalls(
+  calls: { id?: string | undefined; name: string; arguments?: unknown }[],
+): ToolCall[] {
   return calls.map((call, index) => ({
     id: call.id ?? `call_${index}`,
     name: call.name,
@@ -145,7 +157,10 @@ export function parseOpenAICompletion(body: unknown, requestedModel: string): Pa
 }
 
 export function toTokenUsage(usage: z.infer<typeof WireUsage>): ChatResponse["usage"] {
-  return { promptTokens: usage?.prompt_tokens ?? 0, completionTokens: usage?.completion_tokens ?? 0 };
+  return {
+    promptTokens: usage?.prompt_tokens ?? 0,
+    completionTokens: usage?.completion_tokens ?? 0,
+  };
 }
 
 /** A short, value-free summary of what was wrong (zod messages never quote the input). */

@@ -43,7 +43,11 @@ export type StreamedOutput = { ok: true; response: ChatResponse } | { ok: false;
  * Reads every chunk and returns the whole answer. `onText` sees each non-empty text piece in
  * order; a malformed chunk ends the read with `ok: false` (what was already shown stays shown).
  */
-export async function collectStream(chunks: AsyncIterable<unknown>, requestedModel: string, onText: (delta: string) => void): Promise<StreamedOutput> {
+export async function collectStream(
+  chunks: AsyncIterable<unknown>,
+  requestedModel: string,
+  onText: (delta: string) => void,
+): Promise<StreamedOutput> {
   let model: string | undefined;
   let text = "";
   let refusal = "";
@@ -53,7 +57,8 @@ export async function collectStream(chunks: AsyncIterable<unknown>, requestedMod
   const calls = new Map<number, { id?: string; name: string; arguments: string }>();
   for await (const raw of chunks) {
     const parsed = WireChunk.safeParse(raw);
-    if (!parsed.success) return { ok: false, problem: `stream chunk: ${describeIssues(parsed.error)}` };
+    if (!parsed.success)
+      return { ok: false, problem: `stream chunk: ${describeIssues(parsed.error)}` };
     const chunk = parsed.data;
     model ??= chunk.model;
     if (chunk.usage) usage = chunk.usage;
@@ -76,7 +81,12 @@ export async function collectStream(chunks: AsyncIterable<unknown>, requestedMod
       if (part.function?.arguments) call.arguments += part.function.arguments;
       calls.set(part.index, call);
     }
-    if (text.length + refusal.length + [...calls.values()].reduce((n, c) => n + c.arguments.length, 0) > MAX_STREAMED_CHARS) {
+    if (
+      text.length +
+        refusal.length +
+        [...calls.values()].reduce((n, c) => n + c.arguments.length, 0) >
+      MAX_STREAMED_CHARS
+    ) {
       return { ok: false, problem: `stream: more than ${MAX_STREAMED_CHARS} characters` };
     }
   }

@@ -14,7 +14,11 @@ export interface RetryOptions {
 
 export type RetryPolicy = Required<RetryOptions>;
 
-export const DEFAULT_RETRY_POLICY: RetryPolicy = { maxAttempts: 4, baseDelayMs: 500, maxDelayMs: 8_000 };
+export const DEFAULT_RETRY_POLICY: RetryPolicy = {
+  maxAttempts: 4,
+  baseDelayMs: 500,
+  maxDelayMs: 8_000,
+};
 
 export type Sleep = (ms: number, signal?: AbortSignal) => Promise<void>;
 
@@ -37,8 +41,15 @@ export function isRetryableStatus(status: number): boolean {
  * [0, min(max, base * 2^(n-1))] spreads simultaneous retries better than a fixed schedule.
  * `failedAttempts` counts from 1.
  */
-export function backoffDelayMs(failedAttempts: number, policy: RetryPolicy, random: () => number): number {
-  const ceiling = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** Math.max(0, failedAttempts - 1));
+export function backoffDelayMs(
+  failedAttempts: number,
+  policy: RetryPolicy,
+  random: () => number,
+): number {
+  const ceiling = Math.min(
+    policy.maxDelayMs,
+    policy.baseDelayMs * 2 ** Math.max(0, failedAttempts - 1),
+  );
   const unit = Math.min(1, Math.max(0, random()));
   return Math.round(ceiling * unit);
 }
@@ -48,7 +59,10 @@ export function backoffDelayMs(failedAttempts: number, policy: RetryPolicy, rand
  * `retry-after-ms` (OpenAI, Azure) wins over `Retry-After` (RFC 9110 §10.2.3: delta-seconds or
  * an HTTP-date).
  */
-export function serverRetryDelayMs(headers: Headers | undefined, nowMs: number): number | undefined {
+export function serverRetryDelayMs(
+  headers: Headers | undefined,
+  nowMs: number,
+): number | undefined {
   if (!headers) return undefined;
   const millis = headers.get("retry-after-ms");
   if (millis !== null && /^\s*\d+(\.\d+)?\s*$/.test(millis)) return Math.ceil(Number(millis));

@@ -88,7 +88,9 @@ async function complete(ai: WorkersAIBinding, request: ChatRequest): Promise<Cha
 }
 
 function toInputs(request: ChatRequest): Record<string, unknown> {
-  const inputs: Record<string, unknown> = { messages: toOpenAIMessages(request.messages, { images: false }) };
+  const inputs: Record<string, unknown> = {
+    messages: toOpenAIMessages(request.messages, { images: false }),
+  };
   const tools = toOpenAITools(request.tools);
   if (tools) inputs.tools = tools;
   if (request.temperature !== undefined) inputs.temperature = request.temperature;

@@ -35,7 +35,9 @@ const EmbeddingOutput = z.object({
 
 export function createWorkersAIEmbedder(options: WorkersAIEmbedderOptions): Embedder {
   if (!Number.isInteger(options.dimensions) || options.dimensions < 1) {
-    throw new EmbeddingError(`embedding model ${options.model}: dimensions must be a positive whole number`);
+    throw new EmbeddingError(
+      `embedding model ${options.model}: dimensions must be a positive whole number`,
+    );
   }
   return {
     id: `workers-ai:${options.model}`,
@@ -45,14 +47,24 @@ export function createWorkersAIEmbedder(options: WorkersAIEmbedderOptions): Embe
     async embed(texts, signal) {
       const vectors: Float32Array[] = [];
       for (let start = 0; start < texts.length; start += WORKERS_AI_EMBEDDING_MAX_BATCH) {
-        vectors.push(...(await embedBatch(options, texts.slice(start, start + WORKERS_AI_EMBEDDING_MAX_BATCH), signal)));
+        vectors.push(
+          ...(await embedBatch(
+            options,
+            texts.slice(start, start + WORKERS_AI_EMBEDDING_MAX_BATCH),
+            signal,
+          )),
+        );
       }
       return vectors;
     },
   };
 }
 
-async function embedBatch(options: WorkersAIEmbedderOptions, texts: string[], signal: AbortSignal | undefined): Promise<Float32Array[]> {
+async function embedBatch(
+  options: WorkersAIEmbedderOptions,
+  texts: string[],
+  signal: AbortSignal | undefined,
+): Promise<Float32Array[]> {
   const { model } = options;
   let problem = "";
   for (let attempt = 1; attempt <= WORKERS_AI_EMBEDDING_ATTEMPTS; attempt++) {
@@ -69,7 +81,9 @@ async function embedBatch(options: WorkersAIEmbedderOptions, texts: string[], si
     if (parsed.ok) return parsed.vectors;
     problem = `malformed output: ${parsed.problem}`;
   }
-  throw new EmbeddingError(`embedding model ${model}: ${problem} after ${WORKERS_AI_EMBEDDING_ATTEMPTS} attempts`);
+  throw new EmbeddingError(
+    `embedding model ${model}: ${problem} after ${WORKERS_AI_EMBEDDING_ATTEMPTS} attempts`,
+  );
 }
 
 function toVectors(
@@ -80,10 +94,16 @@ function toVectors(
   const parsed = EmbeddingOutput.safeParse(output);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
-    return { ok: false, problem: issue ? `${issue.path.join(".") || "output"}: ${issue.message}` : "unexpected output" };
+    return {
+      ok: false,
+      problem: issue
+        ? `${issue.path.join(".") || "output"}: ${issue.message}`
+        : "unexpected output",
+    };
   }
   const { data, shape } = parsed.data;
-  if (data.length !== expected) return { ok: false, problem: `${data.length} vectors for ${expected} texts` };
+  if (data.length !== expected)
+    return { ok: false, problem: `${data.length} vectors for ${expected} texts` };
   const size = shape?.[1] ?? data[0]?.length;
   const wrong = data.find((values) => values.length !== options.dimensions);
   if (wrong || (expected > 0 && size !== options.dimensions)) {

@@ -53,30 +53,65 @@ export function createGuardedFetch(options: GuardedFetchOptions): typeof fetch {
     let headers = new Headers(init?.headers ?? request?.headers);
     let body: BodyInit | null | undefined = init?.body ?? request?.body;
     const mode = init?.redirect ?? request?.redirect ?? "follow";
-    const deadline = linkedDeadline(init?.signal ?? request?.signal ?? null, options.caps.timeoutMs);
+    const deadline = linkedDeadline(
+      init?.signal ?? request?.signal ?? null,
+      options.caps.timeoutMs,
+    );
     try {
       for (let hop = 0; ; hop++) {
         const reason = await urlRefusal(url, options.policy);
-        if (reason) throw new OutboundRequestError("refused", `${hop === 0 ? "request" : "redirect"} to ${url.origin} refused: ${reason}`);
-        const response = await deadline.run(() => options.fetch(url.href, { method, headers, body, redirect: "manual", signal: deadline.signal }), url);
-        const location = REDIRECT_STATUSES.has(response.status) ? response.headers.get("location") : null;
-        if (location === null || mode === "manual") return capped(response, options.caps, deadline, url);
+        if (reason)
+          throw new OutboundRequestError(
+            "refused",
+            `${hop === 0 ? "request" : "redirect"} to ${url.origin} refused: ${reason}`,
+          );
+        const response = await deadline.run(
+          () =>
+            options.fetch(url.href, {
+              method,
+              headers,
+              body,
+              redirect: "manual",
+              signal: deadline.signal,
+            }),
+          url,
+        );
+        const location = REDIRECT_STATUSES.has(response.status)
+          ? response.headers.get("location")
+          : null;
+        if (location === null || mode === "manual")
+          return capped(response, options.caps, deadline, url);
         await response.body?.cancel();
-        if (mode === "error") throw new OutboundRequestError("redirects", `${url.origin} answered with a redirect, which is not allowed here`);
-        if (hop >= maxRedirects) throw new OutboundRequestError("redirects", `${url.origin} redirected more than ${maxRedirects} times`);
+        if (mode === "error")
+          throw new OutboundRequestError(
+            "redirects",
+            `${url.origin} answered with a redirect, which is not allowed here`,
+          );
+        if (hop >= maxRedirects)
+          throw new OutboundRequestError(
+            "redirects",
+            `${url.origin} redirected more than ${maxRedirects} times`,
+          );
         const target = resolveLocation(location, url);
         // What fetch does (WHATWG Fetch, HTTP-redirect fetch): 303, and 301/302 after a POST,
         // become a GET without a body; credentials do not follow to another origin.
-        if (response.status === 303 || ((response.status === 301 || response.status === 302) && method === "POST")) {
+        if (
+          response.status === 303 ||
+          ((response.status === 301 || response.status === 302) && method === "POST")
+        ) {
           if (method !== "HEAD") method = "GET";
           body = undefined;
           headers.delete("content-type");
         } else if (body instanceof ReadableStream) {
-          throw new OutboundRequestError("redirects", `${url.origin} redirected a streamed request body, which cannot be sent again`);
+          throw new OutboundRequestError(
+            "redirects",
+            `${url.origin} redirected a streamed request body, which cannot be sent again`,
+          );
         }
         if (target.origin !== url.origin) {
           headers = new Headers(headers);
-          for (const name of ["authorization", "cookie", "proxy-authorization"]) headers.delete(name);
+          for (const name of ["authorization", "cookie", "proxy-authorization"])
+            headers.delete(name);
         }
         url = target;
       }
@@ -91,7 +126,10 @@ function resolveLocation(location: string, base: URL): URL {
   try {
     return new URL(location, base);
   } catch {
-    throw new OutboundRequestError("redirects", `${base.origin} redirected to something that is not a URL`);
+    throw new OutboundRequestError(
+      "redirects",
+      `${base.origin} redirected to something that is not a URL`,
+    );
   }
 }
 
@@ -115,7 +153,9 @@ function linkedDeadline(caller: AbortSignal | null, timeoutMs: number): Deadline
   else caller?.addEventListener("abort", onCallerAbort, { once: true });
   const timer = setTimeout(() => {
     timedOut = true;
-    controller.abort(new OutboundRequestError("timeout", `no complete answer within ${timeoutMs} ms`));
+    controller.abort(
+      new OutboundRequestError("timeout", `no complete answer within ${timeoutMs} ms`),
+    );
   }, timeoutMs);
   const deadline: Deadline = {
     signal: controller.signal,
@@ -127,7 +167,11 @@ function linkedDeadline(caller: AbortSignal | null, timeoutMs: number): Deadline
         // Raced against the signal too: a network that ignores it cannot outlast the cap.
         return await untilAborted(step(), controller.signal);
       } catch (error) {
-        if (timedOut) throw new OutboundRequestError("timeout", `${url.origin} did not answer within ${timeoutMs} ms`);
+        if (timedOut)
+          throw new OutboundRequestError(
+            "timeout",
+            `${url.origin} did not answer within ${timeoutMs} ms`,
+          );
         throw error;
       }
     },
@@ -166,7 +210,9 @@ function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
 
 /** The answer with its body counted as it is read; the deadline ends with the body (or the headers, for a stream). */
 function capped(response: Response, caps: FetchCaps, deadline: Deadline, url: URL): Response {
-  const stream = caps.streams && (response.headers.get("content-type") ?? "").toLowerCase().startsWith("text/event-stream");
+  const stream =
+    caps.streams &&
+    (response.headers.get("content-type") ?? "").toLowerCase().startsWith("text/event-stream");
   if (!response.body || NULL_BODY_STATUSES.has(response.status)) {
     deadline.release();
     return response;
@@ -176,7 +222,10 @@ function capped(response: Response, caps: FetchCaps, deadline: Deadline, url: UR
   if (!stream && declared > caps.maxBytes) {
     deadline.release();
     void response.body.cancel();
-    throw new OutboundRequestError("too_large", `${url.origin} answered with more than ${caps.maxBytes} bytes`);
+    throw new OutboundRequestError(
+      "too_large",
+      `${url.origin} answered with more than ${caps.maxBytes} bytes`,
+    );
   }
   const reader = response.body.getReader();
   const counter = stream ? eventCounter(caps.maxBytes) : bodyCounter(caps.maxBytes);
@@ -188,7 +237,14 @@ function capped(response: Response, caps: FetchCaps, deadline: Deadline, url: UR
       } catch (error) {
         deadline.release();
         void reader.cancel().catch(() => undefined);
-        controller.error(deadline.timedOut ? new OutboundRequestError("timeout", `${url.origin} did not finish its answer within ${caps.timeoutMs} ms`) : error);
+        controller.error(
+          deadline.timedOut
+            ? new OutboundRequestError(
+                "timeout",
+                `${url.origin} did not finish its answer within ${caps.timeoutMs} ms`,
+              )
+            : error,
+        );
         return;
       }
       if (chunk.done) {
@@ -200,7 +256,12 @@ function capped(response: Response, caps: FetchCaps, deadline: Deadline, url: UR
         deadline.release();
         void reader.cancel();
         const what = stream ? "an event of more than" : "more than";
-        controller.error(new OutboundRequestError("too_large", `${url.origin} answered with ${what} ${caps.maxBytes} bytes`));
+        controller.error(
+          new OutboundRequestError(
+            "too_large",
+            `${url.origin} answered with ${what} ${caps.maxBytes} bytes`,
+          ),
+        );
         return;
       }
       controller.enqueue(chunk.value);

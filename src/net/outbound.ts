@@ -38,6 +38,14 @@ export function outboundPolicy(env: Env, options: OutboundOptions = {}): UrlPoli
   };
 }
 
-export function outboundFetch(env: Env, caps: FetchCaps, options: OutboundOptions = {}): typeof fetch {
-  return createGuardedFetch({ fetch: options.fetch ?? network, policy: outboundPolicy(env, options), caps });
+export function outboundFetch(
+  env: Env,
+  caps: FetchCaps,
+  options: OutboundOptions = {},
+): typeof fetch {
+  return createGuardedFetch({
+    fetch: options.fetch ?? network,
+    policy: outboundPolicy(env, options),
+    caps,
+  });
 }

@@ -17,12 +17,23 @@ export interface UrlPolicy {
 }
 
 /** Names that never belong to a public service (RFC 6761, 6762, 8375, and cloud metadata names). */
-const LOCAL_NAMES = [/^localhost$/, /\.localhost$/, /\.local$/, /\.internal$/, /^metadata$/, /\.home\.arpa$/, /\.localdomain$/, /\.lan$/, /\.intranet$/];
+const LOCAL_NAMES = [
+  /^localhost$/,
+  /\.localhost$/,
+  /\.local$/,
+  /\.internal$/,
+  /^metadata$/,
+  /\.home\.arpa$/,
+  /\.localdomain$/,
+  /\.lan$/,
+  /\.intranet$/,
+];
 
 /** Why `url` may not be fetched, or null when it may. Resolves names; never throws. */
 export async function urlRefusal(url: URL, policy: UrlPolicy): Promise<string | null> {
   if (policy.trustedOrigins?.includes(url.origin)) return null;
-  if (url.protocol !== "https:" && url.protocol !== "http:") return `${url.protocol} URLs are not allowed`;
+  if (url.protocol !== "https:" && url.protocol !== "http:")
+    return `${url.protocol} URLs are not allowed`;
   if (url.username || url.password) return "credentials in the URL are not allowed";
   // The WHATWG parser has already turned 2130706433, 0x7f.1, 0177.0.0.1 and 127.1 into 127.0.0.1,
   // and compressed IPv6 (`[::ffff:127.0.0.1]` is `[::ffff:7f00:1]`).
@@ -44,7 +55,8 @@ export async function urlRefusal(url: URL, policy: UrlPolicy): Promise<string | 
     return `${host} could not be resolved (DNS over HTTPS failed)`;
   }
   if (addresses.length === 0) return `${host} does not resolve`;
-  if (addresses.some((address) => !isPublicAddress(address))) return `${host} resolves to an address that is not public`;
+  if (addresses.some((address) => !isPublicAddress(address)))
+    return `${host} resolves to an address that is not public`;
   return null;
 }
 
@@ -56,32 +68,52 @@ export async function assertSafeServerUrl(raw: string, policy: UrlPolicy): Promi
   } catch {
     throw refuse(raw, "it is not a valid URL");
   }
-  if (url.username || url.password) throw refuse(raw, "credentials in the URL are not allowed; use `auth`");
+  if (url.username || url.password)
+    throw refuse(raw, "credentials in the URL are not allowed; use `auth`");
   const reason = await urlRefusal(url, policy);
-  if (reason) throw refuse(raw, reason === "only https is allowed" ? "MCP servers must use https" : reason);
+  if (reason)
+    throw refuse(raw, reason === "only https is allowed" ? "MCP servers must use https" : reason);
   return url;
 }
 
 function refuse(raw: string, reason: string): ValidationError {
-  return new ValidationError(`MCP server URL refused: ${reason}`, { issues: [{ path: "url", message: reason }], url: raw.slice(0, 200) });
+  return new ValidationError(`MCP server URL refused: ${reason}`, {
+    issues: [{ path: "url", message: reason }],
+    url: raw.slice(0, 200),
+  });
 }
 
 /** DNS over HTTPS (RFC 8484 JSON form) through the given fetch: A and AAAA answers. */
-export function dohResolver(fetchFn: typeof fetch, endpoint = "https://cloudflare-dns.com/dns-query"): Resolver {
+export function dohResolver(
+  fetchFn: typeof fetch,
+  endpoint = "https://cloudflare-dns.com/dns-query",
+): Resolver {
   return async (hostname) => {
     const lookups = ["A", "AAAA"].map(async (type) => {
-      const response = await fetchFn(`${endpoint}?name=${encodeURIComponent(hostname)}&type=${type}`, { headers: { accept: "application/dns-json" } });
+      const response = await fetchFn(
+        `${endpoint}?name=${encodeURIComponent(hostname)}&type=${type}`,
+        { headers: { accept: "application/dns-json" } },
+      );
       if (!response.ok) throw new Error(`DNS over HTTPS answered ${response.status}`);
-      const body = (await response.json()) as { Status?: number; Answer?: Array<{ type: number; data: string }> };
+      const body = (await response.json()) as {
+        Status?: number;
+        Answer?: Array<{ type: number; data: string }>;
+      };
       // Type 1 is A, 28 is AAAA; CNAME records (5) are followed by the resolver and skipped here.
-      return (body.Answer ?? []).filter((answer) => answer.type === 1 || answer.type === 28).map((answer) => answer.data);
+      return (body.Answer ?? [])
+        .filter((answer) => answer.type === 1 || answer.type === 28)
+        .map((answer) => answer.data);
     });
     return (await Promise.all(lookups)).flat();
   };
 }
 
 /** Remembers answers for `ttlMs` (a connection makes many requests to one host). Failures are not kept. */
-export function cachedResolver(resolve: Resolver, ttlMs: number, now: () => number = Date.now): Resolver {
+export function cachedResolver(
+  resolve: Resolver,
+  ttlMs: number,
+  now: () => number = Date.now,
+): Resolver {
   const cache = new Map<string, { addresses: string[]; until: number }>();
   return async (hostname) => {
     const hit = cache.get(hostname);
@@ -132,7 +164,9 @@ export function parseIPv6(text: string): number[] | null {
   if (halves.length > 2) return null;
   const groups = (part: string): number[] | null => {
     if (part === "") return [];
-    const values = part.split(":").map((group) => (/^[0-9a-fA-F]{1,4}$/.test(group) ? Number.parseInt(group, 16) : Number.NaN));
+    const values = part
+      .split(":")
+      .map((group) => (/^[0-9a-fA-F]{1,4}$/.test(group) ? Number.parseInt(group, 16) : Number.NaN));
     return values.some(Number.isNaN) ? null : values;
   };
   const left = groups(halves[0]!);

@@ -15,14 +15,28 @@ import { modelChoiceFor } from "../runtime/turn-runner.ts";
 import { assertWithinDailyBudget, dailyCeiling, utcDay } from "../runtime/spend.ts";
 import { advanceTask, answerApproval, stopTask, type TaskLoopDeps } from "../runtime/task-loop.ts";
 import { APPROVAL_WINDOW_MS, newApprovalId } from "./approvals.ts";
-import { DEFAULT_TASK_LIMITS, isTerminal, newTaskState, type TaskEventBody, type TaskState } from "../runtime/task-types.ts";
+import {
+  DEFAULT_TASK_LIMITS,
+  isTerminal,
+  newTaskState,
+  type TaskEventBody,
+  type TaskState,
+} from "../runtime/task-types.ts";
 import { effectiveServers } from "../mcp/registry.ts";
 import { createRoomRuntime, type RoomRuntime } from "./room-runtime.ts";
 import { MAX_STEP_ATTEMPTS, TaskStore, type ScheduleRecord } from "./task-store.ts";
 import type { ReplySurface } from "./reply-surface.ts";
 import { TaskReports } from "./task-reports.ts";
 import type { AgentTasksRpc } from "./rpc.ts";
-import type { CreateTaskRequest, ScheduleRequest, ScheduleResult, TaskApprovalClick, TaskApprovalResult, TaskEventsPage, TaskView } from "./task-requests.ts";
+import type {
+  CreateTaskRequest,
+  ScheduleRequest,
+  ScheduleResult,
+  TaskApprovalClick,
+  TaskApprovalResult,
+  TaskEventsPage,
+  TaskView,
+} from "./task-requests.ts";
 import { errorField, log } from "../log.ts";
 
 const DELIVER_ITEM_ID = "deliver-task-results";
@@ -39,7 +53,8 @@ export abstract class AgentTasksBase extends Agent<Env> implements AgentTasksRpc
   private store!: TaskStore;
   private runtime: Promise<RoomRuntime> | null = null;
   private draining: Promise<void> | null = null;
-  private running: { taskId: string; controller: AbortController; done: Promise<void> } | null = null;
+  private running: { taskId: string; controller: AbortController; done: Promise<void> } | null =
+    null;
   private surface!: ReplySurface;
   /** Progress lines, approval prompts and results, where a task reports. */
   private reports!: TaskReports;
@@ -56,7 +71,8 @@ export abstract class AgentTasksBase extends Agent<Env> implements AgentTasksRpc
       store: this.store,
       surface: this.surface,
       agentId: this.name,
-      agentName: async () => (await (await this.getRuntime()).agents.get(this.name))?.character.name ?? this.name,
+      agentName: async () =>
+        (await (await this.getRuntime()).agents.get(this.name))?.character.name ?? this.name,
       expire: (payload) => this.expireTaskApproval(payload),
       retryLater: () => this.armDelivery(),
     });
@@ -113,10 +129,19 @@ export abstract class AgentTasksBase extends Agent<Env> implements AgentTasksRpc
     if (this.running?.taskId === taskId) {
       const running = this.running;
       running.controller.abort(new Error("cancelled"));
-      await Promise.race([running.done, new Promise((resolve) => setTimeout(resolve, CANCEL_WAIT_MS))]);
+      await Promise.race([
+        running.done,
+        new Promise((resolve) => setTimeout(resolve, CANCEL_WAIT_MS)),
+      ]);
       return this.store.get(taskId)?.state ?? null;
     }
-    const cancelled = stopTask(stored.state, Date.now(), (event) => this.emit(taskId, event), "cancelled", "the task was cancelled");
+    const cancelled = stopTask(
+      stored.state,
+      Date.now(),
+      (event) => this.emit(taskId, event),
+      "cancelled",
+      "the task was cancelled",
+    );
     this.store.save(cancelled, [], Date.now());
     this.afterTask(cancelled);
     return cancelled;
@@ -128,8 +153,14 @@ export abstract class AgentTasksBase extends Agent<Env> implements AgentTasksRpc
   async answerClick(click: TaskApprovalClick): Promise<TaskApprovalResult> {
     const stored = this.store.byApprovalId(click.approvalId);
     if (!stored) return { status: "gone", taskStatus: null };
-    if (stored.state.requestedBy === null || stored.state.requestedBy !== click.userId) return { status: "not_yours" };
-    const result = this.recordAnswer(stored.state, click.approvalId, click.approve ? "approved" : "denied", click.userName);
+    if (stored.state.requestedBy === null || stored.state.requestedBy !== click.userId)
+      return { status: "not_yours" };
+    const result = this.recordAnswer(
+      stored.state,
+      click.approvalId,
+      click.approve ? "approved" : "denied",
+      click.userName,
+    );
     if (result.status === "resolved" && stored.delivery) {
       // The task's next messages follow the answered prompt, on the click's own handle.
       this.store.setDelivery(result.taskId, this.surface.afterAnswer(stored.delivery, click.via));
@@ -142,9 +173,15 @@ export abstract class AgentTasksBase extends Agent<Env> implements AgentTasksRpc
     const stored = this.store.get(taskId);
     if (!stored) return null;
     const approval = stored.state.approval;
-    if (stored.state.status !== "awaiting_approval" || !approval || approval.decision) return { status: "gone", taskStatus: stored.state.status };
+    if (stored.state.status !== "awaiting_approval" || !approval || approval.decision)
+      return { status: "gone", taskStatus: stored.state.status };
     if (stored.state.requestedBy !== null) return { status: "on_discord" };
-    return this.recordAnswer(stored.state, approval.approvalId, approve ? "approved" : "denied", "an API caller");
+    return this.recordAnswer(
+      stored.state,
+      approval.approvalId,
+      approve ? "approved" : "denied",
+      "an API caller",
+    );
   }
 
   /** Schedule callback: nobody answered in time, which counts as a denial. */
@@ -152,13 +189,21 @@ export abstract class AgentTasksBase extends Agent<Env> implements AgentTasksRpc
     const stored = this.store.get(payload.taskId);
     if (!stored) return;
     const tool = stored.state.approval?.tool ?? "";
-    if (this.recordAnswer(stored.state, payload.approvalId, "expired", null).status !== "resolved") return;
+    if (this.recordAnswer(stored.state, payload.approvalId, "expired", null).status !== "resolved")
+      return;
     this.reports.expired(stored, tool);
   }
 
-  private recordAnswer(state: TaskState, approvalId: string, decision: ApprovalDecision, by: string | null): TaskApprovalResult {
+  private recordAnswer(
+    state: TaskState,
+    approvalId: string,
+    decision: ApprovalDecision,
+    by: string | null,
+  ): TaskApprovalResult {
     const now = Date.now();
-    const answered = answerApproval(state, { approvalId, decision, by }, now, (event) => this.emit(state.taskId, event));
+    const answered = answerApproval(state, { approvalId, decision, by }, now, (event) =>
+      this.emit(state.taskId, event),
+    );
     if (!answered) return { status: "gone", taskStatus: state.status };
     this.store.save(answered, [], now);
     void this.drain();
@@ -170,8 +215,17 @@ export abstract class AgentTasksBase extends Agent<Env> implements AgentTasksRpc
     if (!approval || approval.decision) return;
     const payload = { taskId: state.taskId, approvalId: approval.approvalId };
     // Idempotent: re-arming on every start never doubles it, and a lost one is re-created.
-    this.schedule(new Date(Math.max(approval.expiresAt, Date.now() + 1_000)), "expireTaskApproval", payload, { idempotent: true }).catch((error: unknown) => {
-      log.error("task_approval_expiry_failed", { agent: this.name, taskId: state.taskId, error: errorField(error) });
+    this.schedule(
+      new Date(Math.max(approval.expiresAt, Date.now() + 1_000)),
+      "expireTaskApproval",
+      payload,
+      { idempotent: true },
+    ).catch((error: unknown) => {
+      log.error("task_approval_expiry_failed", {
+        agent: this.name,
+        taskId: state.taskId,
+        error: errorField(error),
+      });
     });
   }
 
@@ -179,19 +233,29 @@ export abstract class AgentTasksBase extends Agent<Env> implements AgentTasksRpc
 
   async createTaskSchedule(request: ScheduleRequest): Promise<ScheduleResult> {
     if (this.store.schedules().length >= MAX_SCHEDULES) {
-      return { ok: false, code: "conflict", message: `an agent can have at most ${MAX_SCHEDULES} schedules; delete one first` };
+      return {
+        ok: false,
+        code: "conflict",
+        message: `an agent can have at most ${MAX_SCHEDULES} schedules; delete one first`,
+      };
     }
     const scheduleId = crypto.randomUUID();
     const payload = { scheduleId };
     let sdkId: string;
     try {
-      if (request.kind === "every") sdkId = (await this.scheduleEvery(Number(request.when), "runSchedule", payload)).id;
-      else if (request.kind === "at") sdkId = (await this.schedule(new Date(request.when), "runSchedule", payload)).id;
+      if (request.kind === "every")
+        sdkId = (await this.scheduleEvery(Number(request.when), "runSchedule", payload)).id;
+      else if (request.kind === "at")
+        sdkId = (await this.schedule(new Date(request.when), "runSchedule", payload)).id;
       else sdkId = (await this.schedule(request.when, "runSchedule", payload)).id;
     } catch (error) {
       // The SDK parses the cron expression: a bad one is the caller's mistake. (Class identity
       // does not survive RPC, so the refusal travels as data.)
-      return { ok: false, code: "validation", message: `invalid schedule: ${error instanceof Error ? error.message : String(error)}` };
+      return {
+        ok: false,
+        code: "validation",
+        message: `invalid schedule: ${error instanceof Error ? error.message : String(error)}`,
+      };
     }
     this.store.insertSchedule({ ...request, scheduleId }, sdkId, Date.now());
     return { ok: true, schedule: this.store.schedule(scheduleId)! };
@@ -222,7 +286,13 @@ export abstract class AgentTasksBase extends Agent<Env> implements AgentTasksRpc
       this.store.recordSkip(record.scheduleId);
       return;
     }
-    const { taskId } = await this.createTask({ goal: record.goal, roomId: record.roomId ?? undefined, limits: DEFAULT_TASK_LIMITS, source: "schedule", scheduleId: record.scheduleId });
+    const { taskId } = await this.createTask({
+      goal: record.goal,
+      roomId: record.roomId ?? undefined,
+      limits: DEFAULT_TASK_LIMITS,
+      source: "schedule",
+      scheduleId: record.scheduleId,
+    });
     this.store.recordRun(record.scheduleId, taskId, Date.now(), record.kind === "at");
   }
 
@@ -265,7 +335,8 @@ export abstract class AgentTasksBase extends Agent<Env> implements AgentTasksRpc
         // The heartbeat alarm doubles as the wake-up after an eviction (onStart resumes).
         const release = await this.keepAlive();
         try {
-          for (let state = this.store.nextRunnable(); state; state = this.store.nextRunnable()) await this.runOne(state);
+          for (let state = this.store.nextRunnable(); state; state = this.store.nextRunnable())
+            await this.runOne(state);
           completed = true;
         } finally {
           release();
@@ -294,22 +365,43 @@ export abstract class AgentTasksBase extends Agent<Env> implements AgentTasksRpc
       const deps = await this.loopDeps(runtime, state, controller.signal);
       while (!isTerminal(state.status) && state.status !== "awaiting_approval") {
         if (this.store.beginAttempt(state.taskId) > MAX_STEP_ATTEMPTS) {
-          throw new AppError("internal", 500, `the task was interrupted ${MAX_STEP_ATTEMPTS} times in one step and was given up`);
+          throw new AppError(
+            "internal",
+            500,
+            `the task was interrupted ${MAX_STEP_ATTEMPTS} times in one step and was given up`,
+          );
         }
         const spentBefore = state.usage.promptTokens + state.usage.completionTokens;
         const advance = await advanceTask(state, deps);
         state = advance.state;
         this.store.save(state, advance.audit, Date.now());
-        await this.recordSpend(runtime, state.usage.promptTokens + state.usage.completionTokens - spentBefore);
+        await this.recordSpend(
+          runtime,
+          state.usage.promptTokens + state.usage.completionTokens - spentBefore,
+        );
       }
     } catch (error) {
       // Setting up failed (agent deleted, daily budget spent) or the object keeps crashing.
-      const failure = error instanceof AppError ? error : new AppError("internal", 500, "the task failed unexpectedly; see the worker logs");
-      if (!(error instanceof AppError)) log.error("task_failed", { agent: this.name, taskId: state.taskId, error: errorField(error) });
+      const failure =
+        error instanceof AppError
+          ? error
+          : new AppError("internal", 500, "the task failed unexpectedly; see the worker logs");
+      if (!(error instanceof AppError))
+        log.error("task_failed", {
+          agent: this.name,
+          taskId: state.taskId,
+          error: errorField(error),
+        });
       const current = this.store.get(state.taskId)?.state ?? state;
       if (!isTerminal(current.status)) {
         const failed = { ...current, error: { code: failure.code, message: failure.message } };
-        state = stopTask(failed, Date.now(), (event) => this.emit(failed.taskId, event), "error", failure.message);
+        state = stopTask(
+          failed,
+          Date.now(),
+          (event) => this.emit(failed.taskId, event),
+          "error",
+          failure.message,
+        );
         this.store.save(state, [], Date.now());
       }
     } finally {
@@ -324,7 +416,11 @@ export abstract class AgentTasksBase extends Agent<Env> implements AgentTasksRpc
     this.afterTask(state);
   }
 
-  private async loopDeps(runtime: RoomRuntime, state: TaskState, signal: AbortSignal): Promise<TaskLoopDeps> {
+  private async loopDeps(
+    runtime: RoomRuntime,
+    state: TaskState,
+    signal: AbortSignal,
+  ): Promise<TaskLoopDeps> {
     const record = await runtime.agents.get(this.name);
     if (!record) throw new NotFoundError(`no agent with id "${this.name}"`);
     const character = record.character;
@@ -332,9 +428,19 @@ export abstract class AgentTasksBase extends Agent<Env> implements AgentTasksRpc
     if (!model) throw new ModelNotConfiguredError(MODEL_NOT_CONFIGURED_MESSAGE);
     // A task's later steps were admitted when it started.
     if (state.status === "queued") {
-      await assertWithinDailyBudget(runtime.spend, this.name, dailyCeiling(character, runtime.config.dailyTokenLimit), Date.now());
+      await assertWithinDailyBudget(
+        runtime.spend,
+        this.name,
+        dailyCeiling(character, runtime.config.dailyTokenLimit),
+        Date.now(),
+      );
     }
-    await runtime.mcp.prepare(effectiveServers(character.settings.mcpServers, await runtime.mcpPlatform.servers.list(this.name)));
+    await runtime.mcp.prepare(
+      effectiveServers(
+        character.settings.mcpServers,
+        await runtime.mcpPlatform.servers.list(this.name),
+      ),
+    );
     return {
       model,
       models: modelChoiceFor(character, runtime.chat.models),
@@ -373,13 +479,17 @@ export abstract class AgentTasksBase extends Agent<Env> implements AgentTasksRpc
   }
 
   private armDelivery(): void {
-    this.queue("deliverTaskResults", {}, { id: DELIVER_ITEM_ID, retry: DELIVERY_RETRY }).catch((error: unknown) => {
-      log.error("task_deliver_item_failed", { agent: this.name, error: errorField(error) });
-    });
+    this.queue("deliverTaskResults", {}, { id: DELIVER_ITEM_ID, retry: DELIVERY_RETRY }).catch(
+      (error: unknown) => {
+        log.error("task_deliver_item_failed", { agent: this.name, error: errorField(error) });
+      },
+    );
   }
 
   private getRuntime(): Promise<RoomRuntime> {
-    this.runtime ??= createRoomRuntime(this.env, this.name, { settled: () => Promise.resolve() }).catch((error: unknown) => {
+    this.runtime ??= createRoomRuntime(this.env, this.name, {
+      settled: () => Promise.resolve(),
+    }).catch((error: unknown) => {
       this.runtime = null;
       throw error;
     });

@@ -12,7 +12,9 @@ export interface CharacterSource {
   character(agentId: string, version: number | null): Promise<Character>;
 }
 
-export function createCharacterSource(agents: Pick<AgentStore, "get" | "version">): CharacterSource {
+export function createCharacterSource(
+  agents: Pick<AgentStore, "get" | "version">,
+): CharacterSource {
   let cached: { version: number; character: Character } | null = null;
   return {
     version: (agentId) => agents.version(agentId),

@@ -42,7 +42,11 @@ export class PostPublisher extends Agent<Env> implements PostPublisherRpc {
   }
 
   /** The agent's character and chat model, to write a caption; null without a model. */
-  private async captionContext(): Promise<{ character: Character; model: ChatModel; models: ModelChoice } | null> {
+  private async captionContext(): Promise<{
+    character: Character;
+    model: ChatModel;
+    models: ModelChoice;
+  } | null> {
     const { runtime, characters } = await this.caption();
     if (!runtime.chat.model) return null;
     const character = await characters.character(this.name, await characters.version(this.name));

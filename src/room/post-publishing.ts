@@ -60,7 +60,13 @@ export class PostPublishing {
     if (!post) return;
     const deps = publisherDeps(env);
     if ("missing" in deps) {
-      if (post.status === "queued") await store.save({ ...post, status: "failed", error: { code: "not_configured", message: deps.missing }, updatedAt: Date.now() });
+      if (post.status === "queued")
+        await store.save({
+          ...post,
+          status: "failed",
+          error: { code: "not_configured", message: deps.missing },
+          updatedAt: Date.now(),
+        });
       return;
     }
     if (post.captionPending) {
@@ -83,9 +89,13 @@ export class PostPublishing {
     return async (post) => {
       // Caption writing is model spend like a turn's: refused once the day's budget is used up.
       await assertWithinDailyBudget(ledger, agentId, ceiling, Date.now());
-      const first = post.items.find((item) => item.kind === "image" && item.bytes <= MAX_CAPTION_IMAGE_BYTES);
+      const first = post.items.find(
+        (item) => item.kind === "image" && item.bytes <= MAX_CAPTION_IMAGE_BYTES,
+      );
       const object = first ? await this.host.env.MEDIA.get(first.key) : null;
-      const image = object ? dataUrl(first!.contentType, new Uint8Array(await object.arrayBuffer())) : undefined;
+      const image = object
+        ? dataUrl(first!.contentType, new Uint8Array(await object.arrayBuffer()))
+        : undefined;
       const { caption, tokens } = await writeCaption(
         character,
         { kinds: post.items.map((item) => item.kind), hint: post.caption || undefined, image },

@@ -44,7 +44,10 @@ export interface ReplySurface {
   /** Posts one line (a task's progress). */
   postLine(target: DeliveryTarget, text: string): Promise<void>;
   /** Posts an Approve / Deny prompt; null when it went out but cannot be edited later. */
-  postApprovalPrompt(target: DeliveryTarget, request: ApprovalPromptRequest): Promise<PostedPrompt | null>;
+  postApprovalPrompt(
+    target: DeliveryTarget,
+    request: ApprovalPromptRequest,
+  ): Promise<PostedPrompt | null>;
   /** Replaces a prompt's buttons with "nobody answered in time". */
   closeExpiredPrompt(posted: PostedPrompt, tool: string): Promise<void>;
   /** The target once a message went to it (later ones follow it); the same object if already so. */

@@ -3,7 +3,14 @@
 // `unknown` fields (tool arguments, error details) although they are plain JSON at runtime.
 import type { Env } from "../env.ts";
 import type { HistoryPage, HistoryQuery } from "../memory/message-history.ts";
-import type { ApprovalAnswer, ApprovalAnswerResult, EnqueueTurnRequest, StreamedTurnResult, SubmitTurnRequest, TurnResult } from "./room-types.ts";
+import type {
+  ApprovalAnswer,
+  ApprovalAnswerResult,
+  EnqueueTurnRequest,
+  StreamedTurnResult,
+  SubmitTurnRequest,
+  TurnResult,
+} from "./room-types.ts";
 import { errorField, log } from "../log.ts";
 
 export function roomName(agentId: string, roomId: string): string {
@@ -17,7 +24,10 @@ export async function submitTurn(env: Env, request: SubmitTurnRequest): Promise<
 }
 
 /** The streamed variant of submitTurn: resolves once the turn has started (or failed before). */
-export async function streamTurn(env: Env, request: SubmitTurnRequest): Promise<StreamedTurnResult> {
+export async function streamTurn(
+  env: Env,
+  request: SubmitTurnRequest,
+): Promise<StreamedTurnResult> {
   const stub = env.ROOMS.getByName(roomName(request.input.agentId, request.input.roomId));
   const result: unknown = await stub.streamTurn(request);
   return result as StreamedTurnResult;
@@ -34,7 +44,11 @@ export async function readHistory(env: Env, query: HistoryQuery): Promise<Histor
  * API), so they drop the history they keep in memory. Best effort per room: a room that cannot
  * be reached has no warm cache to drop.
  */
-export async function forgetRoomHistory(env: Env, agentId: string, roomIds: string[]): Promise<void> {
+export async function forgetRoomHistory(
+  env: Env,
+  agentId: string,
+  roomIds: string[],
+): Promise<void> {
   await Promise.all(
     [...new Set(roomIds)].map(async (roomId) => {
       try {
@@ -47,12 +61,20 @@ export async function forgetRoomHistory(env: Env, agentId: string, roomIds: stri
 }
 
 /** Hands a webhook turn to its room; resolves once it is journalled, long before the reply. */
-export async function enqueueTurn(env: Env, request: EnqueueTurnRequest): Promise<{ turnId: string; duplicate: boolean }> {
+export async function enqueueTurn(
+  env: Env,
+  request: EnqueueTurnRequest,
+): Promise<{ turnId: string; duplicate: boolean }> {
   const stub = env.ROOMS.getByName(roomName(request.input.agentId, request.input.roomId));
   return await stub.enqueueTurn(request);
 }
 
 /** Hands a click on an approval button to the room whose turn is waiting for it. */
-export async function resolveApproval(env: Env, agentId: string, roomId: string, answer: ApprovalAnswer): Promise<ApprovalAnswerResult> {
+export async function resolveApproval(
+  env: Env,
+  agentId: string,
+  roomId: string,
+  answer: ApprovalAnswer,
+): Promise<ApprovalAnswerResult> {
   return await env.ROOMS.getByName(roomName(agentId, roomId)).resolveApproval(answer);
 }

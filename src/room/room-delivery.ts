@@ -42,7 +42,11 @@ export class RoomDelivery {
       try {
         await this.options.surface.closeExpiredPrompt(posted, tool);
       } catch (error) {
-        log.warn("approval_prompt_edit_failed", { room: this.options.room, turnId, error: errorField(error) });
+        log.warn("approval_prompt_edit_failed", {
+          room: this.options.room,
+          turnId,
+          error: errorField(error),
+        });
       }
     });
   }
@@ -54,13 +58,22 @@ export class RoomDelivery {
     try {
       await surface.sendReply(
         entry.delivery,
-        { reply: entry.outcome?.reply?.text ?? null, error: entry.error, sentParts: entry.deliveredParts },
+        {
+          reply: entry.outcome?.reply?.text ?? null,
+          error: entry.error,
+          sentParts: entry.deliveredParts,
+        },
         (parts) => journal.markDeliveredParts(entry.turnId, parts, Date.now()),
       );
       journal.markDelivery(entry.turnId, "delivered", Date.now());
     } catch (error) {
       const final = surface.isPermanentFailure(error);
-      log.error("discord_delivery_failed", { room, turnId: entry.turnId, final, error: errorField(error) });
+      log.error("discord_delivery_failed", {
+        room,
+        turnId: entry.turnId,
+        final,
+        error: errorField(error),
+      });
       if (!final) throw error;
       // The surface refused for good (deleted channel, missing access): nothing more can be sent.
       journal.markDelivery(entry.turnId, "failed", Date.now());
@@ -84,10 +97,20 @@ export class RoomDelivery {
         requesterId: pause.requesterId,
         expiresAt: pause.expiresAt,
       });
-      journal.markPromptPosted(entry.turnId, { ...pause, prompt: posted }, surface.openingUsed(target), Date.now());
+      journal.markPromptPosted(
+        entry.turnId,
+        { ...pause, prompt: posted },
+        surface.openingUsed(target),
+        Date.now(),
+      );
     } catch (error) {
       const final = surface.isPermanentFailure(error);
-      log.error("approval_prompt_failed", { room, turnId: entry.turnId, final, error: errorField(error) });
+      log.error("approval_prompt_failed", {
+        room,
+        turnId: entry.turnId,
+        final,
+        error: errorField(error),
+      });
       if (!final) throw error;
       // Nobody can be asked: the turn goes on as if nobody answered.
       journal.markPromptPosted(entry.turnId, { ...pause, prompt: null }, target, Date.now());

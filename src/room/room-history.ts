@@ -20,7 +20,10 @@ export interface RoomHistoryStore extends MemoryStore {
   readonly inChain: MemoryStore;
 }
 
-export function createRoomHistoryStore(store: MemoryStore, options: { settled: () => Promise<void> }): RoomHistoryStore {
+export function createRoomHistoryStore(
+  store: MemoryStore,
+  options: { settled: () => Promise<void> },
+): RoomHistoryStore {
   let key: string | null = null;
   /** Newest first. */
   let cached: Memory[] = [];
@@ -29,7 +32,12 @@ export function createRoomHistoryStore(store: MemoryStore, options: { settled: (
 
   const roomKey = (agentId: string, roomId: string) => `${agentId}\u0000${roomId}`;
   const add = (memory: Memory) => {
-    if (memory.type !== "message" || !memory.roomId || key !== roomKey(memory.agentId, memory.roomId)) return;
+    if (
+      memory.type !== "message" ||
+      !memory.roomId ||
+      key !== roomKey(memory.agentId, memory.roomId)
+    )
+      return;
     if (cached.some((m) => m.id === memory.id)) return;
     cached = [memory, ...cached].sort((a, b) => b.createdAt - a.createdAt);
     if (cached.length > ROOM_HISTORY_CAPACITY) {
@@ -49,7 +57,11 @@ export function createRoomHistoryStore(store: MemoryStore, options: { settled: (
     },
     async recentMessages(query) {
       const wanted = roomKey(query.agentId, query.roomId);
-      if (query.beforeMs === undefined && key === wanted && (complete || cached.length >= query.limit)) {
+      if (
+        query.beforeMs === undefined &&
+        key === wanted &&
+        (complete || cached.length >= query.limit)
+      ) {
         return cached.slice(0, query.limit);
       }
       await settled();

@@ -11,7 +11,11 @@ import { createWorkersAIChatModel } from "../model/workers-ai-chat.ts";
 import { combineToolHosts, createBuiltinToolHost } from "../runtime/builtin-tools.ts";
 import { interactionEvaluator } from "../runtime/evaluators.ts";
 import { reflectionEvaluator, summaryEvaluator } from "../runtime/memory-evaluators.ts";
-import { knowledgeProvider, recallProvider, userFactsProvider } from "../runtime/providers/memory-providers.ts";
+import {
+  knowledgeProvider,
+  recallProvider,
+  userFactsProvider,
+} from "../runtime/providers/memory-providers.ts";
 import { stores } from "../memory/stores.ts";
 import type { EmbeddingPipeline } from "../memory/embedding-pipeline.ts";
 import { createEventBus, type EventBus } from "../runtime/events.ts";
@@ -66,7 +70,11 @@ export function createMonotonicClock(): Clock {
   };
 }
 
-export async function createRoomRuntime(env: Env, agentId: string, options: RoomRuntimeOptions): Promise<RoomRuntime> {
+export async function createRoomRuntime(
+  env: Env,
+  agentId: string,
+  options: RoomRuntimeOptions,
+): Promise<RoomRuntime> {
   // An object woken by its alarm right after a deploy may run before any request: it too waits
   // for D1 to have this code's migrations (once per isolate, shared with the worker).
   await ensureSchema(env);
@@ -87,10 +95,22 @@ export async function createRoomRuntime(env: Env, agentId: string, options: Room
     secret: platform.secret,
     now: () => Date.now(),
   });
-  const builtins = createBuiltinToolHost({ memory, clock, listAll: () => tools.list(), sources: () => mcp.sources() });
+  const builtins = createBuiltinToolHost({
+    memory,
+    clock,
+    listAll: () => tools.list(),
+    sources: () => mcp.sources(),
+  });
   // Agents of a deployment with Instagram configured can publish their uploaded posts.
   const instagram = config.instagram
-    ? [createInstagramToolHost({ agentId, posts: mediaPostStore(env), startPublishing: (postId) => env.PUBLISHER.getByName(agentId).publishPost(postId), now: () => Date.now() })]
+    ? [
+        createInstagramToolHost({
+          agentId,
+          posts: mediaPostStore(env),
+          startPublishing: (postId) => env.PUBLISHER.getByName(agentId).publishPost(postId),
+          now: () => Date.now(),
+        }),
+      ]
     : [];
   tools = combineToolHosts([builtins, ...instagram, mcp]);
   const chat = chatModelFor(config);
@@ -101,7 +121,15 @@ export async function createRoomRuntime(env: Env, agentId: string, options: Room
     models: config.models,
     memory,
     tools,
-    providers: [characterProvider, timeProvider, userFactsProvider, knowledgeProvider, recallProvider, toolsProvider, historyProvider],
+    providers: [
+      characterProvider,
+      timeProvider,
+      userFactsProvider,
+      knowledgeProvider,
+      recallProvider,
+      toolsProvider,
+      historyProvider,
+    ],
     evaluators: [interactionEvaluator, reflectionEvaluator, summaryEvaluator],
     retriever: backends.retriever,
     // Evaluators run inside the room's after-reply chain; reads there must not wait on it.
@@ -113,7 +141,20 @@ export async function createRoomRuntime(env: Env, agentId: string, options: Room
     spend,
     dailyTokenLimit: config.dailyTokenLimit,
   });
-  return { runner, events, config, history: memory, agents: backends.agents, messages: backends.messages, embeddings: backends.pipeline, mcp, mcpPlatform: platform, chat: { model: chat, models: config.models }, tools, spend };
+  return {
+    runner,
+    events,
+    config,
+    history: memory,
+    agents: backends.agents,
+    messages: backends.messages,
+    embeddings: backends.pipeline,
+    mcp,
+    mcpPlatform: platform,
+    chat: { model: chat, models: config.models },
+    tools,
+    spend,
+  };
 }
 
 function chatModelFor(config: Config): ChatModel | null {

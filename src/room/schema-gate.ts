@@ -28,7 +28,8 @@ export class SchemaGate extends DurableObject<Env> implements SchemaGateRpc {
   /** Brings the schema up to date (or says why it could not) and answers where it stands. */
   async ensure(): Promise<SchemaState> {
     const last = this.last;
-    if (last && (last.state.error === null || Date.now() - last.at < SCHEMA_RETRY_MS)) return last.state;
+    if (last && (last.state.error === null || Date.now() - last.at < SCHEMA_RETRY_MS))
+      return last.state;
     this.run ??= applyPendingMigrations(this.env.DB, MIGRATIONS)
       .then(async (state) => {
         if (state.error === null) await this.seedOnce();
@@ -49,7 +50,11 @@ export class SchemaGate extends DurableObject<Env> implements SchemaGateRpc {
       const { db, pipeline, agents } = stores(this.env);
       const existing = await agents.list({ limit: 1 });
       if (config.seedCharacters && existing.agents.length === 0) {
-        const created = await seedShippedCharacters({ agents, db, pipeline, tokens: await loadTokenCounter() }, SHIPPED_CHARACTERS, Date.now());
+        const created = await seedShippedCharacters(
+          { agents, db, pipeline, tokens: await loadTokenCounter() },
+          SHIPPED_CHARACTERS,
+          Date.now(),
+        );
         log.info("characters_seeded", { agents: created });
       }
       this.ctx.storage.kv.put(SEEDED_KEY, Date.now());

@@ -21,7 +21,11 @@ import type { DeliveryTarget, PostedPrompt } from "./reply-surface.ts";
 /** A stored JSON value that is not in the shape this version wrote. */
 export class StoredShapeError extends AppError {
   constructor(what: string, problem: string) {
-    super("internal", 500, `${what} in this object's storage is not in the expected shape (${problem})`);
+    super(
+      "internal",
+      500,
+      `${what} in this object's storage is not in the expected shape (${problem})`,
+    );
   }
 }
 
@@ -36,7 +40,10 @@ export function readStored<T>(schema: z.ZodType<T>, json: string, what: string):
   const parsed = schema.safeParse(value);
   if (parsed.success) return parsed.data;
   const issue = parsed.error.issues[0];
-  throw new StoredShapeError(what, `${issue?.path.join(".") || "the value"}: ${issue?.message ?? "invalid"}`);
+  throw new StoredShapeError(
+    what,
+    `${issue?.path.join(".") || "the value"}: ${issue?.message ?? "invalid"}`,
+  );
 }
 
 /** z.enum over every member of a string union (the mapped type makes a missing one an error). */
@@ -62,7 +69,11 @@ const ERROR_CODES: { [K in ErrorCode]: K } = {
   internal: "internal",
 };
 
-export const ApprovalDecisionShape: z.ZodType<ApprovalDecision> = everyOf<ApprovalDecision>({ approved: "approved", denied: "denied", expired: "expired" });
+export const ApprovalDecisionShape: z.ZodType<ApprovalDecision> = everyOf<ApprovalDecision>({
+  approved: "approved",
+  denied: "denied",
+  expired: "expired",
+});
 
 const MemoryTypeShape: z.ZodType<MemoryType> = everyOf<MemoryType>({
   message: "message",
@@ -74,7 +85,11 @@ const MemoryTypeShape: z.ZodType<MemoryType> = everyOf<MemoryType>({
   summary: "summary",
 });
 
-const AttachmentShape: z.ZodType<Attachment> = z.looseObject({ url: z.string(), contentType: z.string().optional(), title: z.string().optional() });
+const AttachmentShape: z.ZodType<Attachment> = z.looseObject({
+  url: z.string(),
+  contentType: z.string().optional(),
+  title: z.string().optional(),
+});
 
 export const TurnInputShape: z.ZodType<TurnInput> = z.looseObject({
   turnId: z.string(),
@@ -91,7 +106,11 @@ export const TurnInputShape: z.ZodType<TurnInput> = z.looseObject({
   receivedAt: z.number(),
 });
 
-export const TurnUsageShape: z.ZodType<TurnUsage> = z.looseObject({ promptTokens: z.number(), completionTokens: z.number(), modelCalls: z.number() });
+export const TurnUsageShape: z.ZodType<TurnUsage> = z.looseObject({
+  promptTokens: z.number(),
+  completionTokens: z.number(),
+  modelCalls: z.number(),
+});
 
 const ToolCallRecordShape: z.ZodType<ToolCallRecord> = z.looseObject({
   id: z.string(),
@@ -105,7 +124,12 @@ const ToolCallRecordShape: z.ZodType<ToolCallRecord> = z.looseObject({
   approval: ApprovalDecisionShape.optional(),
 });
 
-const UsedMemoryShape: z.ZodType<UsedMemory> = z.looseObject({ id: z.string(), type: MemoryTypeShape, text: z.string(), score: z.number().nullable() });
+const UsedMemoryShape: z.ZodType<UsedMemory> = z.looseObject({
+  id: z.string(),
+  type: MemoryTypeShape,
+  text: z.string(),
+  score: z.number().nullable(),
+});
 
 const MemoryShape: z.ZodType<Memory> = z.looseObject({
   id: z.string(),
@@ -157,12 +181,25 @@ export const SerializedErrorShape: z.ZodType<SerializedError> = z.looseObject({
   details: z.unknown().optional(),
 });
 
-const ToolCallShape: z.ZodType<ToolCall> = z.looseObject({ id: z.string(), name: z.string(), arguments: z.string() });
+const ToolCallShape: z.ZodType<ToolCall> = z.looseObject({
+  id: z.string(),
+  name: z.string(),
+  arguments: z.string(),
+});
 
 const ChatMessageShape: z.ZodType<ChatMessage> = z.discriminatedUnion("role", [
   z.looseObject({ role: z.literal("system"), content: z.string() }),
-  z.looseObject({ role: z.literal("user"), content: z.string(), name: z.string().optional(), images: z.array(z.string()).optional() }),
-  z.looseObject({ role: z.literal("assistant"), content: z.string().nullable(), toolCalls: z.array(ToolCallShape).optional() }),
+  z.looseObject({
+    role: z.literal("user"),
+    content: z.string(),
+    name: z.string().optional(),
+    images: z.array(z.string()).optional(),
+  }),
+  z.looseObject({
+    role: z.literal("assistant"),
+    content: z.string().nullable(),
+    toolCalls: z.array(ToolCallShape).optional(),
+  }),
   z.looseObject({ role: z.literal("tool"), toolCallId: z.string(), content: z.string() }),
 ]);
 
@@ -185,4 +222,8 @@ export const DeliveryTargetShape: z.ZodType<DeliveryTarget> = z.looseObject({ ki
 /** A surface's posted prompt: opaque to the room. */
 export const PostedPromptShape: z.ZodType<PostedPrompt> = z.record(z.string(), z.unknown());
 
-export const DecisionShape = z.looseObject({ value: ApprovalDecisionShape, by: z.string().nullable(), at: z.number() });
+export const DecisionShape = z.looseObject({
+  value: ApprovalDecisionShape,
+  by: z.string().nullable(),
+  at: z.number(),
+});

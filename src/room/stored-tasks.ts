@@ -11,7 +11,13 @@ import type {
   TaskStatus,
   TaskStopReason,
 } from "../runtime/task-types.ts";
-import { ApprovalDecisionShape, CheckpointShape, DecisionShape, everyOf, TurnUsageShape } from "./stored-json.ts";
+import {
+  ApprovalDecisionShape,
+  CheckpointShape,
+  DecisionShape,
+  everyOf,
+  TurnUsageShape,
+} from "./stored-json.ts";
 
 const TaskStatusShape = everyOf<TaskStatus>({
   queued: "queued",
@@ -33,9 +39,19 @@ const StopReasonShape = everyOf<TaskStopReason>({
   error: "error",
 });
 
-const PhaseShape = everyOf<TaskPhase>({ plan: "plan", act: "act", summarize: "summarize", evaluate: "evaluate", done: "done" });
+const PhaseShape = everyOf<TaskPhase>({
+  plan: "plan",
+  act: "act",
+  summarize: "summarize",
+  evaluate: "evaluate",
+  done: "done",
+});
 const SourceShape = everyOf<TaskSource>({ api: "api", schedule: "schedule", discord: "discord" });
-const CriterionShape = z.looseObject({ criterion: z.string(), met: z.boolean(), evidence: z.string() });
+const CriterionShape = z.looseObject({
+  criterion: z.string(),
+  met: z.boolean(),
+  evidence: z.string(),
+});
 const ToolArguments = z.record(z.string(), z.unknown());
 
 const StepRecordShape = z.looseObject({
@@ -71,7 +87,12 @@ export const TaskStateShape: z.ZodType<TaskState> = z.looseObject({
   agentId: z.string(),
   roomId: z.string(),
   goal: z.string(),
-  limits: z.looseObject({ maxSteps: z.number(), maxFailures: z.number(), budgetTokens: z.number(), wallClockMs: z.number() }),
+  limits: z.looseObject({
+    maxSteps: z.number(),
+    maxFailures: z.number(),
+    budgetTokens: z.number(),
+    wallClockMs: z.number(),
+  }),
   source: SourceShape,
   scheduleId: z.string().nullable(),
   // Added with tool approval in tasks: tasks stored before it had none.
@@ -80,7 +101,13 @@ export const TaskStateShape: z.ZodType<TaskState> = z.looseObject({
   phase: PhaseShape,
   plan: z
     .looseObject({
-      steps: z.array(z.looseObject({ title: z.string(), doneWhen: z.string(), status: z.enum(["pending", "done"]) })),
+      steps: z.array(
+        z.looseObject({
+          title: z.string(),
+          doneWhen: z.string(),
+          status: z.enum(["pending", "done"]),
+        }),
+      ),
       successCriteria: z.array(z.string()),
       revision: z.number(),
     })
@@ -131,14 +158,51 @@ export const TaskEventShape: z.ZodType<TaskEvent> = z.discriminatedUnion("type",
     steps: z.array(z.looseObject({ title: z.string(), doneWhen: z.string(), status: z.string() })),
     successCriteria: z.array(z.string()),
   }),
-  event("step_started", { step: z.number(), planStep: z.number(), title: z.string(), approach: z.string().nullable() }),
-  event("tool_called", { step: z.number(), tool: z.string(), ok: z.boolean(), cached: z.boolean(), durationMs: z.number() }),
-  event("step_finished", { step: z.number(), outcome: z.enum(["succeeded", "failed"]), output: z.string(), countedAsFailure: z.boolean() }),
-  event("reflection", { step: z.number(), text: z.string(), failureAnalysis: z.string().nullable(), nextApproach: z.string().nullable() }),
+  event("step_started", {
+    step: z.number(),
+    planStep: z.number(),
+    title: z.string(),
+    approach: z.string().nullable(),
+  }),
+  event("tool_called", {
+    step: z.number(),
+    tool: z.string(),
+    ok: z.boolean(),
+    cached: z.boolean(),
+    durationMs: z.number(),
+  }),
+  event("step_finished", {
+    step: z.number(),
+    outcome: z.enum(["succeeded", "failed"]),
+    output: z.string(),
+    countedAsFailure: z.boolean(),
+  }),
+  event("reflection", {
+    step: z.number(),
+    text: z.string(),
+    failureAnalysis: z.string().nullable(),
+    nextApproach: z.string().nullable(),
+  }),
   event("summary", { text: z.string(), throughStep: z.number() }),
-  event("approval_requested", { step: z.number(), tool: z.string(), arguments: ToolArguments, approvalId: z.string(), expiresAt: z.number() }),
-  event("approval_resolved", { step: z.number(), tool: z.string(), decision: ApprovalDecisionShape, by: z.string().nullable() }),
+  event("approval_requested", {
+    step: z.number(),
+    tool: z.string(),
+    arguments: ToolArguments,
+    approvalId: z.string(),
+    expiresAt: z.number(),
+  }),
+  event("approval_resolved", {
+    step: z.number(),
+    tool: z.string(),
+    decision: ApprovalDecisionShape,
+    by: z.string().nullable(),
+  }),
   event("model_failover", { from: z.string(), to: z.string(), reason: z.string() }),
   event("evaluation", { complete: z.boolean(), criteria: z.array(CriterionShape) }),
-  event("done", { status: TaskStatusShape, stopReason: StopReasonShape, result: z.string().nullable(), report: z.string().nullable() }),
+  event("done", {
+    status: TaskStatusShape,
+    stopReason: StopReasonShape,
+    result: z.string().nullable(),
+    report: z.string().nullable(),
+  }),
 ]);

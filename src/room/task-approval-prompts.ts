@@ -35,7 +35,11 @@ export class TaskApprovalPrompts {
       await this.options.surface.closeExpiredPrompt(posted, tool);
     } catch (error) {
       const taskId = task.state.taskId;
-      log.warn("task_approval_prompt_edit_failed", { agent: this.options.agentId, taskId, error: errorField(error) });
+      log.warn("task_approval_prompt_edit_failed", {
+        agent: this.options.agentId,
+        taskId,
+        error: errorField(error),
+      });
     }
   }
 
@@ -43,7 +47,13 @@ export class TaskApprovalPrompts {
     const { store, surface } = this.options;
     const approval = task.state.approval;
     const target = task.delivery;
-    if (!target || !approval || approval.decision || task.prompt?.approvalId === approval.approvalId) return;
+    if (
+      !target ||
+      !approval ||
+      approval.decision ||
+      task.prompt?.approvalId === approval.approvalId
+    )
+      return;
     const agentName = await this.options.agentName();
     const taskId = task.state.taskId;
     try {
@@ -62,7 +72,12 @@ export class TaskApprovalPrompts {
       if (used !== target) store.setDelivery(taskId, used);
     } catch (error) {
       const final = surface.isPermanentFailure(error);
-      log.error("task_approval_prompt_failed", { agent: this.options.agentId, taskId, final, error: errorField(error) });
+      log.error("task_approval_prompt_failed", {
+        agent: this.options.agentId,
+        taskId,
+        final,
+        error: errorField(error),
+      });
       if (!final) throw error;
       store.setPrompt(taskId, { approvalId: approval.approvalId, message: null });
       await this.options.expire({ taskId, approvalId: approval.approvalId });

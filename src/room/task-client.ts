@@ -3,14 +3,25 @@
 // `unknown` fields (tool arguments in the audit trail) although they are plain JSON at runtime.
 import type { Env } from "../env.ts";
 import type { TaskEvent, TaskState } from "../runtime/task-types.ts";
-import type { CreateTaskRequest, ScheduleRequest, ScheduleResult, TaskApprovalClick, TaskApprovalResult, TaskView } from "./task-requests.ts";
+import type {
+  CreateTaskRequest,
+  ScheduleRequest,
+  ScheduleResult,
+  TaskApprovalClick,
+  TaskApprovalResult,
+  TaskView,
+} from "./task-requests.ts";
 import type { ScheduleRecord } from "./task-store.ts";
 
 function stub(env: Env, agentId: string) {
   return env.TASKS.getByName(agentId);
 }
 
-export async function createTask(env: Env, agentId: string, request: CreateTaskRequest): Promise<{ taskId: string }> {
+export async function createTask(
+  env: Env,
+  agentId: string,
+  request: CreateTaskRequest,
+): Promise<{ taskId: string }> {
   return await stub(env, agentId).createTask(request);
 }
 
@@ -24,27 +35,50 @@ export async function listTasks(env: Env, agentId: string, limit: number): Promi
   return states as TaskState[];
 }
 
-export async function cancelTask(env: Env, agentId: string, taskId: string): Promise<TaskState | null> {
+export async function cancelTask(
+  env: Env,
+  agentId: string,
+  taskId: string,
+): Promise<TaskState | null> {
   const state: unknown = await stub(env, agentId).cancel(taskId);
   return state as TaskState | null;
 }
 
-export async function taskEvents(env: Env, agentId: string, taskId: string, afterId: number, limit: number): Promise<{ events: { id: number; event: TaskEvent }[]; finished: boolean } | null> {
+export async function taskEvents(
+  env: Env,
+  agentId: string,
+  taskId: string,
+  afterId: number,
+  limit: number,
+): Promise<{ events: { id: number; event: TaskEvent }[]; finished: boolean } | null> {
   const page: unknown = await stub(env, agentId).taskEvents(taskId, afterId, limit);
   return page as { events: { id: number; event: TaskEvent }[]; finished: boolean } | null;
 }
 
 /** A click on a task's Approve / Deny button (its custom id names the agent). */
-export async function answerTaskApprovalClick(env: Env, agentId: string, click: TaskApprovalClick): Promise<TaskApprovalResult> {
+export async function answerTaskApprovalClick(
+  env: Env,
+  agentId: string,
+  click: TaskApprovalClick,
+): Promise<TaskApprovalResult> {
   return await stub(env, agentId).answerClick(click);
 }
 
 /** The API's answer to a task waiting for approval; null when there is no such task. */
-export async function answerTaskApproval(env: Env, agentId: string, taskId: string, approve: boolean): Promise<TaskApprovalResult | null> {
+export async function answerTaskApproval(
+  env: Env,
+  agentId: string,
+  taskId: string,
+  approve: boolean,
+): Promise<TaskApprovalResult | null> {
   return await stub(env, agentId).answerFromApi(taskId, approve);
 }
 
-export async function createSchedule(env: Env, agentId: string, request: ScheduleRequest): Promise<ScheduleResult> {
+export async function createSchedule(
+  env: Env,
+  agentId: string,
+  request: ScheduleRequest,
+): Promise<ScheduleResult> {
   const result: unknown = await stub(env, agentId).createTaskSchedule(request);
   return result as ScheduleResult;
 }
@@ -53,11 +87,18 @@ export async function listSchedules(env: Env, agentId: string): Promise<Schedule
   return await stub(env, agentId).taskSchedules();
 }
 
-export async function deleteSchedule(env: Env, agentId: string, scheduleId: string): Promise<boolean> {
+export async function deleteSchedule(
+  env: Env,
+  agentId: string,
+  scheduleId: string,
+): Promise<boolean> {
   return await stub(env, agentId).deleteTaskSchedule(scheduleId);
 }
 
 /** Stops a deleted agent's schedules and unfinished tasks. */
-export async function stopAgentTasks(env: Env, agentId: string): Promise<{ schedules: number; tasks: number }> {
+export async function stopAgentTasks(
+  env: Env,
+  agentId: string,
+): Promise<{ schedules: number; tasks: number }> {
   return await stub(env, agentId).stopAll();
 }

@@ -7,9 +7,15 @@ import type { TaskEventBody, TaskState } from "../runtime/task-types.ts";
 export function taskProgressLine(event: TaskEventBody): string | null {
   switch (event.type) {
     case "plan":
-      return clip(`📋 Plan${event.revision > 1 ? ` (revision ${event.revision})` : ""}:\n${event.steps.map((step, i) => `${i + 1}. ${step.title}${step.status === "done" ? " ✓" : ""}`).join("\n")}`, 1_900);
+      return clip(
+        `📋 Plan${event.revision > 1 ? ` (revision ${event.revision})` : ""}:\n${event.steps.map((step, i) => `${i + 1}. ${step.title}${step.status === "done" ? " ✓" : ""}`).join("\n")}`,
+        1_900,
+      );
     case "step_finished":
-      return clip(`${event.outcome === "succeeded" ? "✅" : "❌"} Step ${event.step}: ${event.output}`, 1_900);
+      return clip(
+        `${event.outcome === "succeeded" ? "✅" : "❌"} Step ${event.step}: ${event.output}`,
+        1_900,
+      );
     default:
       return null;
   }

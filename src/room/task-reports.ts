@@ -52,7 +52,9 @@ export class TaskReports {
 
   /** Posts the prompts paused tasks still lack, after the lines already on their way. */
   prompt(): void {
-    this.chain = this.chain.then(() => this.prompts.postPending()).catch(() => this.options.retryLater());
+    this.chain = this.chain
+      .then(() => this.prompts.postPending())
+      .catch(() => this.options.retryLater());
   }
 
   /** Says on a prompt that nobody answered in time (best effort). */
@@ -82,7 +84,12 @@ export class TaskReports {
         store.markDelivered(taskId);
       } catch (error) {
         const final = surface.isPermanentFailure(error);
-        log.error("task_delivery_failed", { agent: agentId, taskId, final, error: errorField(error) });
+        log.error("task_delivery_failed", {
+          agent: agentId,
+          taskId,
+          final,
+          error: errorField(error),
+        });
         if (!final) throw error;
         store.markDelivered(taskId);
       }

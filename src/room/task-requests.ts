@@ -1,7 +1,13 @@
 // What callers hand an agent's AgentTasks object over RPC and what it answers: plain data, so it
 // crosses the boundary intact (class identity does not survive RPC).
 import type { ApprovalDecision } from "../runtime/turn-types.ts";
-import type { AuditEntry, TaskEvent, TaskLimits, TaskSource, TaskState } from "../runtime/task-types.ts";
+import type {
+  AuditEntry,
+  TaskEvent,
+  TaskLimits,
+  TaskSource,
+  TaskState,
+} from "../runtime/task-types.ts";
 import type { DeliveryTarget } from "./reply-surface.ts";
 import type { ApprovalAnswer } from "./room-types.ts";
 import type { ScheduleRecord, ScheduleSpec } from "./task-store.ts";
@@ -31,7 +37,9 @@ export type TaskApprovalResult =
   | { status: "on_discord" };
 
 export type ScheduleRequest = Omit<ScheduleSpec, "scheduleId">;
-export type ScheduleResult = { ok: true; schedule: ScheduleRecord } | { ok: false; code: "validation" | "conflict"; message: string };
+export type ScheduleResult =
+  | { ok: true; schedule: ScheduleRecord }
+  | { ok: false; code: "validation" | "conflict"; message: string };
 
 export interface TaskView {
   state: TaskState;

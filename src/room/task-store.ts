@@ -4,7 +4,13 @@
 // increasing ids: the SSE endpoint replays from a client's Last-Event-ID. A task paused for a
 // person's approval on Discord also keeps where its Approve / Deny prompt was posted.
 import { z } from "zod";
-import { isTerminal, type AuditEntry, type TaskEvent, type TaskEventBody, type TaskState } from "../runtime/task-types.ts";
+import {
+  isTerminal,
+  type AuditEntry,
+  type TaskEvent,
+  type TaskEventBody,
+  type TaskState,
+} from "../runtime/task-types.ts";
 import type { DeliveryTarget, PostedPrompt } from "./reply-surface.ts";
 import { DeliveryTargetShape, PostedPromptShape, readStored } from "./stored-json.ts";
 import { AuditEntryShape, TaskEventShape, TaskStateShape } from "./stored-tasks.ts";
@@ -57,9 +63,18 @@ const ScheduleSpecShape: z.ZodType<ScheduleSpec> = z.looseObject({
   goal: z.string(),
   roomId: z.string().nullable(),
 });
-const ApprovalPromptShape: z.ZodType<ApprovalPrompt> = z.looseObject({ approvalId: z.string(), message: PostedPromptShape.nullable() });
+const ApprovalPromptShape: z.ZodType<ApprovalPrompt> = z.looseObject({
+  approvalId: z.string(),
+  message: PostedPromptShape.nullable(),
+});
 
-const TaskRow = z.object({ state: z.string(), attempts: z.number(), delivery: z.string().nullable(), delivered: z.number(), approval_prompt: z.string().nullable() });
+const TaskRow = z.object({
+  state: z.string(),
+  attempts: z.number(),
+  delivery: z.string().nullable(),
+  delivered: z.number(),
+  approval_prompt: z.string().nullable(),
+});
 const EventRow = z.object({ id: z.number(), task_id: z.string(), data: z.string() });
 const ScheduleRow = z.object({
   schedule_id: z.string(),
@@ -95,8 +110,14 @@ export class TaskStore {
     )`);
     this.sql.exec("CREATE INDEX IF NOT EXISTS tasks_status ON tasks (status, seq)");
     // Added with tool approval in tasks: objects created before it get the column on their next start.
-    const columns = new Set(this.sql.exec("SELECT name FROM pragma_table_info('tasks')").toArray().map((row) => String(row.name)));
-    if (!columns.has("approval_prompt")) this.sql.exec("ALTER TABLE tasks ADD COLUMN approval_prompt TEXT");
+    const columns = new Set(
+      this.sql
+        .exec("SELECT name FROM pragma_table_info('tasks')")
+        .toArray()
+        .map((row) => String(row.name)),
+    );
+    if (!columns.has("approval_prompt"))
+      this.sql.exec("ALTER TABLE tasks ADD COLUMN approval_prompt TEXT");
     this.sql.exec(`CREATE TABLE IF NOT EXISTS task_events (
       id INTEGER PRIMARY KEY AUTOINCREMENT,
       task_id TEXT NOT NULL,
@@ -136,15 +157,24 @@ export class TaskStore {
   }
 
   get(taskId: string): StoredTask | null {
-    const row = this.sql.exec("SELECT state, attempts, delivery, delivered, approval_prompt FROM tasks WHERE task_id = ?", taskId).toArray()[0];
+    const row = this.sql
+      .exec(
+        "SELECT state, attempts, delivery, delivered, approval_prompt FROM tasks WHERE task_id = ?",
+        taskId,
+      )
+      .toArray()[0];
     if (!row) return null;
     const parsed = TaskRow.parse(row);
     return {
       state: readState(parsed.state, taskId),
       attempts: parsed.attempts,
-      delivery: parsed.delivery ? readStored(DeliveryTargetShape, parsed.delivery, `task ${taskId}: delivery`) : null,
+      delivery: parsed.delivery
+        ? readStored(DeliveryTargetShape, parsed.delivery, `task ${taskId}: delivery`)
+        : null,
       delivered: parsed.delivered === 1,
-      prompt: parsed.approval_prompt ? readStored(ApprovalPromptShape, parsed.approval_prompt, `task ${taskId}: approval prompt`) : null,
+      prompt: parsed.approval_prompt
+        ? readStored(ApprovalPromptShape, parsed.approval_prompt, `task ${taskId}: approval prompt`)
+        : null,
     };
   }
 
@@ -167,29 +197,50 @@ export class TaskStore {
 
   /** The paused task waiting for this approval id, if any. */
   byApprovalId(approvalId: string): StoredTask | null {
-    return this.awaitingApproval().find((task) => task.state.approval?.approvalId === approvalId) ?? null;
+    return (
+      this.awaitingApproval().find((task) => task.state.approval?.approvalId === approvalId) ?? null
+    );
   }
 
   setPrompt(taskId: string, prompt: ApprovalPrompt): void {
-    this.sql.exec("UPDATE tasks SET approval_prompt = ? WHERE task_id = ?", JSON.stringify(prompt), taskId);
+    this.sql.exec(
+      "UPDATE tasks SET approval_prompt = ? WHERE task_id = ?",
+      JSON.stringify(prompt),
+      taskId,
+    );
   }
 
   /** The oldest task not finished yet. */
   nextRunnable(): TaskState | null {
-    const row = this.sql.exec("SELECT task_id FROM tasks WHERE status IN ('queued', 'running') ORDER BY seq LIMIT 1").toArray()[0];
+    const row = this.sql
+      .exec("SELECT task_id FROM tasks WHERE status IN ('queued', 'running') ORDER BY seq LIMIT 1")
+      .toArray()[0];
     return row ? (this.get(String(row.task_id))?.state ?? null) : null;
   }
 
   /** Counts a start of the task's next unit of work; returns the count (a crash leaves it raised). */
   beginAttempt(taskId: string): number {
-    const row = this.sql.exec("UPDATE tasks SET attempts = attempts + 1 WHERE task_id = ? RETURNING attempts", taskId).toArray()[0];
+    const row = this.sql
+      .exec("UPDATE tasks SET attempts = attempts + 1 WHERE task_id = ? RETURNING attempts", taskId)
+      .toArray()[0];
     return Number(row?.attempts ?? 0);
   }
 
   /** The state after a unit of work, with its tool calls; the crash counter restarts. */
   save(state: TaskState, audit: AuditEntry[], now: number): void {
-    this.sql.exec("UPDATE tasks SET status = ?, state = ?, attempts = 0, updated_at = ? WHERE task_id = ?", state.status, JSON.stringify(state), now, state.taskId);
-    for (const entry of audit) this.sql.exec("INSERT INTO task_audit (task_id, entry) VALUES (?, ?)", state.taskId, JSON.stringify(entry));
+    this.sql.exec(
+      "UPDATE tasks SET status = ?, state = ?, attempts = 0, updated_at = ? WHERE task_id = ?",
+      state.status,
+      JSON.stringify(state),
+      now,
+      state.taskId,
+    );
+    for (const entry of audit)
+      this.sql.exec(
+        "INSERT INTO task_audit (task_id, entry) VALUES (?, ?)",
+        state.taskId,
+        JSON.stringify(entry),
+      );
   }
 
   audit(taskId: string): AuditEntry[] {
@@ -201,24 +252,40 @@ export class TaskStore {
 
   appendEvent(taskId: string, body: TaskEventBody, at: number): number {
     const event: TaskEvent = { ...body, taskId, at };
-    const row = this.sql.exec("INSERT INTO task_events (task_id, data) VALUES (?, ?) RETURNING id", taskId, JSON.stringify(event)).toArray()[0];
+    const row = this.sql
+      .exec(
+        "INSERT INTO task_events (task_id, data) VALUES (?, ?) RETURNING id",
+        taskId,
+        JSON.stringify(event),
+      )
+      .toArray()[0];
     return Number(row?.id ?? 0);
   }
 
   /** Events of a task after `afterId`, oldest first. */
   events(taskId: string, afterId: number, limit: number): { id: number; event: TaskEvent }[] {
     return this.sql
-      .exec("SELECT id, task_id, data FROM task_events WHERE task_id = ? AND id > ? ORDER BY id LIMIT ?", taskId, afterId, limit)
+      .exec(
+        "SELECT id, task_id, data FROM task_events WHERE task_id = ? AND id > ? ORDER BY id LIMIT ?",
+        taskId,
+        afterId,
+        limit,
+      )
       .toArray()
       .map((row) => {
         const parsed = EventRow.parse(row);
-        return { id: parsed.id, event: readStored(TaskEventShape, parsed.data, `task ${taskId}: event ${parsed.id}`) };
+        return {
+          id: parsed.id,
+          event: readStored(TaskEventShape, parsed.data, `task ${taskId}: event ${parsed.id}`),
+        };
       });
   }
 
   undelivered(): StoredTask[] {
     return this.sql
-      .exec("SELECT task_id FROM tasks WHERE delivery IS NOT NULL AND delivered = 0 AND status IN ('completed', 'failed', 'exhausted', 'cancelled') ORDER BY seq")
+      .exec(
+        "SELECT task_id FROM tasks WHERE delivery IS NOT NULL AND delivered = 0 AND status IN ('completed', 'failed', 'exhausted', 'cancelled') ORDER BY seq",
+      )
       .toArray()
       .map((row) => this.get(String(row.task_id)))
       .filter((task): task is StoredTask => task !== null);
@@ -227,11 +294,17 @@ export class TaskStore {
   /** Where a task reports to (a surface's target), without reading its whole state. */
   delivery(taskId: string): DeliveryTarget | null {
     const row = this.sql.exec("SELECT delivery FROM tasks WHERE task_id = ?", taskId).toArray()[0];
-    return row?.delivery ? readStored(DeliveryTargetShape, String(row.delivery), `task ${taskId}: delivery`) : null;
+    return row?.delivery
+      ? readStored(DeliveryTargetShape, String(row.delivery), `task ${taskId}: delivery`)
+      : null;
   }
 
   setDelivery(taskId: string, delivery: DeliveryTarget): void {
-    this.sql.exec("UPDATE tasks SET delivery = ? WHERE task_id = ?", JSON.stringify(delivery), taskId);
+    this.sql.exec(
+      "UPDATE tasks SET delivery = ? WHERE task_id = ?",
+      JSON.stringify(delivery),
+      taskId,
+    );
   }
 
   markDelivered(taskId: string): void {
@@ -265,12 +338,17 @@ export class TaskStore {
   }
 
   schedule(scheduleId: string): ScheduleRecord | null {
-    const row = this.sql.exec("SELECT * FROM task_schedules WHERE schedule_id = ?", scheduleId).toArray()[0];
+    const row = this.sql
+      .exec("SELECT * FROM task_schedules WHERE schedule_id = ?", scheduleId)
+      .toArray()[0];
     return row ? toSchedule(row) : null;
   }
 
   schedules(): ScheduleRecord[] {
-    return this.sql.exec("SELECT * FROM task_schedules ORDER BY created_at, schedule_id").toArray().map(toSchedule);
+    return this.sql
+      .exec("SELECT * FROM task_schedules ORDER BY created_at, schedule_id")
+      .toArray()
+      .map(toSchedule);
   }
 
   deleteSchedule(scheduleId: string): void {
@@ -288,11 +366,19 @@ export class TaskStore {
   }
 
   recordSkip(scheduleId: string): void {
-    this.sql.exec("UPDATE task_schedules SET skipped = skipped + 1 WHERE schedule_id = ?", scheduleId);
+    this.sql.exec(
+      "UPDATE task_schedules SET skipped = skipped + 1 WHERE schedule_id = ?",
+      scheduleId,
+    );
   }
 
   recordOutcome(scheduleId: string, taskId: string, status: string): void {
-    this.sql.exec("UPDATE task_schedules SET last_status = ? WHERE schedule_id = ? AND last_task_id = ?", status, scheduleId, taskId);
+    this.sql.exec(
+      "UPDATE task_schedules SET last_status = ? WHERE schedule_id = ? AND last_task_id = ?",
+      status,
+      scheduleId,
+      taskId,
+    );
   }
 }
 

@@ -12,7 +12,12 @@ import { errorField, log } from "../log.ts";
 import { APPROVAL_WINDOW_MS, newApprovalId } from "./approvals.ts";
 import type { AttachmentIngest, ReplySurface } from "./reply-surface.ts";
 import type { ApprovalAnswer, ApprovalAnswerResult, TurnResult } from "./room-types.ts";
-import { MAX_TURN_ATTEMPTS, type ApprovalPause, type JournalEntry, type TurnJournal } from "./turn-journal.ts";
+import {
+  MAX_TURN_ATTEMPTS,
+  type ApprovalPause,
+  type JournalEntry,
+  type TurnJournal,
+} from "./turn-journal.ts";
 import type { TurnServices } from "./turn-services.ts";
 
 /** What the Durable Object does around a turn. */
@@ -61,7 +66,8 @@ export class TurnDriver {
     if (!this.draining) {
       let completed = false;
       this.draining = (async () => {
-        for (let entry = journal.nextToRun(); entry; entry = journal.nextToRun()) await this.run(entry);
+        for (let entry = journal.nextToRun(); entry; entry = journal.nextToRun())
+          await this.run(entry);
         completed = true;
       })().finally(() => {
         this.draining = null;
@@ -119,21 +125,29 @@ export class TurnDriver {
       journal.markRunning(turnId, Date.now());
       const { runner, characters, tools, history } = await this.options.services();
       const pause = entry.pause;
-      const resume = pause?.decision ? { checkpoint: pause.checkpoint, decision: pause.decision.value } : undefined;
+      const resume = pause?.decision
+        ? { checkpoint: pause.checkpoint, decision: pause.decision.value }
+        : undefined;
       // The inbound message is stored while the agent's current version is read: one round trip.
       // (A turn resuming after an approval stored it the first time.)
-      const [version] = await Promise.all([characters.version(agentId), resume ? null : runner.receive(entry.input)]);
+      const [version] = await Promise.all([
+        characters.version(agentId),
+        resume ? null : runner.receive(entry.input),
+      ]);
       const character = await characters.character(agentId, version);
       await tools.prepare(agentId, version, character);
       const outcome = await runner.respondOrPause(character, entry.input, {
         // Only a surface with buttons can ask a person; elsewhere such tools are refused.
-        canAskApproval: entry.delivery ? this.options.surface.canAskApproval(entry.delivery, agentId) : false,
+        canAskApproval: entry.delivery
+          ? this.options.surface.canAskApproval(entry.delivery, agentId)
+          : false,
         resume,
         attachments: resume ? undefined : await this.readAttachments(entry),
         observer: host.observer(turnId),
         toolOutputs: {
           remembered: journal.toolOutputs(turnId),
-          record: (key: string, output: ToolOutput) => journal.recordToolOutput(turnId, key, output),
+          record: (key: string, output: ToolOutput) =>
+            journal.recordToolOutput(turnId, key, output),
         },
       });
       if (outcome.status === "awaiting_approval") return this.pause(entry, outcome);
@@ -152,7 +166,9 @@ export class TurnDriver {
   }
 
   /** The turn's files, copied in once (a re-run finds them) and read for the model. */
-  private async readAttachments(entry: JournalEntry): Promise<{ text: string; images: string[] } | undefined> {
+  private async readAttachments(
+    entry: JournalEntry,
+  ): Promise<{ text: string; images: string[] } | undefined> {
     const { attachments, agentId } = entry.input;
     if (attachments.length === 0) return undefined;
     return this.options.attachments.read(attachments, `attachments/${agentId}/${entry.turnId}`);
@@ -185,14 +201,19 @@ export class TurnDriver {
     this.afterReplies = this.afterReplies
       .then(async () => {
         const { runner, characters } = await this.options.services();
-        const current = character ?? (await characters.character(agentId, await characters.version(agentId)));
+        const current =
+          character ?? (await characters.character(agentId, await characters.version(agentId)));
         await runner.afterReply(current, entry.input, outcome);
         this.options.journal.markEvaluated(entry.turnId, Date.now());
         this.options.host.evaluated(agentId, roomId);
       })
       .catch((error: unknown) => {
         // Left as `replied`: the resume item, or the next start, tries again.
-        const fields = { room: this.options.host.room, turnId: entry.turnId, error: errorField(error) };
+        const fields = {
+          room: this.options.host.room,
+          turnId: entry.turnId,
+          error: errorField(error),
+        };
         log.error("after_reply_failed", fields);
       })
       .finally(() => this.finishing.delete(entry.turnId));
@@ -202,7 +223,8 @@ export class TurnDriver {
     if (error instanceof AppError) return error;
     try {
       const { characters } = await this.options.services();
-      if ((await characters.version(agentId)) === null) return new NotFoundError(`no agent with id "${agentId}"`);
+      if ((await characters.version(agentId)) === null)
+        return new NotFoundError(`no agent with id "${agentId}"`);
     } catch {
       // Fall through to the original error.
     }
@@ -213,5 +235,9 @@ export class TurnDriver {
 function serializeError(error: unknown): SerializedError {
   if (error instanceof AppError) return error.toJSON();
   log.error("turn_failed", { error: errorField(error, true) });
-  return { code: "internal", status: 500, message: "the turn failed unexpectedly; see the worker logs" };
+  return {
+    code: "internal",
+    status: 500,
+    message: "the turn failed unexpectedly; see the worker logs",
+  };
 }

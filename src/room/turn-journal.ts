@@ -7,7 +7,12 @@
 // of calling those tools again.
 import { z } from "zod";
 import type { SerializedError } from "../runtime/errors.ts";
-import type { ApprovalDecision, ToolLoopCheckpoint, TurnInput, TurnOutcome } from "../runtime/turn-types.ts";
+import type {
+  ApprovalDecision,
+  ToolLoopCheckpoint,
+  TurnInput,
+  TurnOutcome,
+} from "../runtime/turn-types.ts";
 import type { ToolOutput } from "../runtime/types.ts";
 import type { DeliveryTarget, PostedPrompt } from "./reply-surface.ts";
 import {
@@ -21,7 +26,13 @@ import {
   TurnOutcomeShape,
 } from "./stored-json.ts";
 
-export type TurnStatus = "received" | "running" | "awaiting_approval" | "replied" | "evaluated" | "failed";
+export type TurnStatus =
+  | "received"
+  | "running"
+  | "awaiting_approval"
+  | "replied"
+  | "evaluated"
+  | "failed";
 /** Where a reply goes besides the caller waiting on the RPC (a surface's delivery target). */
 export type DeliveryStatus = "pending" | "delivered" | "failed";
 
@@ -117,13 +128,25 @@ export class TurnJournal {
     )`);
     this.sql.exec("CREATE INDEX IF NOT EXISTS turn_journal_status ON turn_journal (status, seq)");
     // Added with the Discord client: rooms created before it get the columns on their next start.
-    const columns = new Set(this.sql.exec("SELECT name FROM pragma_table_info('turn_journal')").toArray().map((row) => String(row.name)));
-    if (!columns.has("delivery")) this.sql.exec("ALTER TABLE turn_journal ADD COLUMN delivery TEXT");
-    if (!columns.has("delivery_status")) this.sql.exec("ALTER TABLE turn_journal ADD COLUMN delivery_status TEXT");
-    if (!columns.has("delivered_parts")) this.sql.exec("ALTER TABLE turn_journal ADD COLUMN delivered_parts INTEGER NOT NULL DEFAULT 0");
+    const columns = new Set(
+      this.sql
+        .exec("SELECT name FROM pragma_table_info('turn_journal')")
+        .toArray()
+        .map((row) => String(row.name)),
+    );
+    if (!columns.has("delivery"))
+      this.sql.exec("ALTER TABLE turn_journal ADD COLUMN delivery TEXT");
+    if (!columns.has("delivery_status"))
+      this.sql.exec("ALTER TABLE turn_journal ADD COLUMN delivery_status TEXT");
+    if (!columns.has("delivered_parts"))
+      this.sql.exec(
+        "ALTER TABLE turn_journal ADD COLUMN delivered_parts INTEGER NOT NULL DEFAULT 0",
+      );
     // Added with tool approval.
     if (!columns.has("pause")) this.sql.exec("ALTER TABLE turn_journal ADD COLUMN pause TEXT");
-    this.sql.exec("CREATE INDEX IF NOT EXISTS turn_journal_delivery ON turn_journal (delivery_status, seq)");
+    this.sql.exec(
+      "CREATE INDEX IF NOT EXISTS turn_journal_delivery ON turn_journal (delivery_status, seq)",
+    );
     this.sql.exec(`CREATE TABLE IF NOT EXISTS turn_tool_outputs (
       turn_id TEXT NOT NULL,
       call_key TEXT NOT NULL,
@@ -135,7 +158,10 @@ export class TurnJournal {
   /** Successful tool outputs of a running turn's earlier attempts, by call key. */
   toolOutputs(turnId: string): Map<string, ToolOutput> {
     const outputs = new Map<string, ToolOutput>();
-    for (const row of this.sql.exec("SELECT call_key, output FROM turn_tool_outputs WHERE turn_id = ?", turnId)) {
+    for (const row of this.sql.exec(
+      "SELECT call_key, output FROM turn_tool_outputs WHERE turn_id = ?",
+      turnId,
+    )) {
       const parsed = StoredToolOutput.safeParse(safeJson(String(row.output)));
       // An unreadable row only costs a repeat of that call.
       if (parsed.success) outputs.set(String(row.call_key), parsed.data);
@@ -145,11 +171,22 @@ export class TurnJournal {
 
   /** Synchronous: stored before the turn's next model call goes out. */
   recordToolOutput(turnId: string, key: string, output: ToolOutput): void {
-    this.sql.exec("INSERT OR REPLACE INTO turn_tool_outputs (turn_id, call_key, output) VALUES (?, ?, ?)", turnId, key, JSON.stringify(output));
+    this.sql.exec(
+      "INSERT OR REPLACE INTO turn_tool_outputs (turn_id, call_key, output) VALUES (?, ?, ?)",
+      turnId,
+      key,
+      JSON.stringify(output),
+    );
   }
 
   /** Synchronous on purpose: callers rely on nothing interleaving between check and insert. */
-  insert(entry: { input: TurnInput; idempotencyKey?: string; fingerprint?: string; delivery?: DeliveryTarget; now: number }): void {
+  insert(entry: {
+    input: TurnInput;
+    idempotencyKey?: string;
+    fingerprint?: string;
+    delivery?: DeliveryTarget;
+    now: number;
+  }): void {
     this.sql.exec(
       `INSERT INTO turn_journal (turn_id, idempotency_key, fingerprint, status, input, created_at, updated_at, delivery, delivery_status)
        VALUES (?, ?, ?, 'received', ?, ?, ?, ?, ?)`,
@@ -190,7 +227,12 @@ export class TurnJournal {
   }
 
   /** Records where the prompt went (and that the deferred response now holds it). */
-  markPromptPosted(turnId: string, pause: ApprovalPause, delivery: DeliveryTarget, now: number): void {
+  markPromptPosted(
+    turnId: string,
+    pause: ApprovalPause,
+    delivery: DeliveryTarget,
+    now: number,
+  ): void {
     this.sql.exec(
       "UPDATE turn_journal SET pause = ?, delivery = ?, updated_at = ? WHERE turn_id = ?",
       JSON.stringify(pause),
@@ -201,7 +243,12 @@ export class TurnJournal {
   }
 
   /** awaiting_approval -> received with the decision: the next drain resumes the turn. */
-  markDecided(turnId: string, pause: ApprovalPause, delivery: DeliveryTarget | null, now: number): void {
+  markDecided(
+    turnId: string,
+    pause: ApprovalPause,
+    delivery: DeliveryTarget | null,
+    now: number,
+  ): void {
     this.sql.exec(
       "UPDATE turn_journal SET status = 'received', pause = ?, delivery = ?, updated_at = ? WHERE turn_id = ? AND status = 'awaiting_approval'",
       JSON.stringify(pause),
@@ -212,19 +259,35 @@ export class TurnJournal {
   }
 
   awaitingApproval(): JournalEntry[] {
-    return this.sql.exec("SELECT * FROM turn_journal WHERE status = 'awaiting_approval' ORDER BY seq").toArray().map(toEntry);
+    return this.sql
+      .exec("SELECT * FROM turn_journal WHERE status = 'awaiting_approval' ORDER BY seq")
+      .toArray()
+      .map(toEntry);
   }
 
   byApprovalId(approvalId: string): JournalEntry | null {
-    return this.one("SELECT * FROM turn_journal WHERE status = 'awaiting_approval' AND json_extract(pause, '$.approvalId') = ?", approvalId);
+    return this.one(
+      "SELECT * FROM turn_journal WHERE status = 'awaiting_approval' AND json_extract(pause, '$.approvalId') = ?",
+      approvalId,
+    );
   }
 
   markDeliveredParts(turnId: string, parts: number, now: number): void {
-    this.sql.exec("UPDATE turn_journal SET delivered_parts = ?, updated_at = ? WHERE turn_id = ?", parts, now, turnId);
+    this.sql.exec(
+      "UPDATE turn_journal SET delivered_parts = ?, updated_at = ? WHERE turn_id = ?",
+      parts,
+      now,
+      turnId,
+    );
   }
 
   markDelivery(turnId: string, status: "delivered" | "failed", now: number): void {
-    this.sql.exec("UPDATE turn_journal SET delivery_status = ?, updated_at = ? WHERE turn_id = ?", status, now, turnId);
+    this.sql.exec(
+      "UPDATE turn_journal SET delivery_status = ?, updated_at = ? WHERE turn_id = ?",
+      status,
+      now,
+      turnId,
+    );
   }
 
   byKey(idempotencyKey: string): JournalEntry | null {
@@ -237,16 +300,25 @@ export class TurnJournal {
 
   /** The oldest turn still waiting for its reply. */
   nextToRun(): JournalEntry | null {
-    return this.one("SELECT * FROM turn_journal WHERE status IN ('received', 'running') ORDER BY seq LIMIT 1");
+    return this.one(
+      "SELECT * FROM turn_journal WHERE status IN ('received', 'running') ORDER BY seq LIMIT 1",
+    );
   }
 
   /** Turns answered but not yet stored in D1 and evaluated, oldest first. */
   replied(): JournalEntry[] {
-    return this.sql.exec("SELECT * FROM turn_journal WHERE status = 'replied' ORDER BY seq").toArray().map(toEntry);
+    return this.sql
+      .exec("SELECT * FROM turn_journal WHERE status = 'replied' ORDER BY seq")
+      .toArray()
+      .map(toEntry);
   }
 
   markRunning(turnId: string, now: number): void {
-    this.sql.exec("UPDATE turn_journal SET status = 'running', attempts = attempts + 1, updated_at = ? WHERE turn_id = ?", now, turnId);
+    this.sql.exec(
+      "UPDATE turn_journal SET status = 'running', attempts = attempts + 1, updated_at = ? WHERE turn_id = ?",
+      now,
+      turnId,
+    );
   }
 
   markReplied(turnId: string, outcome: TurnOutcome, now: number): void {
@@ -260,7 +332,11 @@ export class TurnJournal {
   }
 
   markEvaluated(turnId: string, now: number): void {
-    this.sql.exec("UPDATE turn_journal SET status = 'evaluated', updated_at = ? WHERE turn_id = ?", now, turnId);
+    this.sql.exec(
+      "UPDATE turn_journal SET status = 'evaluated', updated_at = ? WHERE turn_id = ?",
+      now,
+      turnId,
+    );
   }
 
   markFailed(turnId: string, error: SerializedError, now: number): void {

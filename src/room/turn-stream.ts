@@ -5,7 +5,12 @@
 // The memories a turn used (a person's facts among them) are told only to a caller allowed to read
 // memories: for anyone else the `memories` event and field are left out.
 import type { SerializedError } from "../runtime/errors.ts";
-import type { ToolCallRecord, TurnObserver, TurnOutcome, UsedMemory } from "../runtime/turn-types.ts";
+import type {
+  ToolCallRecord,
+  TurnObserver,
+  TurnOutcome,
+  UsedMemory,
+} from "../runtime/turn-types.ts";
 import { log } from "../log.ts";
 
 /** A comment line this often keeps proxies and browsers from closing a quiet stream. */
@@ -62,7 +67,14 @@ export class TurnStream {
     text: (delta: string) => this.send("delta", { text: delta }),
     toolCall: (call) => this.send("tool_call", call),
     toolResult: (record: ToolCallRecord) =>
-      this.send("tool_result", { id: record.id, name: record.name, ok: record.ok, output: record.output, durationMs: record.durationMs, cached: record.cached }),
+      this.send("tool_result", {
+        id: record.id,
+        name: record.name,
+        ok: record.ok,
+        output: record.output,
+        durationMs: record.durationMs,
+        cached: record.cached,
+      }),
   };
 
   /** The last event: the same body the JSON answer has, then the stream ends. */

@@ -25,7 +25,11 @@ export class TurnWaiters {
    * Streams the turn `submit` starts, answering once it has started. A failure before it starts
    * answers as a plain error instead (a proper status, no stream).
    */
-  async stream(input: TurnInput, showMemories: boolean, submit: () => Promise<TurnResult>): Promise<StreamedTurnResult> {
+  async stream(
+    input: TurnInput,
+    showMemories: boolean,
+    submit: () => Promise<TurnResult>,
+  ): Promise<StreamedTurnResult> {
     const { turnId, roomId } = input;
     const stream = new TurnStream(turnId, roomId, showMemories);
     this.streams.set(turnId, stream);
@@ -56,7 +60,11 @@ export class TurnWaiters {
 }
 
 /** A finished turn replayed to a streaming client: only its outcome, as the last event. */
-export function replayStream(outcome: TurnOutcome, roomId: string, showMemories: boolean): StreamedTurnResult {
+export function replayStream(
+  outcome: TurnOutcome,
+  roomId: string,
+  showMemories: boolean,
+): StreamedTurnResult {
   const replay = new TurnStream(outcome.turnId, roomId, showMemories);
   replay.done(outcome);
   return { ok: true, replayed: true, stream: replay.readable };
@@ -66,13 +74,22 @@ export function replayStream(outcome: TurnOutcome, roomId: string, showMemories:
  * What a repeated Idempotency-Key gets: the journalled result, a conflict when the key came with
  * another request, or null while the turn is still to come.
  */
-export function repeatedKeyResult(entry: JournalEntry, fingerprint: string | undefined): TurnResult | null {
+export function repeatedKeyResult(
+  entry: JournalEntry,
+  fingerprint: string | undefined,
+): TurnResult | null {
   const { status, outcome, error, turnId } = entry;
   if (entry.fingerprint !== (fingerprint ?? null)) {
     const message = "this Idempotency-Key was already used for a different request";
-    return { ok: false, replayed: true, turnId, error: new AppError("conflict", 409, message).toJSON() };
+    return {
+      ok: false,
+      replayed: true,
+      turnId,
+      error: new AppError("conflict", 409, message).toJSON(),
+    };
   }
-  if ((status === "replied" || status === "evaluated") && outcome) return { ok: true, replayed: true, outcome };
+  if ((status === "replied" || status === "evaluated") && outcome)
+    return { ok: true, replayed: true, outcome };
   if (status === "failed" && error) return { ok: false, replayed: true, turnId, error };
   return null;
 }

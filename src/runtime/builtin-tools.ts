@@ -2,7 +2,16 @@
 // person it talks to, reading back the room's history, and the current time. Side effects use ids
 // derived from the turn and call, so a replayed turn does not store a fact twice.
 import { CHAT_HISTORY_PREAMBLE, quoteData } from "./quoted-data.ts";
-import type { Clock, Memory, MemoryStore, ToolContext, ToolDefinition, ToolHost, ToolOutput, ToolSourceStatus } from "./types.ts";
+import type {
+  Clock,
+  Memory,
+  MemoryStore,
+  ToolContext,
+  ToolDefinition,
+  ToolHost,
+  ToolOutput,
+  ToolSourceStatus,
+} from "./types.ts";
 
 const MAX_FACT_CHARS = 1_000;
 const MAX_HISTORY_LIMIT = 50;
@@ -17,8 +26,14 @@ export interface BuiltinToolsOptions {
 }
 
 export function describeSource(source: ToolSourceStatus): string {
-  if (source.state === "ready") return `${source.name}: ready, ${source.tools} tool${source.tools === 1 ? "" : "s"}`;
-  const state = source.state === "authenticating" ? "waiting for authorization" : source.state === "down" ? "unreachable" : "misconfigured";
+  if (source.state === "ready")
+    return `${source.name}: ready, ${source.tools} tool${source.tools === 1 ? "" : "s"}`;
+  const state =
+    source.state === "authenticating"
+      ? "waiting for authorization"
+      : source.state === "down"
+        ? "unreachable"
+        : "misconfigured";
   return `${source.name}: ${state}${source.detail ? ` (${source.detail})` : ""}; its tools cannot be used now`;
 }
 
@@ -37,7 +52,14 @@ export const BUILTIN_TOOL_DEFINITIONS: ToolDefinition[] = [
       "Store a lasting fact about the person you are talking to (a preference, a detail of their life or work) so you can use it in later conversations.",
     parameters: {
       type: "object",
-      properties: { fact: { type: "string", minLength: 1, maxLength: MAX_FACT_CHARS, description: "The fact, as one short sentence." } },
+      properties: {
+        fact: {
+          type: "string",
+          minLength: 1,
+          maxLength: MAX_FACT_CHARS,
+          description: "The fact, as one short sentence.",
+        },
+      },
       required: ["fact"],
       additionalProperties: false,
     },
@@ -45,12 +67,22 @@ export const BUILTIN_TOOL_DEFINITIONS: ToolDefinition[] = [
   },
   {
     name: "get_chat_history",
-    description: "Read earlier messages of this conversation, newest last, beyond what you can already see.",
+    description:
+      "Read earlier messages of this conversation, newest last, beyond what you can already see.",
     parameters: {
       type: "object",
       properties: {
-        limit: { type: "integer", minimum: 1, maximum: MAX_HISTORY_LIMIT, description: "How many messages (default 20)." },
-        before: { type: "string", format: "date-time", description: "Only messages before this ISO time." },
+        limit: {
+          type: "integer",
+          minimum: 1,
+          maximum: MAX_HISTORY_LIMIT,
+          description: "How many messages (default 20).",
+        },
+        before: {
+          type: "string",
+          format: "date-time",
+          description: "Only messages before this ISO time.",
+        },
       },
       additionalProperties: false,
     },
@@ -61,7 +93,9 @@ export const BUILTIN_TOOL_DEFINITIONS: ToolDefinition[] = [
     description: "The current date and time, optionally in an IANA time zone such as Europe/Paris.",
     parameters: {
       type: "object",
-      properties: { timeZone: { type: "string", description: "IANA time zone name; UTC when omitted." } },
+      properties: {
+        timeZone: { type: "string", description: "IANA time zone name; UTC when omitted." },
+      },
       additionalProperties: false,
     },
     source: "builtin",
@@ -100,22 +134,35 @@ export function createBuiltinToolHost(options: BuiltinToolsOptions): ToolHost {
     async get_chat_history(args, ctx) {
       const limit = typeof args.limit === "number" ? args.limit : 20;
       const beforeMs = typeof args.before === "string" ? Date.parse(args.before) : undefined;
-      if (beforeMs !== undefined && Number.isNaN(beforeMs)) return { ok: false, error: "before is not a valid date-time" };
-      const messages = await options.memory.recentMessages({ agentId: ctx.agentId, roomId: ctx.roomId, limit, beforeMs });
+      if (beforeMs !== undefined && Number.isNaN(beforeMs))
+        return { ok: false, error: "before is not a valid date-time" };
+      const messages = await options.memory.recentMessages({
+        agentId: ctx.agentId,
+        roomId: ctx.roomId,
+        limit,
+        beforeMs,
+      });
       if (messages.length === 0) return { ok: true, content: "No earlier messages." };
       // Other people's words: quoted as data with who said them and when, never as instructions.
       const entries = messages.reverse().map((m) => ({
         source: `${m.content.role === "agent" ? "you" : (m.content.userName ?? m.userId ?? "user")} at ${new Date(m.createdAt).toISOString()}`,
         text: m.content.text,
       }));
-      return { ok: true, content: quoteData("Earlier messages in this room", entries, CHAT_HISTORY_PREAMBLE) };
+      return {
+        ok: true,
+        content: quoteData("Earlier messages in this room", entries, CHAT_HISTORY_PREAMBLE),
+      };
     },
 
     async current_time(args) {
       const timeZone = typeof args.timeZone === "string" ? args.timeZone : "UTC";
       const now = new Date(options.clock.now());
       try {
-        const local = new Intl.DateTimeFormat("en-US", { timeZone, dateStyle: "full", timeStyle: "long" }).format(now);
+        const local = new Intl.DateTimeFormat("en-US", {
+          timeZone,
+          dateStyle: "full",
+          timeStyle: "long",
+        }).format(now);
         return { ok: true, content: `${local} (${now.toISOString()})` };
       } catch {
         return { ok: false, error: `unknown time zone "${timeZone}"` };

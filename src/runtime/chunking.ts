@@ -21,7 +21,11 @@ export interface Chunk {
   tokens: number;
 }
 
-export const DEFAULT_CHUNK_OPTIONS: ChunkOptions = { maxTokens: 400, overlapTokens: 60, format: "text" };
+export const DEFAULT_CHUNK_OPTIONS: ChunkOptions = {
+  maxTokens: 400,
+  overlapTokens: 60,
+  format: "text",
+};
 
 interface Segment {
   text: string;
@@ -29,8 +33,13 @@ interface Segment {
   tokens: number;
 }
 
-export function chunkDocument(text: string, tokens: TokenCounter, options: ChunkOptions = DEFAULT_CHUNK_OPTIONS): Chunk[] {
-  if (options.overlapTokens >= options.maxTokens) throw new RangeError("overlapTokens must be smaller than maxTokens");
+export function chunkDocument(
+  text: string,
+  tokens: TokenCounter,
+  options: ChunkOptions = DEFAULT_CHUNK_OPTIONS,
+): Chunk[] {
+  if (options.overlapTokens >= options.maxTokens)
+    throw new RangeError("overlapTokens must be smaller than maxTokens");
   const segments: Segment[] = [];
   for (const block of blocks(text.replace(/\r\n?/g, "\n"), options.format)) {
     for (const piece of fit(block.text, tokens, options.maxTokens)) {
@@ -45,11 +54,17 @@ export function chunkDocument(text: string, tokens: TokenCounter, options: Chunk
   const tokensOf = (list: Segment[]) => list.reduce((sum, s) => sum + s.tokens + 1, 0);
   const emit = () => {
     const body = current.map((s) => s.text).join("\n\n");
-    chunks.push({ text: body, position: chunks.length, heading: current[current.length - 1]!.heading, tokens: tokens.count(body) });
+    chunks.push({
+      text: body,
+      position: chunks.length,
+      heading: current[current.length - 1]!.heading,
+      tokens: tokens.count(body),
+    });
   };
   for (const segment of segments) {
     const last = current[current.length - 1];
-    const newSection = options.format === "markdown" && last !== undefined && last.heading !== segment.heading;
+    const newSection =
+      options.format === "markdown" && last !== undefined && last.heading !== segment.heading;
     if (last && (newSection || tokensOf(current) + segment.tokens > options.maxTokens)) {
       if (current.length > carried) emit();
       // The tail of what was just emitted opens the next chunk, whole segments only; a new
@@ -73,7 +88,10 @@ export function chunkDocument(text: string, tokens: TokenCounter, options: Chunk
 }
 
 /** Paragraph blocks with their heading path; markdown headings start a new path. */
-function blocks(text: string, format: ChunkOptions["format"]): Array<{ text: string; heading: string }> {
+function blocks(
+  text: string,
+  format: ChunkOptions["format"],
+): Array<{ text: string; heading: string }> {
   const out: Array<{ text: string; heading: string }> = [];
   const path: string[] = [];
   let paragraph: string[] = [];
@@ -85,7 +103,8 @@ function blocks(text: string, format: ChunkOptions["format"]): Array<{ text: str
   };
   for (const line of text.split("\n")) {
     if (format === "markdown" && /^\s*(```|~~~)/.test(line)) inFence = !inFence;
-    const heading = format === "markdown" && !inFence ? /^(#{1,6})\s+(.+?)\s*#*\s*$/.exec(line) : null;
+    const heading =
+      format === "markdown" && !inFence ? /^(#{1,6})\s+(.+?)\s*#*\s*$/.exec(line) : null;
     if (heading) {
       push();
       const level = heading[1]!.length;
@@ -142,7 +161,9 @@ function byWords(text: string, tokens: TokenCounter, maxTokens: number): string[
   }
   if (current.length > 0) out.push(current.join(" "));
   // A single "word" longer than the budget (a URL, base64) is cut by characters.
-  return out.flatMap((piece) => (tokens.count(piece) > maxTokens ? byChars(piece, tokens, maxTokens) : [piece]));
+  return out.flatMap((piece) =>
+    tokens.count(piece) > maxTokens ? byChars(piece, tokens, maxTokens) : [piece],
+  );
 }
 
 function byChars(text: string, tokens: TokenCounter, maxTokens: number): string[] {
@@ -150,7 +171,8 @@ function byChars(text: string, tokens: TokenCounter, maxTokens: number): string[
   let start = 0;
   while (start < text.length) {
     let end = Math.min(text.length, start + maxTokens * 4);
-    while (end > start + 1 && tokens.count(text.slice(start, end)) > maxTokens) end = start + Math.floor((end - start) * 0.8);
+    while (end > start + 1 && tokens.count(text.slice(start, end)) > maxTokens)
+      end = start + Math.floor((end - start) * 0.8);
     out.push(text.slice(start, end));
     start = end;
   }

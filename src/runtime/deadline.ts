@@ -12,7 +12,11 @@ export class DeadlineExceeded extends Error {
 }
 
 /** Resolves like `promise`, or rejects with DeadlineExceeded after `ms` (calling `onTimeout` first). */
-export function withDeadline<T>(promise: Promise<T>, ms: number, onTimeout?: () => void): Promise<T> {
+export function withDeadline<T>(
+  promise: Promise<T>,
+  ms: number,
+  onTimeout?: () => void,
+): Promise<T> {
   let timer: ReturnType<typeof setTimeout> | null = null;
   const deadline = new Promise<never>((_, reject) => {
     timer = setTimeout(() => {

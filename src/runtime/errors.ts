@@ -113,7 +113,12 @@ export class ModelCallError extends AppError {
   /** Whether trying another model could help (unavailable, overloaded, unknown model, malformed). */
   readonly failover: boolean;
 
-  constructor(input: { model: string; message: string; upstreamStatus?: number; failover: boolean }) {
+  constructor(input: {
+    model: string;
+    message: string;
+    upstreamStatus?: number;
+    failover: boolean;
+  }) {
     super("model", 502, input.message);
     this.model = input.model;
     this.upstreamStatus = input.upstreamStatus;

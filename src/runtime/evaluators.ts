@@ -75,6 +75,11 @@ export const interactionEvaluator: Evaluator = {
   shouldRun: ({ outcome }) => outcome.status === "replied",
   async run(context) {
     const { input, memory, clock } = context;
-    context.interactions = await memory.recordInteraction({ agentId: input.agentId, userId: input.userId, turnId: input.turnId, at: clock.now() });
+    context.interactions = await memory.recordInteraction({
+      agentId: input.agentId,
+      userId: input.userId,
+      turnId: input.turnId,
+      at: clock.now(),
+    });
   },
 };

@@ -25,7 +25,15 @@ export function createEventBus(options: EventBusOptions = {}): EventBus {
           listener(event);
         } catch (error) {
           // A broken subscriber must not break the turn that emitted the event.
-          if (log) log(JSON.stringify({ level: "error", msg: "event_listener_failed", event: event.type, error: String(error) }));
+          if (log)
+            log(
+              JSON.stringify({
+                level: "error",
+                msg: "event_listener_failed",
+                event: event.type,
+                error: String(error),
+              }),
+            );
         }
       }
     },

@@ -32,7 +32,11 @@ export interface FusionOptions {
 export const RRF_K = 60;
 
 /** Both lists best first. Returns every id found by either, best first. */
-export function fuseRankings(text: TextHit[], vector: VectorHit[], options: FusionOptions = {}): FusedHit[] {
+export function fuseRankings(
+  text: TextHit[],
+  vector: VectorHit[],
+  options: FusionOptions = {},
+): FusedHit[] {
   const k = options.k ?? RRF_K;
   const textWeight = options.textWeight ?? 1;
   const vectorWeight = options.vectorWeight ?? 1;

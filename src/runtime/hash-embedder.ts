@@ -27,7 +27,6 @@ const MAX_NGRAM = 5;
 const RARITY_LETTERS = 8;
 const MIN_RARITY = 0.3;
 
-
 export interface HashEmbedderOptions {
   /** Vector length; 384 by default. */
   dimensions?: number;
@@ -101,7 +100,10 @@ export function cosine(a: ArrayLike<number>, b: ArrayLike<number>): number {
 
 /** Lowercased words of letters and digits, diacritics stripped ("Café" -> "cafe"), clitics dropped. */
 export function wordTokens(text: string): string[] {
-  const folded = text.normalize("NFKD").replace(/\p{M}+/gu, "").toLowerCase();
+  const folded = text
+    .normalize("NFKD")
+    .replace(/\p{M}+/gu, "")
+    .toLowerCase();
   const words = folded.match(/[\p{L}\p{N}]+(?:['’][\p{L}]+)*/gu) ?? [];
   // "anna's" -> "anna", "I'll" -> "i" (not "ill"), "we've" -> "we"; "don't" -> "dont", a stopword.
   return words.map((word) => word.replace(/['’](?:s|ll|d|re|ve|m)$/, "").replace(/['’]/g, ""));

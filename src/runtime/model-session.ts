@@ -3,7 +3,15 @@
 // half-finished tool chain: the transcript is cut back to the people's messages plus a note, and the
 // turn's tool cache is dropped by the caller, so tool state is re-checked.
 import { ModelCallError } from "./errors.ts";
-import type { ChatMessage, ChatModel, ChatRequest, ChatResponse, EventSink, ModelChoice, TokenUsage } from "./types.ts";
+import type {
+  ChatMessage,
+  ChatModel,
+  ChatRequest,
+  ChatResponse,
+  EventSink,
+  ModelChoice,
+  TokenUsage,
+} from "./types.ts";
 
 export const FAILOVER_NOTE =
   "Note: a different model started on this request and its tool calls were discarded. " +
@@ -21,14 +29,21 @@ export interface ModelSessionOptions {
 
 export class ModelSession {
   private index = 0;
-  readonly usage: TokenUsage & { modelCalls: number } = { promptTokens: 0, completionTokens: 0, modelCalls: 0 };
+  readonly usage: TokenUsage & { modelCalls: number } = {
+    promptTokens: 0,
+    completionTokens: 0,
+    modelCalls: 0,
+  };
   private readonly candidates: string[];
 
   private readonly options: ModelSessionOptions;
 
   constructor(options: ModelSessionOptions) {
     this.options = options;
-    this.candidates = [options.choice.primary, ...options.choice.fallbacks.filter((m) => m !== options.choice.primary)];
+    this.candidates = [
+      options.choice.primary,
+      ...options.choice.fallbacks.filter((m) => m !== options.choice.primary),
+    ];
     if (options.resume) {
       this.index = Math.min(Math.max(0, options.resume.position), this.candidates.length - 1);
       Object.assign(this.usage, options.resume.usage);
@@ -63,7 +78,13 @@ export class ModelSession {
         return response;
       } catch (error) {
         const next = this.candidates[this.index + 1];
-        if (!(error instanceof ModelCallError) || !error.failover || next === undefined || request.signal?.aborted) throw error;
+        if (
+          !(error instanceof ModelCallError) ||
+          !error.failover ||
+          next === undefined ||
+          request.signal?.aborted
+        )
+          throw error;
         this.index += 1;
         this.options.events.emit({
           type: "model_failover",

@@ -5,7 +5,15 @@ import type { Character } from "./character.ts";
 import { withDeadline } from "./deadline.ts";
 import type { TokenCounter } from "./tokens.ts";
 import type { TurnInput, UsedMemory } from "./turn-types.ts";
-import type { ChatMessage, Clock, EventSink, MemoryRetriever, MemoryStore, ToolDefinition, ToolSourceStatus } from "./types.ts";
+import type {
+  ChatMessage,
+  Clock,
+  EventSink,
+  MemoryRetriever,
+  MemoryStore,
+  ToolDefinition,
+  ToolSourceStatus,
+} from "./types.ts";
 
 /** Token budgets of the long-term memory sections of the prompt. */
 export interface MemoryBudgets {

@@ -27,7 +27,9 @@ export function contentWords(text: string): string[] {
     .toLowerCase()
     .match(/[\p{L}\p{N}]+(?:['’][\p{L}]+)?/gu);
   if (!words) return [];
-  return words.map((raw) => raw.replace(/['’].*$/, "")).filter((word) => word.length > 1 && !STOPWORDS.has(word));
+  return words
+    .map((raw) => raw.replace(/['’].*$/, ""))
+    .filter((word) => word.length > 1 && !STOPWORDS.has(word));
 }
 
 /** At most `max` distinct content words, in order of appearance. */

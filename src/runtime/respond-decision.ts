@@ -5,14 +5,18 @@ import type { Character } from "./character.ts";
 import type { TurnInput } from "./turn-types.ts";
 import type { ChatMessage, ChatModel, ChatResponse } from "./types.ts";
 
-export type RespondDecision = { respond: true; reason: string } | { respond: false; reason: string };
+export type RespondDecision =
+  | { respond: true; reason: string }
+  | { respond: false; reason: string };
 
 /** The rule-based part: "ask" means the character wants the small model to decide. */
 export function decideByRules(input: TurnInput, character: Character): RespondDecision | "ask" {
   if (input.source === "rest") return { respond: true, reason: "rest" };
-  if (input.fromBot && !character.settings.respond.replyToBots) return { respond: false, reason: "from_bot" };
+  if (input.fromBot && !character.settings.respond.replyToBots)
+    return { respond: false, reason: "from_bot" };
   if (input.isDirect) return { respond: true, reason: "direct_message" };
-  if (input.mentioned || mentionsByName(input.text, character)) return { respond: true, reason: "mentioned" };
+  if (input.mentioned || mentionsByName(input.text, character))
+    return { respond: true, reason: "mentioned" };
   switch (character.settings.respond.mode) {
     case "always":
       return { respond: true, reason: "mode_always" };
@@ -30,7 +34,9 @@ function mentionsByName(text: string, character: Character): boolean {
     .filter((word): word is string => typeof word === "string" && word.trim().length > 0)
     .map((word) => word.trim().toLowerCase());
   const lower = text.toLowerCase();
-  return words.some((word) => new RegExp(`(^|[^\\p{L}\\p{N}])${escapeRegExp(word)}($|[^\\p{L}\\p{N}])`, "u").test(lower));
+  return words.some((word) =>
+    new RegExp(`(^|[^\\p{L}\\p{N}])${escapeRegExp(word)}($|[^\\p{L}\\p{N}])`, "u").test(lower),
+  );
 }
 
 function escapeRegExp(text: string): string {
@@ -48,7 +54,10 @@ export async function decideWithModel(input: {
 }): Promise<{ decision: RespondDecision; response: ChatResponse }> {
   const recent = input.history
     .slice(-10)
-    .map((message) => `${message.role === "assistant" ? input.character.name : "User"}: ${"content" in message ? message.content : ""}`)
+    .map(
+      (message) =>
+        `${message.role === "assistant" ? input.character.name : "User"}: ${"content" in message ? message.content : ""}`,
+    )
     .join("\n");
   const response = await input.model.complete({
     model: input.modelName,

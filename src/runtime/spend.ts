@@ -16,11 +16,19 @@ export function utcDay(now: number): string {
   return new Date(now).toISOString().slice(0, 10);
 }
 
-export function dailyCeiling(character: Character, deploymentDefault: number | null): number | null {
+export function dailyCeiling(
+  character: Character,
+  deploymentDefault: number | null,
+): number | null {
   return character.settings.dailyTokens ?? deploymentDefault;
 }
 
-export async function assertWithinDailyBudget(ledger: SpendLedger, agentId: string, ceiling: number | null, now: number): Promise<void> {
+export async function assertWithinDailyBudget(
+  ledger: SpendLedger,
+  agentId: string,
+  ceiling: number | null,
+  now: number,
+): Promise<void> {
   if (ceiling === null) return;
   const spent = await ledger.spentOn(agentId, utcDay(now));
   if (spent < ceiling) return;

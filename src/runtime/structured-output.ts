@@ -22,7 +22,9 @@ export interface StructuredResult<T> {
   calls: number;
 }
 
-export async function completeStructured<T extends z.ZodType>(request: StructuredRequest<T>): Promise<StructuredResult<z.infer<T>>> {
+export async function completeStructured<T extends z.ZodType>(
+  request: StructuredRequest<T>,
+): Promise<StructuredResult<z.infer<T>>> {
   const messages = [...request.messages];
   const usage: TokenUsage = { promptTokens: 0, completionTokens: 0 };
   const attempts = request.attempts ?? 2;
@@ -49,9 +51,19 @@ export async function completeStructured<T extends z.ZodType>(request: Structure
     } else {
       problem = "the reply was not valid JSON";
     }
-    messages.push({ role: "assistant", content: text }, { role: "user", content: `That reply is invalid (${problem}). Reply again with only the corrected JSON.` });
+    messages.push(
+      { role: "assistant", content: text },
+      {
+        role: "user",
+        content: `That reply is invalid (${problem}). Reply again with only the corrected JSON.`,
+      },
+    );
   }
-  throw new ModelCallError({ model: request.modelName, message: `the model's structured reply stayed invalid: ${problem}`, failover: false });
+  throw new ModelCallError({
+    model: request.modelName,
+    message: `the model's structured reply stayed invalid: ${problem}`,
+    failover: false,
+  });
 }
 
 /** The JSON value in a reply: the whole text, a fenced block, or the outermost {...}. */

@@ -8,10 +8,26 @@
 import { AppError } from "./errors.ts";
 import { ModelSession } from "./model-session.ts";
 import { completeStructured } from "./structured-output.ts";
-import { clip, EVALUATION_INSTRUCTIONS, evaluationReply, PLANNER_INSTRUCTIONS, PlanReply, planFromReply, renderProgress, stopReport, SUMMARY_INSTRUCTIONS } from "./task-plan.ts";
+import {
+  clip,
+  EVALUATION_INSTRUCTIONS,
+  evaluationReply,
+  PLANNER_INSTRUCTIONS,
+  PlanReply,
+  planFromReply,
+  renderProgress,
+  stopReport,
+  SUMMARY_INSTRUCTIONS,
+} from "./task-plan.ts";
 import type { TaskLoopDeps } from "./task-deps.ts";
 import { act, emitPlan, onRuntimeEvent, sessionModel } from "./task-step.ts";
-import { isTerminal, type AuditEntry, type TaskEventBody, type TaskState, type TaskStopReason } from "./task-types.ts";
+import {
+  isTerminal,
+  type AuditEntry,
+  type TaskEventBody,
+  type TaskState,
+  type TaskStopReason,
+} from "./task-types.ts";
 import type { ApprovalDecision } from "./turn-types.ts";
 import type { ChatMessage } from "./types.ts";
 
@@ -27,7 +43,8 @@ export interface TaskAdvance {
 /** One unit of work: a plan, a summary, an act step with its reflection, or the completion check. */
 export async function advanceTask(previous: TaskState, deps: TaskLoopDeps): Promise<TaskAdvance> {
   // Terminal, or waiting for a person: nothing to do until answerApproval records the answer.
-  if (isTerminal(previous.status) || previous.status === "awaiting_approval") return { state: previous, audit: [] };
+  if (isTerminal(previous.status) || previous.status === "awaiting_approval")
+    return { state: previous, audit: [] };
   const state: TaskState = structuredClone(previous);
   const now = deps.now();
   if (state.status === "queued") {
@@ -44,7 +61,10 @@ export async function advanceTask(previous: TaskState, deps: TaskLoopDeps): Prom
     events: { emit: (event) => onRuntimeEvent(event, deps) },
     now: deps.now,
     ids: { turnId: state.taskId, agentId: state.agentId, roomId: state.roomId },
-    resume: { position: state.modelPosition, usage: { promptTokens: 0, completionTokens: 0, modelCalls: 0 } },
+    resume: {
+      position: state.modelPosition,
+      usage: { promptTokens: 0, completionTokens: 0, modelCalls: 0 },
+    },
   });
   const audit: AuditEntry[] = [];
   try {
@@ -67,9 +87,13 @@ export async function advanceTask(previous: TaskState, deps: TaskLoopDeps): Prom
     }
   } catch (error) {
     addUsage(state, session);
-    if (deps.signal.aborted) return { state: finish(state, deps, "cancelled", "the task was cancelled"), audit };
+    if (deps.signal.aborted)
+      return { state: finish(state, deps, "cancelled", "the task was cancelled"), audit };
     // A model that stays invalid or unreachable ends the task; the record says how far it got.
-    const failure = error instanceof AppError ? { code: error.code, message: error.message } : { code: "internal", message: "the task failed unexpectedly; see the worker logs" };
+    const failure =
+      error instanceof AppError
+        ? { code: error.code, message: error.message }
+        : { code: "internal", message: "the task failed unexpectedly; see the worker logs" };
     state.error = failure;
     return { state: finish(state, deps, "error", `the model failed: ${failure.message}`), audit };
   }
@@ -78,7 +102,8 @@ export async function advanceTask(previous: TaskState, deps: TaskLoopDeps): Prom
     state.modelPosition = session.position;
     state.modelSwitched = true;
   }
-  if (deps.signal.aborted && !isTerminal(state.status)) return { state: finish(state, deps, "cancelled", "the task was cancelled"), audit };
+  if (deps.signal.aborted && !isTerminal(state.status))
+    return { state: finish(state, deps, "cancelled", "the task was cancelled"), audit };
   return { state, audit };
 }
 
@@ -94,12 +119,24 @@ export function answerApproval(
   emit: (event: TaskEventBody) => void,
 ): TaskState | null {
   const pending = previous.approval;
-  if (previous.status !== "awaiting_approval" || !pending || pending.decision || pending.approvalId !== answer.approvalId) return null;
+  if (
+    previous.status !== "awaiting_approval" ||
+    !pending ||
+    pending.decision ||
+    pending.approvalId !== answer.approvalId
+  )
+    return null;
   const state = structuredClone(previous);
   state.approval = { ...pending, decision: { value: answer.decision, by: answer.by, at: now } };
   state.status = "running";
   state.pausedMs += Math.max(0, now - pending.requestedAt);
-  emit({ type: "approval_resolved", step: pending.step, tool: pending.tool, decision: answer.decision, by: answer.by });
+  emit({
+    type: "approval_resolved",
+    step: pending.step,
+    tool: pending.tool,
+    decision: answer.decision,
+    by: answer.by,
+  });
   return state;
 }
 
@@ -107,7 +144,11 @@ export function answerApproval(
  * Runs a task to its end, or to a pause for a person's approval, persisting after every unit
  * (tests, benchmarks).
  */
-export async function runTask(state: TaskState, deps: TaskLoopDeps, persist: (advance: TaskAdvance) => void | Promise<void>): Promise<TaskState> {
+export async function runTask(
+  state: TaskState,
+  deps: TaskLoopDeps,
+  persist: (advance: TaskAdvance) => void | Promise<void>,
+): Promise<TaskState> {
   let current = state;
   while (!isTerminal(current.status) && current.status !== "awaiting_approval") {
     const advance = await advanceTask(current, deps);
@@ -118,30 +159,62 @@ export async function runTask(state: TaskState, deps: TaskLoopDeps, persist: (ad
 }
 
 /** Ends a task that is not running: cancelled while queued, or it could not run at all (`error`). */
-export function stopTask(state: TaskState, now: number, emit: (event: TaskEventBody) => void, reason: "cancelled" | "error", why: string): TaskState {
+export function stopTask(
+  state: TaskState,
+  now: number,
+  emit: (event: TaskEventBody) => void,
+  reason: "cancelled" | "error",
+  why: string,
+): TaskState {
   if (isTerminal(state.status)) return state;
   return finish(structuredClone(state), { now: () => now, emit }, reason, why);
 }
 
-function boundReached(state: TaskState, deps: TaskLoopDeps, now: number): { reason: TaskStopReason; text: string } | null {
+function boundReached(
+  state: TaskState,
+  deps: TaskLoopDeps,
+  now: number,
+): { reason: TaskStopReason; text: string } | null {
   const tokens = state.usage.promptTokens + state.usage.completionTokens;
   if (deps.signal.aborted) return { reason: "cancelled", text: "the task was cancelled" };
-  if (tokens >= state.limits.budgetTokens) return { reason: "budget_tokens", text: `the token budget is spent (${tokens} of ${state.limits.budgetTokens})` };
+  if (tokens >= state.limits.budgetTokens)
+    return {
+      reason: "budget_tokens",
+      text: `the token budget is spent (${tokens} of ${state.limits.budgetTokens})`,
+    };
   // Time spent waiting for a person's approval is not the task's working time.
-  if (state.startedAt !== null && now - state.startedAt - state.pausedMs >= state.limits.wallClockMs) {
-    return { reason: "wall_clock", text: `the time limit of ${Math.round(state.limits.wallClockMs / 1000)} s is reached` };
+  if (
+    state.startedAt !== null &&
+    now - state.startedAt - state.pausedMs >= state.limits.wallClockMs
+  ) {
+    return {
+      reason: "wall_clock",
+      text: `the time limit of ${Math.round(state.limits.wallClockMs / 1000)} s is reached`,
+    };
   }
   if (state.consecutiveFailures >= state.limits.maxFailures) {
-    return { reason: "max_failures", text: `${state.consecutiveFailures} failures in a row (limit ${state.limits.maxFailures})` };
+    return {
+      reason: "max_failures",
+      text: `${state.consecutiveFailures} failures in a row (limit ${state.limits.maxFailures})`,
+    };
   }
   // A step resuming after an approval was counted when it started.
-  if (state.phase === "act" && !state.approval?.decision && state.steps.length >= state.limits.maxSteps) {
+  if (
+    state.phase === "act" &&
+    !state.approval?.decision &&
+    state.steps.length >= state.limits.maxSteps
+  ) {
     return { reason: "max_steps", text: `all ${state.limits.maxSteps} steps are used` };
   }
   return null;
 }
 
-function finish(state: TaskState, deps: Pick<TaskLoopDeps, "now" | "emit">, reason: TaskStopReason, why: string): TaskState {
+function finish(
+  state: TaskState,
+  deps: Pick<TaskLoopDeps, "now" | "emit">,
+  reason: TaskStopReason,
+  why: string,
+): TaskState {
   state.phase = "done";
   // A pending approval ends with the task (cancelled while waiting): nothing is left to answer.
   state.approval = null;
@@ -150,10 +223,21 @@ function finish(state: TaskState, deps: Pick<TaskLoopDeps, "now" | "emit">, reas
   if (reason === "completed") {
     state.status = "completed";
   } else {
-    state.status = reason === "cancelled" ? "cancelled" : reason === "max_failures" || reason === "error" ? "failed" : "exhausted";
+    state.status =
+      reason === "cancelled"
+        ? "cancelled"
+        : reason === "max_failures" || reason === "error"
+          ? "failed"
+          : "exhausted";
     state.report = stopReport(state, why);
   }
-  deps.emit({ type: "done", status: state.status, stopReason: reason, result: state.result?.text ?? null, report: state.report });
+  deps.emit({
+    type: "done",
+    status: state.status,
+    stopReason: reason,
+    result: state.result?.text ?? null,
+    report: state.report,
+  });
   return state;
 }
 
@@ -164,7 +248,10 @@ async function plan(state: TaskState, deps: TaskLoopDeps, session: ModelSession)
     schema: PlanReply,
     signal: deps.signal,
     messages: [
-      { role: "system", content: `${PLANNER_INSTRUCTIONS}\n\nTools the agent has:\n${await toolList(deps)}` },
+      {
+        role: "system",
+        content: `${PLANNER_INSTRUCTIONS}\n\nTools the agent has:\n${await toolList(deps)}`,
+      },
       { role: "user", content: `Goal: ${state.goal}` },
     ],
   });
@@ -173,13 +260,20 @@ async function plan(state: TaskState, deps: TaskLoopDeps, session: ModelSession)
   emitPlan(state, deps);
 }
 
-async function summarize(state: TaskState, deps: TaskLoopDeps, session: ModelSession): Promise<void> {
+async function summarize(
+  state: TaskState,
+  deps: TaskLoopDeps,
+  session: ModelSession,
+): Promise<void> {
   const messages: ChatMessage[] = [
     { role: "system", content: SUMMARY_INSTRUCTIONS },
     { role: "user", content: `Goal: ${state.goal}\n\n${renderProgress(state)}` },
   ];
   // No tool state in a summary: a fallback model starts from the same messages.
-  const response = await session.complete({ messages, temperature: 0, signal: deps.signal }, () => messages);
+  const response = await session.complete(
+    { messages, temperature: 0, signal: deps.signal },
+    () => messages,
+  );
   const text = (response.text ?? "").trim();
   // An empty summary would lose the steps it replaces: keep them in the prompt instead.
   if (text) {
@@ -190,7 +284,11 @@ async function summarize(state: TaskState, deps: TaskLoopDeps, session: ModelSes
   state.phase = "act";
 }
 
-async function evaluate(state: TaskState, deps: TaskLoopDeps, session: ModelSession): Promise<void> {
+async function evaluate(
+  state: TaskState,
+  deps: TaskLoopDeps,
+  session: ModelSession,
+): Promise<void> {
   const plan = state.plan!;
   const reply = await completeStructured({
     model: sessionModel(session, deps),
@@ -205,7 +303,11 @@ async function evaluate(state: TaskState, deps: TaskLoopDeps, session: ModelSess
       },
     ],
   });
-  const criteria = plan.successCriteria.map((criterion, i) => ({ criterion, met: reply.value.criteria[i]!.met, evidence: reply.value.criteria[i]!.evidence }));
+  const criteria = plan.successCriteria.map((criterion, i) => ({
+    criterion,
+    met: reply.value.criteria[i]!.met,
+    evidence: reply.value.criteria[i]!.evidence,
+  }));
   const complete = criteria.every((check) => check.met);
   deps.emit({ type: "evaluation", complete, criteria });
   if (complete) {
@@ -218,7 +320,14 @@ async function evaluate(state: TaskState, deps: TaskLoopDeps, session: ModelSess
   state.consecutiveFailures += 1;
   state.plan = {
     ...plan,
-    steps: [...plan.steps, ...unmet.slice(0, 5).map((check) => ({ title: `Meet the criterion: ${check.criterion}`, doneWhen: check.criterion, status: "pending" as const }))],
+    steps: [
+      ...plan.steps,
+      ...unmet.slice(0, 5).map((check) => ({
+        title: `Meet the criterion: ${check.criterion}`,
+        doneWhen: check.criterion,
+        status: "pending" as const,
+      })),
+    ],
     revision: plan.revision + 1,
   };
   state.result = { text: reply.value.result, criteria };
@@ -235,5 +344,7 @@ function addUsage(state: TaskState, session: ModelSession): void {
 
 async function toolList(deps: TaskLoopDeps): Promise<string> {
   const tools = await deps.tools.list();
-  return tools.length > 0 ? tools.map((tool) => `- ${tool.name}: ${clip(tool.description, 200)}`).join("\n") : "- none";
+  return tools.length > 0
+    ? tools.map((tool) => `- ${tool.name}: ${clip(tool.description, 200)}`).join("\n")
+    : "- none";
 }

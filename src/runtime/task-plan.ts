@@ -3,12 +3,21 @@
 // with zod by completeStructured (an invalid one is re-asked, never trusted). Also the honest
 // report of a task that stopped without success, built from the record rather than the model.
 import { z } from "zod";
-import { MAX_PLAN_STEPS, type PlanStep, type StepRecord, type TaskPlan, type TaskState } from "./task-types.ts";
+import {
+  MAX_PLAN_STEPS,
+  type PlanStep,
+  type StepRecord,
+  type TaskPlan,
+  type TaskState,
+} from "./task-types.ts";
 
 const Text = (max: number) => z.string().trim().min(1).max(max);
 
 export const PlanReply = z.object({
-  steps: z.array(z.object({ title: Text(300), doneWhen: Text(500) })).min(1).max(MAX_PLAN_STEPS),
+  steps: z
+    .array(z.object({ title: Text(300), doneWhen: Text(500) }))
+    .min(1)
+    .max(MAX_PLAN_STEPS),
   successCriteria: z.array(Text(500)).min(1).max(MAX_PLAN_STEPS),
 });
 
@@ -18,14 +27,19 @@ export const ReflectionReply = z.object({
   failureAnalysis: z.string().trim().max(2_000).optional(),
   nextApproach: z.string().trim().max(2_000).optional(),
   /** Replaces the plan's steps that are not done yet (after this one). */
-  revisedRemainingSteps: z.array(z.object({ title: Text(300), doneWhen: Text(500) })).max(MAX_PLAN_STEPS).optional(),
+  revisedRemainingSteps: z
+    .array(z.object({ title: Text(300), doneWhen: Text(500) }))
+    .max(MAX_PLAN_STEPS)
+    .optional(),
 });
 export type ReflectionReply = z.infer<typeof ReflectionReply>;
 
 /** One verdict per success criterion, in the plan's order, each with its evidence. */
 export function evaluationReply(criteria: number) {
   return z.object({
-    criteria: z.array(z.object({ met: z.boolean(), evidence: Text(1_000) })).length(criteria, `must have exactly ${criteria} entries, one per criterion in order`),
+    criteria: z
+      .array(z.object({ met: z.boolean(), evidence: Text(1_000) }))
+      .length(criteria, `must have exactly ${criteria} entries, one per criterion in order`),
     result: Text(8_000),
   });
 }
@@ -56,7 +70,10 @@ export const TASK_AGENT_INSTRUCTIONS =
   "If you cannot do it, say so plainly and why. Do not claim work you did not do.";
 
 export function renderPlan(plan: TaskPlan, current: number | null): string {
-  const lines = plan.steps.map((step, i) => `${i + 1}. [${i === current ? "current" : step.status}] ${step.title} (done when: ${step.doneWhen})`);
+  const lines = plan.steps.map(
+    (step, i) =>
+      `${i + 1}. [${i === current ? "current" : step.status}] ${step.title} (done when: ${step.doneWhen})`,
+  );
   return `Plan:\n${lines.join("\n")}\nSuccess criteria:\n${plan.successCriteria.map((c) => `- ${c}`).join("\n")}`;
 }
 
@@ -83,9 +100,15 @@ export function planFromReply(reply: z.infer<typeof PlanReply>): TaskPlan {
 }
 
 /** The plan with its not-done steps after `current` replaced (kept within MAX_PLAN_STEPS pending). */
-export function revisePlan(plan: TaskPlan, current: number, remaining: { title: string; doneWhen: string }[]): TaskPlan {
+export function revisePlan(
+  plan: TaskPlan,
+  current: number,
+  remaining: { title: string; doneWhen: string }[],
+): TaskPlan {
   const kept = plan.steps.slice(0, current + 1);
-  const pending: PlanStep[] = remaining.slice(0, MAX_PLAN_STEPS).map((step) => ({ ...step, status: "pending" }));
+  const pending: PlanStep[] = remaining
+    .slice(0, MAX_PLAN_STEPS)
+    .map((step) => ({ ...step, status: "pending" }));
   return { ...plan, steps: [...kept, ...pending], revision: plan.revision + 1 };
 }
 
@@ -104,7 +127,10 @@ export function stopReport(state: TaskState, reason: string): string {
   for (const step of succeeded) lines.push(`- ${step.title}: ${clip(step.output, 300)}`);
   if (failed.length > 0) {
     lines.push("Failed:");
-    for (const step of failed) lines.push(`- step ${step.step}, ${step.title}: ${clip(step.failureAnalysis ?? step.output, 300)}`);
+    for (const step of failed)
+      lines.push(
+        `- step ${step.step}, ${step.title}: ${clip(step.failureAnalysis ?? step.output, 300)}`,
+      );
   }
   if (notDone.length > 0) {
     lines.push("Not done:");

@@ -8,7 +8,15 @@ import { renderCharacter } from "./providers/character-provider.ts";
 import type { ModelSession } from "./model-session.ts";
 import { completeStructured } from "./structured-output.ts";
 import type { TaskLoopDeps } from "./task-deps.ts";
-import { clip, REFLECTION_INSTRUCTIONS, ReflectionReply, renderPlan, renderProgress, revisePlan, TASK_AGENT_INSTRUCTIONS } from "./task-plan.ts";
+import {
+  clip,
+  REFLECTION_INSTRUCTIONS,
+  ReflectionReply,
+  renderPlan,
+  renderProgress,
+  revisePlan,
+  TASK_AGENT_INSTRUCTIONS,
+} from "./task-plan.ts";
 import type { AuditEntry, StepRecord, TaskState } from "./task-types.ts";
 import { ToolExecutor } from "./tool-executor.ts";
 import { runToolLoop } from "./tool-loop.ts";
@@ -25,7 +33,12 @@ export const TASK_SWITCH_NOTE =
   "call the tools again before relying on results reported above.";
 
 /** Runs the current plan step; true when there is none left (the completion check is next). */
-export async function act(state: TaskState, deps: TaskLoopDeps, session: ModelSession, audit: AuditEntry[]): Promise<boolean> {
+export async function act(
+  state: TaskState,
+  deps: TaskLoopDeps,
+  session: ModelSession,
+  audit: AuditEntry[],
+): Promise<boolean> {
   const plan = state.plan!;
   const current = plan.steps.findIndex((step) => step.status === "pending");
   if (current < 0) {
@@ -38,7 +51,14 @@ export async function act(state: TaskState, deps: TaskLoopDeps, session: ModelSe
   const number = resumed?.step ?? state.steps.length + 1;
   const startedAt = resumed?.stepStartedAt ?? deps.now();
   if (resumed) state.approval = null;
-  else deps.emit({ type: "step_started", step: number, planStep: current, title: planStep.title, approach: state.retry?.approach ?? null });
+  else
+    deps.emit({
+      type: "step_started",
+      step: number,
+      planStep: current,
+      title: planStep.title,
+      approach: state.retry?.approach ?? null,
+    });
 
   const executor = new ToolExecutor({
     host: deps.tools,
@@ -49,7 +69,9 @@ export async function act(state: TaskState, deps: TaskLoopDeps, session: ModelSe
     now: deps.now,
   });
   const definitions = executor.tools;
-  const retry = state.retry ? `\n\nThe previous attempt at this step failed. Analysis: ${state.retry.analysis}\nTake a different approach: ${state.retry.approach}` : "";
+  const retry = state.retry
+    ? `\n\nThe previous attempt at this step failed. Analysis: ${state.retry.analysis}\nTake a different approach: ${state.retry.approach}`
+    : "";
   const switched = state.modelSwitched ? `\n\n${TASK_SWITCH_NOTE}` : "";
   const messages: ChatMessage[] = [
     { role: "system", content: `${renderCharacter(deps.character)}\n\n${TASK_AGENT_INSTRUCTIONS}` },
@@ -69,10 +91,19 @@ export async function act(state: TaskState, deps: TaskLoopDeps, session: ModelSe
       executor,
       events: { emit: (event) => onRuntimeEvent(event, deps, number) },
       now: deps.now,
-      ids: { turnId: `${state.taskId}:${number}`, agentId: state.agentId, roomId: state.roomId, userId: `task:${state.source}` },
+      ids: {
+        turnId: `${state.taskId}:${number}`,
+        agentId: state.agentId,
+        roomId: state.roomId,
+        userId: `task:${state.source}`,
+      },
       messages,
       turnStart: 1,
-      tools: definitions.map(({ name, description, parameters }) => ({ name, description, parameters })),
+      tools: definitions.map(({ name, description, parameters }) => ({
+        name,
+        description,
+        parameters,
+      })),
       temperature: deps.character.settings.temperature,
       maxOutputTokens: deps.character.settings.maxOutputTokens,
       maxSteps: ACT_MAX_ROUNDS,
@@ -81,7 +112,9 @@ export async function act(state: TaskState, deps: TaskLoopDeps, session: ModelSe
       // Someone can always be asked: on Discord the person who started the task, elsewhere
       // whoever holds the API (POST .../approval). A gated tool never runs on the model's say-so.
       canAskApproval: true,
-      ...(resumed ? { resume: { checkpoint: resumed.checkpoint, decision: resumed.decision!.value } } : {}),
+      ...(resumed
+        ? { resume: { checkpoint: resumed.checkpoint, decision: resumed.decision!.value } }
+        : {}),
     });
   } finally {
     clearTimeout(timer);
@@ -102,7 +135,14 @@ export async function act(state: TaskState, deps: TaskLoopDeps, session: ModelSe
       decision: null,
     };
     state.status = "awaiting_approval";
-    deps.emit({ type: "approval_requested", step: number, tool: loop.tool, arguments: loop.arguments, approvalId: state.approval.approvalId, expiresAt: state.approval.expiresAt });
+    deps.emit({
+      type: "approval_requested",
+      step: number,
+      tool: loop.tool,
+      arguments: loop.arguments,
+      approvalId: state.approval.approvalId,
+      expiresAt: state.approval.expiresAt,
+    });
     return false;
   }
   state.modelSwitched = false;
@@ -142,7 +182,11 @@ export async function act(state: TaskState, deps: TaskLoopDeps, session: ModelSe
   // failed, did not succeed whatever the reflection says.
   const allToolsFailed = loop.toolCalls.length > 0 && loop.toolCalls.every((call) => !call.ok);
   const succeeded = verdict.succeeded && loop.stopReason === "completed" && !allToolsFailed;
-  const failureAnalysis = succeeded ? null : verdict.failureAnalysis || failureFromCalls(loop.toolCalls, loop.stopReason) || verdict.reflection;
+  const failureAnalysis = succeeded
+    ? null
+    : verdict.failureAnalysis ||
+      failureFromCalls(loop.toolCalls, loop.stopReason) ||
+      verdict.reflection;
   const counted = !succeeded && state.failuresOnCurrent >= 1;
   const record: StepRecord = {
     step: number,
@@ -160,8 +204,20 @@ export async function act(state: TaskState, deps: TaskLoopDeps, session: ModelSe
     finishedAt: deps.now(),
   };
   state.steps.push(record);
-  deps.emit({ type: "step_finished", step: number, outcome: record.outcome, output: record.output, countedAsFailure: counted });
-  deps.emit({ type: "reflection", step: number, text: verdict.reflection, failureAnalysis, nextApproach: succeeded ? null : (verdict.nextApproach ?? null) });
+  deps.emit({
+    type: "step_finished",
+    step: number,
+    outcome: record.outcome,
+    output: record.output,
+    countedAsFailure: counted,
+  });
+  deps.emit({
+    type: "reflection",
+    step: number,
+    text: verdict.reflection,
+    failureAnalysis,
+    nextApproach: succeeded ? null : (verdict.nextApproach ?? null),
+  });
 
   if (succeeded) {
     planStep.status = "done";
@@ -177,7 +233,9 @@ export async function act(state: TaskState, deps: TaskLoopDeps, session: ModelSe
     if (counted) state.consecutiveFailures += 1;
     state.retry = {
       analysis: failureAnalysis ?? "the step did not succeed",
-      approach: verdict.nextApproach || "do not repeat what failed; use another tool, other arguments or another way to reach the step's check",
+      approach:
+        verdict.nextApproach ||
+        "do not repeat what failed; use another tool, other arguments or another way to reach the step's check",
     };
   }
   const unsummarized = state.steps.length - state.summarizedThrough;
@@ -190,7 +248,12 @@ export function sessionModel(session: ModelSession, deps: TaskLoopDeps): ChatMod
     backend: deps.model.backend,
     complete: (request) =>
       session.complete(
-        { messages: request.messages, temperature: request.temperature, maxOutputTokens: request.maxOutputTokens, signal: request.signal },
+        {
+          messages: request.messages,
+          temperature: request.temperature,
+          maxOutputTokens: request.maxOutputTokens,
+          signal: request.signal,
+        },
         () => request.messages,
       ),
   };
@@ -198,7 +261,14 @@ export function sessionModel(session: ModelSession, deps: TaskLoopDeps): ChatMod
 
 export function onRuntimeEvent(event: RuntimeEvent, deps: TaskLoopDeps, step?: number): void {
   if (event.type === "tool_called" && step !== undefined) {
-    deps.emit({ type: "tool_called", step, tool: event.tool, ok: event.ok, cached: event.cached, durationMs: event.durationMs });
+    deps.emit({
+      type: "tool_called",
+      step,
+      tool: event.tool,
+      ok: event.ok,
+      cached: event.cached,
+      durationMs: event.durationMs,
+    });
   } else if (event.type === "model_failover") {
     deps.emit({ type: "model_failover", from: event.from, to: event.to, reason: event.reason });
   }
@@ -206,16 +276,32 @@ export function onRuntimeEvent(event: RuntimeEvent, deps: TaskLoopDeps, step?: n
 
 export function emitPlan(state: TaskState, deps: TaskLoopDeps): void {
   const plan = state.plan!;
-  deps.emit({ type: "plan", revision: plan.revision, steps: plan.steps.map((s) => ({ ...s })), successCriteria: [...plan.successCriteria] });
+  deps.emit({
+    type: "plan",
+    revision: plan.revision,
+    steps: plan.steps.map((s) => ({ ...s })),
+    successCriteria: [...plan.successCriteria],
+  });
 }
 
-function renderCalls(calls: { name: string; arguments: unknown; ok: boolean; output: string }[]): string {
+function renderCalls(
+  calls: { name: string; arguments: unknown; ok: boolean; output: string }[],
+): string {
   if (calls.length === 0) return "none";
-  return calls.map((call) => `- ${call.name}(${clip(JSON.stringify(call.arguments), 300)}) -> ${call.ok ? "ok" : "FAILED"}: ${clip(call.output, 500)}`).join("\n");
+  return calls
+    .map(
+      (call) =>
+        `- ${call.name}(${clip(JSON.stringify(call.arguments), 300)}) -> ${call.ok ? "ok" : "FAILED"}: ${clip(call.output, 500)}`,
+    )
+    .join("\n");
 }
 
-function failureFromCalls(calls: { name: string; ok: boolean; output: string }[], stopReason: string): string | null {
+function failureFromCalls(
+  calls: { name: string; ok: boolean; output: string }[],
+  stopReason: string,
+): string | null {
   const failed = calls.filter((call) => !call.ok);
-  if (failed.length > 0) return failed.map((call) => `${call.name}: ${clip(call.output, 300)}`).join("; ");
+  if (failed.length > 0)
+    return failed.map((call) => `${call.name}: ${clip(call.output, 300)}`).join("; ");
   return stopReason === "completed" ? null : `the step ended with ${stopReason}`;
 }

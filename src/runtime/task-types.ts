@@ -14,7 +14,12 @@ export interface TaskLimits {
   wallClockMs: number;
 }
 
-export const DEFAULT_TASK_LIMITS: TaskLimits = { maxSteps: 12, maxFailures: 3, budgetTokens: 200_000, wallClockMs: 15 * 60_000 };
+export const DEFAULT_TASK_LIMITS: TaskLimits = {
+  maxSteps: 12,
+  maxFailures: 3,
+  budgetTokens: 200_000,
+  wallClockMs: 15 * 60_000,
+};
 export const MAX_TASK_STEPS = 50;
 export const MAX_TASK_FAILURES = 10;
 export const MAX_TASK_BUDGET_TOKENS = 2_000_000;
@@ -23,9 +28,23 @@ export const MAX_GOAL_CHARS = 4_000;
 export const MAX_PLAN_STEPS = 5;
 
 /** `awaiting_approval`: paused at a tool that needs a person's yes; it holds no running slot. */
-export type TaskStatus = "queued" | "running" | "awaiting_approval" | "completed" | "failed" | "exhausted" | "cancelled";
+export type TaskStatus =
+  | "queued"
+  | "running"
+  | "awaiting_approval"
+  | "completed"
+  | "failed"
+  | "exhausted"
+  | "cancelled";
 export type TaskPhase = "plan" | "act" | "summarize" | "evaluate" | "done";
-export type TaskStopReason = "completed" | "max_steps" | "max_failures" | "budget_tokens" | "wall_clock" | "cancelled" | "error";
+export type TaskStopReason =
+  | "completed"
+  | "max_steps"
+  | "max_failures"
+  | "budget_tokens"
+  | "wall_clock"
+  | "cancelled"
+  | "error";
 export type TaskSource = "api" | "schedule" | "discord";
 
 export interface PlanStep {
@@ -151,17 +170,60 @@ export interface TaskState {
 
 export type TaskEventBody =
   | { type: "task_started" }
-  | { type: "plan"; revision: number; steps: { title: string; doneWhen: string; status: string }[]; successCriteria: string[] }
+  | {
+      type: "plan";
+      revision: number;
+      steps: { title: string; doneWhen: string; status: string }[];
+      successCriteria: string[];
+    }
   | { type: "step_started"; step: number; planStep: number; title: string; approach: string | null }
-  | { type: "tool_called"; step: number; tool: string; ok: boolean; cached: boolean; durationMs: number }
-  | { type: "step_finished"; step: number; outcome: "succeeded" | "failed"; output: string; countedAsFailure: boolean }
-  | { type: "reflection"; step: number; text: string; failureAnalysis: string | null; nextApproach: string | null }
+  | {
+      type: "tool_called";
+      step: number;
+      tool: string;
+      ok: boolean;
+      cached: boolean;
+      durationMs: number;
+    }
+  | {
+      type: "step_finished";
+      step: number;
+      outcome: "succeeded" | "failed";
+      output: string;
+      countedAsFailure: boolean;
+    }
+  | {
+      type: "reflection";
+      step: number;
+      text: string;
+      failureAnalysis: string | null;
+      nextApproach: string | null;
+    }
   | { type: "summary"; text: string; throughStep: number }
-  | { type: "approval_requested"; step: number; tool: string; arguments: Record<string, unknown>; approvalId: string; expiresAt: number }
-  | { type: "approval_resolved"; step: number; tool: string; decision: ApprovalDecision; by: string | null }
+  | {
+      type: "approval_requested";
+      step: number;
+      tool: string;
+      arguments: Record<string, unknown>;
+      approvalId: string;
+      expiresAt: number;
+    }
+  | {
+      type: "approval_resolved";
+      step: number;
+      tool: string;
+      decision: ApprovalDecision;
+      by: string | null;
+    }
   | { type: "model_failover"; from: string; to: string; reason: string }
   | { type: "evaluation"; complete: boolean; criteria: CriterionCheck[] }
-  | { type: "done"; status: TaskStatus; stopReason: TaskStopReason; result: string | null; report: string | null };
+  | {
+      type: "done";
+      status: TaskStatus;
+      stopReason: TaskStopReason;
+      result: string | null;
+      report: string | null;
+    };
 
 export type TaskEvent = TaskEventBody & { taskId: string; at: number };
 
@@ -212,5 +274,10 @@ export function newTaskState(task: NewTask): TaskState {
 }
 
 export function isTerminal(status: TaskStatus): boolean {
-  return status === "completed" || status === "failed" || status === "exhausted" || status === "cancelled";
+  return (
+    status === "completed" ||
+    status === "failed" ||
+    status === "exhausted" ||
+    status === "cancelled"
+  );
 }

@@ -22,7 +22,18 @@ export interface TakeResult {
   retryAfterSeconds: number;
 }
 
-const PERIOD_SECONDS: Readonly<Record<string, number>> = { s: 1, sec: 1, second: 1, m: 60, min: 60, minute: 60, h: 3600, hour: 3600, d: 86_400, day: 86_400 };
+const PERIOD_SECONDS: Readonly<Record<string, number>> = {
+  s: 1,
+  sec: 1,
+  second: 1,
+  m: 60,
+  min: 60,
+  minute: 60,
+  h: 3600,
+  hour: 3600,
+  d: 86_400,
+  day: 86_400,
+};
 export const RATE_RULE_FORMAT = '"<count>/<s|min|hour|day>" (e.g. "20/min"), or "off"';
 
 /** Parses "20/min"; null means "off" (no limit). Throws with the expected format otherwise. */
@@ -36,13 +47,26 @@ export function parseRateRule(text: string): RateRule | null {
   return { capacity: count, refillPerSecond: count / period };
 }
 
-export function takeFromBucket(state: BucketState | undefined, rule: RateRule, now: number, cost = 1): { state: BucketState; result: TakeResult } {
+export function takeFromBucket(
+  state: BucketState | undefined,
+  rule: RateRule,
+  now: number,
+  cost = 1,
+): { state: BucketState; result: TakeResult } {
   const elapsedSeconds = state ? Math.max(0, now - state.updatedAt) / 1000 : 0;
-  const available = state ? Math.min(rule.capacity, state.tokens + elapsedSeconds * rule.refillPerSecond) : rule.capacity;
+  const available = state
+    ? Math.min(rule.capacity, state.tokens + elapsedSeconds * rule.refillPerSecond)
+    : rule.capacity;
   if (available >= cost) {
     const tokens = available - cost;
-    return { state: { tokens, updatedAt: now }, result: { allowed: true, remaining: Math.floor(tokens), retryAfterSeconds: 0 } };
+    return {
+      state: { tokens, updatedAt: now },
+      result: { allowed: true, remaining: Math.floor(tokens), retryAfterSeconds: 0 },
+    };
   }
   const retryAfterSeconds = (cost - available) / rule.refillPerSecond;
-  return { state: { tokens: available, updatedAt: now }, result: { allowed: false, remaining: 0, retryAfterSeconds } };
+  return {
+    state: { tokens: available, updatedAt: now },
+    result: { allowed: false, remaining: 0, retryAfterSeconds },
+  };
 }

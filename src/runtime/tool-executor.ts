@@ -48,7 +48,9 @@ export class ToolExecutor {
 
   constructor(options: ToolExecutorOptions) {
     this.options = options;
-    this.byName = new Map(withApprovalGates(options.tools, options.approvalRequired).map((tool) => [tool.name, tool]));
+    this.byName = new Map(
+      withApprovalGates(options.tools, options.approvalRequired).map((tool) => [tool.name, tool]),
+    );
   }
 
   /** The tools as the executor runs them, each gated tool marked `requiresApproval`. */
@@ -76,7 +78,11 @@ export class ToolExecutor {
     return parsed.value;
   }
 
-  async execute(call: ToolCall, context: Context, approval?: ApprovalDecision): Promise<ToolExecution> {
+  async execute(
+    call: ToolCall,
+    context: Context,
+    approval?: ApprovalDecision,
+  ): Promise<ToolExecution> {
     const started = this.options.now();
     const callIndex = this.calls++;
     const parsed = parseArguments(call.arguments);
@@ -102,7 +108,10 @@ export class ToolExecutor {
 
     if (!tool) {
       const known = [...this.byName.keys()].join(", ") || "none";
-      return finish({ ok: false, error: `unknown tool "${call.name}"; available tools: ${known}` }, false);
+      return finish(
+        { ok: false, error: `unknown tool "${call.name}"; available tools: ${known}` },
+        false,
+      );
     }
     if (!parsed.ok) return finish({ ok: false, error: parsed.error }, false);
     const invalid = this.validate(tool, parsed.value);
@@ -113,7 +122,8 @@ export class ToolExecutor {
     const hit = this.cache.get(key) ?? this.options.remembered?.get(key);
     if (hit) return finish(hit, true);
 
-    if (tool.requiresApproval && approval !== "approved") return finish({ ok: false, error: refusal(tool.name, approval) }, false);
+    if (tool.requiresApproval && approval !== "approved")
+      return finish({ ok: false, error: refusal(tool.name, approval) }, false);
 
     const output = await this.runWithTimeout(tool, parsed.value, {
       ...context,
@@ -130,13 +140,18 @@ export class ToolExecutor {
     let validator = this.validators.get(tool.name);
     if (!validator) {
       try {
-        validator = new Validator(tool.parameters as ConstructorParameters<typeof Validator>[0], "2020-12", false);
+        validator = new Validator(
+          tool.parameters as ConstructorParameters<typeof Validator>[0],
+          "2020-12",
+          false,
+        );
       } catch (error) {
         validator = error instanceof Error ? error : new Error(String(error));
       }
       this.validators.set(tool.name, validator);
     }
-    if (validator instanceof Error) return `${tool.name} has an unusable argument schema (${validator.message})`;
+    if (validator instanceof Error)
+      return `${tool.name} has an unusable argument schema (${validator.message})`;
     const result = validator.validate(args);
     if (result.valid) return null;
     // Wrapper errors ("property x does not match schema") repeat the specific error below them.
@@ -157,10 +172,14 @@ export class ToolExecutor {
     const onAbort = () => controller.abort(context.signal.reason);
     context.signal.addEventListener("abort", onAbort, { once: true });
     try {
-      const run = this.options.host.call(tool.name, args, { ...context, signal: controller.signal });
+      const run = this.options.host.call(tool.name, args, {
+        ...context,
+        signal: controller.signal,
+      });
       return await withDeadline(run, timeoutMs, () => controller.abort(new Error("tool timeout")));
     } catch (error) {
-      if (error instanceof DeadlineExceeded) return { ok: false, error: `${tool.name} timed out after ${timeoutMs} ms` };
+      if (error instanceof DeadlineExceeded)
+        return { ok: false, error: `${tool.name} timed out after ${timeoutMs} ms` };
       return { ok: false, error: error instanceof Error ? error.message : String(error) };
     } finally {
       context.signal.removeEventListener("abort", onAbort);
@@ -169,7 +188,10 @@ export class ToolExecutor {
 }
 
 /** The tools with `requiresApproval` set on every one named in `gated`. */
-export function withApprovalGates(tools: readonly ToolDefinition[], gated: readonly string[]): ToolDefinition[] {
+export function withApprovalGates(
+  tools: readonly ToolDefinition[],
+  gated: readonly string[],
+): ToolDefinition[] {
   const names = new Set(gated);
   return tools.map((tool) => (names.has(tool.name) ? { ...tool, requiresApproval: true } : tool));
 }
@@ -191,7 +213,9 @@ function refusal(name: string, decision: ApprovalDecision | undefined): string {
   }
 }
 
-function parseArguments(raw: string): { ok: true; value: Record<string, unknown> } | { ok: false; error: string } {
+function parseArguments(
+  raw: string,
+): { ok: true; value: Record<string, unknown> } | { ok: false; error: string } {
   // Some models send "" for a tool without parameters.
   if (raw.trim() === "") return { ok: true, value: {} };
   let value: unknown;
@@ -207,5 +231,7 @@ function parseArguments(raw: string): { ok: true; value: Record<string, unknown>
 }
 
 function truncate(text: string, max: number): string {
-  return text.length <= max ? text : `${text.slice(0, max)}... [truncated ${text.length - max} characters]`;
+  return text.length <= max
+    ? text
+    : `${text.slice(0, max)}... [truncated ${text.length - max} characters]`;
 }

@@ -5,7 +5,13 @@
 // loop returns a checkpoint (plain data) and is later resumed from it with the person's decision.
 import { type ModelSession, transcriptForFallback } from "./model-session.ts";
 import type { ToolExecutor } from "./tool-executor.ts";
-import type { ApprovalDecision, StopReason, ToolCallRecord, ToolLoopCheckpoint, TurnObserver } from "./turn-types.ts";
+import type {
+  ApprovalDecision,
+  StopReason,
+  ToolCallRecord,
+  ToolLoopCheckpoint,
+  TurnObserver,
+} from "./turn-types.ts";
 import type { ChatMessage, EventSink, ToolCall, ToolSpec } from "./types.ts";
 
 export interface ToolLoopInput {
@@ -40,7 +46,12 @@ export type ToolLoopResult =
       /** The model that wrote the final text; null when a bound ended the turn before any answer. */
       model: string | null;
     }
-  | { kind: "paused"; tool: string; arguments: Record<string, unknown>; checkpoint: ToolLoopCheckpoint };
+  | {
+      kind: "paused";
+      tool: string;
+      arguments: Record<string, unknown>;
+      checkpoint: ToolLoopCheckpoint;
+    };
 
 export async function runToolLoop(input: ToolLoopInput): Promise<ToolLoopResult> {
   const from = input.resume?.checkpoint;
@@ -52,7 +63,8 @@ export async function runToolLoop(input: ToolLoopInput): Promise<ToolLoopResult>
   // Calls of the latest model response still to run; the decision applies to the first of them.
   let pending: ToolCall[] = from ? [...from.pendingCalls] : [];
   let model = from?.model ?? "";
-  const decided = input.resume && pending[0] ? { callId: pending[0].id, decision: input.resume.decision } : null;
+  const decided =
+    input.resume && pending[0] ? { callId: pending[0].id, decision: input.resume.decision } : null;
 
   const onFailover = (): ChatMessage[] => {
     input.executor.clearCache();
@@ -78,12 +90,23 @@ export async function runToolLoop(input: ToolLoopInput): Promise<ToolLoopResult>
             modelIndex: input.session.position,
             usage: { ...input.session.usage },
           };
-          input.events.emit({ type: "tool_approval_requested", turnId: input.ids.turnId, agentId: input.ids.agentId, roomId: input.ids.roomId, at: input.now(), tool: call.name });
+          input.events.emit({
+            type: "tool_approval_requested",
+            turnId: input.ids.turnId,
+            agentId: input.ids.agentId,
+            roomId: input.ids.roomId,
+            at: input.now(),
+            tool: call.name,
+          });
           return { kind: "paused", tool: call.name, arguments: args, checkpoint };
         }
       }
       pending = pending.slice(1);
-      input.observer?.toolCall?.({ id: call.id, name: call.name, arguments: parsedOrRaw(call.arguments) });
+      input.observer?.toolCall?.({
+        id: call.id,
+        name: call.name,
+        arguments: parsedOrRaw(call.arguments),
+      });
       const { record, modelContent } = await input.executor.execute(
         call,
         {
@@ -141,15 +164,30 @@ export async function runToolLoop(input: ToolLoopInput): Promise<ToolLoopResult>
     );
     if (response.toolCalls.length === 0) {
       const text = (response.text ?? "").trim();
-      return { kind: "reply", text: text || "(no answer)", stopReason: "completed", toolCalls: records, model: response.model };
+      return {
+        kind: "reply",
+        text: text || "(no answer)",
+        stopReason: "completed",
+        toolCalls: records,
+        model: response.model,
+      };
     }
-    messages = [...messages, { role: "assistant", content: response.text, toolCalls: response.toolCalls }];
+    messages = [
+      ...messages,
+      { role: "assistant", content: response.text, toolCalls: response.toolCalls },
+    ];
     pending = [...response.toolCalls];
     model = response.model;
   }
 
   if (input.signal.aborted) {
-    return { kind: "reply", text: "I ran out of time on this one before I could finish. Please try again.", stopReason: "timeout", toolCalls: records, model: null };
+    return {
+      kind: "reply",
+      text: "I ran out of time on this one before I could finish. Please try again.",
+      stopReason: "timeout",
+      toolCalls: records,
+      model: null,
+    };
   }
   const used = unique(records.map((r) => r.name));
   return {

@@ -14,8 +14,25 @@ import { decideByRules, decideWithModel } from "./respond-decision.ts";
 import type { TokenCounter } from "./tokens.ts";
 import { ToolExecutor } from "./tool-executor.ts";
 import { runToolLoop, type ToolLoopResult } from "./tool-loop.ts";
-import type { RespondOptions, RuntimeLimits, TurnInput, TurnOutcome, TurnPause, UsedMemory } from "./turn-types.ts";
-import type { ChatMessage, ChatModel, Clock, EventSink, Memory, MemoryRetriever, MemoryStore, ModelChoice, ToolHost } from "./types.ts";
+import type {
+  RespondOptions,
+  RuntimeLimits,
+  TurnInput,
+  TurnOutcome,
+  TurnPause,
+  UsedMemory,
+} from "./turn-types.ts";
+import type {
+  ChatMessage,
+  ChatModel,
+  Clock,
+  EventSink,
+  Memory,
+  MemoryRetriever,
+  MemoryStore,
+  ModelChoice,
+  ToolHost,
+} from "./types.ts";
 
 export interface TurnRunnerDeps {
   /** null when no model backend is configured: turns then fail with `model_not_configured`. */
@@ -46,7 +63,11 @@ export interface TurnRunner {
   /** A turn on a surface that cannot ask a person: tools needing approval are refused. */
   respond(character: Character, input: TurnInput): Promise<TurnOutcome>;
   /** Like respond, but may stop at a tool call that needs approval, and resume from that stop. */
-  respondOrPause(character: Character, input: TurnInput, options: RespondOptions): Promise<TurnOutcome | TurnPause>;
+  respondOrPause(
+    character: Character,
+    input: TurnInput,
+    options: RespondOptions,
+  ): Promise<TurnOutcome | TurnPause>;
   afterReply(character: Character, input: TurnInput, outcome: TurnOutcome): Promise<void>;
 }
 
@@ -66,7 +87,11 @@ export function createTurnRunner(deps: TurnRunnerDeps): TurnRunner {
           ...(input.userName ? { userName: input.userName } : {}),
           ...(input.attachments.length > 0 ? { attachments: input.attachments } : {}),
         },
-        metadata: { turnId: input.turnId, tokens: deps.tokens.count(input.text), receivedAt: input.receivedAt },
+        metadata: {
+          turnId: input.turnId,
+          tokens: deps.tokens.count(input.text),
+          receivedAt: input.receivedAt,
+        },
         // Stored at processing time from the room's monotonic clock, so a room's messages sort in
         // the order turns actually ran, with no two sharing a timestamp.
         createdAt: deps.clock.now(),
@@ -77,7 +102,12 @@ export function createTurnRunner(deps: TurnRunnerDeps): TurnRunner {
     async respond(character, input) {
       const outcome = await respondOrPause(deps, character, input, {});
       // Without canAskApproval the tool loop refuses such calls instead of pausing.
-      if (outcome.status === "awaiting_approval") throw new AppError("internal", 500, "a turn paused on a surface that cannot ask for approval");
+      if (outcome.status === "awaiting_approval")
+        throw new AppError(
+          "internal",
+          500,
+          "a turn paused on a surface that cannot ask for approval",
+        );
       return outcome;
     },
 
@@ -90,8 +120,19 @@ export function createTurnRunner(deps: TurnRunnerDeps): TurnRunner {
       // Stored before the evaluators run: they may read the conversation.
       if (outcome.replyMemory) await memory.saveMemory(outcome.replyMemory);
       if (outcome.spentTokens) await recordSpend(deps, input.agentId, outcome.spentTokens);
-      const small = deps.model ? { client: deps.model, name: modelChoiceFor(character, deps.models).small } : null;
-      const context = { character, input, outcome, memory, clock: deps.clock, model: small, retriever: deps.retriever ?? null, interactions: null };
+      const small = deps.model
+        ? { client: deps.model, name: modelChoiceFor(character, deps.models).small }
+        : null;
+      const context = {
+        character,
+        input,
+        outcome,
+        memory,
+        clock: deps.clock,
+        model: small,
+        retriever: deps.retriever ?? null,
+        interactions: null,
+      };
       await runEvaluators(deps.evaluators, context, {
         timeoutMs: deps.limits.evaluatorTimeoutMs,
         events: deps.events,
@@ -100,37 +141,85 @@ export function createTurnRunner(deps: TurnRunnerDeps): TurnRunner {
   };
 }
 
-async function respondOrPause(deps: TurnRunnerDeps, character: Character, input: TurnInput, options: RespondOptions): Promise<TurnOutcome | TurnPause> {
+async function respondOrPause(
+  deps: TurnRunnerDeps,
+  character: Character,
+  input: TurnInput,
+  options: RespondOptions,
+): Promise<TurnOutcome | TurnPause> {
   const started = deps.clock.now();
   const ids = { turnId: input.turnId, agentId: input.agentId, roomId: input.roomId };
   deps.events.emit({ type: "run_started", ...ids, at: started });
   const controller = new AbortController();
-  const timer = setTimeout(() => controller.abort(new Error("turn timeout")), deps.limits.turnTimeoutMs);
+  const timer = setTimeout(
+    () => controller.abort(new Error("turn timeout")),
+    deps.limits.turnTimeoutMs,
+  );
   let session: ModelSession | null = null;
-  const resume = options.resume ? { position: options.resume.checkpoint.modelIndex, usage: options.resume.checkpoint.usage } : undefined;
+  const resume = options.resume
+    ? { position: options.resume.checkpoint.modelIndex, usage: options.resume.checkpoint.usage }
+    : undefined;
   try {
     if (!deps.model) throw new ModelNotConfiguredError(deps.modelNotConfiguredMessage);
     // A turn resuming after an approval was admitted when it started.
     if (deps.spend && !options.resume) {
-      await assertWithinDailyBudget(deps.spend, input.agentId, dailyCeiling(character, deps.dailyTokenLimit ?? null), started);
+      await assertWithinDailyBudget(
+        deps.spend,
+        input.agentId,
+        dailyCeiling(character, deps.dailyTokenLimit ?? null),
+        started,
+      );
     }
     const choice = modelChoiceFor(character, deps.models);
-    session = new ModelSession({ model: deps.model, choice, events: deps.events, now: () => deps.clock.now(), ids, resume });
-    const outcome = await respondWith(deps, deps.model, character, input, session, controller.signal, options);
-    emitEnded(deps, ids, started, outcome.status === "awaiting_approval" ? "paused" : outcome.status, session);
+    session = new ModelSession({
+      model: deps.model,
+      choice,
+      events: deps.events,
+      now: () => deps.clock.now(),
+      ids,
+      resume,
+    });
+    const outcome = await respondWith(
+      deps,
+      deps.model,
+      character,
+      input,
+      session,
+      controller.signal,
+      options,
+    );
+    emitEnded(
+      deps,
+      ids,
+      started,
+      outcome.status === "awaiting_approval" ? "paused" : outcome.status,
+      session,
+    );
     // A reply's spend is counted after the reply (afterReply), off the caller's path.
-    if (outcome.status === "awaiting_approval") await recordSpend(deps, input.agentId, spentSince(session, resume));
+    if (outcome.status === "awaiting_approval")
+      await recordSpend(deps, input.agentId, spentSince(session, resume));
     else outcome.spentTokens = spentSince(session, resume);
     return outcome;
   } catch (error) {
     if (controller.signal.aborted && session) {
-      deps.events.emit({ type: "run_timed_out", ...ids, at: deps.clock.now(), limitMs: deps.limits.turnTimeoutMs });
-      const outcome = buildReply(deps, input, session, {
-        text: "I ran out of time on this one before I could finish. Please try again.",
-        stopReason: "timeout",
-        toolCalls: [],
-        model: null,
-      }, []);
+      deps.events.emit({
+        type: "run_timed_out",
+        ...ids,
+        at: deps.clock.now(),
+        limitMs: deps.limits.turnTimeoutMs,
+      });
+      const outcome = buildReply(
+        deps,
+        input,
+        session,
+        {
+          text: "I ran out of time on this one before I could finish. Please try again.",
+          stopReason: "timeout",
+          toolCalls: [],
+          model: null,
+        },
+        [],
+      );
       emitEnded(deps, ids, started, "replied", session);
       outcome.spentTokens = spentSince(session, resume);
       return outcome;
@@ -146,7 +235,9 @@ async function respondOrPause(deps: TurnRunnerDeps, character: Character, input:
       reason: error instanceof Error ? error.message : String(error),
     });
     // Unknown errors may carry internals (SQL, stack details): the caller gets a plain message.
-    throw failure ?? new AppError("internal", 500, "the turn failed unexpectedly; see the worker logs");
+    throw (
+      failure ?? new AppError("internal", 500, "the turn failed unexpectedly; see the worker logs")
+    );
   } finally {
     clearTimeout(timer);
   }
@@ -177,12 +268,22 @@ async function respondWith(
     executor,
     events: deps.events,
     now: () => deps.clock.now(),
-    ids: { turnId: input.turnId, agentId: input.agentId, roomId: input.roomId, userId: input.userId },
-    tools: definitions.map(({ name: toolName, description, parameters }) => ({ name: toolName, description, parameters })),
+    ids: {
+      turnId: input.turnId,
+      agentId: input.agentId,
+      roomId: input.roomId,
+      userId: input.userId,
+    },
+    tools: definitions.map(({ name: toolName, description, parameters }) => ({
+      name: toolName,
+      description,
+      parameters,
+    })),
     temperature: character.settings.temperature,
     maxOutputTokens: character.settings.maxOutputTokens,
     maxSteps: character.settings.maxSteps ?? deps.limits.maxSteps,
-    maxConsecutiveFailures: character.settings.maxConsecutiveFailures ?? deps.limits.maxConsecutiveFailures,
+    maxConsecutiveFailures:
+      character.settings.maxConsecutiveFailures ?? deps.limits.maxConsecutiveFailures,
     signal,
     canAskApproval: options.canAskApproval === true,
     observer: options.observer,
@@ -191,9 +292,16 @@ async function respondWith(
   // A resumed turn carries on from its checkpoint: context and the decision to answer are made.
   if (options.resume) {
     const memories = options.resume.checkpoint.memories ?? [];
-    const result = await runToolLoop({ ...loop, messages: [], turnStart: 0, resume: options.resume });
+    const result = await runToolLoop({
+      ...loop,
+      messages: [],
+      turnStart: 0,
+      resume: options.resume,
+    });
     if (signal.aborted) throw new Error("turn timeout");
-    return result.kind === "paused" ? pauseOf(input, result, memories) : buildReply(deps, input, session, result, memories);
+    return result.kind === "paused"
+      ? pauseOf(input, result, memories)
+      : buildReply(deps, input, session, result, memories);
   }
 
   const state = await composeState(
@@ -208,7 +316,9 @@ async function respondWith(
       toolSources: deps.tools.sources?.() ?? [],
       historyTokens: character.settings.historyTokens ?? deps.limits.historyTokens,
       historyFetchLimit: deps.limits.historyFetchLimit,
-      retrieval: deps.retriever ? turnRetrieval(deps.retriever, deps.limits, character, input.text) : null,
+      retrieval: deps.retriever
+        ? turnRetrieval(deps.retriever, deps.limits, character, input.text)
+        : null,
       signal,
     },
     { timeoutMs: deps.limits.providerTimeoutMs, events: deps.events, turnId: input.turnId },
@@ -218,7 +328,16 @@ async function respondWith(
   const rules = decideByRules(input, character);
   const decision =
     rules === "ask"
-      ? (await decideWithModel({ model, modelName: modelChoiceFor(character, deps.models).small, character, history: state.history, text: input.text, signal })).decision
+      ? (
+          await decideWithModel({
+            model,
+            modelName: modelChoiceFor(character, deps.models).small,
+            character,
+            history: state.history,
+            text: input.text,
+            signal,
+          })
+        ).decision
       : rules;
   if (!decision.respond) {
     return {
@@ -246,24 +365,48 @@ async function respondWith(
     ...(name ? { name } : {}),
     ...(extra && extra.images.length > 0 ? { images: extra.images } : {}),
   };
-  const messages: ChatMessage[] = [{ role: "system", content: state.sections.join("\n\n") }, ...state.history, current];
+  const messages: ChatMessage[] = [
+    { role: "system", content: state.sections.join("\n\n") },
+    ...state.history,
+    current,
+  ];
   const result = await runToolLoop({ ...loop, messages, turnStart: messages.length - 1 });
   if (signal.aborted) throw new Error("turn timeout");
-  return result.kind === "paused" ? pauseOf(input, result, state.memories) : buildReply(deps, input, session, result, state.memories);
+  return result.kind === "paused"
+    ? pauseOf(input, result, state.memories)
+    : buildReply(deps, input, session, result, state.memories);
 }
 
-function pauseOf(input: TurnInput, paused: Extract<ToolLoopResult, { kind: "paused" }>, memories: UsedMemory[]): TurnPause {
-  return { turnId: input.turnId, status: "awaiting_approval", tool: paused.tool, arguments: paused.arguments, checkpoint: { ...paused.checkpoint, memories } };
+function pauseOf(
+  input: TurnInput,
+  paused: Extract<ToolLoopResult, { kind: "paused" }>,
+  memories: UsedMemory[],
+): TurnPause {
+  return {
+    turnId: input.turnId,
+    status: "awaiting_approval",
+    tool: paused.tool,
+    arguments: paused.arguments,
+    checkpoint: { ...paused.checkpoint, memories },
+  };
 }
 
 function buildReply(
   deps: TurnRunnerDeps,
   input: TurnInput,
   session: ModelSession,
-  result: { text: string; stopReason: TurnOutcome["stopReason"]; toolCalls: TurnOutcome["toolCalls"]; model: string | null },
+  result: {
+    text: string;
+    stopReason: TurnOutcome["stopReason"];
+    toolCalls: TurnOutcome["toolCalls"];
+    model: string | null;
+  },
   memories: UsedMemory[],
 ): TurnOutcome {
-  const actions = ["REPLY", ...new Set(result.toolCalls.filter((call) => call.ok).map((call) => call.name))];
+  const actions = [
+    "REPLY",
+    ...new Set(result.toolCalls.filter((call) => call.ok).map((call) => call.name)),
+  ];
   const usage = { ...session.usage };
   const reply: Memory = {
     id: replyMessageId(input.turnId),
@@ -271,14 +414,24 @@ function buildReply(
     agentId: input.agentId,
     roomId: input.roomId,
     userId: input.userId,
-    content: { text: result.text, role: "agent", source: input.source, actions, inReplyTo: inboundMessageId(input.turnId) },
+    content: {
+      text: result.text,
+      role: "agent",
+      source: input.source,
+      actions,
+      inReplyTo: inboundMessageId(input.turnId),
+    },
     metadata: {
       turnId: input.turnId,
       tokens: deps.tokens.count(result.text),
       model: result.model,
       stopReason: result.stopReason,
       usage,
-      toolCalls: result.toolCalls.map((call) => ({ name: call.name, ok: call.ok, cached: call.cached })),
+      toolCalls: result.toolCalls.map((call) => ({
+        name: call.name,
+        ok: call.ok,
+        cached: call.cached,
+      })),
       // Which memories informed the reply (their text stays in the memories themselves).
       memories: memories.map(({ id, type, score }) => ({ id, type, score })),
     },
@@ -301,7 +454,12 @@ function buildReply(
 }
 
 /** The turn's view of long-term memory: budgets from the context size, the query embedded once. */
-function turnRetrieval(retriever: MemoryRetriever, limits: RuntimeLimits, character: Character, text: string): TurnRetrieval {
+function turnRetrieval(
+  retriever: MemoryRetriever,
+  limits: RuntimeLimits,
+  character: Character,
+  text: string,
+): TurnRetrieval {
   let vector: Promise<Float32Array | null> | undefined;
   const memory = character.settings.memory;
   return {
@@ -325,9 +483,15 @@ export function modelChoiceFor(character: Character, defaults: ModelChoice): Mod
 }
 
 /** Tokens this run spent (a resumed turn's earlier part was counted when it paused). */
-function spentSince(session: ModelSession, resume: { usage: { promptTokens: number; completionTokens: number } } | undefined): number {
+function spentSince(
+  session: ModelSession,
+  resume: { usage: { promptTokens: number; completionTokens: number } } | undefined,
+): number {
   const total = session.usage.promptTokens + session.usage.completionTokens;
-  return Math.max(0, total - (resume ? resume.usage.promptTokens + resume.usage.completionTokens : 0));
+  return Math.max(
+    0,
+    total - (resume ? resume.usage.promptTokens + resume.usage.completionTokens : 0),
+  );
 }
 
 /** Counting never fails a turn: a lost count only makes the ceiling more lenient (and is logged). */
@@ -336,7 +500,13 @@ async function recordSpend(deps: TurnRunnerDeps, agentId: string, tokens: number
   try {
     await deps.spend.add(agentId, utcDay(deps.clock.now()), tokens);
   } catch (error) {
-    deps.events.emit({ type: "spend_not_recorded", agentId, tokens, at: deps.clock.now(), reason: error instanceof Error ? error.message : String(error) });
+    deps.events.emit({
+      type: "spend_not_recorded",
+      agentId,
+      tokens,
+      at: deps.clock.now(),
+      reason: error instanceof Error ? error.message : String(error),
+    });
   }
 }
 

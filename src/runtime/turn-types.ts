@@ -1,6 +1,14 @@
 // What goes into a turn and what comes out of it, plus the bounds that keep a turn finite.
 // These shapes cross the worker -> Durable Object RPC boundary, so they hold plain data only.
-import type { Attachment, ChatMessage, Memory, MemoryType, TokenUsage, ToolCall, ToolOutput } from "./types.ts";
+import type {
+  Attachment,
+  ChatMessage,
+  Memory,
+  MemoryType,
+  TokenUsage,
+  ToolCall,
+  ToolOutput,
+} from "./types.ts";
 
 export interface TurnInput {
   turnId: string;
@@ -107,7 +115,10 @@ export interface RespondOptions {
   /** Carry on from a pause with the person's decision on its pending call. */
   resume?: { checkpoint: ToolLoopCheckpoint; decision: ApprovalDecision };
   /** The turn's journal of tool outputs: what earlier, interrupted attempts ran, and where to record more. */
-  toolOutputs?: { remembered: ReadonlyMap<string, ToolOutput>; record: (key: string, output: ToolOutput) => void };
+  toolOutputs?: {
+    remembered: ReadonlyMap<string, ToolOutput>;
+    record: (key: string, output: ToolOutput) => void;
+  };
 }
 
 export type StopReason = "completed" | "max_steps" | "max_failures" | "timeout" | "ignored";

@@ -4,7 +4,14 @@
 
 // ---- memories -------------------------------------------------------------------------------
 
-export type MemoryType = "message" | "fact" | "description" | "lore" | "document" | "fragment" | "summary";
+export type MemoryType =
+  | "message"
+  | "fact"
+  | "description"
+  | "lore"
+  | "document"
+  | "fragment"
+  | "summary";
 
 export interface Attachment {
   url: string;
@@ -48,7 +55,12 @@ export interface ToolCall {
 
 export type ChatMessage =
   | { role: "system"; content: string }
-  | { role: "user"; content: string; name?: string; /** Image URLs (https or data:) the model should look at. */ images?: string[] }
+  | {
+      role: "user";
+      content: string;
+      name?: string /** Image URLs (https or data:) the model should look at. */;
+      images?: string[];
+    }
   | { role: "assistant"; content: string | null; toolCalls?: ToolCall[] }
   | { role: "tool"; toolCallId: string; content: string };
 
@@ -158,16 +170,31 @@ export interface MemoryStore {
   /** Stores one memory. Idempotent by id: a second save of the same id changes nothing. */
   saveMemory(memory: Memory): Promise<void>;
   /** Newest first, at most `limit`, optionally only those created before `beforeMs`. */
-  recentMessages(query: { agentId: string; roomId: string; limit: number; beforeMs?: number }): Promise<Memory[]>;
+  recentMessages(query: {
+    agentId: string;
+    roomId: string;
+    limit: number;
+    beforeMs?: number;
+  }): Promise<Memory[]>;
   /**
    * Counts one interaction of a user with the agent; a repeat for the same turn is ignored.
    * Returns the user's interaction count afterwards.
    */
-  recordInteraction(input: { agentId: string; userId: string; turnId: string; at: number }): Promise<number>;
+  recordInteraction(input: {
+    agentId: string;
+    userId: string;
+    turnId: string;
+    at: number;
+  }): Promise<number>;
   /** Stores a memory that replaces an earlier version with the same id (a user's profile). */
   upsertMemory(memory: Memory): Promise<void>;
   /** A room's messages created after `afterMs`, oldest first, at most `limit`. */
-  roomMessagesAfter(query: { agentId: string; roomId: string; afterMs: number; limit: number }): Promise<Memory[]>;
+  roomMessagesAfter(query: {
+    agentId: string;
+    roomId: string;
+    afterMs: number;
+    limit: number;
+  }): Promise<Memory[]>;
   /** The newest summary of a room, if any. */
   latestSummary(query: { agentId: string; roomId: string }): Promise<Memory | null>;
 }
@@ -281,7 +308,11 @@ export interface MemoryRetriever {
    * `vector` from embedQuery (so a turn embeds its query once); undefined embeds it here.
    * `timings`, when given, receives each leg's wall time in ms (for Server-Timing).
    */
-  search(query: RetrievalQuery, vector?: Float32Array | null, timings?: SearchTimings): Promise<RetrievedMemory[]>;
+  search(
+    query: RetrievalQuery,
+    vector?: Float32Array | null,
+    timings?: SearchTimings,
+  ): Promise<RetrievedMemory[]>;
   /** A user's facts and description (any room), plus facts marked shared; newest first. */
   aboutUser(query: { agentId: string; userId: string; limit: number }): Promise<Memory[]>;
   /** A document's fragments at the given positions. */
@@ -307,7 +338,14 @@ export type RuntimeEvent =
       modelCalls: number;
       usage: TokenUsage;
     }
-  | { type: "run_timed_out"; turnId: string; agentId: string; roomId: string; at: number; limitMs: number }
+  | {
+      type: "run_timed_out";
+      turnId: string;
+      agentId: string;
+      roomId: string;
+      at: number;
+      limitMs: number;
+    }
   | {
       type: "tool_called";
       turnId: string;
@@ -319,11 +357,51 @@ export type RuntimeEvent =
       cached: boolean;
       durationMs: number;
     }
-  | { type: "tool_approval_requested"; turnId: string; agentId: string; roomId: string; at: number; tool: string }
-  | { type: "model_failover"; turnId: string; agentId: string; roomId: string; at: number; from: string; to: string; reason: string }
-  | { type: "provider_skipped"; turnId: string; agentId: string; roomId: string; at: number; provider: string; reason: string }
-  | { type: "evaluator_failed"; turnId: string; agentId: string; roomId: string; at: number; evaluator: string; reason: string }
-  | { type: "run_failed"; turnId: string; agentId: string; roomId: string; at: number; code: string; reason: string }
+  | {
+      type: "tool_approval_requested";
+      turnId: string;
+      agentId: string;
+      roomId: string;
+      at: number;
+      tool: string;
+    }
+  | {
+      type: "model_failover";
+      turnId: string;
+      agentId: string;
+      roomId: string;
+      at: number;
+      from: string;
+      to: string;
+      reason: string;
+    }
+  | {
+      type: "provider_skipped";
+      turnId: string;
+      agentId: string;
+      roomId: string;
+      at: number;
+      provider: string;
+      reason: string;
+    }
+  | {
+      type: "evaluator_failed";
+      turnId: string;
+      agentId: string;
+      roomId: string;
+      at: number;
+      evaluator: string;
+      reason: string;
+    }
+  | {
+      type: "run_failed";
+      turnId: string;
+      agentId: string;
+      roomId: string;
+      at: number;
+      code: string;
+      reason: string;
+    }
   | { type: "spend_not_recorded"; agentId: string; at: number; tokens: number; reason: string };
 
 export interface EventSink {

@@ -39,11 +39,13 @@ function scriptModel(model: ModelServer): void {
     const last = call.messages.at(-1);
     const asked = String(call.messages.findLast((m) => m.role === "user")?.content ?? "");
     if (last?.role === "tool" && /break/i.test(asked)) return { status: 400 };
-    if (last?.role === "tool") return { text: `In Paris it is now ${String(last.content).slice(0, 80)}. Anything else?` };
+    if (last?.role === "tool")
+      return { text: `In Paris it is now ${String(last.content).slice(0, 80)}. Anything else?` };
     if (/slow story/i.test(asked)) return { text: SLOW_STORY, chunkDelayMs: 60 };
     const echo = /echo: (.*)$/s.exec(asked);
     if (echo) return { text: echo[1]! };
-    if (/time/i.test(asked) && call.tools?.length) return { toolCalls: [{ name: "current_time", arguments: { timeZone: "Europe/Paris" } }] };
+    if (/time/i.test(asked) && call.tools?.length)
+      return { toolCalls: [{ name: "current_time", arguments: { timeZone: "Europe/Paris" } }] };
     return { text: "Hello from the stand-in model." };
   });
 }
@@ -68,7 +70,9 @@ async function step(name: string, run: () => Promise<void>): Promise<void> {
   } catch (error) {
     failed += 1;
     await failureShot?.().catch(() => undefined);
-    console.log(`  FAIL  ${name}\n        ${(error instanceof Error ? error.message : String(error)).split("\n").join("\n        ")}`);
+    console.log(
+      `  FAIL  ${name}\n        ${(error instanceof Error ? error.message : String(error)).split("\n").join("\n        ")}`,
+    );
   }
 }
 
@@ -100,7 +104,12 @@ async function main(): Promise<void> {
   let worker: BenchWorker | undefined;
   let browser: Browser | undefined;
   try {
-    worker = await startBenchWorker({ OPENAI_API_KEY: "e2e", OPENAI_BASE_URL: `${model.url}/v1`, MODEL: "e2e-model", ALLOW_LOOPBACK_FETCH: "true" });
+    worker = await startBenchWorker({
+      OPENAI_API_KEY: "e2e",
+      OPENAI_BASE_URL: `${model.url}/v1`,
+      MODEL: "e2e-model",
+      ALLOW_LOOPBACK_FETCH: "true",
+    });
     const { base, token } = worker;
     browser = await chromium.launch({
       executablePath: CHROMIUM,
@@ -109,7 +118,8 @@ async function main(): Promise<void> {
     const context = await browser.newContext({ viewport: DESKTOP });
     context.setDefaultTimeout(STEP_TIMEOUT_MS);
     const page = await context.newPage();
-    failureShot = () => page.screenshot({ path: `${ARTIFACTS}/playground-failure.png`, fullPage: true });
+    failureShot = () =>
+      page.screenshot({ path: `${ARTIFACTS}/playground-failure.png`, fullPage: true });
     const foreign: string[] = [];
     const pageErrors: string[] = [];
     const turnContentTypes: string[] = [];
@@ -117,32 +127,62 @@ async function main(): Promise<void> {
     let memoriesListed = 0;
     let deltaRenders = 0;
     page.on("request", (request) => {
-      if (!request.url().startsWith(base) && !request.url().startsWith("data:")) foreign.push(request.url());
+      if (!request.url().startsWith(base) && !request.url().startsWith("data:"))
+        foreign.push(request.url());
     });
     page.on("pageerror", (error) => pageErrors.push(error.message));
     page.on("response", (response) => {
-      if (response.request().method() === "POST" && /\/agents\/[^/]+\/messages$/.test(response.url())) {
+      if (
+        response.request().method() === "POST" &&
+        /\/agents\/[^/]+\/messages$/.test(response.url())
+      ) {
         turnContentTypes.push(response.headers()["content-type"] ?? "");
       }
     });
 
-    await step("serves the page, its script and stylesheet as static assets, with a content security policy", async () => {
-      for (const [path, type] of [["/", "text/html"], ["/playground.js", "javascript"], ["/playground.css", "text/css"]] as const) {
-        const response = await fetch(`${base}${path}`);
-        check(response.status === 200, `${path}: HTTP ${response.status}`);
-        check((response.headers.get("content-type") ?? "").includes(type), `${path}: content-type ${response.headers.get("content-type")}`);
-      }
-      const csp = (await fetch(`${base}/`)).headers.get("content-security-policy") ?? "";
-      check(csp.includes("script-src 'self'"), `no CSP on the page: "${csp}"`);
-      const api = await fetch(`${base}/agents`);
-      check(api.status === 401, `the API behind the assets still needs a token: HTTP ${api.status}`);
-      // Assets are served before the worker runs: a file named like a route would shadow it
-      // (public/health.html would answer /health, with html_handling's extension dropping).
-      const spec = (await (await fetch(`${base}/openapi.json`)).json()) as { paths: Record<string, unknown> };
-      const routeRoots = new Set(["docs", "openapi.json", "discord", "oauth", ...Object.keys(spec.paths).map((path) => path.split("/")[1]!)]);
-      const shadowing = readdirSync("public").filter((name) => routeRoots.has(name.replace(/\.html$/, "")));
-      check(shadowing.length === 0, `files in public/ shadow API routes: ${shadowing.join(", ")}`);
-    });
+    await step(
+      "serves the page, its script and stylesheet as static assets, with a content security policy",
+      async () => {
+        for (const [path, type] of [
+          ["/", "text/html"],
+          ["/playground.js", "javascript"],
+          ["/playground.css", "text/css"],
+        ] as const) {
+          const response = await fetch(`${base}${path}`);
+          check(response.status === 200, `${path}: HTTP ${response.status}`);
+          check(
+            (response.headers.get("content-type") ?? "").includes(type),
+            `${path}: content-type ${response.headers.get("content-type")}`,
+          );
+        }
+        const csp = (await fetch(`${base}/`)).headers.get("content-security-policy") ?? "";
+        check(csp.includes("script-src 'self'"), `no CSP on the page: "${csp}"`);
+        const api = await fetch(`${base}/agents`);
+        check(
+          api.status === 401,
+          `the API behind the assets still needs a token: HTTP ${api.status}`,
+        );
+        // Assets are served before the worker runs: a file named like a route would shadow it
+        // (public/health.html would answer /health, with html_handling's extension dropping).
+        const spec = (await (await fetch(`${base}/openapi.json`)).json()) as {
+          paths: Record<string, unknown>;
+        };
+        const routeRoots = new Set([
+          "docs",
+          "openapi.json",
+          "discord",
+          "oauth",
+          ...Object.keys(spec.paths).map((path) => path.split("/")[1]!),
+        ]);
+        const shadowing = readdirSync("public").filter((name) =>
+          routeRoots.has(name.replace(/\.html$/, "")),
+        );
+        check(
+          shadowing.length === 0,
+          `files in public/ shadow API routes: ${shadowing.join(", ")}`,
+        );
+      },
+    );
 
     await step("asks for a token and says clearly when the server refuses it", async () => {
       await page.goto(base);
@@ -150,93 +190,148 @@ async function main(): Promise<void> {
       await page.fill("#token", "not-the-token");
       await page.press("#token", "Enter");
       await page.locator("#token-status", { hasText: "refused" }).waitFor();
-      check(await page.locator("#workspace").isHidden(), "the workspace shows without a valid token");
+      check(
+        await page.locator("#workspace").isHidden(),
+        "the workspace shows without a valid token",
+      );
       check(await focused(page, "#token"), "focus did not go back to the token field");
     });
 
-    await step("signs in with the token, keeps it in this tab only and never shows it", async () => {
-      await page.fill("#token", token);
-      await page.click("#token-form button[type=submit]");
-      await page.locator("#workspace").waitFor({ state: "visible" });
-      await page.locator("#signed-in", { hasText: "Signed in" }).waitFor();
-      check(await page.locator("#token-form").isHidden(), "the token form stays open after signing in");
-      const stored = await inPage<{ session: string | null; local: number; cookie: string }>(
-        page,
-        `({ session: sessionStorage.getItem("edge-agents.token"), local: localStorage.length, cookie: document.cookie })`,
-      );
-      check(stored.session === token, "the token is not in sessionStorage");
-      check(stored.local === 0 && stored.cookie === "", "the token leaked into localStorage or a cookie");
-      check(!(await page.content()).includes(token), "the token is rendered on the page");
-      const unlabelled = await inPage<string[]>(page, `[...document.querySelectorAll("input, select, textarea")].filter((field) => field.labels.length === 0).map((field) => field.id)`);
-      check(unlabelled.length === 0, `fields without a label: ${unlabelled.join(", ")}`);
-    });
+    await step(
+      "signs in with the token, keeps it in this tab only and never shows it",
+      async () => {
+        await page.fill("#token", token);
+        await page.click("#token-form button[type=submit]");
+        await page.locator("#workspace").waitFor({ state: "visible" });
+        await page.locator("#signed-in", { hasText: "Signed in" }).waitFor();
+        check(
+          await page.locator("#token-form").isHidden(),
+          "the token form stays open after signing in",
+        );
+        const stored = await inPage<{ session: string | null; local: number; cookie: string }>(
+          page,
+          `({ session: sessionStorage.getItem("edge-agents.token"), local: localStorage.length, cookie: document.cookie })`,
+        );
+        check(stored.session === token, "the token is not in sessionStorage");
+        check(
+          stored.local === 0 && stored.cookie === "",
+          "the token leaked into localStorage or a cookie",
+        );
+        check(!(await page.content()).includes(token), "the token is rendered on the page");
+        const unlabelled = await inPage<string[]>(
+          page,
+          `[...document.querySelectorAll("input, select, textarea")].filter((field) => field.labels.length === 0).map((field) => field.id)`,
+        );
+        check(unlabelled.length === 0, `fields without a label: ${unlabelled.join(", ")}`);
+      },
+    );
 
     await step("moves through the chat with the keyboard in reading order", async () => {
       await page.focus("#user-id");
       const order: string[] = [];
       for (let i = 0; i < 5; i += 1) {
         await page.keyboard.press("Tab");
-        order.push(await inPage<string>(page, "document.activeElement.id || document.activeElement.textContent"));
+        order.push(
+          await inPage<string>(
+            page,
+            "document.activeElement.id || document.activeElement.textContent",
+          ),
+        );
       }
       const expected = ["room-id", "Open room", "log", "message", "send"];
-      check(order.join(",") === expected.join(","), `Tab went ${order.join(" → ")}, expected ${expected.join(" → ")}`);
+      check(
+        order.join(",") === expected.join(","),
+        `Tab went ${order.join(" → ")}, expected ${expected.join(" → ")}`,
+      );
     });
 
     await step("shows a character file's validation errors next to the field", async () => {
       // With no agents yet the page opens the form by itself.
-      if ((await page.locator("#create-agent[open]").count()) === 0) await page.locator("#create-agent summary").click();
-      await page.fill("#character", JSON.stringify({ bio: "no name", settings: { respond: { mode: "sometimes" } } }));
+      if ((await page.locator("#create-agent[open]").count()) === 0)
+        await page.locator("#create-agent summary").click();
+      await page.fill(
+        "#character",
+        JSON.stringify({ bio: "no name", settings: { respond: { mode: "sometimes" } } }),
+      );
       await page.click("#create-form button[type=submit]");
       await page.locator("#character-errors li").first().waitFor();
       const errors = await text(page, "#character-errors li");
       check(/name/.test(errors), `the missing name is not reported: ${errors}`);
-      check((await page.getAttribute("#character", "aria-invalid")) === "true", "the field is not marked invalid");
+      check(
+        (await page.getAttribute("#character", "aria-invalid")) === "true",
+        "the field is not marked invalid",
+      );
       await page.fill("#character", "{ not json");
       await page.click("#create-form button[type=submit]");
       await page.locator("#character-errors li", { hasText: "JSON" }).waitFor();
     });
 
-    await step("creates an agent from a pasted character and lists its built-in tools", async () => {
-      await page.fill("#character", JSON.stringify(CHARACTER, null, 2));
-      await page.click("#create-form button[type=submit]");
-      // The tools of the agent just selected arrive last.
-      await page.locator("#tools-summary", { hasText: "current_time" }).waitFor();
-      check((await page.locator("#agent-select").inputValue()) === AGENT_ID, `the new agent is not selected: ${await page.locator("#agent-select").inputValue()}`);
-      check((await page.locator("#character-errors li").count()) === 0, "errors left next to the field");
-    });
+    await step(
+      "creates an agent from a pasted character and lists its built-in tools",
+      async () => {
+        await page.fill("#character", JSON.stringify(CHARACTER, null, 2));
+        await page.click("#create-form button[type=submit]");
+        // The tools of the agent just selected arrive last.
+        await page.locator("#tools-summary", { hasText: "current_time" }).waitFor();
+        check(
+          (await page.locator("#agent-select").inputValue()) === AGENT_ID,
+          `the new agent is not selected: ${await page.locator("#agent-select").inputValue()}`,
+        );
+        check(
+          (await page.locator("#character-errors li").count()) === 0,
+          "errors left next to the field",
+        );
+      },
+    );
 
-    await step("sends a message with Enter and shows the reply, the tool call with its arguments and result", async () => {
-      // Counts each time a streaming reply's text changes: one per delta event rendered.
-      await inPage(
-        page,
-        `window.__deltaRenders = 0;
+    await step(
+      "sends a message with Enter and shows the reply, the tool call with its arguments and result",
+      async () => {
+        // Counts each time a streaming reply's text changes: one per delta event rendered.
+        await inPage(
+          page,
+          `window.__deltaRenders = 0;
         new MutationObserver((records) => {
           for (const record of records) if (record.target.classList?.contains("streaming")) window.__deltaRenders += 1;
         }).observe(document.getElementById("log"), { subtree: true, childList: true })`,
-      );
-      await page.fill("#message", "What time is it in Paris?");
-      await page.press("#message", "Enter");
-      const reply = page.locator("#log .msg.agent .text:not(.streaming)", { hasText: "In Paris it is now" });
-      await reply.waitFor();
-      const tool = page.locator("#log .msg.agent .tool").first();
-      check((await tool.locator("summary").textContent())?.includes("current_time"), "no current_time tool call shown");
-      const pres = await tool.locator("pre").allTextContents();
-      check(pres[0]?.includes("Europe/Paris"), `tool arguments not shown: ${pres[0]}`);
-      check(pres[1] && pres[1] !== "running…", `tool result not shown: ${pres[1]}`);
-      check((await tool.locator("summary .badge", { hasText: "ok" }).count()) === 1, "the tool result is not marked ok");
-      check(await focused(page, "#message"), "focus did not return to the message field");
-      deltaRenders = await inPage<number>(page, "window.__deltaRenders ?? 0");
-      const memories = page.locator("#log .msg.agent details.memories").first();
-      await memories.locator("summary").click();
-      memoriesListed = await memories.locator("li").count();
-    });
+        );
+        await page.fill("#message", "What time is it in Paris?");
+        await page.press("#message", "Enter");
+        const reply = page.locator("#log .msg.agent .text:not(.streaming)", {
+          hasText: "In Paris it is now",
+        });
+        await reply.waitFor();
+        const tool = page.locator("#log .msg.agent .tool").first();
+        check(
+          (await tool.locator("summary").textContent())?.includes("current_time"),
+          "no current_time tool call shown",
+        );
+        const pres = await tool.locator("pre").allTextContents();
+        check(pres[0]?.includes("Europe/Paris"), `tool arguments not shown: ${pres[0]}`);
+        check(pres[1] && pres[1] !== "running…", `tool result not shown: ${pres[1]}`);
+        check(
+          (await tool.locator("summary .badge", { hasText: "ok" }).count()) === 1,
+          "the tool result is not marked ok",
+        );
+        check(await focused(page, "#message"), "focus did not return to the message field");
+        deltaRenders = await inPage<number>(page, "window.__deltaRenders ?? 0");
+        const memories = page.locator("#log .msg.agent details.memories").first();
+        await memories.locator("summary").click();
+        memoriesListed = await memories.locator("li").count();
+      },
+    );
 
     await step("puts model text on the page as text, never as HTML", async () => {
       const payload = `<img src=x onerror="window.__xss=1"><b>bold</b>`;
       await page.fill("#message", `echo: ${payload}`);
       await page.press("#message", "Enter");
-      await page.locator("#log .msg.agent .text:not(.streaming)", { hasText: "<b>bold</b>" }).waitFor();
-      check((await inPage<number | null>(page, "window.__xss ?? null")) === null, "an onerror handler from model text ran");
+      await page
+        .locator("#log .msg.agent .text:not(.streaming)", { hasText: "<b>bold</b>" })
+        .waitFor();
+      check(
+        (await inPage<number | null>(page, "window.__xss ?? null")) === null,
+        "an onerror handler from model text ran",
+      );
       check((await page.locator("#log b, #log img").count()) === 0, "model text became elements");
     });
 
@@ -244,96 +339,145 @@ async function main(): Promise<void> {
       const before = turnContentTypes.length;
       const pattern = "**/agents/*/messages";
       // The same request asking for JSON only: the worker then answers with one JSON body.
-      await page.route(pattern, (route) => route.continue({ headers: { ...route.request().headers(), accept: "application/json" } }));
+      await page.route(pattern, (route) =>
+        route.continue({ headers: { ...route.request().headers(), accept: "application/json" } }),
+      );
       await page.fill("#message", "echo: answered in one piece");
       await page.press("#message", "Enter");
       const turn = page.locator("#log .msg.agent").last();
       await turn.locator(".text:not(.streaming)", { hasText: "answered in one piece" }).waitFor();
       await turn.locator(".small", { hasText: "completed" }).waitFor();
       // The JSON body lists the memories the turn used, as the stream's event does.
-      await turn.locator("details.memories:not([hidden]) summary", { hasText: "Memories used" }).waitFor();
+      await turn
+        .locator("details.memories:not([hidden]) summary", { hasText: "Memories used" })
+        .waitFor();
       await page.unroute(pattern);
       const types = turnContentTypes.splice(before);
-      check(types.length === 1 && types[0]!.includes("application/json"), `the turn was answered as ${types.join(", ")}, not JSON`);
+      check(
+        types.length === 1 && types[0]!.includes("application/json"),
+        `the turn was answered as ${types.join(", ")}, not JSON`,
+      );
     });
 
     if (failed === 0) await page.screenshot({ path: `${ARTIFACTS}/playground-chat.png` });
     // Counted before the reload: history does not carry what each turn retrieved.
     memoriesShown = await page.locator("#log .msg.agent details.memories:not([hidden])").count();
 
-    await step("shows a turn that fails after its stream began as an error in the conversation", async () => {
-      // The model calls current_time, then refuses the follow-up: the stream's `error` event.
-      await page.fill("#message", "What time is it? (then break)");
-      await page.press("#message", "Enter");
-      const failedTurn = page.locator("#log .msg.agent .text.error", { hasText: "The turn failed" });
-      await failedTurn.waitFor();
-      check((await failedTurn.textContent())?.includes("(model)"), `the error does not name its code: ${await failedTurn.textContent()}`);
-      check((await page.locator("#log .msg.agent").last().locator(".tool summary", { hasText: "current_time" }).count()) === 1, "the tool call before the failure is not shown");
-      await page.locator("#send:not([disabled])").waitFor();
-    });
+    await step(
+      "shows a turn that fails after its stream began as an error in the conversation",
+      async () => {
+        // The model calls current_time, then refuses the follow-up: the stream's `error` event.
+        await page.fill("#message", "What time is it? (then break)");
+        await page.press("#message", "Enter");
+        const failedTurn = page.locator("#log .msg.agent .text.error", {
+          hasText: "The turn failed",
+        });
+        await failedTurn.waitFor();
+        check(
+          (await failedTurn.textContent())?.includes("(model)"),
+          `the error does not name its code: ${await failedTurn.textContent()}`,
+        );
+        check(
+          (await page
+            .locator("#log .msg.agent")
+            .last()
+            .locator(".tool summary", { hasText: "current_time" })
+            .count()) === 1,
+          "the tool call before the failure is not shown",
+        );
+        await page.locator("#send:not([disabled])").waitFor();
+      },
+    );
 
-    await step("a reply left mid-stream by a reload is still stored and shows in the room's history", async () => {
-      await page.fill("#message", "Tell me a slow story");
-      await page.press("#message", "Enter");
-      await page.locator("#log .msg.agent .text.streaming", { hasText: "Once upon" }).waitFor();
-      await page.reload();
-      await page.locator("#workspace").waitFor({ state: "visible" });
-      // The page does not know a turn is still running: the user opens the room again until it shows.
-      const stored = page.locator("#log .msg.agent", { hasText: "the end." });
-      let shown = false;
-      for (let attempt = 0; attempt < 15 && !shown; attempt += 1) {
-        if (attempt > 0) await page.click("#room-form button[type=submit]");
-        shown = await stored.waitFor({ timeout: 1_000 }).then(() => true, () => false);
-      }
-      check(shown, "the interrupted reply never appeared in the room's history");
-    });
+    await step(
+      "a reply left mid-stream by a reload is still stored and shows in the room's history",
+      async () => {
+        await page.fill("#message", "Tell me a slow story");
+        await page.press("#message", "Enter");
+        await page.locator("#log .msg.agent .text.streaming", { hasText: "Once upon" }).waitFor();
+        await page.reload();
+        await page.locator("#workspace").waitFor({ state: "visible" });
+        // The page does not know a turn is still running: the user opens the room again until it shows.
+        const stored = page.locator("#log .msg.agent", { hasText: "the end." });
+        let shown = false;
+        for (let attempt = 0; attempt < 15 && !shown; attempt += 1) {
+          if (attempt > 0) await page.click("#room-form button[type=submit]");
+          shown = await stored.waitFor({ timeout: 1_000 }).then(
+            () => true,
+            () => false,
+          );
+        }
+        check(shown, "the interrupted reply never appeared in the room's history");
+      },
+    );
 
-    await step("reloads the room's history after a page reload, signed in from the tab's storage", async () => {
-      await page.reload();
-      await page.locator("#workspace").waitFor({ state: "visible" });
-      await page.locator("#log .msg.user", { hasText: "What time is it in Paris?" }).waitFor();
-      await page.locator("#log .msg.agent", { hasText: "In Paris it is now" }).waitFor();
-    });
+    await step(
+      "reloads the room's history after a page reload, signed in from the tab's storage",
+      async () => {
+        await page.reload();
+        await page.locator("#workspace").waitFor({ state: "visible" });
+        await page.locator("#log .msg.user", { hasText: "What time is it in Paris?" }).waitFor();
+        await page.locator("#log .msg.agent", { hasText: "In Paris it is now" }).waitFor();
+      },
+    );
 
-    await step("shows MCP servers with their state and connects an OAuth one through its consent link", async () => {
-      for (const server of [{ name: "plain", url: peers.plainUrl }, { name: "vault", url: peers.oauthUrl, auth: { type: "oauth" } }]) {
-        const added = await worker!.call("POST", `/agents/${AGENT_ID}/tools`, server);
-        check(added.status === 201, `adding ${server.name}: HTTP ${added.status} ${await added.text()}`);
-      }
-      await page.click("#tools-refresh");
-      await page.locator("#servers .card", { hasText: "plain" }).locator(".badge.state-ready").waitFor();
-      const vault = page.locator("#servers .card", { hasText: "vault" });
-      await vault.locator(".badge.state-authenticating").waitFor();
-      // The peer's authorization server consents at once and redirects to /oauth/callback.
-      const consent = page.context().waitForEvent("page");
-      await vault.locator("button, a.button", { hasText: "Connect" }).first().click();
-      const tab = await consent;
-      await tab.waitForLoadState("load");
-      await tab.close();
-      await page.click("#tools-refresh");
-      await vault.locator(".badge.state-ready").waitFor();
-      await page.locator("#tools-summary", { hasText: "plain__echo" }).waitFor();
-    });
+    await step(
+      "shows MCP servers with their state and connects an OAuth one through its consent link",
+      async () => {
+        for (const server of [
+          { name: "plain", url: peers.plainUrl },
+          { name: "vault", url: peers.oauthUrl, auth: { type: "oauth" } },
+        ]) {
+          const added = await worker!.call("POST", `/agents/${AGENT_ID}/tools`, server);
+          check(
+            added.status === 201,
+            `adding ${server.name}: HTTP ${added.status} ${await added.text()}`,
+          );
+        }
+        await page.click("#tools-refresh");
+        await page
+          .locator("#servers .card", { hasText: "plain" })
+          .locator(".badge.state-ready")
+          .waitFor();
+        const vault = page.locator("#servers .card", { hasText: "vault" });
+        await vault.locator(".badge.state-authenticating").waitFor();
+        // The peer's authorization server consents at once and redirects to /oauth/callback.
+        const consent = page.context().waitForEvent("page");
+        await vault.locator("button, a.button", { hasText: "Connect" }).first().click();
+        const tab = await consent;
+        await tab.waitForLoadState("load");
+        await tab.close();
+        await page.click("#tools-refresh");
+        await vault.locator(".badge.state-ready").waitFor();
+        await page.locator("#tools-summary", { hasText: "plain__echo" }).waitFor();
+      },
+    );
 
-    await step("adds an MCP server from the form, explains a refused one, and removes it on a second click", async () => {
-      await page.locator("#add-server summary").click();
-      await page.fill("#server-name", "echo2");
-      await page.fill("#server-url", "ftp://example.com/mcp");
-      await page.click("#server-form button[type=submit]");
-      await page.locator("#server-errors li", { hasText: "must be an http(s) URL" }).waitFor();
-      await page.fill("#server-url", peers.plainUrl);
-      await page.click("#server-form button[type=submit]");
-      const card = page.locator("#servers .card", { hasText: "echo2" });
-      await card.locator(".badge.state-ready").waitFor();
-      await page.locator("#tools-summary", { hasText: "echo2__echo" }).waitFor();
-      const remove = card.locator("button.card-action");
-      await remove.click();
-      await card.locator("button.card-action", { hasText: "Really remove?" }).waitFor();
-      check((await card.count()) === 1, "one click already removed the server");
-      await remove.click();
-      await card.waitFor({ state: "detached" });
-      check(!((await page.locator("#tools-summary").textContent()) ?? "").includes("echo2__"), "the removed server's tools are still listed");
-    });
+    await step(
+      "adds an MCP server from the form, explains a refused one, and removes it on a second click",
+      async () => {
+        await page.locator("#add-server summary").click();
+        await page.fill("#server-name", "echo2");
+        await page.fill("#server-url", "ftp://example.com/mcp");
+        await page.click("#server-form button[type=submit]");
+        await page.locator("#server-errors li", { hasText: "must be an http(s) URL" }).waitFor();
+        await page.fill("#server-url", peers.plainUrl);
+        await page.click("#server-form button[type=submit]");
+        const card = page.locator("#servers .card", { hasText: "echo2" });
+        await card.locator(".badge.state-ready").waitFor();
+        await page.locator("#tools-summary", { hasText: "echo2__echo" }).waitFor();
+        const remove = card.locator("button.card-action");
+        await remove.click();
+        await card.locator("button.card-action", { hasText: "Really remove?" }).waitFor();
+        check((await card.count()) === 1, "one click already removed the server");
+        await remove.click();
+        await card.waitFor({ state: "detached" });
+        check(
+          !((await page.locator("#tools-summary").textContent()) ?? "").includes("echo2__"),
+          "the removed server's tools are still listed",
+        );
+      },
+    );
 
     await step("searches and browses the agent's memories", async () => {
       await page.fill("#memory-query", "tomatoes balcony");
@@ -362,21 +506,38 @@ async function main(): Promise<void> {
       await page.locator("#memory-status", { hasText: "Forgot 1 memory" }).waitFor();
       await page.press("#memory-query", "Enter");
       await page.locator("#memory-status", { hasText: "found for" }).waitFor();
-      check((await page.locator("#memories .card", { hasText: "Ada grows tomatoes" }).count()) === 0, "the forgotten memory is still found");
+      check(
+        (await page.locator("#memories .card", { hasText: "Ada grows tomatoes" }).count()) === 0,
+        "the forgotten memory is still found",
+      );
     });
 
     await step("fits a 390 px phone screen without sideways scrolling", async () => {
       await page.setViewportSize(PHONE);
-      const overflow = await inPage<number>(page, "document.documentElement.scrollWidth - window.innerWidth");
+      const overflow = await inPage<number>(
+        page,
+        "document.documentElement.scrollWidth - window.innerWidth",
+      );
       check(overflow <= 0, `the page is ${overflow}px wider than the screen`);
-      const tops = await Promise.all(["#agent-panel", "#chat-panel", "#memory-panel", "#tools-panel"].map(async (id) => (await page.locator(id).boundingBox())?.y ?? -1));
-      check(tops.every((top, i) => i === 0 || top > tops[i - 1]!), `panels are not in one column in reading order: ${tops.join(", ")}`);
+      const tops = await Promise.all(
+        ["#agent-panel", "#chat-panel", "#memory-panel", "#tools-panel"].map(
+          async (id) => (await page.locator(id).boundingBox())?.y ?? -1,
+        ),
+      );
+      check(
+        tops.every((top, i) => i === 0 || top > tops[i - 1]!),
+        `panels are not in one column in reading order: ${tops.join(", ")}`,
+      );
       await page.screenshot({ path: `${ARTIFACTS}/playground-phone.png`, fullPage: true });
       await page.setViewportSize(DESKTOP);
     });
 
     await step("deletes an agent only once its id is typed, and lists it no more", async () => {
-      const created = await worker!.call("POST", "/agents", { id: "doomed-e2e", name: "Doomed", bio: ["Short-lived."] });
+      const created = await worker!.call("POST", "/agents", {
+        id: "doomed-e2e",
+        name: "Doomed",
+        bio: ["Short-lived."],
+      });
       check(created.status === 201, `creating the agent to delete: HTTP ${created.status}`);
       await page.click("#agents-refresh");
       await page.locator("#agent-select option[value='doomed-e2e']").waitFor({ state: "attached" });
@@ -385,17 +546,30 @@ async function main(): Promise<void> {
       await page.fill("#delete-confirm", "doomed");
       await page.click("#delete-form button[type=submit]");
       await page.locator("#delete-status", { hasText: "Type doomed-e2e exactly" }).waitFor();
-      check((await worker!.call("GET", "/agents/doomed-e2e")).status === 200, "the agent was deleted without its id typed");
+      check(
+        (await worker!.call("GET", "/agents/doomed-e2e")).status === 200,
+        "the agent was deleted without its id typed",
+      );
       await page.fill("#delete-confirm", "doomed-e2e");
       await page.click("#delete-form button[type=submit]");
       await page.locator("#agent-status", { hasText: "Deleted agent doomed-e2e" }).waitFor();
-      check((await page.locator("#agent-select option[value='doomed-e2e']").count()) === 0, "the deleted agent is still listed");
-      check((await worker!.call("GET", "/agents/doomed-e2e")).status === 404, "the agent still exists");
+      check(
+        (await page.locator("#agent-select option[value='doomed-e2e']").count()) === 0,
+        "the deleted agent is still listed",
+      );
+      check(
+        (await worker!.call("GET", "/agents/doomed-e2e")).status === 404,
+        "the agent still exists",
+      );
       await page.selectOption("#agent-select", AGENT_ID);
     });
 
     await step("says in words when a token lacks the scope for an action", async () => {
-      const minted = await worker!.call("POST", "/auth/tokens", { name: "e2e-reader", scopes: ["agents:read"], expiresInSeconds: 600 });
+      const minted = await worker!.call("POST", "/auth/tokens", {
+        name: "e2e-reader",
+        scopes: ["agents:read"],
+        expiresInSeconds: 600,
+      });
       check(minted.status === 201, `minting a read-only token: HTTP ${minted.status}`);
       const { token: reader } = (await minted.json()) as { token: string };
       const tab = await context.newPage();
@@ -405,39 +579,66 @@ async function main(): Promise<void> {
       await tab.fill("#token", reader);
       await tab.press("#token", "Enter");
       await tab.locator("#signed-in").waitFor();
-      if ((await tab.locator("#create-agent[open]").count()) === 0) await tab.locator("#create-agent summary").click();
+      if ((await tab.locator("#create-agent[open]").count()) === 0)
+        await tab.locator("#create-agent summary").click();
       await tab.fill("#character", JSON.stringify({ name: "Nope", bio: ["Never created."] }));
       await tab.click("#create-form button[type=submit]");
       const refusal = tab.locator("#character-errors li", { hasText: "may not do that" });
       await refusal.waitFor();
-      check((await refusal.textContent())?.includes("agents:write"), `the refusal does not name the missing scope: ${await refusal.textContent()}`);
+      check(
+        (await refusal.textContent())?.includes("agents:write"),
+        `the refusal does not name the missing scope: ${await refusal.textContent()}`,
+      );
       check(!(await tab.content()).includes(reader), "the token is rendered on the page");
       await tab.close();
     });
 
-    await step("renders /openapi.json at /docs with Swagger UI from the worker itself", async () => {
-      const docs = await context.newPage();
-      await docs.goto(`${base}/docs`);
-      await docs.locator(".swagger-ui .opblock").nth(10).waitFor();
-      check((await docs.locator(".swagger-ui .opblock-summary-path", { hasText: "/agents/{agentId}/messages" }).count()) > 0, "the messages operation is missing");
-      await docs.screenshot({ path: `${ARTIFACTS}/docs.png` });
-      await docs.close();
-    });
+    await step(
+      "renders /openapi.json at /docs with Swagger UI from the worker itself",
+      async () => {
+        const docs = await context.newPage();
+        await docs.goto(`${base}/docs`);
+        await docs.locator(".swagger-ui .opblock").nth(10).waitFor();
+        check(
+          (await docs
+            .locator(".swagger-ui .opblock-summary-path", { hasText: "/agents/{agentId}/messages" })
+            .count()) > 0,
+          "the messages operation is missing",
+        );
+        await docs.screenshot({ path: `${ARTIFACTS}/docs.png` });
+        await docs.close();
+      },
+    );
 
     await step("loaded nothing from other hosts and raised no script errors", async () => {
       check(foreign.length === 0, `requests to other hosts: ${foreign.join(", ")}`);
       check(pageErrors.length === 0, `page errors: ${pageErrors.join("; ")}`);
     });
 
-    await step("streamed every reply as server-sent events and showed the memories each turn used", async () => {
-      check(turnContentTypes.length >= 2, `only ${turnContentTypes.length} turns seen`);
-      const notStreamed = turnContentTypes.filter((type) => !type.includes("text/event-stream"));
-      check(notStreamed.length === 0, `turns answered as ${notStreamed.join(", ")}, not streamed (the page rendered them from JSON)`);
-      check(memoriesShown >= 2, `memories used were shown for ${memoriesShown} of ${turnContentTypes.length} turns`);
-      check(memoriesListed >= 1, "the first turn listed no memory (the agent's lore should be retrieved)");
-      // The stand-in streams the answer a word at a time, 15 ms apart: the page showed it growing.
-      check(deltaRenders >= 5, `the reply was rendered ${deltaRenders} times while streaming, not word by word`);
-    });
+    await step(
+      "streamed every reply as server-sent events and showed the memories each turn used",
+      async () => {
+        check(turnContentTypes.length >= 2, `only ${turnContentTypes.length} turns seen`);
+        const notStreamed = turnContentTypes.filter((type) => !type.includes("text/event-stream"));
+        check(
+          notStreamed.length === 0,
+          `turns answered as ${notStreamed.join(", ")}, not streamed (the page rendered them from JSON)`,
+        );
+        check(
+          memoriesShown >= 2,
+          `memories used were shown for ${memoriesShown} of ${turnContentTypes.length} turns`,
+        );
+        check(
+          memoriesListed >= 1,
+          "the first turn listed no memory (the agent's lore should be retrieved)",
+        );
+        // The stand-in streams the answer a word at a time, 15 ms apart: the page showed it growing.
+        check(
+          deltaRenders >= 5,
+          `the reply was rendered ${deltaRenders} times while streaming, not word by word`,
+        );
+      },
+    );
   } catch (error) {
     failed += 1;
     console.log(`  FAIL  setup: ${error instanceof Error ? error.stack : String(error)}`);

@@ -13,7 +13,11 @@ export interface ApiOptions {
   token?: string | null;
 }
 
-export async function api(method: string, path: string, options: ApiOptions = {}): Promise<Response> {
+export async function api(
+  method: string,
+  path: string,
+  options: ApiOptions = {},
+): Promise<Response> {
   const headers: Record<string, string> = { ...options.headers };
   if (options.token !== null) headers.authorization = `Bearer ${options.token ?? ADMIN_TOKEN}`;
   let body: string | FormData | undefined;
@@ -24,7 +28,9 @@ export async function api(method: string, path: string, options: ApiOptions = {}
     body = typeof options.body === "string" ? options.body : JSON.stringify(options.body);
     headers["content-type"] ??= "application/json";
   }
-  return exports.default.fetch(new Request(`https://agents.test${path}`, { method, headers, body }));
+  return exports.default.fetch(
+    new Request(`https://agents.test${path}`, { method, headers, body }),
+  );
 }
 
 export async function json<T = Record<string, unknown>>(response: Response): Promise<T> {
@@ -53,8 +59,15 @@ export async function createTestAgent(overrides: Record<string, unknown> = {}): 
   agentCounter += 1;
   const id = `agent-${Date.now().toString(36)}-${agentCounter}`;
   const response = await api("POST", "/agents", {
-    body: { id, name: "Testa", bio: ["A test agent."], system: "You are Testa, a test agent.", ...overrides },
+    body: {
+      id,
+      name: "Testa",
+      bio: ["A test agent."],
+      system: "You are Testa, a test agent.",
+      ...overrides,
+    },
   });
-  if (response.status !== 201) throw new Error(`creating a test agent failed: ${response.status} ${await response.text()}`);
+  if (response.status !== 201)
+    throw new Error(`creating a test agent failed: ${response.status} ${await response.text()}`);
   return id;
 }

@@ -3,8 +3,19 @@
 import { env } from "cloudflare:workers";
 import type { Env } from "../../src/env.ts";
 
-export type RequiredBindings = Pick<Env, "DB" | "ROOMS" | "LIMITS" | "TASKS" | "PUBLISHER" | "SCHEMA" | "MEDIA">;
+export type RequiredBindings = Pick<
+  Env,
+  "DB" | "ROOMS" | "LIMITS" | "TASKS" | "PUBLISHER" | "SCHEMA" | "MEDIA"
+>;
 
 export function requiredBindings(): RequiredBindings {
-  return { DB: env.DB, ROOMS: env.ROOMS, LIMITS: env.LIMITS, TASKS: env.TASKS, PUBLISHER: env.PUBLISHER, SCHEMA: env.SCHEMA, MEDIA: env.MEDIA };
+  return {
+    DB: env.DB,
+    ROOMS: env.ROOMS,
+    LIMITS: env.LIMITS,
+    TASKS: env.TASKS,
+    PUBLISHER: env.PUBLISHER,
+    SCHEMA: env.SCHEMA,
+    MEDIA: env.MEDIA,
+  };
 }

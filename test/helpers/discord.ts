@@ -60,12 +60,23 @@ export async function sign(body: string | Uint8Array, timestamp: string): Promis
   return hex(await crypto.subtle.sign({ name: "Ed25519" }, await privateKey, message));
 }
 
-export async function post(body: string, options: { timestamp?: string; signature?: string | null; tamper?: (s: string) => string } = {}) {
+export async function post(
+  body: string,
+  options: { timestamp?: string; signature?: string | null; tamper?: (s: string) => string } = {},
+) {
   const timestamp = options.timestamp ?? String(Math.floor(Date.now() / 1000));
-  const signature = options.signature === undefined ? await sign(body, timestamp) : options.signature;
-  const headers: Record<string, string> = { "content-type": "application/json", "x-signature-timestamp": timestamp };
+  const signature =
+    options.signature === undefined ? await sign(body, timestamp) : options.signature;
+  const headers: Record<string, string> = {
+    "content-type": "application/json",
+    "x-signature-timestamp": timestamp,
+  };
   if (signature !== null) headers["x-signature-ed25519"] = signature;
-  return api("POST", "/discord/interactions", { token: null, headers, body: options.tamper ? options.tamper(body) : body });
+  return api("POST", "/discord/interactions", {
+    token: null,
+    headers,
+    body: options.tamper ? options.tamper(body) : body,
+  });
 }
 
 export function snowflake(): string {
@@ -90,14 +101,24 @@ export function command(name: string, o: CommandOptions = {}) {
     token: `tok-${snowflake()}`,
     guild_id: "900000000000000001",
     channel_id: o.channel ?? "800000000000000001",
-    member: { user: { id: o.user ?? "700000000000000001", username: "dana", global_name: "Dana" }, permissions: o.permissions ?? "32" },
+    member: {
+      user: { id: o.user ?? "700000000000000001", username: "dana", global_name: "Dana" },
+      permissions: o.permissions ?? "32",
+    },
     data: { name, options: o.options ?? [] },
   });
 }
 
-export async function useAgentIn(channel: string, settings: Record<string, unknown> = {}): Promise<string> {
-  const agentId = await createTestAgent({ settings: { memory: { factsEvery: 1000 }, ...settings } });
-  const response = await post(command("agent", { channel, options: [{ name: "name", type: 3, value: agentId }] }));
+export async function useAgentIn(
+  channel: string,
+  settings: Record<string, unknown> = {},
+): Promise<string> {
+  const agentId = await createTestAgent({
+    settings: { memory: { factsEvery: 1000 }, ...settings },
+  });
+  const response = await post(
+    command("agent", { channel, options: [{ name: "name", type: 3, value: agentId }] }),
+  );
   expect(response.status).toBe(200);
   return agentId;
 }
@@ -105,16 +126,23 @@ export async function useAgentIn(channel: string, settings: Record<string, unkno
 export const chat = (channel: string, text: string, extra: CommandOptions = {}) =>
   command("chat", { channel, ...extra, options: [{ name: "message", type: 3, value: text }] });
 
-
 /** A click on a message button, by `user`, with its own fresh interaction token. */
-export function click(channel: string, user: string, customId: string, token = `tok-${snowflake()}`) {
+export function click(
+  channel: string,
+  user: string,
+  customId: string,
+  token = `tok-${snowflake()}`,
+) {
   return JSON.stringify({
     id: snowflake(),
     application_id: APP_ID,
     type: 3,
     token,
     channel_id: channel,
-    member: { user: { id: user, username: `user${user.slice(-4)}`, global_name: `User ${user.slice(-4)}` }, permissions: "0" },
+    member: {
+      user: { id: user, username: `user${user.slice(-4)}`, global_name: `User ${user.slice(-4)}` },
+      permissions: "0",
+    },
     data: { custom_id: customId, component_type: 2 },
   });
 }
@@ -134,7 +162,11 @@ export function dm(name: string, o: DirectMessageOptions) {
     type: o.type ?? 2,
     token: `tok-${snowflake()}`,
     channel_id: o.channel,
-    user: { id: o.user, username: `user${o.user.slice(-4)}`, global_name: `User ${o.user.slice(-4)}` },
+    user: {
+      id: o.user,
+      username: `user${o.user.slice(-4)}`,
+      global_name: `User ${o.user.slice(-4)}`,
+    },
     data: { name, options: o.options ?? [] },
   });
 }

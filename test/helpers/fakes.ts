@@ -2,7 +2,16 @@
 // bindings: a memory store, a fixed clock, an event recorder and a scripted chat model.
 import type { Character } from "../../src/runtime/character.ts";
 import { parseCharacter } from "../../src/characters/parse-character.ts";
-import type { ChatModel, ChatRequest, ChatResponse, Clock, EventSink, Memory, MemoryStore, RuntimeEvent } from "../../src/runtime/types.ts";
+import type {
+  ChatModel,
+  ChatRequest,
+  ChatResponse,
+  Clock,
+  EventSink,
+  Memory,
+  MemoryStore,
+  RuntimeEvent,
+} from "../../src/runtime/types.ts";
 import type { TurnInput } from "../../src/runtime/turn-types.ts";
 
 export class FakeMemoryStore implements MemoryStore {
@@ -13,32 +22,57 @@ export class FakeMemoryStore implements MemoryStore {
   }
   async saveMemory(memory: Memory) {
     // Ids are unique per agent, as in D1 (migration 0013).
-    if (!this.memories.some((m) => m.agentId === memory.agentId && m.id === memory.id)) this.memories.push(memory);
+    if (!this.memories.some((m) => m.agentId === memory.agentId && m.id === memory.id))
+      this.memories.push(memory);
   }
-  async recentMessages(query: { agentId: string; roomId: string; limit: number; beforeMs?: number }) {
+  async recentMessages(query: {
+    agentId: string;
+    roomId: string;
+    limit: number;
+    beforeMs?: number;
+  }) {
     return this.memories
-      .filter((m) => m.type === "message" && m.agentId === query.agentId && m.roomId === query.roomId)
+      .filter(
+        (m) => m.type === "message" && m.agentId === query.agentId && m.roomId === query.roomId,
+      )
       .filter((m) => query.beforeMs === undefined || m.createdAt < query.beforeMs)
       .sort((a, b) => b.createdAt - a.createdAt)
       .slice(0, query.limit);
   }
   async recordInteraction(input: { agentId: string; userId: string; turnId: string }) {
-    if (!this.interactions.some((i) => i.turnId === input.turnId && i.userId === input.userId)) this.interactions.push(input);
-    return this.interactions.filter((i) => i.agentId === input.agentId && i.userId === input.userId).length;
+    if (!this.interactions.some((i) => i.turnId === input.turnId && i.userId === input.userId))
+      this.interactions.push(input);
+    return this.interactions.filter((i) => i.agentId === input.agentId && i.userId === input.userId)
+      .length;
   }
   async upsertMemory(memory: Memory) {
-    const index = this.memories.findIndex((m) => m.agentId === memory.agentId && m.id === memory.id);
+    const index = this.memories.findIndex(
+      (m) => m.agentId === memory.agentId && m.id === memory.id,
+    );
     if (index >= 0) this.memories[index] = memory;
     else this.memories.push(memory);
   }
-  async roomMessagesAfter(query: { agentId: string; roomId: string; afterMs: number; limit: number }) {
+  async roomMessagesAfter(query: {
+    agentId: string;
+    roomId: string;
+    afterMs: number;
+    limit: number;
+  }) {
     return this.memories
-      .filter((m) => m.type === "message" && m.agentId === query.agentId && m.roomId === query.roomId && m.createdAt > query.afterMs)
+      .filter(
+        (m) =>
+          m.type === "message" &&
+          m.agentId === query.agentId &&
+          m.roomId === query.roomId &&
+          m.createdAt > query.afterMs,
+      )
       .sort((a, b) => a.createdAt - b.createdAt)
       .slice(0, query.limit);
   }
   async latestSummary(query: { agentId: string; roomId: string }) {
-    const summaries = this.memories.filter((m) => m.type === "summary" && m.agentId === query.agentId && m.roomId === query.roomId);
+    const summaries = this.memories.filter(
+      (m) => m.type === "summary" && m.agentId === query.agentId && m.roomId === query.roomId,
+    );
     return summaries.sort((a, b) => b.createdAt - a.createdAt)[0] ?? null;
   }
 }
@@ -53,7 +87,13 @@ export function eventRecorder(): EventSink & { events: RuntimeEvent[] } {
   return { events, emit: (event) => events.push(event) };
 }
 
-export function scriptedModel(replies: (ChatResponse | Error | ((request: ChatRequest) => ChatResponse | Promise<ChatResponse>))[]): ChatModel & { requests: ChatRequest[] } {
+export function scriptedModel(
+  replies: (
+    | ChatResponse
+    | Error
+    | ((request: ChatRequest) => ChatResponse | Promise<ChatResponse>)
+  )[],
+): ChatModel & { requests: ChatRequest[] } {
   const requests: ChatRequest[] = [];
   return {
     backend: "openai",
@@ -69,7 +109,13 @@ export function scriptedModel(replies: (ChatResponse | Error | ((request: ChatRe
 }
 
 export function textReply(text: string, model = "m"): ChatResponse {
-  return { model, text, toolCalls: [], usage: { promptTokens: 10, completionTokens: 2 }, finishReason: "stop" };
+  return {
+    model,
+    text,
+    toolCalls: [],
+    usage: { promptTokens: 10, completionTokens: 2 },
+    finishReason: "stop",
+  };
 }
 
 export function character(overrides: Record<string, unknown> = {}): Character {

@@ -4,7 +4,18 @@
 // Content-Type, Idempotency-Key, body, or for Discord's webhook the signature and its timestamp.
 import fc from "fast-check";
 import { APP_ID } from "./discord.ts";
-import { deepJsonText, HUGE_LENGTHS, malformedJson, mutate, mutation, oddString, schemaValue, withDeepField, type JsonSchema, type ValueContext } from "./fuzz-values.ts";
+import {
+  deepJsonText,
+  HUGE_LENGTHS,
+  malformedJson,
+  mutate,
+  mutation,
+  oddString,
+  schemaValue,
+  withDeepField,
+  type JsonSchema,
+  type ValueContext,
+} from "./fuzz-values.ts";
 
 interface OpenApiParameter {
   name: string;
@@ -43,16 +54,29 @@ export function fuzzRoutes(doc: OpenApiDocument): FuzzRoute[] {
   const routes: FuzzRoute[] = [];
   for (const [path, operations] of Object.entries(doc.paths)) {
     for (const [method, operation] of Object.entries(operations)) {
-      routes.push({ method: method.toUpperCase(), path, params: operation.parameters ?? [], body: operation.requestBody?.content?.["application/json"]?.schema });
+      routes.push({
+        method: method.toUpperCase(),
+        path,
+        params: operation.parameters ?? [],
+        body: operation.requestBody?.content?.["application/json"]?.schema,
+      });
     }
   }
   for (const extra of UNDOCUMENTED_ROUTES) {
-    if (!routes.some((route) => route.method === extra.method && route.path === extra.path)) routes.push(extra);
+    if (!routes.some((route) => route.method === extra.method && route.path === extra.path))
+      routes.push(extra);
   }
   return routes;
 }
 
-export type SignatureMode = "valid" | "absent" | "other-body" | "other-timestamp" | "truncated" | "random" | "garbage";
+export type SignatureMode =
+  | "valid"
+  | "absent"
+  | "other-body"
+  | "other-timestamp"
+  | "truncated"
+  | "random"
+  | "garbage";
 export type TimestampMode = "now" | "absent" | "stale" | "future" | "raw";
 
 /** How to sign a Discord request; the signature itself is computed when it is sent. */
@@ -84,7 +108,9 @@ export interface RequestContext extends ValueContext {
 }
 
 export function fuzzRequest(routes: FuzzRoute[], ctx: RequestContext): fc.Arbitrary<FuzzRequest> {
-  return fc.oneof(...routes.map((route) => ({ weight: routeWeight(route), arbitrary: routeRequest(route, ctx) })));
+  return fc.oneof(
+    ...routes.map((route) => ({ weight: routeWeight(route), arbitrary: routeRequest(route, ctx) })),
+  );
 }
 
 /** The routes' weights added up: a route of weight 1 gets about runs / total of the requests. */
@@ -102,18 +128,41 @@ function routeRequest(route: FuzzRoute, ctx: RequestContext): fc.Arbitrary<FuzzR
   const pathParams = route.params.filter((p) => p.in === "path");
   const query = route.params.filter((p) => p.in === "query");
   const segments = fc.tuple(...pathParams.map((p) => pathParam(p, ctx)));
-  const base = route.body ? schemaValue(route.body, ctx) : route.signed ? interaction(ctx) : fc.jsonValue({ maxDepth: 2 });
+  const base = route.body
+    ? schemaValue(route.body, ctx)
+    : route.signed
+      ? interaction(ctx)
+      : fc.jsonValue({ maxDepth: 2 });
   const headers = fc.record({
-    authorization: route.signed ? fc.option(authorization(ctx.adminToken), { freq: 2, nil: undefined }) : authorization(ctx.adminToken),
+    authorization: route.signed
+      ? fc.option(authorization(ctx.adminToken), { freq: 2, nil: undefined })
+      : authorization(ctx.adminToken),
     "content-type": contentType,
     "idempotency-key": fc.option(idempotencyKey, { freq: 2, nil: undefined }),
-    extra: fc.option(fc.constantFrom(["accept", "text/html"], ["x-http-method-override", "DELETE"], ["origin", "https://evil.test"], ["cookie", "a=b"]), { nil: undefined }),
+    extra: fc.option(
+      fc.constantFrom(
+        ["accept", "text/html"],
+        ["x-http-method-override", "DELETE"],
+        ["origin", "https://evil.test"],
+        ["cookie", "a=b"],
+      ),
+      { nil: undefined },
+    ),
   });
   return fc
     .record({
-      method: fc.oneof({ weight: 8, arbitrary: fc.constant(route.method) }, { weight: 1, arbitrary: fc.constantFrom(...METHODS) }),
+      method: fc.oneof(
+        { weight: 8, arbitrary: fc.constant(route.method) },
+        { weight: 1, arbitrary: fc.constantFrom(...METHODS) },
+      ),
       segments,
-      pathTweak: fc.oneof({ weight: 12, arbitrary: fc.constant("") }, { weight: 1, arbitrary: fc.constantFrom("/", "//", "/x", "%2F", ";x", ".json", "?", "#x", "UPPER") }),
+      pathTweak: fc.oneof(
+        { weight: 12, arbitrary: fc.constant("") },
+        {
+          weight: 1,
+          arbitrary: fc.constantFrom("/", "//", "/x", "%2F", ";x", ".json", "?", "#x", "UPPER"),
+        },
+      ),
       query: queryString(query, ctx),
       headers,
       body: requestBody(base),
@@ -142,7 +191,12 @@ function routeRequest(route: FuzzRoute, ctx: RequestContext): fc.Arbitrary<FuzzR
 
 /** For fast-check's failure report: the request without megabytes of body. */
 export function describeRequest(r: FuzzRequest): string {
-  const body = r.body === undefined ? "(none)" : typeof r.body === "string" ? JSON.stringify(r.body.slice(0, 300)) : `bytes[${r.body.join(",").slice(0, 300)}]`;
+  const body =
+    r.body === undefined
+      ? "(none)"
+      : typeof r.body === "string"
+        ? JSON.stringify(r.body.slice(0, 300))
+        : `bytes[${r.body.join(",").slice(0, 300)}]`;
   const size = r.body === undefined ? 0 : r.body.length;
   return `${r.method} ${r.target.slice(0, 300)} (route ${r.route}) headers=${JSON.stringify(r.headers).slice(0, 400)} discord=${JSON.stringify(r.discord)} body(${size})=${body}`;
 }
@@ -150,10 +204,25 @@ export function describeRequest(r: FuzzRequest): string {
 function requestBody(base: fc.Arbitrary<unknown>): fc.Arbitrary<string | Uint8Array | undefined> {
   return fc.oneof(
     // One broken field (sometimes two), so the rest of the body gets past the validator too.
-    { weight: 12, arbitrary: fc.tuple(base, fc.oneof({ weight: 3, arbitrary: fc.tuple(mutation) }, fc.tuple(mutation, mutation))).map(([value, ms]) => JSON.stringify(mutate(value, ms)) ?? "") },
+    {
+      weight: 12,
+      arbitrary: fc
+        .tuple(
+          base,
+          fc.oneof({ weight: 3, arbitrary: fc.tuple(mutation) }, fc.tuple(mutation, mutation)),
+        )
+        .map(([value, ms]) => JSON.stringify(mutate(value, ms)) ?? ""),
+    },
     {
       weight: 2,
-      arbitrary: fc.tuple(base, fc.nat(), fc.constantFrom("replace" as const, "add-key" as const), deepJsonText).map(([value, at, kind, deep]) => withDeepField(value, at, kind, deep)),
+      arbitrary: fc
+        .tuple(
+          base,
+          fc.nat(),
+          fc.constantFrom("replace" as const, "add-key" as const),
+          deepJsonText,
+        )
+        .map(([value, at, kind, deep]) => withDeepField(value, at, kind, deep)),
     },
     // As the schema allows: valid by chance, unless the path, query or headers are not.
     { weight: 1, arbitrary: base.map((value) => JSON.stringify(value) ?? "") },
@@ -171,7 +240,10 @@ function requestBody(base: fc.Arbitrary<unknown>): fc.Arbitrary<string | Uint8Ar
  * Printable ASCII: fetch refuses NUL, CR and LF in a header, and workerd would send anything
  * beyond ASCII as UTF-8 (with a warning each time), which a real client's Latin-1 bytes are not.
  */
-const headerText = fc.string({ unit: fc.integer({ min: 0x20, max: 0x7e }).map((c) => String.fromCharCode(c)), maxLength: 40 });
+const headerText = fc.string({
+  unit: fc.integer({ min: 0x20, max: 0x7e }).map((c) => String.fromCharCode(c)),
+  maxLength: 40,
+});
 
 function authorization(token: string): fc.Arbitrary<string | undefined> {
   return fc.oneof(
@@ -180,8 +252,19 @@ function authorization(token: string): fc.Arbitrary<string | undefined> {
     {
       weight: 4,
       arbitrary: fc.constantFrom(
-        `bearer ${token}`, `Bearer\t${token}`, `Bearer ${token}x`, `Bearer ${token.slice(0, -1)}`, `Bearer ${token} ${token}`, "Bearer", "Bearer ",
-        `Basic ${btoa(`admin:${token}`)}`, `Token ${token}`, token, "Bearer null", `Bearer ${"A".repeat(10_000)}`, `Bearer ${token.toUpperCase()}`,
+        `bearer ${token}`,
+        `Bearer\t${token}`,
+        `Bearer ${token}x`,
+        `Bearer ${token.slice(0, -1)}`,
+        `Bearer ${token} ${token}`,
+        "Bearer",
+        "Bearer ",
+        `Basic ${btoa(`admin:${token}`)}`,
+        `Token ${token}`,
+        token,
+        "Bearer null",
+        `Bearer ${"A".repeat(10_000)}`,
+        `Bearer ${token.toUpperCase()}`,
       ),
     },
     { weight: 2, arbitrary: headerText.map((text) => `Bearer ${text}`) },
@@ -194,9 +277,23 @@ const contentType = fc.oneof(
   {
     weight: 4,
     arbitrary: fc.constantFrom<string | undefined>(
-      undefined, "application/json; charset=utf-8", "APPLICATION/JSON", "application/json;charset=latin1", "text/plain", "text/json",
-      "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", "multipart/form-data", "application/octet-stream",
-      "application/vnd.api+json", "application/jsonx", "json", "*/*", "", "application/json, text/plain", 'application/json; boundary="',
+      undefined,
+      "application/json; charset=utf-8",
+      "APPLICATION/JSON",
+      "application/json;charset=latin1",
+      "text/plain",
+      "text/json",
+      "application/x-www-form-urlencoded",
+      "multipart/form-data; boundary=x",
+      "multipart/form-data",
+      "application/octet-stream",
+      "application/vnd.api+json",
+      "application/jsonx",
+      "json",
+      "*/*",
+      "",
+      "application/json, text/plain",
+      'application/json; boundary="',
     ),
   },
   { weight: 1, arbitrary: headerText },
@@ -210,10 +307,35 @@ const idempotencyKey = fc.oneof(
 
 function pathParam(p: OpenApiParameter, ctx: RequestContext): fc.Arbitrary<string> {
   return fc.oneof(
-    { weight: 5, arbitrary: (p.schema ? schemaValue(p.schema, ctx, p.name) : oddString).map((value) => encodeSegment(String(value))) },
+    {
+      weight: 5,
+      arbitrary: (p.schema ? schemaValue(p.schema, ctx, p.name) : oddString).map((value) =>
+        encodeSegment(String(value)),
+      ),
+    },
     { weight: 3, arbitrary: oddString.map(encodeSegment) },
     // Left as written: the URL parser and the router see the raw escapes and dots.
-    { weight: 2, arbitrary: fc.constantFrom("..", ".", "%2e%2e", "%2F", "%", "%ZZ", "%E0%A4%A", "%C0%AF", "%00", "", "a%2Fb", ";", "a;b=c", "%20", "+", "%25") },
+    {
+      weight: 2,
+      arbitrary: fc.constantFrom(
+        "..",
+        ".",
+        "%2e%2e",
+        "%2F",
+        "%",
+        "%ZZ",
+        "%E0%A4%A",
+        "%C0%AF",
+        "%00",
+        "",
+        "a%2Fb",
+        ";",
+        "a;b=c",
+        "%20",
+        "+",
+        "%25",
+      ),
+    },
     // Any unicode, unencoded: a `/`, `?` or `#` in it changes which route and query the worker sees.
     { weight: 1, arbitrary: fc.string({ unit: "binary", maxLength: 30 }) },
     { weight: 1, arbitrary: fc.constantFrom(65, 129, 2_000, 20_000).map((n) => "a".repeat(n)) },
@@ -222,13 +344,37 @@ function pathParam(p: OpenApiParameter, ctx: RequestContext): fc.Arbitrary<strin
 
 function queryString(params: OpenApiParameter[], ctx: RequestContext): fc.Arbitrary<string> {
   const odd = fc.oneof(
-    fc.constantFrom("-1", "0", "1.5", "1e3", "1e309", "NaN", "Infinity", "0x10", " 5", "", "9007199254740993", "true", "[]", "a,b", ",", "fact,,lore", "message,bogus"),
+    fc.constantFrom(
+      "-1",
+      "0",
+      "1.5",
+      "1e3",
+      "1e309",
+      "NaN",
+      "Infinity",
+      "0x10",
+      " 5",
+      "",
+      "9007199254740993",
+      "true",
+      "[]",
+      "a,b",
+      ",",
+      "fact,,lore",
+      "message,bogus",
+    ),
     oddString,
   );
   const pair = (p: OpenApiParameter) =>
-    fc.option(fc.oneof({ weight: 3, arbitrary: p.schema ? schemaValue(p.schema, ctx, p.name).map(String) : odd }, { weight: 2, arbitrary: odd }), { freq: 3, nil: undefined }).map(
-      (value): Array<[string, string]> => (value === undefined ? [] : [[p.name, value]]),
-    );
+    fc
+      .option(
+        fc.oneof(
+          { weight: 3, arbitrary: p.schema ? schemaValue(p.schema, ctx, p.name).map(String) : odd },
+          { weight: 2, arbitrary: odd },
+        ),
+        { freq: 3, nil: undefined },
+      )
+      .map((value): Array<[string, string]> => (value === undefined ? [] : [[p.name, value]]));
   const structured = fc
     .record({
       pairs: fc.tuple(...params.map(pair)),
@@ -239,9 +385,17 @@ function queryString(params: OpenApiParameter[], ctx: RequestContext): fc.Arbitr
     .map(({ pairs, extra, encode, repeat }) => {
       const all = [...pairs.flat(), ...extra, ...(repeat ? pairs.flat() : [])];
       const part = (text: string) => (encode ? encodeSegment(text) : text);
-      return all.length === 0 ? "" : `?${all.map(([name, value]) => `${part(name)}=${part(value)}`).join("&")}`;
+      return all.length === 0
+        ? ""
+        : `?${all.map(([name, value]) => `${part(name)}=${part(value)}`).join("&")}`;
     });
-  return fc.oneof({ weight: 6, arbitrary: structured }, { weight: 1, arbitrary: fc.string({ unit: "binary", maxLength: 60 }).map((text) => `?${text}`) });
+  return fc.oneof(
+    { weight: 6, arbitrary: structured },
+    {
+      weight: 1,
+      arbitrary: fc.string({ unit: "binary", maxLength: 60 }).map((text) => `?${text}`),
+    },
+  );
 }
 
 function encodeSegment(text: string): string {
@@ -257,15 +411,27 @@ function encodeSegment(text: string): string {
 function interaction(ctx: RequestContext): fc.Arbitrary<unknown> {
   const snowflake = fc.bigInt({ min: 10n ** 16n, max: 10n ** 19n }).map(String);
   const userId = fc.oneof(fc.constant(ctx.discordUserId), snowflake);
-  const user = fc.record({ id: userId, username: fc.string({ maxLength: 20 }), global_name: fc.option(fc.string({ maxLength: 20 })) });
-  const option = fc.record({
-    name: fc.constantFrom("message", "fact", "query", "name", "attachment"),
-    type: fc.constantFrom(3, 11),
-    value: fc.oneof(fc.string({ maxLength: 40 }), fc.constant(ctx.agentId)),
-    focused: fc.boolean(),
-  }, { requiredKeys: ["name", "type", "value"] });
+  const user = fc.record({
+    id: userId,
+    username: fc.string({ maxLength: 20 }),
+    global_name: fc.option(fc.string({ maxLength: 20 })),
+  });
+  const option = fc.record(
+    {
+      name: fc.constantFrom("message", "fact", "query", "name", "attachment"),
+      type: fc.constantFrom(3, 11),
+      value: fc.oneof(fc.string({ maxLength: 40 }), fc.constant(ctx.agentId)),
+      focused: fc.boolean(),
+    },
+    { requiredKeys: ["name", "type", "value"] },
+  );
   const customId = fc.oneof(
-    fc.constantFrom(`forget:yes:${ctx.discordUserId}:${ctx.agentId}`, `forget:no:${ctx.discordUserId}:${ctx.agentId}`, `ap:y:0123456789abcdef:${ctx.agentId}`, "ap:n:0123456789abcdef:ghost"),
+    fc.constantFrom(
+      `forget:yes:${ctx.discordUserId}:${ctx.agentId}`,
+      `forget:no:${ctx.discordUserId}:${ctx.agentId}`,
+      `ap:y:0123456789abcdef:${ctx.agentId}`,
+      "ap:n:0123456789abcdef:ghost",
+    ),
     fc.string({ maxLength: 100 }),
   );
   const common = {
@@ -274,23 +440,66 @@ function interaction(ctx: RequestContext): fc.Arbitrary<unknown> {
     token: fc.string({ minLength: 1, maxLength: 30 }),
     guild_id: snowflake,
     channel_id: fc.oneof(fc.constant(ctx.channelId), snowflake),
-    member: fc.record({ user, permissions: fc.constantFrom("0", "32", "8", "99999999999999999999999") }),
+    member: fc.record({
+      user,
+      permissions: fc.constantFrom("0", "32", "8", "99999999999999999999999"),
+    }),
     user,
   };
   // guild, channel, member and user come and go: a DM has no member, a PING has none of them.
-  const commandData = fc.record({ name: fc.constantFrom("chat", "remember", "recall", "forget", "tools", "agent", "nope"), options: fc.array(option, { maxLength: 3 }) });
+  const commandData = fc.record({
+    name: fc.constantFrom("chat", "remember", "recall", "forget", "tools", "agent", "nope"),
+    options: fc.array(option, { maxLength: 3 }),
+  });
   return fc.oneof(
     fc.record({ id: snowflake, application_id: fc.constant(APP_ID), type: fc.constant(1) }),
-    fc.record({ ...common, type: fc.constantFrom(2, 4), data: commandData }, { requiredKeys: ["id", "application_id", "token", "type", "data"] }),
     fc.record(
-      { ...common, type: fc.constant(3), data: fc.record({ custom_id: customId, component_type: fc.constant(2) }) },
+      { ...common, type: fc.constantFrom(2, 4), data: commandData },
+      { requiredKeys: ["id", "application_id", "token", "type", "data"] },
+    ),
+    fc.record(
+      {
+        ...common,
+        type: fc.constant(3),
+        data: fc.record({ custom_id: customId, component_type: fc.constant(2) }),
+      },
       { requiredKeys: ["id", "application_id", "token", "type", "data"] },
     ),
   );
 }
 
 const discordSigning: fc.Arbitrary<DiscordSigning> = fc.record({
-  signature: fc.oneof({ weight: 10, arbitrary: fc.constant<SignatureMode>("valid") }, { weight: 6, arbitrary: fc.constantFrom<SignatureMode>("absent", "other-body", "other-timestamp", "truncated", "random", "garbage") }),
-  timestamp: fc.oneof({ weight: 10, arbitrary: fc.constant<TimestampMode>("now") }, { weight: 4, arbitrary: fc.constantFrom<TimestampMode>("absent", "stale", "future", "raw") }),
-  raw: fc.oneof(fc.stringMatching(/^[0-9a-f]{128}$/), fc.constantFrom("abc", "", "-1", "1.5", "0", " 1700000000", "1700000000000", "99999999999", "0001"), headerText),
+  signature: fc.oneof(
+    { weight: 10, arbitrary: fc.constant<SignatureMode>("valid") },
+    {
+      weight: 6,
+      arbitrary: fc.constantFrom<SignatureMode>(
+        "absent",
+        "other-body",
+        "other-timestamp",
+        "truncated",
+        "random",
+        "garbage",
+      ),
+    },
+  ),
+  timestamp: fc.oneof(
+    { weight: 10, arbitrary: fc.constant<TimestampMode>("now") },
+    { weight: 4, arbitrary: fc.constantFrom<TimestampMode>("absent", "stale", "future", "raw") },
+  ),
+  raw: fc.oneof(
+    fc.stringMatching(/^[0-9a-f]{128}$/),
+    fc.constantFrom(
+      "abc",
+      "",
+      "-1",
+      "1.5",
+      "0",
+      " 1700000000",
+      "1700000000000",
+      "99999999999",
+      "0001",
+    ),
+    headerText,
+  ),
 });

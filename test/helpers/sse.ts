@@ -22,7 +22,10 @@ export function parseEvents(text: string): ServerEvent[] {
 }
 
 /** Reads a stream until `stop` says so (or it ends); returns the events read so far. */
-export async function readEventsUntil(body: ReadableStream<Uint8Array>, stop: (events: ServerEvent[]) => boolean): Promise<{ events: ServerEvent[]; reader: ReadableStreamDefaultReader<Uint8Array> }> {
+export async function readEventsUntil(
+  body: ReadableStream<Uint8Array>,
+  stop: (events: ServerEvent[]) => boolean,
+): Promise<{ events: ServerEvent[]; reader: ReadableStreamDefaultReader<Uint8Array> }> {
   const reader = body.getReader();
   const decoder = new TextDecoder();
   let text = "";

@@ -20,11 +20,15 @@ export interface StorageSnapshotter {
 const INTERNAL_TABLE = /^(sqlite_|_cf_|d1_migrations$)/;
 
 export async function createStorageSnapshotter(): Promise<StorageSnapshotter> {
-  const { results } = await env.DB.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").all<{ name: string }>();
+  const { results } = await env.DB.prepare(
+    "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name",
+  ).all<{ name: string }>();
   const tables = results.map((row) => row.name).filter((name) => !INTERNAL_TABLE.test(name));
   const statements = await Promise.all(
     tables.map(async (table) => {
-      const columns = await env.DB.prepare("SELECT name FROM pragma_table_info(?1)").bind(table).all<{ name: string }>();
+      const columns = await env.DB.prepare("SELECT name FROM pragma_table_info(?1)")
+        .bind(table)
+        .all<{ name: string }>();
       // quote() renders any value (blobs included) as SQL text, so one string covers a row.
       const row = columns.results.map((column) => `quote(${ident(column.name)})`).join(", ");
       return env.DB.prepare(
@@ -36,7 +40,10 @@ export async function createStorageSnapshotter(): Promise<StorageSnapshotter> {
   return {
     tables,
     async take() {
-      const [counts, media] = await Promise.all([env.DB.batch<{ n: number; rows: string | null }>(statements), listMedia()]);
+      const [counts, media] = await Promise.all([
+        env.DB.batch<{ n: number; rows: string | null }>(statements),
+        listMedia(),
+      ]);
       const snapshot: StorageSnapshot = { tables: {}, media };
       counts.forEach((result, i) => {
         const row = result.results[0];
@@ -51,11 +58,15 @@ export async function createStorageSnapshotter(): Promise<StorageSnapshotter> {
 export function storageChanges(before: StorageSnapshot, after: StorageSnapshot): string[] {
   const changes: string[] = [];
   for (const [table, value] of Object.entries(after.tables)) {
-    if (before.tables[table] !== value) changes.push(`${table}: ${before.tables[table]} -> ${value}`);
+    if (before.tables[table] !== value)
+      changes.push(`${table}: ${before.tables[table]} -> ${value}`);
   }
   const keys = new Set([...Object.keys(before.media), ...Object.keys(after.media)]);
   for (const key of keys) {
-    if (before.media[key] !== after.media[key]) changes.push(`R2 ${key}: ${before.media[key] ?? "absent"} -> ${after.media[key] ?? "absent"}`);
+    if (before.media[key] !== after.media[key])
+      changes.push(
+        `R2 ${key}: ${before.media[key] ?? "absent"} -> ${after.media[key] ?? "absent"}`,
+      );
   }
   return changes;
 }

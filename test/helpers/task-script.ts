@@ -2,7 +2,12 @@
 // reflection, summary, completion check), recognised by the instructions the task loop sends.
 // Usable in-process as a ChatModel (unit tests, `npm run bench:tasks`) and as the OpenAI
 // stand-in's responder (tests through the worker). No vitest or Node imports.
-import { EVALUATION_INSTRUCTIONS, PLANNER_INSTRUCTIONS, REFLECTION_INSTRUCTIONS, SUMMARY_INSTRUCTIONS } from "../../src/runtime/task-plan.ts";
+import {
+  EVALUATION_INSTRUCTIONS,
+  PLANNER_INSTRUCTIONS,
+  REFLECTION_INSTRUCTIONS,
+  SUMMARY_INSTRUCTIONS,
+} from "../../src/runtime/task-plan.ts";
 import type { ChatModel, ChatRequest, ChatResponse } from "../../src/runtime/types.ts";
 
 export type TaskRole = "plan" | "act" | "reflect" | "summary" | "evaluate";
@@ -26,15 +31,31 @@ export function roleOf(systemText: string): TaskRole {
 export const json = (value: unknown): { text: string } => ({ text: JSON.stringify(value) });
 
 export function planReply(steps: string[], criteria: string[]): { text: string } {
-  return json({ steps: steps.map((title) => ({ title, doneWhen: `${title} is done` })), successCriteria: criteria });
+  return json({
+    steps: steps.map((title) => ({ title, doneWhen: `${title} is done` })),
+    successCriteria: criteria,
+  });
 }
 
-export function reflectReply(succeeded: boolean, extra: Record<string, unknown> = {}): { text: string } {
-  return json({ succeeded, reflection: succeeded ? "The step did what it should." : "The step did not work.", ...extra });
+export function reflectReply(
+  succeeded: boolean,
+  extra: Record<string, unknown> = {},
+): { text: string } {
+  return json({
+    succeeded,
+    reflection: succeeded ? "The step did what it should." : "The step did not work.",
+    ...extra,
+  });
 }
 
 export function evaluateReply(met: boolean[], result = "All done."): { text: string } {
-  return json({ criteria: met.map((m) => ({ met: m, evidence: m ? "see the step reports" : "nothing shows it" })), result });
+  return json({
+    criteria: met.map((m) => ({
+      met: m,
+      evidence: m ? "see the step reports" : "nothing shows it",
+    })),
+    result,
+  });
 }
 
 export interface ScriptedTaskModel {
@@ -45,7 +66,9 @@ export interface ScriptedTaskModel {
 }
 
 export function scriptTask(script: TaskScript): ScriptedTaskModel {
-  const queues = new Map<TaskRole, ScriptReply[]>(Object.entries(script).map(([role, replies]) => [role as TaskRole, [...(replies ?? [])]]));
+  const queues = new Map<TaskRole, ScriptReply[]>(
+    Object.entries(script).map(([role, replies]) => [role as TaskRole, [...(replies ?? [])]]),
+  );
   const asked: TaskRole[] = [];
   return {
     next(role) {
@@ -60,7 +83,10 @@ export function scriptTask(script: TaskScript): ScriptedTaskModel {
 /** The script as an in-process ChatModel; `usage` is what every call reports. */
 export function taskChatModel(
   script: ScriptedTaskModel,
-  options: { usage?: { promptTokens: number; completionTokens: number }; fail?: (request: ChatRequest) => Error | null } = {},
+  options: {
+    usage?: { promptTokens: number; completionTokens: number };
+    fail?: (request: ChatRequest) => Error | null;
+  } = {},
 ): ChatModel & { requests: ChatRequest[] } {
   const requests: ChatRequest[] = [];
   let sequence = 0;
@@ -73,14 +99,19 @@ export function taskChatModel(
       if (failure) throw failure;
       const system = request.messages[0]?.role === "system" ? request.messages[0].content : "";
       const role = roleOf(system);
-      const reply = script.next(role) ?? (role === "act" ? { text: "Done." } : { text: "(script ran out)" });
+      const reply =
+        script.next(role) ?? (role === "act" ? { text: "Done." } : { text: "(script ran out)" });
       const usage = options.usage ?? { promptTokens: 100, completionTokens: 20 };
       if ("status" in reply) throw new Error(`scripted failure ${reply.status}`);
       if ("toolCalls" in reply) {
         return {
           model: request.model,
           text: null,
-          toolCalls: reply.toolCalls.map((call) => ({ id: `call_${++sequence}`, name: call.name, arguments: JSON.stringify(call.arguments) })),
+          toolCalls: reply.toolCalls.map((call) => ({
+            id: `call_${++sequence}`,
+            name: call.name,
+            arguments: JSON.stringify(call.arguments),
+          })),
           usage,
           finishReason: "tool_calls",
         };
@@ -91,10 +122,13 @@ export function taskChatModel(
 }
 
 /** The script as the OpenAI stand-in's responder (replies have the stand-in's step shapes). */
-export function standInResponder(script: ScriptedTaskModel): (call: { messages: Record<string, unknown>[] }) => ScriptReply {
+export function standInResponder(
+  script: ScriptedTaskModel,
+): (call: { messages: Record<string, unknown>[] }) => ScriptReply {
   return (call) => {
     const first = call.messages[0];
-    const system = first?.role === "system" && typeof first.content === "string" ? first.content : "";
+    const system =
+      first?.role === "system" && typeof first.content === "string" ? first.content : "";
     const role = roleOf(system);
     return script.next(role) ?? (role === "act" ? { text: "Done." } : { text: "(script ran out)" });
   };

@@ -13,17 +13,29 @@ interface Problem {
 const { model } = useDiscordStandIns();
 
 async function storedUserMessages(agentId: string): Promise<string[]> {
-  const rows = await env.DB.prepare("SELECT content FROM memories WHERE agent_id = ? AND type = 'message' ORDER BY created_at").bind(agentId).all<{ content: string }>();
-  return rows.results.map((row) => JSON.parse(row.content) as { text: string; role: string }).filter((c) => c.role === "user").map((c) => c.text);
+  const rows = await env.DB.prepare(
+    "SELECT content FROM memories WHERE agent_id = ? AND type = 'message' ORDER BY created_at",
+  )
+    .bind(agentId)
+    .all<{ content: string }>();
+  return rows.results
+    .map((row) => JSON.parse(row.content) as { text: string; role: string })
+    .filter((c) => c.role === "user")
+    .map((c) => c.text);
 }
 
 describe("rate limits", () => {
   it("limits each API token to its own bucket, with 429 and Retry-After", async () => {
     const mint = async (rateLimit?: string) =>
-      json<{ token: string }>(await api("POST", "/auth/tokens", { body: { name: "limited", scopes: ["agents:read"], ...(rateLimit ? { rateLimit } : {}) } }));
+      json<{ token: string }>(
+        await api("POST", "/auth/tokens", {
+          body: { name: "limited", scopes: ["agents:read"], ...(rateLimit ? { rateLimit } : {}) },
+        }),
+      );
     const tight = await mint("3/min");
     const other = await mint("3/min");
-    for (let i = 0; i < 3; i += 1) expect((await api("GET", "/agents", { token: tight.token })).status).toBe(200);
+    for (let i = 0; i < 3; i += 1)
+      expect((await api("GET", "/agents", { token: tight.token })).status).toBe(200);
     const refused = await api("GET", "/agents", { token: tight.token });
     expect(refused.status).toBe(429);
     const retryAfter = Number(refused.headers.get("retry-after"));
@@ -34,20 +46,42 @@ describe("rate limits", () => {
     expect(problem.error.code).toBe("rate_limited");
     expect(problem.error.details?.retryAfterSeconds).toBe(retryAfter);
     expect((await api("GET", "/agents", { token: other.token })).status).toBe(200);
-    expect((await api("POST", "/auth/tokens", { body: { name: "x", scopes: ["agents:read"], rateLimit: "lots" } })).status).toBe(400);
+    expect(
+      (
+        await api("POST", "/auth/tokens", {
+          body: { name: "x", scopes: ["agents:read"], rateLimit: "lots" },
+        })
+      ).status,
+    ).toBe(400);
   });
 
   it("limits each REST end user to RATE_LIMIT_PER_USER turns, and stores nothing for a refused one", async () => {
     const agentId = await createTestAgent();
     for (let i = 1; i <= 3; i += 1) {
-      expect((await api("POST", `/agents/${agentId}/messages`, { body: { userId: "ann", text: `message ${i}` } })).status).toBe(200);
+      expect(
+        (
+          await api("POST", `/agents/${agentId}/messages`, {
+            body: { userId: "ann", text: `message ${i}` },
+          })
+        ).status,
+      ).toBe(200);
     }
-    const refused = await api("POST", `/agents/${agentId}/messages`, { body: { userId: "ann", text: "message 4" } });
+    const refused = await api("POST", `/agents/${agentId}/messages`, {
+      body: { userId: "ann", text: "message 4" },
+    });
     expect(refused.status).toBe(429);
     expect(Number(refused.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
     expect((await json<Problem>(refused)).error.message).toContain('user "ann"');
-    expect((await api("POST", `/agents/${agentId}/messages`, { body: { userId: "bob", text: "hello" } })).status).toBe(200);
-    expect(await storedUserMessages(agentId)).toEqual(["message 1", "message 2", "message 3", "hello"]);
+    expect(
+      (await api("POST", `/agents/${agentId}/messages`, { body: { userId: "bob", text: "hello" } }))
+        .status,
+    ).toBe(200);
+    expect(await storedUserMessages(agentId)).toEqual([
+      "message 1",
+      "message 2",
+      "message 3",
+      "hello",
+    ]);
   });
 
   it("tells a Discord user who chats too fast, privately, without starting a turn", async () => {
@@ -58,7 +92,9 @@ describe("rate limits", () => {
       const response = await post(chat(channel, `hi ${i}`, { user }));
       expect((await json<{ type: number }>(response)).type).toBe(5);
     }
-    const refused = await json<{ type: number; data: { content: string; flags: number } }>(await post(chat(channel, "hi 4", { user })));
+    const refused = await json<{ type: number; data: { content: string; flags: number } }>(
+      await post(chat(channel, "hi 4", { user })),
+    );
     expect(refused.type).toBe(4);
     expect(refused.data.flags & 64).toBe(64);
     expect(refused.data.content).toMatch(/faster than I can answer; try again in \d+ s/);
@@ -70,35 +106,66 @@ describe("rate limits", () => {
     const user = "710000000000000002";
     const fact = (text: string) => [{ name: "fact", type: 3, value: text }];
     const answers: Array<{ type: number; data: { content: string; flags: number } }> = [];
-    for (const body of [command("remember", { channel, user, options: fact("I like tea") }), command("recall", { channel, user }), command("tools", { channel, user })]) {
+    for (const body of [
+      command("remember", { channel, user, options: fact("I like tea") }),
+      command("recall", { channel, user }),
+      command("tools", { channel, user }),
+    ]) {
       answers.push(await json(await post(body)));
     }
-    expect(answers.map((answer) => answer.data.content)).toEqual([expect.stringContaining("I'll remember"), expect.stringContaining("I like tea"), expect.stringContaining("Built-in tools")]);
-    for (const body of [command("remember", { channel, user, options: fact("I like coffee") }), command("recall", { channel, user }), command("tools", { channel, user })]) {
-      const refused = await json<{ type: number; data: { content: string; flags: number } }>(await post(body));
+    expect(answers.map((answer) => answer.data.content)).toEqual([
+      expect.stringContaining("I'll remember"),
+      expect.stringContaining("I like tea"),
+      expect.stringContaining("Built-in tools"),
+    ]);
+    for (const body of [
+      command("remember", { channel, user, options: fact("I like coffee") }),
+      command("recall", { channel, user }),
+      command("tools", { channel, user }),
+    ]) {
+      const refused = await json<{ type: number; data: { content: string; flags: number } }>(
+        await post(body),
+      );
       expect(refused.type).toBe(4);
       expect(refused.data.flags & 64).toBe(64);
       expect(refused.data.content).toMatch(/faster than I can take them; try again in \d+ s/);
     }
-    const stored = await json<{ memories: Array<{ text: string }> }>(await api("GET", `/memories?agentId=${agentId}&userId=discord:${user}`));
+    const stored = await json<{ memories: Array<{ text: string }> }>(
+      await api("GET", `/memories?agentId=${agentId}&userId=discord:${user}`),
+    );
     expect(stored.memories.map((memory) => memory.text)).toEqual(["I like tea"]);
     // Another person's bucket is untouched.
-    expect((await json<{ data: { content: string } }>(await post(command("recall", { channel, user: "710000000000000003" })))).data.content).toContain("don't remember anything");
+    expect(
+      (
+        await json<{ data: { content: string } }>(
+          await post(command("recall", { channel, user: "710000000000000003" })),
+        )
+      ).data.content,
+    ).toContain("don't remember anything");
   });
 });
 
 describe("daily model budget", () => {
   it("refuses an agent's turns once its tokens for the day are spent, keeping the message", async () => {
-    const agentId = await createTestAgent({ settings: { dailyTokens: 100, memory: { factsEvery: 1000 } } });
+    const agentId = await createTestAgent({
+      settings: { dailyTokens: 100, memory: { factsEvery: 1000 } },
+    });
     model.script({ text: "first answer", usage: { promptTokens: 90, completionTokens: 30 } });
-    expect((await api("POST", `/agents/${agentId}/messages`, { body: { userId: "cy", text: "one" } })).status).toBe(200);
+    expect(
+      (await api("POST", `/agents/${agentId}/messages`, { body: { userId: "cy", text: "one" } }))
+        .status,
+    ).toBe(200);
     // Reading the history waits for the room's after-reply work, where the spend is counted.
     await api("GET", `/agents/${agentId}/rooms/user:cy/messages`);
-    const usage = await env.DB.prepare("SELECT tokens FROM model_usage_daily WHERE agent_id = ?").bind(agentId).first<{ tokens: number }>();
+    const usage = await env.DB.prepare("SELECT tokens FROM model_usage_daily WHERE agent_id = ?")
+      .bind(agentId)
+      .first<{ tokens: number }>();
     expect(usage?.tokens).toBe(120);
 
     const calls = model.calls.length;
-    const refused = await api("POST", `/agents/${agentId}/messages`, { body: { userId: "dee", text: "two" } });
+    const refused = await api("POST", `/agents/${agentId}/messages`, {
+      body: { userId: "dee", text: "two" },
+    });
     expect(refused.status).toBe(429);
     const problem = await json<Problem>(refused);
     expect(problem.error.message).toContain("daily model budget (120 of 100 tokens");
@@ -109,7 +176,10 @@ describe("daily model budget", () => {
     expect(await storedUserMessages(agentId)).toEqual(["one", "two"]);
 
     // Asking for a stream changes nothing: the refusal comes before the turn starts, as JSON.
-    const streamed = await api("POST", `/agents/${agentId}/messages`, { headers: { accept: "text/event-stream" }, body: { userId: "eve", text: "three" } });
+    const streamed = await api("POST", `/agents/${agentId}/messages`, {
+      headers: { accept: "text/event-stream" },
+      body: { userId: "eve", text: "three" },
+    });
     expect(streamed.status).toBe(429);
     expect(streamed.headers.get("content-type")).toMatch(/^application\/json/);
     expect(Number(streamed.headers.get("retry-after"))).toBeGreaterThan(0);
@@ -118,7 +188,9 @@ describe("daily model budget", () => {
   });
 
   it("rejects a daily budget that is not a positive whole number", async () => {
-    const response = await api("POST", "/agents", { body: { name: "Spendy", bio: ["x"], settings: { dailyTokens: -5 } } });
+    const response = await api("POST", "/agents", {
+      body: { name: "Spendy", bio: ["x"], settings: { dailyTokens: -5 } },
+    });
     expect(response.status).toBe(400);
     expect(JSON.stringify(await response.json())).toContain("dailyTokens");
   });

@@ -5,7 +5,12 @@
 // allow-listed one that has gone, so the list only ever shrinks.
 import { resolve } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
-import { cycleViolations, layerViolations, staleCycleEdges, type Violation } from "./boundary-rules.ts";
+import {
+  cycleViolations,
+  layerViolations,
+  staleCycleEdges,
+  type Violation,
+} from "./boundary-rules.ts";
 import { readImportGraph, type ImportEdge } from "./import-graph.ts";
 
 /**
@@ -21,7 +26,8 @@ const KNOWN_LAYER_VIOLATIONS = new Set<string>([]);
  */
 const KNOWN_CYCLE_EDGES = new Set<string>([]);
 
-const describeAll = (violations: Violation[]) => violations.map((violation) => `${violation.rule}: ${violation.where}`).join("\n");
+const describeAll = (violations: Violation[]) =>
+  violations.map((violation) => `${violation.rule}: ${violation.where}`).join("\n");
 
 describe("src/ layering, read from the import graph", () => {
   let edges: ImportEdge[];
@@ -32,13 +38,33 @@ describe("src/ layering, read from the import graph", () => {
 
   it("sees the imports a compiler sees: type-only ones, re-exports and dynamic imports included", () => {
     expect(edges.length).toBeGreaterThan(500);
-    expect(edges).toContainEqual(expect.objectContaining({ from: "src/runtime/task-step.ts", target: "src/runtime/task-deps.ts", typeOnly: true }));
-    expect(edges).toContainEqual(expect.objectContaining({ from: "src/index.ts", specifier: "./durable-objects.ts", target: "src/durable-objects.ts" }));
-    expect(edges).toContainEqual(expect.objectContaining({ from: "src/runtime/tokens.ts", specifier: "gpt-tokenizer/encoding/o200k_base", target: null }));
+    expect(edges).toContainEqual(
+      expect.objectContaining({
+        from: "src/runtime/task-step.ts",
+        target: "src/runtime/task-deps.ts",
+        typeOnly: true,
+      }),
+    );
+    expect(edges).toContainEqual(
+      expect.objectContaining({
+        from: "src/index.ts",
+        specifier: "./durable-objects.ts",
+        target: "src/durable-objects.ts",
+      }),
+    );
+    expect(edges).toContainEqual(
+      expect.objectContaining({
+        from: "src/runtime/tokens.ts",
+        specifier: "gpt-tokenizer/encoding/o200k_base",
+        target: null,
+      }),
+    );
   });
 
   it("holds every layer rule, apart from the known violations listed here", () => {
-    const found = layerViolations(edges).filter((violation) => !KNOWN_LAYER_VIOLATIONS.has(violation.key));
+    const found = layerViolations(edges).filter(
+      (violation) => !KNOWN_LAYER_VIOLATIONS.has(violation.key),
+    );
     expect(found, `new boundary violations:\n${describeAll(found)}`).toEqual([]);
   });
 
@@ -54,12 +80,20 @@ describe("src/ layering, read from the import graph", () => {
   });
 
   it("lists no known cycle edge that is gone or no longer closes a cycle", () => {
-    expect(staleCycleEdges(edges, "src/", KNOWN_CYCLE_EDGES), "remove these from KNOWN_CYCLE_EDGES").toEqual([]);
+    expect(
+      staleCycleEdges(edges, "src/", KNOWN_CYCLE_EDGES),
+      "remove these from KNOWN_CYCLE_EDGES",
+    ).toEqual([]);
   });
 });
 
 describe("the boundary rules themselves, on a made-up graph", () => {
-  const edge = (from: string, specifier: string, target: string | null, typeOnly = false): ImportEdge => ({ from, specifier, target, typeOnly, line: 7 });
+  const edge = (
+    from: string,
+    specifier: string,
+    target: string | null,
+    typeOnly = false,
+  ): ImportEdge => ({ from, specifier, target, typeOnly, line: 7 });
 
   it("names the file, line and import of each kind of violation", () => {
     const made = [
@@ -83,18 +117,30 @@ describe("the boundary rules themselves, on a made-up graph", () => {
   });
 
   it("finds a cycle made of type-only imports and shows it import by import", () => {
-    const made = [edge("src/x.ts", "./y.ts", "src/y.ts", true), edge("src/y.ts", "./z.ts", "src/z.ts"), edge("src/z.ts", "./x.ts", "src/x.ts", true), edge("src/z.ts", "./w.ts", "src/w.ts")];
+    const made = [
+      edge("src/x.ts", "./y.ts", "src/y.ts", true),
+      edge("src/y.ts", "./z.ts", "src/z.ts"),
+      edge("src/z.ts", "./x.ts", "src/x.ts", true),
+      edge("src/z.ts", "./w.ts", "src/w.ts"),
+    ];
     const [cycle, ...more] = cycleViolations(made, "src/");
     expect(more).toEqual([]);
     expect(cycle!.key).toBe("src/x.ts <-> src/y.ts <-> src/z.ts");
-    expect(cycle!.where).toBe('src/x.ts:7 imports "./y.ts" (type only) -> src/y.ts:7 imports "./z.ts" -> src/z.ts:7 imports "./x.ts" (type only)');
+    expect(cycle!.where).toBe(
+      'src/x.ts:7 imports "./y.ts" (type only) -> src/y.ts:7 imports "./z.ts" -> src/z.ts:7 imports "./x.ts" (type only)',
+    );
     expect(cycleViolations(made, "src/", new Set(["src/z.ts -> src/x.ts"]))).toEqual([]);
   });
 
   it("calls an allowed cycle edge stale once the cycle is broken elsewhere", () => {
     const closing = edge("src/z.ts", "./x.ts", "src/x.ts");
     const allowed = new Set(["src/z.ts -> src/x.ts", "src/q.ts -> src/r.ts"]);
-    expect(staleCycleEdges([edge("src/x.ts", "./z.ts", "src/z.ts"), closing], "src/", allowed)).toEqual(["src/q.ts -> src/r.ts"]);
-    expect(staleCycleEdges([closing], "src/", allowed)).toEqual(["src/z.ts -> src/x.ts", "src/q.ts -> src/r.ts"]);
+    expect(
+      staleCycleEdges([edge("src/x.ts", "./z.ts", "src/z.ts"), closing], "src/", allowed),
+    ).toEqual(["src/q.ts -> src/r.ts"]);
+    expect(staleCycleEdges([closing], "src/", allowed)).toEqual([
+      "src/z.ts -> src/x.ts",
+      "src/q.ts -> src/r.ts",
+    ]);
   });
 });

@@ -15,7 +15,8 @@ export interface Violation {
 const PLATFORM_PACKAGE = /^(cloudflare:|agents(\/|$)|hono(\/|$)|@hono\/|drizzle-orm(\/|$))/;
 
 const edgeKey = (edge: ImportEdge) => `${edge.from} -> ${edge.target ?? edge.specifier}`;
-const where = (edge: ImportEdge) => `${edge.from}:${edge.line} imports "${edge.specifier}"${edge.typeOnly ? " (type only)" : ""}`;
+const where = (edge: ImportEdge) =>
+  `${edge.from}:${edge.line} imports "${edge.specifier}"${edge.typeOnly ? " (type only)" : ""}`;
 const inside = (path: string | null, folder: string): boolean => path?.startsWith(folder) === true;
 
 const RULES: Array<{ rule: string; breaks: (edge: ImportEdge) => boolean }> = [
@@ -25,15 +26,21 @@ const RULES: Array<{ rule: string; breaks: (edge: ImportEdge) => boolean }> = [
   },
   {
     rule: "src/runtime/ imports nothing from other src/ folders",
-    breaks: (edge) => inside(edge.from, "src/runtime/") && inside(edge.target, "src/") && !inside(edge.target, "src/runtime/"),
+    breaks: (edge) =>
+      inside(edge.from, "src/runtime/") &&
+      inside(edge.target, "src/") &&
+      !inside(edge.target, "src/runtime/"),
   },
   {
     rule: "only src/memory/ imports drizzle-orm",
-    breaks: (edge) => /^drizzle-orm(\/|$)/.test(edge.specifier) && !inside(edge.from, "src/memory/"),
+    breaks: (edge) =>
+      /^drizzle-orm(\/|$)/.test(edge.specifier) && !inside(edge.from, "src/memory/"),
   },
   {
     rule: "src/memory/ never imports src/room/ or src/http/",
-    breaks: (edge) => inside(edge.from, "src/memory/") && (inside(edge.target, "src/room/") || inside(edge.target, "src/http/")),
+    breaks: (edge) =>
+      inside(edge.from, "src/memory/") &&
+      (inside(edge.target, "src/room/") || inside(edge.target, "src/http/")),
   },
   {
     rule: "src/room/ never imports src/clients/discord/",
@@ -42,7 +49,13 @@ const RULES: Array<{ rule: string; breaks: (edge: ImportEdge) => boolean }> = [
 ];
 
 export function layerViolations(edges: readonly ImportEdge[]): Violation[] {
-  return edges.flatMap((edge) => RULES.filter(({ breaks }) => breaks(edge)).map(({ rule }) => ({ rule, key: edgeKey(edge), where: where(edge) })));
+  return edges.flatMap((edge) =>
+    RULES.filter(({ breaks }) => breaks(edge)).map(({ rule }) => ({
+      rule,
+      key: edgeKey(edge),
+      where: where(edge),
+    })),
+  );
 }
 
 /**
@@ -50,7 +63,11 @@ export function layerViolations(edges: readonly ImportEdge[]): Violation[] {
  * cycle-closing edges (`from -> target`) are taken out: one violation per strongly connected
  * component, showing one cycle through it import by import.
  */
-export function cycleViolations(edges: readonly ImportEdge[], under: string, allowedEdges: ReadonlySet<string> = new Set()): Violation[] {
+export function cycleViolations(
+  edges: readonly ImportEdge[],
+  under: string,
+  allowedEdges: ReadonlySet<string> = new Set(),
+): Violation[] {
   const graph = localGraph(edges, under, allowedEdges);
   return components(graph).map((component) => {
     const cycle = cycleThrough(graph, component);
@@ -63,7 +80,11 @@ export function cycleViolations(edges: readonly ImportEdge[], under: string, all
 }
 
 /** The allowed cycle-closing edges that no longer exist or no longer close a cycle. */
-export function staleCycleEdges(edges: readonly ImportEdge[], under: string, allowedEdges: ReadonlySet<string>): string[] {
+export function staleCycleEdges(
+  edges: readonly ImportEdge[],
+  under: string,
+  allowedEdges: ReadonlySet<string>,
+): string[] {
   const graph = localGraph(edges, under, new Set());
   const componentOf = new Map<string, number>();
   for (const [index, component] of components(graph).entries()) {
@@ -79,12 +100,17 @@ export function staleCycleEdges(edges: readonly ImportEdge[], under: string, all
 
 type Graph = Map<string, ImportEdge[]>;
 
-function localGraph(edges: readonly ImportEdge[], under: string, leaveOut: ReadonlySet<string>): Graph {
+function localGraph(
+  edges: readonly ImportEdge[],
+  under: string,
+  leaveOut: ReadonlySet<string>,
+): Graph {
   const graph: Graph = new Map();
   for (const edge of edges) {
     if (!inside(edge.from, under)) continue;
     if (!graph.has(edge.from)) graph.set(edge.from, []);
-    if (inside(edge.target, under) && !leaveOut.has(edgeKey(edge))) graph.get(edge.from)!.push(edge);
+    if (inside(edge.target, under) && !leaveOut.has(edgeKey(edge)))
+      graph.get(edge.from)!.push(edge);
   }
   return graph;
 }
@@ -134,7 +160,8 @@ function cycleThrough(graph: Graph, component: Set<string>): ImportEdge[] {
       if (!component.has(target)) continue;
       if (target === start) {
         const path = [edge];
-        for (let back = edge.from; back !== start; back = cameBy.get(back)!.from) path.unshift(cameBy.get(back)!);
+        for (let back = edge.from; back !== start; back = cameBy.get(back)!.from)
+          path.unshift(cameBy.get(back)!);
         return path;
       }
       if (!cameBy.has(target)) {

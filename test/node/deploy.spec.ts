@@ -58,9 +58,19 @@ beforeAll(async () => {
   server = createServer((req, res) => {
     requests.push(`${req.method} ${req.url}`);
     res.setHeader("content-type", "application/json");
-    if (req.url === "/health") res.end(JSON.stringify({ status: "ok", schema: { version: "0013_x.sql", error: null }, model: { backend: "workers-ai" }, embedding: { dimensions: embedDimensions } }));
-    else if (req.url?.startsWith("/agents")) res.end(JSON.stringify({ agents: [{ id: "ada" }, { id: "marlowe" }] }));
-    else if (req.url === "/memories/embed") res.end(JSON.stringify({ embedded: 3, pending: false }));
+    if (req.url === "/health")
+      res.end(
+        JSON.stringify({
+          status: "ok",
+          schema: { version: "0013_x.sql", error: null },
+          model: { backend: "workers-ai" },
+          embedding: { dimensions: embedDimensions },
+        }),
+      );
+    else if (req.url?.startsWith("/agents"))
+      res.end(JSON.stringify({ agents: [{ id: "ada" }, { id: "marlowe" }] }));
+    else if (req.url === "/memories/embed")
+      res.end(JSON.stringify({ embedded: 3, pending: false }));
     else {
       res.statusCode = 404;
       res.end("{}");
@@ -89,17 +99,38 @@ function setState(state: StubState): void {
 
 function calls(): Call[] {
   try {
-    return readFileSync(join(work, "calls.log"), "utf8").trim().split("\n").filter(Boolean).map((line) => JSON.parse(line) as Call);
+    return readFileSync(join(work, "calls.log"), "utf8")
+      .trim()
+      .split("\n")
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as Call);
   } catch {
     return [];
   }
 }
 
 async function deploy(...args: string[]): Promise<{ code: number; out: string }> {
-  const env: NodeJS.ProcessEnv = { ...process.env, PATH: `${bin}:${process.env.PATH}`, STUB_STATE: join(work, "state.json"), STUB_LOG: join(work, "calls.log"), STUB_URL: "https://edge-agents.example.workers.dev" };
-  for (const name of ["ADMIN_TOKEN", "OPENAI_API_KEY", "DISCORD_APPLICATION_ID", "DISCORD_BOT_TOKEN", "DISCORD_PUBLIC_KEY", "INSTAGRAM_ACCESS_TOKEN"]) delete env[name];
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    PATH: `${bin}:${process.env.PATH}`,
+    STUB_STATE: join(work, "state.json"),
+    STUB_LOG: join(work, "calls.log"),
+    STUB_URL: "https://edge-agents.example.workers.dev",
+  };
+  for (const name of [
+    "ADMIN_TOKEN",
+    "OPENAI_API_KEY",
+    "DISCORD_APPLICATION_ID",
+    "DISCORD_BOT_TOKEN",
+    "DISCORD_PUBLIC_KEY",
+    "INSTAGRAM_ACCESS_TOKEN",
+  ])
+    delete env[name];
   try {
-    const { stdout, stderr } = await run(process.execPath, [SCRIPT, "--url", url, ...args], { cwd: work, env });
+    const { stdout, stderr } = await run(process.execPath, [SCRIPT, "--url", url, ...args], {
+      cwd: work,
+      env,
+    });
     return { code: 0, out: stdout + stderr };
   } catch (error) {
     const failed = error as { code: number; stdout: string; stderr: string };
@@ -112,7 +143,12 @@ describe("npm run deploy", () => {
     const { code, out } = await deploy();
     expect(code, out).toBe(0);
     const made = calls();
-    expect(made.map((c) => c.args.join(" "))).toEqual(["deploy", "secret list --format json", "secret put ADMIN_TOKEN", "secret put SECRETS_KEY"]);
+    expect(made.map((c) => c.args.join(" "))).toEqual([
+      "deploy",
+      "secret list --format json",
+      "secret put ADMIN_TOKEN",
+      "secret put SECRETS_KEY",
+    ]);
     const token = made[2]!.stdin;
     expect(token).toMatch(/^[0-9a-f]{48}$/);
     expect(made[3]!.stdin).toMatch(/^[A-Za-z0-9_-]{43}$/);
@@ -141,21 +177,36 @@ describe("npm run deploy", () => {
       "vectorize get edge-agents-memories --json",
       "vectorize create edge-agents-memories --dimensions=768 --metric=cosine",
       "vectorize list-metadata-index edge-agents-memories --json",
-      ...["agentId", "type", "roomId", "userId", "memoryId"].map((p) => `vectorize create-metadata-index edge-agents-memories --propertyName=${p} --type=string`),
+      ...["agentId", "type", "roomId", "userId", "memoryId"].map(
+        (p) =>
+          `vectorize create-metadata-index edge-agents-memories --propertyName=${p} --type=string`,
+      ),
       "deploy",
     ]);
-    expect(readFileSync(join(work, "wrangler.toml"), "utf8")).toMatch(/\[\[vectorize\]\]\nbinding = "VECTORS"\nindex_name = "edge-agents-memories"/);
+    expect(readFileSync(join(work, "wrangler.toml"), "utf8")).toMatch(
+      /\[\[vectorize\]\]\nbinding = "VECTORS"\nindex_name = "edge-agents-memories"/,
+    );
     expect(requests.filter((r) => r === "POST /memories/embed")).toHaveLength(2);
 
     // Again: the index, its metadata indexes and the binding exist; nothing is made twice.
     const again = await deploy("--vectorize", "--token", "admin-token-for-the-test");
     expect(again.code, again.out).toBe(0);
-    const second = calls().slice(11).map((c) => c.args.join(" "));
-    expect(second).toEqual(["deploy", "secret list --format json", "vectorize get edge-agents-memories --json", "vectorize list-metadata-index edge-agents-memories --json"]);
+    const second = calls()
+      .slice(11)
+      .map((c) => c.args.join(" "));
+    expect(second).toEqual([
+      "deploy",
+      "secret list --format json",
+      "vectorize get edge-agents-memories --json",
+      "vectorize list-metadata-index edge-agents-memories --json",
+    ]);
   });
 
   it("--vectorize refuses an index of another size: never two dimensions in one index", async () => {
-    setState({ secrets: ["ADMIN_TOKEN", "SECRETS_KEY"], vectorize: { dimensions: 384, metadata: [] } });
+    setState({
+      secrets: ["ADMIN_TOKEN", "SECRETS_KEY"],
+      vectorize: { dimensions: 384, metadata: [] },
+    });
     const { code, out } = await deploy("--vectorize");
     expect(code).not.toBe(0);
     expect(out).toContain("holds 384 dimensions, the embedder gives 768");

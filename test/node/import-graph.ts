@@ -3,8 +3,22 @@
 // test/node/boundaries.spec.ts holds the house's layering rules against it.
 import { dirname, join, relative, resolve } from "node:path";
 import { API } from "typescript/unstable/sync";
-import { SyntaxKind, type NamedImportBindings, type Node, type SourceFile } from "typescript/unstable/ast";
-import { isCallExpression, isExportDeclaration, isImportDeclaration, isImportTypeNode, isLiteralTypeNode, isNamedExports, isNamedImports, isStringLiteral } from "typescript/unstable/ast/is";
+import {
+  SyntaxKind,
+  type NamedImportBindings,
+  type Node,
+  type SourceFile,
+} from "typescript/unstable/ast";
+import {
+  isCallExpression,
+  isExportDeclaration,
+  isImportDeclaration,
+  isImportTypeNode,
+  isLiteralTypeNode,
+  isNamedExports,
+  isNamedImports,
+  isStringLiteral,
+} from "typescript/unstable/ast/is";
 
 export interface ImportEdge {
   /** The importing file, relative to the repository root (`src/room/agent-room.ts`). */
@@ -41,23 +55,39 @@ export function readImportGraph(root: string, under: string): ImportEdge[] {
 function importsOf(root: string, from: string, file: SourceFile): ImportEdge[] {
   const edges: ImportEdge[] = [];
   const add = (specifier: string, typeOnly: boolean, at: Node) => {
-    const target = specifier.startsWith(".") ? relative(root, resolve(root, dirname(from), specifier)) : null;
+    const target = specifier.startsWith(".")
+      ? relative(root, resolve(root, dirname(from), specifier))
+      : null;
     edges.push({ from, specifier, target, typeOnly, line: lineOf(file, at) });
   };
   const visit = (node: Node): void => {
     if (isImportDeclaration(node)) {
       const clause = node.importClause;
-      const typeOnly = clause !== undefined && (clause.phaseModifier === SyntaxKind.TypeKeyword || (clause.name === undefined && onlyTypeSpecifiers(clause.namedBindings)));
+      const typeOnly =
+        clause !== undefined &&
+        (clause.phaseModifier === SyntaxKind.TypeKeyword ||
+          (clause.name === undefined && onlyTypeSpecifiers(clause.namedBindings)));
       if (isStringLiteral(node.moduleSpecifier)) add(node.moduleSpecifier.text, typeOnly, node);
       return;
     }
     if (isExportDeclaration(node)) {
       const clause = node.exportClause;
-      const typeOnly = node.isTypeOnly || (clause !== undefined && isNamedExports(clause) && clause.elements.length > 0 && clause.elements.every((element) => element.isTypeOnly));
-      if (node.moduleSpecifier && isStringLiteral(node.moduleSpecifier)) add(node.moduleSpecifier.text, typeOnly, node);
+      const typeOnly =
+        node.isTypeOnly ||
+        (clause !== undefined &&
+          isNamedExports(clause) &&
+          clause.elements.length > 0 &&
+          clause.elements.every((element) => element.isTypeOnly));
+      if (node.moduleSpecifier && isStringLiteral(node.moduleSpecifier))
+        add(node.moduleSpecifier.text, typeOnly, node);
       return;
     }
-    if (isImportTypeNode(node) && isLiteralTypeNode(node.argument) && isStringLiteral(node.argument.literal)) add(node.argument.literal.text, true, node);
+    if (
+      isImportTypeNode(node) &&
+      isLiteralTypeNode(node.argument) &&
+      isStringLiteral(node.argument.literal)
+    )
+      add(node.argument.literal.text, true, node);
     if (isCallExpression(node) && node.expression.kind === SyntaxKind.ImportKeyword) {
       const [first] = node.arguments;
       if (first && isStringLiteral(first)) add(first.text, false, node);

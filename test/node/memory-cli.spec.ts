@@ -9,7 +9,11 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startBenchWorker, type BenchWorker } from "../../bench/worker-harness.ts";
-import { documentIdFor, KnowledgeFileError, readKnowledgeFiles } from "../../scripts/knowledge-files.ts";
+import {
+  documentIdFor,
+  KnowledgeFileError,
+  readKnowledgeFiles,
+} from "../../scripts/knowledge-files.ts";
 import type { KnowledgeItem } from "../../src/runtime/character.ts";
 
 const run = promisify(execFile);
@@ -21,7 +25,12 @@ let work: string;
 beforeAll(async () => {
   work = mkdtempSync(join(tmpdir(), "edge-agents-cli-"));
   worker = await startBenchWorker({});
-  const created = await worker.call("POST", "/agents", { id: AGENT, name: "Ada", bio: ["A helper."], system: "You are Ada." });
+  const created = await worker.call("POST", "/agents", {
+    id: AGENT,
+    name: "Ada",
+    bio: ["A helper."],
+    system: "You are Ada.",
+  });
   expect(created.status).toBe(201);
 }, 120_000);
 
@@ -33,7 +42,11 @@ afterAll(async () => {
 /** Runs the CLI; never throws on a non-zero exit, so tests can look at what a failing run said. */
 async function cli(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const { stdout, stderr } = await run(process.execPath, ["scripts/memory.ts", ...args, "--url", worker.base, `--token=${worker.token}`], { env: { ...process.env, COLUMNS: "200" } });
+    const { stdout, stderr } = await run(
+      process.execPath,
+      ["scripts/memory.ts", ...args, "--url", worker.base, `--token=${worker.token}`],
+      { env: { ...process.env, COLUMNS: "200" } },
+    );
     return { code: 0, stdout, stderr };
   } catch (error) {
     const failed = error as { code: number; stdout: string; stderr: string };
@@ -46,16 +59,32 @@ function write(path: string, text: string | Buffer): void {
   writeFileSync(path, text);
 }
 
-async function documents(): Promise<Array<{ id: string; text: string; metadata: { documentId: string; fragments: number } }>> {
+async function documents(): Promise<
+  Array<{ id: string; text: string; metadata: { documentId: string; fragments: number } }>
+> {
   const response = await worker.call("GET", `/memories?agentId=${AGENT}&type=document&limit=100`);
-  return ((await response.json()) as { memories: Array<{ id: string; text: string; metadata: { documentId: string; fragments: number } }> }).memories;
+  return (
+    (await response.json()) as {
+      memories: Array<{
+        id: string;
+        text: string;
+        metadata: { documentId: string; fragments: number };
+      }>;
+    }
+  ).memories;
 }
 
 describe("memory CLI: knowledge files", () => {
   it("stores each file of a folder as its own document, and replaces it when sent again", async () => {
     const docs = join(work, "docs");
-    write(join(docs, "garden.md"), "# Garden\n\nAda grows basil and cherry tomatoes on a balcony facing south.\n");
-    write(join(docs, "notes", "bikes.txt"), "The blue bicycle needs a new chain before the spring ride.");
+    write(
+      join(docs, "garden.md"),
+      "# Garden\n\nAda grows basil and cherry tomatoes on a balcony facing south.\n",
+    );
+    write(
+      join(docs, "notes", "bikes.txt"),
+      "The blue bicycle needs a new chain before the spring ride.",
+    );
     write(join(docs, "photo.png"), Buffer.from([0x89, 0x50, 0x4e, 0x47]));
 
     const first = await cli("knowledge", docs, "--agent", AGENT);
@@ -73,14 +102,23 @@ describe("memory CLI: knowledge files", () => {
     write(join(docs, "garden.md"), "# Garden\n\nThe basil died; Ada now grows mint.\n");
     const again = await cli("knowledge", join(docs, "garden.md"), "--agent", AGENT, "--json");
     expect(again.code).toBe(0);
-    const body = JSON.parse(again.stdout) as { documents: Array<{ replaced: boolean; fragments: number }> };
+    const body = JSON.parse(again.stdout) as {
+      documents: Array<{ replaced: boolean; fragments: number }>;
+    };
     expect(body.documents).toEqual([expect.objectContaining({ replaced: true, fragments: 1 })]);
     const stored = await documents();
     expect(stored).toHaveLength(2);
     expect(stored.map((d) => d.text)).toContain("# Garden\n\nThe basil died; Ada now grows mint.");
 
     // What a turn's retrieval finds: the new fragment, not the replaced one.
-    const similar = await cli("similar", "what grows on the balcony", "--agent", AGENT, "--type", "fragment");
+    const similar = await cli(
+      "similar",
+      "what grows on the balcony",
+      "--agent",
+      AGENT,
+      "--type",
+      "fragment",
+    );
     expect(similar.code).toBe(0);
     expect(similar.stdout).toContain("now grows mint");
     expect(similar.stdout).not.toContain("cherry tomatoes");
@@ -88,15 +126,33 @@ describe("memory CLI: knowledge files", () => {
 
   it("reads a character file's path and directory entries relative to it", async () => {
     const folder = join(work, "characters");
-    write(join(folder, "knowledge", "faq.md"), "## Opening hours\n\nThe repair café opens on Saturdays from ten to two.");
-    write(join(folder, "knowledge", "more", "tools.txt"), "Bring your own screwdrivers; soldering irons are provided.");
-    const character = { id: AGENT, name: "Fixer", bio: ["Runs a repair café."], knowledge: ["Inline text stays with the agent.", { path: "knowledge/faq.md" }, { directory: "knowledge/more" }] };
+    write(
+      join(folder, "knowledge", "faq.md"),
+      "## Opening hours\n\nThe repair café opens on Saturdays from ten to two.",
+    );
+    write(
+      join(folder, "knowledge", "more", "tools.txt"),
+      "Bring your own screwdrivers; soldering irons are provided.",
+    );
+    const character = {
+      id: AGENT,
+      name: "Fixer",
+      bio: ["Runs a repair café."],
+      knowledge: [
+        "Inline text stays with the agent.",
+        { path: "knowledge/faq.md" },
+        { directory: "knowledge/more" },
+      ],
+    };
     write(join(folder, "fixer.json"), JSON.stringify(character));
 
     // No --agent: the character file names it.
     const result = await cli("knowledge", "--character", join(folder, "fixer.json"), "--json");
     expect(result.code).toBe(0);
-    const body = JSON.parse(result.stdout) as { agentId: string; documents: Array<{ path: string; documentId: string }> };
+    const body = JSON.parse(result.stdout) as {
+      agentId: string;
+      documents: Array<{ path: string; documentId: string }>;
+    };
     expect(body.agentId).toBe(AGENT);
     expect(body.documents.map((d) => [d.path, d.documentId])).toEqual([
       ["knowledge/faq.md", "file:knowledge:faq.md"],
@@ -120,8 +176,17 @@ describe("memory CLI: knowledge files", () => {
       [{ path: "link.txt" }, "leads outside the character's folder"],
       [{ directory: "." }, "leads outside the character's folder"],
     ] as const) {
-      write(join(folder, "bad.json"), JSON.stringify({ name: "Bad", bio: ["x"], knowledge: [{ path: "ok.md" }, entry] }));
-      const result = await cli("knowledge", "--character", join(folder, "bad.json"), "--agent", AGENT);
+      write(
+        join(folder, "bad.json"),
+        JSON.stringify({ name: "Bad", bio: ["x"], knowledge: [{ path: "ok.md" }, entry] }),
+      );
+      const result = await cli(
+        "knowledge",
+        "--character",
+        join(folder, "bad.json"),
+        "--agent",
+        AGENT,
+      );
       expect(result.code).toBe(1);
       expect(result.stderr).toContain(reason);
       expect(result.stderr).toContain("Nothing was sent");
@@ -134,11 +199,17 @@ describe("memory CLI: knowledge files", () => {
     const before = (await documents()).length;
     write(join(work, "bad", "binary.txt"), Buffer.from([0xff, 0xfe, 0x00, 0x41]));
     write(join(work, "bad", "big.md"), "words".repeat(120_000));
-    write(join(work, "bad", "invalid.json"), JSON.stringify({ name: "", knowledge: [{ path: "a", directory: "b" }] }));
+    write(
+      join(work, "bad", "invalid.json"),
+      JSON.stringify({ name: "", knowledge: [{ path: "a", directory: "b" }] }),
+    );
 
     const cases: Array<[string[], RegExp]> = [
       [[join(work, "bad", "binary.txt")], /binary\.txt is not UTF-8 text/],
-      [[join(work, "bad", "big.md")], /big\.md has 600,000 characters; a document takes at most 500,000: split it/],
+      [
+        [join(work, "bad", "big.md")],
+        /big\.md has 600,000 characters; a document takes at most 500,000: split it/,
+      ],
       [[join(work, "nowhere.md")], /does not exist/],
       [["--character", join(work, "bad", "invalid.json")], /is not a valid character: /],
       [["--character", join(work, "bad", "missing.json")], /cannot read the character file/],
@@ -153,7 +224,12 @@ describe("memory CLI: knowledge files", () => {
     const noAgent = await cli("knowledge", join(work, "docs", "garden.md"));
     expect(noAgent.code).toBe(1);
     expect(noAgent.stderr).toMatch(/--agent is required/);
-    const unknownAgent = await cli("knowledge", join(work, "docs", "garden.md"), "--agent", "nobody");
+    const unknownAgent = await cli(
+      "knowledge",
+      join(work, "docs", "garden.md"),
+      "--agent",
+      "nobody",
+    );
     expect(unknownAgent.code).toBe(1);
     expect(unknownAgent.stderr).toMatch(/HTTP 404 not_found/);
     expect(await documents()).toHaveLength(before);
@@ -164,7 +240,12 @@ describe("memory CLI: list, stats, init, clear", () => {
   it("lists, counts and deletes what the API holds, asking before it deletes", async () => {
     const stored = await worker.call("POST", "/memories", {
       memories: [
-        { agentId: AGENT, type: "fact", userId: "alice", text: "Alice keeps bees on her allotment." },
+        {
+          agentId: AGENT,
+          type: "fact",
+          userId: "alice",
+          text: "Alice keeps bees on her allotment.",
+        },
         { agentId: AGENT, type: "fact", userId: "bob", text: "Bob restores old radios." },
       ],
     });
@@ -189,24 +270,43 @@ describe("memory CLI: list, stats, init, clear", () => {
     expect(dryRun.stderr).toContain("nothing deleted: run again with --yes");
     const cleared = await cli("clear", "--agent", AGENT, "--user", "alice", "--yes");
     expect(cleared.stdout).toContain("deleted 1 memory of cli-ada");
-    const bobsId = (JSON.parse((await cli("list", "--agent", AGENT, "--user", "bob", "--json")).stdout) as { memories: Array<{ id: string }> }).memories[0]!.id;
+    const bobsId = (
+      JSON.parse((await cli("list", "--agent", AGENT, "--user", "bob", "--json")).stdout) as {
+        memories: Array<{ id: string }>;
+      }
+    ).memories[0]!.id;
     const oneDryRun = await cli("clear", "--agent", AGENT, "--id", bobsId);
     expect(oneDryRun.code).toBe(1);
-    expect(oneDryRun.stdout).toContain(`This would delete 1 memory of agent cli-ada (id ${bobsId})`);
+    expect(oneDryRun.stdout).toContain(
+      `This would delete 1 memory of agent cli-ada (id ${bobsId})`,
+    );
     expect(oneDryRun.stdout).toContain("Bob restores old radios");
     const docId = (await documents())[0]!.id;
-    expect((await cli("clear", "--agent", AGENT, "--id", docId)).stdout).toContain("Documents take their fragments with them.");
+    expect((await cli("clear", "--agent", AGENT, "--id", docId)).stdout).toContain(
+      "Documents take their fragments with them.",
+    );
     const after = await cli("similar", "who keeps bees", "--agent", AGENT, "--json");
     expect(after.code).toBe(0);
     expect(after.stdout).not.toContain("Alice keeps bees");
     const bob = await cli("list", "--agent", AGENT, "--user", "bob");
     expect(bob.stdout).toContain("Bob restores old radios");
-    expect((await cli("clear", "--agent", AGENT, "--id", bobsId, "--yes")).stdout).toContain("deleted 1 memory of cli-ada");
+    expect((await cli("clear", "--agent", AGENT, "--id", bobsId, "--yes")).stdout).toContain(
+      "deleted 1 memory of cli-ada",
+    );
     expect((await cli("list", "--agent", AGENT, "--user", "bob")).stdout.trim()).toBe("(none)");
   });
 
   it("explains a wrong token instead of failing obscurely", async () => {
-    const { stderr } = await run(process.execPath, ["scripts/memory.ts", "stats", "--agent", AGENT, "--url", worker.base, "--token", "wrong"]).catch((error: { stderr: string }) => error);
+    const { stderr } = await run(process.execPath, [
+      "scripts/memory.ts",
+      "stats",
+      "--agent",
+      AGENT,
+      "--url",
+      worker.base,
+      "--token",
+      "wrong",
+    ]).catch((error: { stderr: string }) => error);
     expect(stderr).toMatch(/HTTP 401 unauthorized: .*\(check --token or EDGE_AGENTS_TOKEN\)/);
   });
 });
@@ -221,7 +321,15 @@ describe("knowledge file reader", () => {
     write(join(base, "dir", "a.markdown"), "ay");
     write(join(base, "dir", ".draft.md"), "hidden");
     write(join(base, "dir", "empty.txt"), "   \n");
-    const { files, skipped } = await readKnowledgeFiles(base, items({ kind: "path", path: "b.md", shared: false }, { kind: "directory", directory: "dir", shared: false }, { kind: "path", path: "dir/z.txt", shared: false }), { confined: true });
+    const { files, skipped } = await readKnowledgeFiles(
+      base,
+      items(
+        { kind: "path", path: "b.md", shared: false },
+        { kind: "directory", directory: "dir", shared: false },
+        { kind: "path", path: "dir/z.txt", shared: false },
+      ),
+      { confined: true },
+    );
     expect(files.map((f) => [f.path, f.format, f.text])).toEqual([
       ["b.md", "markdown", "bee"],
       ["dir/a.markdown", "markdown", "ay"],
@@ -234,15 +342,27 @@ describe("knowledge file reader", () => {
     const base = join(work, "loop");
     write(join(base, "docs", "a.md"), "once");
     symlinkSync("..", join(base, "docs", "up"));
-    const { files } = await readKnowledgeFiles(base, items({ kind: "directory", directory: "docs", shared: false }), { confined: true });
+    const { files } = await readKnowledgeFiles(
+      base,
+      items({ kind: "directory", directory: "docs", shared: false }),
+      { confined: true },
+    );
     expect(files.map((f) => f.path)).toEqual(["docs/a.md"]);
   });
 
   it("names a file explicitly only when it is text or markdown", async () => {
     const base = join(work, "reader2");
     write(join(base, "data.csv"), "a,b");
-    await expect(readKnowledgeFiles(base, items({ kind: "path", path: "data.csv", shared: false }), { confined: true })).rejects.toThrow(KnowledgeFileError);
-    await expect(readKnowledgeFiles(base, items({ kind: "directory", directory: "data.csv", shared: false }), { confined: true })).rejects.toThrow(/is not a folder/);
+    await expect(
+      readKnowledgeFiles(base, items({ kind: "path", path: "data.csv", shared: false }), {
+        confined: true,
+      }),
+    ).rejects.toThrow(KnowledgeFileError);
+    await expect(
+      readKnowledgeFiles(base, items({ kind: "directory", directory: "data.csv", shared: false }), {
+        confined: true,
+      }),
+    ).rejects.toThrow(/is not a folder/);
   });
 
   it("makes document ids the knowledge endpoint accepts, distinct for distinct paths", async () => {

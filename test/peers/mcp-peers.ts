@@ -12,12 +12,26 @@ import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { SSEServerTransport } from "@modelcontextprotocol/sdk/server/sse.js";
 import { requireBearerAuth } from "@modelcontextprotocol/sdk/server/auth/middleware/bearerAuth.js";
-import { createOAuthMetadata, getOAuthProtectedResourceMetadataUrl, mcpAuthMetadataRouter, mcpAuthRouter } from "@modelcontextprotocol/sdk/server/auth/router.js";
-import { InvalidGrantError, InvalidTokenError } from "@modelcontextprotocol/sdk/server/auth/errors.js";
-import type { AuthorizationParams, OAuthServerProvider } from "@modelcontextprotocol/sdk/server/auth/provider.js";
+import {
+  createOAuthMetadata,
+  getOAuthProtectedResourceMetadataUrl,
+  mcpAuthMetadataRouter,
+  mcpAuthRouter,
+} from "@modelcontextprotocol/sdk/server/auth/router.js";
+import {
+  InvalidGrantError,
+  InvalidTokenError,
+} from "@modelcontextprotocol/sdk/server/auth/errors.js";
+import type {
+  AuthorizationParams,
+  OAuthServerProvider,
+} from "@modelcontextprotocol/sdk/server/auth/provider.js";
 import type { OAuthRegisteredClientsStore } from "@modelcontextprotocol/sdk/server/auth/clients.js";
 import type { AuthInfo } from "@modelcontextprotocol/sdk/server/auth/types.js";
-import type { OAuthClientInformationFull, OAuthTokens } from "@modelcontextprotocol/sdk/shared/auth.js";
+import type {
+  OAuthClientInformationFull,
+  OAuthTokens,
+} from "@modelcontextprotocol/sdk/shared/auth.js";
 import { z } from "zod";
 
 export interface McpPeers {
@@ -31,61 +45,114 @@ export interface McpPeers {
 }
 
 /** A 1x1 transparent PNG. */
-const PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII=";
+const PNG =
+  "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII=";
 
 function plainServer(calls: Map<string, number>): McpServer {
   const server = new McpServer({ name: "plain-peer", version: "1.0.0" });
   const count = (name: string) => calls.set(name, (calls.get(name) ?? 0) + 1);
-  server.registerTool("echo", { description: "Says the text back", inputSchema: { text: z.string() } }, async ({ text }) => {
-    count("echo");
-    return { content: [{ type: "text", text }] };
-  });
+  server.registerTool(
+    "echo",
+    { description: "Says the text back", inputSchema: { text: z.string() } },
+    async ({ text }) => {
+      count("echo");
+      return { content: [{ type: "text", text }] };
+    },
+  );
   server.registerTool(
     "add",
-    { description: "Adds two numbers", inputSchema: { a: z.number(), b: z.number() }, outputSchema: { sum: z.number() } },
+    {
+      description: "Adds two numbers",
+      inputSchema: { a: z.number(), b: z.number() },
+      outputSchema: { sum: z.number() },
+    },
     async ({ a, b }) => {
       count("add");
-      return { content: [{ type: "text", text: JSON.stringify({ sum: a + b }) }], structuredContent: { sum: a + b } };
+      return {
+        content: [{ type: "text", text: JSON.stringify({ sum: a + b }) }],
+        structuredContent: { sum: a + b },
+      };
     },
   );
   server.registerTool("fail", { description: "Always fails", inputSchema: {} }, async () => {
     count("fail");
     return { content: [{ type: "text", text: "the widget is broken" }], isError: true };
   });
-  server.registerTool("slow", { description: "Answers after `ms` milliseconds", inputSchema: { ms: z.number().int().min(0).max(60_000) } }, async ({ ms }, extra) => {
-    count("slow");
-    await new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, ms);
-      extra.signal.addEventListener("abort", () => {
-        clearTimeout(timer);
-        resolve();
+  server.registerTool(
+    "slow",
+    {
+      description: "Answers after `ms` milliseconds",
+      inputSchema: { ms: z.number().int().min(0).max(60_000) },
+    },
+    async ({ ms }, extra) => {
+      count("slow");
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, ms);
+        extra.signal.addEventListener("abort", () => {
+          clearTimeout(timer);
+          resolve();
+        });
       });
-    });
-    return { content: [{ type: "text", text: `waited ${ms} ms` }] };
-  });
-  server.registerTool("image", { description: "Returns a tiny image", inputSchema: {} }, async () => {
-    count("image");
-    return { content: [{ type: "image", data: PNG, mimeType: "image/png" }] };
-  });
-  server.registerTool("resource", { description: "Returns an embedded resource", inputSchema: {} }, async () => {
-    count("resource");
-    return { content: [{ type: "resource", resource: { uri: "file:///notes/guide.md", mimeType: "text/markdown", text: "# Guide\nStep one." } }] };
-  });
-  server.registerTool("big", { description: "Returns `chars` characters", inputSchema: { chars: z.number().int().min(1).max(1_000_000) } }, async ({ chars }) => {
-    count("big");
-    return { content: [{ type: "text", text: "x".repeat(chars) }] };
-  });
+      return { content: [{ type: "text", text: `waited ${ms} ms` }] };
+    },
+  );
+  server.registerTool(
+    "image",
+    { description: "Returns a tiny image", inputSchema: {} },
+    async () => {
+      count("image");
+      return { content: [{ type: "image", data: PNG, mimeType: "image/png" }] };
+    },
+  );
+  server.registerTool(
+    "resource",
+    { description: "Returns an embedded resource", inputSchema: {} },
+    async () => {
+      count("resource");
+      return {
+        content: [
+          {
+            type: "resource",
+            resource: {
+              uri: "file:///notes/guide.md",
+              mimeType: "text/markdown",
+              text: "# Guide\nStep one.",
+            },
+          },
+        ],
+      };
+    },
+  );
+  server.registerTool(
+    "big",
+    {
+      description: "Returns `chars` characters",
+      inputSchema: { chars: z.number().int().min(1).max(1_000_000) },
+    },
+    async ({ chars }) => {
+      count("big");
+      return { content: [{ type: "text", text: "x".repeat(chars) }] };
+    },
+  );
   return server;
 }
 
 /** Stateless Streamable HTTP: a fresh server and transport per request, as the SDK documents. */
-async function handleMcp(build: () => McpServer, req: IncomingMessage & { auth?: AuthInfo }, res: ServerResponse, body: unknown): Promise<void> {
+async function handleMcp(
+  build: () => McpServer,
+  req: IncomingMessage & { auth?: AuthInfo },
+  res: ServerResponse,
+  body: unknown,
+): Promise<void> {
   if (req.method !== "POST") {
     res.writeHead(405, { allow: "POST" }).end();
     return;
   }
   const server = build();
-  const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+  const transport = new StreamableHTTPServerTransport({
+    sessionIdGenerator: undefined,
+    enableJsonResponse: true,
+  });
   res.on("close", () => {
     void transport.close();
     void server.close();
@@ -107,7 +174,10 @@ class PeerAuthProvider implements OAuthServerProvider {
   readonly counts = { registrations: 0, authorizations: 0, codeExchanges: 0, refreshes: 0 };
   accessTtlSeconds = 3600;
   private readonly clients = new Map<string, OAuthClientInformationFull>();
-  private readonly codes = new Map<string, { client: OAuthClientInformationFull; params: AuthorizationParams }>();
+  private readonly codes = new Map<
+    string,
+    { client: OAuthClientInformationFull; params: AuthorizationParams }
+  >();
   private readonly tokens = new Map<string, StoredToken>();
   private readonly expectedResource: string;
 
@@ -127,7 +197,11 @@ class PeerAuthProvider implements OAuthServerProvider {
     };
   }
 
-  async authorize(client: OAuthClientInformationFull, params: AuthorizationParams, res: express.Response): Promise<void> {
+  async authorize(
+    client: OAuthClientInformationFull,
+    params: AuthorizationParams,
+    res: express.Response,
+  ): Promise<void> {
     this.counts.authorizations += 1;
     const code = randomUUID();
     this.codes.set(code, { client, params });
@@ -137,26 +211,45 @@ class PeerAuthProvider implements OAuthServerProvider {
     res.redirect(target.toString());
   }
 
-  async challengeForAuthorizationCode(_client: OAuthClientInformationFull, code: string): Promise<string> {
+  async challengeForAuthorizationCode(
+    _client: OAuthClientInformationFull,
+    code: string,
+  ): Promise<string> {
     const entry = this.codes.get(code);
     if (!entry) throw new InvalidGrantError("unknown authorization code");
     return entry.params.codeChallenge;
   }
 
-  async exchangeAuthorizationCode(client: OAuthClientInformationFull, code: string, _verifier?: string, _redirectUri?: string, resource?: URL): Promise<OAuthTokens> {
+  async exchangeAuthorizationCode(
+    client: OAuthClientInformationFull,
+    code: string,
+    _verifier?: string,
+    _redirectUri?: string,
+    resource?: URL,
+  ): Promise<OAuthTokens> {
     const entry = this.codes.get(code);
-    if (!entry || entry.client.client_id !== client.client_id) throw new InvalidGrantError("unknown authorization code");
+    if (!entry || entry.client.client_id !== client.client_id)
+      throw new InvalidGrantError("unknown authorization code");
     this.codes.delete(code);
     // RFC 8707: the token is for this MCP server only.
     const asked = resource?.href ?? entry.params.resource?.href;
-    if (asked !== this.expectedResource) throw new InvalidGrantError(`resource must be ${this.expectedResource}, got ${asked ?? "none"}`);
+    if (asked !== this.expectedResource)
+      throw new InvalidGrantError(
+        `resource must be ${this.expectedResource}, got ${asked ?? "none"}`,
+      );
     this.counts.codeExchanges += 1;
     return this.issue(client.client_id, entry.params.scopes ?? [], new URL(asked));
   }
 
-  async exchangeRefreshToken(client: OAuthClientInformationFull, refreshToken: string, scopes?: string[], resource?: URL): Promise<OAuthTokens> {
+  async exchangeRefreshToken(
+    client: OAuthClientInformationFull,
+    refreshToken: string,
+    scopes?: string[],
+    resource?: URL,
+  ): Promise<OAuthTokens> {
     const stored = this.tokens.get(refreshToken);
-    if (stored?.kind !== "refresh" || stored.clientId !== client.client_id) throw new InvalidGrantError("refresh token is not valid");
+    if (stored?.kind !== "refresh" || stored.clientId !== client.client_id)
+      throw new InvalidGrantError("refresh token is not valid");
     // Rotation: a refresh token works once.
     this.tokens.delete(refreshToken);
     this.counts.refreshes += 1;
@@ -165,8 +258,15 @@ class PeerAuthProvider implements OAuthServerProvider {
 
   async verifyAccessToken(token: string): Promise<AuthInfo> {
     const stored = this.tokens.get(token);
-    if (stored?.kind !== "access" || stored.expiresAt <= Date.now()) throw new InvalidTokenError("token is not valid");
-    return { token, clientId: stored.clientId, scopes: stored.scopes, expiresAt: Math.floor(stored.expiresAt / 1000), resource: stored.resource };
+    if (stored?.kind !== "access" || stored.expiresAt <= Date.now())
+      throw new InvalidTokenError("token is not valid");
+    return {
+      token,
+      clientId: stored.clientId,
+      scopes: stored.scopes,
+      expiresAt: Math.floor(stored.expiresAt / 1000),
+      resource: stored.resource,
+    };
   }
 
   expireAccessTokens(): void {
@@ -180,9 +280,27 @@ class PeerAuthProvider implements OAuthServerProvider {
   private issue(clientId: string, scopes: string[], resource?: URL): OAuthTokens {
     const access = `at_${randomUUID()}`;
     const refresh = `rt_${randomUUID()}`;
-    this.tokens.set(access, { clientId, scopes, resource, expiresAt: Date.now() + this.accessTtlSeconds * 1000, kind: "access" });
-    this.tokens.set(refresh, { clientId, scopes, resource, expiresAt: Number.MAX_SAFE_INTEGER, kind: "refresh" });
-    return { access_token: access, token_type: "bearer", expires_in: this.accessTtlSeconds, refresh_token: refresh, scope: scopes.join(" ") };
+    this.tokens.set(access, {
+      clientId,
+      scopes,
+      resource,
+      expiresAt: Date.now() + this.accessTtlSeconds * 1000,
+      kind: "access",
+    });
+    this.tokens.set(refresh, {
+      clientId,
+      scopes,
+      resource,
+      expiresAt: Number.MAX_SAFE_INTEGER,
+      kind: "refresh",
+    });
+    return {
+      access_token: access,
+      token_type: "bearer",
+      expires_in: this.accessTtlSeconds,
+      refresh_token: refresh,
+      scope: scopes.join(" "),
+    };
   }
 }
 
@@ -264,16 +382,40 @@ export async function startMcpPeers(): Promise<McpPeers> {
 
   const oauthApp = express();
   oauthApp.use(express.json());
-  oauthApp.use(mcpAuthMetadataRouter({ oauthMetadata: createOAuthMetadata({ provider, issuerUrl: authServerUrl, scopesSupported: ["mcp:tools"] }), resourceServerUrl: oauthUrl, scopesSupported: ["mcp:tools"], resourceName: "OAuth peer" }));
-  const bearer = requireBearerAuth({ verifier: provider, resourceMetadataUrl: getOAuthProtectedResourceMetadataUrl(oauthUrl), expectedResource: oauthUrl });
+  oauthApp.use(
+    mcpAuthMetadataRouter({
+      oauthMetadata: createOAuthMetadata({
+        provider,
+        issuerUrl: authServerUrl,
+        scopesSupported: ["mcp:tools"],
+      }),
+      resourceServerUrl: oauthUrl,
+      scopesSupported: ["mcp:tools"],
+      resourceName: "OAuth peer",
+    }),
+  );
+  const bearer = requireBearerAuth({
+    verifier: provider,
+    resourceMetadataUrl: getOAuthProtectedResourceMetadataUrl(oauthUrl),
+    expectedResource: oauthUrl,
+  });
   const whoami = () => {
     const server = new McpServer({ name: "oauth-peer", version: "1.0.0" });
-    server.registerTool("whoami", { description: "Says which OAuth client is calling", inputSchema: {} }, async (_args, extra) => ({
-      content: [{ type: "text", text: `client ${extra.authInfo?.clientId ?? "unknown"}` }],
-    }));
+    server.registerTool(
+      "whoami",
+      { description: "Says which OAuth client is calling", inputSchema: {} },
+      async (_args, extra) => ({
+        content: [{ type: "text", text: `client ${extra.authInfo?.clientId ?? "unknown"}` }],
+      }),
+    );
     return server;
   };
-  oauthApp.all("/mcp", bearer, (req, res) => void handleMcp(whoami, req as IncomingMessage & { auth?: AuthInfo }, res, req.body));
+  oauthApp.all(
+    "/mcp",
+    bearer,
+    (req, res) =>
+      void handleMcp(whoami, req as IncomingMessage & { auth?: AuthInfo }, res, req.body),
+  );
   oauthHttp.on("request", oauthApp);
   const oauthSockets = tracked(oauthHttp);
   const authSockets = tracked(authHttp);
@@ -281,7 +423,8 @@ export async function startMcpPeers(): Promise<McpPeers> {
   // Control, for tests running in workerd.
   const control = createServer(async (req, res) => {
     const url = new URL(req.url ?? "/", "http://control");
-    const reply = (body: unknown) => res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(body));
+    const reply = (body: unknown) =>
+      res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(body));
     switch (`${req.method} ${url.pathname}`) {
       case "POST /plain/stop":
         if (plainRunning) {

@@ -3,6 +3,12 @@ import "vitest";
 
 declare module "vitest" {
   export interface ProvidedContext {
-    mcpPeers: { plainUrl: string; sseUrl: string; oauthUrl: string; authServerUrl: string; controlUrl: string };
+    mcpPeers: {
+      plainUrl: string;
+      sseUrl: string;
+      oauthUrl: string;
+      authServerUrl: string;
+      controlUrl: string;
+    };
   }
 }

@@ -4,24 +4,58 @@
 import { describe, expect, it } from "vitest";
 import { ModelCallError } from "../../src/runtime/errors.ts";
 import { FAILOVER_NOTE } from "../../src/runtime/model-session.ts";
-import { advanceTask, answerApproval, runTask, type TaskLoopDeps } from "../../src/runtime/task-loop.ts";
+import {
+  advanceTask,
+  answerApproval,
+  runTask,
+  type TaskLoopDeps,
+} from "../../src/runtime/task-loop.ts";
 import { TASK_SWITCH_NOTE } from "../../src/runtime/task-step.ts";
-import { DEFAULT_TASK_LIMITS, newTaskState, type AuditEntry, type TaskEventBody, type TaskLimits, type TaskState } from "../../src/runtime/task-types.ts";
+import {
+  DEFAULT_TASK_LIMITS,
+  newTaskState,
+  type AuditEntry,
+  type TaskEventBody,
+  type TaskLimits,
+  type TaskState,
+} from "../../src/runtime/task-types.ts";
 import type { ChatModel, ToolHost } from "../../src/runtime/types.ts";
 import { character, tickingClock } from "../helpers/fakes.ts";
-import { evaluateReply, planReply, reflectReply, scriptTask, taskChatModel, type TaskScript } from "../helpers/task-script.ts";
+import {
+  evaluateReply,
+  planReply,
+  reflectReply,
+  scriptTask,
+  taskChatModel,
+  type TaskScript,
+} from "../helpers/task-script.ts";
 
 function toolHost(calls: string[]): ToolHost {
   return {
     async list() {
       return [
-        { name: "search", description: "Search the web", parameters: { type: "object", properties: { q: { type: "string" } }, required: ["q"] }, source: "builtin" },
-        { name: "fetch_page", description: "Fetch a page", parameters: { type: "object", properties: { url: { type: "string" } }, required: ["url"] }, source: "builtin" },
+        {
+          name: "search",
+          description: "Search the web",
+          parameters: { type: "object", properties: { q: { type: "string" } }, required: ["q"] },
+          source: "builtin",
+        },
+        {
+          name: "fetch_page",
+          description: "Fetch a page",
+          parameters: {
+            type: "object",
+            properties: { url: { type: "string" } },
+            required: ["url"],
+          },
+          source: "builtin",
+        },
       ];
     },
     async call(name, args) {
       calls.push(`${name}:${JSON.stringify(args)}`);
-      if (name === "fetch_page" && args.url === "https://down.example") return { ok: false, error: "connection refused" };
+      if (name === "fetch_page" && args.url === "https://down.example")
+        return { ok: false, error: "connection refused" };
       return { ok: true, content: `${name} result for ${JSON.stringify(args)}` };
     },
   };
@@ -36,9 +70,13 @@ interface Harness {
   controller: AbortController;
 }
 
-function harness(script: TaskScript, options: { model?: ChatModel & { requests: unknown[] }; fallbacks?: string[] } = {}): Harness & { script: ReturnType<typeof scriptTask> } {
+function harness(
+  script: TaskScript,
+  options: { model?: ChatModel & { requests: unknown[] }; fallbacks?: string[] } = {},
+): Harness & { script: ReturnType<typeof scriptTask> } {
   const scripted = scriptTask(script);
-  const model = (options.model as ReturnType<typeof taskChatModel> | undefined) ?? taskChatModel(scripted);
+  const model =
+    (options.model as ReturnType<typeof taskChatModel> | undefined) ?? taskChatModel(scripted);
   const events: TaskEventBody[] = [];
   const toolCalls: string[] = [];
   const controller = new AbortController();
@@ -68,10 +106,21 @@ function harness(script: TaskScript, options: { model?: ChatModel & { requests: 
 }
 
 function task(limits: Partial<TaskLimits> = {}): TaskState {
-  return newTaskState({ taskId: "t1", agentId: "nova", roomId: "task:t1", goal: "Write a short report on tides", limits: { ...DEFAULT_TASK_LIMITS, ...limits }, source: "api", now: 0 });
+  return newTaskState({
+    taskId: "t1",
+    agentId: "nova",
+    roomId: "task:t1",
+    goal: "Write a short report on tides",
+    limits: { ...DEFAULT_TASK_LIMITS, ...limits },
+    source: "api",
+    now: 0,
+  });
 }
 
-async function run(h: Harness, state: TaskState): Promise<{ final: TaskState; saved: TaskState[] }> {
+async function run(
+  h: Harness,
+  state: TaskState,
+): Promise<{ final: TaskState; saved: TaskState[] }> {
   const saved: TaskState[] = [];
   const final = await runTask(state, h.deps, ({ state: next, audit }) => {
     saved.push(next);
@@ -83,7 +132,12 @@ async function run(h: Harness, state: TaskState): Promise<{ final: TaskState; sa
 describe("task loop", () => {
   it("completes a three-step task with tools, checked against the plan's criteria", async () => {
     const h = harness({
-      plan: [planReply(["Search for tide facts", "Read the best source", "Write the report"], ["The report names the cause of tides"])],
+      plan: [
+        planReply(
+          ["Search for tide facts", "Read the best source", "Write the report"],
+          ["The report names the cause of tides"],
+        ),
+      ],
       act: [
         { toolCalls: [{ name: "search", arguments: { q: "tides" } }] },
         { text: "Found three sources." },
@@ -97,19 +151,28 @@ describe("task loop", () => {
     });
     const { final } = await run(h, task());
     expect(final.status).toBe("completed");
-    expect(final.result).toMatchObject({ text: "Tides are caused by the moon's gravity.", criteria: [{ criterion: "The report names the cause of tides", met: true }] });
+    expect(final.result).toMatchObject({
+      text: "Tides are caused by the moon's gravity.",
+      criteria: [{ criterion: "The report names the cause of tides", met: true }],
+    });
     expect(final.steps.map((s) => [s.title, s.outcome])).toEqual([
       ["Search for tide facts", "succeeded"],
       ["Read the best source", "succeeded"],
       ["Write the report", "succeeded"],
     ]);
     expect(final.plan!.steps.every((s) => s.status === "done")).toBe(true);
-    expect(h.toolCalls).toEqual(['search:{"q":"tides"}', 'fetch_page:{"url":"https://tides.example"}']);
+    expect(h.toolCalls).toEqual([
+      'search:{"q":"tides"}',
+      'fetch_page:{"url":"https://tides.example"}',
+    ]);
     expect(h.audit.map((a) => [a.step, a.tool, a.ok])).toEqual([
       [1, "search", true],
       [2, "fetch_page", true],
     ]);
-    expect(h.audit[0]).toMatchObject({ arguments: { q: "tides" }, result: expect.stringContaining("search result") });
+    expect(h.audit[0]).toMatchObject({
+      arguments: { q: "tides" },
+      result: expect.stringContaining("search result"),
+    });
     expect(h.events.map((e) => e.type)).toEqual([
       "task_started",
       "plan",
@@ -142,7 +205,13 @@ describe("task loop", () => {
         { toolCalls: [{ name: "search", arguments: { q: "tide table mirror" } }] },
         { text: "Got the table from a mirror." },
       ],
-      reflect: [reflectReply(false, { failureAnalysis: "the site refuses connections", nextApproach: "search for a mirror of the table" }), reflectReply(true)],
+      reflect: [
+        reflectReply(false, {
+          failureAnalysis: "the site refuses connections",
+          nextApproach: "search for a mirror of the table",
+        }),
+        reflectReply(true),
+      ],
       evaluate: [evaluateReply([true])],
     });
     const { final } = await run(h, task());
@@ -154,7 +223,9 @@ describe("task loop", () => {
     expect(final.steps[0]!.failureAnalysis).toBe("the site refuses connections");
     expect(final.steps[1]!.approach).toBe("search for a mirror of the table");
     // The second attempt was told what failed and what to do instead.
-    const secondAttempt = h.model.requests.find((r, i) => i > 0 && JSON.stringify(r.messages).includes("Take a different approach"));
+    const secondAttempt = h.model.requests.find(
+      (r, i) => i > 0 && JSON.stringify(r.messages).includes("Take a different approach"),
+    );
     expect(JSON.stringify(secondAttempt?.messages)).toContain("search for a mirror of the table");
     expect(h.audit.map((a) => [a.tool, a.ok])).toEqual([
       ["fetch_page", false],
@@ -166,21 +237,39 @@ describe("task loop", () => {
   it("does not trust a reflection that claims success when every tool call failed", async () => {
     const h = harness({
       plan: [planReply(["Fetch the tide table"], ["The table is fetched"])],
-      act: [{ toolCalls: [{ name: "fetch_page", arguments: { url: "https://down.example" } }] }, { text: "Done!" }],
+      act: [
+        { toolCalls: [{ name: "fetch_page", arguments: { url: "https://down.example" } }] },
+        { text: "Done!" },
+      ],
       reflect: [reflectReply(true)],
     });
     const first = await advanceTask(task(), h.deps);
     const second = await advanceTask(first.state, h.deps);
-    expect(second.state.steps[0]).toMatchObject({ outcome: "failed", failureAnalysis: expect.stringContaining("connection refused") });
+    expect(second.state.steps[0]).toMatchObject({
+      outcome: "failed",
+      failureAnalysis: expect.stringContaining("connection refused"),
+    });
     expect(second.state.plan!.steps[0]!.status).toBe("pending");
   });
 
   it("stops at the step budget with an honest summary of what was done and what failed", async () => {
-    const failing = { toolCalls: [{ name: "fetch_page", arguments: { url: "https://down.example" } }] };
+    const failing = {
+      toolCalls: [{ name: "fetch_page", arguments: { url: "https://down.example" } }],
+    };
     const h = harness({
       plan: [planReply(["Search", "Fetch the table", "Write it up"], ["A table is written up"])],
-      act: [{ text: "Searched: found a link." }, failing, { text: "Failed." }, failing, { text: "Failed again." }],
-      reflect: [reflectReply(true), reflectReply(false, { failureAnalysis: "the host is down" }), reflectReply(false, { failureAnalysis: "the host is still down" })],
+      act: [
+        { text: "Searched: found a link." },
+        failing,
+        { text: "Failed." },
+        failing,
+        { text: "Failed again." },
+      ],
+      reflect: [
+        reflectReply(true),
+        reflectReply(false, { failureAnalysis: "the host is down" }),
+        reflectReply(false, { failureAnalysis: "the host is still down" }),
+      ],
       summary: [{ text: "Search worked; the table host is down." }],
     });
     const { final } = await run(h, task({ maxSteps: 3 }));
@@ -188,14 +277,24 @@ describe("task loop", () => {
     expect(final.stopReason).toBe("max_steps");
     expect(final.report).toContain("Stopped: all 3 steps are used.");
     expect(final.report).toContain("- Search: Searched: found a link.");
-    expect(final.report).toContain("Failed:\n- step 2, Fetch the table: the host is down\n- step 3, Fetch the table: the host is still down");
+    expect(final.report).toContain(
+      "Failed:\n- step 2, Fetch the table: the host is down\n- step 3, Fetch the table: the host is still down",
+    );
     expect(final.report).toContain("Not done:\n- Fetch the table\n- Write it up");
     expect(final.steps.map((s) => s.countedAsFailure)).toEqual([false, false, true]);
-    expect(h.events.at(-1)).toMatchObject({ type: "done", status: "exhausted", stopReason: "max_steps" });
+    expect(h.events.at(-1)).toMatchObject({
+      type: "done",
+      status: "exhausted",
+      stopReason: "max_steps",
+    });
   });
 
   it("stops when the token budget is spent", async () => {
-    const h = harness({ plan: [planReply(["One", "Two"], ["Both done"])], act: [{ text: "one done" }], reflect: [reflectReply(true)] });
+    const h = harness({
+      plan: [planReply(["One", "Two"], ["Both done"])],
+      act: [{ text: "one done" }],
+      reflect: [reflectReply(true)],
+    });
     // Each call reports 120 tokens: the plan and one step with its reflection use 360.
     const { final } = await run(h, task({ budgetTokens: 300 }));
     expect(final.status).toBe("exhausted");
@@ -205,7 +304,11 @@ describe("task loop", () => {
   });
 
   it("stops at the wall-clock limit", async () => {
-    const h = harness({ plan: [planReply(["One", "Two"], ["Both done"])], act: [{ text: "one done" }], reflect: [reflectReply(true)] });
+    const h = harness({
+      plan: [planReply(["One", "Two"], ["Both done"])],
+      act: [{ text: "one done" }],
+      reflect: [reflectReply(true)],
+    });
     let now = 0;
     h.deps.now = () => now;
     let state = (await advanceTask(task({ wallClockMs: 60_000 }), h.deps)).state; // plan at t=0
@@ -213,7 +316,11 @@ describe("task loop", () => {
     state = (await advanceTask(state, h.deps)).state; // step 1
     now = 60_000;
     const { final } = await run(h, state);
-    expect(final).toMatchObject({ status: "exhausted", stopReason: "wall_clock", finishedAt: 60_000 });
+    expect(final).toMatchObject({
+      status: "exhausted",
+      stopReason: "wall_clock",
+      finishedAt: 60_000,
+    });
     expect(final.report).toContain("Stopped: the time limit of 60 s is reached.");
     expect(final.steps).toHaveLength(1);
   });
@@ -221,7 +328,15 @@ describe("task loop", () => {
   it("pauses at a tool that needs approval, runs nothing, and carries on from there with the answer", async () => {
     const h = harness({
       plan: [planReply(["Fetch the page"], ["The page is read"])],
-      act: [{ toolCalls: [{ name: "search", arguments: { q: "tides" } }, { name: "fetch_page", arguments: { url: "https://tides.example" } }] }, { text: "Read it." }],
+      act: [
+        {
+          toolCalls: [
+            { name: "search", arguments: { q: "tides" } },
+            { name: "fetch_page", arguments: { url: "https://tides.example" } },
+          ],
+        },
+        { text: "Read it." },
+      ],
       reflect: [reflectReply(true)],
       evaluate: [evaluateReply([true], "Read.")],
     });
@@ -232,20 +347,49 @@ describe("task loop", () => {
     expect(paused.status).toBe("awaiting_approval");
     // The ungated call before it ran; the gated one waits.
     expect(h.toolCalls).toEqual(['search:{"q":"tides"}']);
-    expect(paused.approval).toMatchObject({ tool: "fetch_page", arguments: { url: "https://tides.example" }, step: 1, expiresAt: 600_000, decision: null });
-    expect(h.events.at(-1)).toMatchObject({ type: "approval_requested", tool: "fetch_page", approvalId: "0123456789abcdef" });
+    expect(paused.approval).toMatchObject({
+      tool: "fetch_page",
+      arguments: { url: "https://tides.example" },
+      step: 1,
+      expiresAt: 600_000,
+      decision: null,
+    });
+    expect(h.events.at(-1)).toMatchObject({
+      type: "approval_requested",
+      tool: "fetch_page",
+      approvalId: "0123456789abcdef",
+    });
     // Nothing happens while it waits.
     expect((await advanceTask(paused, h.deps)).state).toBe(paused);
-    expect(answerApproval(paused, { approvalId: "ffffffffffffffff", decision: "approved", by: "Dana" }, 0, () => {})).toBeNull();
+    expect(
+      answerApproval(
+        paused,
+        { approvalId: "ffffffffffffffff", decision: "approved", by: "Dana" },
+        0,
+        () => {},
+      ),
+    ).toBeNull();
 
     // Ninety seconds of waiting do not count against the one-minute working time.
     now = 90_000;
-    const answered = answerApproval(paused, { approvalId: "0123456789abcdef", decision: "approved", by: "Dana" }, now, (event) => h.events.push(event));
+    const answered = answerApproval(
+      paused,
+      { approvalId: "0123456789abcdef", decision: "approved", by: "Dana" },
+      now,
+      (event) => h.events.push(event),
+    );
     expect(answered).toMatchObject({ status: "running", pausedMs: 90_000 });
-    expect(h.events.at(-1)).toMatchObject({ type: "approval_resolved", decision: "approved", by: "Dana" });
+    expect(h.events.at(-1)).toMatchObject({
+      type: "approval_resolved",
+      decision: "approved",
+      by: "Dana",
+    });
     const { final } = await run(h, answered!);
     expect(final.status).toBe("completed");
-    expect(h.toolCalls).toEqual(['search:{"q":"tides"}', 'fetch_page:{"url":"https://tides.example"}']);
+    expect(h.toolCalls).toEqual([
+      'search:{"q":"tides"}',
+      'fetch_page:{"url":"https://tides.example"}',
+    ]);
     expect(h.audit.map((a) => [a.step, a.tool, a.ok, a.approval ?? null])).toEqual([
       [1, "search", true, null],
       [1, "fetch_page", true, "approved"],
@@ -257,20 +401,37 @@ describe("task loop", () => {
   it("goes on without a denied tool, telling the model it was denied", async () => {
     const h = harness({
       plan: [planReply(["Fetch the page"], ["The page is read"])],
-      act: [{ toolCalls: [{ name: "fetch_page", arguments: { url: "https://tides.example" } }] }, { text: "I could not read it." }],
+      act: [
+        { toolCalls: [{ name: "fetch_page", arguments: { url: "https://tides.example" } }] },
+        { text: "I could not read it." },
+      ],
       reflect: [reflectReply(false)],
     });
     h.deps.character = character({ settings: { toolApproval: ["fetch_page"] } });
     const { final: paused } = await run(h, task({ maxSteps: 1 }));
-    const denied = answerApproval(paused, { approvalId: paused.approval!.approvalId, decision: "denied", by: "Dana" }, 1, () => {})!;
+    const denied = answerApproval(
+      paused,
+      { approvalId: paused.approval!.approvalId, decision: "denied", by: "Dana" },
+      1,
+      () => {},
+    )!;
     const { final } = await run(h, denied);
     expect(h.toolCalls).toEqual([]);
-    expect(h.audit).toEqual([expect.objectContaining({ tool: "fetch_page", ok: false, approval: "denied", result: expect.stringContaining("denied permission") })]);
+    expect(h.audit).toEqual([
+      expect.objectContaining({
+        tool: "fetch_page",
+        ok: false,
+        approval: "denied",
+        result: expect.stringContaining("denied permission"),
+      }),
+    ]);
     expect(final.status).toBe("exhausted");
   });
 
   it("gives up after maxFailures counted failures in a row", async () => {
-    const failing = { toolCalls: [{ name: "fetch_page", arguments: { url: "https://down.example" } }] };
+    const failing = {
+      toolCalls: [{ name: "fetch_page", arguments: { url: "https://down.example" } }],
+    };
     const h = harness({
       plan: [planReply(["Fetch"], ["Fetched"])],
       act: [failing, { text: "no" }, failing, { text: "no" }, failing, { text: "no" }],
@@ -294,11 +455,19 @@ describe("task loop", () => {
     expect(final.status).toBe("completed");
     expect(h.script.asked.slice(0, 2)).toEqual(["plan", "plan"]);
     const reask = h.model.requests[1]!.messages.at(-1);
-    expect(reask).toMatchObject({ role: "user", content: expect.stringContaining("That reply is invalid (the reply was not valid JSON)") });
+    expect(reask).toMatchObject({
+      role: "user",
+      content: expect.stringContaining("That reply is invalid (the reply was not valid JSON)"),
+    });
   });
 
   it("fails honestly when the plan stays invalid", async () => {
-    const h = harness({ plan: [json({ steps: [] }), json({ steps: Array(6).fill({ title: "x", doneWhen: "y" }), successCriteria: ["z"] })] });
+    const h = harness({
+      plan: [
+        json({ steps: [] }),
+        json({ steps: Array(6).fill({ title: "x", doneWhen: "y" }), successCriteria: ["z"] }),
+      ],
+    });
     const { final } = await run(h, task());
     expect(final.status).toBe("failed");
     expect(final.stopReason).toBe("error");
@@ -311,18 +480,28 @@ describe("task loop", () => {
       plan: [planReply(["Draft"], ["Has a title", "Has a source"])],
       act: [{ text: "Drafted with a title." }, { text: "Added the source." }],
       reflect: [reflectReply(true), reflectReply(true)],
-      evaluate: [evaluateReply([true, false]), evaluateReply([true, true], "Draft with title and source.")],
+      evaluate: [
+        evaluateReply([true, false]),
+        evaluateReply([true, true], "Draft with title and source."),
+      ],
     });
     const { final } = await run(h, task());
     expect(final.status).toBe("completed");
-    expect(final.plan!.steps.map((s) => s.title)).toEqual(["Draft", "Meet the criterion: Has a source"]);
+    expect(final.plan!.steps.map((s) => s.title)).toEqual([
+      "Draft",
+      "Meet the criterion: Has a source",
+    ]);
     expect(final.plan!.revision).toBe(2);
   });
 
   it("resumes from a persisted state without repeating finished steps", async () => {
     const h = harness({
       plan: [planReply(["Search", "Write"], ["Written"])],
-      act: [{ toolCalls: [{ name: "search", arguments: { q: "tides" } }] }, { text: "found" }, { text: "written" }],
+      act: [
+        { toolCalls: [{ name: "search", arguments: { q: "tides" } }] },
+        { text: "found" },
+        { text: "written" },
+      ],
       reflect: [reflectReply(true), reflectReply(true)],
       evaluate: [evaluateReply([true])],
     });
@@ -340,29 +519,44 @@ describe("task loop", () => {
   it("re-checks tool state after the model failed over, in the step and in the steps after it", async () => {
     const scripted = scriptTask({
       plan: [planReply(["Check stock", "Order", "Confirm"], ["Ordered"])],
-      act: [{ text: "stock checked" }, { toolCalls: [{ name: "search", arguments: { q: "stock" } }] }, { text: "ordered" }, { text: "confirmed" }],
+      act: [
+        { text: "stock checked" },
+        { toolCalls: [{ name: "search", arguments: { q: "stock" } }] },
+        { text: "ordered" },
+        { text: "confirmed" },
+      ],
       reflect: [reflectReply(true), reflectReply(true), reflectReply(true)],
       summary: [{ text: "checked, ordered, confirmed" }],
       evaluate: [evaluateReply([true])],
     });
     let mainDown = false;
     const model = taskChatModel(scripted, {
-      fail: (request) => (mainDown && request.model === "main" ? new ModelCallError({ model: "main", message: "main is down", failover: true }) : null),
+      fail: (request) =>
+        mainDown && request.model === "main"
+          ? new ModelCallError({ model: "main", message: "main is down", failover: true })
+          : null,
     });
     const h = harness({}, { model, fallbacks: ["backup"] });
     let state = (await advanceTask(task(), h.deps)).state; // plan
     state = (await advanceTask(state, h.deps)).state; // step 1 on main
     const tools = h.deps.tools;
     // The primary goes down right after its tool call in step 2.
-    h.deps.tools = { list: () => tools.list(), call: async (name, args, ctx) => {
-      mainDown = true;
-      return tools.call(name, args, ctx);
-    } };
+    h.deps.tools = {
+      list: () => tools.list(),
+      call: async (name, args, ctx) => {
+        mainDown = true;
+        return tools.call(name, args, ctx);
+      },
+    };
     const { final } = await run(h, state);
     expect(final.status).toBe("completed");
-    expect(h.events).toContainEqual(expect.objectContaining({ type: "model_failover", from: "main", to: "backup" }));
+    expect(h.events).toContainEqual(
+      expect.objectContaining({ type: "model_failover", from: "main", to: "backup" }),
+    );
     // In the step: the backup does not inherit the primary's tool results.
-    const inStep = model.requests.find((r) => r.model === "backup" && JSON.stringify(r.messages).includes("Now do step 2"))!;
+    const inStep = model.requests.find(
+      (r) => r.model === "backup" && JSON.stringify(r.messages).includes("Now do step 2"),
+    )!;
     expect(JSON.stringify(inStep.messages)).toContain(FAILOVER_NOTE);
     expect(inStep.messages.some((m) => m.role === "tool")).toBe(false);
     // In the next step: earlier results are flagged as possibly stale.
@@ -382,7 +576,9 @@ describe("task loop", () => {
         return { ok: true, content: "late" };
       },
     };
-    const model = taskChatModel(scriptTask({ act: [{ toolCalls: [{ name: "search", arguments: { q: "x" } }] }] }));
+    const model = taskChatModel(
+      scriptTask({ act: [{ toolCalls: [{ name: "search", arguments: { q: "x" } }] }] }),
+    );
     h.deps.model = model;
     state = (await advanceTask(state, h.deps)).state;
     expect(state.status).toBe("cancelled");

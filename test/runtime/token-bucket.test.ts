@@ -1,6 +1,11 @@
 // The token-bucket arithmetic behind every rate limit, and the rule format of the variables.
 import { describe, expect, it } from "vitest";
-import { parseRateRule, takeFromBucket, type BucketState, type RateRule } from "../../src/runtime/token-bucket.ts";
+import {
+  parseRateRule,
+  takeFromBucket,
+  type BucketState,
+  type RateRule,
+} from "../../src/runtime/token-bucket.ts";
 
 describe("token bucket", () => {
   it("parses rules and refuses malformed ones", () => {
@@ -28,6 +33,10 @@ describe("token bucket", () => {
     expect(take(19_999).allowed).toBe(false);
     expect(take(20_000).allowed).toBe(true);
     // A long pause refills to the capacity, never beyond it.
-    expect([take(10_000_000), take(10_000_000), take(10_000_000), take(10_000_000)].map((r) => r.allowed)).toEqual([true, true, true, false]);
+    expect(
+      [take(10_000_000), take(10_000_000), take(10_000_000), take(10_000_000)].map(
+        (r) => r.allowed,
+      ),
+    ).toEqual([true, true, true, false]);
   });
 });

@@ -31,7 +31,9 @@ async function answer(body: string): Promise<Answer> {
 
 /** The agent every DM channel falls back to: the client's default agent. */
 async function serveDirectMessages(agentId: string): Promise<void> {
-  expect((await api("POST", "/clients/discord/config", { body: { defaultAgentId: agentId } })).status).toBe(200);
+  expect(
+    (await api("POST", "/clients/discord/config", { body: { defaultAgentId: agentId } })).status,
+  ).toBe(200);
 }
 
 afterEach(async () => {
@@ -39,12 +41,16 @@ afterEach(async () => {
 });
 
 async function channelAgent(channelId: string): Promise<string | null> {
-  const row = await env.DB.prepare("SELECT agent_id FROM discord_channels WHERE channel_id = ?").bind(channelId).first<{ agent_id: string }>();
+  const row = await env.DB.prepare("SELECT agent_id FROM discord_channels WHERE channel_id = ?")
+    .bind(channelId)
+    .first<{ agent_id: string }>();
   return row?.agent_id ?? null;
 }
 
 async function addOAuthServer(agentId: string): Promise<void> {
-  const response = await api("POST", `/agents/${agentId}/tools`, { body: { name: "secure", url: peers.oauthUrl, auth: { type: "oauth" } } });
+  const response = await api("POST", `/agents/${agentId}/tools`, {
+    body: { name: "secure", url: peers.oauthUrl, auth: { type: "oauth" } },
+  });
   expect(response.status).toBe(201);
 }
 
@@ -62,16 +68,27 @@ describe("Discord DMs: what a stranger cannot do", () => {
 
   it("autocomplete shows a stranger no agents", async () => {
     const agentId = await createTestAgent();
-    const inDm = await answer(dm("agent", { type: 4, channel: snowflake(), user: snowflake(), options: typing(agentId) }));
+    const inDm = await answer(
+      dm("agent", { type: 4, channel: snowflake(), user: snowflake(), options: typing(agentId) }),
+    );
     expect(inDm).toEqual({ type: 8, data: { choices: [] } });
     // In a server, a member without Manage Server gets none either.
-    const member = await answer(command("agent", { type: 4, channel: snowflake(), permissions: "0", options: typing(agentId) }));
+    const member = await answer(
+      command("agent", {
+        type: 4,
+        channel: snowflake(),
+        permissions: "0",
+        options: typing(agentId),
+      }),
+    );
     expect(member).toEqual({ type: 8, data: { choices: [] } });
   });
 
   it("a stranger's DM gets no consent link from /tools", async () => {
     // Even an agent that takes everyone's DMs keeps its consent links for owners.
-    const agentId = await createTestAgent({ settings: { discord: { directMessages: "everyone" } } });
+    const agentId = await createTestAgent({
+      settings: { discord: { directMessages: "everyone" } },
+    });
     await addOAuthServer(agentId);
     await serveDirectMessages(agentId);
     const tools = await answer(dm("tools", { channel: snowflake(), user: snowflake() }));
@@ -100,11 +117,13 @@ describe("Discord DMs: what a stranger cannot do", () => {
       expect(refused.data.content, `/${name}`).toContain("only from the bot's owners");
     }
     expect(model.calls).toHaveLength(0);
-    const stored = await json<{ memories: unknown[] }>(await api("GET", `/memories?agentId=${agentId}&userId=discord:${stranger}`));
+    const stored = await json<{ memories: unknown[] }>(
+      await api("GET", `/memories?agentId=${agentId}&userId=discord:${stranger}`),
+    );
     expect(stored.memories).toHaveLength(0);
   });
 
-  it('a stranger\'s DM is not answered by an agent with directMessages "off", nor is an owner\'s', async () => {
+  it("a stranger's DM is not answered by an agent with directMessages \"off\", nor is an owner's", async () => {
     const agentId = await createTestAgent({ settings: { discord: { directMessages: "off" } } });
     await serveDirectMessages(agentId);
     for (const user of [snowflake(), CONFIGURED_OWNER]) {
@@ -121,33 +140,47 @@ describe("Discord DMs: what owners and open agents may do", () => {
     const agentId = await createTestAgent();
     await addOAuthServer(agentId);
     const channel = snowflake();
-    const suggested = await answer(dm("agent", { type: 4, channel, user: CONFIGURED_OWNER, options: typing(agentId) }));
+    const suggested = await answer(
+      dm("agent", { type: 4, channel, user: CONFIGURED_OWNER, options: typing(agentId) }),
+    );
     expect(suggested.data.choices!.map((choice) => choice.value)).toContain(agentId);
-    const chosen = await answer(dm("agent", { channel, user: CONFIGURED_OWNER, options: pick(agentId) }));
+    const chosen = await answer(
+      dm("agent", { channel, user: CONFIGURED_OWNER, options: pick(agentId) }),
+    );
     expect(chosen.data.content).toContain("now answers in this channel");
     expect(await channelAgent(channel)).toBe(agentId);
     const tools = await answer(dm("tools", { channel, user: CONFIGURED_OWNER }));
-    expect(tools.data.content).toMatch(/\*\*secure\*\*: needs authorization: http:\/\/127\.0\.0\.1:\d+\/authorize\?/);
+    expect(tools.data.content).toMatch(
+      /\*\*secure\*\*: needs authorization: http:\/\/127\.0\.0\.1:\d+\/authorize\?/,
+    );
   });
 
   it("the application's owner from GET /applications/@me manages in a DM", async () => {
     const agentId = await createTestAgent();
     const channel = snowflake();
-    const chosen = await answer(dm("agent", { channel, user: STAND_IN_APP_OWNER_ID, options: pick(agentId) }));
+    const chosen = await answer(
+      dm("agent", { channel, user: STAND_IN_APP_OWNER_ID, options: pick(agentId) }),
+    );
     expect(chosen.data.content).toContain("now answers in this channel");
     expect(await channelAgent(channel)).toBe(agentId);
     // The default directMessages ("owners") answers the application's owner.
     model.script({ text: "hello, owner" });
-    expect(await answer(dm("chat", { channel, user: STAND_IN_APP_OWNER_ID, options: say("hi") }))).toEqual({ type: 5 });
+    expect(
+      await answer(dm("chat", { channel, user: STAND_IN_APP_OWNER_ID, options: say("hi") })),
+    ).toEqual({ type: 5 });
     const [edit] = await discord.waitForCalls(1);
     expect(edit!.body.content).toBe("hello, owner");
   });
 
   it('an agent with directMessages "everyone" answers anyone\'s DM', async () => {
-    const agentId = await createTestAgent({ settings: { discord: { directMessages: "everyone" }, memory: { factsEvery: 1000 } } });
+    const agentId = await createTestAgent({
+      settings: { discord: { directMessages: "everyone" }, memory: { factsEvery: 1000 } },
+    });
     await serveDirectMessages(agentId);
     model.script({ text: "hello, stranger" });
-    expect(await answer(dm("chat", { channel: snowflake(), user: snowflake(), options: say("hi") }))).toEqual({ type: 5 });
+    expect(
+      await answer(dm("chat", { channel: snowflake(), user: snowflake(), options: say("hi") })),
+    ).toEqual({ type: 5 });
     const [edit] = await discord.waitForCalls(1);
     expect(edit!.body.content).toBe("hello, stranger");
   });
@@ -155,9 +188,18 @@ describe("Discord DMs: what owners and open agents may do", () => {
   it("in a server, Manage Server or Administrator manages; an owner without either does not", async () => {
     const agentId = await createTestAgent();
     const channel = snowflake();
-    const administrator = await answer(command("agent", { channel, permissions: "8", options: pick(agentId) }));
+    const administrator = await answer(
+      command("agent", { channel, permissions: "8", options: pick(agentId) }),
+    );
     expect(administrator.data.content).toContain("now answers in this channel");
-    const owner = await answer(command("agent", { channel: snowflake(), user: CONFIGURED_OWNER, permissions: "0", options: pick(agentId) }));
+    const owner = await answer(
+      command("agent", {
+        channel: snowflake(),
+        user: CONFIGURED_OWNER,
+        permissions: "0",
+        options: pick(agentId),
+      }),
+    );
     expect(owner.data.flags! & EPHEMERAL).toBe(EPHEMERAL);
     expect(owner.data.content).toContain("Only server managers");
   });

@@ -12,16 +12,23 @@ const DAY_S = 24 * 3600;
 const nowS = () => Math.floor(Date.now() / 1000);
 
 async function link(key: string, expiresAt: number, signedAt = nowS()): Promise<string> {
-  const url = new URL(await signMediaUrl("https://agents.test", key, expiresAt, SECRETS_KEY, signedAt));
+  const url = new URL(
+    await signMediaUrl("https://agents.test", key, expiresAt, SECRETS_KEY, signedAt),
+  );
   return `${url.pathname}${url.search}`;
 }
 
-const get = (path: string, headers: Record<string, string> = {}) => api("GET", path, { token: null, headers });
+const get = (path: string, headers: Record<string, string> = {}) =>
+  api("GET", path, { token: null, headers });
 
 describe("media answers cannot be sniffed into a page", () => {
   it("an uploaded file is served nosniff and inline under a safe name, in every kind of answer", async () => {
     // Looks like HTML whatever its stored type says: the browser must keep to the declared type.
-    await env.MEDIA.put("media/agent-a/post-9/photo.jpg", "<html><script>alert(1)</script></html>", { httpMetadata: { contentType: "image/jpeg" } });
+    await env.MEDIA.put(
+      "media/agent-a/post-9/photo.jpg",
+      "<html><script>alert(1)</script></html>",
+      { httpMetadata: { contentType: "image/jpeg" } },
+    );
     const path = await link("media/agent-a/post-9/photo.jpg", nowS() + 600);
 
     const whole = await get(path);
@@ -42,14 +49,18 @@ describe("media answers cannot be sniffed into a page", () => {
     expect(same.status).toBe(304);
     expect(same.headers.get("x-content-type-options")).toBe("nosniff");
 
-    const refused = await get(path.replace(/sig=(.)/, (_, c: string) => `sig=${c === "A" ? "B" : "A"}`));
+    const refused = await get(
+      path.replace(/sig=(.)/, (_, c: string) => `sig=${c === "A" ? "B" : "A"}`),
+    );
     expect(refused.status).toBe(403);
     expect(refused.headers.get("x-content-type-options")).toBe("nosniff");
   });
 
   it("names the file only with characters safe in a quoted header value", () => {
     expect(inlineDisposition("media/a/b/clip.mp4")).toBe('inline; filename="clip.mp4"');
-    expect(inlineDisposition('media/a/"evil";\r\nx.html')).toBe('inline; filename="evil____x.html"');
+    expect(inlineDisposition('media/a/"evil";\r\nx.html')).toBe(
+      'inline; filename="evil____x.html"',
+    );
     expect(inlineDisposition("media/a/.hidden")).toBe('inline; filename="hidden"');
     expect(inlineDisposition("media/a/")).toBe('inline; filename="file"');
   });
@@ -57,18 +68,32 @@ describe("media answers cannot be sniffed into a page", () => {
 
 describe("a media link lives at most MAX_MEDIA_URL_LIFETIME_S", () => {
   it("signing refuses a link that would outlive the cap", async () => {
-    await expect(link("media/agent-a/post-9/photo.jpg", nowS() + MAX_MEDIA_URL_LIFETIME_S + 60)).rejects.toThrow(/at most/);
-    await expect(link("media/agent-a/post-9/photo.jpg", nowS() + MAX_MEDIA_URL_LIFETIME_S - 60)).resolves.toContain("sig=");
+    await expect(
+      link("media/agent-a/post-9/photo.jpg", nowS() + MAX_MEDIA_URL_LIFETIME_S + 60),
+    ).rejects.toThrow(/at most/);
+    await expect(
+      link("media/agent-a/post-9/photo.jpg", nowS() + MAX_MEDIA_URL_LIFETIME_S - 60),
+    ).resolves.toContain("sig=");
   });
 
   it("a correctly signed link whose expiry is further off than the cap is refused", async () => {
-    await env.MEDIA.put("media/agent-a/post-10/photo.jpg", new Uint8Array([0xff, 0xd8, 0xff, 0xd9]), { httpMetadata: { contentType: "image/jpeg" } });
+    await env.MEDIA.put(
+      "media/agent-a/post-10/photo.jpg",
+      new Uint8Array([0xff, 0xd8, 0xff, 0xd9]),
+      { httpMetadata: { contentType: "image/jpeg" } },
+    );
     // Signed with a clock two days ahead: a valid signature over an expiry eight days away.
-    const far = await link("media/agent-a/post-10/photo.jpg", nowS() + 8 * DAY_S, nowS() + 2 * DAY_S);
+    const far = await link(
+      "media/agent-a/post-10/photo.jpg",
+      nowS() + 8 * DAY_S,
+      nowS() + 2 * DAY_S,
+    );
     const response = await get(far);
     expect(response.status).toBe(403);
     expect((await response.json()) as unknown).toMatchObject({ error: { code: "forbidden" } });
     // Within the cap, the same object is served.
-    expect((await get(await link("media/agent-a/post-10/photo.jpg", nowS() + 6 * DAY_S))).status).toBe(200);
+    expect(
+      (await get(await link("media/agent-a/post-10/photo.jpg", nowS() + 6 * DAY_S))).status,
+    ).toBe(200);
   });
 });

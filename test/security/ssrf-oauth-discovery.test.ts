@@ -48,18 +48,35 @@ function install(overrides: Partial<Scenario> = {}): void {
   network.names.set("mcp.attacker.test", ["93.184.216.34"]);
   network.names.set("auth.attacker.test", ["93.184.216.35"]);
   network.names.set(INTRANET, ["10.0.0.7"]);
-  const internal = () => new Response(INTERNAL_BODY, { status: 400, headers: { "content-type": "text/plain" } });
+  const internal = () =>
+    new Response(INTERNAL_BODY, { status: 400, headers: { "content-type": "text/plain" } });
   for (const host of INTERNAL_HOSTS) network.hosts.set(host, internal);
   network.hosts.set("mcp.attacker.test", (_request, url) => {
     if (url.pathname.startsWith("/.well-known/oauth-protected-resource")) {
-      return Response.json({ resource: `${MCP}/mcp`, authorization_servers: scenario.authorizationServers });
+      return Response.json({
+        resource: `${MCP}/mcp`,
+        authorization_servers: scenario.authorizationServers,
+      });
     }
-    return new Response(null, { status: 401, headers: { "www-authenticate": `Bearer resource_metadata="${scenario.resourceMetadataUrl}"` } });
+    return new Response(null, {
+      status: 401,
+      headers: { "www-authenticate": `Bearer resource_metadata="${scenario.resourceMetadataUrl}"` },
+    });
   });
   network.hosts.set("auth.attacker.test", async (request, url) => {
     if (url.pathname.startsWith("/.well-known/")) return Response.json(authMetadata());
-    if (url.pathname === "/register") return Response.json({ ...((await request.json()) as object), client_id: "client-1" }, { status: 201 });
-    if (url.pathname === "/token") return Response.json({ access_token: "at-new", token_type: "bearer", expires_in: 3600, refresh_token: "rt-new" });
+    if (url.pathname === "/register")
+      return Response.json(
+        { ...((await request.json()) as object), client_id: "client-1" },
+        { status: 201 },
+      );
+    if (url.pathname === "/token")
+      return Response.json({
+        access_token: "at-new",
+        token_type: "bearer",
+        expires_in: 3600,
+        refresh_token: "rt-new",
+      });
     return new Response("not found", { status: 404 });
   });
 }
@@ -77,14 +94,28 @@ function authMetadata() {
 
 const internalRequests = () => network.requestsTo(...INTERNAL_HOSTS);
 
-async function addOAuthServer(agentId: string): Promise<{ status: number; text: string; view: { state: string; error?: string; authUrl?: string } }> {
-  const response = await api("POST", `/agents/${agentId}/tools`, { body: { name: "evil", url: `${MCP}/mcp`, auth: { type: "oauth" } } });
+async function addOAuthServer(agentId: string): Promise<{
+  status: number;
+  text: string;
+  view: { state: string; error?: string; authUrl?: string };
+}> {
+  const response = await api("POST", `/agents/${agentId}/tools`, {
+    body: { name: "evil", url: `${MCP}/mcp`, auth: { type: "oauth" } },
+  });
   const text = await response.text();
-  return { status: response.status, text, view: JSON.parse(text) as { state: string; error?: string; authUrl?: string } };
+  return {
+    status: response.status,
+    text,
+    view: JSON.parse(text) as { state: string; error?: string; authUrl?: string },
+  };
 }
 
 /** Credentials as a finished consent leaves them, with the discovery a hostile server gave. */
-async function storeAuthorizedRow(agentId: string, tokenExpiresInMs: number, discovery: Record<string, unknown>): Promise<void> {
+async function storeAuthorizedRow(
+  agentId: string,
+  tokenExpiresInMs: number,
+  discovery: Record<string, unknown>,
+): Promise<void> {
   const issuer = `${AUTH}/`;
   await mcpPlatform(env).credentials!.save(
     {
@@ -92,9 +123,17 @@ async function storeAuthorizedRow(agentId: string, tokenExpiresInMs: number, dis
       server: "evil",
       data: {
         redirectUrl: "https://agents.test/oauth/callback",
-        clientInformation: { client_id: "client-1", redirect_uris: ["https://agents.test/oauth/callback"], issuer },
+        clientInformation: {
+          client_id: "client-1",
+          redirect_uris: ["https://agents.test/oauth/callback"],
+          issuer,
+        },
         tokens: { access_token: "at-old", token_type: "bearer", refresh_token: "rt-old", issuer },
-        discovery: { authorizationServerUrl: issuer, authorizationServerMetadata: authMetadata(), ...discovery } as never,
+        discovery: {
+          authorizationServerUrl: issuer,
+          authorizationServerMetadata: authMetadata(),
+          ...discovery,
+        } as never,
       },
       stateHash: null,
       stateExpiresAt: null,
@@ -107,7 +146,13 @@ async function storeAuthorizedRow(agentId: string, tokenExpiresInMs: number, dis
 afterEach(() => network.reset());
 
 describe("SSRF through OAuth discovery (RFC 9728 / RFC 8414 URLs come from the MCP server)", () => {
-  for (const target of [`https://${INTRANET}/`, "http://10.0.0.7/", "https://169.254.169.254/", "https://[fd00::7]/", "https://[::ffff:10.0.0.7]/"]) {
+  for (const target of [
+    `https://${INTRANET}/`,
+    "http://10.0.0.7/",
+    "https://169.254.169.254/",
+    "https://[fd00::7]/",
+    "https://[::ffff:10.0.0.7]/",
+  ]) {
     it(`an MCP server cannot make the worker fetch an internal authorization server's metadata (${target})`, async () => {
       install({ authorizationServers: [target] });
       const agentId = await createTestAgent();
@@ -137,7 +182,11 @@ describe("SSRF through OAuth discovery (RFC 9728 / RFC 8414 URLs come from the M
     const { view } = await addOAuthServer(agentId);
     expect(view.state).toBe("authenticating");
     const state = new URL(view.authUrl!).searchParams.get("state")!;
-    const callback = await api("GET", `/oauth/callback?state=${encodeURIComponent(state)}&code=the-code`, { token: null });
+    const callback = await api(
+      "GET",
+      `/oauth/callback?state=${encodeURIComponent(state)}&code=the-code`,
+      { token: null },
+    );
     const body = await callback.text();
     expect(internalRequests()).toEqual([]);
     expect(callback.status).toBe(400);
@@ -149,7 +198,12 @@ describe("SSRF through OAuth discovery (RFC 9728 / RFC 8414 URLs come from the M
     install();
     const agentId = await createTestAgent();
     // The tokens expire within the refresh margin: connecting refreshes them first.
-    await storeAuthorizedRow(agentId, 10_000, { authorizationServerMetadata: { ...authMetadata(), token_endpoint: `https://${INTRANET}/token` } });
+    await storeAuthorizedRow(agentId, 10_000, {
+      authorizationServerMetadata: {
+        ...authMetadata(),
+        token_endpoint: `https://${INTRANET}/token`,
+      },
+    });
     const { text } = await addOAuthServer(agentId);
     expect(internalRequests()).toEqual([]);
     expect(text).not.toMatch(INTERNAL_MARK);
@@ -175,14 +229,31 @@ describe("SSRF through a Discord attachment's download", () => {
     install();
     network.hosts.set(MODEL_HOST, (request) => model.fetch(request));
     network.hosts.set("discord.test", (request, url) =>
-      url.pathname.startsWith("/cdn/") ? new Response(null, { status: 302, headers: { location: "http://169.254.169.254/latest/meta-data/iam" } }) : discord.fetch(request),
+      url.pathname.startsWith("/cdn/")
+        ? new Response(null, {
+            status: 302,
+            headers: { location: "http://169.254.169.254/latest/meta-data/iam" },
+          })
+        : discord.fetch(request),
     );
     try {
       const channel = snowflake();
       await useAgentIn(channel);
-      const body = JSON.parse(chat(channel, "look at this")) as { data: Record<string, unknown> & { options: unknown[] } };
+      const body = JSON.parse(chat(channel, "look at this")) as {
+        data: Record<string, unknown> & { options: unknown[] };
+      };
       body.data.options.push({ name: "attachment", type: 11, value: "1" });
-      body.data.resolved = { attachments: { "1": { id: "1", filename: "cat.txt", size: 10, url: "http://discord.test/cdn/cat.txt", content_type: "text/plain" } } };
+      body.data.resolved = {
+        attachments: {
+          "1": {
+            id: "1",
+            filename: "cat.txt",
+            size: 10,
+            url: "http://discord.test/cdn/cat.txt",
+            content_type: "text/plain",
+          },
+        },
+      };
       model.script({ text: "I could not read it." });
       await post(JSON.stringify(body));
       await discord.waitForCalls(1);

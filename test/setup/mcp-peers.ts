@@ -5,6 +5,12 @@ import { startMcpPeers } from "../peers/mcp-peers.ts";
 
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   const peers = await startMcpPeers();
-  project.provide("mcpPeers", { plainUrl: peers.plainUrl, sseUrl: peers.sseUrl, oauthUrl: peers.oauthUrl, authServerUrl: peers.authServerUrl, controlUrl: peers.controlUrl });
+  project.provide("mcpPeers", {
+    plainUrl: peers.plainUrl,
+    sseUrl: peers.sseUrl,
+    oauthUrl: peers.oauthUrl,
+    authServerUrl: peers.authServerUrl,
+    controlUrl: peers.controlUrl,
+  });
   return () => peers.close();
 }

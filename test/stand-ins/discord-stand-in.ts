@@ -10,7 +10,16 @@ export interface StandInApplication {
   id: string;
   name: string;
   owner?: { id: string; username: string };
-  team: { id: string; owner_user_id: string; members: Array<{ membership_state: number; role: string; team_id: string; user: { id: string; username: string } }> } | null;
+  team: {
+    id: string;
+    owner_user_id: string;
+    members: Array<{
+      membership_state: number;
+      role: string;
+      team_id: string;
+      user: { id: string; username: string };
+    }>;
+  } | null;
 }
 
 const DEFAULT_APPLICATION: StandInApplication = {
@@ -62,14 +71,19 @@ export function createDiscordStandIn(): DiscordStandIn {
 
   const standIn: DiscordStandIn = {
     async fetch(input, init) {
-      const request = input instanceof Request && init === undefined ? input : new Request(input, init);
+      const request =
+        input instanceof Request && init === undefined ? input : new Request(input, init);
       const url = new URL(request.url);
       const text = await request.text();
       if (request.method === "GET" && url.pathname.endsWith("/applications/@me")) {
         applicationLookups += 1;
         // Discord answers this only to the bot's own token.
-        if (!request.headers.get("authorization")?.startsWith("Bot ")) return Response.json({ message: "401: Unauthorized", code: 0 }, { status: 401 });
-        if ("status" in application) return Response.json(application.body ?? { message: "stand-in failure", code: 0 }, { status: application.status });
+        if (!request.headers.get("authorization")?.startsWith("Bot "))
+          return Response.json({ message: "401: Unauthorized", code: 0 }, { status: 401 });
+        if ("status" in application)
+          return Response.json(application.body ?? { message: "stand-in failure", code: 0 }, {
+            status: application.status,
+          });
         return Response.json(application);
       }
       const call: DiscordCall = {
@@ -82,10 +96,15 @@ export function createDiscordStandIn(): DiscordStandIn {
       attempts.push(call);
       const failure = failures.shift();
       if (failure) {
-        return new Response(JSON.stringify(failure.body ?? { message: `stand-in failure ${failure.status}`, code: 0 }), {
-          status: failure.status,
-          headers: { "content-type": "application/json", ...failure.headers },
-        });
+        return new Response(
+          JSON.stringify(
+            failure.body ?? { message: `stand-in failure ${failure.status}`, code: 0 },
+          ),
+          {
+            status: failure.status,
+            headers: { "content-type": "application/json", ...failure.headers },
+          },
+        );
       }
       calls.push(call);
       for (const wake of waiters) wake();
@@ -108,7 +127,10 @@ export function createDiscordStandIn(): DiscordStandIn {
     },
     waitForCalls(count, timeoutMs = 10_000) {
       return new Promise((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`expected ${count} Discord calls, saw ${calls.length}`)), timeoutMs);
+        const timer = setTimeout(
+          () => reject(new Error(`expected ${count} Discord calls, saw ${calls.length}`)),
+          timeoutMs,
+        );
         const check = () => {
           if (calls.length >= count) {
             clearTimeout(timer);

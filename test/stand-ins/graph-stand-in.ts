@@ -32,7 +32,10 @@ export interface GraphStandIn {
   readonly calls: string[];
 }
 
-export function createGraphStandIn(options: { userId: string; fetchMedia: (url: string) => Promise<Response> }): GraphStandIn {
+export function createGraphStandIn(options: {
+  userId: string;
+  fetchMedia: (url: string) => Promise<Response>;
+}): GraphStandIn {
   let nextId = 17_900_000_000_000_000n;
   const failures: GraphFailure[] = [];
   const standIn: GraphStandIn = {
@@ -44,7 +47,8 @@ export function createGraphStandIn(options: { userId: string; fetchMedia: (url: 
     calls: [],
     failNext: (...more) => void failures.push(...more),
     async fetch(input, init) {
-      const request = input instanceof Request && init === undefined ? input : new Request(input, init);
+      const request =
+        input instanceof Request && init === undefined ? input : new Request(input, init);
       const url = new URL(request.url);
       const path = url.pathname.replace(/^\/v\d+\.\d+\//, "/");
       standIn.calls.push(`${request.method} ${path}`);
@@ -52,12 +56,28 @@ export function createGraphStandIn(options: { userId: string; fetchMedia: (url: 
         return error(400, { code: 190, message: "Invalid OAuth access token." });
       }
       const failure = failures.shift();
-      if (failure) return error(failure.status, { code: failure.code, error_subcode: failure.subcode, is_transient: failure.transient, message: failure.message ?? "scripted failure" });
-      const form = request.method === "POST" ? new URLSearchParams(await request.text()) : new URLSearchParams();
+      if (failure)
+        return error(failure.status, {
+          code: failure.code,
+          error_subcode: failure.subcode,
+          is_transient: failure.transient,
+          message: failure.message ?? "scripted failure",
+        });
+      const form =
+        request.method === "POST"
+          ? new URLSearchParams(await request.text())
+          : new URLSearchParams();
       const user = `/${options.userId}`;
 
       if (request.method === "GET" && path === `${user}/content_publishing_limit`) {
-        return Response.json({ data: [{ quota_usage: standIn.quota.used, config: { quota_total: standIn.quota.total, quota_duration: 86_400 } }] });
+        return Response.json({
+          data: [
+            {
+              quota_usage: standIn.quota.used,
+              config: { quota_total: standIn.quota.total, quota_duration: 86_400 },
+            },
+          ],
+        });
       }
       if (request.method === "POST" && path === `${user}/media`) {
         const params = Object.fromEntries(form);
@@ -65,13 +85,19 @@ export function createGraphStandIn(options: { userId: string; fetchMedia: (url: 
         const statuses = [...(standIn.statusSequences.shift() ?? ["FINISHED"])];
         const mediaUrl = params.image_url ?? params.video_url;
         if (params.media_type !== "CAROUSEL") {
-          if (!mediaUrl) return error(400, { code: 100, message: "Missing image_url or video_url" });
+          if (!mediaUrl)
+            return error(400, { code: 100, message: "Missing image_url or video_url" });
           const fetched = await options.fetchMedia(mediaUrl);
-          standIn.mediaFetches.push({ url: mediaUrl, status: fetched.status, contentType: fetched.headers.get("content-type") });
+          standIn.mediaFetches.push({
+            url: mediaUrl,
+            status: fetched.status,
+            contentType: fetched.headers.get("content-type"),
+          });
           if (fetched.status !== 200) statuses.splice(0, statuses.length, "ERROR");
         } else {
           const children = (params.children ?? "").split(",");
-          if (children.length < 2 || children.length > 10) return error(400, { code: 100, message: "A carousel needs 2 to 10 children" });
+          if (children.length < 2 || children.length > 10)
+            return error(400, { code: 100, message: "A carousel needs 2 to 10 children" });
         }
         standIn.containers.push({ id, params, statuses, published: false });
         return Response.json({ id });
@@ -79,15 +105,35 @@ export function createGraphStandIn(options: { userId: string; fetchMedia: (url: 
       if (request.method === "POST" && path === `${user}/media_publish`) {
         const container = standIn.containers.find((c) => c.id === form.get("creation_id"));
         if (!container) return error(400, { code: 100, message: "Unknown creation_id" });
-        if (container.published) return error(400, { code: 9007, error_subcode: 2207027, message: "The media has already been published" });
-        if (status(container, false) !== "FINISHED") return error(400, { code: 9007, error_subcode: 2207027, message: "Media is not ready for publishing" });
+        if (container.published)
+          return error(400, {
+            code: 9007,
+            error_subcode: 2207027,
+            message: "The media has already been published",
+          });
+        if (status(container, false) !== "FINISHED")
+          return error(400, {
+            code: 9007,
+            error_subcode: 2207027,
+            message: "Media is not ready for publishing",
+          });
         container.published = true;
         const mediaId = String(nextId++);
-        standIn.published.push({ mediaId, containerId: container.id, caption: container.params.caption ?? "" });
+        standIn.published.push({
+          mediaId,
+          containerId: container.id,
+          caption: container.params.caption ?? "",
+        });
         return Response.json({ id: mediaId });
       }
       if (request.method === "GET" && path === `${user}/media`) {
-        return Response.json({ data: [...standIn.published].reverse().map((p) => ({ id: p.mediaId, caption: p.caption, permalink: `https://www.instagram.com/p/${p.mediaId}/` })) });
+        return Response.json({
+          data: [...standIn.published].reverse().map((p) => ({
+            id: p.mediaId,
+            caption: p.caption,
+            permalink: `https://www.instagram.com/p/${p.mediaId}/`,
+          })),
+        });
       }
       const id = path.slice(1);
       const container = standIn.containers.find((c) => c.id === id);
@@ -95,7 +141,8 @@ export function createGraphStandIn(options: { userId: string; fetchMedia: (url: 
         return Response.json({ status_code: status(container, true), id });
       }
       const media = standIn.published.find((p) => p.mediaId === id);
-      if (request.method === "GET" && media) return Response.json({ permalink: `https://www.instagram.com/p/${media.mediaId}/`, id });
+      if (request.method === "GET" && media)
+        return Response.json({ permalink: `https://www.instagram.com/p/${media.mediaId}/`, id });
       return error(404, { code: 803, message: `unknown path ${path}` });
     },
   };
@@ -110,6 +157,12 @@ function status(container: Container, advance: boolean): string {
   return current;
 }
 
-function error(statusCode: number, body: { code: number; error_subcode?: number; is_transient?: boolean; message: string }): Response {
-  return Response.json({ error: { type: "OAuthException", fbtrace_id: "Atrace", ...body } }, { status: statusCode });
+function error(
+  statusCode: number,
+  body: { code: number; error_subcode?: number; is_transient?: boolean; message: string },
+): Response {
+  return Response.json(
+    { error: { type: "OAuthException", fbtrace_id: "Atrace", ...body } },
+    { status: statusCode },
+  );
 }

@@ -11,21 +11,40 @@ export interface StandInTool {
 
 export function mcpJsonHandler(tools: StandInTool[]): (request: Request) => Promise<Response> {
   return async (request) => {
-    if (request.method !== "POST") return new Response(null, { status: 405, headers: { allow: "POST" } });
-    const message = (await request.json()) as { id?: number | string; method: string; params?: Record<string, unknown> };
+    if (request.method !== "POST")
+      return new Response(null, { status: 405, headers: { allow: "POST" } });
+    const message = (await request.json()) as {
+      id?: number | string;
+      method: string;
+      params?: Record<string, unknown>;
+    };
     if (message.id === undefined) return new Response(null, { status: 202 });
     const reply = (result: unknown) => Response.json({ jsonrpc: "2.0", id: message.id, result });
     switch (message.method) {
       case "initialize":
-        return reply({ protocolVersion: message.params?.protocolVersion ?? "2025-06-18", capabilities: { tools: {} }, serverInfo: { name: "stand-in", version: "1.0.0" } });
+        return reply({
+          protocolVersion: message.params?.protocolVersion ?? "2025-06-18",
+          capabilities: { tools: {} },
+          serverInfo: { name: "stand-in", version: "1.0.0" },
+        });
       case "tools/list":
-        return reply({ tools: tools.map(({ name, description }) => ({ name, description, inputSchema: { type: "object", properties: {} } })) });
+        return reply({
+          tools: tools.map(({ name, description }) => ({
+            name,
+            description,
+            inputSchema: { type: "object", properties: {} },
+          })),
+        });
       case "tools/call": {
         const tool = tools.find((candidate) => candidate.name === message.params?.name);
         return reply(tool?.result ?? { content: [{ type: "text", text: "ok" }] });
       }
       default:
-        return Response.json({ jsonrpc: "2.0", id: message.id, error: { code: -32601, message: "method not found" } });
+        return Response.json({
+          jsonrpc: "2.0",
+          id: message.id,
+          error: { code: -32601, message: "method not found" },
+        });
     }
   };
 }

@@ -54,14 +54,24 @@ export function createNetworkStandIn(fallback: typeof fetch): NetworkStandIn {
         if (url.host === DOH_HOST) return dns(standIn, url);
         const handler = standIn.hosts.get(url.host);
         if (!handler) return fallback(request);
-        const body = request.method === "GET" || request.method === "HEAD" ? "" : await request.clone().text();
-        requests.push({ method: request.method, url: url.href, host: url.host, headers: Object.fromEntries(request.headers), body });
+        const body =
+          request.method === "GET" || request.method === "HEAD" ? "" : await request.clone().text();
+        requests.push({
+          method: request.method,
+          url: url.href,
+          host: url.host,
+          headers: Object.fromEntries(request.headers),
+          body,
+        });
         const response = await handler(request, url);
         const location = response.headers.get("location");
-        if (!REDIRECTS.has(response.status) || !location || request.redirect === "manual") return response;
+        if (!REDIRECTS.has(response.status) || !location || request.redirect === "manual")
+          return response;
         if (request.redirect === "error") throw new TypeError("redirect refused (redirect: error)");
         // What fetch does: 303 (and 301/302 after a POST) become a GET without a body.
-        const toGet = response.status === 303 || ((response.status === 301 || response.status === 302) && request.method === "POST");
+        const toGet =
+          response.status === 303 ||
+          ((response.status === 301 || response.status === 302) && request.method === "POST");
         request = new Request(new URL(location, url), {
           method: toGet ? "GET" : request.method,
           headers: request.headers,
@@ -79,7 +89,12 @@ function dns(standIn: NetworkStandIn, url: URL): Response {
   const name = (url.searchParams.get("name") ?? "").replace(/\.$/, "");
   const type = url.searchParams.get("type");
   standIn.dnsLookups.push(`${name} ${type}`);
-  const addresses = (standIn.names.get(name) ?? []).filter((address) => (type === "AAAA") === address.includes(":"));
+  const addresses = (standIn.names.get(name) ?? []).filter(
+    (address) => (type === "AAAA") === address.includes(":"),
+  );
   const Answer = addresses.map((data) => ({ name, type: type === "AAAA" ? 28 : 1, TTL: 60, data }));
-  return Response.json({ Status: 0, Answer }, { headers: { "content-type": "application/dns-json" } });
+  return Response.json(
+    { Status: 0, Answer },
+    { headers: { "content-type": "application/dns-json" } },
+  );
 }

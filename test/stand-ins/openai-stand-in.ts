@@ -116,12 +116,17 @@ export function createOpenAIStandIn(options: OpenAIStandInOptions = {}): OpenAIS
   async function handle(request: Request, signal: AbortSignal | undefined): Promise<Response> {
     const url = new URL(request.url);
     if (request.method !== "POST" || !url.pathname.endsWith("/chat/completions")) {
-      return errorResponse(404, `no route for ${request.method} ${url.pathname}`, "invalid_request_error");
+      return errorResponse(
+        404,
+        `no route for ${request.method} ${url.pathname}`,
+        "invalid_request_error",
+      );
     }
     let body: Record<string, unknown>;
     try {
       const parsed: unknown = await request.json();
-      if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) throw new TypeError("not an object");
+      if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed))
+        throw new TypeError("not an object");
       body = parsed as Record<string, unknown>;
     } catch {
       return errorResponse(400, "request body is not a JSON object", "invalid_request_error");
@@ -130,24 +135,35 @@ export function createOpenAIStandIn(options: OpenAIStandInOptions = {}): OpenAIS
       model: typeof body.model === "string" ? body.model : "",
       messages: Array.isArray(body.messages) ? (body.messages as Record<string, unknown>[]) : [],
       tools: Array.isArray(body.tools) ? (body.tools as Record<string, unknown>[]) : undefined,
-      headers: Object.fromEntries([...request.headers.entries()].map(([k, v]) => [k.toLowerCase(), v])),
+      headers: Object.fromEntries(
+        [...request.headers.entries()].map(([k, v]) => [k.toLowerCase(), v]),
+      ),
       body,
     };
     calls.push(call);
 
     const failStatus = failedModels.get(call.model);
-    if (failStatus !== undefined) return errorResponse(failStatus, `model ${call.model} is down (stand-in)`);
+    if (failStatus !== undefined)
+      return errorResponse(failStatus, `model ${call.model} is down (stand-in)`);
     let step = takeStep(call.model) ?? (await responder(call));
     if ("hang" in step) step = (await hangUntilReleased(signal)) ?? (await responder(call));
     const delayMs = (options.latencyMs ?? 0) + (step.delayMs ?? 0);
     if (delayMs > 0) await sleep(delayMs, signal);
-    if (body.stream === true) return streamAnswer(step, call, ++sequence, step.chunkDelayMs ?? options.chunkDelayMs ?? 0, signal);
+    if (body.stream === true)
+      return streamAnswer(
+        step,
+        call,
+        ++sequence,
+        step.chunkDelayMs ?? options.chunkDelayMs ?? 0,
+        signal,
+      );
     return answer(step, call, ++sequence);
   }
 
   const standIn: OpenAIStandIn = {
     fetch: (input, init) => {
-      const request = input instanceof Request && init === undefined ? input : new Request(input, init);
+      const request =
+        input instanceof Request && init === undefined ? input : new Request(input, init);
       const signal = init?.signal ?? (input instanceof Request ? input.signal : undefined);
       return handle(request, signal ?? undefined);
     },
@@ -198,34 +214,67 @@ export function createOpenAIStandIn(options: OpenAIStandInOptions = {}): OpenAIS
 
 function answer(step: StandInStep, call: StandInCall, sequence: number): Response {
   if ("status" in step) {
-    const headers = { "content-type": "application/json", "x-request-id": `req_standin_${sequence}`, ...step.headers };
-    const body = step.body === undefined ? errorBody(step.status, `scripted HTTP ${step.status}`) : step.body;
-    return new Response(typeof body === "string" ? body : JSON.stringify(body), { status: step.status, headers });
+    const headers = {
+      "content-type": "application/json",
+      "x-request-id": `req_standin_${sequence}`,
+      ...step.headers,
+    };
+    const body =
+      step.body === undefined ? errorBody(step.status, `scripted HTTP ${step.status}`) : step.body;
+    return new Response(typeof body === "string" ? body : JSON.stringify(body), {
+      status: step.status,
+      headers,
+    });
   }
-  const envelope = { id: `chatcmpl-standin-${sequence}`, object: "chat.completion", created: 1_700_000_000 + sequence, model: call.model };
-  if ("malformed" in step) return malformedResponse(step.malformed === true ? "no-choices" : step.malformed, envelope);
+  const envelope = {
+    id: `chatcmpl-standin-${sequence}`,
+    object: "chat.completion",
+    created: 1_700_000_000 + sequence,
+    model: call.model,
+  };
+  if ("malformed" in step)
+    return malformedResponse(step.malformed === true ? "no-choices" : step.malformed, envelope);
   if ("hang" in step) return errorResponse(500, "a hang step cannot be a reply");
-  const toolCalls = "toolCalls" in step
-    ? step.toolCalls.map((toolCall, index) => ({
-        id: toolCall.id ?? `call_${sequence.toString(36)}${String.fromCharCode(97 + (index % 26))}`,
-        type: "function",
-        function: {
-          name: toolCall.name,
-          arguments: typeof toolCall.arguments === "string" ? toolCall.arguments : JSON.stringify(toolCall.arguments),
-        },
-      }))
-    : [];
+  const toolCalls =
+    "toolCalls" in step
+      ? step.toolCalls.map((toolCall, index) => ({
+          id:
+            toolCall.id ?? `call_${sequence.toString(36)}${String.fromCharCode(97 + (index % 26))}`,
+          type: "function",
+          function: {
+            name: toolCall.name,
+            arguments:
+              typeof toolCall.arguments === "string"
+                ? toolCall.arguments
+                : JSON.stringify(toolCall.arguments),
+          },
+        }))
+      : [];
   const content = step.text ?? null;
-  const message = toolCalls.length > 0
-    ? { role: "assistant", content, refusal: null, tool_calls: toolCalls }
-    : { role: "assistant", content, refusal: null };
+  const message =
+    toolCalls.length > 0
+      ? { role: "assistant", content, refusal: null, tool_calls: toolCalls }
+      : { role: "assistant", content, refusal: null };
   // Rough token counts (4 characters a token) so benchmarks see usage that grows with input.
-  const promptTokens = step.usage?.promptTokens ?? Math.ceil(JSON.stringify(call.messages).length / 4);
-  const completionTokens = step.usage?.completionTokens ?? Math.ceil(JSON.stringify([content, toolCalls]).length / 4);
+  const promptTokens =
+    step.usage?.promptTokens ?? Math.ceil(JSON.stringify(call.messages).length / 4);
+  const completionTokens =
+    step.usage?.completionTokens ?? Math.ceil(JSON.stringify([content, toolCalls]).length / 4);
   return json(200, {
     ...envelope,
-    choices: [{ index: 0, message, logprobs: null, finish_reason: toolCalls.length > 0 ? "tool_calls" : "stop" }],
-    usage: { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens },
+    choices: [
+      {
+        index: 0,
+        message,
+        logprobs: null,
+        finish_reason: toolCalls.length > 0 ? "tool_calls" : "stop",
+      },
+    ],
+    usage: {
+      prompt_tokens: promptTokens,
+      completion_tokens: completionTokens,
+      total_tokens: promptTokens + completionTokens,
+    },
   });
 }
 
@@ -234,28 +283,72 @@ function answer(step: StandInStep, call: StandInCall, sequence: number): Respons
  * word at a time, each tool call's id and name first and its arguments in two pieces, then the
  * finish reason, then usage in a chunk without choices (as `stream_options.include_usage` asks).
  */
-function streamAnswer(step: StandInStep, call: StandInCall, sequence: number, chunkDelayMs: number, signal: AbortSignal | undefined): Response {
+function streamAnswer(
+  step: StandInStep,
+  call: StandInCall,
+  sequence: number,
+  chunkDelayMs: number,
+  signal: AbortSignal | undefined,
+): Response {
   if ("status" in step || "hang" in step) return answer(step, call, sequence);
-  const envelope = { id: `chatcmpl-standin-${sequence}`, object: "chat.completion.chunk", created: 1_700_000_000 + sequence, model: call.model };
+  const envelope = {
+    id: `chatcmpl-standin-${sequence}`,
+    object: "chat.completion.chunk",
+    created: 1_700_000_000 + sequence,
+    model: call.model,
+  };
   const chunks: unknown[] = [];
-  const choice = (delta: Record<string, unknown>, finish: string | null = null) => ({ ...envelope, choices: [{ index: 0, delta, finish_reason: finish }] });
+  const choice = (delta: Record<string, unknown>, finish: string | null = null) => ({
+    ...envelope,
+    choices: [{ index: 0, delta, finish_reason: finish }],
+  });
   if ("malformed" in step) {
-    chunks.push({ ...envelope, choices: [{ index: 0, delta: { content: 42 }, finish_reason: null }] });
+    chunks.push({
+      ...envelope,
+      choices: [{ index: 0, delta: { content: 42 }, finish_reason: null }],
+    });
   } else {
     chunks.push(choice({ role: "assistant", content: "" }));
-    for (const piece of (step.text ?? "").match(/\S*\s*/g)?.filter(Boolean) ?? []) chunks.push(choice({ content: piece }));
+    for (const piece of (step.text ?? "").match(/\S*\s*/g)?.filter(Boolean) ?? [])
+      chunks.push(choice({ content: piece }));
     const toolCalls = "toolCalls" in step ? step.toolCalls : [];
     toolCalls.forEach((toolCall, index) => {
-      const args = typeof toolCall.arguments === "string" ? toolCall.arguments : JSON.stringify(toolCall.arguments);
-      const id = toolCall.id ?? `call_${sequence.toString(36)}${String.fromCharCode(97 + (index % 26))}`;
+      const args =
+        typeof toolCall.arguments === "string"
+          ? toolCall.arguments
+          : JSON.stringify(toolCall.arguments);
+      const id =
+        toolCall.id ?? `call_${sequence.toString(36)}${String.fromCharCode(97 + (index % 26))}`;
       const half = Math.ceil(args.length / 2);
-      chunks.push(choice({ tool_calls: [{ index, id, type: "function", function: { name: toolCall.name, arguments: args.slice(0, half) } }] }));
+      chunks.push(
+        choice({
+          tool_calls: [
+            {
+              index,
+              id,
+              type: "function",
+              function: { name: toolCall.name, arguments: args.slice(0, half) },
+            },
+          ],
+        }),
+      );
       chunks.push(choice({ tool_calls: [{ index, function: { arguments: args.slice(half) } }] }));
     });
     chunks.push(choice({}, toolCalls.length > 0 ? "tool_calls" : "stop"));
-    const promptTokens = step.usage?.promptTokens ?? Math.ceil(JSON.stringify(call.messages).length / 4);
-    const completionTokens = step.usage?.completionTokens ?? Math.ceil(JSON.stringify([step.text ?? null, toolCalls]).length / 4);
-    chunks.push({ ...envelope, choices: [], usage: { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens } });
+    const promptTokens =
+      step.usage?.promptTokens ?? Math.ceil(JSON.stringify(call.messages).length / 4);
+    const completionTokens =
+      step.usage?.completionTokens ??
+      Math.ceil(JSON.stringify([step.text ?? null, toolCalls]).length / 4);
+    chunks.push({
+      ...envelope,
+      choices: [],
+      usage: {
+        prompt_tokens: promptTokens,
+        completion_tokens: completionTokens,
+        total_tokens: promptTokens + completionTokens,
+      },
+    });
   }
   const encoder = new TextEncoder();
   const body = new ReadableStream<Uint8Array>({
@@ -272,7 +365,10 @@ function streamAnswer(step: StandInStep, call: StandInCall, sequence: number, ch
       }
     },
   });
-  return new Response(body, { status: 200, headers: { "content-type": "text/event-stream", "x-request-id": `req_standin_${sequence}` } });
+  return new Response(body, {
+    status: 200,
+    headers: { "content-type": "text/event-stream", "x-request-id": `req_standin_${sequence}` },
+  });
 }
 
 function malformedResponse(kind: MalformedKind, envelope: Record<string, unknown>): Response {
@@ -281,19 +377,35 @@ function malformedResponse(kind: MalformedKind, envelope: Record<string, unknown
     case "no-choices":
       return json(200, { ...envelope, choices: [], usage });
     case "not-json":
-      return new Response('{"id": "chatcmpl-trunc', { status: 200, headers: { "content-type": "application/json" } });
+      return new Response('{"id": "chatcmpl-trunc', {
+        status: 200,
+        headers: { "content-type": "application/json" },
+      });
     case "non-string-content":
-      return json(200, { ...envelope, choices: [{ index: 0, message: { role: "assistant", content: 42 }, finish_reason: "stop" }], usage });
+      return json(200, {
+        ...envelope,
+        choices: [{ index: 0, message: { role: "assistant", content: 42 }, finish_reason: "stop" }],
+        usage,
+      });
     case "nameless-tool-call": {
       const toolCall = { id: "call_nameless", type: "function", function: { arguments: "{}" } };
       const message = { role: "assistant", content: null, tool_calls: [toolCall] };
-      return json(200, { ...envelope, choices: [{ index: 0, message, finish_reason: "tool_calls" }], usage });
+      return json(200, {
+        ...envelope,
+        choices: [{ index: 0, message, finish_reason: "tool_calls" }],
+        usage,
+      });
     }
   }
 }
 
 function errorBody(status: number, message: string, type?: string): unknown {
-  const inferred = status === 429 ? "rate_limit_exceeded" : status >= 500 ? "server_error" : "invalid_request_error";
+  const inferred =
+    status === 429
+      ? "rate_limit_exceeded"
+      : status >= 500
+        ? "server_error"
+        : "invalid_request_error";
   return { error: { message, type: type ?? inferred, param: null, code: null } };
 }
 
@@ -302,7 +414,10 @@ function errorResponse(status: number, message: string, type?: string): Response
 }
 
 function json(status: number, body: unknown): Response {
-  return new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json", "x-request-id": "req_standin" } });
+  return new Response(JSON.stringify(body), {
+    status,
+    headers: { "content-type": "application/json", "x-request-id": "req_standin" },
+  });
 }
 
 function abortReason(signal: AbortSignal | undefined): unknown {

@@ -27,9 +27,16 @@ export function approvalCustomId(button: ApprovalButton): string | null {
 }
 
 export function parseApprovalCustomId(customId: string): ApprovalButton | null {
-  const match = /^(ap|tap):([yn]):([0-9a-f]{16}):([A-Za-z0-9][A-Za-z0-9_.:@-]{0,127})$/.exec(customId);
+  const match = /^(ap|tap):([yn]):([0-9a-f]{16}):([A-Za-z0-9][A-Za-z0-9_.:@-]{0,127})$/.exec(
+    customId,
+  );
   if (!match) return null;
-  return { target: match[1] === "tap" ? "task" : "room", approve: match[2] === "y", approvalId: match[3]!, agentId: match[4]! };
+  return {
+    target: match[1] === "tap" ? "task" : "room",
+    approve: match[2] === "y",
+    approvalId: match[3]!,
+    agentId: match[4]!,
+  };
 }
 
 /** Whether a click on an approval for this agent could be routed back (its id fits a custom_id). */
@@ -79,7 +86,11 @@ export function approvalPrompt(input: ApprovalPromptInput): DiscordMessageBody {
 }
 
 /** What the prompt turns into once answered (the buttons are removed). */
-export function approvalResultText(tool: string, decision: "approved" | "denied" | "expired", by?: string): string {
+export function approvalResultText(
+  tool: string,
+  decision: "approved" | "denied" | "expired",
+  by?: string,
+): string {
   switch (decision) {
     case "approved":
       return `✅ ${by ? escapeMarkdown(by) : "Approved"}${by ? " approved" : ""}: running \`${tool}\`…`;

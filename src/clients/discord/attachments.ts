@@ -22,12 +22,32 @@ export const MAX_TEXT_BYTES = 256 * 1024;
 export const MAX_INLINE_IMAGE_BYTES = 4 * 1024 * 1024;
 const DOWNLOAD_TIMEOUT_MS = 10_000;
 /** One file: the largest we accept, within the download timeout. */
-export const ATTACHMENT_CAPS: FetchCaps = { timeoutMs: DOWNLOAD_TIMEOUT_MS, maxBytes: MAX_IMAGE_BYTES, streams: false };
+export const ATTACHMENT_CAPS: FetchCaps = {
+  timeoutMs: DOWNLOAD_TIMEOUT_MS,
+  maxBytes: MAX_IMAGE_BYTES,
+  streams: false,
+};
 const TEXT_EXTENSIONS = /\.(txt|md|markdown|csv|json|log|ya?ml|xml|html?|ts|js|py)$/i;
 
 export type IngestedAttachment =
-  | { ok: true; title: string; key: string; contentType: string; size: number; kind: "image"; dataUrl: string }
-  | { ok: true; title: string; key: string; contentType: string; size: number; kind: "text"; text: string }
+  | {
+      ok: true;
+      title: string;
+      key: string;
+      contentType: string;
+      size: number;
+      kind: "image";
+      dataUrl: string;
+    }
+  | {
+      ok: true;
+      title: string;
+      key: string;
+      contentType: string;
+      size: number;
+      kind: "text";
+      text: string;
+    }
   | { ok: false; title: string; reason: string };
 
 export interface IngestOptions {
@@ -53,18 +73,31 @@ export function attachmentSource(env: Env): Pick<IngestOptions, "allowedHosts" |
   };
 }
 
-export async function ingestAttachments(attachments: Attachment[], options: IngestOptions): Promise<IngestedAttachment[]> {
+export async function ingestAttachments(
+  attachments: Attachment[],
+  options: IngestOptions,
+): Promise<IngestedAttachment[]> {
   const results: IngestedAttachment[] = [];
   for (const [index, attachment] of attachments.entries()) {
     const title = safeName(attachment.title ?? `attachment-${index + 1}`);
     if (index >= MAX_ATTACHMENTS) {
-      results.push({ ok: false, title, reason: `only ${MAX_ATTACHMENTS} attachments are read per message` });
+      results.push({
+        ok: false,
+        title,
+        reason: `only ${MAX_ATTACHMENTS} attachments are read per message`,
+      });
       continue;
     }
     try {
-      results.push(await ingestOne(attachment, title, `${options.keyPrefix}/${index}-${title}`, options));
+      results.push(
+        await ingestOne(attachment, title, `${options.keyPrefix}/${index}-${title}`, options),
+      );
     } catch (error) {
-      results.push({ ok: false, title, reason: error instanceof AttachmentRefused ? error.message : "it could not be downloaded" });
+      results.push({
+        ok: false,
+        title,
+        reason: error instanceof AttachmentRefused ? error.message : "it could not be downloaded",
+      });
     }
   }
   return results;
@@ -72,17 +105,43 @@ export async function ingestAttachments(attachments: Attachment[], options: Inge
 
 class AttachmentRefused extends Error {}
 
-async function ingestOne(attachment: Attachment, title: string, key: string, options: IngestOptions): Promise<IngestedAttachment> {
+async function ingestOne(
+  attachment: Attachment,
+  title: string,
+  key: string,
+  options: IngestOptions,
+): Promise<IngestedAttachment> {
   const stored = await options.bucket.get(key);
-  const bytes = stored ? new Uint8Array(await stored.arrayBuffer()) : await download(attachment.url, options);
+  const bytes = stored
+    ? new Uint8Array(await stored.arrayBuffer())
+    : await download(attachment.url, options);
   const kind = sniff(bytes, title, attachment.contentType);
-  if (!kind) throw new AttachmentRefused("only JPEG, PNG, GIF and WebP images and UTF-8 text files are accepted");
+  if (!kind)
+    throw new AttachmentRefused(
+      "only JPEG, PNG, GIF and WebP images and UTF-8 text files are accepted",
+    );
   const limit = kind.kind === "image" ? MAX_IMAGE_BYTES : MAX_TEXT_BYTES;
-  if (bytes.byteLength > limit) throw new AttachmentRefused(`it is larger than ${limit / 1024 / 1024 >= 1 ? `${limit / 1024 / 1024} MiB` : `${limit / 1024} KiB`}`);
-  if (!stored) await storeMedia(options.bucket, key, bytes, kind.contentType, { filename: title, source: new URL(attachment.url).host });
-  const base = { ok: true as const, title, key, contentType: kind.contentType, size: bytes.byteLength };
+  if (bytes.byteLength > limit)
+    throw new AttachmentRefused(
+      `it is larger than ${limit / 1024 / 1024 >= 1 ? `${limit / 1024 / 1024} MiB` : `${limit / 1024} KiB`}`,
+    );
+  if (!stored)
+    await storeMedia(options.bucket, key, bytes, kind.contentType, {
+      filename: title,
+      source: new URL(attachment.url).host,
+    });
+  const base = {
+    ok: true as const,
+    title,
+    key,
+    contentType: kind.contentType,
+    size: bytes.byteLength,
+  };
   if (kind.kind === "text") return { ...base, kind: "text", text: new TextDecoder().decode(bytes) };
-  if (bytes.byteLength > MAX_INLINE_IMAGE_BYTES) throw new AttachmentRefused(`images over ${MAX_INLINE_IMAGE_BYTES / 1024 / 1024} MiB cannot be shown to the model yet`);
+  if (bytes.byteLength > MAX_INLINE_IMAGE_BYTES)
+    throw new AttachmentRefused(
+      `images over ${MAX_INLINE_IMAGE_BYTES / 1024 / 1024} MiB cannot be shown to the model yet`,
+    );
   return { ...base, kind: "image", dataUrl: dataUrl(kind.contentType, bytes) };
 }
 
@@ -93,7 +152,10 @@ async function download(url: string, options: IngestOptions): Promise<Uint8Array
   } catch {
     throw new AttachmentRefused("its address is not a URL");
   }
-  if (!options.allowedHosts.includes(parsed.host) || (parsed.protocol !== "https:" && parsed.protocol !== "http:")) {
+  if (
+    !options.allowedHosts.includes(parsed.host) ||
+    (parsed.protocol !== "https:" && parsed.protocol !== "http:")
+  ) {
     throw new AttachmentRefused("it is not hosted by Discord");
   }
   const tooLarge = `it is larger than ${MAX_IMAGE_BYTES / 1024 / 1024} MiB`;
@@ -106,18 +168,27 @@ async function download(url: string, options: IngestOptions): Promise<Uint8Array
     // The guard holds the size cap while reading, whatever Content-Length said.
     return new Uint8Array(await response.arrayBuffer());
   } catch (error) {
-    if (error instanceof OutboundRequestError && error.failure === "too_large") throw new AttachmentRefused(tooLarge);
-    if (error instanceof OutboundRequestError && error.failure === "timeout") throw new AttachmentRefused(`it did not download within ${DOWNLOAD_TIMEOUT_MS / 1000} s`);
+    if (error instanceof OutboundRequestError && error.failure === "too_large")
+      throw new AttachmentRefused(tooLarge);
+    if (error instanceof OutboundRequestError && error.failure === "timeout")
+      throw new AttachmentRefused(`it did not download within ${DOWNLOAD_TIMEOUT_MS / 1000} s`);
     throw error;
   }
 }
 
 /** The file's real type from its first bytes; text only when it decodes as UTF-8 without NULs. */
-export function sniff(bytes: Uint8Array, name: string, declared?: string): { kind: "image" | "text"; contentType: string } | null {
+export function sniff(
+  bytes: Uint8Array,
+  name: string,
+  declared?: string,
+): { kind: "image" | "text"; contentType: string } | null {
   const type = sniffType(bytes);
   if (type?.startsWith("image/")) return { kind: "image", contentType: type };
   if (type) return null;
-  const looksText = TEXT_EXTENSIONS.test(name) || (declared ?? "").startsWith("text/") || declared === "application/json";
+  const looksText =
+    TEXT_EXTENSIONS.test(name) ||
+    (declared ?? "").startsWith("text/") ||
+    declared === "application/json";
   if (!looksText || bytes.includes(0)) return null;
   try {
     new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(bytes);
@@ -128,13 +199,18 @@ export function sniff(bytes: Uint8Array, name: string, declared?: string): { kin
 }
 
 /** What the model gets: text files and refusals appended to the message, images alongside it. */
-export function attachmentPrompt(results: IngestedAttachment[]): { text: string; images: string[] } {
+export function attachmentPrompt(results: IngestedAttachment[]): {
+  text: string;
+  images: string[];
+} {
   const notes: string[] = [];
   const files: { source: string; text: string }[] = [];
   const images: string[] = [];
   for (const result of results) {
-    if (!result.ok) notes.push(`(The attachment "${result.title}" was not read: ${result.reason}.)`);
-    else if (result.kind === "text") files.push({ source: `file ${result.title}`, text: result.text });
+    if (!result.ok)
+      notes.push(`(The attachment "${result.title}" was not read: ${result.reason}.)`);
+    else if (result.kind === "text")
+      files.push({ source: `file ${result.title}`, text: result.text });
     else {
       notes.push(`(Image attached: "${result.title}".)`);
       images.push(result.dataUrl);
@@ -145,6 +221,9 @@ export function attachmentPrompt(results: IngestedAttachment[]): { text: string;
 }
 
 function safeName(name: string): string {
-  const cleaned = name.replace(/[^A-Za-z0-9._-]+/g, "_").replace(/^[._]+/, "").slice(0, 100);
+  const cleaned = name
+    .replace(/[^A-Za-z0-9._-]+/g, "_")
+    .replace(/^[._]+/, "")
+    .slice(0, 100);
   return cleaned || "file";
 }

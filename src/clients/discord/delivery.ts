@@ -5,7 +5,13 @@
 // posted message are kept by the room as opaque JSON: their shapes are checked here on the way back.
 import { z } from "zod";
 import type { SerializedError } from "../../runtime/errors.ts";
-import { DiscordApiError, INTERACTION_TOKEN_LIFETIME_MS, TOKEN_SAFETY_MARGIN_MS, type DiscordMessageBody, type DiscordRest } from "./rest.ts";
+import {
+  DiscordApiError,
+  INTERACTION_TOKEN_LIFETIME_MS,
+  TOKEN_SAFETY_MARGIN_MS,
+  type DiscordMessageBody,
+  type DiscordRest,
+} from "./rest.ts";
 import { splitMessage } from "./split.ts";
 
 /** A Discord interaction to answer: its token edits the deferred response and sends follow-ups. */
@@ -22,8 +28,18 @@ export const DiscordDelivery = z.looseObject({
 export type DiscordDelivery = z.infer<typeof DiscordDelivery>;
 
 /** Where the answer to an interaction goes; Discord's clock started a little before we saw it. */
-export function interactionDelivery(interaction: { application_id: string; token: string }, channelId: string, now: number): DiscordDelivery {
-  return { kind: "discord", applicationId: interaction.application_id, interactionToken: interaction.token, channelId, expiresAt: now + INTERACTION_TOKEN_LIFETIME_MS - 5_000 };
+export function interactionDelivery(
+  interaction: { application_id: string; token: string },
+  channelId: string,
+  now: number,
+): DiscordDelivery {
+  return {
+    kind: "discord",
+    applicationId: interaction.application_id,
+    interactionToken: interaction.token,
+    channelId,
+    expiresAt: now + INTERACTION_TOKEN_LIFETIME_MS - 5_000,
+  };
 }
 
 export interface DeliveryJob {
@@ -41,7 +57,12 @@ export function deliveryText(job: Pick<DeliveryJob, "reply" | "error">): string 
   return reply ? reply : "…(I have nothing to add.)";
 }
 
-export async function deliverToDiscord(rest: DiscordRest, job: DeliveryJob, now: () => number, onSent: (parts: number) => void): Promise<void> {
+export async function deliverToDiscord(
+  rest: DiscordRest,
+  job: DeliveryJob,
+  now: () => number,
+  onSent: (parts: number) => void,
+): Promise<void> {
   const parts = splitMessage(deliveryText(job));
   for (let i = job.sentParts; i < parts.length; i++) {
     // The deferred response holds an approval prompt once one was asked: the reply follows it.
@@ -52,7 +73,13 @@ export async function deliverToDiscord(rest: DiscordRest, job: DeliveryJob, now:
 
 /** Where a posted message is, so it can be edited later (an approval prompt, when it expires). */
 export const PostedMessage = z.discriminatedUnion("via", [
-  z.looseObject({ via: z.literal("webhook"), applicationId: z.string(), token: z.string(), messageId: z.string(), tokenExpiresAt: z.number() }),
+  z.looseObject({
+    via: z.literal("webhook"),
+    applicationId: z.string(),
+    token: z.string(),
+    messageId: z.string(),
+    tokenExpiresAt: z.number(),
+  }),
   z.looseObject({ via: z.literal("channel"), channelId: z.string(), messageId: z.string() }),
 ]);
 export type PostedMessage = z.infer<typeof PostedMessage>;
@@ -61,27 +88,49 @@ export type PostedMessage = z.infer<typeof PostedMessage>;
  * Posts one message for the interaction: into the deferred response while it is unused, else as a
  * follow-up; with the bot token in the channel once the interaction token is (nearly) dead.
  */
-export async function postForInteraction(rest: DiscordRest, target: DiscordDelivery, body: DiscordMessageBody, now: () => number): Promise<PostedMessage | null> {
+export async function postForInteraction(
+  rest: DiscordRest,
+  target: DiscordDelivery,
+  body: DiscordMessageBody,
+  now: () => number,
+): Promise<PostedMessage | null> {
   return post(rest, target, body, !target.originalUsed, now);
 }
 
 /** Edits a message posted by postForInteraction; false when it can no longer be reached. */
-export async function editPosted(rest: DiscordRest, posted: PostedMessage, body: DiscordMessageBody, now: () => number): Promise<boolean> {
+export async function editPosted(
+  rest: DiscordRest,
+  posted: PostedMessage,
+  body: DiscordMessageBody,
+  now: () => number,
+): Promise<boolean> {
   if (posted.via === "channel") {
     await rest.editChannelMessage(posted.channelId, posted.messageId, body);
     return true;
   }
   if (now() >= posted.tokenExpiresAt - TOKEN_SAFETY_MARGIN_MS) return false;
-  if (posted.messageId === "@original") await rest.editOriginal(posted.applicationId, posted.token, body);
+  if (posted.messageId === "@original")
+    await rest.editOriginal(posted.applicationId, posted.token, body);
   else await rest.editFollowUp(posted.applicationId, posted.token, posted.messageId, body);
   return true;
 }
 
-async function post(rest: DiscordRest, target: DiscordDelivery, body: DiscordMessageBody, useOriginal: boolean, now: () => number): Promise<PostedMessage | null> {
+async function post(
+  rest: DiscordRest,
+  target: DiscordDelivery,
+  body: DiscordMessageBody,
+  useOriginal: boolean,
+  now: () => number,
+): Promise<PostedMessage | null> {
   const tokenAlive = now() < target.expiresAt - TOKEN_SAFETY_MARGIN_MS;
   if (tokenAlive) {
     try {
-      const webhook = { via: "webhook" as const, applicationId: target.applicationId, token: target.interactionToken, tokenExpiresAt: target.expiresAt };
+      const webhook = {
+        via: "webhook" as const,
+        applicationId: target.applicationId,
+        token: target.interactionToken,
+        tokenExpiresAt: target.expiresAt,
+      };
       if (useOriginal) {
         await rest.editOriginal(target.applicationId, target.interactionToken, body);
         return { ...webhook, messageId: "@original" };
@@ -90,7 +139,12 @@ async function post(rest: DiscordRest, target: DiscordDelivery, body: DiscordMes
       return sent.id ? { ...webhook, messageId: sent.id } : null;
     } catch (error) {
       // 401/404: the token died early (Discord revoked it); the channel still works.
-      if (!(error instanceof DiscordApiError) || error.retryable || (error.status !== 401 && error.status !== 404)) throw error;
+      if (
+        !(error instanceof DiscordApiError) ||
+        error.retryable ||
+        (error.status !== 401 && error.status !== 404)
+      )
+        throw error;
     }
   }
   const sent = await rest.channelMessage(target.channelId, body);

@@ -2,7 +2,12 @@
 // Unknown fields pass (Discord adds fields over time); missing or mistyped ones are a 400.
 import { z } from "zod";
 
-export const InteractionType = { PING: 1, APPLICATION_COMMAND: 2, MESSAGE_COMPONENT: 3, AUTOCOMPLETE: 4 } as const;
+export const InteractionType = {
+  PING: 1,
+  APPLICATION_COMMAND: 2,
+  MESSAGE_COMPONENT: 3,
+  AUTOCOMPLETE: 4,
+} as const;
 export const ResponseType = {
   PONG: 1,
   MESSAGE: 4,
@@ -40,10 +45,15 @@ const ResolvedAttachment = z.object({
 const CommandData = z.object({
   name: z.string().max(32),
   options: z.array(Option).max(25).optional(),
-  resolved: z.object({ attachments: z.record(z.string(), ResolvedAttachment).optional() }).optional(),
+  resolved: z
+    .object({ attachments: z.record(z.string(), ResolvedAttachment).optional() })
+    .optional(),
 });
 
-const ComponentData = z.object({ custom_id: z.string().max(100), component_type: z.number().int() });
+const ComponentData = z.object({
+  custom_id: z.string().max(100),
+  component_type: z.number().int(),
+});
 
 const Base = z.object({
   id: Snowflake,
@@ -67,7 +77,9 @@ export type ComponentInteraction = Extract<Interaction, { type: 3 }>;
 export type ResolvedAttachment = z.infer<typeof ResolvedAttachment>;
 
 /** Who invoked it: `member.user` in a server, `user` in a DM. */
-export function invoker(interaction: CommandInteraction | ComponentInteraction): z.infer<typeof User> | undefined {
+export function invoker(
+  interaction: CommandInteraction | ComponentInteraction,
+): z.infer<typeof User> | undefined {
   return interaction.member?.user ?? interaction.user;
 }
 

@@ -22,7 +22,15 @@ const Application = z.object({
   team: z
     .object({
       owner_user_id: Snowflake,
-      members: z.array(z.object({ membership_state: z.number().int(), role: z.string().optional(), user: z.object({ id: Snowflake }) })).default([]),
+      members: z
+        .array(
+          z.object({
+            membership_state: z.number().int(),
+            role: z.string().optional(),
+            user: z.object({ id: Snowflake }),
+          }),
+        )
+        .default([]),
     })
     .nullish(),
 });
@@ -51,7 +59,10 @@ export function applicationOwners(body: unknown): string[] {
   const app = Application.parse(body);
   // A team's app has a synthetic `owner` standing for the team: the team's own fields decide.
   if (app.team) {
-    const admins = app.team.members.filter((member) => member.role === TEAM_ADMIN_ROLE && member.membership_state === MEMBERSHIP_ACCEPTED);
+    const admins = app.team.members.filter(
+      (member) =>
+        member.role === TEAM_ADMIN_ROLE && member.membership_state === MEMBERSHIP_ACCEPTED,
+    );
     return [app.team.owner_user_id, ...admins.map((member) => member.user.id)];
   }
   return app.owner ? [app.owner.id] : [];
@@ -75,7 +86,10 @@ export function createDiscordOwners(options: DiscordOwnersOptions): DiscordOwner
         signal: AbortSignal.timeout(OWNERS_LOOKUP_TIMEOUT_MS),
       });
       if (!response.ok) return failed;
-      return { owners: new Set(applicationOwners(await response.json())), until: started + OWNERS_CACHE_MS };
+      return {
+        owners: new Set(applicationOwners(await response.json())),
+        until: started + OWNERS_CACHE_MS,
+      };
     } catch {
       // Unreachable, timed out, or not an application object.
       return failed;

@@ -18,11 +18,16 @@ export function isDirectMessage(interaction: DiscordInteraction): boolean {
 }
 
 /** May this person choose agents and see or start consent links here? */
-export async function isManager(interaction: DiscordInteraction, owners: DiscordOwners): Promise<boolean> {
+export async function isManager(
+  interaction: DiscordInteraction,
+  owners: DiscordOwners,
+): Promise<boolean> {
   if (!isDirectMessage(interaction)) {
     // No permissions sent means none granted: fail closed.
     const permissions = interaction.member?.permissions;
-    return permissions !== undefined && (BigInt(permissions) & (MANAGE_GUILD | ADMINISTRATOR)) !== 0n;
+    return (
+      permissions !== undefined && (BigInt(permissions) & (MANAGE_GUILD | ADMINISTRATOR)) !== 0n
+    );
   }
   const user = invoker(interaction);
   return user !== undefined && (await owners.isOwner(user.id));
@@ -34,9 +39,14 @@ export function managersHere(interaction: DiscordInteraction): string {
 }
 
 /** Why the agent does not answer this person here, or null when it does (always, in a server). */
-export async function directMessageRefusal(interaction: DiscordInteraction, policy: DirectMessagePolicy, owners: DiscordOwners): Promise<string | null> {
+export async function directMessageRefusal(
+  interaction: DiscordInteraction,
+  policy: DirectMessagePolicy,
+  owners: DiscordOwners,
+): Promise<string | null> {
   if (!isDirectMessage(interaction) || policy === "everyone") return null;
-  if (policy === "off") return "This agent doesn't answer direct messages. Talk to it in a server channel it serves.";
+  if (policy === "off")
+    return "This agent doesn't answer direct messages. Talk to it in a server channel it serves.";
   const user = invoker(interaction);
   if (user && (await owners.isOwner(user.id))) return null;
   return "This agent answers direct messages only from the bot's owners. Talk to it in a server channel it serves.";

@@ -10,29 +10,36 @@ export interface CommandChanges {
   unchanged: string[];
 }
 
-export function diffCommands(registered: readonly Record<string, unknown>[], wanted: readonly CommandDefinition[]): CommandChanges {
+export function diffCommands(
+  registered: readonly Record<string, unknown>[],
+  wanted: readonly CommandDefinition[],
+): CommandChanges {
   const byName = new Map(registered.map((command) => [String(command.name), command]));
   const changes: CommandChanges = { added: [], updated: [], removed: [], unchanged: [] };
   for (const command of wanted) {
     const current = byName.get(command.name);
     if (!current) changes.added.push(command.name);
-    else if (comparable(current) !== comparable(command as unknown as Record<string, unknown>)) changes.updated.push(command.name);
+    else if (comparable(current) !== comparable(command as unknown as Record<string, unknown>))
+      changes.updated.push(command.name);
     else changes.unchanged.push(command.name);
   }
-  for (const name of byName.keys()) if (!wanted.some((command) => command.name === name)) changes.removed.push(name);
+  for (const name of byName.keys())
+    if (!wanted.some((command) => command.name === name)) changes.removed.push(name);
   return changes;
 }
 
 /** The fields we define, with Discord's defaults filled in, as stable JSON. */
 function comparable(command: Record<string, unknown>): string {
-  const options = ((command.options as Record<string, unknown>[] | undefined) ?? []).map((option) => ({
-    type: option.type,
-    name: option.name,
-    description: option.description,
-    required: option.required ?? false,
-    autocomplete: option.autocomplete ?? false,
-    max_length: option.max_length ?? null,
-  }));
+  const options = ((command.options as Record<string, unknown>[] | undefined) ?? []).map(
+    (option) => ({
+      type: option.type,
+      name: option.name,
+      description: option.description,
+      required: option.required ?? false,
+      autocomplete: option.autocomplete ?? false,
+      max_length: option.max_length ?? null,
+    }),
+  );
   return JSON.stringify({
     name: command.name,
     description: command.description,

@@ -3,19 +3,39 @@
 // with the bot token once its token is (nearly) dead; files come from Discord's CDN into R2.
 // What the room kept for us (a delivery target, a posted prompt) is validated before use.
 import type { Env } from "../../env.ts";
-import type { AttachmentIngest, DeliveryTarget, PostedPrompt, ReplySurface } from "../../room/reply-surface.ts";
+import type {
+  AttachmentIngest,
+  DeliveryTarget,
+  PostedPrompt,
+  ReplySurface,
+} from "../../room/reply-surface.ts";
 import { approvalPrompt, approvalResultText, canRouteApproval } from "./approval.ts";
 import { attachmentPrompt, attachmentSource, ingestAttachments } from "./attachments.ts";
-import { deliverToDiscord, DiscordDelivery, editPosted, PostedMessage, postForInteraction } from "./delivery.ts";
+import {
+  deliverToDiscord,
+  DiscordDelivery,
+  editPosted,
+  PostedMessage,
+  postForInteraction,
+} from "./delivery.ts";
 import { createDiscordRest, DiscordApiError, type DiscordRest } from "./rest.ts";
 
 export function createDiscordSurface(env: Env): ReplySurface {
   let rest: DiscordRest | null = null;
-  const discord = () => (rest ??= createDiscordRest({ baseUrl: env.DISCORD_API_BASE, botToken: env.DISCORD_BOT_TOKEN }));
+  const discord = () =>
+    (rest ??= createDiscordRest({
+      baseUrl: env.DISCORD_API_BASE,
+      botToken: env.DISCORD_BOT_TOKEN,
+    }));
   return {
     canAskApproval: (target, agentId) => target.kind === "discord" && canRouteApproval(agentId),
     async sendReply(target, job, onSent) {
-      await deliverToDiscord(discord(), { ...job, target: discordTarget(target) }, Date.now, onSent);
+      await deliverToDiscord(
+        discord(),
+        { ...job, target: discordTarget(target) },
+        Date.now,
+        onSent,
+      );
     },
     async postLine(target, text) {
       await postForInteraction(discord(), discordTarget(target), { content: text }, Date.now);
@@ -45,7 +65,13 @@ export function createDiscordSurface(env: Env): ReplySurface {
       // The prompt is the click's @original now: what follows goes out on the click's fresh token.
       const click = discordTarget(via);
       const { applicationId, interactionToken, expiresAt } = click;
-      return { ...discordTarget(target), applicationId, interactionToken, expiresAt, originalUsed: true };
+      return {
+        ...discordTarget(target),
+        applicationId,
+        interactionToken,
+        expiresAt,
+        originalUsed: true,
+      };
     },
     isPermanentFailure: (error) => error instanceof DiscordApiError && !error.retryable,
   };
@@ -56,7 +82,11 @@ export function createDiscordAttachmentIngest(env: Env): AttachmentIngest {
   return {
     async read(attachments, keyPrefix) {
       // Discord's hosts, through the guarded fetch.
-      const results = await ingestAttachments(attachments, { bucket: env.MEDIA, keyPrefix, ...attachmentSource(env) });
+      const results = await ingestAttachments(attachments, {
+        bucket: env.MEDIA,
+        keyPrefix,
+        ...attachmentSource(env),
+      });
       return attachmentPrompt(results);
     },
   };

@@ -3,7 +3,13 @@
 // interaction token has expired. 429s wait the `retry_after` Discord gives; 5xx and network errors
 // back off; any other 4xx is final. Every message is sent with `allowed_mentions: {parse: []}`, so
 // nothing the model writes can ping @everyone, a role or a user.
-import { backoffDelayMs, resolveRetryPolicy, serverRetryDelayMs, abortableSleep, type Sleep } from "../../model/retry.ts";
+import {
+  backoffDelayMs,
+  resolveRetryPolicy,
+  serverRetryDelayMs,
+  abortableSleep,
+  type Sleep,
+} from "../../model/retry.ts";
 
 export const DEFAULT_DISCORD_API_BASE = "https://discord.com/api/v10";
 /** An interaction token works for 15 minutes; we stop using it a little before. */
@@ -45,12 +51,25 @@ export interface SentMessage {
 }
 
 export interface DiscordRest {
-  editOriginal(applicationId: string, token: string, body: DiscordMessageBody): Promise<SentMessage>;
+  editOriginal(
+    applicationId: string,
+    token: string,
+    body: DiscordMessageBody,
+  ): Promise<SentMessage>;
   followUp(applicationId: string, token: string, body: DiscordMessageBody): Promise<SentMessage>;
   /** Edits a follow-up sent with the same interaction token. */
-  editFollowUp(applicationId: string, token: string, messageId: string, body: DiscordMessageBody): Promise<SentMessage>;
+  editFollowUp(
+    applicationId: string,
+    token: string,
+    messageId: string,
+    body: DiscordMessageBody,
+  ): Promise<SentMessage>;
   channelMessage(channelId: string, body: DiscordMessageBody): Promise<SentMessage>;
-  editChannelMessage(channelId: string, messageId: string, body: DiscordMessageBody): Promise<SentMessage>;
+  editChannelMessage(
+    channelId: string,
+    messageId: string,
+    body: DiscordMessageBody,
+  ): Promise<SentMessage>;
 }
 
 export function createDiscordRest(options: DiscordRestOptions = {}): DiscordRest {
@@ -59,9 +78,18 @@ export function createDiscordRest(options: DiscordRestOptions = {}): DiscordRest
   const sleep = options.sleep ?? abortableSleep;
   const random = options.random ?? Math.random;
   const now = options.now ?? Date.now;
-  const policy = resolveRetryPolicy({ maxAttempts: options.maxAttempts ?? 5, baseDelayMs: 500, maxDelayMs: 8_000 });
+  const policy = resolveRetryPolicy({
+    maxAttempts: options.maxAttempts ?? 5,
+    baseDelayMs: 500,
+    maxDelayMs: 8_000,
+  });
 
-  const send = async (method: string, path: string, body: DiscordMessageBody, auth?: string): Promise<SentMessage> => {
+  const send = async (
+    method: string,
+    path: string,
+    body: DiscordMessageBody,
+    auth?: string,
+  ): Promise<SentMessage> => {
     const payload = JSON.stringify({ ...body, allowed_mentions: { parse: [] } });
     let last: DiscordApiError | null = null;
     for (let attempt = 1; attempt <= policy.maxAttempts; attempt++) {
@@ -73,7 +101,11 @@ export function createDiscordRest(options: DiscordRestOptions = {}): DiscordRest
           body: payload,
         });
       } catch (error) {
-        last = new DiscordApiError(0, `Discord unreachable: ${error instanceof Error ? error.message : String(error)}`, true);
+        last = new DiscordApiError(
+          0,
+          `Discord unreachable: ${error instanceof Error ? error.message : String(error)}`,
+          true,
+        );
         await sleep(backoffDelayMs(attempt, policy, random));
         continue;
       }
@@ -92,23 +124,37 @@ export function createDiscordRest(options: DiscordRestOptions = {}): DiscordRest
         continue;
       }
       // The path holds the interaction token: never put it in an error.
-      throw new DiscordApiError(response.status, `Discord refused the message (${response.status}): ${discordMessage(text)}`, false);
+      throw new DiscordApiError(
+        response.status,
+        `Discord refused the message (${response.status}): ${discordMessage(text)}`,
+        false,
+      );
     }
     throw last ?? new DiscordApiError(0, "Discord delivery failed", true);
   };
 
   const bot = (): string => {
-    if (!options.botToken) throw new DiscordApiError(0, "DISCORD_BOT_TOKEN is not set, so the bot cannot post to the channel", false);
+    if (!options.botToken)
+      throw new DiscordApiError(
+        0,
+        "DISCORD_BOT_TOKEN is not set, so the bot cannot post to the channel",
+        false,
+      );
     return `Bot ${options.botToken}`;
   };
 
   return {
-    editOriginal: (applicationId, token, body) => send("PATCH", `/webhooks/${applicationId}/${token}/messages/@original`, body),
+    editOriginal: (applicationId, token, body) =>
+      send("PATCH", `/webhooks/${applicationId}/${token}/messages/@original`, body),
     // wait=true makes Discord answer with the message, whose id a later edit needs.
-    followUp: (applicationId, token, body) => send("POST", `/webhooks/${applicationId}/${token}?wait=true`, body),
-    editFollowUp: (applicationId, token, id, body) => send("PATCH", `/webhooks/${applicationId}/${token}/messages/${id}`, body),
-    channelMessage: async (channelId, body) => send("POST", `/channels/${channelId}/messages`, body, bot()),
-    editChannelMessage: async (channelId, id, body) => send("PATCH", `/channels/${channelId}/messages/${id}`, body, bot()),
+    followUp: (applicationId, token, body) =>
+      send("POST", `/webhooks/${applicationId}/${token}?wait=true`, body),
+    editFollowUp: (applicationId, token, id, body) =>
+      send("PATCH", `/webhooks/${applicationId}/${token}/messages/${id}`, body),
+    channelMessage: async (channelId, body) =>
+      send("POST", `/channels/${channelId}/messages`, body, bot()),
+    editChannelMessage: async (channelId, id, body) =>
+      send("PATCH", `/channels/${channelId}/messages/${id}`, body, bot()),
   };
 }
 
@@ -116,7 +162,8 @@ export function createDiscordRest(options: DiscordRestOptions = {}): DiscordRest
 function retryAfterMs(body: string, headers: Headers, nowMs: number): number {
   try {
     const parsed = JSON.parse(body) as { retry_after?: unknown };
-    if (typeof parsed.retry_after === "number" && parsed.retry_after >= 0) return Math.ceil(parsed.retry_after * 1000);
+    if (typeof parsed.retry_after === "number" && parsed.retry_after >= 0)
+      return Math.ceil(parsed.retry_after * 1000);
   } catch {
     // Fall back to the header.
   }
@@ -135,7 +182,11 @@ function messageId(body: string): string | null {
 function discordMessage(body: string): string {
   try {
     const parsed = JSON.parse(body) as { message?: unknown; code?: unknown };
-    if (typeof parsed.message === "string") return `${parsed.message}${typeof parsed.code === "number" ? ` (code ${parsed.code})` : ""}`.slice(0, 200);
+    if (typeof parsed.message === "string")
+      return `${parsed.message}${typeof parsed.code === "number" ? ` (code ${parsed.code})` : ""}`.slice(
+        0,
+        200,
+      );
   } catch {
     // Not JSON.
   }

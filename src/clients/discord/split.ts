@@ -58,7 +58,8 @@ function blocks(text: string): Block[] {
     let j = i + 1;
     for (; j < lines.length; j++) {
       code.push(lines[j]!);
-      if (lines[j]!.trim().startsWith(marker) && lines[j]!.trim().replace(/[`~]/g, "") === "") break;
+      if (lines[j]!.trim().startsWith(marker) && lines[j]!.trim().replace(/[`~]/g, "") === "")
+        break;
     }
     // An unclosed fence runs to the end of the reply; close it so it renders.
     if (j >= lines.length) code.push(marker);

@@ -18,14 +18,26 @@ export function mediaPostStore(env: Env): MediaPostStore {
 /** Null with the reason when publishing cannot work in this deployment. */
 export function publisherDeps(env: Env): PublisherDeps | { missing: string } {
   const config = loadConfig(env);
-  if (!config.instagram) return { missing: "INSTAGRAM_USER_ID and INSTAGRAM_ACCESS_TOKEN must be set to publish" };
-  if (!config.publicBaseUrl) return { missing: "PUBLIC_BASE_URL must be set: Instagram fetches the media from it" };
+  if (!config.instagram)
+    return { missing: "INSTAGRAM_USER_ID and INSTAGRAM_ACCESS_TOKEN must be set to publish" };
+  if (!config.publicBaseUrl)
+    return { missing: "PUBLIC_BASE_URL must be set: Instagram fetches the media from it" };
   if (!config.secretsKey) return { missing: "SECRETS_KEY must be set: it signs the media links" };
   const { publicBaseUrl, secretsKey } = config;
   const store = mediaPostStore(env);
   return {
-    graph: createGraphClient({ baseUrl: config.instagram.graphBase, userId: config.instagram.userId, accessToken: config.instagram.accessToken }),
-    mediaUrl: (key) => signMediaUrl(publicBaseUrl, key, Math.floor(Date.now() / 1000) + MEDIA_URL_LIFETIME_S, secretsKey),
+    graph: createGraphClient({
+      baseUrl: config.instagram.graphBase,
+      userId: config.instagram.userId,
+      accessToken: config.instagram.accessToken,
+    }),
+    mediaUrl: (key) =>
+      signMediaUrl(
+        publicBaseUrl,
+        key,
+        Math.floor(Date.now() / 1000) + MEDIA_URL_LIFETIME_S,
+        secretsKey,
+      ),
     now: () => Date.now(),
     save: (post) => store.save(post),
   };

@@ -97,7 +97,10 @@ async function advance(post: PostState, deps: PublisherDeps): Promise<number | n
         }
         const quota = await deps.graph.publishingLimit();
         if (quota.used >= quota.total) {
-          await fail(post, deps, { code: "quota_exhausted", message: `the account has used its publishing limit (${quota.used} of ${quota.total} posts in the last 24 hours); try again later` });
+          await fail(post, deps, {
+            code: "quota_exhausted",
+            message: `the account has used its publishing limit (${quota.used} of ${quota.total} posts in the last 24 hours); try again later`,
+          });
           return null;
         }
         await createContainers(post, deps);
@@ -120,12 +123,20 @@ async function advance(post: PostState, deps: PublisherDeps): Promise<number | n
           continue;
         }
         if (status.statusCode === "ERROR" || status.statusCode === "EXPIRED") {
-          await fail(post, deps, { code: "container", message: `Instagram could not process the media (${status.statusCode}${status.status ? `: ${status.status}` : ""})` });
+          await fail(post, deps, {
+            code: "container",
+            message: `Instagram could not process the media (${status.statusCode}${status.status ? `: ${status.status}` : ""})`,
+          });
           return null;
         }
-        const limit = post.items.some((item) => item.kind === "video") ? MAX_PROCESSING_MS.video : MAX_PROCESSING_MS.image;
+        const limit = post.items.some((item) => item.kind === "video")
+          ? MAX_PROCESSING_MS.video
+          : MAX_PROCESSING_MS.image;
         if (deps.now() - (post.processingSince ?? deps.now()) > limit) {
-          await fail(post, deps, { code: "timeout", message: `Instagram was still processing the media after ${Math.round(limit / 60_000)} minutes (${status.statusCode}); gave up` });
+          await fail(post, deps, {
+            code: "timeout",
+            message: `Instagram was still processing the media after ${Math.round(limit / 60_000)} minutes (${status.statusCode}); gave up`,
+          });
           return null;
         }
         const delay = POLL_DELAYS_MS[Math.min(post.attempts, POLL_DELAYS_MS.length - 1)]!;
@@ -135,7 +146,10 @@ async function advance(post: PostState, deps: PublisherDeps): Promise<number | n
       }
       case "publishing": {
         const status = await deps.graph.containerStatus(post.containerId!);
-        const mediaId = status.statusCode === "PUBLISHED" ? await recover(post, deps) : await deps.graph.publish(post.containerId!);
+        const mediaId =
+          status.statusCode === "PUBLISHED"
+            ? await recover(post, deps)
+            : await deps.graph.publish(post.containerId!);
         post.mediaId = mediaId;
         post.permalink = mediaId ? await deps.graph.permalink(mediaId) : null;
         post.status = "published";
@@ -150,13 +164,19 @@ async function advance(post: PostState, deps: PublisherDeps): Promise<number | n
 /** Writes and stores the caption; false when it could not be written (the post has failed). */
 async function captionFirst(post: PostState, deps: PublisherDeps): Promise<boolean> {
   if (!deps.writeCaption) {
-    await fail(post, deps, { code: "not_configured", message: "generateCaption needs a model: configure OPENAI_API_KEY or the AI binding" });
+    await fail(post, deps, {
+      code: "not_configured",
+      message: "generateCaption needs a model: configure OPENAI_API_KEY or the AI binding",
+    });
     return false;
   }
   try {
     post.caption = await deps.writeCaption(post);
   } catch (error) {
-    await fail(post, deps, { code: "caption", message: `the agent could not write the caption: ${error instanceof Error ? error.message : String(error)}` });
+    await fail(post, deps, {
+      code: "caption",
+      message: `the agent could not write the caption: ${error instanceof Error ? error.message : String(error)}`,
+    });
     return false;
   }
   post.captionPending = false;
@@ -170,7 +190,9 @@ async function createContainers(post: PostState, deps: PublisherDeps): Promise<v
     const item = post.items[0]!;
     const url = await deps.mediaUrl(item.key);
     const params: Record<string, string> =
-      item.kind === "video" ? { media_type: "REELS", video_url: url, caption } : { image_url: url, caption, ...(post.altText ? { alt_text: post.altText } : {}) };
+      item.kind === "video"
+        ? { media_type: "REELS", video_url: url, caption }
+        : { image_url: url, caption, ...(post.altText ? { alt_text: post.altText } : {}) };
     post.containerId = await deps.graph.createContainer(params);
     return;
   }
@@ -180,12 +202,20 @@ async function createContainers(post: PostState, deps: PublisherDeps): Promise<v
     const item = post.items[i]!;
     const url = await deps.mediaUrl(item.key);
     children.push(
-      await deps.graph.createContainer(item.kind === "video" ? { media_type: "VIDEO", video_url: url, is_carousel_item: "true" } : { image_url: url, is_carousel_item: "true" }),
+      await deps.graph.createContainer(
+        item.kind === "video"
+          ? { media_type: "VIDEO", video_url: url, is_carousel_item: "true" }
+          : { image_url: url, is_carousel_item: "true" },
+      ),
     );
     post.children = children;
     await save(post, deps);
   }
-  post.containerId = await deps.graph.createContainer({ media_type: "CAROUSEL", children: children.join(","), caption });
+  post.containerId = await deps.graph.createContainer({
+    media_type: "CAROUSEL",
+    children: children.join(","),
+    caption,
+  });
 }
 
 /** Finds the media a container became, among the account's latest posts, by its caption. */

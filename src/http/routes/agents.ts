@@ -32,12 +32,21 @@ const CharacterFile = z
   .record(z.string(), z.unknown())
   .superRefine((file, ctx) => {
     const path = pathNestedDeeperThan(file, MAX_CHARACTER_DEPTH);
-    if (path) ctx.addIssue({ code: "custom", path, message: `nested more than ${MAX_CHARACTER_DEPTH} levels deep` });
+    if (path)
+      ctx.addIssue({
+        code: "custom",
+        path,
+        message: `nested more than ${MAX_CHARACTER_DEPTH} levels deep`,
+      });
   })
   .openapi("CharacterFile", {
     description:
       "An ElizaOS character file, v1 or legacy v0.x format. Our own options (model, mcpServers, toolApproval, respond, maxSteps, ...) go under `settings`.",
-    example: { name: "Ada", bio: ["A precise, friendly technical helper."], settings: { respond: { mode: "mentions" } } },
+    example: {
+      name: "Ada",
+      bio: ["A precise, friendly technical helper."],
+      settings: { respond: { mode: "mentions" } },
+    },
   });
 
 const AgentSummary = z
@@ -54,16 +63,26 @@ const AgentSummary = z
 const AgentDetail = z
   .object({
     id: z.string(),
-    character: z.record(z.string(), z.unknown()).openapi({ description: "The normalized character; secret values are replaced by `secretNames`." }),
+    character: z.record(z.string(), z.unknown()).openapi({
+      description: "The normalized character; secret values are replaced by `secretNames`.",
+    }),
     createdAt: z.number().int(),
     updatedAt: z.number().int(),
   })
   .openapi("Agent");
 
-const characterBody = { required: true, content: { "application/json": { schema: CharacterFile } } };
+const characterBody = {
+  required: true,
+  content: { "application/json": { schema: CharacterFile } },
+};
 
 function detail(record: AgentRecord) {
-  return { id: record.id, character: publicCharacter(record.character), createdAt: record.createdAt, updatedAt: record.updatedAt };
+  return {
+    id: record.id,
+    character: publicCharacter(record.character),
+    createdAt: record.createdAt,
+    updatedAt: record.updatedAt,
+  };
 }
 
 export function agentRoutes(): OpenAPIHono<AppEnv> {
@@ -78,7 +97,9 @@ export function agentRoutes(): OpenAPIHono<AppEnv> {
       request: { body: characterBody },
       responses: {
         201: jsonContent(AgentDetail, "The agent, as stored"),
-        400: errorContent("The character file is invalid; `details.issues` lists every failing path"),
+        400: errorContent(
+          "The character file is invalid; `details.issues` lists every failing path",
+        ),
         409: errorContent("An agent with this id already exists"),
       },
     }),
@@ -107,10 +128,18 @@ export function agentRoutes(): OpenAPIHono<AppEnv> {
       request: {
         query: z.strictObject({
           limit: z.coerce.number().int().min(1).max(100).default(50),
-          after: AgentIdParam.optional().openapi({ param: { name: "after", in: "query" }, description: "Cursor: the last id of the previous page" }),
+          after: AgentIdParam.optional().openapi({
+            param: { name: "after", in: "query" },
+            description: "Cursor: the last id of the previous page",
+          }),
         }),
       },
-      responses: { 200: jsonContent(z.object({ agents: z.array(AgentSummary), nextCursor: z.string().nullable() }), "A page of agents, by id") },
+      responses: {
+        200: jsonContent(
+          z.object({ agents: z.array(AgentSummary), nextCursor: z.string().nullable() }),
+          "A page of agents, by id",
+        ),
+      },
     }),
     async (c) => {
       const { limit, after } = c.req.valid("query");
@@ -153,7 +182,10 @@ export function agentRoutes(): OpenAPIHono<AppEnv> {
       const { agentId } = c.req.valid("param");
       const file = c.req.valid("json");
       const own = await mcpPlatform(c.env).servers.list(agentId);
-      assertKnownServers(parseCharacter(file).settings.mcpServers, own.map((server) => server.name));
+      assertKnownServers(
+        parseCharacter(file).settings.mcpServers,
+        own.map((server) => server.name),
+      );
       const now = Date.now();
       const record = await stores(c.env).agents.replace(agentId, file, now, knowledgeBuilder(now));
       await embedAgentMemories(c.env, record.id);
@@ -173,11 +205,16 @@ export function agentRoutes(): OpenAPIHono<AppEnv> {
     async (c) => {
       const { agentId } = c.req.valid("param");
       forgetAgent(agentId);
-      if (!(await stores(c.env).agents.remove(agentId))) throw new NotFoundError(`no agent with id "${agentId}"`);
+      if (!(await stores(c.env).agents.remove(agentId)))
+        throw new NotFoundError(`no agent with id "${agentId}"`);
       // Its schedules must not keep starting tasks for an agent that is gone.
-      await stopAgentTasks(c.env, agentId).catch((error: unknown) => logWarning("agent_tasks_stop_failed", error));
+      await stopAgentTasks(c.env, agentId).catch((error: unknown) =>
+        logWarning("agent_tasks_stop_failed", error),
+      );
       // The agent's vectors go too: the local index by cascade, Vectorize through the outbox.
-      await stores(c.env).pipeline.sweepDeletions().catch((error: unknown) => logWarning("vector_sweep_failed", error));
+      await stores(c.env)
+        .pipeline.sweepDeletions()
+        .catch((error: unknown) => logWarning("vector_sweep_failed", error));
       return c.body(null, 204);
     },
   );
@@ -187,7 +224,8 @@ export function agentRoutes(): OpenAPIHono<AppEnv> {
 
 /** The character's `knowledge` text entries, chunked, stored with the agent in one batch. */
 function knowledgeBuilder(now: number): KnowledgeBuilder {
-  return async (agentId, character) => characterKnowledge(await loadTokenCounter(), agentId, character, now);
+  return async (agentId, character) =>
+    characterKnowledge(await loadTokenCounter(), agentId, character, now);
 }
 
 /** Lore and knowledge get their vectors now when they can; what fails stays pending (found by text). */

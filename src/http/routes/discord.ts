@@ -26,16 +26,31 @@ import {
 } from "../../clients/discord/interaction.ts";
 import { DiscordConfig } from "../../clients/discord/settings.ts";
 import { discordOwners, type DiscordOwners } from "../../clients/discord/owners.ts";
-import { directMessageRefusal, isDirectMessage, isManager, managersHere } from "../../clients/discord/permissions.ts";
+import {
+  directMessageRefusal,
+  isDirectMessage,
+  isManager,
+  managersHere,
+} from "../../clients/discord/permissions.ts";
 import { stores } from "../../memory/stores.ts";
 import { deleteMemories, insertMemories } from "../../memory/memory-repo.ts";
 import { enqueueTurn, forgetRoomHistory, resolveApproval } from "../../room/room-client.ts";
-import { approvalResultText, parseApprovalCustomId, type ApprovalButton } from "../../clients/discord/approval.ts";
+import {
+  approvalResultText,
+  parseApprovalCustomId,
+  type ApprovalButton,
+} from "../../clients/discord/approval.ts";
 import { BUILTIN_TOOL_DEFINITIONS } from "../../runtime/builtin-tools.ts";
 import { describeServers } from "../../mcp/overview.ts";
 import { mcpPlatform } from "../../mcp/platform.ts";
 import { effectiveServers } from "../../mcp/registry.ts";
-import { NotConfiguredError, NotFoundError, RateLimitedError, UnauthorizedError, ValidationError } from "../../runtime/errors.ts";
+import {
+  NotConfiguredError,
+  NotFoundError,
+  RateLimitedError,
+  UnauthorizedError,
+  ValidationError,
+} from "../../runtime/errors.ts";
 import type { Attachment, Memory } from "../../runtime/types.ts";
 import { errorContent } from "../schemas.ts";
 import { validationError } from "../validation.ts";
@@ -72,13 +87,28 @@ export function discordRoutes(): OpenAPIHono<AppEnv> {
     summary: "Discord interactions webhook (Ed25519-signed by Discord; no bearer token)",
     request: {
       headers: z.object({
-        "x-signature-ed25519": z.string().openapi({ description: "Hex Ed25519 signature of timestamp + body" }),
-        "x-signature-timestamp": z.string().openapi({ description: "Unix seconds; refused when more than 5 minutes off" }),
+        "x-signature-ed25519": z
+          .string()
+          .openapi({ description: "Hex Ed25519 signature of timestamp + body" }),
+        "x-signature-timestamp": z
+          .string()
+          .openapi({ description: "Unix seconds; refused when more than 5 minutes off" }),
       }),
-      body: { required: true, content: { "application/json": { schema: z.record(z.string(), z.unknown()).openapi({ description: "A Discord interaction" }) } } },
+      body: {
+        required: true,
+        content: {
+          "application/json": {
+            schema: z
+              .record(z.string(), z.unknown())
+              .openapi({ description: "A Discord interaction" }),
+          },
+        },
+      },
     },
     responses: {
-      200: { description: "An interaction response (PONG, a message, or a deferred acknowledgement)" },
+      200: {
+        description: "An interaction response (PONG, a message, or a deferred acknowledgement)",
+      },
       400: errorContent("A verified body that is not a valid interaction"),
       401: errorContent("Missing, stale or invalid signature"),
     },
@@ -87,16 +117,25 @@ export function discordRoutes(): OpenAPIHono<AppEnv> {
   app.post("/discord/interactions", async (c) => {
     const keyHex = c.env.DISCORD_PUBLIC_KEY?.trim();
     if (!keyHex || !/^[0-9a-fA-F]{64}$/.test(keyHex)) {
-      throw new NotConfiguredError("DISCORD_PUBLIC_KEY is not set (or is not 64 hex characters): copy it from the Discord developer portal");
+      throw new NotConfiguredError(
+        "DISCORD_PUBLIC_KEY is not set (or is not 64 hex characters): copy it from the Discord developer portal",
+      );
     }
     const signature = c.req.header("x-signature-ed25519");
     const timestamp = c.req.header("x-signature-timestamp");
-    if (!signature || !timestamp) throw new UnauthorizedError("missing X-Signature-Ed25519 or X-Signature-Timestamp");
-    if (!/^\d{1,12}$/.test(timestamp) || Math.abs(Date.now() - Number(timestamp) * 1000) > MAX_INTERACTION_AGE_MS) {
-      throw new UnauthorizedError("the signed timestamp is more than 5 minutes off: refused as a replay");
+    if (!signature || !timestamp)
+      throw new UnauthorizedError("missing X-Signature-Ed25519 or X-Signature-Timestamp");
+    if (
+      !/^\d{1,12}$/.test(timestamp) ||
+      Math.abs(Date.now() - Number(timestamp) * 1000) > MAX_INTERACTION_AGE_MS
+    ) {
+      throw new UnauthorizedError(
+        "the signed timestamp is more than 5 minutes off: refused as a replay",
+      );
     }
     const raw = new Uint8Array(await c.req.arrayBuffer());
-    if (!(await verifyKey(raw, signature, timestamp, await publicKey(keyHex)))) throw new UnauthorizedError("invalid request signature");
+    if (!(await verifyKey(raw, signature, timestamp, await publicKey(keyHex))))
+      throw new UnauthorizedError("invalid request signature");
 
     let body: unknown;
     try {
@@ -126,7 +165,13 @@ export function discordRoutes(): OpenAPIHono<AppEnv> {
       summary: "A client's settings (Discord: default agent, allowed channels)",
       ...guard("admin"),
       request: { params: z.object({ clientId: z.literal("discord") }) },
-      responses: { 200: { description: "The settings", content: { "application/json": { schema: DiscordConfig } } }, 400: errorContent("Unknown client") },
+      responses: {
+        200: {
+          description: "The settings",
+          content: { "application/json": { schema: DiscordConfig } },
+        },
+        400: errorContent("Unknown client"),
+      },
     }),
     async (c) => c.json(await stores(c.env).discord.readConfig(), 200),
   );
@@ -142,14 +187,20 @@ export function discordRoutes(): OpenAPIHono<AppEnv> {
         body: { required: true, content: { "application/json": { schema: DiscordConfig } } },
       },
       responses: {
-        200: { description: "The settings as stored", content: { "application/json": { schema: DiscordConfig } } },
+        200: {
+          description: "The settings as stored",
+          content: { "application/json": { schema: DiscordConfig } },
+        },
         400: errorContent("Invalid settings or unknown client"),
         404: errorContent("The default agent does not exist"),
       },
     }),
     async (c) => {
       const config = c.req.valid("json");
-      if (config.defaultAgentId && (await stores(c.env).agents.version(config.defaultAgentId)) === null) {
+      if (
+        config.defaultAgentId &&
+        (await stores(c.env).agents.version(config.defaultAgentId)) === null
+      ) {
         throw new NotFoundError(`no agent with id "${config.defaultAgentId}"`);
       }
       await stores(c.env).discord.writeConfig(config, Date.now());
@@ -159,43 +210,79 @@ export function discordRoutes(): OpenAPIHono<AppEnv> {
   return app;
 }
 
-
 function message(content: string, ephemeral = true, components?: unknown[]) {
   return {
     type: ResponseType.MESSAGE,
-    data: { content, allowed_mentions: { parse: [] }, ...(ephemeral ? { flags: EPHEMERAL } : {}), ...(components ? { components } : {}) },
+    data: {
+      content,
+      allowed_mentions: { parse: [] },
+      ...(ephemeral ? { flags: EPHEMERAL } : {}),
+      ...(components ? { components } : {}),
+    },
   };
 }
 
 /** DISCORD_OWNER_IDS and the application's owners (looked up, cached per isolate). */
 function owners(c: Ctx): DiscordOwners {
-  return discordOwners({ configured: loadConfig(c.env).discordOwnerIds, apiBase: c.env.DISCORD_API_BASE, botToken: c.env.DISCORD_BOT_TOKEN });
+  return discordOwners({
+    configured: loadConfig(c.env).discordOwnerIds,
+    apiBase: c.env.DISCORD_API_BASE,
+    botToken: c.env.DISCORD_BOT_TOKEN,
+  });
 }
 
 /** The agent serving the interaction's channel, or why it does not answer here (as a message to show). */
-async function resolveAgent(c: Ctx, interaction: CommandInteraction, channelId: string): Promise<{ agentId: string } | { refusal: ReturnType<typeof message> }> {
+async function resolveAgent(
+  c: Ctx,
+  interaction: CommandInteraction,
+  channelId: string,
+): Promise<{ agentId: string } | { refusal: ReturnType<typeof message> }> {
   const { agentId, config } = await stores(c.env).discord.channelContext(channelId);
   if (config.allowedChannels.length > 0 && !config.allowedChannels.includes(channelId)) {
-    return { refusal: message("I'm not enabled in this channel. A server manager can add it to the bot's allowed channels.") };
+    return {
+      refusal: message(
+        "I'm not enabled in this channel. A server manager can add it to the bot's allowed channels.",
+      ),
+    };
   }
   const chosen = agentId ?? config.defaultAgentId;
-  if (!chosen) return { refusal: message(`No agent serves this channel yet. Only ${managersHere(interaction)} can pick one with \`/agent\`.`) };
+  if (!chosen)
+    return {
+      refusal: message(
+        `No agent serves this channel yet. Only ${managersHere(interaction)} can pick one with \`/agent\`.`,
+      ),
+    };
   if (isDirectMessage(interaction)) {
     // A DM has no server permissions to lean on: the agent says whose DMs it answers (default: owners).
     const record = await stores(c.env).agents.get(chosen);
-    const refusal = await directMessageRefusal(interaction, record?.character.settings.discord.directMessages ?? "owners", owners(c));
+    const refusal = await directMessageRefusal(
+      interaction,
+      record?.character.settings.discord.directMessages ?? "owners",
+      owners(c),
+    );
     if (refusal) return { refusal: message(refusal) };
   }
   return { agentId: chosen };
 }
 
 /** The per-user bucket that /chat and /task draw from; a private "try again" when it is empty. */
-async function userRateRefusal(c: Ctx, discordUserId: string): Promise<ReturnType<typeof message> | null> {
+async function userRateRefusal(
+  c: Ctx,
+  discordUserId: string,
+): Promise<ReturnType<typeof message> | null> {
   try {
-    await enforceRate(c.env, `user:discord:${discordUserId}`, loadConfig(c.env).rateLimits.perUser, "this Discord user");
+    await enforceRate(
+      c.env,
+      `user:discord:${discordUserId}`,
+      loadConfig(c.env).rateLimits.perUser,
+      "this Discord user",
+    );
     return null;
   } catch (error) {
-    if (error instanceof RateLimitedError) return message(`You're sending requests faster than I can take them; try again in ${error.retryAfterSeconds} s.`);
+    if (error instanceof RateLimitedError)
+      return message(
+        `You're sending requests faster than I can take them; try again in ${error.retryAfterSeconds} s.`,
+      );
     throw error;
   }
 }
@@ -203,9 +290,13 @@ async function userRateRefusal(c: Ctx, discordUserId: string): Promise<ReturnTyp
 async function command(c: Ctx, interaction: CommandInteraction) {
   const user = invoker(interaction);
   const channelId = interaction.channel_id;
-  if (!user || !channelId) throw new ValidationError("invalid request body: an application command needs a user and a channel");
+  if (!user || !channelId)
+    throw new ValidationError(
+      "invalid request body: an application command needs a user and a channel",
+    );
   const name = interaction.data.name;
-  if (!COMMANDS.some((definition) => definition.name === name)) return message(`I don't know the command \`/${name}\`.`);
+  if (!COMMANDS.some((definition) => definition.name === name))
+    return message(`I don't know the command \`/${name}\`.`);
   if (name === "agent") return chooseAgent(c, interaction, user.id, channelId);
 
   const started = Date.now();
@@ -223,10 +314,18 @@ async function command(c: Ctx, interaction: CommandInteraction) {
       const now = Date.now();
       const attachments = chatAttachments(interaction);
       try {
-        await enforceRate(c.env, `user:discord:${user.id}`, loadConfig(c.env).rateLimits.perUser, "this Discord user");
+        await enforceRate(
+          c.env,
+          `user:discord:${user.id}`,
+          loadConfig(c.env).rateLimits.perUser,
+          "this Discord user",
+        );
       } catch (error) {
         // Discord shows a failed interaction for an HTTP error: tell the person instead, privately.
-        if (error instanceof RateLimitedError) return message(`You're sending messages faster than I can answer; try again in ${error.retryAfterSeconds} s.`);
+        if (error instanceof RateLimitedError)
+          return message(
+            `You're sending messages faster than I can answer; try again in ${error.retryAfterSeconds} s.`,
+          );
         throw error;
       }
       await enqueueTurn(c.env, {
@@ -248,7 +347,10 @@ async function command(c: Ctx, interaction: CommandInteraction) {
         delivery: interactionDelivery(interaction, channelId, now),
       });
       // Where the acknowledgement's time goes: the channel's settings (D1), the room's journal (RPC).
-      c.header("Server-Timing", `channel;dur=${resolvedAt - started}, enqueue;dur=${Date.now() - resolvedAt}`);
+      c.header(
+        "Server-Timing",
+        `channel;dur=${resolvedAt - started}, enqueue;dur=${Date.now() - resolvedAt}`,
+      );
       return { type: ResponseType.DEFERRED_MESSAGE };
     }
     case "task": {
@@ -287,7 +389,11 @@ async function command(c: Ctx, interaction: CommandInteraction) {
       };
       await insertMemories(db, [memory]);
       // The vector can follow the answer: until then text search finds the fact.
-      c.executionCtx.waitUntil(stores(c.env).pipeline.embed([memory]).catch(() => {}));
+      c.executionCtx.waitUntil(
+        stores(c.env)
+          .pipeline.embed([memory])
+          .catch(() => {}),
+      );
       return message(`Got it, I'll remember: ${quote(fact)}`);
     }
     case "recall": {
@@ -296,28 +402,57 @@ async function command(c: Ctx, interaction: CommandInteraction) {
       const query = stringOption(interaction, "query")?.trim();
       const { retriever } = stores(c.env);
       const memories = query
-        ? (await retriever.search({ agentId, userId, includeShared: false, types: ["fact", "description"], text: query, limit: MAX_FACTS_SHOWN })).map((hit) => hit.memory)
-        : (await retriever.aboutUser({ agentId, userId, limit: MAX_FACTS_SHOWN * 2 })).filter((memory) => memory.userId === userId).slice(0, MAX_FACTS_SHOWN);
-      if (memories.length === 0) return message(query ? `I don't remember anything about you matching ${quote(query)}.` : "I don't remember anything about you yet.");
-      const lines = memories.map((memory) => `• ${memory.type === "description" ? "(profile) " : ""}${memory.content.text}`);
+        ? (
+            await retriever.search({
+              agentId,
+              userId,
+              includeShared: false,
+              types: ["fact", "description"],
+              text: query,
+              limit: MAX_FACTS_SHOWN,
+            })
+          ).map((hit) => hit.memory)
+        : (await retriever.aboutUser({ agentId, userId, limit: MAX_FACTS_SHOWN * 2 }))
+            .filter((memory) => memory.userId === userId)
+            .slice(0, MAX_FACTS_SHOWN);
+      if (memories.length === 0)
+        return message(
+          query
+            ? `I don't remember anything about you matching ${quote(query)}.`
+            : "I don't remember anything about you yet.",
+        );
+      const lines = memories.map(
+        (memory) => `• ${memory.type === "description" ? "(profile) " : ""}${memory.content.text}`,
+      );
       return message(truncate(`Here's what I remember about you:\n${lines.join("\n")}`));
     }
     case "forget":
-      return message("Delete everything I remember about you (facts, your profile and your messages)? This cannot be undone.", true, [
-        {
-          type: 1,
-          components: [
-            { type: 2, style: 4, label: "Forget me", custom_id: `forget:yes:${user.id}:${agentId}` },
-            { type: 2, style: 2, label: "Cancel", custom_id: `forget:no:${user.id}:${agentId}` },
-          ],
-        },
-      ]);
+      return message(
+        "Delete everything I remember about you (facts, your profile and your messages)? This cannot be undone.",
+        true,
+        [
+          {
+            type: 1,
+            components: [
+              {
+                type: 2,
+                style: 4,
+                label: "Forget me",
+                custom_id: `forget:yes:${user.id}:${agentId}`,
+              },
+              { type: 2, style: 2, label: "Cancel", custom_id: `forget:no:${user.id}:${agentId}` },
+            ],
+          },
+        ],
+      );
     case "tools": {
       const limited = await userRateRefusal(c, user.id);
       if (limited) return limited;
       // A consent link connects the agent to the account of whoever opens it: managers only.
       const manager = await isManager(interaction, owners(c));
-      const authorizer = isDirectMessage(interaction) ? "the bot's owner (they can run /tools in a DM)" : "a server manager (they can run /tools)";
+      const authorizer = isDirectMessage(interaction)
+        ? "the bot's owner (they can run /tools in a DM)"
+        : "a server manager (they can run /tools)";
       return message(truncate(await toolsOverview(c, agentId, manager, authorizer)));
     }
   }
@@ -325,47 +460,93 @@ async function command(c: Ctx, interaction: CommandInteraction) {
 }
 
 /** Built-in tools, then each MCP server with its state and, when it waits for consent, the link. */
-async function toolsOverview(c: Ctx, agentId: string, canAuthorize: boolean, authorizer: string): Promise<string> {
-  const lines = ["Built-in tools:", ...BUILTIN_TOOL_DEFINITIONS.map((tool) => `• \`${tool.name}\`: ${tool.description}`)];
+async function toolsOverview(
+  c: Ctx,
+  agentId: string,
+  canAuthorize: boolean,
+  authorizer: string,
+): Promise<string> {
+  const lines = [
+    "Built-in tools:",
+    ...BUILTIN_TOOL_DEFINITIONS.map((tool) => `• \`${tool.name}\`: ${tool.description}`),
+  ];
   const record = await stores(c.env).agents.get(agentId);
   const platform = mcpPlatform(c.env, new URL(c.req.url).origin);
-  const entries = record ? effectiveServers(record.character.settings.mcpServers, await platform.servers.list(agentId)) : [];
-  if (entries.length === 0) return [...lines, "", "No MCP servers are attached to this agent."].join("\n");
+  const entries = record
+    ? effectiveServers(record.character.settings.mcpServers, await platform.servers.list(agentId))
+    : [];
+  if (entries.length === 0)
+    return [...lines, "", "No MCP servers are attached to this agent."].join("\n");
   // Discord waits 3 s for this answer: starting an authorization gets at most 2 of them.
   const overview = await Promise.race([
-    describeServers(platform, agentId, entries, { probe: false, startAuthorization: canAuthorize, now: Date.now }),
+    describeServers(platform, agentId, entries, {
+      probe: false,
+      startAuthorization: canAuthorize,
+      now: Date.now,
+    }),
     new Promise<null>((resolve) => setTimeout(() => resolve(null), TOOLS_OVERVIEW_BUDGET_MS)),
   ]);
   lines.push("", "MCP servers:");
-  if (!overview) return [...lines, ...entries.map((entry) => `• **${entry.name}**: checking… run /tools again in a moment`)].join("\n");
+  if (!overview)
+    return [
+      ...lines,
+      ...entries.map((entry) => `• **${entry.name}**: checking… run /tools again in a moment`),
+    ].join("\n");
   for (const server of overview) {
-    if (!canAuthorize && (server.state === "authenticating" || server.authUrl)) lines.push(`• **${server.name}**: needs authorization by ${authorizer}`);
-    else if (server.authUrl) lines.push(`• **${server.name}**: needs authorization: ${server.authUrl}`);
-    else if (server.state === "failed") lines.push(`• **${server.name}**: not usable (${server.error ?? "misconfigured"})`);
-    else lines.push(`• **${server.name}**: ${server.auth === "oauth" ? "authorized" : "configured"} (${server.url})`);
+    if (!canAuthorize && (server.state === "authenticating" || server.authUrl))
+      lines.push(`• **${server.name}**: needs authorization by ${authorizer}`);
+    else if (server.authUrl)
+      lines.push(`• **${server.name}**: needs authorization: ${server.authUrl}`);
+    else if (server.state === "failed")
+      lines.push(`• **${server.name}**: not usable (${server.error ?? "misconfigured"})`);
+    else
+      lines.push(
+        `• **${server.name}**: ${server.auth === "oauth" ? "authorized" : "configured"} (${server.url})`,
+      );
   }
   return lines.join("\n");
 }
 
-async function chooseAgent(c: Ctx, interaction: CommandInteraction, userId: string, channelId: string) {
+async function chooseAgent(
+  c: Ctx,
+  interaction: CommandInteraction,
+  userId: string,
+  channelId: string,
+) {
   // Discord hides the command from members without the permission, but a DM shows it to anyone.
   if (!(await isManager(interaction, owners(c)))) {
-    return message(`Only ${managersHere(interaction)} can choose the agent for ${isDirectMessage(interaction) ? "a direct message" : "a channel"}.`);
+    return message(
+      `Only ${managersHere(interaction)} can choose the agent for ${isDirectMessage(interaction) ? "a direct message" : "a channel"}.`,
+    );
   }
   const agentId = stringOption(interaction, "name")?.trim() ?? "";
   const record = agentId ? await stores(c.env).agents.get(agentId) : null;
-  if (!record) return message(`There is no agent called ${quote(agentId)}. Start typing to see the agents I know.`);
-  await stores(c.env).discord.setChannelAgent({ channelId, guildId: interaction.guild_id ?? null, agentId, userId, now: Date.now() });
+  if (!record)
+    return message(
+      `There is no agent called ${quote(agentId)}. Start typing to see the agents I know.`,
+    );
+  await stores(c.env).discord.setChannelAgent({
+    channelId,
+    guildId: interaction.guild_id ?? null,
+    agentId,
+    userId,
+    now: Date.now(),
+  });
   return message(`${record.character.name} (\`${agentId}\`) now answers in this channel.`, false);
 }
 
 async function autocomplete(c: Ctx, interaction: CommandInteraction) {
   // Only who may pick an agent sees the list (it names every agent of the deployment).
-  if (!(await isManager(interaction, owners(c)))) return { type: ResponseType.AUTOCOMPLETE_RESULT, data: { choices: [] } };
-  const typed = (interaction.data.options?.find((option) => option.focused)?.value ?? "").toString().toLowerCase();
+  if (!(await isManager(interaction, owners(c))))
+    return { type: ResponseType.AUTOCOMPLETE_RESULT, data: { choices: [] } };
+  const typed = (interaction.data.options?.find((option) => option.focused)?.value ?? "")
+    .toString()
+    .toLowerCase();
   const { agents } = await stores(c.env).agents.list({ limit: 200 });
   const choices = agents
-    .filter((agent) => agent.id.toLowerCase().includes(typed) || agent.name.toLowerCase().includes(typed))
+    .filter(
+      (agent) => agent.id.toLowerCase().includes(typed) || agent.name.toLowerCase().includes(typed),
+    )
     .slice(0, 25)
     .map((agent) => ({ name: `${agent.name} (${agent.id})`.slice(0, 100), value: agent.id }));
   return { type: ResponseType.AUTOCOMPLETE_RESULT, data: { choices } };
@@ -375,16 +556,28 @@ async function component(c: Ctx, interaction: ComponentInteraction) {
   const approval = parseApprovalCustomId(interaction.data.custom_id);
   if (approval) return answerApproval(c, interaction, approval);
   const user = invoker(interaction);
-  const match = /^forget:(yes|no):(\d{1,20}):([A-Za-z0-9][A-Za-z0-9_-]{0,63})$/.exec(interaction.data.custom_id);
+  const match = /^forget:(yes|no):(\d{1,20}):([A-Za-z0-9][A-Za-z0-9_-]{0,63})$/.exec(
+    interaction.data.custom_id,
+  );
   if (!user || !match) return message("That button is no longer valid.");
   const [, choice, ownerId, agentId] = match;
   if (user.id !== ownerId) return message("Only the person who asked can answer this.");
-  if (choice === "no") return { type: ResponseType.UPDATE_MESSAGE, data: { content: "Nothing was deleted.", components: [] } };
-  const { deleted, rooms } = await deleteMemories(stores(c.env).db, { agentId: agentId!, userId: `discord:${ownerId}` });
+  if (choice === "no")
+    return {
+      type: ResponseType.UPDATE_MESSAGE,
+      data: { content: "Nothing was deleted.", components: [] },
+    };
+  const { deleted, rooms } = await deleteMemories(stores(c.env).db, {
+    agentId: agentId!,
+    userId: `discord:${ownerId}`,
+  });
   c.executionCtx.waitUntil(forgetRoomHistory(c.env, agentId!, rooms));
   return {
     type: ResponseType.UPDATE_MESSAGE,
-    data: { content: `Done: I forgot ${deleted} ${deleted === 1 ? "memory" : "memories"} about you.`, components: [] },
+    data: {
+      content: `Done: I forgot ${deleted} ${deleted === 1 ? "memory" : "memories"} about you.`,
+      components: [],
+    },
   };
 }
 
@@ -414,9 +607,18 @@ async function answerApproval(c: Ctx, interaction: ComponentInteraction, button:
     case "gone":
     // A click never gets `on_discord` (that is the REST answer to a Discord task); read it as gone.
     case "on_discord":
-      return message("This request is no longer waiting for an answer: it was already answered, or it expired.");
+      return message(
+        "This request is no longer waiting for an answer: it was already answered, or it expired.",
+      );
     case "resolved":
-      return { type: ResponseType.UPDATE_MESSAGE, data: { content: approvalResultText(result.tool, result.decision, name), components: [], allowed_mentions: { parse: [] } } };
+      return {
+        type: ResponseType.UPDATE_MESSAGE,
+        data: {
+          content: approvalResultText(result.tool, result.decision, name),
+          components: [],
+          allowed_mentions: { parse: [] },
+        },
+      };
   }
 }
 
@@ -425,7 +627,13 @@ function chatAttachments(interaction: CommandInteraction): Attachment[] {
   const id = interaction.data.options?.find((option) => option.name === "attachment")?.value;
   const file = typeof id === "string" ? interaction.data.resolved?.attachments?.[id] : undefined;
   if (!file) return [];
-  return [{ url: file.url, contentType: file.content_type ?? "application/octet-stream", title: file.filename }];
+  return [
+    {
+      url: file.url,
+      contentType: file.content_type ?? "application/octet-stream",
+      title: file.filename,
+    },
+  ];
 }
 
 function quote(text: string): string {

@@ -23,16 +23,29 @@ const Health = z
     schema: z
       .object({
         version: z.string().nullable().openapi({ description: "The newest migration D1 holds" }),
-        latest: z.string().nullable().openapi({ description: "The newest migration this code brings" }),
+        latest: z
+          .string()
+          .nullable()
+          .openapi({ description: "The newest migration this code brings" }),
         pending: z.array(z.string()),
-        error: z.object({ migration: z.string(), message: z.string() }).nullable().openapi({ description: "The migration that failed; the worker serves on the version before it" }),
+        error: z.object({ migration: z.string(), message: z.string() }).nullable().openapi({
+          description: "The migration that failed; the worker serves on the version before it",
+        }),
       })
       .nullable()
       .openapi({ description: "null: the schema gate could not be asked just now" }),
-    embedding: z.object({ backend: z.enum(["openai", "workers-ai", "local"]), id: z.string(), dimensions: z.number().int() }),
+    embedding: z.object({
+      backend: z.enum(["openai", "workers-ai", "local"]),
+      id: z.string(),
+      dimensions: z.number().int(),
+    }),
     vectors: z.object({
       backend: z.enum(["vectorize", "local"]),
-      dimensions: z.number().int().nullable().openapi({ description: "The index's dimension (null: an empty local index)" }),
+      dimensions: z
+        .number()
+        .int()
+        .nullable()
+        .openapi({ description: "The index's dimension (null: an empty local index)" }),
       status: z.enum(["ok", "dimension_mismatch", "unavailable"]),
     }),
   })
@@ -47,19 +60,31 @@ export function healthRoutes(): OpenAPIHono<{ Bindings: Env }> {
       summary: "Liveness and active backends",
       responses: {
         200: { description: "Healthy", content: { "application/json": { schema: Health } } },
-        503: { description: "A backend is unavailable", content: { "application/json": { schema: Health } } },
+        503: {
+          description: "A backend is unavailable",
+          content: { "application/json": { schema: Health } },
+        },
       },
     }),
     async (c) => {
       const config = loadConfig(c.env);
       const { embedder, index } = stores(c.env);
       const [database, indexDimensions, schemaNow] = await Promise.all([
-        stores(c.env).reachable().then((ok) => (ok ? ("ok" as const) : ("unavailable" as const))),
+        stores(c.env)
+          .reachable()
+          .then((ok) => (ok ? ("ok" as const) : ("unavailable" as const))),
         index.dimensions().catch(() => "unavailable" as const),
         ensureSchema(c.env),
         embedder.ready?.().catch(() => undefined),
       ]);
-      const schema = schemaNow ? { version: schemaNow.version, latest: schemaNow.latest, pending: schemaNow.pending, error: schemaNow.error } : null;
+      const schema = schemaNow
+        ? {
+            version: schemaNow.version,
+            latest: schemaNow.latest,
+            pending: schemaNow.pending,
+            error: schemaNow.error,
+          }
+        : null;
       const vectors = {
         backend: index.kind,
         dimensions: typeof indexDimensions === "number" ? indexDimensions : null,

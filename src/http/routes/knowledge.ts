@@ -6,21 +6,32 @@ import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import type { AppEnv } from "../app-env.ts";
 import { guard } from "../auth.ts";
 import { assertMayWriteAgentWide } from "../namespaces.ts";
-import { deleteDocument, DOCUMENT_ID_PATTERN, ingestDocument, MAX_DOCUMENT_CHARS } from "../../memory/knowledge.ts";
+import {
+  deleteDocument,
+  DOCUMENT_ID_PATTERN,
+  ingestDocument,
+  MAX_DOCUMENT_CHARS,
+} from "../../memory/knowledge.ts";
 import { stores } from "../../memory/stores.ts";
 import { NotFoundError } from "../../runtime/errors.ts";
 import { loadTokenCounter } from "../../runtime/tokens.ts";
 import { assertAgentExists } from "../known-agents.ts";
 import { AgentIdParam, errorContent } from "../schemas.ts";
 
-
-const DocumentId = z.string().regex(DOCUMENT_ID_PATTERN, "1-128 letters, digits or . _ : @ -, starting with a letter or digit");
+const DocumentId = z
+  .string()
+  .regex(
+    DOCUMENT_ID_PATTERN,
+    "1-128 letters, digits or . _ : @ -, starting with a letter or digit",
+  );
 
 const KnowledgeBody = z
   .strictObject({
     text: z.string().trim().min(1, "must not be empty").max(MAX_DOCUMENT_CHARS),
     title: z.string().trim().min(1).max(200).optional(),
-    documentId: DocumentId.optional().openapi({ description: "Defaults to a slug of the title, else a hash of the text" }),
+    documentId: DocumentId.optional().openapi({
+      description: "Defaults to a slug of the title, else a hash of the text",
+    }),
     format: z.enum(["text", "markdown"]).default("text"),
   })
   .openapi("KnowledgeDocument");
@@ -31,7 +42,10 @@ const IngestResult = z
     fragments: z.number().int(),
     embedded: z.number().int(),
     replaced: z.boolean(),
-    embeddingError: z.string().optional().openapi({ description: "Why some fragments are not embedded yet (they are still found by text and embedded later)" }),
+    embeddingError: z.string().optional().openapi({
+      description:
+        "Why some fragments are not embedded yet (they are still found by text and embedded later)",
+    }),
   })
   .openapi("IngestResult");
 
@@ -44,7 +58,10 @@ export function knowledgeRoutes(): OpenAPIHono<AppEnv> {
       path: "/agents/{agentId}/knowledge",
       summary: "Ingest a document into the agent's knowledge",
       ...guard("memories:write"),
-      request: { params: z.object({ agentId: AgentIdParam }), body: { required: true, content: { "application/json": { schema: KnowledgeBody } } } },
+      request: {
+        params: z.object({ agentId: AgentIdParam }),
+        body: { required: true, content: { "application/json": { schema: KnowledgeBody } } },
+      },
       responses: {
         201: { description: "Stored", content: { "application/json": { schema: IngestResult } } },
         400: errorContent("Invalid document"),
@@ -57,7 +74,12 @@ export function knowledgeRoutes(): OpenAPIHono<AppEnv> {
       assertMayWriteAgentWide(c.get("principal"), "knowledge");
       await assertAgentExists(c.env, agentId);
       const { db, pipeline } = stores(c.env);
-      const result = await ingestDocument(db, pipeline, await loadTokenCounter(), { agentId, ...body, source: "api", now: Date.now() });
+      const result = await ingestDocument(db, pipeline, await loadTokenCounter(), {
+        agentId,
+        ...body,
+        source: "api",
+        now: Date.now(),
+      });
       return c.json(result, 201);
     },
   );
@@ -68,7 +90,12 @@ export function knowledgeRoutes(): OpenAPIHono<AppEnv> {
       path: "/agents/{agentId}/knowledge/{documentId}",
       summary: "Delete a document and its fragments",
       ...guard("memories:write"),
-      request: { params: z.object({ agentId: AgentIdParam, documentId: DocumentId.openapi({ param: { name: "documentId", in: "path" } }) }) },
+      request: {
+        params: z.object({
+          agentId: AgentIdParam,
+          documentId: DocumentId.openapi({ param: { name: "documentId", in: "path" } }),
+        }),
+      },
       responses: {
         204: { description: "Deleted" },
         404: errorContent("No such agent or document"),
@@ -80,7 +107,8 @@ export function knowledgeRoutes(): OpenAPIHono<AppEnv> {
       await assertAgentExists(c.env, agentId);
       const { db, pipeline } = stores(c.env);
       const removed = await deleteDocument(db, agentId, documentId);
-      if (removed === 0) throw new NotFoundError(`agent "${agentId}" has no document "${documentId}"`);
+      if (removed === 0)
+        throw new NotFoundError(`agent "${agentId}" has no document "${documentId}"`);
       await pipeline.sweepDeletions().catch(() => undefined);
       return c.body(null, 204);
     },

@@ -7,7 +7,12 @@
 import { OpenAPIHono, z } from "@hono/zod-openapi";
 import { loadConfig } from "../../config.ts";
 import { checkMediaSignature, MEDIA_KEY } from "../../media/signed-url.ts";
-import { AppError, ForbiddenError, NotConfiguredError, NotFoundError } from "../../runtime/errors.ts";
+import {
+  AppError,
+  ForbiddenError,
+  NotConfiguredError,
+  NotFoundError,
+} from "../../runtime/errors.ts";
 import type { AppEnv } from "../app-env.ts";
 import { errorContent } from "../schemas.ts";
 
@@ -30,8 +35,13 @@ export function mediaRoutes(): OpenAPIHono<AppEnv> {
     path: "/media/{key}",
     summary: "An uploaded file, through a signed link that expires (no bearer token)",
     request: {
-      params: z.object({ key: z.string().openapi({ description: "The object's key; may contain '/'" }) }),
-      query: z.object({ exp: z.string().openapi({ description: "Expiry, Unix seconds" }), sig: z.string().openapi({ description: "HMAC-SHA256 of key and expiry, base64url" }) }),
+      params: z.object({
+        key: z.string().openapi({ description: "The object's key; may contain '/'" }),
+      }),
+      query: z.object({
+        exp: z.string().openapi({ description: "Expiry, Unix seconds" }),
+        sig: z.string().openapi({ description: "HMAC-SHA256 of key and expiry, base64url" }),
+      }),
     },
     responses: {
       200: { description: "The file, with its content type and ETag" },
@@ -45,7 +55,8 @@ export function mediaRoutes(): OpenAPIHono<AppEnv> {
 
   app.get("/media/:key{.+}", async (c) => {
     const secretsKey = loadConfig(c.env).secretsKey;
-    if (!secretsKey) throw new NotConfiguredError("SECRETS_KEY is not set, so no media link can be checked");
+    if (!secretsKey)
+      throw new NotConfiguredError("SECRETS_KEY is not set, so no media link can be checked");
     let key: string;
     try {
       key = decodeURIComponent(c.req.param("key"));
@@ -54,7 +65,9 @@ export function mediaRoutes(): OpenAPIHono<AppEnv> {
     }
     const exp = c.req.query("exp") ?? "";
     const sig = c.req.query("sig") ?? "";
-    const check = MEDIA_KEY.test(key) ? await checkMediaSignature(key, exp, sig, secretsKey, Math.floor(Date.now() / 1000)) : "invalid";
+    const check = MEDIA_KEY.test(key)
+      ? await checkMediaSignature(key, exp, sig, secretsKey, Math.floor(Date.now() / 1000))
+      : "invalid";
     if (check === "expired") throw new ForbiddenError("this media link has expired");
     if (check !== "valid") throw new ForbiddenError("this media link is not valid");
 
@@ -68,7 +81,11 @@ export function mediaRoutes(): OpenAPIHono<AppEnv> {
       const head = range ? await c.env.MEDIA.head(key) : null;
       if (!head || !range || !("offset" in range) || (range.offset ?? 0) < head.size) throw error;
       c.header("content-range", `bytes */${head.size}`);
-      throw new AppError("validation", 416, `the range starts past the end of the file (${head.size} bytes)`);
+      throw new AppError(
+        "validation",
+        416,
+        `the range starts past the end of the file (${head.size} bytes)`,
+      );
     }
     if (!object) throw new NotFoundError("no such media file");
     const out = new Headers();
@@ -84,7 +101,11 @@ export function mediaRoutes(): OpenAPIHono<AppEnv> {
     if (range && object.range) {
       const { offset, length } = resolved(object.range, object.size);
       if (length <= 0) {
-        throw new AppError("validation", 416, `the range is outside the file (${object.size} bytes)`);
+        throw new AppError(
+          "validation",
+          416,
+          `the range is outside the file (${object.size} bytes)`,
+        );
       }
       out.set("content-range", `bytes ${offset}-${offset + length - 1}/${object.size}`);
       out.set("content-length", String(length));
@@ -113,6 +134,9 @@ function resolved(range: R2Range, size: number): { offset: number; length: numbe
     return { offset: size - length, length };
   }
   const offset = "offset" in range && range.offset !== undefined ? range.offset : 0;
-  const length = "length" in range && range.length !== undefined ? Math.min(range.length, size - offset) : size - offset;
+  const length =
+    "length" in range && range.length !== undefined
+      ? Math.min(range.length, size - offset)
+      : size - offset;
   return { offset, length };
 }

@@ -9,7 +9,12 @@ import { assertMayActFor, guard } from "../auth.ts";
 import { assertMayFilterMemories, assertMayWriteMemory } from "../namespaces.ts";
 import { describeEmbedder } from "../../model/embedder.ts";
 import { stores } from "../../memory/stores.ts";
-import { deleteMemories, insertMemories, listMemories, memoryStats } from "../../memory/memory-repo.ts";
+import {
+  deleteMemories,
+  insertMemories,
+  listMemories,
+  memoryStats,
+} from "../../memory/memory-repo.ts";
 import { forgetRoomHistory } from "../../room/room-client.ts";
 import { ValidationError } from "../../runtime/errors.ts";
 import type { Memory, MemoryType, SearchTimings } from "../../runtime/types.ts";
@@ -27,7 +32,15 @@ const MAX_METADATA_CHARS = 8_192;
  * Checked before the size, whose JSON.stringify would overflow the stack on deeper nesting still.
  */
 const MAX_METADATA_DEPTH = 32;
-const ALL_TYPES = ["message", "fact", "description", "lore", "document", "fragment", "summary"] as const;
+const ALL_TYPES = [
+  "message",
+  "fact",
+  "description",
+  "lore",
+  "document",
+  "fragment",
+  "summary",
+] as const;
 /** Documents and fragments come from POST /agents/:agentId/knowledge, which chunks and links them. */
 const WRITABLE_TYPES = ["message", "fact", "description", "lore", "summary"] as const;
 
@@ -54,20 +67,39 @@ const MemoryInput = z
         message: `must not be nested more than ${MAX_METADATA_DEPTH} levels deep`,
         abort: true,
       })
-      .refine((m) => JSON.stringify(m).length <= MAX_METADATA_CHARS, `must be at most ${MAX_METADATA_CHARS} characters as JSON`)
+      .refine(
+        (m) => JSON.stringify(m).length <= MAX_METADATA_CHARS,
+        `must be at most ${MAX_METADATA_CHARS} characters as JSON`,
+      )
       .optional(),
-    createdAt: z.int().min(0).max(8.64e15).optional().openapi({ description: "Milliseconds since the epoch; now when omitted" }),
+    createdAt: z
+      .int()
+      .min(0)
+      .max(8.64e15)
+      .optional()
+      .openapi({ description: "Milliseconds since the epoch; now when omitted" }),
     id: z
       .string()
       .regex(/^[A-Za-z0-9][A-Za-z0-9._:@-]{0,63}$/, "1-64 letters, digits or . _ : @ -")
       .optional()
-      .openapi({ description: "Your id for it, unique within the agent (another agent's memory may have the same id); sending the same id again stores nothing new" }),
-    shared: z.boolean().optional().openapi({ description: "A fact every user may be told (not only its user)" }),
+      .openapi({
+        description:
+          "Your id for it, unique within the agent (another agent's memory may have the same id); sending the same id again stores nothing new",
+      }),
+    shared: z
+      .boolean()
+      .optional()
+      .openapi({ description: "A fact every user may be told (not only its user)" }),
   })
   .superRefine((input, ctx) => {
-    if (input.type === "message" && !input.roomId) ctx.addIssue({ code: "custom", path: ["roomId"], message: "a message needs a roomId" });
+    if (input.type === "message" && !input.roomId)
+      ctx.addIssue({ code: "custom", path: ["roomId"], message: "a message needs a roomId" });
     if ((input.type === "fact" || input.type === "description") && !input.userId) {
-      ctx.addIssue({ code: "custom", path: ["userId"], message: `a ${input.type} needs the userId it is about` });
+      ctx.addIssue({
+        code: "custom",
+        path: ["userId"],
+        message: `a ${input.type} needs the userId it is about`,
+      });
     }
   })
   .openapi("MemoryInput");
@@ -91,8 +123,13 @@ const MemoryView = z
 
 const ScoredMemory = MemoryView.extend({
   score: z.number().openapi({ description: "Fused rank score, 0..1" }),
-  similarity: z.number().nullable().openapi({ description: "Cosine similarity to the query when the vector search found it" }),
-  matchedBy: z.array(z.enum(["text", "vector", "neighbour"])).openapi({ description: "neighbour: the message before or after a hit in its room" }),
+  similarity: z
+    .number()
+    .nullable()
+    .openapi({ description: "Cosine similarity to the query when the vector search found it" }),
+  matchedBy: z
+    .array(z.enum(["text", "vector", "neighbour"]))
+    .openapi({ description: "neighbour: the message before or after a hit in its room" }),
 }).openapi("ScoredMemory");
 
 /** At most this many ids in one `id` filter (one D1 statement binds at most 100 values). */
@@ -112,7 +149,6 @@ const FilterQuery = z.strictObject({
   type: TypeList,
   id: IdList,
 });
-
 
 function view(memory: Memory & { embedded: boolean }): z.infer<typeof MemoryView> {
   return {
@@ -143,27 +179,40 @@ export function memoryRoutes(): OpenAPIHono<AppEnv> {
       request: {
         body: {
           required: true,
-          content: { "application/json": { schema: z.strictObject({ memories: z.array(MemoryInput).min(1).max(MAX_MEMORIES_PER_REQUEST) }) } },
+          content: {
+            "application/json": {
+              schema: z.strictObject({
+                memories: z.array(MemoryInput).min(1).max(MAX_MEMORIES_PER_REQUEST),
+              }),
+            },
+          },
         },
       },
       responses: {
         201: jsonContent(
           z.object({
-            memories: z.array(z.object({ id: z.string(), type: z.string(), createdAt: z.number() })),
+            memories: z.array(
+              z.object({ id: z.string(), type: z.string(), createdAt: z.number() }),
+            ),
             embedded: z.number().int(),
-            pending: z.number().int().openapi({ description: "Stored but not embedded yet (found by text search; embedded later)" }),
+            pending: z.number().int().openapi({
+              description: "Stored but not embedded yet (found by text search; embedded later)",
+            }),
           }),
           "Stored",
         ),
         400: errorContent("Invalid memories"),
-        403: errorContent("A user or room the token may not name (reserved namespace or outside its userPrefix)"),
+        403: errorContent(
+          "A user or room the token may not name (reserved namespace or outside its userPrefix)",
+        ),
         404: errorContent("No such agent"),
       },
     }),
     async (c) => {
       const { memories: inputs } = c.req.valid("json");
       const agentId = inputs[0]!.agentId;
-      if (inputs.some((input) => input.agentId !== agentId)) throw new ValidationError("all memories of one request must belong to one agent");
+      if (inputs.some((input) => input.agentId !== agentId))
+        throw new ValidationError("all memories of one request must belong to one agent");
       assertMayActFor(c.get("principal"), agentId);
       for (const input of inputs) assertMayWriteMemory(c.get("principal"), input);
       await assertAgentExists(c.env, agentId);
@@ -178,7 +227,11 @@ export function memoryRoutes(): OpenAPIHono<AppEnv> {
         content: {
           text: input.text,
           source: "api",
-          ...(input.role ? { role: input.role } : input.type === "message" ? { role: "user" as const } : {}),
+          ...(input.role
+            ? { role: input.role }
+            : input.type === "message"
+              ? { role: "user" as const }
+              : {}),
           ...(input.userName ? { userName: input.userName } : {}),
         },
         metadata: { ...(input.metadata ?? {}), ...(input.shared ? { shared: true } : {}) },
@@ -194,7 +247,14 @@ export function memoryRoutes(): OpenAPIHono<AppEnv> {
         // Stored either way: text search finds them, and the embedding queue retries.
         log.warn("inline_embedding_failed", { agentId, error: errorField(error) });
       }
-      return c.json({ memories: items.map((m) => ({ id: m.id, type: m.type, createdAt: m.createdAt })), embedded, pending: items.length - embedded }, 201);
+      return c.json(
+        {
+          memories: items.map((m) => ({ id: m.id, type: m.type, createdAt: m.createdAt })),
+          embedded,
+          pending: items.length - embedded,
+        },
+        201,
+      );
     },
   );
 
@@ -207,13 +267,22 @@ export function memoryRoutes(): OpenAPIHono<AppEnv> {
       request: {
         query: FilterQuery.extend({
           limit: z.coerce.number().int().min(1).max(200).default(50),
-          cursor: z.string().max(200).optional().openapi({ description: "`nextCursor` of the previous page" }),
+          cursor: z
+            .string()
+            .max(200)
+            .optional()
+            .openapi({ description: "`nextCursor` of the previous page" }),
         }),
       },
       responses: {
-        200: jsonContent(z.object({ memories: z.array(MemoryView), nextCursor: z.string().nullable() }), "A page of memories"),
+        200: jsonContent(
+          z.object({ memories: z.array(MemoryView), nextCursor: z.string().nullable() }),
+          "A page of memories",
+        ),
         400: errorContent("Invalid filter"),
-        403: errorContent("A user or room filter the token may not name (a userPrefix token must filter by one of its users)"),
+        403: errorContent(
+          "A user or room filter the token may not name (a userPrefix token must filter by one of its users)",
+        ),
         404: errorContent("No such agent"),
       },
     }),
@@ -222,7 +291,12 @@ export function memoryRoutes(): OpenAPIHono<AppEnv> {
       assertMayActFor(c.get("principal"), agentId);
       assertMayFilterMemories(c.get("principal"), { userId, roomId });
       await assertAgentExists(c.env, agentId);
-      const page = await listMemories(stores(c.env).db, { agentId, roomId, userId, types: type, ids: id }, limit, cursor);
+      const page = await listMemories(
+        stores(c.env).db,
+        { agentId, roomId, userId, types: type, ids: id },
+        limit,
+        cursor,
+      );
       return c.json({ memories: page.memories.map(view), nextCursor: page.nextCursor }, 200);
     },
   );
@@ -244,7 +318,10 @@ export function memoryRoutes(): OpenAPIHono<AppEnv> {
                 type: z.union([z.enum(ALL_TYPES), z.array(z.enum(ALL_TYPES)).min(1)]).optional(),
                 roomId: ExternalId.optional(),
                 userId: ExternalId.optional(),
-                threshold: z.number().min(0).max(1).optional().openapi({ description: "Minimum cosine similarity; memories not embedded yet pass when their text matches, and the neighbouring messages of a hit that passes come with it" }),
+                threshold: z.number().min(0).max(1).optional().openapi({
+                  description:
+                    "Minimum cosine similarity; memories not embedded yet pass when their text matches, and the neighbouring messages of a hit that passes come with it",
+                }),
                 limit: z.int().min(1).max(100).default(10),
               }),
             },
@@ -254,7 +331,9 @@ export function memoryRoutes(): OpenAPIHono<AppEnv> {
       responses: {
         200: jsonContent(z.object({ memories: z.array(ScoredMemory) }), "Best first"),
         400: errorContent("Invalid query"),
-        403: errorContent("A user or room filter the token may not name (a userPrefix token must filter by one of its users)"),
+        403: errorContent(
+          "A user or room filter the token may not name (a userPrefix token must filter by one of its users)",
+        ),
         404: errorContent("No such agent"),
       },
     }),
@@ -263,17 +342,29 @@ export function memoryRoutes(): OpenAPIHono<AppEnv> {
       assertMayActFor(c.get("principal"), body.agentId);
       assertMayFilterMemories(c.get("principal"), body);
       await assertAgentExists(c.env, body.agentId);
-      const types: MemoryType[] | undefined = body.type === undefined ? undefined : Array.isArray(body.type) ? body.type : [body.type];
+      const types: MemoryType[] | undefined =
+        body.type === undefined ? undefined : Array.isArray(body.type) ? body.type : [body.type];
       const timings: SearchTimings = {};
       const started = performance.now();
       const hits = await stores(c.env).retriever.search(
-        { agentId: body.agentId, text: body.query, types, roomId: body.roomId, userId: body.userId, threshold: body.threshold, limit: body.limit },
+        {
+          agentId: body.agentId,
+          text: body.query,
+          types,
+          roomId: body.roomId,
+          userId: body.userId,
+          threshold: body.threshold,
+          limit: body.limit,
+        },
         undefined,
         timings,
       );
       // Where a search's time goes (the memory benchmark reads it): legs overlap, total is the whole.
       const legs = Object.entries(timings).map(([leg, ms]) => `${leg};dur=${ms.toFixed(1)}`);
-      c.header("Server-Timing", [...legs, `search;dur=${(performance.now() - started).toFixed(1)}`].join(", "));
+      c.header(
+        "Server-Timing",
+        [...legs, `search;dur=${(performance.now() - started).toFixed(1)}`].join(", "),
+      );
       return c.json(
         {
           memories: hits.map((hit) => ({
@@ -294,13 +385,15 @@ export function memoryRoutes(): OpenAPIHono<AppEnv> {
       path: "/memories",
       summary: "Delete memories by filter (their vectors too)",
       description:
-        "`agentId` + `userId` deletes everything the agent remembers about that person: the \"forget me\" path. `id` deletes single memories (a wrong fact). Deleting a document deletes its fragments.",
+        '`agentId` + `userId` deletes everything the agent remembers about that person: the "forget me" path. `id` deletes single memories (a wrong fact). Deleting a document deletes its fragments.',
       ...guard("memories:write"),
       request: { query: FilterQuery },
       responses: {
         200: jsonContent(z.object({ deleted: z.number().int() }), "How many were deleted"),
         400: errorContent("Invalid filter"),
-        403: errorContent("A user or room filter the token may not name (a userPrefix token must filter by one of its users)"),
+        403: errorContent(
+          "A user or room filter the token may not name (a userPrefix token must filter by one of its users)",
+        ),
         404: errorContent("No such agent"),
       },
     }),
@@ -310,7 +403,13 @@ export function memoryRoutes(): OpenAPIHono<AppEnv> {
       assertMayFilterMemories(c.get("principal"), { userId, roomId });
       await assertAgentExists(c.env, agentId);
       const backends = stores(c.env);
-      const result = await deleteMemories(backends.db, { agentId, roomId, userId, types: type, ids: id });
+      const result = await deleteMemories(backends.db, {
+        agentId,
+        roomId,
+        userId,
+        types: type,
+        ids: id,
+      });
       if (result.rooms.length > 0) await forgetRoomHistory(c.env, agentId, result.rooms);
       // Vectorize removals are best effort here; the cron sweep retries what is left.
       await backends.pipeline.sweepDeletions().catch((error: unknown) => {
@@ -334,8 +433,15 @@ export function memoryRoutes(): OpenAPIHono<AppEnv> {
             total: z.number().int(),
             byType: z.record(z.string(), z.number().int()),
             pendingEmbedding: z.number().int(),
-            embedder: z.object({ backend: z.string(), id: z.string(), dimensions: z.number().int() }),
-            vectors: z.object({ backend: z.enum(["local", "vectorize"]), dimensions: z.number().int().nullable() }),
+            embedder: z.object({
+              backend: z.string(),
+              id: z.string(),
+              dimensions: z.number().int(),
+            }),
+            vectors: z.object({
+              backend: z.enum(["local", "vectorize"]),
+              dimensions: z.number().int().nullable(),
+            }),
           }),
           "Statistics",
         ),
@@ -347,9 +453,20 @@ export function memoryRoutes(): OpenAPIHono<AppEnv> {
       assertMayActFor(c.get("principal"), agentId);
       await assertAgentExists(c.env, agentId);
       const backends = stores(c.env);
-      const [stats, dimensions] = await Promise.all([memoryStats(backends.db, agentId), backends.index.dimensions()]);
+      const [stats, dimensions] = await Promise.all([
+        memoryStats(backends.db, agentId),
+        backends.index.dimensions(),
+      ]);
       await backends.embedder.ready?.();
-      return c.json({ agentId, ...stats, embedder: describeEmbedder(backends.embedder), vectors: { backend: backends.index.kind, dimensions } }, 200);
+      return c.json(
+        {
+          agentId,
+          ...stats,
+          embedder: describeEmbedder(backends.embedder),
+          vectors: { backend: backends.index.kind, dimensions },
+        },
+        200,
+      );
     },
   );
 
@@ -357,11 +474,20 @@ export function memoryRoutes(): OpenAPIHono<AppEnv> {
     createRoute({
       method: "post",
       path: "/memories/embed",
-      summary: "Embed memories still waiting for a vector (a backfill step; call until pending is false)",
+      summary:
+        "Embed memories still waiting for a vector (a backfill step; call until pending is false)",
       ...guard("memories:write"),
-      request: { body: { required: true, content: { "application/json": { schema: z.strictObject({ agentId: AgentId }) } } } },
+      request: {
+        body: {
+          required: true,
+          content: { "application/json": { schema: z.strictObject({ agentId: AgentId }) } },
+        },
+      },
       responses: {
-        200: jsonContent(z.object({ embedded: z.number().int(), pending: z.boolean() }), "Progress"),
+        200: jsonContent(
+          z.object({ embedded: z.number().int(), pending: z.boolean() }),
+          "Progress",
+        ),
         404: errorContent("No such agent"),
         502: errorContent("The embedding service failed"),
         503: errorContent("The embedder does not fit the vector index"),

@@ -23,10 +23,11 @@ import { errorField, log } from "../../log.ts";
 export const MAX_MESSAGE_CHARS = 8_000;
 export const MAX_ATTACHMENTS = 10;
 
-
 const MessageBody = z
   .strictObject({
-    roomId: ExternalId.optional().openapi({ description: "Defaults to `user:<userId>`, a private room per user" }),
+    roomId: ExternalId.optional().openapi({
+      description: "Defaults to `user:<userId>`, a private room per user",
+    }),
     userId: ExternalId.openapi({ example: "alice" }),
     userName: z.string().trim().min(1).max(100).optional(),
     text: z.string().trim().min(1, "must not be empty").max(MAX_MESSAGE_CHARS),
@@ -61,11 +62,22 @@ const TurnResponse = z
     reply: z.object({ text: z.string() }).nullable(),
     actions: z.array(z.string()),
     toolCalls: z.array(ToolCallOut),
-    usage: z.object({ promptTokens: z.number(), completionTokens: z.number(), modelCalls: z.number() }),
+    usage: z.object({
+      promptTokens: z.number(),
+      completionTokens: z.number(),
+      modelCalls: z.number(),
+    }),
     model: z.string().nullable(),
     stopReason: z.string(),
     memories: z
-      .array(z.object({ id: z.string(), type: z.string(), text: z.string(), score: z.number().nullable() }))
+      .array(
+        z.object({
+          id: z.string(),
+          type: z.string(),
+          text: z.string(),
+          score: z.number().nullable(),
+        }),
+      )
       .optional()
       .openapi({
         description:
@@ -88,7 +100,10 @@ const IdempotencyKey = z
   .string()
   .regex(/^[\x21-\x7e]{1,255}$/, "1-255 visible ASCII characters")
   .optional()
-  .openapi({ param: { name: "idempotency-key", in: "header" }, description: "Retries with the same key return the same turn" });
+  .openapi({
+    param: { name: "idempotency-key", in: "header" },
+    description: "Retries with the same key return the same turn",
+  });
 
 /** Whether the client asked for server-sent events (a media range in Accept with q > 0). */
 export function wantsEventStream(accept: string | undefined): boolean {
@@ -117,16 +132,22 @@ export function messageRoutes(): OpenAPIHono<AppEnv> {
       },
       responses: {
         200: {
-          description: "The turn's outcome; with `Accept: text/event-stream`, a stream of server-sent events ending in the same outcome (see docs/streaming.md)",
+          description:
+            "The turn's outcome; with `Accept: text/event-stream`, a stream of server-sent events ending in the same outcome (see docs/streaming.md)",
           content: {
             "application/json": { schema: TurnResponse },
             "text/event-stream": {
-              schema: z.string().openapi({ description: "events turn, memories (only with `memories:read`), delta, tool_call, tool_result, then done or error" }),
+              schema: z.string().openapi({
+                description:
+                  "events turn, memories (only with `memories:read`), delta, tool_call, tool_result, then done or error",
+              }),
             },
           },
         },
         400: errorContent("Invalid request"),
-        403: errorContent("The token may not speak as this user or in this room (reserved namespace or outside its userPrefix)"),
+        403: errorContent(
+          "The token may not speak as this user or in this room (reserved namespace or outside its userPrefix)",
+        ),
         404: errorContent("No such agent"),
         409: errorContent("The Idempotency-Key was used for a different request"),
         502: errorContent("The model API failed"),
@@ -142,7 +163,12 @@ export function messageRoutes(): OpenAPIHono<AppEnv> {
       if (body.roomId !== undefined) assertMayNameRoom(principal, body.roomId);
       const showMemories = hasScope(principal, "memories:read");
       await assertAgentExists(c.env, agentId);
-      await enforceRate(c.env, `user:rest:${agentId}:${body.userId}`, loadConfig(c.env).rateLimits.perUser, `user "${body.userId}"`);
+      await enforceRate(
+        c.env,
+        `user:rest:${agentId}:${body.userId}`,
+        loadConfig(c.env).rateLimits.perUser,
+        `user "${body.userId}"`,
+      );
       const roomId = body.roomId ?? defaultRoomOf(body.userId);
       const input: TurnInput = {
         turnId: crypto.randomUUID(),
@@ -158,7 +184,9 @@ export function messageRoutes(): OpenAPIHono<AppEnv> {
         fromBot: false,
         receivedAt: Date.now(),
       };
-      const fingerprint = idempotencyKey ? await sha256Hex(stableStringify({ roomId, ...body })) : undefined;
+      const fingerprint = idempotencyKey
+        ? await sha256Hex(stableStringify({ roomId, ...body }))
+        : undefined;
       const request = { input, idempotencyKey, fingerprint, showMemories };
       const roomRestarted = (error: unknown): AppError => {
         // The room was reset mid-turn (deploy, eviction); its journal resumes the turn.
@@ -173,7 +201,8 @@ export function messageRoutes(): OpenAPIHono<AppEnv> {
       };
       const markReplayed = (result: TurnResult | StreamedTurnResult): void => {
         // A replayed failure is marked too: the client learns that retrying this key will not help.
-        if (result.replayed && (result.ok || result.error.code !== "conflict")) c.header("Idempotent-Replayed", "true");
+        if (result.replayed && (result.ok || result.error.code !== "conflict"))
+          c.header("Idempotent-Replayed", "true");
       };
 
       if (wantsEventStream(c.req.header("accept"))) {
@@ -185,7 +214,10 @@ export function messageRoutes(): OpenAPIHono<AppEnv> {
         }
         markReplayed(streamed);
         if (!streamed.ok) throw fromSerialized(streamed.error);
-        return c.body(streamed.stream, 200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache, no-transform" });
+        return c.body(streamed.stream, 200, {
+          "content-type": "text/event-stream; charset=utf-8",
+          "cache-control": "no-cache, no-transform",
+        });
       }
 
       // Declared, not inferred: the RPC stub's inferred type collapses on `unknown` fields.
@@ -214,12 +246,29 @@ export function messageRoutes(): OpenAPIHono<AppEnv> {
         params: z.object({ agentId: AgentIdParam, roomId: RoomIdParam }),
         query: z.strictObject({
           limit: z.coerce.number().int().min(1).max(200).default(50),
-          before: z.coerce.number().int().positive().optional().openapi({ description: "Cursor: `nextBefore` of the previous page" }),
+          before: z.coerce
+            .number()
+            .int()
+            .positive()
+            .optional()
+            .openapi({ description: "Cursor: `nextBefore` of the previous page" }),
         }),
       },
       responses: {
-        200: { description: "Messages", content: { "application/json": { schema: z.object({ messages: z.array(HistoryMessage), nextBefore: z.number().nullable() }) } } },
-        403: errorContent("The token may not name this room (reserved namespace or outside its userPrefix)"),
+        200: {
+          description: "Messages",
+          content: {
+            "application/json": {
+              schema: z.object({
+                messages: z.array(HistoryMessage),
+                nextBefore: z.number().nullable(),
+              }),
+            },
+          },
+        },
+        403: errorContent(
+          "The token may not name this room (reserved namespace or outside its userPrefix)",
+        ),
         404: errorContent("No such agent"),
       },
     }),

@@ -45,7 +45,10 @@ export function oauthRoutes(): OpenAPIHono<AppEnv> {
         { name: "error", in: "query", required: false, schema: { type: "string" } },
       ],
       responses: {
-        200: { description: "Authorized and connected (HTML for browsers, JSON otherwise)", content: { "text/html": { schema: z.string() } } },
+        200: {
+          description: "Authorized and connected (HTML for browsers, JSON otherwise)",
+          content: { "text/html": { schema: z.string() } },
+        },
         400: errorContent("Unknown or expired state, a refused consent, or a failed code exchange"),
       },
     }),
@@ -55,40 +58,81 @@ export function oauthRoutes(): OpenAPIHono<AppEnv> {
         if (!query.success) throw validationError("query", query.error.issues);
         const { state, code, error, error_description: description, iss } = query.data;
         const platform = mcpPlatform(c.env, new URL(c.req.url).origin);
-        if (!platform.credentials) throw new NotConfiguredError("SECRETS_KEY is not set, so no authorization can be stored");
+        if (!platform.credentials)
+          throw new NotConfiguredError("SECRETS_KEY is not set, so no authorization can be stored");
         const row = await platform.credentials.findByStateHash(await sha256Hex(state));
         if (!row || row.stateExpiresAt === null || row.stateExpiresAt <= Date.now()) {
-          throw new ValidationError("this authorization link is unknown or has expired (links last 15 minutes); start again from the agent's tools");
+          throw new ValidationError(
+            "this authorization link is unknown or has expired (links last 15 minutes); start again from the agent's tools",
+          );
         }
         // Before anything else, for an error answer too: a response from another server is not ours to act on.
         assertIssuer(row.data, iss);
-        if (error) throw new ValidationError(`the authorization was not given: ${error}${description ? ` (${description})` : ""}`);
+        if (error)
+          throw new ValidationError(
+            `the authorization was not given: ${error}${description ? ` (${description})` : ""}`,
+          );
         if (!code) throw new ValidationError("the callback has neither a code nor an error");
         const entry = findServer(row.server, await platform.servers.list(row.agentId));
-        if (entry.config.auth.type !== "oauth") throw new ValidationError(`the MCP server "${row.server}" no longer uses OAuth`);
-        const provider = await AgentOAuthProvider.load(platform.credentials, row.agentId, row.server, {
-          redirectUrl: platform.redirectUrl,
-          scopes: entry.config.auth.scopes ?? [],
-          clientName: `edge-agents (${row.agentId})`,
-          now: Date.now,
-        });
+        if (entry.config.auth.type !== "oauth")
+          throw new ValidationError(`the MCP server "${row.server}" no longer uses OAuth`);
+        const provider = await AgentOAuthProvider.load(
+          platform.credentials,
+          row.agentId,
+          row.server,
+          {
+            redirectUrl: platform.redirectUrl,
+            scopes: entry.config.auth.scopes ?? [],
+            clientName: `edge-agents (${row.agentId})`,
+            now: Date.now,
+          },
+        );
         const url = await assertSafeServerUrl(entry.config.url, platform.urlPolicy);
         const trace = traceResponses(platform.oauthFetch);
         try {
           await auth(provider, { serverUrl: url, authorizationCode: code, fetchFn: trace.fetch });
         } catch (exchangeError) {
-          throw new AppError("upstream", 400, `the code could not be exchanged for tokens: ${describeRemoteError(exchangeError, trace)}`);
+          throw new AppError(
+            "upstream",
+            400,
+            `the code could not be exchanged for tokens: ${describeRemoteError(exchangeError, trace)}`,
+          );
         }
-        const [view] = await describeServers(platform, row.agentId, [entry], { probe: true, startAuthorization: false, now: Date.now });
+        const [view] = await describeServers(platform, row.agentId, [entry], {
+          probe: true,
+          startAuthorization: false,
+          now: Date.now,
+        });
         const tools = view?.tools.length ?? 0;
-        const summary = view?.state === "ready"
-          ? `The agent ${row.agentId} can now use ${row.server} (${tools} tool${tools === 1 ? "" : "s"}).`
-          : `Authorized, but ${row.server} could not be reached just now (${view?.error ?? "unknown"}); the agent will retry.`;
-        return respond(c, 200, { agentId: row.agentId, server: row.server, state: view?.state ?? "unknown", tools }, "Connected", summary);
+        const summary =
+          view?.state === "ready"
+            ? `The agent ${row.agentId} can now use ${row.server} (${tools} tool${tools === 1 ? "" : "s"}).`
+            : `Authorized, but ${row.server} could not be reached just now (${view?.error ?? "unknown"}); the agent will retry.`;
+        return respond(
+          c,
+          200,
+          { agentId: row.agentId, server: row.server, state: view?.state ?? "unknown", tools },
+          "Connected",
+          summary,
+        );
       } catch (error) {
-        const failure = error instanceof AppError ? error : new AppError("internal", 500, "the authorization could not be completed; see the worker logs");
-        if (!(error instanceof AppError)) log.error("oauth_callback_failed", { error: errorField(error) });
-        return respond(c, failure.status as 400, errorBody(failure.code, failure.message), "Not connected", failure.message);
+        const failure =
+          error instanceof AppError
+            ? error
+            : new AppError(
+                "internal",
+                500,
+                "the authorization could not be completed; see the worker logs",
+              );
+        if (!(error instanceof AppError))
+          log.error("oauth_callback_failed", { error: errorField(error) });
+        return respond(
+          c,
+          failure.status as 400,
+          errorBody(failure.code, failure.message),
+          "Not connected",
+          failure.message,
+        );
       }
     },
   );
@@ -104,16 +148,29 @@ function assertIssuer(data: McpAuthData, iss: string | undefined): void {
   const metadata = data.discovery?.authorizationServerMetadata;
   const expected = metadata?.issuer ?? data.discovery?.authorizationServerUrl;
   if (iss === undefined) {
-    const promised = (metadata as { authorization_response_iss_parameter_supported?: unknown } | undefined)?.authorization_response_iss_parameter_supported === true;
-    if (promised) throw new ValidationError("the callback came without iss, which this authorization server promises to send (RFC 9207); no code was exchanged");
+    const promised =
+      (metadata as { authorization_response_iss_parameter_supported?: unknown } | undefined)
+        ?.authorization_response_iss_parameter_supported === true;
+    if (promised)
+      throw new ValidationError(
+        "the callback came without iss, which this authorization server promises to send (RFC 9207); no code was exchanged",
+      );
     return;
   }
   if (!expected || iss !== expected) {
-    throw new ValidationError("the callback's iss does not match the authorization server this authorization was started with (RFC 9207); no code was exchanged");
+    throw new ValidationError(
+      "the callback's iss does not match the authorization server this authorization was started with (RFC 9207); no code was exchanged",
+    );
   }
 }
 
-function respond(c: Context<AppEnv>, status: 200 | 400, body: object, title: string, text: string): Response {
+function respond(
+  c: Context<AppEnv>,
+  status: 200 | 400,
+  body: object,
+  title: string,
+  text: string,
+): Response {
   c.header("Cache-Control", "no-store");
   c.header("Referrer-Policy", "no-referrer");
   if (!(c.req.header("accept") ?? "").includes("text/html")) return c.json(body, status);
@@ -123,5 +180,8 @@ function respond(c: Context<AppEnv>, status: 200 | 400, body: object, title: str
 }
 
 function escapeHtml(text: string): string {
-  return text.replace(/[&<>"']/g, (ch) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[ch]!);
+  return text.replace(
+    /[&<>"']/g,
+    (ch) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[ch]!,
+  );
 }

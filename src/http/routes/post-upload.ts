@@ -32,19 +32,36 @@ export interface ReceiveUploadOptions {
   postId: string;
 }
 
-export async function receiveUpload({ request, bucket, agentId, postId }: ReceiveUploadOptions): Promise<ReceivedUpload> {
+export async function receiveUpload({
+  request,
+  bucket,
+  agentId,
+  postId,
+}: ReceiveUploadOptions): Promise<ReceivedUpload> {
   const boundary = multipartBoundary(request.headers.get("content-type"));
-  if (!boundary || !request.body) throw new ValidationError("the body must be multipart/form-data with one or more `file` fields");
-  const reader = new MultipartReader(request.body, boundary, { maxBodyBytes: MAX_UPLOAD_BODY_BYTES });
+  if (!boundary || !request.body)
+    throw new ValidationError(
+      "the body must be multipart/form-data with one or more `file` fields",
+    );
+  const reader = new MultipartReader(request.body, boundary, {
+    maxBodyBytes: MAX_UPLOAD_BODY_BYTES,
+  });
   const items: ReceivedMedia[] = [];
   const fields = new Map<TextField, string>();
   const discard = () => bucket.delete(items.map((item) => item.key)).catch(() => undefined);
   try {
     for (let part = await reader.nextPart(); part; part = await reader.nextPart()) {
-      if (!FIELDS.has(part.name)) throw new ValidationError(`unknown fields: ${part.name} (expected file, caption, altText, publish, generateCaption)`);
+      if (!FIELDS.has(part.name))
+        throw new ValidationError(
+          `unknown fields: ${part.name} (expected file, caption, altText, publish, generateCaption)`,
+        );
       if (part.name === "file") {
-        if (part.filename === null) throw new ValidationError("send one to ten files in `file` fields");
-        if (items.length === MAX_POST_FILES) throw new ValidationError(`a post has at most ${MAX_POST_FILES} files (a carousel); got at least ${MAX_POST_FILES + 1}`);
+        if (part.filename === null)
+          throw new ValidationError("send one to ten files in `file` fields");
+        if (items.length === MAX_POST_FILES)
+          throw new ValidationError(
+            `a post has at most ${MAX_POST_FILES} files (a carousel); got at least ${MAX_POST_FILES + 1}`,
+          );
         const number = items.length + 1;
         items.push(
           await receiveMedia({
@@ -70,8 +87,12 @@ export async function receiveUpload({ request, bucket, agentId, postId }: Receiv
     const altText = fields.get("altText") ?? null;
     const publish = (fields.get("publish") ?? "true") === "true";
     const generateCaption = (fields.get("generateCaption") ?? "false") === "true";
-    if (generateCaption && !publish) throw new ValidationError("generateCaption applies to a post being published (publish=true)");
-    if (altText !== null && items.length > 1) throw new ValidationError(`altText is for a single photo, at most ${MAX_ALT_TEXT_CHARS} characters`);
+    if (generateCaption && !publish)
+      throw new ValidationError("generateCaption applies to a post being published (publish=true)");
+    if (altText !== null && items.length > 1)
+      throw new ValidationError(
+        `altText is for a single photo, at most ${MAX_ALT_TEXT_CHARS} characters`,
+      );
     return { items, caption, altText, publish, generateCaption, discard };
   } catch (error) {
     await reader.cancel();
@@ -85,11 +106,14 @@ export async function receiveUpload({ request, bucket, agentId, postId }: Receiv
 
 function checkField(name: TextField, value: string): void {
   if (name === "publish" || name === "generateCaption") {
-    if (value !== "true" && value !== "false") throw new ValidationError(`${name} must be true or false`);
+    if (value !== "true" && value !== "false")
+      throw new ValidationError(`${name} must be true or false`);
   } else if (name === "caption") {
     const problem = checkCaption(value);
     if (problem) throw new ValidationError(problem);
   } else if (value.length > MAX_ALT_TEXT_CHARS) {
-    throw new ValidationError(`altText is for a single photo, at most ${MAX_ALT_TEXT_CHARS} characters`);
+    throw new ValidationError(
+      `altText is for a single photo, at most ${MAX_ALT_TEXT_CHARS} characters`,
+    );
   }
 }

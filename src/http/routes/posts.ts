@@ -20,10 +20,27 @@ const PostView = z
     postId: z.string(),
     status: z.enum(["stored", "queued", "processing", "publishing", "published", "failed"]),
     caption: z.string(),
-    items: z.array(z.object({ key: z.string(), kind: z.enum(["image", "video"]), contentType: z.string(), bytes: z.number(), sha256: z.string(), width: z.number().optional(), height: z.number().optional() })),
+    items: z.array(
+      z.object({
+        key: z.string(),
+        kind: z.enum(["image", "video"]),
+        contentType: z.string(),
+        bytes: z.number(),
+        sha256: z.string(),
+        width: z.number().optional(),
+        height: z.number().optional(),
+      }),
+    ),
     mediaId: z.string().nullable(),
     permalink: z.string().nullable(),
-    error: z.object({ code: z.string(), message: z.string(), graphCode: z.number().optional(), graphSubcode: z.number().optional() }).nullable(),
+    error: z
+      .object({
+        code: z.string(),
+        message: z.string(),
+        graphCode: z.number().optional(),
+        graphSubcode: z.number().optional(),
+      })
+      .nullable(),
     createdAt: z.number(),
     updatedAt: z.number(),
   })
@@ -42,11 +59,23 @@ const UploadForm = {
   type: "object" as const,
   required: ["file"],
   properties: {
-    file: { type: "array" as const, items: { type: "string" as const, format: "binary" }, description: "One to ten files: JPEG photos and/or MP4 videos" },
+    file: {
+      type: "array" as const,
+      items: { type: "string" as const, format: "binary" },
+      description: "One to ten files: JPEG photos and/or MP4 videos",
+    },
     caption: { type: "string" as const, description: "At most 2,200 characters and 30 hashtags" },
     altText: { type: "string" as const, description: "Alternative text for a single photo" },
-    publish: { type: "string" as const, enum: ["true", "false"], description: "Publish now (default true), or only store" },
-    generateCaption: { type: "string" as const, enum: ["true", "false"], description: "The agent writes the caption in character (`caption`, if given, is its hint)" },
+    publish: {
+      type: "string" as const,
+      enum: ["true", "false"],
+      description: "Publish now (default true), or only store",
+    },
+    generateCaption: {
+      type: "string" as const,
+      enum: ["true", "false"],
+      description: "The agent writes the caption in character (`caption`, if given, is its hint)",
+    },
   },
 };
 
@@ -59,10 +88,20 @@ export function postRoutes(): OpenAPIHono<AppEnv> {
       path: "/agents/{agentId}/media",
       summary: "Upload media for an Instagram post (and publish it)",
       ...guard("media:write"),
-      request: { params: z.object({ agentId: AgentIdParam }), body: { required: true, content: { "multipart/form-data": { schema: UploadForm } } } },
+      request: {
+        params: z.object({ agentId: AgentIdParam }),
+        body: { required: true, content: { "multipart/form-data": { schema: UploadForm } } },
+      },
       responses: {
-        202: { description: "Stored; publishing runs in the agent's Durable Object", content: { "application/json": { schema: z.object({ postId: z.string(), status: z.string() }) } } },
-        400: errorContent("A file or the caption is not what Instagram accepts (the reason says which)"),
+        202: {
+          description: "Stored; publishing runs in the agent's Durable Object",
+          content: {
+            "application/json": { schema: z.object({ postId: z.string(), status: z.string() }) },
+          },
+        },
+        400: errorContent(
+          "A file or the caption is not what Instagram accepts (the reason says which)",
+        ),
         404: errorContent("No such agent"),
         413: errorContent("The upload is too large"),
       },
@@ -71,7 +110,12 @@ export function postRoutes(): OpenAPIHono<AppEnv> {
       const { agentId } = c.req.valid("param");
       await assertAgentExists(c.env, agentId);
       const postId = `post_${toHex(crypto.getRandomValues(new Uint8Array(8)))}`;
-      const upload = await receiveUpload({ request: c.req.raw, bucket: c.env.MEDIA, agentId, postId });
+      const upload = await receiveUpload({
+        request: c.req.raw,
+        bucket: c.env.MEDIA,
+        agentId,
+        postId,
+      });
       const { caption, publish } = upload;
 
       const now = Date.now();
@@ -99,7 +143,11 @@ export function postRoutes(): OpenAPIHono<AppEnv> {
         // Nothing half-written: the files go if the post cannot be recorded.
         await upload.discard();
         log.error("media_store_failed", { agentId, postId, error: errorField(error) });
-        throw new AppError("upstream", 503, "storing the upload failed; nothing was kept, try again");
+        throw new AppError(
+          "upstream",
+          503,
+          "storing the upload failed; nothing was kept, try again",
+        );
       }
       if (publish) {
         const publisher = c.env.PUBLISHER.getByName(agentId);
@@ -125,7 +173,10 @@ export function postRoutes(): OpenAPIHono<AppEnv> {
       summary: "An Instagram post's status, error and permalink",
       ...guard("agents:read"),
       request: { params: z.object({ agentId: AgentIdParam, postId: PostIdParam }) },
-      responses: { 200: { description: "The post", content: { "application/json": { schema: PostView } } }, 404: errorContent("No such post") },
+      responses: {
+        200: { description: "The post", content: { "application/json": { schema: PostView } } },
+        404: errorContent("No such post"),
+      },
     }),
     async (c) => {
       const { agentId, postId } = c.req.valid("param");

@@ -20,13 +20,31 @@ const ScheduleBody = z
   .strictObject({
     goal: z.string().trim().min(1, "must not be empty").max(MAX_GOAL_CHARS),
     roomId: ExternalId.optional(),
-    cron: z.string().trim().min(9).max(100).optional().openapi({ description: "Five-field cron expression, UTC", example: "0 9 * * 1" }),
-    at: z.iso.datetime({ offset: true }).optional().openapi({ description: "One run at this time (ISO 8601)" }),
-    everySeconds: z.number().int().min(1).max(MAX_EVERY_SECONDS).optional().openapi({ description: "A run every N seconds" }),
+    cron: z
+      .string()
+      .trim()
+      .min(9)
+      .max(100)
+      .optional()
+      .openapi({ description: "Five-field cron expression, UTC", example: "0 9 * * 1" }),
+    at: z.iso
+      .datetime({ offset: true })
+      .optional()
+      .openapi({ description: "One run at this time (ISO 8601)" }),
+    everySeconds: z
+      .number()
+      .int()
+      .min(1)
+      .max(MAX_EVERY_SECONDS)
+      .optional()
+      .openapi({ description: "A run every N seconds" }),
   })
-  .refine((body) => [body.cron, body.at, body.everySeconds].filter((v) => v !== undefined).length === 1, {
-    message: "give exactly one of cron, at or everySeconds",
-  })
+  .refine(
+    (body) => [body.cron, body.at, body.everySeconds].filter((v) => v !== undefined).length === 1,
+    {
+      message: "give exactly one of cron, at or everySeconds",
+    },
+  )
   .openapi("ScheduleRequest");
 
 const ScheduleOut = z
@@ -55,10 +73,15 @@ export function scheduleRoutes(): OpenAPIHono<AppEnv> {
       path: "/agents/{agentId}/schedules",
       summary: "Schedule recurring or one-time tasks (cron, at, or everySeconds)",
       ...guard("messages:write"),
-      request: { params: z.object({ agentId: AgentIdParam }), body: { required: true, content: { "application/json": { schema: ScheduleBody } } } },
+      request: {
+        params: z.object({ agentId: AgentIdParam }),
+        body: { required: true, content: { "application/json": { schema: ScheduleBody } } },
+      },
       responses: {
         201: jsonContent(ScheduleOut, "The schedule"),
-        400: errorContent("Invalid request (including an invalid cron expression or a time in the past)"),
+        400: errorContent(
+          "Invalid request (including an invalid cron expression or a time in the past)",
+        ),
         404: errorContent("No such agent"),
         409: errorContent("The agent has too many schedules"),
       },
@@ -68,9 +91,16 @@ export function scheduleRoutes(): OpenAPIHono<AppEnv> {
       const body = c.req.valid("json");
       if (body.roomId !== undefined) assertMayNameRoom(c.get("principal"), body.roomId);
       await assertAgentExists(c.env, agentId);
-      const request: ScheduleRequest = { goal: body.goal, roomId: body.roomId ?? null, ...when(body) };
+      const request: ScheduleRequest = {
+        goal: body.goal,
+        roomId: body.roomId ?? null,
+        ...when(body),
+      };
       const result = await createSchedule(c.env, agentId, request);
-      if (!result.ok) throw result.code === "conflict" ? new ConflictError(result.message) : new ValidationError(result.message);
+      if (!result.ok)
+        throw result.code === "conflict"
+          ? new ConflictError(result.message)
+          : new ValidationError(result.message);
       return c.json(scheduleJson(result.schedule), 201);
     },
   );
@@ -79,10 +109,14 @@ export function scheduleRoutes(): OpenAPIHono<AppEnv> {
     createRoute({
       method: "get",
       path: "/agents/{agentId}/schedules",
-      summary: "An agent's schedules, with their runs, skipped overlapping firings and the last run's status",
+      summary:
+        "An agent's schedules, with their runs, skipped overlapping firings and the last run's status",
       ...guard("agents:read"),
       request: { params: z.object({ agentId: AgentIdParam }) },
-      responses: { 200: jsonContent(z.object({ schedules: z.array(ScheduleOut) }), "Schedules"), 404: errorContent("No such agent") },
+      responses: {
+        200: jsonContent(z.object({ schedules: z.array(ScheduleOut) }), "Schedules"),
+        404: errorContent("No such agent"),
+      },
     }),
     async (c) => {
       const { agentId } = c.req.valid("param");
@@ -101,15 +135,22 @@ export function scheduleRoutes(): OpenAPIHono<AppEnv> {
       request: {
         params: z.object({
           agentId: AgentIdParam,
-          scheduleId: z.string().regex(/^[0-9a-f-]{36}$/, "schedule ids are UUIDs").openapi({ param: { name: "scheduleId", in: "path" } }),
+          scheduleId: z
+            .string()
+            .regex(/^[0-9a-f-]{36}$/, "schedule ids are UUIDs")
+            .openapi({ param: { name: "scheduleId", in: "path" } }),
         }),
       },
-      responses: { 204: { description: "Deleted" }, 404: errorContent("No such agent or schedule") },
+      responses: {
+        204: { description: "Deleted" },
+        404: errorContent("No such agent or schedule"),
+      },
     }),
     async (c) => {
       const { agentId, scheduleId } = c.req.valid("param");
       await assertAgentExists(c.env, agentId);
-      if (!(await deleteSchedule(c.env, agentId, scheduleId))) throw new NotFoundError(`no schedule "${scheduleId}" for agent "${agentId}"`);
+      if (!(await deleteSchedule(c.env, agentId, scheduleId)))
+        throw new NotFoundError(`no schedule "${scheduleId}" for agent "${agentId}"`);
       return c.body(null, 204);
     },
   );
@@ -117,19 +158,37 @@ export function scheduleRoutes(): OpenAPIHono<AppEnv> {
   return app;
 }
 
-function when(body: { cron?: string; at?: string; everySeconds?: number }): Pick<ScheduleRequest, "kind" | "when"> {
+function when(body: {
+  cron?: string;
+  at?: string;
+  everySeconds?: number;
+}): Pick<ScheduleRequest, "kind" | "when"> {
   if (body.everySeconds !== undefined) return { kind: "every", when: String(body.everySeconds) };
   if (body.at !== undefined) {
     const at = Date.parse(body.at);
     const now = Date.now();
     if (at <= now) throw new ValidationError("invalid request body: at: must be in the future");
-    if (at - now > MAX_AHEAD_MS) throw new ValidationError("invalid request body: at: must be within a year");
+    if (at - now > MAX_AHEAD_MS)
+      throw new ValidationError("invalid request body: at: must be within a year");
     return { kind: "at", when: new Date(at).toISOString() };
   }
   return { kind: "cron", when: body.cron! };
 }
 
-function scheduleJson(record: { scheduleId: string; kind: "cron" | "at" | "every"; when: string; goal: string; roomId: string | null; createdAt: number; runs: number; skipped: number; lastRunAt: number | null; lastTaskId: string | null; lastStatus: string | null; active: boolean }) {
+function scheduleJson(record: {
+  scheduleId: string;
+  kind: "cron" | "at" | "every";
+  when: string;
+  goal: string;
+  roomId: string | null;
+  createdAt: number;
+  runs: number;
+  skipped: number;
+  lastRunAt: number | null;
+  lastTaskId: string | null;
+  lastStatus: string | null;
+  active: boolean;
+}) {
   return {
     scheduleId: record.scheduleId,
     kind: record.kind,

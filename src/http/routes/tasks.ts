@@ -12,9 +12,23 @@ import { assertAgentExists } from "../known-agents.ts";
 import { AgentIdParam, errorContent, ExternalId, jsonContent } from "../schemas.ts";
 import { loadConfig, MODEL_NOT_CONFIGURED_MESSAGE } from "../../config.ts";
 import { ConflictError, ModelNotConfiguredError, NotFoundError } from "../../runtime/errors.ts";
-import { DEFAULT_TASK_LIMITS, MAX_GOAL_CHARS, MAX_TASK_BUDGET_TOKENS, MAX_TASK_FAILURES, MAX_TASK_STEPS, type TaskState } from "../../runtime/task-types.ts";
+import {
+  DEFAULT_TASK_LIMITS,
+  MAX_GOAL_CHARS,
+  MAX_TASK_BUDGET_TOKENS,
+  MAX_TASK_FAILURES,
+  MAX_TASK_STEPS,
+  type TaskState,
+} from "../../runtime/task-types.ts";
 import type { AuditEntry } from "../../runtime/task-types.ts";
-import { answerTaskApproval, cancelTask, createTask, getTask, listTasks, taskEvents } from "../../room/task-client.ts";
+import {
+  answerTaskApproval,
+  cancelTask,
+  createTask,
+  getTask,
+  listTasks,
+  taskEvents,
+} from "../../room/task-client.ts";
 import { errorField, log } from "../../log.ts";
 
 /** How often an open event stream looks for new events. */
@@ -33,10 +47,36 @@ export const TaskIdParam = z
 export const TaskBody = z
   .strictObject({
     goal: z.string().trim().min(1, "must not be empty").max(MAX_GOAL_CHARS),
-    roomId: ExternalId.optional().openapi({ description: "Room whose tools' context the task uses; defaults to `task:<taskId>`" }),
-    maxSteps: z.number().int().min(1).max(MAX_TASK_STEPS).optional().openapi({ description: `Act steps in all, retries included (default ${DEFAULT_TASK_LIMITS.maxSteps})` }),
-    maxFailures: z.number().int().min(1).max(MAX_TASK_FAILURES).optional().openapi({ description: `Counted failures in a row before giving up (default ${DEFAULT_TASK_LIMITS.maxFailures})` }),
-    budgetTokens: z.number().int().min(1_000).max(MAX_TASK_BUDGET_TOKENS).optional().openapi({ description: `Model tokens the task may spend (default ${DEFAULT_TASK_LIMITS.budgetTokens})` }),
+    roomId: ExternalId.optional().openapi({
+      description: "Room whose tools' context the task uses; defaults to `task:<taskId>`",
+    }),
+    maxSteps: z
+      .number()
+      .int()
+      .min(1)
+      .max(MAX_TASK_STEPS)
+      .optional()
+      .openapi({
+        description: `Act steps in all, retries included (default ${DEFAULT_TASK_LIMITS.maxSteps})`,
+      }),
+    maxFailures: z
+      .number()
+      .int()
+      .min(1)
+      .max(MAX_TASK_FAILURES)
+      .optional()
+      .openapi({
+        description: `Counted failures in a row before giving up (default ${DEFAULT_TASK_LIMITS.maxFailures})`,
+      }),
+    budgetTokens: z
+      .number()
+      .int()
+      .min(1_000)
+      .max(MAX_TASK_BUDGET_TOKENS)
+      .optional()
+      .openapi({
+        description: `Model tokens the task may spend (default ${DEFAULT_TASK_LIMITS.budgetTokens})`,
+      }),
   })
   .openapi("TaskRequest");
 
@@ -46,7 +86,15 @@ const TaskResponse = z
     agentId: z.string(),
     roomId: z.string(),
     goal: z.string(),
-    status: z.enum(["queued", "running", "awaiting_approval", "completed", "failed", "exhausted", "cancelled"]),
+    status: z.enum([
+      "queued",
+      "running",
+      "awaiting_approval",
+      "completed",
+      "failed",
+      "exhausted",
+      "cancelled",
+    ]),
     phase: z.string(),
     source: z.string(),
     scheduleId: z.string().nullable(),
@@ -59,8 +107,16 @@ const TaskResponse = z
         requestedBy: z.string().nullable(),
       })
       .nullable()
-      .openapi({ description: "While `awaiting_approval`: the tool call waiting for a person's yes, and until when (no answer counts as a denial)" }),
-    limits: z.object({ maxSteps: z.number(), maxFailures: z.number(), budgetTokens: z.number(), wallClockMs: z.number() }),
+      .openapi({
+        description:
+          "While `awaiting_approval`: the tool call waiting for a person's yes, and until when (no answer counts as a denial)",
+      }),
+    limits: z.object({
+      maxSteps: z.number(),
+      maxFailures: z.number(),
+      budgetTokens: z.number(),
+      wallClockMs: z.number(),
+    }),
     plan: z.unknown(),
     steps: z.array(z.unknown()),
     audit: z.array(z.unknown()),
@@ -68,7 +124,11 @@ const TaskResponse = z
     report: z.string().nullable(),
     stopReason: z.string().nullable(),
     error: z.unknown(),
-    usage: z.object({ promptTokens: z.number(), completionTokens: z.number(), modelCalls: z.number() }),
+    usage: z.object({
+      promptTokens: z.number(),
+      completionTokens: z.number(),
+      modelCalls: z.number(),
+    }),
     createdAt: z.number(),
     startedAt: z.number().nullable(),
     finishedAt: z.number().nullable(),
@@ -94,11 +154,18 @@ export function taskRoutes(): OpenAPIHono<AppEnv> {
     createRoute({
       method: "post",
       path: "/agents/{agentId}/tasks",
-      summary: "Start an autonomous task: the agent plans, acts with its tools and checks its work until done or out of budget",
+      summary:
+        "Start an autonomous task: the agent plans, acts with its tools and checks its work until done or out of budget",
       ...guard("messages:write"),
-      request: { params: z.object({ agentId: AgentIdParam }), body: { required: true, content: { "application/json": { schema: TaskBody } } } },
+      request: {
+        params: z.object({ agentId: AgentIdParam }),
+        body: { required: true, content: { "application/json": { schema: TaskBody } } },
+      },
       responses: {
-        202: jsonContent(z.object({ taskId: z.string() }), "The task is accepted and runs in the background"),
+        202: jsonContent(
+          z.object({ taskId: z.string() }),
+          "The task is accepted and runs in the background",
+        ),
         400: errorContent("Invalid request"),
         404: errorContent("No such agent"),
         503: errorContent("No model is configured"),
@@ -110,7 +177,8 @@ export function taskRoutes(): OpenAPIHono<AppEnv> {
       if (body.roomId !== undefined) assertMayNameRoom(c.get("principal"), body.roomId);
       await assertAgentExists(c.env, agentId);
       // Refused at once rather than accepted to fail in the background.
-      if (loadConfig(c.env).model.kind === "none") throw new ModelNotConfiguredError(MODEL_NOT_CONFIGURED_MESSAGE);
+      if (loadConfig(c.env).model.kind === "none")
+        throw new ModelNotConfiguredError(MODEL_NOT_CONFIGURED_MESSAGE);
       const { taskId } = await createTask(c.env, agentId, {
         goal: body.goal,
         roomId: body.roomId,
@@ -133,8 +201,14 @@ export function taskRoutes(): OpenAPIHono<AppEnv> {
       path: "/agents/{agentId}/tasks",
       summary: "The agent's tasks, newest first (finished ones are kept 7 days)",
       ...guard("agents:read"),
-      request: { params: z.object({ agentId: AgentIdParam }), query: z.strictObject({ limit: z.coerce.number().int().min(1).max(100).default(20) }) },
-      responses: { 200: jsonContent(z.object({ tasks: z.array(TaskSummary) }), "Tasks"), 404: errorContent("No such agent") },
+      request: {
+        params: z.object({ agentId: AgentIdParam }),
+        query: z.strictObject({ limit: z.coerce.number().int().min(1).max(100).default(20) }),
+      },
+      responses: {
+        200: jsonContent(z.object({ tasks: z.array(TaskSummary) }), "Tasks"),
+        404: errorContent("No such agent"),
+      },
     }),
     async (c) => {
       const { agentId } = c.req.valid("param");
@@ -166,7 +240,10 @@ export function taskRoutes(): OpenAPIHono<AppEnv> {
       summary: "A task's status, plan, steps, audit trail of tool calls, result and usage",
       ...guard("agents:read"),
       request: { params },
-      responses: { 200: jsonContent(TaskResponse, "The task"), 404: errorContent("No such agent or task") },
+      responses: {
+        200: jsonContent(TaskResponse, "The task"),
+        404: errorContent("No such agent or task"),
+      },
     }),
     async (c) => {
       const { agentId, taskId } = c.req.valid("param");
@@ -184,7 +261,10 @@ export function taskRoutes(): OpenAPIHono<AppEnv> {
       summary: "Cancel a task (a running step is stopped); a finished task is left as it is",
       ...guard("messages:write"),
       request: { params },
-      responses: { 200: jsonContent(TaskResponse, "The task after cancelling"), 404: errorContent("No such agent or task") },
+      responses: {
+        200: jsonContent(TaskResponse, "The task after cancelling"),
+        404: errorContent("No such agent or task"),
+      },
     }),
     async (c) => {
       const { agentId, taskId } = c.req.valid("param");
@@ -200,13 +280,29 @@ export function taskRoutes(): OpenAPIHono<AppEnv> {
     createRoute({
       method: "post",
       path: "/agents/{agentId}/tasks/{taskId}/approval",
-      summary: "Answer a task waiting for approval of a tool call (tasks started over REST or by a schedule)",
+      summary:
+        "Answer a task waiting for approval of a tool call (tasks started over REST or by a schedule)",
       ...guard("messages:write"),
-      request: { params, body: { required: true, content: { "application/json": { schema: z.strictObject({ approve: z.boolean() }).openapi("TaskApprovalAnswer") } } } },
+      request: {
+        params,
+        body: {
+          required: true,
+          content: {
+            "application/json": {
+              schema: z.strictObject({ approve: z.boolean() }).openapi("TaskApprovalAnswer"),
+            },
+          },
+        },
+      },
       responses: {
-        200: jsonContent(TaskResponse, "The task after the answer: it carries on with the tool run (approve) or refused (deny)"),
+        200: jsonContent(
+          TaskResponse,
+          "The task after the answer: it carries on with the tool run (approve) or refused (deny)",
+        ),
         404: errorContent("No such agent or task"),
-        409: errorContent("The task is not waiting for an approval, or waits for the person who started it on Discord"),
+        409: errorContent(
+          "The task is not waiting for an approval, or waits for the person who started it on Discord",
+        ),
       },
     }),
     async (c) => {
@@ -215,9 +311,14 @@ export function taskRoutes(): OpenAPIHono<AppEnv> {
       await assertAgentExists(c.env, agentId);
       const result = await answerTaskApproval(c.env, agentId, taskId, approve);
       if (!result) throw new NotFoundError(`no task "${taskId}" for agent "${agentId}"`);
-      if (result.status === "on_discord") throw new ConflictError("this task waits for the answer of the person who started it on Discord");
+      if (result.status === "on_discord")
+        throw new ConflictError(
+          "this task waits for the answer of the person who started it on Discord",
+        );
       if (result.status !== "resolved") {
-        throw new ConflictError(`this task is not waiting for an approval (it is ${"taskStatus" in result ? result.taskStatus : "unknown"}); an approval is answered once, and expires after 10 minutes`);
+        throw new ConflictError(
+          `this task is not waiting for an approval (it is ${"taskStatus" in result ? result.taskStatus : "unknown"}); an approval is answered once, and expires after 10 minutes`,
+        );
       }
       const view = await getTask(c.env, agentId, taskId);
       if (!view) throw new NotFoundError(`no task "${taskId}" for agent "${agentId}"`);
@@ -229,7 +330,8 @@ export function taskRoutes(): OpenAPIHono<AppEnv> {
     createRoute({
       method: "get",
       path: "/agents/{agentId}/tasks/{taskId}/events",
-      summary: "The task's progress as server-sent events (plan, step_started, tool_called, step_finished, reflection, summary, evaluation, done); replays after Last-Event-ID",
+      summary:
+        "The task's progress as server-sent events (plan, step_started, tool_called, step_finished, reflection, summary, evaluation, done); replays after Last-Event-ID",
       ...guard("agents:read"),
       request: {
         params,
@@ -238,11 +340,17 @@ export function taskRoutes(): OpenAPIHono<AppEnv> {
             .string()
             .regex(/^\d{1,15}$/, "must be the id of an event received earlier")
             .optional()
-            .openapi({ param: { name: "last-event-id", in: "header" }, description: "Replay only the events after this one" }),
+            .openapi({
+              param: { name: "last-event-id", in: "header" },
+              description: "Replay only the events after this one",
+            }),
         }),
       },
       responses: {
-        200: { description: "An event stream; it ends after the `done` event", content: { "text/event-stream": { schema: z.string() } } },
+        200: {
+          description: "An event stream; it ends after the `done` event",
+          content: { "text/event-stream": { schema: z.string() } },
+        },
         400: errorContent("Invalid Last-Event-ID"),
         404: errorContent("No such agent or task"),
       },
@@ -274,11 +382,21 @@ export function taskRoutes(): OpenAPIHono<AppEnv> {
               for (const { id, event } of page.events) {
                 // SSE framing (WHATWG HTML, server-sent events): data lines must not hold newlines;
                 // JSON text never does.
-                controller.enqueue(encoder.encode(`id: ${id}\nevent: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`));
+                controller.enqueue(
+                  encoder.encode(
+                    `id: ${id}\nevent: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`,
+                  ),
+                );
                 last = id;
                 lastWrite = Date.now();
               }
-              if (page.finished || cancelled || signal.aborted || Date.now() - started > TASK_EVENTS_MAX_STREAM_MS) break;
+              if (
+                page.finished ||
+                cancelled ||
+                signal.aborted ||
+                Date.now() - started > TASK_EVENTS_MAX_STREAM_MS
+              )
+                break;
               if (page.events.length === 0) {
                 await new Promise((resolve) => setTimeout(resolve, TASK_EVENTS_POLL_MS));
                 if (Date.now() - lastWrite >= TASK_EVENTS_KEEP_ALIVE_MS) {
@@ -295,7 +413,14 @@ export function taskRoutes(): OpenAPIHono<AppEnv> {
           if (!cancelled) controller.close();
         },
       });
-      return new Response(stream, { status: 200, headers: { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", connection: "keep-alive" } });
+      return new Response(stream, {
+        status: 200,
+        headers: {
+          "content-type": "text/event-stream; charset=utf-8",
+          "cache-control": "no-cache",
+          connection: "keep-alive",
+        },
+      });
     },
   );
 
@@ -314,7 +439,13 @@ export function taskJson(state: TaskState, audit: AuditEntry[]) {
     scheduleId: state.scheduleId,
     approval:
       state.status === "awaiting_approval" && state.approval
-        ? { tool: state.approval.tool, arguments: state.approval.arguments, requestedAt: state.approval.requestedAt, expiresAt: state.approval.expiresAt, requestedBy: state.requestedBy }
+        ? {
+            tool: state.approval.tool,
+            arguments: state.approval.arguments,
+            requestedAt: state.approval.requestedAt,
+            expiresAt: state.approval.expiresAt,
+            requestedBy: state.requestedBy,
+          }
         : null,
     limits: state.limits,
     plan: state.plan,

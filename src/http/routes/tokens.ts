@@ -22,14 +22,27 @@ const TokenInfo = z
     id: z.string(),
     name: z.string(),
     scopes: z.array(z.enum(SCOPES)),
-    agents: z.array(z.string()).nullable().openapi({ description: "The agents it may act for; null means every agent." }),
+    agents: z
+      .array(z.string())
+      .nullable()
+      .openapi({ description: "The agents it may act for; null means every agent." }),
     createdBy: z.string(),
     createdAt: z.number().int(),
     expiresAt: z.number().int().nullable(),
     revokedAt: z.number().int().nullable(),
-    rateLimit: z.string().nullable().openapi({ description: "This token's own rate rule; null means RATE_LIMIT_PER_TOKEN." }),
-    userPrefix: z.string().nullable().openapi({ description: "The user-id prefix it may act as; null means any user outside the reserved namespaces." }),
-    lastUsedAt: z.number().int().nullable().openapi({ description: "Updated at most once a minute." }),
+    rateLimit: z
+      .string()
+      .nullable()
+      .openapi({ description: "This token's own rate rule; null means RATE_LIMIT_PER_TOKEN." }),
+    userPrefix: z.string().nullable().openapi({
+      description:
+        "The user-id prefix it may act as; null means any user outside the reserved namespaces.",
+    }),
+    lastUsedAt: z
+      .number()
+      .int()
+      .nullable()
+      .openapi({ description: "Updated at most once a minute." }),
   })
   .openapi("ApiToken");
 
@@ -37,16 +50,25 @@ const MintBody = z
   .strictObject({
     name: z.string().trim().min(1).max(100).openapi({ example: "discord-moderators" }),
     scopes: z.array(z.enum(SCOPES)).min(1).max(SCOPES.length),
-    agents: z.array(AgentIdParam).min(1).max(MAX_AGENTS_PER_TOKEN).optional().openapi({ description: "Limit the token to these agents" }),
+    agents: z
+      .array(AgentIdParam)
+      .min(1)
+      .max(MAX_AGENTS_PER_TOKEN)
+      .optional()
+      .openapi({ description: "Limit the token to these agents" }),
     expiresInSeconds: z.number().int().min(60).max(MAX_TOKEN_LIFETIME_SECONDS).optional(),
     rateLimit: z
       .string()
       .max(32)
       .refine(isRateRule, `must be ${RATE_RULE_FORMAT}`)
       .optional()
-      .openapi({ description: "This token's own rate rule instead of RATE_LIMIT_PER_TOKEN", example: "100/min" }),
+      .openapi({
+        description: "This token's own rate rule instead of RATE_LIMIT_PER_TOKEN",
+        example: "100/min",
+      }),
     userPrefix: UserPrefix.optional().openapi({
-      description: "Limit the token to users whose id starts with this, in rooms starting with it or their own `user:<userId>` rooms",
+      description:
+        "Limit the token to users whose id starts with this, in rooms starting with it or their own `user:<userId>` rooms",
       example: "acme:",
     }),
   })
@@ -66,7 +88,6 @@ function isRateRule(text: string): boolean {
   }
 }
 
-
 export function tokenRoutes(): OpenAPIHono<AppEnv> {
   const app = new OpenAPIHono<AppEnv>();
   const store = (env: AppEnv["Bindings"]) => stores(env).tokens;
@@ -79,7 +100,14 @@ export function tokenRoutes(): OpenAPIHono<AppEnv> {
       ...guard("admin"),
       request: { body: { required: true, content: { "application/json": { schema: MintBody } } } },
       responses: {
-        201: jsonContent(TokenInfo.extend({ token: z.string().openapi({ description: "The bearer token. Store it now: it is not shown again." }) }), "The new token"),
+        201: jsonContent(
+          TokenInfo.extend({
+            token: z
+              .string()
+              .openapi({ description: "The bearer token. Store it now: it is not shown again." }),
+          }),
+          "The new token",
+        ),
         400: errorContent("Invalid scopes, agents, user prefix or lifetime"),
       },
     }),
@@ -88,10 +116,14 @@ export function tokenRoutes(): OpenAPIHono<AppEnv> {
       const scopes = [...new Set(body.scopes)];
       const agents = body.agents ? [...new Set(body.agents)] : null;
       if (scopes.includes("admin") && agents) {
-        throw new ValidationError("an admin token cannot be limited to agents: drop `agents` or the `admin` scope");
+        throw new ValidationError(
+          "an admin token cannot be limited to agents: drop `agents` or the `admin` scope",
+        );
       }
       if (scopes.includes("admin") && body.userPrefix !== undefined) {
-        throw new ValidationError("an admin token cannot be limited to a user prefix: drop `userPrefix` or the `admin` scope");
+        throw new ValidationError(
+          "an admin token cannot be limited to a user prefix: drop `userPrefix` or the `admin` scope",
+        );
       }
       const now = Date.now();
       const { record, token } = await store(c.env).mint(
@@ -117,7 +149,12 @@ export function tokenRoutes(): OpenAPIHono<AppEnv> {
       path: "/auth/tokens",
       summary: "List API tokens (never their secrets), revoked ones included",
       ...guard("admin"),
-      responses: { 200: jsonContent(z.object({ tokens: z.array(TokenInfo) }), "Every minted token, oldest first") },
+      responses: {
+        200: jsonContent(
+          z.object({ tokens: z.array(TokenInfo) }),
+          "Every minted token, oldest first",
+        ),
+      },
     }),
     async (c) => c.json({ tokens: await store(c.env).list() }, 200),
   );
@@ -129,11 +166,15 @@ export function tokenRoutes(): OpenAPIHono<AppEnv> {
       summary: "Revoke an API token (effective on the next request)",
       ...guard("admin"),
       request: { params: z.object({ tokenId: TokenIdParam }) },
-      responses: { 204: { description: "Revoked (revoking again is harmless)" }, 404: errorContent("No such token") },
+      responses: {
+        204: { description: "Revoked (revoking again is harmless)" },
+        404: errorContent("No such token"),
+      },
     }),
     async (c) => {
       const { tokenId } = c.req.valid("param");
-      if (!(await store(c.env).revoke(tokenId, Date.now()))) throw new NotFoundError(`no token with id "${tokenId}"`);
+      if (!(await store(c.env).revoke(tokenId, Date.now())))
+        throw new NotFoundError(`no token with id "${tokenId}"`);
       return c.body(null, 204);
     },
   );

@@ -7,7 +7,14 @@ import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import { describeServers } from "../../mcp/overview.ts";
 import { mcpPlatform } from "../../mcp/platform.ts";
 import { stores } from "../../memory/stores.ts";
-import { assertSecretAllowed, effectiveServers, findServer, McpServerConfig, SERVER_NAME, SERVER_NAME_RULE } from "../../mcp/registry.ts";
+import {
+  assertSecretAllowed,
+  effectiveServers,
+  findServer,
+  McpServerConfig,
+  SERVER_NAME,
+  SERVER_NAME_RULE,
+} from "../../mcp/registry.ts";
 import { assertSafeServerUrl } from "../../net/url-safety.ts";
 import { BUILTIN_TOOL_DEFINITIONS } from "../../runtime/builtin-tools.ts";
 import { ConflictError, NotFoundError } from "../../runtime/errors.ts";
@@ -20,7 +27,8 @@ const ServerName = z.string().regex(SERVER_NAME, SERVER_NAME_RULE);
 const AddServer = McpServerConfig.extend({ name: ServerName })
   .partial({ url: true })
   .openapi("AddMcpServer", {
-    description: "A new server for this agent (`name` + `url`, ...), or just the `name` of a server it already uses, to (re)start its authorization.",
+    description:
+      "A new server for this agent (`name` + `url`, ...), or just the `name` of a server it already uses, to (re)start its authorization.",
     example: { name: "docs", url: "https://mcp.example.com/mcp", auth: { type: "oauth" } },
   });
 
@@ -34,10 +42,12 @@ const ServerView = z
     state: z.enum(["ready", "authenticating", "down", "failed", "unknown"]),
     tools: z.array(z.object({ name: z.string(), description: z.string() })),
     error: z.string().optional(),
-    authUrl: z.string().optional().openapi({ description: "Open it to authorize the agent (OAuth servers waiting for consent); only for tokens with `tools:write`" }),
+    authUrl: z.string().optional().openapi({
+      description:
+        "Open it to authorize the agent (OAuth servers waiting for consent); only for tokens with `tools:write`",
+    }),
   })
   .openapi("McpServer");
-
 
 export function toolRoutes(): OpenAPIHono<AppEnv> {
   const app = new OpenAPIHono<AppEnv>();
@@ -51,7 +61,12 @@ export function toolRoutes(): OpenAPIHono<AppEnv> {
       request: { params: z.object({ agentId: AgentIdParam }) },
       responses: {
         200: jsonContent(
-          z.object({ servers: z.array(ServerView), tools: z.array(z.object({ name: z.string(), description: z.string(), source: z.string() })) }),
+          z.object({
+            servers: z.array(ServerView),
+            tools: z.array(
+              z.object({ name: z.string(), description: z.string(), source: z.string() }),
+            ),
+          }),
           "Servers with their state, and the tools of the built-ins and of the ready servers",
         ),
         404: errorContent("No such agent"),
@@ -62,14 +77,29 @@ export function toolRoutes(): OpenAPIHono<AppEnv> {
       const record = await stores(c.env).agents.get(agentId);
       if (!record) throw new NotFoundError(`no agent with id "${agentId}"`);
       const platform = mcpPlatform(c.env, new URL(c.req.url).origin);
-      const entries = effectiveServers(record.character.settings.mcpServers, await platform.servers.list(agentId));
-      const described = await describeServers(platform, agentId, entries, { probe: true, startAuthorization: false, now: Date.now });
+      const entries = effectiveServers(
+        record.character.settings.mcpServers,
+        await platform.servers.list(agentId),
+      );
+      const described = await describeServers(platform, agentId, entries, {
+        probe: true,
+        startAuthorization: false,
+        now: Date.now,
+      });
       // agents:read may see that consent is awaited, not the link itself (tools:write may).
       const mayConsent = hasScope(c.get("principal"), "tools:write");
-      const servers = described.map(({ authUrl, ...server }) => (mayConsent && authUrl ? { ...server, authUrl } : server));
+      const servers = described.map(({ authUrl, ...server }) =>
+        mayConsent && authUrl ? { ...server, authUrl } : server,
+      );
       const tools = [
-        ...BUILTIN_TOOL_DEFINITIONS.map((tool) => ({ name: tool.name, description: tool.description, source: "builtin" })),
-        ...servers.flatMap((server) => server.tools.map((tool) => ({ ...tool, source: `mcp:${server.name}` }))),
+        ...BUILTIN_TOOL_DEFINITIONS.map((tool) => ({
+          name: tool.name,
+          description: tool.description,
+          source: "builtin",
+        })),
+        ...servers.flatMap((server) =>
+          server.tools.map((tool) => ({ ...tool, source: `mcp:${server.name}` })),
+        ),
       ];
       return c.json({ servers, tools }, 200);
     },
@@ -86,9 +116,17 @@ export function toolRoutes(): OpenAPIHono<AppEnv> {
         body: { required: true, content: { "application/json": { schema: AddServer } } },
       },
       responses: {
-        201: jsonContent(ServerView, "Added; `state` says whether it works, `authUrl` where to consent"),
-        200: jsonContent(ServerView, "An existing server, with its state (and a fresh consent link when it needs one)"),
-        400: errorContent("Invalid settings, a URL that is not https and public, or a bearer secret not declared for this origin"),
+        201: jsonContent(
+          ServerView,
+          "Added; `state` says whether it works, `authUrl` where to consent",
+        ),
+        200: jsonContent(
+          ServerView,
+          "An existing server, with its state (and a fresh consent link when it needs one)",
+        ),
+        400: errorContent(
+          "Invalid settings, a URL that is not https and public, or a bearer secret not declared for this origin",
+        ),
         404: errorContent("No such agent or server"),
         409: errorContent("The agent already has a server with this name"),
       },
@@ -112,10 +150,20 @@ export function toolRoutes(): OpenAPIHono<AppEnv> {
         status = 201;
       }
       const entry = findServer(name, await platform.servers.list(agentId));
-      if (url === undefined && entry.origin === "registry" && !record.character.settings.mcpServers.includes(name)) {
-        throw new NotFoundError(`agent "${agentId}" does not use the MCP server "${name}"; name it in settings.mcpServers`);
+      if (
+        url === undefined &&
+        entry.origin === "registry" &&
+        !record.character.settings.mcpServers.includes(name)
+      ) {
+        throw new NotFoundError(
+          `agent "${agentId}" does not use the MCP server "${name}"; name it in settings.mcpServers`,
+        );
       }
-      const [view] = await describeServers(platform, agentId, [entry], { probe: true, startAuthorization: true, now: Date.now });
+      const [view] = await describeServers(platform, agentId, [entry], {
+        probe: true,
+        startAuthorization: true,
+        now: Date.now,
+      });
       return c.json(view!, status);
     },
   );
@@ -126,7 +174,12 @@ export function toolRoutes(): OpenAPIHono<AppEnv> {
       path: "/agents/{agentId}/tools/{name}",
       summary: "Remove an MCP server from the agent, with its stored authorization",
       ...guard("tools:write"),
-      request: { params: z.object({ agentId: AgentIdParam, name: ServerName.openapi({ param: { name: "name", in: "path" } }) }) },
+      request: {
+        params: z.object({
+          agentId: AgentIdParam,
+          name: ServerName.openapi({ param: { name: "name", in: "path" } }),
+        }),
+      },
       responses: {
         204: { description: "Removed" },
         404: errorContent("No such agent or server"),
@@ -140,7 +193,9 @@ export function toolRoutes(): OpenAPIHono<AppEnv> {
       const platform = mcpPlatform(c.env);
       if (!(await platform.servers.remove(agentId, name))) {
         if (record.character.settings.mcpServers.includes(name)) {
-          throw new ConflictError(`the character names "${name}" in settings.mcpServers; remove it there (PUT /agents/${agentId})`);
+          throw new ConflictError(
+            `the character names "${name}" in settings.mcpServers; remove it there (PUT /agents/${agentId})`,
+          );
         }
         throw new NotFoundError(`agent "${agentId}" has no MCP server named "${name}"`);
       }

@@ -18,16 +18,26 @@ export const characterProvider: Provider = {
 export function renderCharacter(character: Character): string {
   const name = character.name;
   const parts: string[] = [];
-  parts.push(character.system?.trim() || `You are ${name}${character.username ? ` (@${character.username})` : ""}. Stay in character.`);
+  parts.push(
+    character.system?.trim() ||
+      `You are ${name}${character.username ? ` (@${character.username})` : ""}. Stay in character.`,
+  );
   if (character.bio.length > 0) parts.push(section(`About ${name}`, character.bio));
-  if (character.lore.length > 0) parts.push(section("Background", character.lore.slice(0, MAX_LORE_LINES)));
-  if (character.topics.length > 0) parts.push(`# Topics ${name} knows well\n${character.topics.join(", ")}`);
-  if (character.adjectives.length > 0) parts.push(`# Personality\n${character.adjectives.join(", ")}`);
+  if (character.lore.length > 0)
+    parts.push(section("Background", character.lore.slice(0, MAX_LORE_LINES)));
+  if (character.topics.length > 0)
+    parts.push(`# Topics ${name} knows well\n${character.topics.join(", ")}`);
+  if (character.adjectives.length > 0)
+    parts.push(`# Personality\n${character.adjectives.join(", ")}`);
   const style = [...character.style.all, ...character.style.chat];
   if (style.length > 0) parts.push(section("How to write", style));
-  const examples = character.messageExamples.slice(0, MAX_EXAMPLES).filter((example) => example.length > 0);
+  const examples = character.messageExamples
+    .slice(0, MAX_EXAMPLES)
+    .filter((example) => example.length > 0);
   if (examples.length > 0) {
-    const rendered = examples.map((example) => example.map((line) => renderLine(line, name)).join("\n")).join("\n\n");
+    const rendered = examples
+      .map((example) => example.map((line) => renderLine(line, name)).join("\n"))
+      .join("\n\n");
     parts.push(`# Example conversations (for tone only; never repeat them)\n${rendered}`);
   }
   return parts.join("\n\n");

@@ -38,13 +38,17 @@ export function replyMessageId(turnId: string): string {
 
 function messageTokens(message: Memory, tokens: TokenCounter): number {
   const stored = message.metadata.tokens;
-  return typeof stored === "number" && Number.isFinite(stored) ? stored : tokens.count(message.content.text);
+  return typeof stored === "number" && Number.isFinite(stored)
+    ? stored
+    : tokens.count(message.content.text);
 }
 
 function toChatMessage(message: Memory): ChatMessage {
   if (message.content.role === "agent") return { role: "assistant", content: message.content.text };
   const name = chatName(message.content.userName ?? message.userId ?? undefined);
-  return name ? { role: "user", content: message.content.text, name } : { role: "user", content: message.content.text };
+  return name
+    ? { role: "user", content: message.content.text, name }
+    : { role: "user", content: message.content.text };
 }
 
 /** OpenAI's `name` field allows ^[a-zA-Z0-9_-]{1,64}$; anything else is dropped or replaced. */

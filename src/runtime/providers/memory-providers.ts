@@ -22,19 +22,34 @@ export const userFactsProvider: Provider = {
   position: 40,
   async get({ retrieval, input, tokens }) {
     if (!retrieval) return null;
-    const known = await retrieval.retriever.aboutUser({ agentId: input.agentId, userId: input.userId, limit: MAX_USER_MEMORIES });
+    const known = await retrieval.retriever.aboutUser({
+      agentId: input.agentId,
+      userId: input.userId,
+      limit: MAX_USER_MEMORIES,
+    });
     if (known.length === 0) return null;
     // The profile first, then the person's own facts, then shared ones; newest first within each.
     const rank = (m: Memory) => (m.type === "description" ? 0 : m.userId === input.userId ? 1 : 2);
     const ordered = [...known].sort((a, b) => rank(a) - rank(b) || b.createdAt - a.createdAt);
     const entries = withinBudget(
-      ordered.map((m) => ({ source: m.type === "description" ? "profile" : m.userId === input.userId ? `fact ${day(m.createdAt)}` : "shared fact", text: m.content.text })),
+      ordered.map((m) => ({
+        source:
+          m.type === "description"
+            ? "profile"
+            : m.userId === input.userId
+              ? `fact ${day(m.createdAt)}`
+              : "shared fact",
+        text: m.content.text,
+      })),
       retrieval.budgets.facts,
       (entry) => tokens.count(entry.text) + 8,
     );
     const who = input.userName ?? input.userId;
     if (entries.length === 0) return null;
-    return { text: quoteData(`What you know about ${who}`, entries), memories: ordered.slice(0, entries.length).map((m) => usedMemory(m, null)) };
+    return {
+      text: quoteData(`What you know about ${who}`, entries),
+      memories: ordered.slice(0, entries.length).map((m) => usedMemory(m, null)),
+    };
   },
 };
 
@@ -45,15 +60,28 @@ export const knowledgeProvider: Provider = {
     const { retrieval, input, tokens } = context;
     if (!retrieval || queryTerms(input.text).length === 0) return null;
     const hits = await retrieval.retriever.search(
-      { agentId: input.agentId, text: input.text, types: ["fragment", "lore"], limit: KNOWLEDGE_HITS, threshold: retrieval.threshold },
+      {
+        agentId: input.agentId,
+        text: input.text,
+        types: ["fragment", "lore"],
+        limit: KNOWLEDGE_HITS,
+        threshold: retrieval.threshold,
+      },
       await retrieval.queryVector(),
     );
     if (hits.length === 0) return null;
     const passages = await expandNeighbours(context, hits);
-    const entries = withinBudget(passages, retrieval.budgets.knowledge, (entry) => tokens.count(entry.text) + 12);
+    const entries = withinBudget(
+      passages,
+      retrieval.budgets.knowledge,
+      (entry) => tokens.count(entry.text) + 12,
+    );
     if (entries.length === 0) return null;
     // One passage per hit (neighbours are folded into it), so the kept prefix maps back to hits.
-    return { text: quoteData("Relevant knowledge", entries), memories: hits.slice(0, entries.length).map((hit) => usedMemory(hit.memory, hit.score)) };
+    return {
+      text: quoteData("Relevant knowledge", entries),
+      memories: hits.slice(0, entries.length).map((hit) => usedMemory(hit.memory, hit.score)),
+    };
   },
 };
 
@@ -63,11 +91,22 @@ export const recallProvider: Provider = {
   async get({ retrieval, input, memory, tokens, historyFetchLimit }) {
     if (!retrieval || queryTerms(input.text).length === 0) return null;
     // Only a room longer than what the recent history shows has anything older to recall.
-    const recent = await memory.recentMessages({ agentId: input.agentId, roomId: input.roomId, limit: historyFetchLimit });
+    const recent = await memory.recentMessages({
+      agentId: input.agentId,
+      roomId: input.roomId,
+      limit: historyFetchLimit,
+    });
     if (recent.length < historyFetchLimit) return null;
     const shown = new Set(recent.map((m) => m.id));
     const hits = await retrieval.retriever.search(
-      { agentId: input.agentId, text: input.text, types: ["message", "summary"], roomId: input.roomId, limit: RECALL_HITS + shown.size, threshold: retrieval.threshold },
+      {
+        agentId: input.agentId,
+        text: input.text,
+        types: ["message", "summary"],
+        roomId: input.roomId,
+        limit: RECALL_HITS + shown.size,
+        threshold: retrieval.threshold,
+      },
       await retrieval.queryVector(),
     );
     const older = hits.filter((hit) => !shown.has(hit.memory.id)).slice(0, RECALL_HITS);
@@ -78,11 +117,17 @@ export const recallProvider: Provider = {
       (entry) => tokens.count(entry.text) + 10,
     );
     if (entries.length === 0) return null;
-    return { text: quoteData("Earlier in this conversation", entries), memories: older.slice(0, entries.length).map((hit) => usedMemory(hit.memory, hit.score)) };
+    return {
+      text: quoteData("Earlier in this conversation", entries),
+      memories: older.slice(0, entries.length).map((hit) => usedMemory(hit.memory, hit.score)),
+    };
   },
 };
 
-async function expandNeighbours({ retrieval, input }: ProviderContext, hits: RetrievedMemory[]): Promise<QuotedEntry[]> {
+async function expandNeighbours(
+  { retrieval, input }: ProviderContext,
+  hits: RetrievedMemory[],
+): Promise<QuotedEntry[]> {
   if (!retrieval) return [];
   const neighbours = new Map<string, Memory[]>();
   await Promise.all(
@@ -92,7 +137,11 @@ async function expandNeighbours({ retrieval, input }: ProviderContext, hits: Ret
       .map(async (hit) => {
         const position = Number(hit.memory.metadata.position);
         if (!Number.isInteger(position)) return;
-        const around = await retrieval.retriever.fragments({ agentId: input.agentId, documentId: hit.memory.parentId!, positions: [position - 1, position + 1] });
+        const around = await retrieval.retriever.fragments({
+          agentId: input.agentId,
+          documentId: hit.memory.parentId!,
+          positions: [position - 1, position + 1],
+        });
         neighbours.set(hit.memory.id, around);
       }),
   );
@@ -100,8 +149,13 @@ async function expandNeighbours({ retrieval, input }: ProviderContext, hits: Ret
   return hits.map((hit) => {
     const around = (neighbours.get(hit.memory.id) ?? []).filter((m) => !used.has(m.id));
     for (const m of around) used.add(m.id);
-    const passage = [...around, hit.memory].sort((a, b) => Number(a.metadata.position) - Number(b.metadata.position));
-    return { source: knowledgeSource(hit.memory), text: passage.map((m) => m.content.text).join("\n") };
+    const passage = [...around, hit.memory].sort(
+      (a, b) => Number(a.metadata.position) - Number(b.metadata.position),
+    );
+    return {
+      source: knowledgeSource(hit.memory),
+      text: passage.map((m) => m.content.text).join("\n"),
+    };
   });
 }
 
@@ -110,18 +164,32 @@ const USED_MEMORY_PREVIEW_CHARS = 500;
 
 function usedMemory(memory: Memory, score: number | null): UsedMemory {
   const text = memory.content.text;
-  return { id: memory.id, type: memory.type, text: text.length > USED_MEMORY_PREVIEW_CHARS ? `${text.slice(0, USED_MEMORY_PREVIEW_CHARS)}…` : text, score };
+  return {
+    id: memory.id,
+    type: memory.type,
+    text:
+      text.length > USED_MEMORY_PREVIEW_CHARS
+        ? `${text.slice(0, USED_MEMORY_PREVIEW_CHARS)}…`
+        : text,
+    score,
+  };
 }
 
 function knowledgeSource(memory: Memory): string {
   if (memory.type === "lore") return "background";
-  const where = [memory.metadata.title, memory.metadata.heading].filter((part, i, all) => typeof part === "string" && part && all.indexOf(part) === i);
+  const where = [memory.metadata.title, memory.metadata.heading].filter(
+    (part, i, all) => typeof part === "string" && part && all.indexOf(part) === i,
+  );
   return where.length > 0 ? `document: ${where.join(" > ")}` : "document";
 }
 
 function recallSource(memory: Memory): string {
-  if (memory.type === "summary") return `summary of the conversation up to ${day(memory.createdAt)}`;
-  const speaker = memory.content.role === "agent" ? "you" : (memory.content.userName ?? memory.userId ?? "someone");
+  if (memory.type === "summary")
+    return `summary of the conversation up to ${day(memory.createdAt)}`;
+  const speaker =
+    memory.content.role === "agent"
+      ? "you"
+      : (memory.content.userName ?? memory.userId ?? "someone");
   return `${speaker}, ${day(memory.createdAt)}`;
 }
 

@@ -19,7 +19,10 @@ export const toolsProvider: Provider = {
     const lines = own.map((tool) => `- ${tool.name}: ${firstLine(tool.description)}`);
     const remote = remoteTools(tools);
     // Said plainly, so the agent can tell a person why it cannot do something right now.
-    const down = unavailable.length > 0 ? `\nNot available right now:\n${unavailable.map((source) => `- ${describeSource(source)}`).join("\n")}` : "";
+    const down =
+      unavailable.length > 0
+        ? `\nNot available right now:\n${unavailable.map((source) => `- ${describeSource(source)}`).join("\n")}`
+        : "";
     return {
       text:
         "# Tools\nYou can call these tools when they help. Never invent a tool's result; " +
