@@ -5,9 +5,11 @@ import type { HistoryPage, HistoryQuery } from "../memory/message-history.ts";
 import type { RateRule, TakeResult } from "../runtime/token-bucket.ts";
 import type { TaskState } from "../runtime/task-types.ts";
 import type {
+  AmendmentResult,
   ApprovalAnswer,
   ApprovalAnswerResult,
   EnqueueTurnRequest,
+  MessageAmendment,
   StreamedTurnResult,
   SubmitTurnRequest,
   TurnResult,
@@ -30,6 +32,7 @@ export interface AgentRoomRpc extends Rpc.DurableObjectBranded {
   streamTurn(request: SubmitTurnRequest): Promise<StreamedTurnResult>;
   enqueueTurn(request: EnqueueTurnRequest): Promise<{ turnId: string; duplicate: boolean }>;
   resolveApproval(answer: ApprovalAnswer): Promise<ApprovalAnswerResult>;
+  amendMessage(amendment: MessageAmendment): Promise<AmendmentResult>;
   readHistory(query: HistoryQuery): Promise<HistoryPage>;
   forgetHistory(): Promise<void>;
 }
