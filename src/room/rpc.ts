@@ -66,3 +66,29 @@ export interface PostPublisherRpc extends Rpc.DurableObjectBranded {
 export interface SchemaGateRpc extends Rpc.DurableObjectBranded {
   ensure(): Promise<SchemaState>;
 }
+
+/** The Discord Gateway connection as /health shows it. */
+export interface GatewayStatus {
+  /** "off" unless DISCORD_GATEWAY=true and a bot token is set. */
+  state: "off" | "disconnected" | "connecting" | "identifying" | "resuming" | "ready" | "stopped";
+  connected: boolean;
+  resuming: boolean;
+  reconnects: number;
+  identifies: number;
+  resumes: number;
+  lastEvent: string | null;
+  lastEventAt: number | null;
+  lastClose: { code: number; at: number } | null;
+  /** Messages handed to rooms as turns, edits and deletions passed on. */
+  eventsHandled: number;
+  /** Events received and not yet handed to their rooms. */
+  inFlight: number;
+  /** Why Discord refused for good (until the token changes). */
+  stoppedReason: string | null;
+}
+
+/** The application's Discord Gateway connection, named by the application id. */
+export interface DiscordGatewayRpc extends Rpc.DurableObjectBranded {
+  start(): Promise<GatewayStatus>;
+  status(): Promise<GatewayStatus>;
+}
