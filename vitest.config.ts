@@ -20,6 +20,7 @@ const baseBindings = {
   DISCORD_PUBLIC_KEY: "",
   DISCORD_BOT_TOKEN: "",
   DISCORD_OWNER_IDS: "",
+  DISCORD_GATEWAY: "",
   INSTAGRAM_ACCESS_TOKEN: "",
   PUBLIC_BASE_URL: "",
   ADMIN_TOKEN: TEST_ADMIN_TOKEN,
@@ -134,6 +135,18 @@ export default defineConfig(async () => {
             // Real MCP servers (and an OAuth one) from the MCP SDK, on loopback.
             "./test/setup/mcp-peers.ts",
           ],
+        ),
+        // Discord conversations over the Gateway, against a Gateway stand-in on loopback.
+        project(
+          "gateway",
+          ["test/gateway/**/*.spec.ts"],
+          {
+            ...withModelAndDiscord,
+            DISCORD_GATEWAY: "true",
+            RATE_LIMIT_PER_TOKEN: "100000/min",
+            RATE_LIMIT_PER_USER: "100000/min",
+          },
+          ["./test/setup/gateway-peer.ts"],
         ),
         project("no-model", ["test/no-model/**/*.spec.ts"], {}),
         // A database no migration was applied to: the worker brings it up to date itself.

@@ -36,7 +36,11 @@ const GatewayHealth = z
     stoppedReason: z.string().nullable(),
   })
   .nullable()
-  .openapi({ description: "The Discord Gateway connection; null unless DISCORD_GATEWAY=true" });
+  .optional()
+  .openapi({
+    description:
+      "The Discord Gateway connection, only with DISCORD_GATEWAY=true (null: the object did not answer)",
+  });
 
 const Health = z
   .object({
@@ -149,7 +153,7 @@ export function healthRoutes(): OpenAPIHono<{ Bindings: Env }> {
         schema,
         embedding: describeEmbedder(embedder),
         vectors,
-        gateway,
+        ...(gatewayStub ? { gateway } : {}),
       };
       return c.json(body, healthy ? 200 : 503);
     },

@@ -122,6 +122,8 @@ export class DiscordGateway extends DurableObject<Env> implements DiscordGateway
     if (!session || this.socket || this.opening) return;
     this.opening = true;
     try {
+      // Storage throws in an instance that was reset (an eviction's leftovers): it must not connect.
+      this.ctx.storage.kv.put("lastConnectAt", Date.now());
       let url: string;
       if (resume && session.canResume()) url = gatewayUrl(session.resumeUrl!);
       else {

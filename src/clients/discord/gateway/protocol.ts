@@ -2,17 +2,69 @@
 // intents and close codes come from discord-api-types; what arrives is checked with zod here
 // (payloads from the socket are outside input), and what goes out is typed by discord-api-types.
 // Reference: discord.com/developers/docs/events/gateway and topics/opcodes-and-status-codes.
-import {
-  GatewayCloseCodes,
-  GatewayIntentBits,
-  GatewayOpcodes,
-  type GatewayHeartbeat,
-  type GatewayIdentify,
-  type GatewayResume,
+import type {
+  GatewayCloseCodes as CloseCodes,
+  GatewayHeartbeat,
+  GatewayIdentify,
+  GatewayIntentBits as Intents,
+  GatewayOpcodes as Opcodes,
+  GatewayResume,
 } from "discord-api-types/v10";
 import { z } from "zod";
 
-export { GatewayCloseCodes, GatewayOpcodes };
+// The numbers are written here and checked against discord-api-types' enums at compile time (the
+// package is types only for us: its CommonJS entry does not load in workerd's test runner).
+export const GatewayOpcodes = {
+  Dispatch: 0,
+  Heartbeat: 1,
+  Identify: 2,
+  Resume: 6,
+  Reconnect: 7,
+  InvalidSession: 9,
+  Hello: 10,
+  HeartbeatAck: 11,
+} as const satisfies {
+  Dispatch: Opcodes.Dispatch;
+  Heartbeat: Opcodes.Heartbeat;
+  Identify: Opcodes.Identify;
+  Resume: Opcodes.Resume;
+  Reconnect: Opcodes.Reconnect;
+  InvalidSession: Opcodes.InvalidSession;
+  Hello: Opcodes.Hello;
+  HeartbeatAck: Opcodes.HeartbeatAck;
+};
+
+export const GatewayCloseCodes = {
+  AuthenticationFailed: 4004,
+  InvalidSeq: 4007,
+  SessionTimedOut: 4009,
+  InvalidShard: 4010,
+  ShardingRequired: 4011,
+  InvalidAPIVersion: 4012,
+  InvalidIntents: 4013,
+  DisallowedIntents: 4014,
+} as const satisfies {
+  AuthenticationFailed: CloseCodes.AuthenticationFailed;
+  InvalidSeq: CloseCodes.InvalidSeq;
+  SessionTimedOut: CloseCodes.SessionTimedOut;
+  InvalidShard: CloseCodes.InvalidShard;
+  ShardingRequired: CloseCodes.ShardingRequired;
+  InvalidAPIVersion: CloseCodes.InvalidAPIVersion;
+  InvalidIntents: CloseCodes.InvalidIntents;
+  DisallowedIntents: CloseCodes.DisallowedIntents;
+};
+
+const GatewayIntentBits = {
+  Guilds: 1 << 0,
+  GuildMessages: 1 << 9,
+  DirectMessages: 1 << 12,
+  MessageContent: 1 << 15,
+} as const satisfies {
+  Guilds: Intents.Guilds;
+  GuildMessages: Intents.GuildMessages;
+  DirectMessages: Intents.DirectMessages;
+  MessageContent: Intents.MessageContent;
+};
 
 export const GATEWAY_VERSION = 10;
 
