@@ -100,7 +100,8 @@ export const RESUMABLE_CLOSE_CODE = 4_900;
 /** Every payload: an opcode, its data, and for dispatches the sequence number and event name. */
 export const GatewayPayload = z.object({
   op: z.number().int(),
-  d: z.unknown(),
+  // Absent in some payloads (an ACK may come as just {"op": 11}).
+  d: z.unknown().optional(),
   s: z.number().int().nullish(),
   t: z.string().nullish(),
 });
