@@ -1,8 +1,9 @@
 // Tests run inside workerd through @cloudflare/vitest-plugin, with the real wrangler.toml, local
 // D1/R2/Durable Objects and migrations applied per test file. No test reaches the internet:
 // outside services are stand-ins behind globalThis.fetch (see test/stand-ins/).
-// Three workerd projects: the main one has a model configured; `no-model` has none, to prove a turn
-// then answers 503 model_not_configured and still stores the message; `limits` has tight rate limits.
+// Workerd projects: the main one has a model configured; `gateway` adds DISCORD_GATEWAY=true against
+// a Gateway stand-in on loopback; `no-model` has none, to prove a turn then answers 503
+// model_not_configured and still stores the message; `limits` has tight rate limits.
 // Two Node projects: `runtime` runs the pure runtime's tests (test/runtime/) in plain Node, which
 // proves src/runtime/ needs no platform; `node` runs the Node tools and the import-graph checks.
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
@@ -20,6 +21,7 @@ const baseBindings = {
   DISCORD_PUBLIC_KEY: "",
   DISCORD_BOT_TOKEN: "",
   DISCORD_OWNER_IDS: "",
+  DISCORD_GATEWAY: "",
   INSTAGRAM_ACCESS_TOKEN: "",
   PUBLIC_BASE_URL: "",
   ADMIN_TOKEN: TEST_ADMIN_TOKEN,
@@ -134,6 +136,18 @@ export default defineConfig(async () => {
             // Real MCP servers (and an OAuth one) from the MCP SDK, on loopback.
             "./test/setup/mcp-peers.ts",
           ],
+        ),
+        // Discord conversations over the Gateway, against a Gateway stand-in on loopback.
+        project(
+          "gateway",
+          ["test/gateway/**/*.spec.ts"],
+          {
+            ...withModelAndDiscord,
+            DISCORD_GATEWAY: "true",
+            RATE_LIMIT_PER_TOKEN: "100000/min",
+            RATE_LIMIT_PER_USER: "100000/min",
+          },
+          ["./test/setup/gateway-peer.ts"],
         ),
         project("no-model", ["test/no-model/**/*.spec.ts"], {}),
         // A database no migration was applied to: the worker brings it up to date itself.

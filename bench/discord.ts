@@ -2,7 +2,8 @@
 // interactions (a fresh Ed25519 key pair) -> the type-5 acknowledgement, client-measured, over
 // 1,000 `/chat` interactions across 50 channels sent one after another without waiting for the
 // replies; then the time from sending an interaction to the follow-up PATCH reaching a Discord
-// stand-in, one interaction at a time, with a model stand-in that answers at once.
+// stand-in, one interaction at a time, with a model stand-in that answers at once. Then the Gateway
+// (bench/discord-gateway.ts): a mention to its reply, and the event rate the Gateway object sustains.
 import { createServer, type IncomingMessage } from "node:http";
 import type { AddressInfo } from "node:net";
 import { cpus } from "node:os";
@@ -10,6 +11,8 @@ import { createDiscordStandIn } from "../test/stand-ins/discord-stand-in.ts";
 import { startModelServer } from "./model-server.ts";
 import { markdownTable, summarize } from "./stats.ts";
 import { startBenchWorker } from "./worker-harness.ts";
+import { benchGateway } from "./discord-gateway.ts";
+import { startGatewayStandIn } from "../test/peers/gateway-stand-in.ts";
 
 const APP_ID = "100000000000000001";
 const CHANNELS = 50;
@@ -33,6 +36,8 @@ async function main(): Promise<void> {
   const discord = await startDiscordServer();
   const model = await startModelServer();
   model.respondWith(() => ({ text: "Hello from the bench!" }));
+  const gateway = await startGatewayStandIn();
+  discord.standIn.setGateway(gateway.url);
   const worker = await startBenchWorker({
     OPENAI_API_KEY: "bench",
     OPENAI_BASE_URL: `${model.url}/v1`,
@@ -40,6 +45,11 @@ async function main(): Promise<void> {
     DISCORD_PUBLIC_KEY: publicKey,
     DISCORD_APPLICATION_ID: APP_ID,
     DISCORD_API_BASE: `${discord.url}/api/v10`,
+    // The Gateway connects from the first request on; the stand-in listens on ws://127.0.0.1.
+    DISCORD_GATEWAY: "true",
+    DISCORD_BOT_TOKEN: "test-bot-token-not-real",
+    ALLOW_LOOPBACK_FETCH: "true",
+    RATE_LIMIT_PER_USER: "100000/min",
   });
   try {
     const created = await worker.call("POST", "/agents", {
@@ -201,15 +211,21 @@ async function main(): Promise<void> {
       ),
     );
     console.log(`\n   model calls: ${model.calls()} for ${n} interactions`);
+
+    await benchGateway({ worker, gateway, discord });
   } finally {
     await worker.stop();
     await model.close();
     await discord.close();
+    await gateway.close();
   }
 }
 
-interface DiscordServer {
+export interface DiscordServer {
   url: string;
+  standIn: ReturnType<typeof createDiscordStandIn>;
+  /** performance.now() when the first channel message replying to this message id arrived. */
+  replyArrival(messageId: string, timeoutMs: number): Promise<number>;
   waitForEdits(count: number, timeoutMs: number): Promise<void>;
   /** performance.now() when the PATCH for this interaction token arrived. */
   editArrival(token: string, timeoutMs: number): Promise<number>;
@@ -219,6 +235,7 @@ interface DiscordServer {
 async function startDiscordServer(): Promise<DiscordServer> {
   const standIn = createDiscordStandIn();
   const arrivals = new Map<string, number>();
+  const replies = new Map<string, number>();
   let waiters: Array<() => void> = [];
   const server = createServer(async (req, res) => {
     const body = await readBody(req);
@@ -226,10 +243,15 @@ async function startDiscordServer(): Promise<DiscordServer> {
     const response = await standIn.fetch(
       new Request(`http://127.0.0.1${req.url ?? "/"}`, {
         method: req.method,
-        headers: { "content-type": "application/json" },
-        body,
+        headers: {
+          "content-type": "application/json",
+          authorization: String(req.headers.authorization ?? ""),
+        },
+        body: req.method === "GET" ? undefined : body,
       }),
     );
+    const replyTo = /"message_id":"(\d+)"/.exec(body)?.[1];
+    if (req.method === "POST" && replyTo && !replies.has(replyTo)) replies.set(replyTo, at);
     const token = /\/webhooks\/\d+\/([^/]+)\/messages\/@original$/.exec(req.url ?? "")?.[1];
     if (req.method === "PATCH" && token) arrivals.set(token, at);
     for (const wake of waiters) wake();
@@ -252,6 +274,11 @@ async function startDiscordServer(): Promise<DiscordServer> {
     });
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    standIn,
+    async replyArrival(messageId, timeoutMs) {
+      await until(() => replies.has(messageId), timeoutMs, `the reply to message ${messageId}`);
+      return replies.get(messageId)!;
+    },
     waitForEdits: (count, timeoutMs) =>
       until(() => arrivals.size >= count, timeoutMs, `${count} replies (saw ${arrivals.size})`),
     async editArrival(token, timeoutMs) {

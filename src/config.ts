@@ -115,6 +115,10 @@ const VarsSchema = z.object({
     unset,
     z.enum(["true", "false"], { error: 'must be "true" or "false"' }).optional(),
   ),
+  DISCORD_GATEWAY: z.preprocess(
+    unset,
+    z.enum(["true", "false"], { error: 'must be "true" or "false"' }).optional(),
+  ),
   SEED_CHARACTERS: z.preprocess(
     unset,
     z.enum(["true", "false"], { error: 'must be "true" or "false"' }).optional(),
@@ -183,6 +187,8 @@ export interface Config {
   seedCharacters: boolean;
   /** DISCORD_OWNER_IDS: Discord users who manage the bot in DMs (with the application's owner). */
   discordOwnerIds: string[];
+  /** DISCORD_GATEWAY=true: the bot also reads channel messages over the Gateway (with the bot token). */
+  discordGateway: boolean;
   /** Instagram publishing; null unless both the account id and the token are set. */
   instagram: { userId: string; accessToken: string; graphBase?: string } | null;
 }
@@ -224,6 +230,7 @@ export function loadConfig(env: Env): Config {
     // ALLOW_LOOPBACK_FETCH wins; MCP_ALLOW_LOOPBACK is its old name.
     allowLoopbackFetch: (vars.ALLOW_LOOPBACK_FETCH ?? vars.MCP_ALLOW_LOOPBACK) === "true",
     discordOwnerIds: vars.DISCORD_OWNER_IDS,
+    discordGateway: vars.DISCORD_GATEWAY === "true",
     seedCharacters: vars.SEED_CHARACTERS !== "false",
     instagram:
       vars.INSTAGRAM_USER_ID && vars.INSTAGRAM_ACCESS_TOKEN

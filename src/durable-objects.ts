@@ -9,6 +9,7 @@ import { AgentRoomBase } from "./room/agent-room.ts";
 import { AgentTasksBase } from "./room/agent-tasks.ts";
 import type { ReplySurface, RoomPlatform } from "./room/reply-surface.ts";
 
+export { DiscordGateway } from "./clients/discord/gateway/discord-gateway.ts";
 export { PostPublisher } from "./room/post-publisher.ts";
 export { RateLimiter } from "./room/rate-limiter.ts";
 export { SchemaGate } from "./room/schema-gate.ts";

@@ -6,6 +6,7 @@
 import type {
   AgentRoomRpc,
   AgentTasksRpc,
+  DiscordGatewayRpc,
   PostPublisherRpc,
   RateLimiterRpc,
   SchemaGateRpc,
@@ -18,6 +19,8 @@ export interface Env {
   PUBLISHER: DurableObjectNamespace<PostPublisherRpc>;
   /** One object ("schema") that applies pending D1 migrations once per deploy. */
   SCHEMA: DurableObjectNamespace<SchemaGateRpc>;
+  /** The Discord Gateway connection, one object per application (used when DISCORD_GATEWAY=true). */
+  GATEWAY?: DurableObjectNamespace<DiscordGatewayRpc>;
   DB: D1Database;
   MEDIA: R2Bucket;
   VECTORS?: Vectorize;
@@ -34,6 +37,8 @@ export interface Env {
   DISCORD_BOT_TOKEN?: string;
   DISCORD_API_BASE?: string;
   DISCORD_OWNER_IDS?: string;
+  /** "true": read channel messages over the Gateway too (needs DISCORD_BOT_TOKEN). */
+  DISCORD_GATEWAY?: string;
   INSTAGRAM_USER_ID?: string;
   INSTAGRAM_ACCESS_TOKEN?: string;
   INSTAGRAM_GRAPH_BASE?: string;

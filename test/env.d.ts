@@ -21,7 +21,8 @@ declare global {
         | "RateLimiter"
         | "AgentTasks"
         | "PostPublisher"
-        | "SchemaGate";
+        | "SchemaGate"
+        | "DiscordGateway";
     }
   }
 }

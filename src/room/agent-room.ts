@@ -12,9 +12,11 @@ import { TurnJournal, type JournalEntry } from "./turn-journal.ts";
 import { RoomDelivery } from "./room-delivery.ts";
 import type { RoomPlatform } from "./reply-surface.ts";
 import type {
+  AmendmentResult,
   ApprovalAnswer,
   ApprovalAnswerResult,
   EnqueueTurnRequest,
+  MessageAmendment,
   StreamedTurnResult,
   SubmitTurnRequest,
   TurnResult,
@@ -23,10 +25,17 @@ import type { AgentRoomRpc } from "./rpc.ts";
 import { TurnDriver, type TurnDriverHost } from "./turn-driver.ts";
 import { turnServicesFor } from "./turn-services.ts";
 import { repeatedKeyResult, replayStream, TurnWaiters } from "./turn-waiters.ts";
+import { amendMessage } from "./message-amendments.ts";
+import { stores } from "../memory/stores.ts";
+import { pruneUnansweredMessages } from "../memory/message-amendments.ts";
 
 const RESUME_ITEM_ID = "resume-turns";
 const EMBED_ITEM_ID = "embed-pending";
 const DELIVER_ITEM_ID = "deliver-replies";
+/** Unanswered messages a Discord room keeps for context (channel chatter read on the Gateway). */
+export const MAX_UNANSWERED_PER_ROOM = 200;
+/** How many finished turns between two prunes of a Discord room's unanswered messages. */
+const PRUNE_EVERY_TURNS = 50;
 /** Delivery retries (Discord 429/5xx beyond what one attempt waits): about 10 minutes in all. */
 const DELIVERY_RETRY = { maxAttempts: 8, baseDelayMs: 5_000, maxDelayMs: 120_000 };
 type QueueCallback = "resumeTurns" | "deliverReplies" | "embedPending";
@@ -40,6 +49,7 @@ export abstract class AgentRoomBase extends Agent<Env> implements AgentRoomRpc {
   private delivery!: RoomDelivery;
   private runtime: Promise<RoomRuntime> | null = null;
   private readonly waiters = new TurnWaiters();
+  private evaluatedSincePrune = 0;
 
   protected abstract platform(): RoomPlatform;
 
@@ -110,6 +120,20 @@ export abstract class AgentRoomBase extends Agent<Env> implements AgentRoomRpc {
     this.journal.insert({ input, idempotencyKey, delivery, now: Date.now() });
     this.resume();
     return { turnId: input.turnId, duplicate: false };
+  }
+
+  /** The message behind a turn was edited or deleted on its platform (Discord's Gateway). */
+  async amendMessage(amendment: MessageAmendment): Promise<AmendmentResult> {
+    const result = await amendMessage(
+      {
+        journal: this.journal,
+        db: stores(this.env).db,
+        forgetHistory: () => this.forgetHistory(),
+      },
+      amendment,
+    );
+    log.info("message_amended", { room: this.name, result, change: amendment.change.kind });
+    return result;
   }
 
   /** A person answered an approval prompt: the turn resumes at once with the decision. */
@@ -187,7 +211,10 @@ export abstract class AgentRoomBase extends Agent<Env> implements AgentRoomRpc {
       settle: (turnId, result) => waiters.settle(turnId, result),
       deliver: () => this.deliver(),
       paused: (entry) => this.armApprovalExpiry(entry),
-      evaluated: (agentId, roomId) => this.queueEmbedding(agentId, roomId),
+      evaluated: (agentId, roomId) => {
+        this.queueEmbedding(agentId, roomId);
+        this.pruneUnanswered(agentId, roomId);
+      },
     };
   }
 
@@ -202,6 +229,20 @@ export abstract class AgentRoomBase extends Agent<Env> implements AgentRoomRpc {
     const item = { id: DELIVER_ITEM_ID, retry: DELIVERY_RETRY };
     const retryLater = () => this.push("deliverReplies", {}, item, "deliver_item_failed");
     void this.delivery.pending().catch(retryLater);
+  }
+
+  /** A Discord room keeps its newest unanswered messages only (checked every few turns). */
+  private pruneUnanswered(agentId: string, roomId: string): void {
+    if (!roomId.startsWith("discord:")) return;
+    this.evaluatedSincePrune += 1;
+    if (this.evaluatedSincePrune < PRUNE_EVERY_TURNS) return;
+    this.evaluatedSincePrune = 0;
+    const room = { agentId, roomId, keep: MAX_UNANSWERED_PER_ROOM };
+    pruneUnansweredMessages(stores(this.env).db, room)
+      .then((pruned) => (pruned > 0 ? this.forgetHistory() : undefined))
+      .catch((error: unknown) => {
+        log.warn("prune_unanswered_failed", { room: this.name, error: errorField(error) });
+      });
   }
 
   private queueEmbedding(agentId: string, roomId: string): void {

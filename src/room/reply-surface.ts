@@ -21,6 +21,8 @@ export interface ReplyJob {
   error: SerializedError | null;
   /** Messages of the reply already sent: a resumed delivery sends none twice. */
   sentParts: number;
+  /** The agent chose not to answer (its respond rules): a surface that was not asked sends nothing. */
+  ignored?: boolean;
 }
 
 export interface ApprovalPromptRequest {
@@ -56,6 +58,11 @@ export interface ReplySurface {
   afterAnswer(target: DeliveryTarget, via: DeliveryTarget): DeliveryTarget;
   /** True when the surface refused for good: retrying cannot help. */
   isPermanentFailure(error: unknown): boolean;
+  /**
+   * Shows that the agent is writing (Discord's typing indicator) until the returned function is
+   * called; absent, or null for a target, where the surface has no such thing. Best effort.
+   */
+  startTyping?(target: DeliveryTarget): (() => void) | null;
 }
 
 /** A message's attachments, copied in (once: a re-run finds them) and read for the model. */

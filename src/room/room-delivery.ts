@@ -62,6 +62,7 @@ export class RoomDelivery {
           reply: entry.outcome?.reply?.text ?? null,
           error: entry.error,
           sentParts: entry.deliveredParts,
+          ignored: entry.outcome?.status === "ignored",
         },
         (parts) => journal.markDeliveredParts(entry.turnId, parts, Date.now()),
       );

@@ -48,3 +48,16 @@ export type TurnResult =
 export type StreamedTurnResult =
   | { ok: true; replayed: boolean; stream: ReadableStream<Uint8Array> }
   | { ok: false; replayed: boolean; turnId: string; error: SerializedError };
+
+/** A chat platform says a message changed after it arrived (keyed like the message's turn). */
+export interface MessageAmendment {
+  idempotencyKey: string;
+  change: { kind: "edit"; text: string } | { kind: "delete" };
+  at: number;
+}
+
+/**
+ * What became of it: the waiting turn got the new text (`revised`) or was dropped; the stored
+ * message was edited or deleted (its turn had run); or no turn has that key (`unknown`).
+ */
+export type AmendmentResult = "revised" | "dropped" | "edited" | "deleted" | "unknown";

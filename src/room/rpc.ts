@@ -5,9 +5,11 @@ import type { HistoryPage, HistoryQuery } from "../memory/message-history.ts";
 import type { RateRule, TakeResult } from "../runtime/token-bucket.ts";
 import type { TaskState } from "../runtime/task-types.ts";
 import type {
+  AmendmentResult,
   ApprovalAnswer,
   ApprovalAnswerResult,
   EnqueueTurnRequest,
+  MessageAmendment,
   StreamedTurnResult,
   SubmitTurnRequest,
   TurnResult,
@@ -30,6 +32,7 @@ export interface AgentRoomRpc extends Rpc.DurableObjectBranded {
   streamTurn(request: SubmitTurnRequest): Promise<StreamedTurnResult>;
   enqueueTurn(request: EnqueueTurnRequest): Promise<{ turnId: string; duplicate: boolean }>;
   resolveApproval(answer: ApprovalAnswer): Promise<ApprovalAnswerResult>;
+  amendMessage(amendment: MessageAmendment): Promise<AmendmentResult>;
   readHistory(query: HistoryQuery): Promise<HistoryPage>;
   forgetHistory(): Promise<void>;
 }
@@ -62,4 +65,30 @@ export interface PostPublisherRpc extends Rpc.DurableObjectBranded {
 /** The one object ("schema") that brings D1 up to the bundled migrations. */
 export interface SchemaGateRpc extends Rpc.DurableObjectBranded {
   ensure(): Promise<SchemaState>;
+}
+
+/** The Discord Gateway connection as /health shows it. */
+export interface GatewayStatus {
+  /** "off" unless DISCORD_GATEWAY=true and a bot token is set. */
+  state: "off" | "disconnected" | "connecting" | "identifying" | "resuming" | "ready" | "stopped";
+  connected: boolean;
+  resuming: boolean;
+  reconnects: number;
+  identifies: number;
+  resumes: number;
+  lastEvent: string | null;
+  lastEventAt: number | null;
+  lastClose: { code: number; at: number } | null;
+  /** Messages handed to rooms as turns, edits and deletions passed on. */
+  eventsHandled: number;
+  /** Events received and not yet handed to their rooms. */
+  inFlight: number;
+  /** Why Discord refused for good (until the token changes). */
+  stoppedReason: string | null;
+}
+
+/** The application's Discord Gateway connection, named by the application id. */
+export interface DiscordGatewayRpc extends Rpc.DurableObjectBranded {
+  start(): Promise<GatewayStatus>;
+  status(): Promise<GatewayStatus>;
 }

@@ -5,6 +5,7 @@
 // the reply is stored in D1 and evaluated, chained in turn order. The Durable Object decides when
 // this runs (agent-room.ts); the driver only takes interfaces.
 import type { Character } from "../runtime/character.ts";
+import { decideByRules } from "../runtime/respond-decision.ts";
 import { AppError, NotFoundError, type SerializedError } from "../runtime/errors.ts";
 import type { TurnObserver, TurnPause } from "../runtime/turn-types.ts";
 import type { ToolOutput } from "../runtime/types.ts";
@@ -117,6 +118,7 @@ export class TurnDriver {
   private async run(entry: JournalEntry): Promise<void> {
     const { journal, host } = this.options;
     const { turnId, agentId } = entry.input;
+    const typing = this.typing(entry);
     try {
       if (entry.attempts >= MAX_TURN_ATTEMPTS) {
         const message = `the turn was interrupted ${entry.attempts} times and was given up`;
@@ -135,15 +137,19 @@ export class TurnDriver {
         resume ? null : runner.receive(entry.input),
       ]);
       const character = await characters.character(agentId, version);
-      await tools.prepare(agentId, version, character);
+      // A message the respond rules already decline needs no tools and no attachments read.
+      const rules = resume ? null : decideByRules(entry.input, character);
+      const declined = rules !== null && rules !== "ask" && !rules.respond;
+      if (!declined) await tools.prepare(agentId, version, character);
+      if (resume) typing.start();
       const outcome = await runner.respondOrPause(character, entry.input, {
         // Only a surface with buttons can ask a person; elsewhere such tools are refused.
         canAskApproval: entry.delivery
           ? this.options.surface.canAskApproval(entry.delivery, agentId)
           : false,
         resume,
-        attachments: resume ? undefined : await this.readAttachments(entry),
-        observer: host.observer(turnId),
+        attachments: resume || declined ? undefined : await this.readAttachments(entry),
+        observer: typing.observe(host.observer(turnId)),
         toolOutputs: {
           remembered: journal.toolOutputs(turnId),
           record: (key: string, output: ToolOutput) =>
@@ -162,7 +168,29 @@ export class TurnDriver {
       journal.markFailed(turnId, serialized, Date.now());
       host.settle(turnId, { ok: false, replayed: false, turnId, error: serialized });
       if (entry.delivery) host.deliver();
+    } finally {
+      typing.stop();
     }
+  }
+
+  /** The surface's typing indicator, from the decision to answer until the turn stops. */
+  private typing(entry: JournalEntry) {
+    const { surface } = this.options;
+    let stop: (() => void) | null = null;
+    const start = () => {
+      if (!stop && entry.delivery) stop = surface.startTyping?.(entry.delivery) ?? null;
+    };
+    return {
+      start,
+      stop: () => stop?.(),
+      observe: (observer: TurnObserver | undefined): TurnObserver => ({
+        ...observer,
+        replying: () => {
+          start();
+          observer?.replying?.();
+        },
+      }),
+    };
   }
 
   /** The turn's files, copied in once (a re-run finds them) and read for the model. */

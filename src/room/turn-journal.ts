@@ -349,6 +349,33 @@ export class TurnJournal {
     );
   }
 
+  /** The message was edited before its turn started: the turn answers the new text. */
+  reviseText(turnId: string, text: string, now: number): boolean {
+    return (
+      this.sql.exec(
+        "UPDATE turn_journal SET input = json_set(input, '$.text', ?), updated_at = ? WHERE turn_id = ? AND status = 'received' AND attempts = 0 AND pause IS NULL",
+        text,
+        now,
+        turnId,
+      ).rowsWritten > 0
+    );
+  }
+
+  /**
+   * The message was deleted before its turn started: the turn is dropped, stored as failed with
+   * why, with nothing to deliver. False when it had already started.
+   */
+  markDropped(turnId: string, error: SerializedError, now: number): boolean {
+    return (
+      this.sql.exec(
+        "UPDATE turn_journal SET status = 'failed', error = ?, delivery_status = NULL, updated_at = ? WHERE turn_id = ? AND status = 'received' AND attempts = 0 AND pause IS NULL",
+        JSON.stringify(error),
+        now,
+        turnId,
+      ).rowsWritten > 0
+    );
+  }
+
   /** Drops finished turns older than the idempotency window. */
   prune(now: number): number {
     return this.sql.exec(

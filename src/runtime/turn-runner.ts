@@ -160,6 +160,13 @@ async function respondOrPause(
     ? { position: options.resume.checkpoint.modelIndex, usage: options.resume.checkpoint.usage }
     : undefined;
   try {
+    // A message the rules already decline (a channel message nobody addressed to the agent) is
+    // stored and left there: no model, budget or context is needed to say no.
+    const rules = options.resume ? null : decideByRules(input, character);
+    if (rules && rules !== "ask" && !rules.respond) {
+      emitEnded(deps, ids, started, "ignored", null);
+      return ignoredOutcome(input, { promptTokens: 0, completionTokens: 0, modelCalls: 0 });
+    }
     if (!deps.model) throw new ModelNotConfiguredError(deps.modelNotConfiguredMessage);
     // A turn resuming after an approval was admitted when it started.
     if (deps.spend && !options.resume) {
@@ -339,22 +346,8 @@ async function respondWith(
           })
         ).decision
       : rules;
-  if (!decision.respond) {
-    return {
-      turnId: input.turnId,
-      status: "ignored",
-      reply: null,
-      actions: [],
-      toolCalls: [],
-      usage: { ...session.usage },
-      model: null,
-      stopReason: "ignored",
-      memories: [],
-      messageId: inboundMessageId(input.turnId),
-      replyId: null,
-      replyMemory: null,
-    };
-  }
+  if (!decision.respond) return ignoredOutcome(input, { ...session.usage });
+  options.observer?.replying?.();
 
   const name = chatName(input.userName ?? input.userId);
   const extra = options.attachments;
@@ -375,6 +368,23 @@ async function respondWith(
   return result.kind === "paused"
     ? pauseOf(input, result, state.memories)
     : buildReply(deps, input, session, result, state.memories);
+}
+
+function ignoredOutcome(input: TurnInput, usage: TurnOutcome["usage"]): TurnOutcome {
+  return {
+    turnId: input.turnId,
+    status: "ignored",
+    reply: null,
+    actions: [],
+    toolCalls: [],
+    usage,
+    model: null,
+    stopReason: "ignored",
+    memories: [],
+    messageId: inboundMessageId(input.turnId),
+    replyId: null,
+    replyMemory: null,
+  };
 }
 
 function pauseOf(

@@ -95,6 +95,8 @@ export interface UsedMemory {
  * nothing the turn does depends on them, so a watcher that goes away changes nothing.
  */
 export interface TurnObserver {
+  /** The agent decided to answer; the reply is being written (a surface may show it typing). */
+  replying?(): void;
   /** The long-term memories put into the prompt (possibly none), before the first model call. */
   memories?(used: UsedMemory[]): void;
   /** A piece of text as the model writes it (any round, also one that then calls tools). */

@@ -1,7 +1,8 @@
 // Discord's REST API as a fetch handler for tests and benchmarks: records every request the bot
 // makes (edits of the deferred response, follow-ups, channel messages) and answers 200, or a
 // scripted failure (429 with retry_after, 5xx, 404) for the next requests. `GET /applications/@me`
-// (who owns the bot) answers the application set with `setApplication`, counted apart from `calls`.
+// (who owns the bot) answers the application set with `setApplication`, counted apart from `calls`;
+// so does `GET /gateway/bot`, which points at the Gateway stand-in set with `setGateway`.
 
 /** The owner of the stand-in's application (a personal app, no team) unless a test sets another. */
 export const STAND_IN_APP_OWNER_ID = "620000000000000001";
@@ -39,6 +40,8 @@ export interface DiscordCall {
 
 export interface DiscordFailure {
   status: number;
+  /** Only a request whose path ends so fails (default: the next request, whatever its path). */
+  path?: string;
   body?: unknown;
   headers?: Record<string, string>;
 }
@@ -57,6 +60,9 @@ export interface DiscordStandIn {
   setApplication(application: StandInApplication | DiscordFailure): void;
   /** How many times the bot asked `GET /applications/@me` (with its `Bot` token). */
   readonly applicationLookups: number;
+  /** Where `GET /gateway/bot` points (kept across reset), and its session-start budget. */
+  setGateway(url: string, remaining?: number): void;
+  readonly gatewayLookups: number;
   reset(): void;
 }
 
@@ -68,6 +74,8 @@ export function createDiscordStandIn(): DiscordStandIn {
   let nextId = 1;
   let application: StandInApplication | DiscordFailure = DEFAULT_APPLICATION;
   let applicationLookups = 0;
+  let gateway: { url: string; remaining: number } | null = null;
+  let gatewayLookups = 0;
 
   const standIn: DiscordStandIn = {
     async fetch(input, init) {
@@ -86,6 +94,21 @@ export function createDiscordStandIn(): DiscordStandIn {
           });
         return Response.json(application);
       }
+      if (request.method === "GET" && url.pathname.endsWith("/gateway/bot")) {
+        gatewayLookups += 1;
+        if (request.headers.get("authorization") !== "Bot test-bot-token-not-real" || !gateway)
+          return Response.json({ message: "401: Unauthorized", code: 0 }, { status: 401 });
+        return Response.json({
+          url: gateway.url,
+          shards: 1,
+          session_start_limit: {
+            total: 1000,
+            remaining: gateway.remaining,
+            reset_after: 60_000,
+            max_concurrency: 1,
+          },
+        });
+      }
       const call: DiscordCall = {
         method: request.method,
         path: url.pathname,
@@ -94,7 +117,8 @@ export function createDiscordStandIn(): DiscordStandIn {
         at: Date.now(),
       };
       attempts.push(call);
-      const failure = failures.shift();
+      const index = failures.findIndex((f) => !f.path || url.pathname.endsWith(f.path));
+      const failure = index >= 0 ? failures.splice(index, 1)[0] : undefined;
       if (failure) {
         return new Response(
           JSON.stringify(
@@ -124,6 +148,12 @@ export function createDiscordStandIn(): DiscordStandIn {
     },
     get applicationLookups() {
       return applicationLookups;
+    },
+    setGateway(next, remaining = 1000) {
+      gateway = { url: next, remaining };
+    },
+    get gatewayLookups() {
+      return gatewayLookups;
     },
     waitForCalls(count, timeoutMs = 10_000) {
       return new Promise((resolve, reject) => {

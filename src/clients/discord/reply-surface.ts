@@ -1,7 +1,8 @@
 // The room's reply surface and attachment ingest on Discord (src/room/reply-surface.ts): replies,
 // progress lines and Approve / Deny prompts go to the interaction that asked, then to the channel
-// with the bot token once its token is (nearly) dead; files come from Discord's CDN into R2.
-// What the room kept for us (a delivery target, a posted prompt) is validated before use.
+// with the bot token once its token is (nearly) dead; for a message read on the Gateway they are
+// replies to that message, with the typing indicator while the turn runs. Files come from
+// Discord's CDN into R2. What the room kept for us (a target, a posted prompt) is validated first.
 import type { Env } from "../../env.ts";
 import type {
   AttachmentIngest,
@@ -19,6 +20,13 @@ import {
   postForInteraction,
 } from "./delivery.ts";
 import { createDiscordRest, DiscordApiError, type DiscordRest } from "./rest.ts";
+import {
+  deliverMessageReply,
+  DiscordMessageDelivery,
+  keepTyping,
+  postReply,
+} from "./message-delivery.ts";
+import { errorField, log } from "../../log.ts";
 
 export function createDiscordSurface(env: Env): ReplySurface {
   let rest: DiscordRest | null = null;
@@ -28,8 +36,14 @@ export function createDiscordSurface(env: Env): ReplySurface {
       botToken: env.DISCORD_BOT_TOKEN,
     }));
   return {
-    canAskApproval: (target, agentId) => target.kind === "discord" && canRouteApproval(agentId),
+    canAskApproval: (target, agentId) =>
+      (target.kind === "discord" || target.kind === "discord-message") && canRouteApproval(agentId),
     async sendReply(target, job, onSent) {
+      if (target.kind === "discord-message") {
+        const message = DiscordMessageDelivery.parse(target);
+        const replyJob = { ...job, target: message, ignored: job.ignored === true };
+        return await deliverMessageReply(discord(), replyJob, onSent);
+      }
       await deliverToDiscord(
         discord(),
         { ...job, target: discordTarget(target) },
@@ -38,6 +52,10 @@ export function createDiscordSurface(env: Env): ReplySurface {
       );
     },
     async postLine(target, text) {
+      if (target.kind === "discord-message") {
+        await postReply(discord(), DiscordMessageDelivery.parse(target), { content: text });
+        return;
+      }
       await postForInteraction(discord(), discordTarget(target), { content: text }, Date.now);
     },
     async postApprovalPrompt(target, request) {
@@ -51,6 +69,8 @@ export function createDiscordSurface(env: Env): ReplySurface {
         requesterDiscordId: /^discord:(\d{1,20})$/.exec(request.requesterId ?? "")?.[1] ?? null,
         expiresAt: request.expiresAt,
       });
+      if (target.kind === "discord-message")
+        return await postReply(discord(), DiscordMessageDelivery.parse(target), body);
       return await postForInteraction(discord(), discordTarget(target), body, Date.now);
     },
     async closeExpiredPrompt(posted: PostedPrompt, tool: string) {
@@ -58,10 +78,14 @@ export function createDiscordSurface(env: Env): ReplySurface {
       await editPosted(discord(), PostedMessage.parse(posted), body, Date.now);
     },
     openingUsed(target) {
+      // A Gateway message has no deferred response to fill: every message is its own.
+      if (target.kind === "discord-message") return target;
       const current = discordTarget(target);
       return current.originalUsed ? target : { ...current, originalUsed: true };
     },
     afterAnswer(target: DeliveryTarget, via: DeliveryTarget) {
+      // The click edits the prompt itself; the reply still answers the person's message.
+      if (target.kind === "discord-message") return target;
       // The prompt is the click's @original now: what follows goes out on the click's fresh token.
       const click = discordTarget(via);
       const { applicationId, interactionToken, expiresAt } = click;
@@ -74,6 +98,13 @@ export function createDiscordSurface(env: Env): ReplySurface {
       };
     },
     isPermanentFailure: (error) => error instanceof DiscordApiError && !error.retryable,
+    startTyping(target) {
+      if (target.kind !== "discord-message") return null;
+      const { channelId } = DiscordMessageDelivery.parse(target);
+      return keepTyping(discord(), channelId, (error) =>
+        log.warn("discord_typing_failed", { channelId, error: errorField(error) }),
+      );
+    },
   };
 }
 

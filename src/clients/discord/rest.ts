@@ -22,6 +22,8 @@ export interface DiscordMessageBody {
   content: string;
   flags?: number;
   components?: unknown[];
+  /** Makes the message a reply (Gateway conversations); the replied-to author is not pinged. */
+  message_reference?: { message_id: string; channel_id: string; fail_if_not_exists: boolean };
 }
 
 export class DiscordApiError extends Error {
@@ -70,6 +72,8 @@ export interface DiscordRest {
     messageId: string,
     body: DiscordMessageBody,
   ): Promise<SentMessage>;
+  /** Shows "<bot> is typing…" for 10 s or until the bot's next message (one attempt, no retry). */
+  typing(channelId: string): Promise<void>;
 }
 
 export function createDiscordRest(options: DiscordRestOptions = {}): DiscordRest {
@@ -90,7 +94,9 @@ export function createDiscordRest(options: DiscordRestOptions = {}): DiscordRest
     body: DiscordMessageBody,
     auth?: string,
   ): Promise<SentMessage> => {
-    const payload = JSON.stringify({ ...body, allowed_mentions: { parse: [] } });
+    // A reply would ping the person replied to unless replied_user says otherwise.
+    const allowed = body.message_reference ? { parse: [], replied_user: false } : { parse: [] };
+    const payload = JSON.stringify({ ...body, allowed_mentions: allowed });
     let last: DiscordApiError | null = null;
     for (let attempt = 1; attempt <= policy.maxAttempts; attempt++) {
       let response: Response;
@@ -155,6 +161,15 @@ export function createDiscordRest(options: DiscordRestOptions = {}): DiscordRest
       send("POST", `/channels/${channelId}/messages`, body, bot()),
     editChannelMessage: async (channelId, id, body) =>
       send("PATCH", `/channels/${channelId}/messages/${id}`, body, bot()),
+    async typing(channelId) {
+      const response = await doFetch(`${base}/channels/${channelId}/typing`, {
+        method: "POST",
+        headers: { authorization: bot() },
+      });
+      await response.body?.cancel();
+      if (!response.ok)
+        throw new DiscordApiError(response.status, `Discord answered ${response.status}`, false);
+    },
   };
 }
 

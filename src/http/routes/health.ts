@@ -1,14 +1,46 @@
 // Liveness and what backs this deployment: which model backend serves turns (and with which
 // models), which embedder and vector index serve memory (and whether their dimensions agree),
 // that D1 answers, and which schema version it holds (the migrations the worker applied itself,
-// or the one that failed). Public (no token): it names backends, never keys or URLs with
-// credentials.
+// or the one that failed), and with DISCORD_GATEWAY=true the Gateway connection's state. Public (no
+// token): it names backends, never keys, session ids or URLs with credentials.
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import { loadConfig } from "../../config.ts";
 import type { Env } from "../../env.ts";
 import { stores } from "../../memory/stores.ts";
 import { describeEmbedder } from "../../model/embedder.ts";
 import { ensureSchema } from "../../memory/schema-ready.ts";
+import { gatewayObject } from "../../clients/discord/gateway/gateway-client.ts";
+import type { GatewayStatus } from "../../room/rpc.ts";
+
+const GatewayHealth = z
+  .object({
+    state: z.enum([
+      "off",
+      "disconnected",
+      "connecting",
+      "identifying",
+      "resuming",
+      "ready",
+      "stopped",
+    ]),
+    connected: z.boolean(),
+    resuming: z.boolean(),
+    reconnects: z.number().int(),
+    identifies: z.number().int(),
+    resumes: z.number().int(),
+    lastEvent: z.string().nullable(),
+    lastEventAt: z.number().nullable().openapi({ description: "Milliseconds since the epoch" }),
+    lastClose: z.object({ code: z.number().int(), at: z.number() }).nullable(),
+    eventsHandled: z.number().int(),
+    inFlight: z.number().int(),
+    stoppedReason: z.string().nullable(),
+  })
+  .nullable()
+  .optional()
+  .openapi({
+    description:
+      "The Discord Gateway connection, only with DISCORD_GATEWAY=true (null: the object did not answer)",
+  });
 
 const Health = z
   .object({
@@ -48,6 +80,7 @@ const Health = z
         .openapi({ description: "The index's dimension (null: an empty local index)" }),
       status: z.enum(["ok", "dimension_mismatch", "unavailable"]),
     }),
+    gateway: GatewayHealth,
   })
   .openapi("Health");
 
@@ -69,13 +102,20 @@ export function healthRoutes(): OpenAPIHono<{ Bindings: Env }> {
     async (c) => {
       const config = loadConfig(c.env);
       const { embedder, index } = stores(c.env);
-      const [database, indexDimensions, schemaNow] = await Promise.all([
+      const gatewayStub = gatewayObject(c.env);
+      const [database, indexDimensions, schemaNow, , gateway] = await Promise.all([
         stores(c.env)
           .reachable()
           .then((ok) => (ok ? ("ok" as const) : ("unavailable" as const))),
         index.dimensions().catch(() => "unavailable" as const),
         ensureSchema(c.env),
         embedder.ready?.().catch(() => undefined),
+        gatewayStub
+          ? gatewayStub.status().then(
+              (status: GatewayStatus) => status,
+              () => null,
+            )
+          : null,
       ]);
       const schema = schemaNow
         ? {
@@ -96,7 +136,11 @@ export function healthRoutes(): OpenAPIHono<{ Bindings: Env }> {
               : ("ok" as const),
       };
       const configured = config.model.kind !== "none";
-      const healthy = database === "ok" && vectors.status === "ok" && schema?.error == null;
+      const healthy =
+        database === "ok" &&
+        vectors.status === "ok" &&
+        schema?.error == null &&
+        gateway?.state !== "stopped";
       const body = {
         status: healthy ? ("ok" as const) : ("degraded" as const),
         model: {
@@ -109,6 +153,7 @@ export function healthRoutes(): OpenAPIHono<{ Bindings: Env }> {
         schema,
         embedding: describeEmbedder(embedder),
         vectors,
+        ...(gatewayStub ? { gateway } : {}),
       };
       return c.json(body, healthy ? 200 : 503);
     },

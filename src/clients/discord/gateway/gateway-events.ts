@@ -1,0 +1,219 @@
+// What the Gateway object does with message events: finds the agent serving the channel (its own,
+// or the default; `allowedChannels` applies as to commands), applies the DM rules and the per-user
+// rate limit, and hands the message to the room as a turn keyed by its message id, so a replayed
+// event is recognised, never a second turn. Edits and deletes go to the same room. Events of one
+// channel are handled in order; channels run side by side. A room that cannot be reached is tried
+// again a few times before the event is logged as lost.
+import { loadConfig } from "../../../config.ts";
+import type { Env } from "../../../env.ts";
+import { enforceRate } from "../../../http/rate-limit.ts";
+import { errorField, log } from "../../../log.ts";
+import { stores } from "../../../memory/stores.ts";
+import { enqueueTurn, roomName } from "../../../room/room-client.ts";
+import type { DirectMessagePolicy } from "../../../runtime/character.ts";
+import { RateLimitedError } from "../../../runtime/errors.ts";
+import { discordOwners } from "../owners.ts";
+import type { DiscordMessageDelivery } from "../message-delivery.ts";
+import {
+  GatewayMessage,
+  MessageDelete,
+  MessageUpdate,
+  messageTurnKey,
+  readMessage,
+  type BotIdentity,
+} from "./message-intake.ts";
+
+/** How long a channel's agent and the client settings are reused before D1 is asked again. */
+export const CHANNEL_CACHE_MS = 10_000;
+const HANDOFF_ATTEMPTS = 4;
+const HANDOFF_BACKOFF_MS = 500;
+
+interface ChannelRoute {
+  agentId: string | null;
+  allowed: boolean;
+  until: number;
+}
+
+export interface GatewayEventsOptions {
+  env: Env;
+  bot(): BotIdentity | null;
+  now?: () => number;
+}
+
+export class GatewayEvents {
+  private readonly options: GatewayEventsOptions;
+  private readonly chains = new Map<string, Promise<void>>();
+  private readonly routes = new Map<string, ChannelRoute>();
+  private readonly dmPolicies = new Map<string, { policy: DirectMessagePolicy; until: number }>();
+  /** Messages handed to rooms as turns, and edits or deletions passed on. */
+  handled = 0;
+
+  constructor(options: GatewayEventsOptions) {
+    this.options = options;
+  }
+
+  /** Handles one message event after the earlier ones of its channel. */
+  handle(event: string, data: unknown): Promise<void> {
+    const channelId = channelOf(data);
+    if (!channelId) return Promise.resolve();
+    const previous = this.chains.get(channelId) ?? Promise.resolve();
+    const next = previous.then(() => this.withRetries(event, () => this.process(event, data)));
+    this.chains.set(channelId, next);
+    void next.finally(() => {
+      if (this.chains.get(channelId) === next) this.chains.delete(channelId);
+    });
+    return next;
+  }
+
+  private async withRetries(event: string, work: () => Promise<void>): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await work();
+      } catch (error) {
+        if (attempt >= HANDOFF_ATTEMPTS) {
+          log.error("gateway_event_lost", { event, error: errorField(error) });
+          return;
+        }
+        await new Promise((resolve) => setTimeout(resolve, HANDOFF_BACKOFF_MS * 2 ** attempt));
+      }
+    }
+  }
+
+  private async process(event: string, data: unknown): Promise<void> {
+    const bot = this.options.bot();
+    if (!bot) return;
+    if (event === "MESSAGE_CREATE") return this.created(data, bot);
+    if (event === "MESSAGE_UPDATE") return this.updated(data, bot);
+    if (event === "MESSAGE_DELETE") return this.deleted(data);
+  }
+
+  private async created(data: unknown, bot: BotIdentity): Promise<void> {
+    const parsed = GatewayMessage.safeParse(data);
+    if (!parsed.success) {
+      log.warn("gateway_message_unreadable", { issues: parsed.error.issues.length });
+      return;
+    }
+    const intake = readMessage(parsed.data, bot);
+    if (intake.kind === "ignore") return;
+    const agentId = await this.agentFor(intake.channelId);
+    if (!agentId) return;
+    const { env } = this.options;
+    if (intake.isDirect && !(await this.takesDirectMessage(agentId, intake.userId))) {
+      log.info("gateway_dm_refused", { agentId, channelId: intake.channelId });
+      return;
+    }
+    try {
+      await enforceRate(
+        env,
+        `user:discord:${intake.userId}`,
+        loadConfig(env).rateLimits.perUser,
+        "this Discord user",
+      );
+    } catch (error) {
+      if (!(error instanceof RateLimitedError)) throw error;
+      log.info("gateway_rate_limited", { agentId, channelId: intake.channelId });
+      return;
+    }
+    const delivery: DiscordMessageDelivery = {
+      kind: "discord-message",
+      channelId: intake.channelId,
+      messageId: intake.messageId,
+      addressed: intake.mentioned || intake.isDirect,
+    };
+    await enqueueTurn(env, {
+      idempotencyKey: messageTurnKey(intake.messageId),
+      input: {
+        turnId: crypto.randomUUID(),
+        agentId,
+        roomId: `discord:${intake.channelId}`,
+        userId: `discord:${intake.userId}`,
+        userName: intake.userName,
+        text: intake.text,
+        attachments: intake.attachments,
+        source: "discord",
+        isDirect: intake.isDirect,
+        mentioned: intake.mentioned,
+        fromBot: intake.fromBot,
+        receivedAt: this.now(),
+      },
+      delivery,
+    });
+    this.handled += 1;
+  }
+
+  private async updated(data: unknown, bot: BotIdentity): Promise<void> {
+    const parsed = MessageUpdate.safeParse(data);
+    if (!parsed.success || parsed.data.content === undefined) return;
+    if (parsed.data.author?.id === bot.userId) return;
+    const text = parsed.data.content
+      .replace(new RegExp(`<@!?${bot.userId}>`, "g"), `@${bot.username}`)
+      .trim();
+    await this.amend(parsed.data.channel_id, parsed.data.id, { kind: "edit", text });
+  }
+
+  private async deleted(data: unknown): Promise<void> {
+    const parsed = MessageDelete.safeParse(data);
+    if (!parsed.success) return;
+    await this.amend(parsed.data.channel_id, parsed.data.id, { kind: "delete" });
+  }
+
+  private async amend(
+    channelId: string,
+    messageId: string,
+    change: { kind: "edit"; text: string } | { kind: "delete" },
+  ): Promise<void> {
+    const agentId = await this.agentFor(channelId);
+    if (!agentId) return;
+    const { env } = this.options;
+    const room = env.ROOMS.getByName(roomName(agentId, `discord:${channelId}`));
+    await room.amendMessage({ idempotencyKey: messageTurnKey(messageId), change, at: this.now() });
+    this.handled += 1;
+  }
+
+  /** The agent serving the channel, or null when none does or the channel is not allowed. */
+  private async agentFor(channelId: string): Promise<string | null> {
+    const now = this.now();
+    let route = this.routes.get(channelId);
+    if (!route || now >= route.until) {
+      const { agentId, config } = await stores(this.options.env).discord.channelContext(channelId);
+      route = {
+        agentId: agentId ?? config.defaultAgentId,
+        allowed: config.allowedChannels.length === 0 || config.allowedChannels.includes(channelId),
+        until: now + CHANNEL_CACHE_MS,
+      };
+      this.routes.set(channelId, route);
+    }
+    return route.allowed ? route.agentId : null;
+  }
+
+  /** A DM has no server permissions: the agent's `directMessages` says whose it takes (default owners). */
+  private async takesDirectMessage(agentId: string, userId: string): Promise<boolean> {
+    const now = this.now();
+    let cached = this.dmPolicies.get(agentId);
+    if (!cached || now >= cached.until) {
+      const record = await stores(this.options.env).agents.get(agentId);
+      const policy = record?.character.settings.discord.directMessages ?? "owners";
+      cached = { policy, until: now + CHANNEL_CACHE_MS };
+      this.dmPolicies.set(agentId, cached);
+    }
+    if (cached.policy === "everyone") return true;
+    if (cached.policy === "off") return false;
+    const { env } = this.options;
+    const owners = discordOwners({
+      configured: loadConfig(env).discordOwnerIds,
+      apiBase: env.DISCORD_API_BASE,
+      botToken: env.DISCORD_BOT_TOKEN,
+    });
+    return owners.isOwner(userId);
+  }
+
+  private now(): number {
+    return (this.options.now ?? Date.now)();
+  }
+}
+
+function channelOf(data: unknown): string | null {
+  if (typeof data !== "object" || data === null || !("channel_id" in data)) return null;
+  const channelId = data.channel_id;
+  return typeof channelId === "string" && /^\d{1,20}$/.test(channelId) ? channelId : null;
+}

@@ -1,0 +1,378 @@
+// Discord conversations over the Gateway, end to end: the worker's DiscordGateway object connects
+// to the Gateway stand-in on loopback (real protocol: HELLO, heartbeats and ACKs, IDENTIFY/READY,
+// sequenced DISPATCH, RESUME/RESUMED, INVALID_SESSION, op 7, close codes), hands messages to the
+// same rooms as /chat, and the replies reach Discord's REST stand-in. Grouped by the Gateway
+// docs' headings; one connection serves the whole file, each test in its own channel.
+import { env } from "cloudflare:workers";
+import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { beforeAll, describe, expect, it } from "vitest";
+import { api, createTestAgent, json } from "../helpers/api.ts";
+import {
+  APP_ID,
+  click,
+  post,
+  snowflake,
+  useAgentIn,
+  useDiscordStandIns,
+} from "../helpers/discord.ts";
+import {
+  control,
+  dispatch,
+  gatewayPeer,
+  gatewayState,
+  messageEvent,
+  STAND_IN_BOT,
+  waitFor,
+  waitForReady,
+} from "../helpers/gateway.ts";
+import type { DiscordCall } from "../stand-ins/discord-stand-in.ts";
+
+const { model, discord, files } = useDiscordStandIns();
+const OWNER = "610000000000000001";
+
+const repliesIn = (channel: string): DiscordCall[] =>
+  discord.calls.filter(
+    (call) => call.method === "POST" && call.path === `/api/v10/channels/${channel}/messages`,
+  );
+const typingIn = (channel: string) =>
+  discord.calls.filter((call) => call.path === `/api/v10/channels/${channel}/typing`);
+const waitForReplies = (channel: string, count: number) =>
+  waitFor(`${count} replies in ${channel}`, () => {
+    const replies = repliesIn(channel);
+    return replies.length >= count ? replies : null;
+  });
+const repliedTo = (call: DiscordCall) =>
+  (call.body.message_reference as { message_id?: string } | undefined)?.message_id;
+const settle = (ms = 400) => new Promise((resolve) => setTimeout(resolve, ms));
+const opsReceived = async (op: number) =>
+  (await gatewayState()).received.filter((record) => record.op === op);
+
+let defaultAgent: string;
+
+beforeAll(async () => {
+  discord.setGateway(gatewayPeer().url);
+  await control("reset");
+  defaultAgent = await createTestAgent({ settings: { memory: { factsEvery: 1000 } } });
+  const config = await api("POST", "/clients/discord/config", {
+    body: { defaultAgentId: defaultAgent, allowedChannels: [] },
+  });
+  expect(config.status).toBe(200);
+  // The worker's first request starts the Gateway object.
+  await api("GET", "/health", { token: null });
+  await waitForReady();
+});
+
+describe("Gateway: handshake (HELLO, IDENTIFY, READY)", () => {
+  it("identifies once with the intents it needs, then heartbeats with the last sequence", async () => {
+    const [identify] = await opsReceived(2);
+    expect(identify?.d).toMatchObject({
+      token: "test-bot-token-not-real",
+      // GUILDS | GUILD_MESSAGES | DIRECT_MESSAGES | MESSAGE_CONTENT
+      intents: 1 | 512 | 4096 | 32768,
+    });
+    const beats = await waitFor("two heartbeats", async () => {
+      const found = await opsReceived(1);
+      return found.length >= 2 ? found : null;
+    });
+    expect(typeof beats.at(-1)?.d).toBe("number");
+  });
+
+  it("shows the connection on /health", async () => {
+    const health = await json<{ gateway: Record<string, unknown> }>(
+      await api("GET", "/health", { token: null }),
+    );
+    expect(health.gateway).toMatchObject({ state: "ready", connected: true, stoppedReason: null });
+    expect(JSON.stringify(health)).not.toContain("test-bot-token");
+  });
+});
+
+describe("Gateway: messages into rooms", () => {
+  it("answers a mention once, as a Discord reply that pings nobody, typing meanwhile", async () => {
+    const channel = snowflake();
+    model.respondWith(() => ({ text: "Lisbon." }));
+    const event = messageEvent(channel, "what's the capital of Portugal?", { mention: true });
+    await dispatch(event);
+    const [reply] = await waitForReplies(channel, 1);
+    expect(reply!.body).toEqual({
+      content: "Lisbon.",
+      message_reference: { message_id: event.d.id, channel_id: channel, fail_if_not_exists: false },
+      allowed_mentions: { parse: [], replied_user: false },
+    });
+    expect(typingIn(channel).length).toBeGreaterThanOrEqual(1);
+    expect(typingIn(channel)[0]!.at).toBeLessThanOrEqual(reply!.at);
+    const prompt = model.calls.at(-1)!.body.messages as Array<{ role: string; content: unknown }>;
+    // The bot's mention reads as its name.
+    expect(JSON.stringify(prompt.at(-1))).toContain("@edge-bot what's the capital of Portugal?");
+    await settle();
+    expect(repliesIn(channel)).toHaveLength(1);
+    const history = await json<{ messages: Array<{ text: string; userId: string | null }> }>(
+      await api("GET", `/agents/${defaultAgent}/rooms/discord:${channel}/messages`),
+    );
+    expect(history.messages.map((m) => m.text)).toEqual([
+      "Lisbon.",
+      "@edge-bot what's the capital of Portugal?",
+    ]);
+  });
+
+  it("stores a message that mentions nobody without answering it (respond mode `mentions`)", async () => {
+    const channel = snowflake();
+    const before = model.calls.length;
+    await dispatch(messageEvent(channel, "anyone up for lunch?"));
+    await waitFor("the message stored", async () => {
+      const page = await json<{ messages: Array<{ text: string }> }>(
+        await api("GET", `/agents/${defaultAgent}/rooms/discord:${channel}/messages`),
+      );
+      return page.messages.some((m) => m.text === "anyone up for lunch?");
+    });
+    await settle();
+    expect(repliesIn(channel)).toHaveLength(0);
+    expect(typingIn(channel)).toHaveLength(0);
+    // Declined by the rules: no model call, not even the small one.
+    expect(model.calls.length).toBe(before);
+  });
+
+  it("answers a reply to one of the bot's messages, and a mention of its role", async () => {
+    const channel = snowflake();
+    const reply = messageEvent(channel, "and Spain?", { replyTo: STAND_IN_BOT.id });
+    const role = messageEvent(channel, "roll call", { mentionRole: true });
+    await dispatch(reply, role);
+    const answers = await waitForReplies(channel, 2);
+    expect(answers.map(repliedTo)).toEqual([reply.d.id, role.d.id]);
+  });
+
+  it("never makes a turn of the bot's own messages", async () => {
+    const channel = snowflake();
+    const own = messageEvent(channel, "hello", { user: STAND_IN_BOT.id, mention: true });
+    const marker = messageEvent(channel, "ping", { mention: true });
+    await dispatch(own, marker);
+    const answers = await waitForReplies(channel, 1);
+    await settle();
+    expect(repliesIn(channel)).toHaveLength(1);
+    expect(repliedTo(answers[0]!)).toBe(marker.d.id);
+    const page = await json<{ messages: Array<{ text: string }> }>(
+      await api("GET", `/agents/${defaultAgent}/rooms/discord:${channel}/messages`),
+    );
+    expect(page.messages.map((m) => m.text)).not.toContain("@edge-bot hello");
+  });
+
+  it("answers a replayed event once (same message id, a second dispatch)", async () => {
+    const channel = snowflake();
+    const event = messageEvent(channel, "once please", { mention: true });
+    await dispatch(event, event);
+    await waitForReplies(channel, 1);
+    await settle();
+    expect(repliesIn(channel)).toHaveLength(1);
+  });
+
+  it("reads attachments through the attachment path", async () => {
+    const channel = snowflake();
+    files.set("notes.txt", {
+      body: new TextEncoder().encode("the launch code is 1234"),
+      type: "text/plain",
+      downloads: 0,
+    });
+    const event = messageEvent(channel, "what's in the file?", {
+      mention: true,
+      attachments: [
+        {
+          url: "http://discord.test/cdn/notes.txt",
+          filename: "notes.txt",
+          content_type: "text/plain",
+        },
+      ],
+    });
+    await dispatch(event);
+    await waitForReplies(channel, 1);
+    expect(JSON.stringify(model.calls.at(-1)!.body)).toContain("the launch code is 1234");
+  });
+
+  it("retries a reply Discord refused with 429 from the room's queue", async () => {
+    const channel = snowflake();
+    discord.failNext({
+      status: 429,
+      body: { retry_after: 0.05, message: "slow down" },
+      path: `/channels/${channel}/messages`,
+    });
+    await dispatch(messageEvent(channel, "hi", { mention: true }));
+    await waitForReplies(channel, 1);
+    expect(discord.attempts.filter((a) => a.path.endsWith(`/${channel}/messages`))).toHaveLength(2);
+  });
+});
+
+describe("Gateway: direct messages", () => {
+  it("answers an owner's DM and makes no turn of a stranger's (directMessages: owners)", async () => {
+    const ownerDm = snowflake();
+    const strangerDm = snowflake();
+    await dispatch(
+      messageEvent(strangerDm, "hi bot", { guild: null, user: "710000000000000009" }),
+      messageEvent(ownerDm, "hi bot", { guild: null, user: OWNER }),
+    );
+    await waitForReplies(ownerDm, 1);
+    await settle();
+    expect(repliesIn(strangerDm)).toHaveLength(0);
+    const page = await json<{ messages: unknown[] }>(
+      await api("GET", `/agents/${defaultAgent}/rooms/discord:${strangerDm}/messages`),
+    );
+    expect(page.messages).toHaveLength(0);
+  });
+});
+
+describe("Gateway: edits and deletions (MESSAGE_UPDATE, MESSAGE_DELETE)", () => {
+  it("answers the edited text of a message still waiting, and drops a deleted one", async () => {
+    const channel = snowflake();
+    // The first turn's model answers slowly: the two after it wait in the room's journal.
+    model.script({ text: "one", delayMs: 1_500 });
+    const first = messageEvent(channel, "first", { mention: true });
+    const edited = messageEvent(channel, "typo", { mention: true });
+    const deleted = messageEvent(channel, "never mind", { mention: true });
+    const calls = model.calls.length;
+    await dispatch(first, edited, deleted);
+    await waitFor("the first model call", () => model.calls.length > calls);
+    await dispatch(
+      {
+        t: "MESSAGE_UPDATE",
+        d: { id: edited.d.id, channel_id: channel, content: `<@${STAND_IN_BOT.id}> fixed text` },
+      },
+      { t: "MESSAGE_DELETE", d: { id: deleted.d.id, channel_id: channel } },
+    );
+    const replies = await waitForReplies(channel, 2);
+    await settle();
+    expect(repliesIn(channel).map(repliedTo)).toEqual([first.d.id, edited.d.id]);
+    expect(replies).toHaveLength(2);
+    expect(JSON.stringify(model.calls.at(-1)!.body)).toContain("@edge-bot fixed text");
+    const page = await json<{ messages: Array<{ text: string }> }>(
+      await api("GET", `/agents/${defaultAgent}/rooms/discord:${channel}/messages`),
+    );
+    expect(page.messages.map((m) => m.text)).not.toContain("@edge-bot never mind");
+  });
+
+  it("edits the stored text of a message already handled, without answering again", async () => {
+    const channel = snowflake();
+    const chatter = messageEvent(channel, "meet at 5");
+    await dispatch(chatter);
+    const stored = () =>
+      api("GET", `/agents/${defaultAgent}/rooms/discord:${channel}/messages`).then((r) =>
+        json<{ messages: Array<{ text: string }> }>(r),
+      );
+    await waitFor("stored", async () => (await stored()).messages.length === 1);
+    await dispatch({
+      t: "MESSAGE_UPDATE",
+      d: { id: chatter.d.id, channel_id: channel, content: "meet at 6" },
+    });
+    await waitFor("edited", async () => (await stored()).messages[0]?.text === "meet at 6");
+    expect(repliesIn(channel)).toHaveLength(0);
+  });
+});
+
+describe("Gateway: tool approval in the channel", () => {
+  it("posts Approve / Deny as a reply to the message, and answers after the click", async () => {
+    const channel = snowflake();
+    await useAgentIn(channel, { toolApproval: ["remember"] });
+    model.script(
+      { toolCalls: [{ name: "remember", arguments: { fact: "likes tea" } }] },
+      { text: "Noted." },
+    );
+    const event = messageEvent(channel, "remember I like tea", { mention: true });
+    await dispatch(event);
+    const [prompt] = await waitForReplies(channel, 1);
+    expect(repliedTo(prompt!)).toBe(event.d.id);
+    const buttons = JSON.stringify(prompt!.body.components);
+    const approve = /"custom_id":"(ap:y:[^"]+)"/.exec(buttons)![1]!;
+    const answer = await post(click(channel, "700000000000000001", approve));
+    expect(answer.status).toBe(200);
+    const [, reply] = await waitForReplies(channel, 2);
+    expect(reply!.body.content).toBe("Noted.");
+    expect(repliedTo(reply!)).toBe(event.d.id);
+  });
+});
+
+describe("Gateway: resuming (RESUME, RESUMED, op 7, INVALID_SESSION, heartbeat ACKs)", () => {
+  it("resumes a dropped connection and answers the messages sent meanwhile once each", async () => {
+    const channel = snowflake();
+    const { sessionId } = await gatewayState();
+    await control("drop");
+    const missed = [1, 2, 3].map((n) => messageEvent(channel, `missed ${n}`, { mention: true }));
+    await dispatch(...missed);
+    await waitForReplies(channel, 3);
+    await settle();
+    expect(repliesIn(channel).map(repliedTo).sort()).toEqual(missed.map((m) => m.d.id).sort());
+    const resumes = await opsReceived(6);
+    expect(resumes.at(-1)?.d).toMatchObject({ session_id: sessionId });
+    expect((await gatewayState()).sessionId).toBe(sessionId);
+  });
+
+  it("resumes at once when Discord asks for a reconnect (op 7)", async () => {
+    const before = (await opsReceived(6)).length;
+    await control("reconnect");
+    await waitFor("a RESUME", async () => (await opsReceived(6)).length > before);
+    await waitForReady();
+  });
+
+  it("reconnects and resumes when a heartbeat is not acknowledged", async () => {
+    const before = await gatewayState();
+    await control("settings", { ackHeartbeats: false });
+    await waitFor(
+      "a new connection",
+      async () => (await gatewayState()).connections > before.connections,
+    );
+    await control("settings", { ackHeartbeats: true });
+    await waitFor("a RESUME", async () => (await opsReceived(6)).length > 0);
+    const ready = await waitForReady();
+    expect(ready.sessionId).toBe(before.sessionId);
+  });
+
+  it("identifies anew after an invalid session, and goes on answering", async () => {
+    const identifies = (await opsReceived(2)).length;
+    const { sessionId } = await gatewayState();
+    await control("invalidate", { resumable: false });
+    await waitFor("a new IDENTIFY", async () => (await opsReceived(2)).length > identifies, 20_000);
+    const ready = await waitForReady();
+    expect(ready.sessionId).not.toBe(sessionId);
+    const channel = snowflake();
+    await dispatch(messageEvent(channel, "still there?", { mention: true }));
+    await waitForReplies(channel, 1);
+  });
+
+  it("reconnects and resumes after the object is evicted, answering what it missed once", async () => {
+    const gateway = env.GATEWAY!.getByName(APP_ID);
+    const { sessionId, connections } = await gatewayState();
+    // ctx.abort() resets the object as an eviction, a deploy or a crash does: only storage is left.
+    // (evictDurableObject waits for in-flight work, and an open WebSocket never finishes.)
+    await runInDurableObject(gateway, (_instance, ctx) => {
+      setTimeout(() => {
+        try {
+          ctx.abort("simulated eviction");
+        } catch {
+          // abort() throws in the object that called it, as a crash would.
+        }
+      }, 0);
+    });
+    await waitFor("the connection closed", async () => !(await gatewayState()).connected);
+    const channel = snowflake();
+    const missed = messageEvent(channel, "while you were out", { mention: true });
+    await dispatch(missed);
+    // The watchdog alarm wakes the object, which resumes the stored session (a stub of an aborted
+    // object stays broken: a new one reaches the new instance).
+    await runDurableObjectAlarm(env.GATEWAY!.getByName(APP_ID));
+    const ready = await waitForReady();
+    expect(ready.connections).toBeGreaterThan(connections);
+    expect(ready.sessionId).toBe(sessionId);
+    await waitForReplies(channel, 1);
+    await settle();
+    expect(repliesIn(channel)).toHaveLength(1);
+  });
+});
+
+describe("Gateway: close codes", () => {
+  it("stops for good on 4004 (authentication failed) and says so on /health", async () => {
+    const connections = (await gatewayState()).connections;
+    await control("close", { code: 4004, reason: "Authentication failed" });
+    await settle(1_500);
+    expect((await gatewayState()).connections).toBe(connections);
+    const health = await api("GET", "/health", { token: null });
+    expect(health.status).toBe(503);
+    const body = await json<{ gateway: { state: string; stoppedReason: string } }>(health);
+    expect(body.gateway.state).toBe("stopped");
+    expect(body.gateway.stoppedReason).toContain("4004");
+  });
+});
