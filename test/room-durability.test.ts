@@ -132,9 +132,16 @@ describe("ordering in a room", () => {
 
   it("keeps rooms independent: a slow room does not hold up another", async () => {
     const agentId = await createTestAgent();
-    model.respondWith((call) =>
-      lastUserText(call) === "slow" ? { text: "finally", delayMs: 400 } : { text: "fast answer" },
-    );
+    // The slow room's model call waits until the fast room has answered: no timing involved.
+    let releaseSlow = () => {};
+    const slowGate = new Promise<void>((resolve) => {
+      releaseSlow = resolve;
+    });
+    model.respondWith(async (call) => {
+      if (lastUserText(call) !== "slow") return { text: "fast answer" };
+      await slowGate;
+      return { text: "finally" };
+    });
     let slowDone = false;
     const slow = send(agentId, "slow", { roomId: "room-slow" }).then((response) => {
       slowDone = true;
@@ -144,6 +151,7 @@ describe("ordering in a room", () => {
     const fast = await send(agentId, "quick", { roomId: "room-fast" });
     expect(await json(fast)).toMatchObject({ reply: { text: "fast answer" } });
     expect(slowDone).toBe(false);
+    releaseSlow();
     expect(await json(await slow)).toMatchObject({ reply: { text: "finally" } });
   });
 });
