@@ -1,5 +1,5 @@
 // The room's reply surface and attachment ingest on Discord (src/room/reply-surface.ts): replies,
-// progress lines and Approve / Deny prompts go to the interaction that asked, then to the channel
+// progress lines, Approve / Deny prompts and tasks' questions go to the interaction that asked, then to the channel
 // with the bot token once its token is (nearly) dead; files come from Discord's CDN into R2.
 // What the room kept for us (a delivery target, a posted prompt) is validated before use.
 import type { Env } from "../../env.ts";
@@ -19,6 +19,7 @@ import {
   postForInteraction,
 } from "./delivery.ts";
 import { createDiscordRest, DiscordApiError, type DiscordRest } from "./rest.ts";
+import { questionPrompt, questionResultText } from "./task-input.ts";
 
 export function createDiscordSurface(env: Env): ReplySurface {
   let rest: DiscordRest | null = null;
@@ -48,13 +49,28 @@ export function createDiscordSurface(env: Env): ReplySurface {
         agentName: request.agentName,
         tool: request.tool,
         arguments: request.arguments,
-        requesterDiscordId: /^discord:(\d{1,20})$/.exec(request.requesterId ?? "")?.[1] ?? null,
+        requesterDiscordId: discordUserId(request.requesterId),
         expiresAt: request.expiresAt,
       });
       return await postForInteraction(discord(), discordTarget(target), body, Date.now);
     },
     async closeExpiredPrompt(posted: PostedPrompt, tool: string) {
       const body = { content: approvalResultText(tool, "expired"), components: [] };
+      await editPosted(discord(), PostedMessage.parse(posted), body, Date.now);
+    },
+    async postQuestion(target, request) {
+      const body = questionPrompt({
+        inputId: request.inputId,
+        agentId: request.agentId,
+        agentName: request.agentName,
+        question: request.question,
+        requesterDiscordId: discordUserId(request.requesterId),
+        expiresAt: request.expiresAt,
+      });
+      return await postForInteraction(discord(), discordTarget(target), body, Date.now);
+    },
+    async closeExpiredQuestion(posted: PostedPrompt) {
+      const body = { content: questionResultText("expired"), components: [] };
       await editPosted(discord(), PostedMessage.parse(posted), body, Date.now);
     },
     openingUsed(target) {
@@ -90,6 +106,11 @@ export function createDiscordAttachmentIngest(env: Env): AttachmentIngest {
       return attachmentPrompt(results);
     },
   };
+}
+
+/** The snowflake of a `discord:<id>` user id, if it is one. */
+function discordUserId(userId: string | null): string | null {
+  return /^discord:(\d{1,20})$/.exec(userId ?? "")?.[1] ?? null;
 }
 
 function discordTarget(target: DeliveryTarget): DiscordDelivery {
