@@ -8,7 +8,13 @@ import { errorField, log } from "../log.ts";
 import { effectiveServers } from "../mcp/registry.ts";
 import { AppError, ModelNotConfiguredError, NotFoundError } from "../runtime/errors.ts";
 import { assertWithinDailyBudget, dailyCeiling, utcDay } from "../runtime/spend.ts";
-import { advanceTask, spentTokens, stopTask, type TaskLoopDeps } from "../runtime/task-loop.ts";
+import {
+  advanceTask,
+  markStarted,
+  spentTokens,
+  stopTask,
+  type TaskLoopDeps,
+} from "../runtime/task-loop.ts";
 import { isPaused, isTerminal, type TaskEventBody, type TaskState } from "../runtime/task-types.ts";
 import { modelChoiceFor } from "../runtime/turn-runner.ts";
 import { DEFAULT_LIMITS } from "../runtime/turn-types.ts";
@@ -38,6 +44,9 @@ export async function runTaskUnits(
     if (state.status === "queued") {
       const ceiling = dailyCeiling(deps.character, runtime.config.dailyTokenLimit);
       await assertWithinDailyBudget(runtime.spend, agentId, ceiling, Date.now());
+      const taskId = state.taskId;
+      state = markStarted(state, Date.now(), (event) => context.emit(taskId, event));
+      store.save(state, [], Date.now());
     }
     while (!isTerminal(state.status) && !isPaused(state.status)) {
       if (store.beginAttempt(state.taskId) > MAX_STEP_ATTEMPTS) {

@@ -49,6 +49,20 @@ export interface TaskAdvance {
   audit: AuditEntry[];
 }
 
+/**
+ * A queued task taking a running slot: `running` from now on (its host saves this before the first
+ * unit, so a task working on its first unit is never counted as waiting).
+ */
+export function markStarted(
+  previous: TaskState,
+  now: number,
+  emit: (event: TaskEventBody) => void,
+): TaskState {
+  if (previous.status !== "queued") return previous;
+  emit({ type: "task_started" });
+  return { ...previous, status: "running", startedAt: now };
+}
+
 /** One unit of work: a plan, a summary, an act step with its reflection, or the completion check. */
 export async function advanceTask(previous: TaskState, deps: TaskLoopDeps): Promise<TaskAdvance> {
   // Terminal, or waiting for a person or another agent: nothing to do until task-answers.ts
@@ -57,11 +71,7 @@ export async function advanceTask(previous: TaskState, deps: TaskLoopDeps): Prom
     return { state: previous, audit: [] };
   const state: TaskState = structuredClone(previous);
   const now = deps.now();
-  if (state.status === "queued") {
-    state.status = "running";
-    state.startedAt = now;
-    deps.emit({ type: "task_started" });
-  }
+  if (state.status === "queued") Object.assign(state, markStarted(state, now, deps.emit));
   const stop = boundReached(state, deps, now);
   if (stop) return { state: finish(state, deps, stop.reason, stop.text), audit: [] };
 

@@ -136,7 +136,13 @@ export async function act(
       ...(approved
         ? { resume: { checkpoint: approved.checkpoint, decision: approved.decision!.value } }
         : delegated
-          ? { resume: { checkpoint: delegated.checkpoint, output: delegated.output! } }
+          ? {
+              resume: {
+                checkpoint: delegated.checkpoint,
+                output: delegated.output!,
+                ...(delegated.approval ? { decision: delegated.approval } : {}),
+              },
+            }
           : {}),
     });
   } finally {
@@ -157,6 +163,7 @@ export async function act(
       checkpoint: loop.checkpoint,
       childTaskId: null,
       output: null,
+      ...(loop.approval ? { approval: loop.approval } : {}),
     };
     state.status = "awaiting_delegate";
     return false;

@@ -105,6 +105,8 @@ export interface TaskDelegation {
   childTaskId: string | null;
   /** What the step's tool call returns: the child's result (or why there is none). */
   output: ToolOutput | null;
+  /** delegate_task itself needed a person's approval: their decision, kept for the audit trail. */
+  approval?: ApprovalDecision;
 }
 
 /** The task (on another agent) whose step started this one. */

@@ -77,6 +77,8 @@ export type ToolLoopResult =
       tool: string;
       arguments: Record<string, unknown>;
       checkpoint: ToolLoopCheckpoint;
+      /** A deferred call a person approved first: the decision, to record with its output. */
+      approval?: ApprovalDecision;
     };
 
 export async function runToolLoop(input: ToolLoopInput): Promise<ToolLoopResult> {
@@ -147,6 +149,7 @@ export async function runToolLoop(input: ToolLoopInput): Promise<ToolLoopResult>
             tool: call.name,
             arguments: args,
             checkpoint: checkpoint(),
+            ...(approval ? { approval } : {}),
           };
       }
       pending = pending.slice(1);

@@ -166,3 +166,33 @@ export function standInResponder(
     return script.next(role) ?? fallbackReply(role, lastText);
   };
 }
+
+/** The goal a task-loop call works on (its first `Goal: …` line), or "" for other calls. */
+export function goalOf(call: { messages: Record<string, unknown>[] }): string {
+  for (const message of call.messages) {
+    if (message.role !== "user" || typeof message.content !== "string") continue;
+    const goal = /^Goal: (.*)$/m.exec(message.content)?.[1];
+    if (goal !== undefined) return goal;
+  }
+  return "";
+}
+
+/** One scripted task per goal, for tasks that run at the same time (each goal its own queues). */
+export function perGoalResponder(
+  scripts: Record<string, ScriptedTaskModel>,
+): (call: { messages: Record<string, unknown>[] }) => ScriptReply {
+  const responders = Object.fromEntries(
+    Object.entries(scripts).map(([goal, script]) => [goal, standInResponder(script)]),
+  );
+  return (call) => responders[goalOf(call)]?.(call) ?? { text: "(no script for this goal)" };
+}
+
+/** A one-step task that completes with `result`. */
+export function oneStepScript(result: string, act: ScriptReply[] = [{ text: result }]): TaskScript {
+  return {
+    plan: [planReply(["Do it"], ["It is done"])],
+    act,
+    reflect: [reflectReply(true)],
+    evaluate: [evaluateReply([true], result)],
+  };
+}

@@ -31,9 +31,9 @@ describe("delegation policy", () => {
     expect(
       delegationRefusal({ caller: "ada", delegates: ["bob"], chain: [], target: "bob" }),
     ).toBeNull();
-    expect(
-      delegationRefusal({ caller: "ada", delegates: ["bob"], chain: [], target: "eve" }),
-    ).toBe('you may not ask agent "eve": the agents you may ask are "bob"');
+    expect(delegationRefusal({ caller: "ada", delegates: ["bob"], chain: [], target: "eve" })).toBe(
+      'you may not ask agent "eve": the agents you may ask are "bob"',
+    );
   });
 
   it("refuses a cycle, the asker itself included", () => {
@@ -157,7 +157,14 @@ describe("delegate_task in a task step", () => {
   const script = {
     plan: [planReply(["Get the tide table"], ["The table is reported"])],
     act: [
-      { toolCalls: [{ name: "delegate_task", arguments: { agentId: "bob", goal: "Fetch Brest's tide table" } }] },
+      {
+        toolCalls: [
+          {
+            name: "delegate_task",
+            arguments: { agentId: "bob", goal: "Fetch Brest's tide table" },
+          },
+        ],
+      },
       { text: "Bob's task found high tides at 06:12." },
     ],
     reflect: [reflectReply(true)],
@@ -220,7 +227,11 @@ describe("delegate_task in a task step", () => {
       r.messages.some((m) => m.role === "tool" && m.content.includes("06:12 and 18:40")),
     );
     expect(resumed).toBeDefined();
-    expect(final.usage.delegated).toEqual({ promptTokens: 500, completionTokens: 50, modelCalls: 5 });
+    expect(final.usage.delegated).toEqual({
+      promptTokens: 500,
+      completionTokens: 50,
+      modelCalls: 5,
+    });
   });
 
   it("refuses a delegation to an agent the character does not list, without pausing", async () => {

@@ -102,7 +102,11 @@ describe("task spec", () => {
       },
     });
     const final = await runToPause(h, newTask());
-    expect(final).toMatchObject({ status: "failed", stopReason: "error", error: { code: "model" } });
+    expect(final).toMatchObject({
+      status: "failed",
+      stopReason: "error",
+      error: { code: "model" },
+    });
     expect(h.script.asked).not.toContain("plan");
   });
 
