@@ -158,6 +158,38 @@ describe("parallel tasks", () => {
     expect(await read(agentId, bus)).toMatchObject({ status: "cancelled" });
   });
 
+  it("holds the daily ceiling across concurrent tasks: one started while another runs sees its spend", async () => {
+    const agentId = await createTestAgent({
+      settings: { memory: { factsEvery: 1000 }, dailyTokens: 300 },
+    });
+    const goals = ["Spend a lot", "Spend some more"];
+    const respond = perGoalResponder(
+      Object.fromEntries(goals.map((goal) => [goal, scriptTask(oneStepScript(`${goal}: done.`))])),
+    );
+    const held = gate();
+    // Every call reports 200 tokens: the first task's spec and plan spend 400 before it acts.
+    model.respondWith(
+      held.hold([goals[0]!], (call) => ({
+        ...respond(call),
+        usage: { promptTokens: 150, completionTokens: 50 },
+      })),
+    );
+    const first = await start(agentId, goals[0]!);
+    await vi.waitFor(() => expect(held.arrived).toEqual([goals[0]]), { timeout: 10_000 });
+    const second = await waitForStatus(agentId, await start(agentId, goals[1]!), [
+      "completed",
+      "failed",
+    ]);
+    expect(second).toMatchObject({ status: "failed", stopReason: "error" });
+    expect(second.report).toContain("daily model budget");
+    expect(held.arrived).toEqual([goals[0]]);
+    held.open();
+    // The task admitted earlier finishes its work (a started task is not cut off mid-way).
+    expect(await waitForStatus(agentId, first, ["completed", "failed"])).toMatchObject({
+      status: "completed",
+    });
+  });
+
   it("refuses a task with 429 once 50 are waiting, and takes it again when there is room", async () => {
     const agentId = await createTestAgent({
       settings: { memory: { factsEvery: 1000 }, tasks: { concurrency: 1 } },
