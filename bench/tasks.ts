@@ -5,6 +5,8 @@
 // 2. Runtime overhead per unit of work (plan, act step + reflection, summary, completion check)
 //    with a zero-latency model: the loop alone in Node, then through the worker in local workerd
 //    (AgentTasks Durable Object, SQLite persistence after every unit, built-in tools).
+// 3. Agents working together: 4 tasks at once against 4 one after the other, and the overhead of
+//    a delegation round trip (bench/tasks-together.ts).
 import { cpus } from "node:os";
 import { parseCharacter } from "../src/characters/parse-character.ts";
 import { runTask, type TaskLoopDeps } from "../src/runtime/task-loop.ts";
@@ -22,6 +24,7 @@ import {
 } from "../test/helpers/task-script.ts";
 import { startModelServer } from "./model-server.ts";
 import { markdownTable, summarize } from "./stats.ts";
+import { benchTogether } from "./tasks-together.ts";
 import { startBenchWorker } from "./worker-harness.ts";
 
 const CORE_RUNS = 300;
@@ -443,6 +446,8 @@ async function main(): Promise<void> {
         2,
       ),
     );
+    // 3. Parallel tasks and a delegation round trip (bench/tasks-together.ts).
+    await benchTogether(worker, model);
   } finally {
     await worker.stop();
     await model.close();

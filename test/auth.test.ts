@@ -6,7 +6,7 @@
 import { describe, expect, it, vi } from "vitest";
 import type { OpenAIStandIn } from "./stand-ins/openai-stand-in.ts";
 import { api, createTestAgent, json, useModelStandIn } from "./helpers/api.ts";
-import { planReply, scriptTask, standInResponder } from "./helpers/task-script.ts";
+import { planReply, scriptTask, specReply, standInResponder } from "./helpers/task-script.ts";
 
 const ALL_SCOPES = [
   "admin",
@@ -159,6 +159,37 @@ const REQUESTS: Record<string, () => Promise<MatrixRequest>> = {
     return {
       path: `/agents/${id}/tasks/${String(taskId)}/approval`,
       body: { approve: false },
+      agentId: id,
+      status: 200,
+    };
+  },
+  "POST /agents/{agentId}/tasks/{taskId}/input": async () => {
+    // A task whose compiled spec lacks an input it cannot do without waits as `needs_input`.
+    const id = await createTestAgent();
+    const goal = "Check the time somewhere";
+    standIn.respondWith(
+      standInResponder(
+        scriptTask({
+          spec: [
+            specReply(goal, {
+              missing: [{ input: "place", question: "Where?", required: true }],
+            }),
+          ],
+        }),
+      ),
+    );
+    const { taskId } = await admin("POST", `/agents/${id}/tasks`, { goal }, 202);
+    await vi.waitFor(
+      async () =>
+        expect(
+          (await admin("GET", `/agents/${id}/tasks/${String(taskId)}`, undefined, 200)).status,
+        ).toBe("needs_input"),
+      { timeout: 15_000, interval: 50 },
+    );
+    standIn.reset();
+    return {
+      path: `/agents/${id}/tasks/${String(taskId)}/input`,
+      body: { text: "Paris" },
       agentId: id,
       status: 200,
     };

@@ -154,7 +154,8 @@ describe("tasks API", () => {
       durationMs: expect.any(Number),
     });
     expect(task.audit[1]!.result).toContain("current_time");
-    expect(task.usage.modelCalls).toBe(11);
+    // The spec (on the small model), the plan, 5 agent rounds, 3 reflections, a summary, the check.
+    expect(task.usage.modelCalls).toBe(12);
     const listed = await json<{
       tasks: { taskId: string; status: string; goal: string; source: string }[];
     }>(await api("GET", `/agents/${agentId}/tasks`));
@@ -166,7 +167,10 @@ describe("tasks API", () => {
         source: "api",
       }),
     ]);
-    expect(model.calls.every((call) => call.model === "test-primary")).toBe(true);
+    expect(model.calls.map((call) => call.model)).toEqual([
+      "test-small",
+      ...Array.from({ length: 11 }, () => "test-primary"),
+    ]);
   });
 
   it("recovers from a failing tool with a different approach", async () => {
@@ -252,7 +256,8 @@ describe("tasks API", () => {
     const task = await finished(agentId, await start(agentId, { goal: "Answer" }));
     expect(task.status).toBe("completed");
     expect(task.plan?.steps.map((s) => s.title)).toEqual(["Answer"]);
-    const reask = model.calls[1]!.messages.at(-1) as { content: string };
+    // Call 0 compiled the spec; 1 was the invalid plan; 2 re-asked it.
+    const reask = model.calls[2]!.messages.at(-1) as { content: string };
     expect(reask.content).toContain("That reply is invalid (steps: ");
   });
 
@@ -388,6 +393,7 @@ describe("task events", () => {
     const events = await readEvents(live);
     expect(events.map((e) => e.event)).toEqual([
       "task_started",
+      "spec",
       "plan",
       "step_started",
       "tool_called",
@@ -407,7 +413,7 @@ describe("task events", () => {
     const ids = events.map((e) => e.id);
     expect(ids).toEqual([...ids].sort((a, b) => a - b));
     expect(new Set(ids).size).toBe(ids.length);
-    expect(events[3]!.data).toMatchObject({
+    expect(events[4]!.data).toMatchObject({
       taskId,
       type: "tool_called",
       tool: "current_time",

@@ -17,6 +17,16 @@ export const MAX_CONSECUTIVE_FAILURES = 10;
 /** Generous ceiling; the model's own limit applies first. */
 export const MAX_TOKENS_SETTING = 10_000_000;
 
+/** Agent ids, as the agents API takes them (src/http/schemas.ts AGENT_ID). */
+const agentId = z
+  .string()
+  .regex(
+    /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/,
+    "expected an agent id (1-64 letters, digits, '-' or '_')",
+  );
+/** At most 8 tasks of an agent run at once (docs/tasks.md#parallel-tasks). */
+export const MAX_TASK_CONCURRENCY = 8;
+
 /** Secret values may be written as numbers or booleans; the runtime only ever sees strings. */
 export const secretsSchema = boundedRecord(
   z.union([boundedString(), z.number(), z.boolean()], {
@@ -61,6 +71,12 @@ const memorySchema = z.strictObject(
   { error: (issue) => (issue.code === "unrecognized_keys" ? undefined : "expected an object") },
 );
 
+/** `settings.tasks`: how many of the agent's tasks run at once (default 2, src/runtime/task-types.ts). */
+const tasksSchema = z.strictObject(
+  { concurrency: z.int().min(1).max(MAX_TASK_CONCURRENCY).optional() },
+  { error: (issue) => (issue.code === "unrecognized_keys" ? undefined : "expected an object") },
+);
+
 /**
  * `settings.discord`: ours is `directMessages`. ElizaOS files keep their own Discord keys here too
  * (e.g. `shouldIgnoreBotMessages`); those pass and are kept in `extraSettings.discord`.
@@ -91,6 +107,9 @@ export const settingsSchema = z
       maxConsecutiveFailures: z.int().min(1).max(MAX_CONSECUTIVE_FAILURES).optional(),
       historyTokens: tokenCount.optional(),
       dailyTokens: z.int().min(1).max(1e12).optional(),
+      /** Agents this one may ask for help (ask_agent, delegate_task); none: the tools are hidden. */
+      delegates: z.array(agentId).max(MAX_ARRAY_ENTRIES).optional(),
+      tasks: tasksSchema.optional(),
       memory: memorySchema.prefault({}),
       discord: discordSchema.prefault({}),
       secrets: secretsSchema.optional(),
@@ -122,6 +141,8 @@ export function splitSettings(parsed: ParsedSettings): SplitSettings {
     maxConsecutiveFailures,
     historyTokens,
     dailyTokens,
+    delegates,
+    tasks,
     memory,
     discord: { directMessages, ...discordExtra },
     secrets,
@@ -139,6 +160,8 @@ export function splitSettings(parsed: ParsedSettings): SplitSettings {
     maxConsecutiveFailures,
     historyTokens,
     dailyTokens,
+    delegates,
+    tasks: tasks ? withoutUndefined(tasks) : undefined,
   });
   const settings: RuntimeSettings = {
     ...optional,

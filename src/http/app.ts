@@ -23,6 +23,7 @@ import { MAX_UPLOAD_BODY_BYTES } from "../media/validate.ts";
 import { postRoutes } from "./routes/posts.ts";
 import { toolRoutes } from "./routes/tools.ts";
 import { taskRoutes } from "./routes/tasks.ts";
+import { taskAnswerRoutes } from "./routes/task-answers.ts";
 import { scheduleRoutes } from "./routes/schedules.ts";
 import { validationError } from "./validation.ts";
 import {
@@ -90,6 +91,7 @@ export function createApp(): OpenAPIHono<AppEnv> {
   app.route("/", mediaRoutes());
   app.route("/", postRoutes());
   app.route("/", taskRoutes());
+  app.route("/", taskAnswerRoutes());
   app.route("/", scheduleRoutes());
 
   app.openAPIRegistry.registerComponent("securitySchemes", "bearerAuth", {

@@ -1,49 +1,58 @@
 // AgentTasks: one Durable Object per agent (named by the agent id) that owns its autonomous tasks
-// and their schedules. The loop itself is src/runtime/task-loop.ts; this class persists the state
-// after every unit of work, so a task cut off by eviction resumes at the step it was in: while
-// tasks run, the SDK's keepAlive heartbeat holds an alarm, and that alarm (or any request) wakes
-// a restarted object, whose onStart resumes the work. Tasks run outside the alarm handler, so
-// schedules keep firing while a long task works. An agent's tasks run one at a time, oldest first.
-// A task that reaches a tool needing a person's approval pauses (`awaiting_approval`, holding no
-// slot) until the person who started it on Discord clicks, an API caller answers, or it expires.
+// and their schedules. The loop itself is src/runtime/task-loop.ts; task-run.ts runs one task and
+// persists its state after every unit of work, and task-pool.ts runs up to the agent's
+// `settings.tasks.concurrency` of them at once (the rest wait in order, at most 50). While tasks
+// run, the SDK's keepAlive heartbeat holds an alarm, and that alarm (or any request) wakes a
+// restarted object, whose onStart resumes every task that was running. A paused task (a tool
+// approval, a question for a person, a step delegated to another agent's task) holds no slot;
+// task-pauses.ts answers those pauses. Schedules fire through the SDK scheduler.
 import { Agent } from "agents";
-import { MODEL_NOT_CONFIGURED_MESSAGE } from "../config.ts";
 import type { Env } from "../env.ts";
-import { DEFAULT_LIMITS, type ApprovalDecision } from "../runtime/turn-types.ts";
-import { AppError, ModelNotConfiguredError, NotFoundError } from "../runtime/errors.ts";
-import { modelChoiceFor } from "../runtime/turn-runner.ts";
-import { assertWithinDailyBudget, dailyCeiling, utcDay } from "../runtime/spend.ts";
-import { advanceTask, answerApproval, stopTask, type TaskLoopDeps } from "../runtime/task-loop.ts";
-import { APPROVAL_WINDOW_MS, newApprovalId } from "./approvals.ts";
+import { errorField, log } from "../log.ts";
+import { stopTask } from "../runtime/task-loop.ts";
 import {
+  DEFAULT_TASK_CONCURRENCY,
   DEFAULT_TASK_LIMITS,
+  isPaused,
   isTerminal,
+  MAX_QUEUED_TASKS,
   newTaskState,
   type TaskEventBody,
   type TaskState,
 } from "../runtime/task-types.ts";
-import { effectiveServers } from "../mcp/registry.ts";
-import { createRoomRuntime, type RoomRuntime } from "./room-runtime.ts";
-import { MAX_STEP_ATTEMPTS, TaskStore, type ScheduleRecord } from "./task-store.ts";
 import type { ReplySurface } from "./reply-surface.ts";
-import { TaskReports } from "./task-reports.ts";
+import { createRoomRuntime, type RoomRuntime } from "./room-runtime.ts";
 import type { AgentTasksRpc } from "./rpc.ts";
+import { createTaskPeers } from "./task-delegations.ts";
+import { TaskPauses } from "./task-pauses.ts";
+import { TaskPool } from "./task-pool.ts";
+import { TaskReports } from "./task-reports.ts";
 import type {
   CreateTaskRequest,
+  CreateTaskResult,
+  DelegationNotice,
   ScheduleRequest,
   ScheduleResult,
   TaskApprovalClick,
   TaskApprovalResult,
   TaskEventsPage,
+  TaskInputAnswer,
+  TaskInputResult,
+  TaskQuestionOpen,
   TaskView,
 } from "./task-requests.ts";
-import { errorField, log } from "../log.ts";
+import { runTaskUnits } from "./task-run.ts";
+import { type ScheduleRecord, TaskScheduleStore } from "./task-schedule-store.ts";
+import { TaskStore } from "./task-store.ts";
 
 const DELIVER_ITEM_ID = "deliver-task-results";
+const DELEGATION_ITEM_ID = "task-delegations";
 const DELIVERY_RETRY = { maxAttempts: 8, baseDelayMs: 5_000, maxDelayMs: 120_000 };
-/** A cancelled step is given this long to stop before cancel answers with the state as it is. */
-const CANCEL_WAIT_MS = 5_000;
 const MAX_SCHEDULES = 100;
+/** How long a refused POST is told to wait before trying again (the queue drains as tasks end). */
+const QUEUE_FULL_RETRY_SECONDS = 30;
+/** The agent's concurrency is read again after this long (its character may have changed). */
+const CONCURRENCY_CACHE_MS = 5_000;
 
 /**
  * The class binds to TASKS as `AgentTasks` (src/durable-objects.ts), which plugs in the surface
@@ -51,13 +60,14 @@ const MAX_SCHEDULES = 100;
  */
 export abstract class AgentTasksBase extends Agent<Env> implements AgentTasksRpc {
   private store!: TaskStore;
+  private schedules!: TaskScheduleStore;
   private runtime: Promise<RoomRuntime> | null = null;
-  private draining: Promise<void> | null = null;
-  private running: { taskId: string; controller: AbortController; done: Promise<void> } | null =
-    null;
+  private pool!: TaskPool;
+  private pauses!: TaskPauses;
   private surface!: ReplySurface;
-  /** Progress lines, approval prompts and results, where a task reports. */
+  /** Progress lines, approval prompts, questions and results, where a task reports. */
   private reports!: TaskReports;
+  private concurrencyCache: { value: number; at: number } | null = null;
 
   /** Where tasks started on a surface report (progress, prompts, result). */
   protected abstract replySurface(): ReplySurface;
@@ -66,6 +76,8 @@ export abstract class AgentTasksBase extends Agent<Env> implements AgentTasksRpc
     this.surface = this.replySurface();
     this.store = new TaskStore(this.ctx.storage.sql);
     this.store.migrate();
+    this.schedules = new TaskScheduleStore(this.ctx.storage.sql);
+    this.schedules.migrate();
     this.store.prune(Date.now());
     this.reports = new TaskReports({
       store: this.store,
@@ -76,16 +88,49 @@ export abstract class AgentTasksBase extends Agent<Env> implements AgentTasksRpc
       expire: (payload) => this.expireTaskApproval(payload),
       retryLater: () => this.armDelivery(),
     });
-    // Work left by an earlier instance (eviction, crash, deploy) resumes on first contact.
-    if (this.store.nextRunnable()) void this.drain();
+    this.pauses = new TaskPauses({
+      agentId: this.name,
+      store: this.store,
+      surface: this.surface,
+      reports: this.reports,
+      peers: createTaskPeers(this.env),
+      emit: (taskId, event) => this.emit(taskId, event),
+      resumed: () => this.pool.pump(),
+      finished: (state) => this.afterTask(state),
+      schedule: (at, callback, payload) => this.armAt(at, callback, payload),
+      retryLater: () => this.armDelegations(),
+    });
+    this.pool = new TaskPool({
+      agentId: this.name,
+      runnable: () => this.store.runnable(),
+      concurrency: () => this.concurrency(),
+      keepAlive: () => this.keepAlive(),
+      run: (state, signal) => this.runTask(state, signal),
+    });
+    // Work left by an earlier instance (eviction, crash, deploy) resumes on first contact: every
+    // task that was running, then the queue, up to the agent's concurrency.
+    this.pool.pump();
     if (this.store.undelivered().length > 0) this.reports.results();
-    const paused = this.store.awaitingApproval();
-    for (const task of paused) this.armApprovalExpiry(task.state);
-    if (paused.length > 0) this.reports.prompt();
+    this.pauses.resumeAfterRestart();
   }
 
-  /** Stores a new task and starts it (after the agent's earlier tasks). */
-  async createTask(request: CreateTaskRequest): Promise<{ taskId: string }> {
+  /**
+   * Stores a new task; it starts when a slot is free. A full queue refuses it (429). A delegated
+   * step's repeated request gets the task it started.
+   */
+  async createTask(request: CreateTaskRequest): Promise<CreateTaskResult> {
+    if (request.originKey) {
+      const existing = this.store.byOriginKey(request.originKey);
+      if (existing) return { ok: true, taskId: existing.state.taskId };
+    }
+    if (this.store.queuedCount() >= MAX_QUEUED_TASKS) {
+      return {
+        ok: false,
+        code: "rate_limited",
+        message: `agent "${this.name}" already has ${MAX_QUEUED_TASKS} tasks waiting to run; try again once some have started`,
+        retryAfterSeconds: QUEUE_FULL_RETRY_SECONDS,
+      };
+    }
     const taskId = crypto.randomUUID();
     const now = Date.now();
     const state = newTaskState({
@@ -97,11 +142,14 @@ export abstract class AgentTasksBase extends Agent<Env> implements AgentTasksRpc
       source: request.source,
       scheduleId: request.scheduleId ?? null,
       requestedBy: request.requestedBy ?? null,
+      chain: request.chain ?? [],
+      parent: request.parent ?? null,
       now,
     });
-    this.store.insert(state, request.delivery ?? null, now);
-    void this.drain();
-    return { taskId };
+    this.store.insert(state, request.delivery ?? null, now, request.originKey ?? null);
+    if (request.parent) this.pauses.linkToParent(state);
+    this.pool.pump();
+    return { ok: true, taskId };
   }
 
   async getTask(taskId: string): Promise<TaskView | null> {
@@ -121,20 +169,19 @@ export abstract class AgentTasksBase extends Agent<Env> implements AgentTasksRpc
     return { events, finished: isTerminal(stored.state.status) && events.length < limit };
   }
 
-  /** Cancels a task: a running step is aborted and the task ends `cancelled` with its report. */
+  /**
+   * Cancels one task: a running step is aborted and the task ends `cancelled` with its report;
+   * the agent's other tasks go on. A task it delegated to another agent is cancelled too.
+   */
   async cancel(taskId: string): Promise<TaskState | null> {
     const stored = this.store.get(taskId);
     if (!stored) return null;
     if (isTerminal(stored.state.status)) return stored.state;
-    if (this.running?.taskId === taskId) {
-      const running = this.running;
-      running.controller.abort(new Error("cancelled"));
-      await Promise.race([
-        running.done,
-        new Promise((resolve) => setTimeout(resolve, CANCEL_WAIT_MS)),
-      ]);
+    if (this.pool.isRunning(taskId)) {
+      await this.pool.abort(taskId, new Error("cancelled"));
       return this.store.get(taskId)?.state ?? null;
     }
+    // Not running: ended here in one synchronous block, so no slot can pick it up meanwhile.
     const cancelled = stopTask(
       stored.state,
       Date.now(),
@@ -143,96 +190,67 @@ export abstract class AgentTasksBase extends Agent<Env> implements AgentTasksRpc
       "the task was cancelled",
     );
     this.store.save(cancelled, [], Date.now());
+    this.pauses.cancelChild(stored.state);
     this.afterTask(cancelled);
     return cancelled;
   }
 
-  // ---- approvals ----------------------------------------------------------------------------
+  // ---- pauses: approvals, questions, delegated steps (task-pauses.ts) -----------------------
 
   /** A click on a task's Approve / Deny button: only the person who started the task counts. */
   async answerClick(click: TaskApprovalClick): Promise<TaskApprovalResult> {
-    const stored = this.store.byApprovalId(click.approvalId);
-    if (!stored) return { status: "gone", taskStatus: null };
-    if (stored.state.requestedBy === null || stored.state.requestedBy !== click.userId)
-      return { status: "not_yours" };
-    const result = this.recordAnswer(
-      stored.state,
-      click.approvalId,
-      click.approve ? "approved" : "denied",
-      click.userName,
-    );
-    if (result.status === "resolved" && stored.delivery) {
-      // The task's next messages follow the answered prompt, on the click's own handle.
-      this.store.setDelivery(result.taskId, this.surface.afterAnswer(stored.delivery, click.via));
-    }
-    return result;
+    return this.pauses.approvalClick(click);
   }
 
   /** POST /agents/:agentId/tasks/:taskId/approval: for tasks started where nobody can be asked. */
   async answerFromApi(taskId: string, approve: boolean): Promise<TaskApprovalResult | null> {
-    const stored = this.store.get(taskId);
-    if (!stored) return null;
-    const approval = stored.state.approval;
-    if (stored.state.status !== "awaiting_approval" || !approval || approval.decision)
-      return { status: "gone", taskStatus: stored.state.status };
-    if (stored.state.requestedBy !== null) return { status: "on_discord" };
-    return this.recordAnswer(
-      stored.state,
-      approval.approvalId,
-      approve ? "approved" : "denied",
-      "an API caller",
-    );
+    return this.pauses.approvalFromApi(taskId, approve);
   }
 
   /** Schedule callback: nobody answered in time, which counts as a denial. */
   async expireTaskApproval(payload: { taskId: string; approvalId: string }): Promise<void> {
-    const stored = this.store.get(payload.taskId);
-    if (!stored) return;
-    const tool = stored.state.approval?.tool ?? "";
-    if (this.recordAnswer(stored.state, payload.approvalId, "expired", null).status !== "resolved")
-      return;
-    this.reports.expired(stored, tool);
+    this.pauses.expireApproval(payload);
   }
 
-  private recordAnswer(
-    state: TaskState,
-    approvalId: string,
-    decision: ApprovalDecision,
-    by: string | null,
-  ): TaskApprovalResult {
-    const now = Date.now();
-    const answered = answerApproval(state, { approvalId, decision, by }, now, (event) =>
-      this.emit(state.taskId, event),
-    );
-    if (!answered) return { status: "gone", taskStatus: state.status };
-    this.store.save(answered, [], now);
-    void this.drain();
-    return { status: "resolved", taskId: state.taskId, tool: state.approval!.tool, decision };
+  /** POST /agents/:agentId/tasks/:taskId/input: the answer to a `needs_input` task's question. */
+  async answerInputFromApi(taskId: string, text: string): Promise<TaskInputResult | null> {
+    return this.pauses.inputFromApi(taskId, text);
   }
 
-  private armApprovalExpiry(state: TaskState): void {
-    const approval = state.approval;
-    if (!approval || approval.decision) return;
-    const payload = { taskId: state.taskId, approvalId: approval.approvalId };
-    // Idempotent: re-arming on every start never doubles it, and a lost one is re-created.
-    this.schedule(
-      new Date(Math.max(approval.expiresAt, Date.now() + 1_000)),
-      "expireTaskApproval",
-      payload,
-      { idempotent: true },
-    ).catch((error: unknown) => {
-      log.error("task_approval_expiry_failed", {
-        agent: this.name,
-        taskId: state.taskId,
-        error: errorField(error),
-      });
-    });
+  /** A click on a question's Answer button: the question, for a modal, if the clicker may answer. */
+  async openQuestion(inputId: string, userId: string): Promise<TaskQuestionOpen> {
+    return this.pauses.openQuestion(inputId, userId);
+  }
+
+  /** A question's modal was submitted. */
+  async answerQuestion(answer: TaskInputAnswer): Promise<TaskInputResult> {
+    return this.pauses.inputFromModal(answer);
+  }
+
+  /** Schedule callback: nobody answered the question in time; the task is cancelled. */
+  async expireTaskInput(payload: { taskId: string; inputId: string }): Promise<void> {
+    this.pauses.expireInput(payload);
+  }
+
+  /** Another agent's task, delegated by one of this agent's task steps, finished. */
+  async delegationFinished(notice: DelegationNotice): Promise<void> {
+    this.pauses.delegationFinished(notice);
+  }
+
+  /** Schedule callback: a delegated task did not finish in time; the step goes on without it. */
+  async expireDelegation(payload: { taskId: string; callId: string }): Promise<void> {
+    this.pauses.expireDelegation(payload);
+  }
+
+  /** Queue callback: starts delegated tasks and tells parents about finished ones (throws to retry). */
+  async syncDelegations(): Promise<void> {
+    await this.pauses.syncDelegations();
   }
 
   // ---- schedules ----------------------------------------------------------------------------
 
   async createTaskSchedule(request: ScheduleRequest): Promise<ScheduleResult> {
-    if (this.store.schedules().length >= MAX_SCHEDULES) {
+    if (this.schedules.schedules().length >= MAX_SCHEDULES) {
       return {
         ok: false,
         code: "conflict",
@@ -257,43 +275,49 @@ export abstract class AgentTasksBase extends Agent<Env> implements AgentTasksRpc
         message: `invalid schedule: ${error instanceof Error ? error.message : String(error)}`,
       };
     }
-    this.store.insertSchedule({ ...request, scheduleId }, sdkId, Date.now());
-    return { ok: true, schedule: this.store.schedule(scheduleId)! };
+    this.schedules.insertSchedule({ ...request, scheduleId }, sdkId, Date.now());
+    return { ok: true, schedule: this.schedules.schedule(scheduleId)! };
   }
 
   async taskSchedules(): Promise<ScheduleRecord[]> {
-    return this.store.schedules();
+    return this.schedules.schedules();
   }
 
   async deleteTaskSchedule(scheduleId: string): Promise<boolean> {
-    const record = this.store.schedule(scheduleId);
+    const record = this.schedules.schedule(scheduleId);
     if (!record) return false;
     await this.cancelSchedule(record.sdkScheduleId);
-    this.store.deleteSchedule(scheduleId);
+    this.schedules.deleteSchedule(scheduleId);
     return true;
   }
 
   /**
-   * Schedule callback: starts one run as a task. A run whose previous task is still unfinished
-   * is skipped (and counted), never started twice. It never throws: a failed run is reported on
-   * the schedule, and the schedule goes on.
+   * Schedule callback: starts one run as a task. A run whose previous task is unfinished (queued,
+   * running or paused) is skipped (and counted), never started twice; a run that only has to
+   * wait for a free slot waits in the queue. It never throws: a refused run (the queue is full)
+   * is counted as skipped, and the schedule goes on.
    */
   async runSchedule(payload: { scheduleId: string }): Promise<void> {
-    const record = this.store.schedule(payload.scheduleId);
+    const record = this.schedules.schedule(payload.scheduleId);
     if (!record) return;
     const previous = record.lastTaskId ? this.store.get(record.lastTaskId) : null;
     if (previous && !isTerminal(previous.state.status)) {
-      this.store.recordSkip(record.scheduleId);
+      this.schedules.recordSkip(record.scheduleId);
       return;
     }
-    const { taskId } = await this.createTask({
+    const created = await this.createTask({
       goal: record.goal,
       roomId: record.roomId ?? undefined,
       limits: DEFAULT_TASK_LIMITS,
       source: "schedule",
       scheduleId: record.scheduleId,
     });
-    this.store.recordRun(record.scheduleId, taskId, Date.now(), record.kind === "at");
+    if (!created.ok) {
+      log.warn("schedule_run_refused", { agent: this.name, scheduleId: record.scheduleId });
+      this.schedules.recordSkip(record.scheduleId);
+      return;
+    }
+    this.schedules.recordRun(record.scheduleId, created.taskId, Date.now(), record.kind === "at");
   }
 
   /**
@@ -301,24 +325,21 @@ export abstract class AgentTasksBase extends Agent<Env> implements AgentTasksRpc
    * stays readable until it ages out).
    */
   async stopAll(): Promise<{ schedules: number; tasks: number }> {
-    const schedules = this.store.schedules();
+    const schedules = this.schedules.schedules();
     for (const record of schedules) {
       await this.cancelSchedule(record.sdkScheduleId);
-      this.store.deleteSchedule(record.scheduleId);
+      this.schedules.deleteSchedule(record.scheduleId);
     }
-    let tasks = 0;
-    // Paused tasks hold no slot, so nextRunnable does not see them.
-    for (const paused of this.store.awaitingApproval()) {
-      await this.cancel(paused.state.taskId);
-      tasks += 1;
-    }
-    for (let state = this.store.nextRunnable(); state; state = this.store.nextRunnable()) {
-      await this.cancel(state.taskId);
-      tasks += 1;
-      // A step that would not stop in time stays "running"; it ends cancelled once it returns.
-      if (this.running?.taskId === state.taskId) break;
-    }
-    return { schedules: schedules.length, tasks };
+    const unfinished = [
+      ...this.store.paused("awaiting_approval"),
+      ...this.store.paused("needs_input"),
+      ...this.store.paused("awaiting_delegate"),
+    ].map((task) => task.state.taskId);
+    unfinished.push(...this.store.runnable().map((state) => state.taskId));
+    // Concurrently: each running one gets its own few seconds to stop. A step that would not
+    // stop in time stays "running"; it ends cancelled once it returns.
+    await Promise.all(unfinished.map((taskId) => this.cancel(taskId)));
+    return { schedules: schedules.length, tasks: unfinished.length };
   }
 
   /** Queue callback: retries task results that could not reach their surface yet. */
@@ -328,133 +349,34 @@ export abstract class AgentTasksBase extends Agent<Env> implements AgentTasksRpc
 
   // ---- running ------------------------------------------------------------------------------
 
-  private drain(): Promise<void> {
-    if (!this.draining) {
-      let completed = false;
-      this.draining = (async () => {
-        // The heartbeat alarm doubles as the wake-up after an eviction (onStart resumes).
-        const release = await this.keepAlive();
-        try {
-          for (let state = this.store.nextRunnable(); state; state = this.store.nextRunnable())
-            await this.runOne(state);
-          completed = true;
-        } finally {
-          release();
-        }
-      })()
-        .catch((error: unknown) => {
-          log.error("task_drain_failed", { agent: this.name, error: errorField(error) });
-        })
-        .finally(() => {
-          this.draining = null;
-          // A task created while the loop was finishing would otherwise wait for the next wake-up.
-          if (completed && this.store.nextRunnable()) void this.drain();
-        });
-    }
-    return this.draining;
-  }
-
-  private async runOne(initial: TaskState): Promise<void> {
-    const controller = new AbortController();
-    let finished!: () => void;
-    const done = new Promise<void>((resolve) => (finished = resolve));
-    this.running = { taskId: initial.taskId, controller, done };
-    let state = initial;
-    try {
-      const runtime = await this.getRuntime();
-      const deps = await this.loopDeps(runtime, state, controller.signal);
-      while (!isTerminal(state.status) && state.status !== "awaiting_approval") {
-        if (this.store.beginAttempt(state.taskId) > MAX_STEP_ATTEMPTS) {
-          throw new AppError(
-            "internal",
-            500,
-            `the task was interrupted ${MAX_STEP_ATTEMPTS} times in one step and was given up`,
-          );
-        }
-        const spentBefore = state.usage.promptTokens + state.usage.completionTokens;
-        const advance = await advanceTask(state, deps);
-        state = advance.state;
-        this.store.save(state, advance.audit, Date.now());
-        await this.recordSpend(
-          runtime,
-          state.usage.promptTokens + state.usage.completionTokens - spentBefore,
-        );
-      }
-    } catch (error) {
-      // Setting up failed (agent deleted, daily budget spent) or the object keeps crashing.
-      const failure =
-        error instanceof AppError
-          ? error
-          : new AppError("internal", 500, "the task failed unexpectedly; see the worker logs");
-      if (!(error instanceof AppError))
-        log.error("task_failed", {
-          agent: this.name,
-          taskId: state.taskId,
-          error: errorField(error),
-        });
-      const current = this.store.get(state.taskId)?.state ?? state;
-      if (!isTerminal(current.status)) {
-        const failed = { ...current, error: { code: failure.code, message: failure.message } };
-        state = stopTask(
-          failed,
-          Date.now(),
-          (event) => this.emit(failed.taskId, event),
-          "error",
-          failure.message,
-        );
-        this.store.save(state, [], Date.now());
-      }
-    } finally {
-      this.running = null;
-      finished();
-    }
-    if (state.status === "awaiting_approval") {
-      this.armApprovalExpiry(state);
-      if (this.store.delivery(state.taskId)) this.reports.prompt();
-      return;
-    }
-    this.afterTask(state);
-  }
-
-  private async loopDeps(
-    runtime: RoomRuntime,
-    state: TaskState,
-    signal: AbortSignal,
-  ): Promise<TaskLoopDeps> {
-    const record = await runtime.agents.get(this.name);
-    if (!record) throw new NotFoundError(`no agent with id "${this.name}"`);
-    const character = record.character;
-    const model = runtime.chat.model;
-    if (!model) throw new ModelNotConfiguredError(MODEL_NOT_CONFIGURED_MESSAGE);
-    // A task's later steps were admitted when it started.
-    if (state.status === "queued") {
-      await assertWithinDailyBudget(
-        runtime.spend,
-        this.name,
-        dailyCeiling(character, runtime.config.dailyTokenLimit),
-        Date.now(),
-      );
-    }
-    await runtime.mcp.prepare(
-      effectiveServers(
-        character.settings.mcpServers,
-        await runtime.mcpPlatform.servers.list(this.name),
-      ),
-    );
-    return {
-      model,
-      models: modelChoiceFor(character, runtime.chat.models),
-      character,
-      tools: runtime.tools,
-      now: () => Date.now(),
-      emit: (event) => this.emit(state.taskId, event),
+  private async runTask(initial: TaskState, signal: AbortSignal): Promise<void> {
+    const state = await runTaskUnits(
+      {
+        agentId: this.name,
+        store: this.store,
+        runtime: () => this.getRuntime(),
+        emit: (taskId, event) => this.emit(taskId, event),
+      },
+      initial,
       signal,
-      toolTimeoutMs: DEFAULT_LIMITS.toolTimeoutMs,
-      maxToolResultChars: DEFAULT_LIMITS.maxToolResultChars,
-      stepTimeoutMs: DEFAULT_LIMITS.turnTimeoutMs,
-      approvalWindowMs: APPROVAL_WINDOW_MS,
-      newApprovalId,
-    };
+    );
+    if (isPaused(state.status)) this.pauses.paused(state);
+    else this.afterTask(state);
+  }
+
+  /** How many of the agent's tasks may run at once (its character's setting, read now and then). */
+  private async concurrency(): Promise<number> {
+    const cached = this.concurrencyCache;
+    if (cached && Date.now() - cached.at < CONCURRENCY_CACHE_MS) return cached.value;
+    let value = DEFAULT_TASK_CONCURRENCY;
+    try {
+      const record = await (await this.getRuntime()).agents.get(this.name);
+      value = record?.character.settings.tasks?.concurrency ?? DEFAULT_TASK_CONCURRENCY;
+    } catch (error) {
+      log.warn("task_concurrency_unread", { agent: this.name, error: errorField(error) });
+    }
+    this.concurrencyCache = { value, at: Date.now() };
+    return value;
   }
 
   private emit(taskId: string, event: TaskEventBody): void {
@@ -462,20 +384,13 @@ export abstract class AgentTasksBase extends Agent<Env> implements AgentTasksRpc
     this.reports.line(taskId, event);
   }
 
-  /** Counting never fails a task: a lost count only makes the ceiling more lenient (and is logged). */
-  private async recordSpend(runtime: RoomRuntime, tokens: number): Promise<void> {
-    if (tokens <= 0) return;
-    try {
-      await runtime.spend.add(this.name, utcDay(Date.now()), tokens);
-    } catch (error) {
-      log.warn("task_spend_not_recorded", { agent: this.name, tokens, error: errorField(error) });
-    }
-  }
-
   private afterTask(state: TaskState): void {
     if (!isTerminal(state.status)) return;
-    if (state.scheduleId) this.store.recordOutcome(state.scheduleId, state.taskId, state.status);
+    if (state.scheduleId)
+      this.schedules.recordOutcome(state.scheduleId, state.taskId, state.status);
     if (this.store.delivery(state.taskId)) this.reports.results();
+    // A delegated task tells the step that waits for it (durably, retried until it is heard).
+    if (state.parent) this.pauses.notifyParents();
   }
 
   private armDelivery(): void {
@@ -484,6 +399,27 @@ export abstract class AgentTasksBase extends Agent<Env> implements AgentTasksRpc
         log.error("task_deliver_item_failed", { agent: this.name, error: errorField(error) });
       },
     );
+  }
+
+  private armDelegations(): void {
+    this.queue("syncDelegations", {}, { id: DELEGATION_ITEM_ID, retry: DELIVERY_RETRY }).catch(
+      (error: unknown) => {
+        log.error("task_delegation_item_failed", { agent: this.name, error: errorField(error) });
+      },
+    );
+  }
+
+  /** A schedule callback at `at`; idempotent, so re-arming on every start never doubles it. */
+  private armAt(
+    at: number,
+    callback: "expireTaskApproval" | "expireTaskInput" | "expireDelegation",
+    payload: Record<string, string>,
+  ): void {
+    this.schedule(new Date(Math.max(at, Date.now() + 1_000)), callback, payload, {
+      idempotent: true,
+    }).catch((error: unknown) => {
+      log.error("task_expiry_failed", { agent: this.name, callback, error: errorField(error) });
+    });
   }
 
   private getRuntime(): Promise<RoomRuntime> {

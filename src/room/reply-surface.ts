@@ -1,6 +1,6 @@
 // What a room and an agent's task object need from the surface a request came from (Discord
-// today): send a reply in parts, post a line or an approval prompt, close a prompt nobody
-// answered, and read a message's attachments. Delivery targets and posted prompts are the
+// today): send a reply in parts, post a line, an approval prompt or a task's question, close a
+// prompt nobody answered, and read a message's attachments. Delivery targets and posted prompts are the
 // surface's own data: the room stores them as JSON and never looks inside; the surface validates
 // them when they come back. Discord's implementation is src/clients/discord/reply-surface.ts,
 // plugged in by src/durable-objects.ts.
@@ -38,6 +38,17 @@ export interface ApprovalPromptRequest {
   expiresAt: number;
 }
 
+/** A `needs_input` task's question, posted where the task reports, answerable by its requester. */
+export interface QuestionPromptRequest {
+  inputId: string;
+  agentId: string;
+  agentName: string;
+  question: string;
+  /** The task's requester (`discord:<id>`): the only person whose answer counts. */
+  requesterId: string | null;
+  expiresAt: number;
+}
+
 export interface ReplySurface {
   /** Whether a person can be asked there (buttons) about a tool this agent's turn wants to run. */
   canAskApproval(target: DeliveryTarget, agentId: string): boolean;
@@ -52,6 +63,13 @@ export interface ReplySurface {
   ): Promise<PostedPrompt | null>;
   /** Replaces a prompt's buttons with "nobody answered in time". */
   closeExpiredPrompt(posted: PostedPrompt, tool: string): Promise<void>;
+  /** Posts a task's question with an Answer button; null when it cannot be edited later. */
+  postQuestion(
+    target: DeliveryTarget,
+    request: QuestionPromptRequest,
+  ): Promise<PostedPrompt | null>;
+  /** Replaces a question's button with "nobody answered in time: the task was cancelled". */
+  closeExpiredQuestion(posted: PostedPrompt): Promise<void>;
   /** The target once a message went to it (later ones follow it); the same object if already so. */
   openingUsed(target: DeliveryTarget): DeliveryTarget;
   /** Where messages go after a person answered a prompt through `via` (the answer's own handle). */

@@ -9,6 +9,7 @@ import type { MessageHistory } from "../memory/message-history.ts";
 import { createOpenAIChatModel } from "../model/openai-chat.ts";
 import { createWorkersAIChatModel } from "../model/workers-ai-chat.ts";
 import { combineToolHosts, createBuiltinToolHost } from "../runtime/builtin-tools.ts";
+import { createDelegationToolHost, type DelegationToolHost } from "../runtime/delegation.ts";
 import { interactionEvaluator } from "../runtime/evaluators.ts";
 import { reflectionEvaluator, summaryEvaluator } from "../runtime/memory-evaluators.ts";
 import {
@@ -34,6 +35,7 @@ import { mediaPostStore } from "../clients/instagram/platform.ts";
 import { createInstagramToolHost } from "../clients/instagram/tool.ts";
 import { mcpPlatform, type McpPlatform } from "../mcp/platform.ts";
 import { ensureSchema } from "../memory/schema-ready.ts";
+import { createAgentAsker } from "./agent-calls.ts";
 
 export interface RoomRuntime {
   runner: TurnRunner;
@@ -52,6 +54,8 @@ export interface RoomRuntime {
   tools: ToolHost;
   /** Where model spend is counted against the daily ceiling. */
   spend: SpendLedger;
+  /** ask_agent: told the agent's character (its `delegates`) before each turn or task step. */
+  delegation: DelegationToolHost;
 }
 
 export interface RoomRuntimeOptions {
@@ -112,7 +116,9 @@ export async function createRoomRuntime(
         }),
       ]
     : [];
-  tools = combineToolHosts([builtins, ...instagram, mcp]);
+  // ask_agent reaches another agent's room through the platform (agent-calls.ts).
+  const delegation = createDelegationToolHost({ caller: agentId, asker: createAgentAsker(env) });
+  tools = combineToolHosts([builtins, delegation, ...instagram, mcp]);
   const chat = chatModelFor(config);
   const spend = backends.spend;
   const runner = createTurnRunner({
@@ -154,6 +160,7 @@ export async function createRoomRuntime(
     chat: { model: chat, models: config.models },
     tools,
     spend,
+    delegation,
   };
 }
 

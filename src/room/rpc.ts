@@ -16,14 +16,19 @@ import type {
 } from "./room-types.ts";
 import type {
   CreateTaskRequest,
+  CreateTaskResult,
+  DelegationNotice,
   ScheduleRequest,
   ScheduleResult,
   TaskApprovalClick,
   TaskApprovalResult,
   TaskEventsPage,
+  TaskInputAnswer,
+  TaskInputResult,
+  TaskQuestionOpen,
   TaskView,
 } from "./task-requests.ts";
-import type { ScheduleRecord } from "./task-store.ts";
+import type { ScheduleRecord } from "./task-schedule-store.ts";
 import type { SchemaState } from "../memory/schema-migrator.ts";
 
 /** A chat room, named `<agentId>:<roomId>`. */
@@ -39,13 +44,18 @@ export interface AgentRoomRpc extends Rpc.DurableObjectBranded {
 
 /** An agent's autonomous tasks and schedules, named by the agent id. */
 export interface AgentTasksRpc extends Rpc.DurableObjectBranded {
-  createTask(request: CreateTaskRequest): Promise<{ taskId: string }>;
+  createTask(request: CreateTaskRequest): Promise<CreateTaskResult>;
   getTask(taskId: string): Promise<TaskView | null>;
   listTasks(limit: number): Promise<TaskState[]>;
   taskEvents(taskId: string, afterId: number, limit: number): Promise<TaskEventsPage | null>;
   cancel(taskId: string): Promise<TaskState | null>;
   answerClick(click: TaskApprovalClick): Promise<TaskApprovalResult>;
   answerFromApi(taskId: string, approve: boolean): Promise<TaskApprovalResult | null>;
+  answerInputFromApi(taskId: string, text: string): Promise<TaskInputResult | null>;
+  openQuestion(inputId: string, userId: string): Promise<TaskQuestionOpen>;
+  answerQuestion(answer: TaskInputAnswer): Promise<TaskInputResult>;
+  /** Another agent's task, delegated by one of this agent's task steps, finished. */
+  delegationFinished(notice: DelegationNotice): Promise<void>;
   createTaskSchedule(request: ScheduleRequest): Promise<ScheduleResult>;
   taskSchedules(): Promise<ScheduleRecord[]>;
   deleteTaskSchedule(scheduleId: string): Promise<boolean>;

@@ -104,6 +104,7 @@ export const TurnInputShape: z.ZodType<TurnInput> = z.looseObject({
   mentioned: z.boolean(),
   fromBot: z.boolean(),
   receivedAt: z.number(),
+  delegation: z.looseObject({ chain: z.array(z.string()) }).optional(),
 });
 
 export const TurnUsageShape: z.ZodType<TurnUsage> = z.looseObject({
@@ -122,6 +123,9 @@ const ToolCallRecordShape: z.ZodType<ToolCallRecord> = z.looseObject({
   durationMs: z.number(),
   model: z.string(),
   approval: ApprovalDecisionShape.optional(),
+  usage: z
+    .looseObject({ promptTokens: z.number(), completionTokens: z.number(), modelCalls: z.number() })
+    .optional(),
 });
 
 const UsedMemoryShape: z.ZodType<UsedMemory> = z.looseObject({

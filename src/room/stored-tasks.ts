@@ -23,6 +23,8 @@ const TaskStatusShape = everyOf<TaskStatus>({
   queued: "queued",
   running: "running",
   awaiting_approval: "awaiting_approval",
+  needs_input: "needs_input",
+  awaiting_delegate: "awaiting_delegate",
   completed: "completed",
   failed: "failed",
   exhausted: "exhausted",
@@ -46,13 +48,70 @@ const PhaseShape = everyOf<TaskPhase>({
   evaluate: "evaluate",
   done: "done",
 });
-const SourceShape = everyOf<TaskSource>({ api: "api", schedule: "schedule", discord: "discord" });
+const SourceShape = everyOf<TaskSource>({
+  api: "api",
+  schedule: "schedule",
+  discord: "discord",
+  delegation: "delegation",
+});
 const CriterionShape = z.looseObject({
   criterion: z.string(),
   met: z.boolean(),
   evidence: z.string(),
 });
 const ToolArguments = z.record(z.string(), z.unknown());
+const ModelUsageShape = z.looseObject({
+  promptTokens: z.number(),
+  completionTokens: z.number(),
+  modelCalls: z.number(),
+});
+const ToolOutputShape = z.union([
+  z.looseObject({
+    ok: z.literal(true),
+    content: z.string(),
+    data: z.unknown().optional(),
+    usage: ModelUsageShape.optional(),
+  }),
+  z.looseObject({ ok: z.literal(false), error: z.string(), usage: ModelUsageShape.optional() }),
+]);
+const Strings = z.array(z.string());
+const TaskSpecShape = z.looseObject({
+  goal: z.string(),
+  inputs: z.looseObject({
+    provided: Strings,
+    missing: z.array(
+      z.looseObject({ input: z.string(), question: z.string(), required: z.boolean() }),
+    ),
+  }),
+  constraints: Strings,
+  outputRequirements: Strings,
+  risks: Strings,
+});
+const TaskInputShape = z.looseObject({
+  inputId: z.string(),
+  question: z.string(),
+  inputs: Strings,
+  requestedAt: z.number(),
+  expiresAt: z.number(),
+});
+const TaskDelegationShape = z.looseObject({
+  step: z.number(),
+  stepStartedAt: z.number(),
+  callId: z.string(),
+  agentId: z.string(),
+  goal: z.string(),
+  requestedAt: z.number(),
+  expiresAt: z.number(),
+  checkpoint: CheckpointShape,
+  childTaskId: z.string().nullable(),
+  output: ToolOutputShape.nullable(),
+});
+const TaskParentShape = z.looseObject({
+  agentId: z.string(),
+  taskId: z.string(),
+  step: z.number(),
+  callId: z.string(),
+});
 
 const StepRecordShape = z.looseObject({
   step: z.number(),
@@ -97,8 +156,14 @@ export const TaskStateShape: z.ZodType<TaskState> = z.looseObject({
   scheduleId: z.string().nullable(),
   // Added with tool approval in tasks: tasks stored before it had none.
   requestedBy: z.string().nullable().default(null),
+  // Added with delegation, parallel tasks and the compiled spec: earlier tasks had none.
+  chain: Strings.default([]),
+  parent: TaskParentShape.nullable().default(null),
   status: TaskStatusShape,
   phase: PhaseShape,
+  spec: TaskSpecShape.nullable().default(null),
+  specSource: z.enum(["compiled", "raw_goal"]).nullable().default(null),
+  input: TaskInputShape.nullable().default(null),
   plan: z
     .looseObject({
       steps: z.array(
@@ -118,10 +183,11 @@ export const TaskStateShape: z.ZodType<TaskState> = z.looseObject({
   retry: z.looseObject({ analysis: z.string(), approach: z.string() }).nullable(),
   summary: z.string(),
   summarizedThrough: z.number(),
-  usage: TurnUsageShape,
+  usage: TurnUsageShape.and(z.looseObject({ delegated: ModelUsageShape.optional() })),
   modelPosition: z.number(),
   modelSwitched: z.boolean(),
   approval: TaskApprovalShape.nullable().default(null),
+  delegation: TaskDelegationShape.nullable().default(null),
   pausedMs: z.number().default(0),
   createdAt: z.number(),
   startedAt: z.number().nullable(),
@@ -133,6 +199,7 @@ export const TaskStateShape: z.ZodType<TaskState> = z.looseObject({
 });
 
 export const AuditEntryShape: z.ZodType<AuditEntry> = z.looseObject({
+  kind: z.enum(["spec", "delegated_by"]).optional(),
   step: z.number(),
   callId: z.string(),
   tool: z.string(),
@@ -144,6 +211,8 @@ export const AuditEntryShape: z.ZodType<AuditEntry> = z.looseObject({
   model: z.string(),
   at: z.number(),
   approval: ApprovalDecisionShape.optional(),
+  usage: ModelUsageShape.optional(),
+  link: z.looseObject({ agentId: z.string(), taskId: z.string() }).optional(),
 });
 
 /** An event's own fields, with the task id and time every stored event carries. */
@@ -153,6 +222,31 @@ function event<T extends string, F extends z.ZodRawShape>(type: T, fields: F) {
 
 export const TaskEventShape: z.ZodType<TaskEvent> = z.discriminatedUnion("type", [
   event("task_started", {}),
+  event("spec", {
+    source: z.enum(["compiled", "raw_goal"]),
+    spec: TaskSpecShape,
+    problem: z.string().nullable(),
+  }),
+  event("input_requested", { inputId: z.string(), question: z.string(), expiresAt: z.number() }),
+  event("input_received", { by: z.string().nullable() }),
+  event("delegated_by", {
+    parentAgentId: z.string(),
+    parentTaskId: z.string(),
+    step: z.number(),
+  }),
+  event("delegate_started", {
+    step: z.number(),
+    agentId: z.string(),
+    childTaskId: z.string(),
+    goal: z.string(),
+  }),
+  event("delegate_finished", {
+    step: z.number(),
+    agentId: z.string(),
+    childTaskId: z.string().nullable(),
+    ok: z.boolean(),
+    status: z.string(),
+  }),
   event("plan", {
     revision: z.number(),
     steps: z.array(z.looseObject({ title: z.string(), doneWhen: z.string(), status: z.string() })),

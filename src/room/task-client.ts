@@ -1,28 +1,36 @@
-// How the worker reaches an agent's AgentTasks object (named by the agent id). The casts live
-// here, once: workers-types maps RPC results through its Serializable type, which collapses on
+// How the worker reaches an agent's AgentTasks object (named by the agent id). A refusal that
+// travels as data (a full queue) becomes its typed error here. The casts live here, once: workers-types maps RPC results through its Serializable type, which collapses on
 // `unknown` fields (tool arguments in the audit trail) although they are plain JSON at runtime.
 import type { Env } from "../env.ts";
 import type { TaskEvent, TaskState } from "../runtime/task-types.ts";
+import { RateLimitedError } from "../runtime/errors.ts";
 import type {
   CreateTaskRequest,
+  CreateTaskResult,
   ScheduleRequest,
   ScheduleResult,
   TaskApprovalClick,
   TaskApprovalResult,
+  TaskInputAnswer,
+  TaskInputResult,
+  TaskQuestionOpen,
   TaskView,
 } from "./task-requests.ts";
-import type { ScheduleRecord } from "./task-store.ts";
+import type { ScheduleRecord } from "./task-schedule-store.ts";
 
 function stub(env: Env, agentId: string) {
   return env.TASKS.getByName(agentId);
 }
 
+/** Starts a task; a full queue (MAX_QUEUED_TASKS waiting) is a RateLimitedError (429). */
 export async function createTask(
   env: Env,
   agentId: string,
   request: CreateTaskRequest,
 ): Promise<{ taskId: string }> {
-  return await stub(env, agentId).createTask(request);
+  const result: CreateTaskResult = await stub(env, agentId).createTask(request);
+  if (!result.ok) throw new RateLimitedError(result.message, result.retryAfterSeconds);
+  return { taskId: result.taskId };
 }
 
 export async function getTask(env: Env, agentId: string, taskId: string): Promise<TaskView | null> {
@@ -72,6 +80,35 @@ export async function answerTaskApproval(
   approve: boolean,
 ): Promise<TaskApprovalResult | null> {
   return await stub(env, agentId).answerFromApi(taskId, approve);
+}
+
+/** The API's answer to a `needs_input` task's question; null when there is no such task. */
+export async function answerTaskInput(
+  env: Env,
+  agentId: string,
+  taskId: string,
+  text: string,
+): Promise<TaskInputResult | null> {
+  return await stub(env, agentId).answerInputFromApi(taskId, text);
+}
+
+/** A click on a question's Answer button (its custom id names the agent). */
+export async function openTaskQuestion(
+  env: Env,
+  agentId: string,
+  inputId: string,
+  userId: string,
+): Promise<TaskQuestionOpen> {
+  return await stub(env, agentId).openQuestion(inputId, userId);
+}
+
+/** A question's modal, submitted. */
+export async function answerTaskQuestion(
+  env: Env,
+  agentId: string,
+  answer: TaskInputAnswer,
+): Promise<TaskInputResult> {
+  return await stub(env, agentId).answerQuestion(answer);
 }
 
 export async function createSchedule(

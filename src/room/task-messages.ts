@@ -1,5 +1,5 @@
-// What a task started from Discord posts in its channel: a line per plan and per finished step
-// while it works, then the result (or the honest report of why it stopped).
+// What a task started from Discord posts in its channel: a line per plan, per finished step and
+// per delegated step while it works, then the result (or the honest report of why it stopped).
 import { clip } from "../runtime/task-plan.ts";
 import type { TaskEventBody, TaskState } from "../runtime/task-types.ts";
 
@@ -16,6 +16,10 @@ export function taskProgressLine(event: TaskEventBody): string | null {
         `${event.outcome === "succeeded" ? "✅" : "❌"} Step ${event.step}: ${event.output}`,
         1_900,
       );
+    case "delegate_started":
+      return clip(`🤝 Step ${event.step} handed to agent ${event.agentId}: ${event.goal}`, 1_900);
+    case "delegate_finished":
+      return `${event.ok ? "📥" : "⚠️"} Agent ${event.agentId}'s task for step ${event.step}: ${event.status}`;
     default:
       return null;
   }

@@ -1,11 +1,13 @@
 // What tasks started on a surface (Discord) post there, in order through one chain: a progress
-// line per plan and finished step (best effort), the Approve / Deny prompts of paused tasks
-// (task-approval-prompts.ts), and after them each result, delivered durably: a failure worth
-// retrying is handed to `retryLater` (the object's queue item), which calls retry().
+// line per plan and finished step (best effort), the Approve / Deny prompts and the questions of
+// paused tasks (task-approval-prompts.ts, task-questions.ts), and after them each result,
+// delivered durably: a failure worth retrying is handed to `retryLater` (the object's queue
+// item), which calls retry().
 import type { TaskEventBody } from "../runtime/task-types.ts";
 import { errorField, log } from "../log.ts";
 import type { ReplySurface } from "./reply-surface.ts";
 import { TaskApprovalPrompts } from "./task-approval-prompts.ts";
+import { TaskQuestions } from "./task-questions.ts";
 import { taskProgressLine, taskResultText } from "./task-messages.ts";
 import type { StoredTask, TaskStore } from "./task-store.ts";
 
@@ -23,6 +25,7 @@ export interface TaskReportsOptions {
 export class TaskReports {
   private readonly options: TaskReportsOptions;
   private readonly prompts: TaskApprovalPrompts;
+  private readonly questions: TaskQuestions;
   /** Lines, prompts and results in the order they were asked for; never left rejected. */
   private chain: Promise<void> = Promise.resolve();
 
@@ -30,6 +33,7 @@ export class TaskReports {
     this.options = options;
     const { store, surface, agentId, agentName, expire } = options;
     this.prompts = new TaskApprovalPrompts({ store, surface, agentId, agentName, expire });
+    this.questions = new TaskQuestions({ store, surface, agentId, agentName });
   }
 
   /** A task event: a progress line where the task reports, when the event is worth one. */
@@ -50,11 +54,19 @@ export class TaskReports {
     });
   }
 
-  /** Posts the prompts paused tasks still lack, after the lines already on their way. */
+  /** Posts the prompts and questions paused tasks still lack, after the lines on their way. */
   prompt(): void {
     this.chain = this.chain
-      .then(() => this.prompts.postPending())
+      .then(async () => {
+        await this.prompts.postPending();
+        await this.questions.postPending();
+      })
       .catch(() => this.options.retryLater());
+  }
+
+  /** Says on a question that nobody answered in time (best effort). */
+  questionExpired(task: StoredTask): void {
+    this.chain = this.chain.then(() => this.questions.markExpired(task));
   }
 
   /** Says on a prompt that nobody answered in time (best effort). */
@@ -70,6 +82,7 @@ export class TaskReports {
   /** The queue item's work: what could not be posted yet. Throws to be retried. */
   async retry(): Promise<void> {
     await this.prompts.postPending();
+    await this.questions.postPending();
     await this.deliverResults();
   }
 

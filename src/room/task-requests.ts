@@ -5,12 +5,14 @@ import type {
   AuditEntry,
   TaskEvent,
   TaskLimits,
+  TaskParent,
   TaskSource,
   TaskState,
 } from "../runtime/task-types.ts";
+import type { ToolOutput } from "../runtime/types.ts";
 import type { DeliveryTarget } from "./reply-surface.ts";
 import type { ApprovalAnswer } from "./room-types.ts";
-import type { ScheduleRecord, ScheduleSpec } from "./task-store.ts";
+import type { ScheduleRecord, ScheduleSpec } from "./task-schedule-store.ts";
 
 export interface CreateTaskRequest {
   goal: string;
@@ -22,6 +24,53 @@ export interface CreateTaskRequest {
   delivery?: DeliveryTarget;
   /** The Discord user who started it (`discord:<id>`): only they may answer its approvals. */
   requestedBy?: string;
+  /** Delegated by another agent's task step (delegate_task): who asked, and the chain so far. */
+  parent?: TaskParent;
+  chain?: string[];
+  /** Makes a delegated step's request idempotent: a repeat gets the task it started. */
+  originKey?: string;
+}
+
+/** Accepted (202), or refused because the agent's queue is full (429). */
+export type CreateTaskResult =
+  | { ok: true; taskId: string }
+  | { ok: false; code: "rate_limited"; message: string; retryAfterSeconds: number };
+
+/** A question a `needs_input` task asked, answered (REST or a Discord modal). */
+export type TaskInputResult =
+  | { status: "resolved"; taskId: string }
+  /** Discord: someone other than the person who started the task answered. */
+  | { status: "not_yours" }
+  /** Nothing waits for this answer: answered already, expired, cancelled or unknown. */
+  | { status: "gone"; taskStatus: string | null }
+  /** REST: the task waits for the person who started it on Discord. */
+  | { status: "on_discord" };
+
+/** Who clicked a question's Answer button: they see the question in a modal, if it is theirs. */
+export type TaskQuestionOpen =
+  | { status: "open"; question: string }
+  | { status: "not_yours" }
+  | { status: "gone" };
+
+/** A modal's answer to a question, as the worker hands it to the task object. */
+export interface TaskInputAnswer {
+  inputId: string;
+  text: string;
+  userId: string;
+  userName: string;
+  /** The modal submission's own handle (its token is fresh, its @original is the question). */
+  via: DeliveryTarget;
+}
+
+/** A delegated task finished: what its parent's step gets as the delegate_task output. */
+export interface DelegationNotice {
+  parentTaskId: string;
+  callId: string;
+  childAgentId: string;
+  childTaskId: string;
+  status: string;
+  /** The child's result or why there is none, with its model use (`usage`). */
+  output: ToolOutput;
 }
 
 /** A click on a task's Approve / Deny button: the same shape a room's approval click has. */

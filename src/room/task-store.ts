@@ -1,8 +1,10 @@
-// An agent's tasks, their event log, audit trail and schedules in the AgentTasks Durable Object's
-// SQLite. A task's whole state is one JSON row, rewritten after every step together with that
-// step's tool calls (one synchronous block, so both commit or neither). Events get monotonically
-// increasing ids: the SSE endpoint replays from a client's Last-Event-ID. A task paused for a
-// person's approval on Discord also keeps where its Approve / Deny prompt was posted.
+// An agent's tasks, their event log and audit trail in the AgentTasks Durable Object's SQLite
+// (schedules: task-schedule-store.ts). A task's whole state is one JSON row, rewritten after every
+// step together with that step's tool calls (one synchronous block, so both commit or neither).
+// Events get monotonically increasing ids: the SSE endpoint replays from a client's Last-Event-ID.
+// A task paused for a person on Discord keeps where its prompt (Approve / Deny, or a question) was
+// posted; a task another agent delegated keeps the key that makes its creation idempotent and
+// whether its parent has heard the result.
 import { z } from "zod";
 import {
   isTerminal,
@@ -20,28 +22,6 @@ export const MAX_STEP_ATTEMPTS = 3;
 /** Finished tasks (and their events and audit) are kept this long. */
 export const TASK_RETENTION_MS = 7 * 24 * 60 * 60 * 1000;
 
-export interface ScheduleSpec {
-  scheduleId: string;
-  kind: "cron" | "at" | "every";
-  /** The cron expression, the ISO time, or the interval in seconds. */
-  when: string;
-  goal: string;
-  roomId: string | null;
-}
-
-export interface ScheduleRecord extends ScheduleSpec {
-  /** The agents SDK's schedule row that fires it. */
-  sdkScheduleId: string;
-  createdAt: number;
-  runs: number;
-  skipped: number;
-  lastRunAt: number | null;
-  lastTaskId: string | null;
-  lastStatus: string | null;
-  /** A one-time (`at`) schedule is done once it fired. */
-  active: boolean;
-}
-
 export interface StoredTask {
   state: TaskState;
   attempts: number;
@@ -49,6 +29,8 @@ export interface StoredTask {
   delivered: boolean;
   /** The Approve / Deny prompt of an approval, once posted (message null: it could not be). */
   prompt: ApprovalPrompt | null;
+  /** The question of a `needs_input` task, once posted (message null: it could not be). */
+  inputPrompt: InputPrompt | null;
 }
 
 export interface ApprovalPrompt {
@@ -56,15 +38,17 @@ export interface ApprovalPrompt {
   message: PostedPrompt | null;
 }
 
-const ScheduleSpecShape: z.ZodType<ScheduleSpec> = z.looseObject({
-  scheduleId: z.string(),
-  kind: z.enum(["cron", "at", "every"]),
-  when: z.string(),
-  goal: z.string(),
-  roomId: z.string().nullable(),
-});
+export interface InputPrompt {
+  inputId: string;
+  message: PostedPrompt | null;
+}
+
 const ApprovalPromptShape: z.ZodType<ApprovalPrompt> = z.looseObject({
   approvalId: z.string(),
+  message: PostedPromptShape.nullable(),
+});
+const InputPromptShape: z.ZodType<InputPrompt> = z.looseObject({
+  inputId: z.string(),
   message: PostedPromptShape.nullable(),
 });
 
@@ -74,21 +58,9 @@ const TaskRow = z.object({
   delivery: z.string().nullable(),
   delivered: z.number(),
   approval_prompt: z.string().nullable(),
+  input_prompt: z.string().nullable(),
 });
 const EventRow = z.object({ id: z.number(), task_id: z.string(), data: z.string() });
-const ScheduleRow = z.object({
-  schedule_id: z.string(),
-  spec: z.string(),
-  sdk_schedule_id: z.string(),
-  created_at: z.number(),
-  runs: z.number(),
-  skipped: z.number(),
-  last_run_at: z.number().nullable(),
-  last_task_id: z.string().nullable(),
-  last_status: z.string().nullable(),
-  active: z.number(),
-});
-
 export class TaskStore {
   private readonly sql: SqlStorage;
 
@@ -118,6 +90,15 @@ export class TaskStore {
     );
     if (!columns.has("approval_prompt"))
       this.sql.exec("ALTER TABLE tasks ADD COLUMN approval_prompt TEXT");
+    // Added with delegation and needs_input.
+    if (!columns.has("input_prompt"))
+      this.sql.exec("ALTER TABLE tasks ADD COLUMN input_prompt TEXT");
+    if (!columns.has("origin_key")) this.sql.exec("ALTER TABLE tasks ADD COLUMN origin_key TEXT");
+    if (!columns.has("parent_notified"))
+      this.sql.exec("ALTER TABLE tasks ADD COLUMN parent_notified INTEGER NOT NULL DEFAULT 0");
+    this.sql.exec(
+      "CREATE UNIQUE INDEX IF NOT EXISTS tasks_origin ON tasks (origin_key) WHERE origin_key IS NOT NULL",
+    );
     this.sql.exec(`CREATE TABLE IF NOT EXISTS task_events (
       id INTEGER PRIMARY KEY AUTOINCREMENT,
       task_id TEXT NOT NULL,
@@ -130,36 +111,93 @@ export class TaskStore {
       entry TEXT NOT NULL
     )`);
     this.sql.exec("CREATE INDEX IF NOT EXISTS task_audit_task ON task_audit (task_id, id)");
-    this.sql.exec(`CREATE TABLE IF NOT EXISTS task_schedules (
-      schedule_id TEXT PRIMARY KEY,
-      spec TEXT NOT NULL,
-      sdk_schedule_id TEXT NOT NULL,
-      created_at INTEGER NOT NULL,
-      runs INTEGER NOT NULL DEFAULT 0,
-      skipped INTEGER NOT NULL DEFAULT 0,
-      last_run_at INTEGER,
-      last_task_id TEXT,
-      last_status TEXT,
-      active INTEGER NOT NULL DEFAULT 1
-    )`);
   }
 
-  insert(state: TaskState, delivery: DeliveryTarget | null, now: number): void {
+  /** `originKey`: another agent's delegated step, so a repeated request finds this task. */
+  insert(
+    state: TaskState,
+    delivery: DeliveryTarget | null,
+    now: number,
+    originKey: string | null = null,
+  ): void {
     this.sql.exec(
-      "INSERT INTO tasks (task_id, status, state, delivery, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)",
+      "INSERT INTO tasks (task_id, status, state, delivery, created_at, updated_at, origin_key) VALUES (?, ?, ?, ?, ?, ?, ?)",
       state.taskId,
       state.status,
       JSON.stringify(state),
       delivery ? JSON.stringify(delivery) : null,
       now,
       now,
+      originKey,
     );
+  }
+
+  /** The task a delegated step already started, by the step's key. */
+  byOriginKey(originKey: string): StoredTask | null {
+    const row = this.sql
+      .exec("SELECT task_id FROM tasks WHERE origin_key = ?", originKey)
+      .toArray()[0];
+    return row ? this.get(String(row.task_id)) : null;
+  }
+
+  /** Tasks waiting for a free slot. */
+  queuedCount(): number {
+    const row = this.sql
+      .exec("SELECT COUNT(*) AS n FROM tasks WHERE status = 'queued'")
+      .toArray()[0];
+    return Number(row?.n ?? 0);
+  }
+
+  /** Tasks to run, oldest first: those running (resumed after a restart) and those queued. */
+  runnable(): TaskState[] {
+    return this.sql
+      .exec("SELECT task_id FROM tasks WHERE status IN ('queued', 'running') ORDER BY seq")
+      .toArray()
+      .map((row) => this.get(String(row.task_id))?.state)
+      .filter((state): state is TaskState => state !== undefined);
+  }
+
+  /** Paused tasks of one kind, oldest first. */
+  paused(status: "awaiting_approval" | "needs_input" | "awaiting_delegate"): StoredTask[] {
+    return this.sql
+      .exec("SELECT task_id FROM tasks WHERE status = ? ORDER BY seq", status)
+      .toArray()
+      .map((row) => this.get(String(row.task_id)))
+      .filter((task): task is StoredTask => task !== null);
+  }
+
+  /** The `needs_input` task waiting on this question, if any. */
+  byInputId(inputId: string): StoredTask | null {
+    return this.paused("needs_input").find((task) => task.state.input?.inputId === inputId) ?? null;
+  }
+
+  setInputPrompt(taskId: string, prompt: InputPrompt): void {
+    this.sql.exec(
+      "UPDATE tasks SET input_prompt = ? WHERE task_id = ?",
+      JSON.stringify(prompt),
+      taskId,
+    );
+  }
+
+  /** Finished delegated tasks whose parent has not heard the result yet. */
+  unnotifiedChildren(): StoredTask[] {
+    return this.sql
+      .exec(
+        "SELECT task_id FROM tasks WHERE origin_key IS NOT NULL AND parent_notified = 0 AND status IN ('completed', 'failed', 'exhausted', 'cancelled') ORDER BY seq",
+      )
+      .toArray()
+      .map((row) => this.get(String(row.task_id)))
+      .filter((task): task is StoredTask => task !== null);
+  }
+
+  markParentNotified(taskId: string): void {
+    this.sql.exec("UPDATE tasks SET parent_notified = 1 WHERE task_id = ?", taskId);
   }
 
   get(taskId: string): StoredTask | null {
     const row = this.sql
       .exec(
-        "SELECT state, attempts, delivery, delivered, approval_prompt FROM tasks WHERE task_id = ?",
+        "SELECT state, attempts, delivery, delivered, approval_prompt, input_prompt FROM tasks WHERE task_id = ?",
         taskId,
       )
       .toArray()[0];
@@ -175,6 +213,9 @@ export class TaskStore {
       prompt: parsed.approval_prompt
         ? readStored(ApprovalPromptShape, parsed.approval_prompt, `task ${taskId}: approval prompt`)
         : null,
+      inputPrompt: parsed.input_prompt
+        ? readStored(InputPromptShape, parsed.input_prompt, `task ${taskId}: input prompt`)
+        : null,
     };
   }
 
@@ -188,11 +229,7 @@ export class TaskStore {
 
   /** Tasks paused for a person's approval, oldest first. */
   awaitingApproval(): StoredTask[] {
-    return this.sql
-      .exec("SELECT task_id FROM tasks WHERE status = 'awaiting_approval' ORDER BY seq")
-      .toArray()
-      .map((row) => this.get(String(row.task_id)))
-      .filter((task): task is StoredTask => task !== null);
+    return this.paused("awaiting_approval");
   }
 
   /** The paused task waiting for this approval id, if any. */
@@ -208,14 +245,6 @@ export class TaskStore {
       JSON.stringify(prompt),
       taskId,
     );
-  }
-
-  /** The oldest task not finished yet. */
-  nextRunnable(): TaskState | null {
-    const row = this.sql
-      .exec("SELECT task_id FROM tasks WHERE status IN ('queued', 'running') ORDER BY seq LIMIT 1")
-      .toArray()[0];
-    return row ? (this.get(String(row.task_id))?.state ?? null) : null;
   }
 
   /** Counts a start of the task's next unit of work; returns the count (a crash leaves it raised). */
@@ -324,81 +353,9 @@ export class TaskStore {
       this.sql.exec("DELETE FROM tasks WHERE task_id = ?", taskId);
     }
   }
-
-  // ---- schedules ----------------------------------------------------------------------------
-
-  insertSchedule(spec: ScheduleSpec, sdkScheduleId: string, now: number): void {
-    this.sql.exec(
-      "INSERT INTO task_schedules (schedule_id, spec, sdk_schedule_id, created_at) VALUES (?, ?, ?, ?)",
-      spec.scheduleId,
-      JSON.stringify(spec),
-      sdkScheduleId,
-      now,
-    );
-  }
-
-  schedule(scheduleId: string): ScheduleRecord | null {
-    const row = this.sql
-      .exec("SELECT * FROM task_schedules WHERE schedule_id = ?", scheduleId)
-      .toArray()[0];
-    return row ? toSchedule(row) : null;
-  }
-
-  schedules(): ScheduleRecord[] {
-    return this.sql
-      .exec("SELECT * FROM task_schedules ORDER BY created_at, schedule_id")
-      .toArray()
-      .map(toSchedule);
-  }
-
-  deleteSchedule(scheduleId: string): void {
-    this.sql.exec("DELETE FROM task_schedules WHERE schedule_id = ?", scheduleId);
-  }
-
-  recordRun(scheduleId: string, taskId: string, now: number, oneTime: boolean): void {
-    this.sql.exec(
-      "UPDATE task_schedules SET runs = runs + 1, last_run_at = ?, last_task_id = ?, last_status = 'queued', active = ? WHERE schedule_id = ?",
-      now,
-      taskId,
-      oneTime ? 0 : 1,
-      scheduleId,
-    );
-  }
-
-  recordSkip(scheduleId: string): void {
-    this.sql.exec(
-      "UPDATE task_schedules SET skipped = skipped + 1 WHERE schedule_id = ?",
-      scheduleId,
-    );
-  }
-
-  recordOutcome(scheduleId: string, taskId: string, status: string): void {
-    this.sql.exec(
-      "UPDATE task_schedules SET last_status = ? WHERE schedule_id = ? AND last_task_id = ?",
-      status,
-      scheduleId,
-      taskId,
-    );
-  }
 }
 
 /** A stored state; fields added since it was written get their defaults (stored-tasks.ts). */
 function readState(json: string, taskId: string): TaskState {
   return readStored(TaskStateShape, json, `task ${taskId}: state`);
-}
-
-function toSchedule(row: Record<string, SqlStorageValue>): ScheduleRecord {
-  const parsed = ScheduleRow.parse(row);
-  const spec = readStored(ScheduleSpecShape, parsed.spec, `schedule ${parsed.schedule_id}: spec`);
-  return {
-    ...spec,
-    sdkScheduleId: parsed.sdk_schedule_id,
-    createdAt: parsed.created_at,
-    runs: parsed.runs,
-    skipped: parsed.skipped,
-    lastRunAt: parsed.last_run_at,
-    lastTaskId: parsed.last_task_id,
-    lastStatus: parsed.last_status,
-    active: parsed.active === 1,
-  };
 }

@@ -1,6 +1,7 @@
 // What the room's turn driver needs from the platform, as interfaces: the runtime's turn runner,
 // the room's message history, the agent's character and its tools. Built once per room runtime;
-// the MCP servers an agent added at runtime are read again only when its version changed.
+// the MCP servers an agent added at runtime are read again only when its version changed, and the
+// character's delegates (ask_agent) are set before every turn.
 import type { McpServerEntry } from "../mcp/registry.ts";
 import { effectiveServers } from "../mcp/registry.ts";
 import type { Character } from "../runtime/character.ts";
@@ -32,7 +33,7 @@ export function turnServicesFor(runtime: RoomRuntime): TurnServices {
       runner: runtime.runner,
       history: runtime.history,
       characters: createCharacterSource(runtime.agents),
-      tools: createToolPreparer(runtime.mcp, servers),
+      tools: createToolPreparer(runtime.mcp, servers, runtime.delegation),
     };
     built.set(runtime, services);
   }
@@ -43,11 +44,14 @@ export function turnServicesFor(runtime: RoomRuntime): TurnServices {
 function createToolPreparer(
   mcp: { prepare(servers: readonly McpServerEntry[]): Promise<void> },
   agentServers: (agentId: string) => Promise<McpServerEntry[]>,
+  delegation: { configure(character: Character): void },
 ): ToolPreparer {
   // Adding a server to the agent bumps its version.
   let known: { version: number | null; servers: McpServerEntry[] } | null = null;
   return {
     async prepare(agentId, version, character) {
+      // ask_agent is offered, with the agents it may ask, only when the character lists delegates.
+      delegation.configure(character);
       if (known?.version !== version) known = { version, servers: await agentServers(agentId) };
       await mcp.prepare(effectiveServers(character.settings.mcpServers, known.servers));
     },

@@ -53,6 +53,10 @@ export interface RuntimeSettings {
   historyTokens?: number;
   /** Model tokens this agent may spend per UTC day (overrides DAILY_TOKEN_LIMIT). */
   dailyTokens?: number;
+  /** Agent ids this agent may ask for help (ask_agent, delegate_task); absent or empty: none. */
+  delegates?: string[];
+  /** How the agent's autonomous tasks run: `concurrency` at once (default 2, at most 8). */
+  tasks?: { concurrency?: number };
   memory: MemorySettings;
   discord: DiscordSettings;
 }

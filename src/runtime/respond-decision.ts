@@ -1,6 +1,7 @@
-// Whether the agent answers a message. REST calls, DMs and mentions are always answered; other
-// messages follow the character's `settings.respond`. Only mode "llm" spends a model call (on
-// SMALL_MODEL), so a busy channel does not cost a completion per message.
+// Whether the agent answers a message. REST calls, other agents' requests (ask_agent), DMs and
+// mentions are always answered; other messages follow the character's `settings.respond`. Only
+// mode "llm" spends a model call (on SMALL_MODEL), so a busy channel does not cost a completion
+// per message.
 import type { Character } from "./character.ts";
 import type { TurnInput } from "./turn-types.ts";
 import type { ChatMessage, ChatModel, ChatResponse } from "./types.ts";
@@ -12,6 +13,8 @@ export type RespondDecision =
 /** The rule-based part: "ask" means the character wants the small model to decide. */
 export function decideByRules(input: TurnInput, character: Character): RespondDecision | "ask" {
   if (input.source === "rest") return { respond: true, reason: "rest" };
+  // Another agent asked (ask_agent): it waits for exactly one answer.
+  if (input.source === "agent") return { respond: true, reason: "agent" };
   if (input.fromBot && !character.settings.respond.replyToBots)
     return { respond: false, reason: "from_bot" };
   if (input.isDirect) return { respond: true, reason: "direct_message" };

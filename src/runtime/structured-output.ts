@@ -5,6 +5,23 @@ import type { z } from "zod";
 import { ModelCallError } from "./errors.ts";
 import type { ChatMessage, ChatModel, TokenUsage } from "./types.ts";
 
+/**
+ * The model answered, but its JSON stayed invalid after the re-asks (as opposed to a call that
+ * failed): callers that can go on without the reply (the task spec) tell the two apart by class.
+ */
+export class InvalidStructuredReplyError extends ModelCallError {
+  readonly problem: string;
+
+  constructor(model: string, problem: string) {
+    super({
+      model,
+      message: `the model's structured reply stayed invalid: ${problem}`,
+      failover: false,
+    });
+    this.problem = problem;
+  }
+}
+
 export interface StructuredRequest<T extends z.ZodType> {
   model: ChatModel;
   modelName: string;
@@ -59,11 +76,7 @@ export async function completeStructured<T extends z.ZodType>(
       },
     );
   }
-  throw new ModelCallError({
-    model: request.modelName,
-    message: `the model's structured reply stayed invalid: ${problem}`,
-    failover: false,
-  });
+  throw new InvalidStructuredReplyError(request.modelName, problem);
 }
 
 /** The JSON value in a reply: the whole text, a fenced block, or the outermost {...}. */

@@ -21,6 +21,10 @@ export interface TaskLoopDeps {
   stepTimeoutMs: number;
   /** How long a person has to answer an approval before it counts as a denial. */
   approvalWindowMs: number;
-  /** A fresh, unguessable approval id. */
+  /** How long a person has to answer a `needs_input` question (default INPUT_WINDOW_MS). */
+  inputWindowMs?: number;
+  /** How long a delegated step waits for the other agent's task (default DELEGATE_WAIT_MS). */
+  delegateWaitMs?: number;
+  /** A fresh, unguessable id (approvals, questions). */
   newApprovalId: () => string;
 }

@@ -1,13 +1,15 @@
-// The autonomous task loop: plan -> act (the chat turn's tool loop) -> reflect -> ... -> evaluate
-// completion against the plan's success criteria. `advanceTask` does exactly one unit of work and
-// returns the new state (plain data) plus the tool calls it made, so the caller persists each step
-// before the next: a task cut off mid-step redoes only that step. Bounded by steps, consecutive
-// counted failures, tokens and wall-clock time; a stop without success carries an honest report.
-// A step may stop at a tool that needs a person's approval: the task is then `awaiting_approval`
-// until `answerApproval` records the answer (or the expiry's denial), and carries on from there.
+// The autonomous task loop: spec -> plan -> act (the chat turn's tool loop) -> reflect -> ...
+// -> evaluate completion against the plan's success criteria. `advanceTask` does exactly one unit
+// of work and returns the new state (plain data) plus the audit entries it made, so the caller
+// persists each step before the next: a task cut off mid-step redoes only that step. Bounded by
+// steps, consecutive counted failures, tokens and wall-clock time; a stop without success carries
+// an honest report. The first unit compiles the goal into a spec (task-spec.ts) and plans from it;
+// a task pauses (holding no slot) for a missing input, a tool approval or a delegated step, and
+// carries on once task-answers.ts records the answer.
 import { AppError } from "./errors.ts";
 import { ModelSession } from "./model-session.ts";
 import { completeStructured } from "./structured-output.ts";
+import { compileSpec, questionFor, renderSpec, requiredMissing } from "./task-spec.ts";
 import {
   clip,
   EVALUATION_INSTRUCTIONS,
@@ -20,19 +22,26 @@ import {
   SUMMARY_INSTRUCTIONS,
 } from "./task-plan.ts";
 import type { TaskLoopDeps } from "./task-deps.ts";
-import { act, emitPlan, onRuntimeEvent, sessionModel } from "./task-step.ts";
+import { act, emitPlan, onRuntimeEvent, sessionModel, taskTools } from "./task-step.ts";
 import {
+  INPUT_WINDOW_MS,
+  isPaused,
   isTerminal,
   type AuditEntry,
   type TaskEventBody,
   type TaskState,
   type TaskStopReason,
 } from "./task-types.ts";
-import type { ApprovalDecision } from "./turn-types.ts";
 import type { ChatMessage } from "./types.ts";
 
 /** The loop's host interface, kept in its own file so task-step.ts needs no import of this one. */
 export type { TaskLoopDeps } from "./task-deps.ts";
+export {
+  answerApproval,
+  answerDelegation,
+  answerInput,
+  delegationStarted,
+} from "./task-answers.ts";
 
 export interface TaskAdvance {
   state: TaskState;
@@ -40,18 +49,29 @@ export interface TaskAdvance {
   audit: AuditEntry[];
 }
 
+/**
+ * A queued task taking a running slot: `running` from now on (its host saves this before the first
+ * unit, so a task working on its first unit is never counted as waiting).
+ */
+export function markStarted(
+  previous: TaskState,
+  now: number,
+  emit: (event: TaskEventBody) => void,
+): TaskState {
+  if (previous.status !== "queued") return previous;
+  emit({ type: "task_started" });
+  return { ...previous, status: "running", startedAt: now };
+}
+
 /** One unit of work: a plan, a summary, an act step with its reflection, or the completion check. */
 export async function advanceTask(previous: TaskState, deps: TaskLoopDeps): Promise<TaskAdvance> {
-  // Terminal, or waiting for a person: nothing to do until answerApproval records the answer.
-  if (isTerminal(previous.status) || previous.status === "awaiting_approval")
+  // Terminal, or waiting for a person or another agent: nothing to do until task-answers.ts
+  // records the answer.
+  if (isTerminal(previous.status) || isPaused(previous.status))
     return { state: previous, audit: [] };
   const state: TaskState = structuredClone(previous);
   const now = deps.now();
-  if (state.status === "queued") {
-    state.status = "running";
-    state.startedAt = now;
-    deps.emit({ type: "task_started" });
-  }
+  if (state.status === "queued") Object.assign(state, markStarted(state, now, deps.emit));
   const stop = boundReached(state, deps, now);
   if (stop) return { state: finish(state, deps, stop.reason, stop.text), audit: [] };
 
@@ -70,7 +90,9 @@ export async function advanceTask(previous: TaskState, deps: TaskLoopDeps): Prom
   try {
     switch (state.phase) {
       case "plan":
-        await plan(state, deps, session);
+        // The spec first (its own small-model context); a missing required input pauses here.
+        if (!state.spec) await specify(state, deps, audit);
+        if (state.status !== "needs_input") await plan(state, deps, session);
         break;
       case "summarize":
         await summarize(state, deps, session);
@@ -108,41 +130,8 @@ export async function advanceTask(previous: TaskState, deps: TaskLoopDeps): Prom
 }
 
 /**
- * Records a person's answer to the task's pending approval (or `expired` when nobody answered in
- * time); the task becomes runnable again and its step carries on with the answer. Returns null
- * when the task is not waiting for this approval (answered already, expired, or cancelled).
- */
-export function answerApproval(
-  previous: TaskState,
-  answer: { approvalId: string; decision: ApprovalDecision; by: string | null },
-  now: number,
-  emit: (event: TaskEventBody) => void,
-): TaskState | null {
-  const pending = previous.approval;
-  if (
-    previous.status !== "awaiting_approval" ||
-    !pending ||
-    pending.decision ||
-    pending.approvalId !== answer.approvalId
-  )
-    return null;
-  const state = structuredClone(previous);
-  state.approval = { ...pending, decision: { value: answer.decision, by: answer.by, at: now } };
-  state.status = "running";
-  state.pausedMs += Math.max(0, now - pending.requestedAt);
-  emit({
-    type: "approval_resolved",
-    step: pending.step,
-    tool: pending.tool,
-    decision: answer.decision,
-    by: answer.by,
-  });
-  return state;
-}
-
-/**
- * Runs a task to its end, or to a pause for a person's approval, persisting after every unit
- * (tests, benchmarks).
+ * Runs a task to its end, or to a pause (a person's approval or answer, a delegated step),
+ * persisting after every unit (tests, benchmarks).
  */
 export async function runTask(
   state: TaskState,
@@ -150,7 +139,7 @@ export async function runTask(
   persist: (advance: TaskAdvance) => void | Promise<void>,
 ): Promise<TaskState> {
   let current = state;
-  while (!isTerminal(current.status) && current.status !== "awaiting_approval") {
+  while (!isTerminal(current.status) && !isPaused(current.status)) {
     const advance = await advanceTask(current, deps);
     await persist(advance);
     current = advance.state;
@@ -175,7 +164,7 @@ function boundReached(
   deps: TaskLoopDeps,
   now: number,
 ): { reason: TaskStopReason; text: string } | null {
-  const tokens = state.usage.promptTokens + state.usage.completionTokens;
+  const tokens = spentTokens(state);
   if (deps.signal.aborted) return { reason: "cancelled", text: "the task was cancelled" };
   if (tokens >= state.limits.budgetTokens)
     return {
@@ -198,10 +187,11 @@ function boundReached(
       text: `${state.consecutiveFailures} failures in a row (limit ${state.limits.maxFailures})`,
     };
   }
-  // A step resuming after an approval was counted when it started.
+  // A step resuming after an approval or a delegated task was counted when it started.
   if (
     state.phase === "act" &&
     !state.approval?.decision &&
+    !state.delegation?.output &&
     state.steps.length >= state.limits.maxSteps
   ) {
     return { reason: "max_steps", text: `all ${state.limits.maxSteps} steps are used` };
@@ -216,8 +206,10 @@ function finish(
   why: string,
 ): TaskState {
   state.phase = "done";
-  // A pending approval ends with the task (cancelled while waiting): nothing is left to answer.
+  // A pending approval, question or delegation ends with the task: nothing is left to answer.
   state.approval = null;
+  state.input = null;
+  state.delegation = null;
   state.stopReason = reason;
   state.finishedAt = deps.now();
   if (reason === "completed") {
@@ -250,9 +242,9 @@ async function plan(state: TaskState, deps: TaskLoopDeps, session: ModelSession)
     messages: [
       {
         role: "system",
-        content: `${PLANNER_INSTRUCTIONS}\n\nTools the agent has:\n${await toolList(deps)}`,
+        content: `${PLANNER_INSTRUCTIONS}\n\nTools the agent has:\n${await toolList(deps, state)}`,
       },
-      { role: "user", content: `Goal: ${state.goal}` },
+      { role: "user", content: `Goal: ${state.goal}\n\n${renderSpec(state.spec!)}` },
     ],
   });
   state.plan = planFromReply(reply.value);
@@ -299,7 +291,7 @@ async function evaluate(
       { role: "system", content: EVALUATION_INSTRUCTIONS },
       {
         role: "user",
-        content: `Goal: ${state.goal}\n\nSuccess criteria:\n${plan.successCriteria.map((c, i) => `${i + 1}. ${c}`).join("\n")}\n\nWork recorded:\n${renderProgress(state)}`,
+        content: `Goal: ${state.goal}\n\n${renderSpec(state.spec!)}\n\nSuccess criteria:\n${plan.successCriteria.map((c, i) => `${i + 1}. ${c}`).join("\n")}\n\nWork recorded:\n${renderProgress(state)}`,
       },
     ],
   });
@@ -335,6 +327,77 @@ async function evaluate(
   state.phase = "act";
 }
 
+/**
+ * Compiles the goal into the task's spec (task-spec.ts): a spec that stays invalid falls back to
+ * the raw goal, said in the audit trail; a required input it lacks pauses the task with the question.
+ */
+async function specify(state: TaskState, deps: TaskLoopDeps, audit: AuditEntry[]): Promise<void> {
+  const started = deps.now();
+  const compiled = await compileSpec({
+    goal: state.goal,
+    model: deps.model,
+    modelName: deps.models.small,
+    tools: await toolList(deps, state),
+    signal: deps.signal,
+  });
+  state.usage.promptTokens += compiled.usage.promptTokens;
+  state.usage.completionTokens += compiled.usage.completionTokens;
+  state.usage.modelCalls += compiled.usage.modelCalls;
+  state.spec = compiled.spec;
+  state.specSource = compiled.source;
+  deps.emit({
+    type: "spec",
+    source: compiled.source,
+    spec: compiled.spec,
+    problem: compiled.problem,
+  });
+  if (compiled.source === "raw_goal") {
+    audit.push({
+      kind: "spec",
+      step: 0,
+      callId: `${state.taskId}:spec`,
+      tool: "compile_spec",
+      arguments: { goal: state.goal },
+      result: clip(
+        `The spec stayed invalid after one re-ask (${compiled.problem}); the task plans from the raw goal.`,
+        2_000,
+      ),
+      ok: false,
+      cached: false,
+      durationMs: deps.now() - started,
+      model: deps.models.small,
+      at: deps.now(),
+    });
+  }
+  const missing = requiredMissing(compiled.spec);
+  if (missing.length === 0) return;
+  const now = deps.now();
+  state.input = {
+    inputId: deps.newApprovalId(),
+    question: questionFor(compiled.spec),
+    inputs: missing.map((item) => item.input),
+    requestedAt: now,
+    expiresAt: now + (deps.inputWindowMs ?? INPUT_WINDOW_MS),
+  };
+  state.status = "needs_input";
+  deps.emit({
+    type: "input_requested",
+    inputId: state.input.inputId,
+    question: state.input.question,
+    expiresAt: state.input.expiresAt,
+  });
+}
+
+/** Tokens the task spent, its own and what other agents spent on its behalf. */
+export function spentTokens(state: TaskState): number {
+  const delegated = state.usage.delegated;
+  return (
+    state.usage.promptTokens +
+    state.usage.completionTokens +
+    (delegated ? delegated.promptTokens + delegated.completionTokens : 0)
+  );
+}
+
 /** The session as a ChatModel, so structured replies also fail over and count in the usage. */
 function addUsage(state: TaskState, session: ModelSession): void {
   state.usage.promptTokens += session.usage.promptTokens;
@@ -342,8 +405,8 @@ function addUsage(state: TaskState, session: ModelSession): void {
   state.usage.modelCalls += session.usage.modelCalls;
 }
 
-async function toolList(deps: TaskLoopDeps): Promise<string> {
-  const tools = await deps.tools.list();
+async function toolList(deps: TaskLoopDeps, state: TaskState): Promise<string> {
+  const tools = await taskTools(deps, state).list();
   return tools.length > 0
     ? tools.map((tool) => `- ${tool.name}: ${clip(tool.description, 200)}`).join("\n")
     : "- none";

@@ -1,9 +1,10 @@
 // One act step of a task and its reflection: the step runs through the chat turn's tool loop
 // (same tools, validation, timeouts, failover), then a structured reflection compares the outcome
 // with the step's check. A failure records its analysis and the different approach the next
-// attempt must take; a plan step's first failure is retried that way before it counts. A call to
-// a tool that needs a person's approval pauses the step (the task waits, holding no slot) and the
-// step carries on from that point with the person's answer, or with the expiry's denial.
+// attempt must take; a plan step's first failure is retried that way before it counts. A step
+// pauses (the task holds no slot) at a tool that needs a person's approval, or at delegate_task,
+// whose task the host starts on the other agent; it carries on from that point with the answer.
+import { addUsage, delegateTaskTool, delegatesOf, delegationRefusal } from "./delegation.ts";
 import { renderCharacter } from "./providers/character-provider.ts";
 import type { ModelSession } from "./model-session.ts";
 import { completeStructured } from "./structured-output.ts";
@@ -17,10 +18,16 @@ import {
   revisePlan,
   TASK_AGENT_INSTRUCTIONS,
 } from "./task-plan.ts";
-import type { AuditEntry, StepRecord, TaskState } from "./task-types.ts";
+import { renderSpec } from "./task-spec.ts";
+import {
+  DELEGATE_WAIT_MS,
+  type AuditEntry,
+  type StepRecord,
+  type TaskState,
+} from "./task-types.ts";
 import { ToolExecutor } from "./tool-executor.ts";
 import { runToolLoop } from "./tool-loop.ts";
-import type { ChatMessage, ChatModel, RuntimeEvent } from "./types.ts";
+import type { ChatMessage, ChatModel, RuntimeEvent, ToolHost } from "./types.ts";
 
 /** Steps not yet folded into the rolling summary before one is written. */
 export const SUMMARY_EVERY_STEPS = 3;
@@ -46,12 +53,15 @@ export async function act(
     return true;
   }
   const planStep = plan.steps[current]!;
-  // A step that paused for approval carries on where it stopped, with the answer it got.
-  const resumed = state.approval?.decision ? state.approval : null;
+  // A step that paused (approval, delegated task) carries on where it stopped, with its answer.
+  const approved = state.approval?.decision ? state.approval : null;
+  const delegated = state.delegation?.output ? state.delegation : null;
+  const resumed = approved ?? delegated;
   const number = resumed?.step ?? state.steps.length + 1;
   const startedAt = resumed?.stepStartedAt ?? deps.now();
-  if (resumed) state.approval = null;
-  else
+  state.approval = approved ? null : state.approval;
+  state.delegation = delegated ? null : state.delegation;
+  if (!resumed)
     deps.emit({
       type: "step_started",
       step: number,
@@ -60,9 +70,10 @@ export async function act(
       approach: state.retry?.approach ?? null,
     });
 
+  const host = taskTools(deps, state);
   const executor = new ToolExecutor({
-    host: deps.tools,
-    tools: await deps.tools.list(),
+    host,
+    tools: await host.list(),
     approvalRequired: deps.character.settings.toolApproval,
     defaultTimeoutMs: deps.toolTimeoutMs,
     maxResultChars: deps.maxToolResultChars,
@@ -77,7 +88,7 @@ export async function act(
     { role: "system", content: `${renderCharacter(deps.character)}\n\n${TASK_AGENT_INSTRUCTIONS}` },
     {
       role: "user",
-      content: `Goal: ${state.goal}\n\n${renderPlan(plan, current)}\n\nProgress so far:\n${renderProgress(state)}${switched}\n\nNow do step ${current + 1}: ${planStep.title} (done when: ${planStep.doneWhen})${retry}`,
+      content: `Goal: ${state.goal}\n\n${state.spec ? `${renderSpec(state.spec)}\n\n` : ""}${renderPlan(plan, current)}\n\nProgress so far:\n${renderProgress(state)}${switched}\n\nNow do step ${current + 1}: ${planStep.title} (done when: ${planStep.doneWhen})${retry}`,
     },
   ];
   const controller = new AbortController();
@@ -96,6 +107,7 @@ export async function act(
         agentId: state.agentId,
         roomId: state.roomId,
         userId: `task:${state.source}`,
+        ...(state.chain.length > 0 ? { delegation: { chain: state.chain } } : {}),
       },
       messages,
       turnStart: 1,
@@ -112,15 +124,50 @@ export async function act(
       // Someone can always be asked: on Discord the person who started the task, elsewhere
       // whoever holds the API (POST .../approval). A gated tool never runs on the model's say-so.
       canAskApproval: true,
-      ...(resumed
-        ? { resume: { checkpoint: resumed.checkpoint, decision: resumed.decision!.value } }
-        : {}),
+      // delegate_task goes to the host (AgentTasks), which starts the other agent's task.
+      defer: (tool, args) =>
+        tool === "delegate_task" &&
+        delegationRefusal({
+          caller: state.agentId,
+          delegates: delegatesOf(deps.character),
+          chain: state.chain,
+          target: String(args.agentId),
+        }) === null,
+      ...(approved
+        ? { resume: { checkpoint: approved.checkpoint, decision: approved.decision!.value } }
+        : delegated
+          ? {
+              resume: {
+                checkpoint: delegated.checkpoint,
+                output: delegated.output!,
+                ...(delegated.approval ? { decision: delegated.approval } : {}),
+              },
+            }
+          : {}),
     });
   } finally {
     clearTimeout(timer);
     deps.signal.removeEventListener("abort", onCancel);
   }
   if (deps.signal.aborted) return false;
+  if (loop.kind === "paused" && loop.reason === "deferred") {
+    const requestedAt = deps.now();
+    state.delegation = {
+      step: number,
+      stepStartedAt: startedAt,
+      callId: loop.checkpoint.pendingCalls[0]!.id,
+      agentId: String(loop.arguments.agentId),
+      goal: String(loop.arguments.goal),
+      requestedAt,
+      expiresAt: requestedAt + (deps.delegateWaitMs ?? DELEGATE_WAIT_MS),
+      checkpoint: loop.checkpoint,
+      childTaskId: null,
+      output: null,
+      ...(loop.approval ? { approval: loop.approval } : {}),
+    };
+    state.status = "awaiting_delegate";
+    return false;
+  }
   if (loop.kind === "paused") {
     const requestedAt = deps.now();
     state.approval = {
@@ -147,6 +194,12 @@ export async function act(
   }
   state.modelSwitched = false;
   for (const record of loop.toolCalls) {
+    // What other agents spent answering (ask_agent, delegate_task) is reported with the task's.
+    if (record.usage) state.usage.delegated = addUsage(state.usage.delegated, record.usage);
+    const link =
+      delegated && record.id === delegated.callId && delegated.childTaskId
+        ? { link: { agentId: delegated.agentId, taskId: delegated.childTaskId } }
+        : {};
     audit.push({
       step: number,
       callId: record.id,
@@ -159,6 +212,8 @@ export async function act(
       model: record.model,
       at: deps.now(),
       ...(record.approval ? { approval: record.approval } : {}),
+      ...(record.usage ? { usage: record.usage } : {}),
+      ...link,
     });
   }
 
@@ -241,6 +296,33 @@ export async function act(
   const unsummarized = state.steps.length - state.summarizedThrough;
   state.phase = unsummarized >= SUMMARY_EVERY_STEPS ? "summarize" : "act";
   return false;
+}
+
+/**
+ * The tools of a task step: the agent's, plus delegate_task when it has delegates. An allowed
+ * delegate_task call never reaches `call` (the loop defers it); a refused one gets the reason.
+ */
+export function taskTools(deps: TaskLoopDeps, state: TaskState): ToolHost {
+  const delegates = delegatesOf(deps.character);
+  if (delegates.length === 0) return deps.tools;
+  const definition = delegateTaskTool(delegates);
+  return {
+    list: async () => [
+      ...(await deps.tools.list()).filter((tool) => tool.name !== definition.name),
+      definition,
+    ],
+    sources: () => deps.tools.sources?.() ?? [],
+    async call(name, args, ctx) {
+      if (name !== definition.name) return deps.tools.call(name, args, ctx);
+      const refusal = delegationRefusal({
+        caller: state.agentId,
+        delegates,
+        chain: state.chain,
+        target: String(args.agentId),
+      });
+      return { ok: false, error: refusal ?? "delegate_task works only inside a task step" };
+    },
+  };
 }
 
 export function sessionModel(session: ModelSession, deps: TaskLoopDeps): ChatModel {

@@ -2,6 +2,7 @@
 // step attempted, the usage and the result. The whole state is persisted after every step, so a
 // task cut off by eviction resumes from here without repeating a finished step.
 import type { ApprovalDecision, ToolLoopCheckpoint, TurnUsage } from "./turn-types.ts";
+import type { ModelUsage, ToolOutput } from "./types.ts";
 
 export interface TaskLimits {
   /** Act steps (attempts) in all, including retries. */
@@ -26,12 +27,26 @@ export const MAX_TASK_BUDGET_TOKENS = 2_000_000;
 export const MAX_GOAL_CHARS = 4_000;
 /** A plan has 1-5 steps; revisions keep the steps not done yet within this too. */
 export const MAX_PLAN_STEPS = 5;
+/** An agent's tasks run this many at once unless its `settings.tasks.concurrency` says otherwise. */
+export const DEFAULT_TASK_CONCURRENCY = 2;
+/** Tasks waiting for a free slot, per agent; beyond it a new task is refused (429). */
+export const MAX_QUEUED_TASKS = 50;
+/** A question the task cannot go on without is answered within this, or the task is cancelled. */
+export const INPUT_WINDOW_MS = 24 * 60 * 60_000;
+/** A step that delegated waits this long for the other agent's task, which is then cancelled. */
+export const DELEGATE_WAIT_MS = 30 * 60_000;
 
-/** `awaiting_approval`: paused at a tool that needs a person's yes; it holds no running slot. */
+/**
+ * Paused states hold no running slot: `awaiting_approval` (a tool needs a person's yes),
+ * `needs_input` (the spec lacks an input only a person can give), `awaiting_delegate` (a step
+ * handed work to another agent's task and waits for its result).
+ */
 export type TaskStatus =
   | "queued"
   | "running"
   | "awaiting_approval"
+  | "needs_input"
+  | "awaiting_delegate"
   | "completed"
   | "failed"
   | "exhausted"
@@ -45,7 +60,62 @@ export type TaskStopReason =
   | "wall_clock"
   | "cancelled"
   | "error";
-export type TaskSource = "api" | "schedule" | "discord";
+export type TaskSource = "api" | "schedule" | "discord" | "delegation";
+
+/**
+ * The goal compiled before planning (by the small model, in a context of its own): what is asked,
+ * what the request gives and lacks, what to respect, what the result must be, what could go wrong.
+ */
+export interface TaskSpec {
+  goal: string;
+  inputs: {
+    provided: string[];
+    /** `required`: the task cannot proceed without it (it pauses `needs_input` and asks). */
+    missing: { input: string; question: string; required: boolean }[];
+  };
+  constraints: string[];
+  outputRequirements: string[];
+  risks: string[];
+}
+
+/** The question a `needs_input` task waits on, and the answer once given. */
+export interface TaskInputRequest {
+  /** 64 random bits in hex; a Discord button carries it. */
+  inputId: string;
+  question: string;
+  /** The spec's missing inputs the answer covers. */
+  inputs: string[];
+  requestedAt: number;
+  /** Unanswered by then: the task ends `cancelled` with its report. */
+  expiresAt: number;
+}
+
+/** The task another agent started for one of this task's steps (delegate_task), and its result. */
+export interface TaskDelegation {
+  /** The step and tool call that delegated; the step carries on from `checkpoint`. */
+  step: number;
+  stepStartedAt: number;
+  callId: string;
+  agentId: string;
+  goal: string;
+  requestedAt: number;
+  expiresAt: number;
+  checkpoint: ToolLoopCheckpoint;
+  /** Set once the other agent's object accepted the task. */
+  childTaskId: string | null;
+  /** What the step's tool call returns: the child's result (or why there is none). */
+  output: ToolOutput | null;
+  /** delegate_task itself needed a person's approval: their decision, kept for the audit trail. */
+  approval?: ApprovalDecision;
+}
+
+/** The task (on another agent) whose step started this one. */
+export interface TaskParent {
+  agentId: string;
+  taskId: string;
+  step: number;
+  callId: string;
+}
 
 export interface PlanStep {
   title: string;
@@ -60,8 +130,13 @@ export interface TaskPlan {
   revision: number;
 }
 
-/** One tool call made while working on a task. */
+/**
+ * One tool call made while working on a task, or (with `kind`) a record of the task's own: the
+ * spec that could not be compiled, the parent task that delegated this one.
+ */
 export interface AuditEntry {
+  /** Absent: a tool call. */
+  kind?: "spec" | "delegated_by";
   step: number;
   callId: string;
   tool: string;
@@ -75,6 +150,10 @@ export interface AuditEntry {
   at: number;
   /** For a tool that needs a person's approval: what they decided. */
   approval?: ApprovalDecision;
+  /** Another agent's model use answering this call (ask_agent, delegate_task). */
+  usage?: ModelUsage;
+  /** delegate_task, and a delegated task's first entry: the task at the other end. */
+  link?: { agentId: string; taskId: string };
 }
 
 /**
@@ -138,8 +217,17 @@ export interface TaskState {
   scheduleId: string | null;
   /** Who started it where a person can be asked (`discord:<user id>`); only they may approve. */
   requestedBy: string | null;
+  /** The agents whose requests led here (delegation), oldest first; empty when a person asked. */
+  chain: string[];
+  /** The task whose step delegated this one (delegate_task), if any. */
+  parent: TaskParent | null;
   status: TaskStatus;
   phase: TaskPhase;
+  /** The compiled goal, before the plan; `raw_goal` when it could not be compiled. */
+  spec: TaskSpec | null;
+  specSource: "compiled" | "raw_goal" | null;
+  /** The question a `needs_input` task waits on. */
+  input: TaskInputRequest | null;
   plan: TaskPlan | null;
   steps: StepRecord[];
   consecutiveFailures: number;
@@ -156,7 +244,9 @@ export interface TaskState {
   modelSwitched: boolean;
   /** The pending (or just answered) approval of the current step, if it stopped at one. */
   approval: TaskApproval | null;
-  /** Time spent waiting for approvals, which the wall-clock bound does not count. */
+  /** The current step's delegated task (pending, or just finished), if it handed one out. */
+  delegation: TaskDelegation | null;
+  /** Time spent waiting (approvals, input, delegated tasks), which the wall-clock bound does not count. */
   pausedMs: number;
   createdAt: number;
   startedAt: number | null;
@@ -170,6 +260,19 @@ export interface TaskState {
 
 export type TaskEventBody =
   | { type: "task_started" }
+  | { type: "spec"; source: "compiled" | "raw_goal"; spec: TaskSpec; problem: string | null }
+  | { type: "input_requested"; inputId: string; question: string; expiresAt: number }
+  | { type: "input_received"; by: string | null }
+  | { type: "delegated_by"; parentAgentId: string; parentTaskId: string; step: number }
+  | { type: "delegate_started"; step: number; agentId: string; childTaskId: string; goal: string }
+  | {
+      type: "delegate_finished";
+      step: number;
+      agentId: string;
+      childTaskId: string | null;
+      ok: boolean;
+      status: string;
+    }
   | {
       type: "plan";
       revision: number;
@@ -236,6 +339,8 @@ export interface NewTask {
   source: TaskSource;
   scheduleId?: string | null;
   requestedBy?: string | null;
+  chain?: string[];
+  parent?: TaskParent | null;
   now: number;
 }
 
@@ -249,8 +354,13 @@ export function newTaskState(task: NewTask): TaskState {
     source: task.source,
     scheduleId: task.scheduleId ?? null,
     requestedBy: task.requestedBy ?? null,
+    chain: task.chain ?? [],
+    parent: task.parent ?? null,
     status: "queued",
     phase: "plan",
+    spec: null,
+    specSource: null,
+    input: null,
     plan: null,
     steps: [],
     consecutiveFailures: 0,
@@ -262,6 +372,7 @@ export function newTaskState(task: NewTask): TaskState {
     modelPosition: 0,
     modelSwitched: false,
     approval: null,
+    delegation: null,
     pausedMs: 0,
     createdAt: task.now,
     startedAt: null,
@@ -271,6 +382,13 @@ export function newTaskState(task: NewTask): TaskState {
     report: null,
     error: null,
   };
+}
+
+/** Waiting for a person or another agent: not runnable, and holding no running slot. */
+export function isPaused(status: TaskStatus): boolean {
+  return (
+    status === "awaiting_approval" || status === "needs_input" || status === "awaiting_delegate"
+  );
 }
 
 export function isTerminal(status: TaskStatus): boolean {

@@ -87,24 +87,13 @@ export class ToolExecutor {
     const callIndex = this.calls++;
     const parsed = parseArguments(call.arguments);
     const tool = this.byName.get(call.name);
-    const finish = (output: ToolOutput, cached: boolean): ToolExecution => {
-      const text = output.ok ? output.content : `Error: ${output.error}`;
-      const modelContent = truncate(text, this.options.maxResultChars);
-      return {
-        modelContent,
-        record: {
-          id: call.id,
-          name: call.name,
-          arguments: parsed.ok ? parsed.value : call.arguments,
-          ok: output.ok,
-          output: truncate(text, MAX_TOOL_RECORD_CHARS),
-          cached,
-          durationMs: this.options.now() - started,
-          model: context.model,
-          ...(approval && tool?.requiresApproval ? { approval } : {}),
-        },
-      };
-    };
+    const finish = (output: ToolOutput, cached: boolean): ToolExecution =>
+      this.finish(call, output, {
+        cached,
+        started,
+        model: context.model,
+        approval: approval && tool?.requiresApproval ? approval : undefined,
+      });
 
     if (!tool) {
       const known = [...this.byName.keys()].join(", ") || "none";
@@ -134,6 +123,64 @@ export class ToolExecutor {
       this.options.onOutput?.(key, output);
     }
     return finish(output, false);
+  }
+
+  /**
+   * A call whose output came from elsewhere: a deferred call (delegate_task) answered once the
+   * work it started has finished. Recorded and shown to the model like any other output.
+   */
+  given(
+    call: ToolCall,
+    output: ToolOutput,
+    model: string,
+    approval?: ApprovalDecision,
+  ): ToolExecution {
+    this.calls++;
+    const tool = this.byName.get(call.name);
+    return this.finish(call, output, {
+      cached: false,
+      started: this.options.now(),
+      model,
+      approval: approval && tool?.requiresApproval ? approval : undefined,
+    });
+  }
+
+  /**
+   * The validated arguments of a call the loop hands to its host instead of running it (a tool
+   * marked `deferred`), or null when it runs here (or fails on its own: invalid arguments).
+   */
+  deferral(call: ToolCall): Record<string, unknown> | null {
+    const tool = this.byName.get(call.name);
+    if (!tool?.deferred) return null;
+    const parsed = parseArguments(call.arguments);
+    if (!parsed.ok || this.validate(tool, parsed.value)) return null;
+    return parsed.value;
+  }
+
+  private finish(
+    call: ToolCall,
+    output: ToolOutput,
+    how: { cached: boolean; started: number; model: string; approval?: ApprovalDecision },
+  ): ToolExecution {
+    const parsed = parseArguments(call.arguments);
+    const text = output.ok ? output.content : `Error: ${output.error}`;
+    const modelContent = truncate(text, this.options.maxResultChars);
+    return {
+      modelContent,
+      record: {
+        id: call.id,
+        name: call.name,
+        arguments: parsed.ok ? parsed.value : call.arguments,
+        ok: output.ok,
+        output: truncate(text, MAX_TOOL_RECORD_CHARS),
+        cached: how.cached,
+        durationMs: this.options.now() - how.started,
+        model: how.model,
+        ...(how.approval ? { approval: how.approval } : {}),
+        // A repeat served from the cache cost the other agent nothing this time.
+        ...(output.usage && !how.cached ? { usage: output.usage } : {}),
+      },
+    };
   }
 
   private validate(tool: ToolDefinition, args: Record<string, unknown>): string | null {

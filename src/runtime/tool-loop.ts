@@ -3,6 +3,8 @@
 // failed tool calls in a row, or the turn's deadline). A bound ends with a clear final message.
 // A call to a tool that needs a person's approval pauses the loop when the surface can ask: the
 // loop returns a checkpoint (plain data) and is later resumed from it with the person's decision.
+// A deferred tool (delegate_task in a task step) pauses it the same way, and is resumed with the
+// output its host got for it (the other agent's task result).
 import { type ModelSession, transcriptForFallback } from "./model-session.ts";
 import type { ToolExecutor } from "./tool-executor.ts";
 import type {
@@ -12,14 +14,28 @@ import type {
   ToolLoopCheckpoint,
   TurnObserver,
 } from "./turn-types.ts";
-import type { ChatMessage, EventSink, ToolCall, ToolSpec } from "./types.ts";
+import type {
+  ChatMessage,
+  DelegationContext,
+  EventSink,
+  ToolCall,
+  ToolOutput,
+  ToolSpec,
+} from "./types.ts";
 
 export interface ToolLoopInput {
   session: ModelSession;
   executor: ToolExecutor;
   events: EventSink;
   now: () => number;
-  ids: { turnId: string; agentId: string; roomId: string; userId: string };
+  ids: {
+    turnId: string;
+    agentId: string;
+    roomId: string;
+    userId: string;
+    /** Who asked, when another agent did: tools that ask agents check depth and cycles. */
+    delegation?: DelegationContext;
+  };
   messages: ChatMessage[];
   /** Index in `messages` where this turn's own messages begin (for failover). */
   turnStart: number;
@@ -31,8 +47,16 @@ export interface ToolLoopInput {
   signal: AbortSignal;
   /** A call needing approval pauses the loop (instead of being refused) when this is set. */
   canAskApproval?: boolean;
-  /** Carry on from a pause; `messages` and `turnStart` are then taken from the checkpoint. */
-  resume?: { checkpoint: ToolLoopCheckpoint; decision: ApprovalDecision };
+  /**
+   * Whether a call to a `deferred` tool pauses the loop for its host to answer (task steps); a call
+   * it declines runs through the executor like any other (whose host then says why not).
+   */
+  defer?: (tool: string, args: Record<string, unknown>) => boolean;
+  /**
+   * Carry on from a pause; `messages` and `turnStart` are then taken from the checkpoint. The
+   * first pending call gets the person's `decision`, or (a deferred call) the `output` its host got.
+   */
+  resume?: { checkpoint: ToolLoopCheckpoint; decision?: ApprovalDecision; output?: ToolOutput };
   /** Sees text as it is written and tool calls as they run (streaming replies). */
   observer?: TurnObserver;
 }
@@ -48,9 +72,13 @@ export type ToolLoopResult =
     }
   | {
       kind: "paused";
+      /** Waiting for a person's approval, or for the host to answer a deferred call. */
+      reason: "approval" | "deferred";
       tool: string;
       arguments: Record<string, unknown>;
       checkpoint: ToolLoopCheckpoint;
+      /** A deferred call a person approved first: the decision, to record with its output. */
+      approval?: ApprovalDecision;
     };
 
 export async function runToolLoop(input: ToolLoopInput): Promise<ToolLoopResult> {
@@ -64,7 +92,9 @@ export async function runToolLoop(input: ToolLoopInput): Promise<ToolLoopResult>
   let pending: ToolCall[] = from ? [...from.pendingCalls] : [];
   let model = from?.model ?? "";
   const decided =
-    input.resume && pending[0] ? { callId: pending[0].id, decision: input.resume.decision } : null;
+    input.resume && pending[0]
+      ? { callId: pending[0].id, decision: input.resume.decision, output: input.resume.output }
+      : null;
 
   const onFailover = (): ChatMessage[] => {
     input.executor.clearCache();
@@ -75,21 +105,22 @@ export async function runToolLoop(input: ToolLoopInput): Promise<ToolLoopResult>
   for (;;) {
     while (pending.length > 0 && !input.signal.aborted) {
       const call = pending[0]!;
-      const approval = decided?.callId === call.id ? decided.decision : undefined;
-      if (approval === undefined && input.canAskApproval) {
+      const answer = decided?.callId === call.id ? decided : null;
+      const approval = answer?.decision;
+      const checkpoint = (): ToolLoopCheckpoint => ({
+        messages,
+        turnStart,
+        step,
+        consecutiveFailures,
+        records,
+        pendingCalls: pending,
+        model,
+        modelIndex: input.session.position,
+        usage: { ...input.session.usage },
+      });
+      if (approval === undefined && !answer?.output && input.canAskApproval) {
         const args = input.executor.awaitingApproval(call);
         if (args) {
-          const checkpoint: ToolLoopCheckpoint = {
-            messages,
-            turnStart,
-            step,
-            consecutiveFailures,
-            records,
-            pendingCalls: pending,
-            model,
-            modelIndex: input.session.position,
-            usage: { ...input.session.usage },
-          };
           input.events.emit({
             type: "tool_approval_requested",
             turnId: input.ids.turnId,
@@ -98,8 +129,28 @@ export async function runToolLoop(input: ToolLoopInput): Promise<ToolLoopResult>
             at: input.now(),
             tool: call.name,
           });
-          return { kind: "paused", tool: call.name, arguments: args, checkpoint };
+          const paused = checkpoint();
+          return {
+            kind: "paused",
+            reason: "approval",
+            tool: call.name,
+            arguments: args,
+            checkpoint: paused,
+          };
         }
+      }
+      // A deferred call (approved, when it needs that) goes to the host, unless it answered it.
+      if (input.defer && !answer?.output && (approval === undefined || approval === "approved")) {
+        const args = input.executor.deferral(call);
+        if (args && input.defer(call.name, args))
+          return {
+            kind: "paused",
+            reason: "deferred",
+            tool: call.name,
+            arguments: args,
+            checkpoint: checkpoint(),
+            ...(approval ? { approval } : {}),
+          };
       }
       pending = pending.slice(1);
       input.observer?.toolCall?.({
@@ -107,18 +158,21 @@ export async function runToolLoop(input: ToolLoopInput): Promise<ToolLoopResult>
         name: call.name,
         arguments: parsedOrRaw(call.arguments),
       });
-      const { record, modelContent } = await input.executor.execute(
-        call,
-        {
-          agentId: input.ids.agentId,
-          roomId: input.ids.roomId,
-          userId: input.ids.userId,
-          turnId: input.ids.turnId,
-          signal: input.signal,
-          model,
-        },
-        approval,
-      );
+      const { record, modelContent } = answer?.output
+        ? input.executor.given(call, answer.output, model, approval)
+        : await input.executor.execute(
+            call,
+            {
+              agentId: input.ids.agentId,
+              roomId: input.ids.roomId,
+              userId: input.ids.userId,
+              turnId: input.ids.turnId,
+              signal: input.signal,
+              model,
+              ...(input.ids.delegation ? { delegation: input.ids.delegation } : {}),
+            },
+            approval,
+          );
       records.push(record);
       input.observer?.toolResult?.(record);
       messages.push({ role: "tool", toolCallId: call.id, content: modelContent });

@@ -10,6 +10,7 @@ import { ModelSession } from "./model-session.ts";
 import { assertWithinDailyBudget, dailyCeiling, utcDay, type SpendLedger } from "./spend.ts";
 import { composeState, type Provider, type TurnRetrieval } from "./providers.ts";
 import { chatName, inboundMessageId, replyMessageId } from "./providers/history-provider.ts";
+import { withDelegatedUsage } from "./delegation.ts";
 import { decideByRules, decideWithModel } from "./respond-decision.ts";
 import type { TokenCounter } from "./tokens.ts";
 import { ToolExecutor } from "./tool-executor.ts";
@@ -280,6 +281,7 @@ async function respondWith(
       agentId: input.agentId,
       roomId: input.roomId,
       userId: input.userId,
+      ...(input.delegation ? { delegation: input.delegation } : {}),
     },
     tools: definitions.map(({ name: toolName, description, parameters }) => ({
       name: toolName,
@@ -417,7 +419,7 @@ function buildReply(
     "REPLY",
     ...new Set(result.toolCalls.filter((call) => call.ok).map((call) => call.name)),
   ];
-  const usage = { ...session.usage };
+  const usage = withDelegatedUsage(session.usage, result.toolCalls);
   const reply: Memory = {
     id: replyMessageId(input.turnId),
     type: "message",

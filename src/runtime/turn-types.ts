@@ -3,8 +3,10 @@
 import type {
   Attachment,
   ChatMessage,
+  DelegationContext,
   Memory,
   MemoryType,
+  ModelUsage,
   TokenUsage,
   ToolCall,
   ToolOutput,
@@ -28,6 +30,8 @@ export interface TurnInput {
   fromBot: boolean;
   /** Milliseconds since the epoch when the worker accepted it. */
   receivedAt: number;
+  /** Another agent asked (ask_agent): the chain of agents that asked, for depth and cycles. */
+  delegation?: DelegationContext;
 }
 
 export interface ToolCallRecord {
@@ -44,6 +48,8 @@ export interface ToolCallRecord {
   model: string;
   /** For a tool that needs a person's approval: what they decided. */
   approval?: ApprovalDecision;
+  /** Another agent's model use answering this call (ask_agent, delegate_task). */
+  usage?: ModelUsage;
 }
 
 /** A person's answer to a tool call that needs approval; `expired` when nobody answered in time. */
@@ -127,6 +133,11 @@ export type StopReason = "completed" | "max_steps" | "max_failures" | "timeout" 
 
 export interface TurnUsage extends TokenUsage {
   modelCalls: number;
+  /**
+   * What other agents spent answering this turn's or task's requests (ask_agent, delegate_task):
+   * reported here, counted against their own daily ceilings. Absent when nobody was asked.
+   */
+  delegated?: ModelUsage;
 }
 
 export interface TurnOutcome {

@@ -125,11 +125,25 @@ export interface ToolContext {
   /** Stable id of this call inside the turn (for idempotent side effects). */
   callId: string;
   signal: AbortSignal;
+  /** Set when another agent asked for this turn or task (agent-to-agent delegation). */
+  delegation?: DelegationContext;
+}
+
+/** Who asked, agent by agent: bounds the depth of a delegation chain and refuses cycles. */
+export interface DelegationContext {
+  /** The agents that asked, the first (the one a person or a schedule started) first. */
+  chain: string[];
+}
+
+/** Model use counted in calls and tokens (a turn's, a task's, or another agent's on our behalf). */
+export interface ModelUsage extends TokenUsage {
+  modelCalls: number;
 }
 
 export type ToolOutput =
-  | { ok: true; content: string; data?: unknown }
-  | { ok: false; error: string };
+  /** `usage`: tokens another agent spent answering (counted against that agent's ceiling). */
+  | { ok: true; content: string; data?: unknown; usage?: ModelUsage }
+  | { ok: false; error: string; usage?: ModelUsage };
 
 export interface ToolDefinition extends ToolSpec {
   /** Where it comes from: "builtin" or "mcp:<server>". */
@@ -138,6 +152,11 @@ export interface ToolDefinition extends ToolSpec {
   remoteDescription?: string;
   timeoutMs?: number;
   requiresApproval?: boolean;
+  /**
+   * The loop does not run it: it pauses and hands the call to its host, which answers later
+   * (delegate_task starts another agent's task; the step carries on with that task's result).
+   */
+  deferred?: boolean;
 }
 
 export interface ToolHost {

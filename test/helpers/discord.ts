@@ -147,6 +147,34 @@ export function click(
   });
 }
 
+/** A modal submitted by `user` (interaction type 5): `fields` maps text input ids to values. */
+export function modalSubmit(
+  channel: string,
+  user: string,
+  customId: string,
+  fields: Record<string, string>,
+  token = `tok-${snowflake()}`,
+) {
+  return JSON.stringify({
+    id: snowflake(),
+    application_id: APP_ID,
+    type: 5,
+    token,
+    channel_id: channel,
+    member: {
+      user: { id: user, username: `user${user.slice(-4)}`, global_name: `User ${user.slice(-4)}` },
+      permissions: "0",
+    },
+    data: {
+      custom_id: customId,
+      components: Object.entries(fields).map(([id, value]) => ({
+        type: 1,
+        components: [{ type: 4, custom_id: id, value }],
+      })),
+    },
+  });
+}
+
 export interface DirectMessageOptions {
   channel: string;
   user: string;

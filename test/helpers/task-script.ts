@@ -1,5 +1,6 @@
-// A scripted model for autonomous tasks: replies are queued per role (planner, agent step,
+// A scripted model for autonomous tasks: replies are queued per role (spec, planner, agent step,
 // reflection, summary, completion check), recognised by the instructions the task loop sends.
+// An unscripted spec is answered with a valid spec that restates the goal and lacks nothing.
 // Usable in-process as a ChatModel (unit tests, `npm run bench:tasks`) and as the OpenAI
 // stand-in's responder (tests through the worker). No vitest or Node imports.
 import {
@@ -8,9 +9,10 @@ import {
   REFLECTION_INSTRUCTIONS,
   SUMMARY_INSTRUCTIONS,
 } from "../../src/runtime/task-plan.ts";
+import { SPEC_INSTRUCTIONS } from "../../src/runtime/task-spec.ts";
 import type { ChatModel, ChatRequest, ChatResponse } from "../../src/runtime/types.ts";
 
-export type TaskRole = "plan" | "act" | "reflect" | "summary" | "evaluate";
+export type TaskRole = "spec" | "plan" | "act" | "reflect" | "summary" | "evaluate";
 
 export type ScriptReply =
   | { text: string }
@@ -21,6 +23,7 @@ export type ScriptReply =
 export type TaskScript = Partial<Record<TaskRole, ScriptReply[]>>;
 
 export function roleOf(systemText: string): TaskRole {
+  if (systemText.startsWith(SPEC_INSTRUCTIONS.slice(0, 40))) return "spec";
   if (systemText.startsWith(PLANNER_INSTRUCTIONS.slice(0, 40))) return "plan";
   if (systemText.startsWith(REFLECTION_INSTRUCTIONS.slice(0, 40))) return "reflect";
   if (systemText.startsWith(EVALUATION_INSTRUCTIONS.slice(0, 40))) return "evaluate";
@@ -29,6 +32,32 @@ export function roleOf(systemText: string): TaskRole {
 }
 
 export const json = (value: unknown): { text: string } => ({ text: JSON.stringify(value) });
+
+/** A spec reply; `missing` entries are required inputs the task must ask for. */
+export function specReply(
+  goal: string,
+  extra: {
+    provided?: string[];
+    missing?: { input: string; question: string; required: boolean }[];
+    constraints?: string[];
+    outputRequirements?: string[];
+    risks?: string[];
+  } = {},
+): { text: string } {
+  return json({
+    goal,
+    inputs: { provided: extra.provided ?? [], missing: extra.missing ?? [] },
+    constraints: extra.constraints ?? [],
+    outputRequirements: extra.outputRequirements ?? [],
+    risks: extra.risks ?? [],
+  });
+}
+
+/** What an unscripted role gets: a spec that restates the goal of the last message, else nothing useful. */
+function fallbackReply(role: TaskRole, lastText: string): ScriptReply {
+  if (role === "spec") return specReply(/^Goal: (.*)$/m.exec(lastText)?.[1] ?? "the goal");
+  return role === "act" ? { text: "Done." } : { text: "(script ran out)" };
+}
 
 export function planReply(steps: string[], criteria: string[]): { text: string } {
   return json({
@@ -99,8 +128,10 @@ export function taskChatModel(
       if (failure) throw failure;
       const system = request.messages[0]?.role === "system" ? request.messages[0].content : "";
       const role = roleOf(system);
-      const reply =
-        script.next(role) ?? (role === "act" ? { text: "Done." } : { text: "(script ran out)" });
+      const last = request.messages.at(-1);
+      const lastText =
+        last && "content" in last && typeof last.content === "string" ? last.content : "";
+      const reply = script.next(role) ?? fallbackReply(role, lastText);
       const usage = options.usage ?? { promptTokens: 100, completionTokens: 20 };
       if ("status" in reply) throw new Error(`scripted failure ${reply.status}`);
       if ("toolCalls" in reply) {
@@ -130,6 +161,38 @@ export function standInResponder(
     const system =
       first?.role === "system" && typeof first.content === "string" ? first.content : "";
     const role = roleOf(system);
-    return script.next(role) ?? (role === "act" ? { text: "Done." } : { text: "(script ran out)" });
+    const last = call.messages.at(-1);
+    const lastText = typeof last?.content === "string" ? last.content : "";
+    return script.next(role) ?? fallbackReply(role, lastText);
+  };
+}
+
+/** The goal a task-loop call works on (its first `Goal: …` line), or "" for other calls. */
+export function goalOf(call: { messages: Record<string, unknown>[] }): string {
+  for (const message of call.messages) {
+    if (message.role !== "user" || typeof message.content !== "string") continue;
+    const goal = /^Goal: (.*)$/m.exec(message.content)?.[1];
+    if (goal !== undefined) return goal;
+  }
+  return "";
+}
+
+/** One scripted task per goal, for tasks that run at the same time (each goal its own queues). */
+export function perGoalResponder(
+  scripts: Record<string, ScriptedTaskModel>,
+): (call: { messages: Record<string, unknown>[] }) => ScriptReply {
+  const responders = Object.fromEntries(
+    Object.entries(scripts).map(([goal, script]) => [goal, standInResponder(script)]),
+  );
+  return (call) => responders[goalOf(call)]?.(call) ?? { text: "(no script for this goal)" };
+}
+
+/** A one-step task that completes with `result`. */
+export function oneStepScript(result: string, act: ScriptReply[] = [{ text: result }]): TaskScript {
+  return {
+    plan: [planReply(["Do it"], ["It is done"])],
+    act,
+    reflect: [reflectReply(true)],
+    evaluate: [evaluateReply([true], result)],
   };
 }

@@ -175,6 +175,7 @@ describe("task loop", () => {
     });
     expect(h.events.map((e) => e.type)).toEqual([
       "task_started",
+      "spec",
       "plan",
       "step_started",
       "tool_called",
@@ -191,9 +192,9 @@ describe("task loop", () => {
       "evaluation",
       "done",
     ]);
-    // Every model call is counted: plan, 5 agent rounds, 3 reflections, a summary, the check.
-    expect(final.usage.modelCalls).toBe(11);
-    expect(final.usage.promptTokens).toBe(1_100);
+    // Every model call is counted: spec, plan, 5 agent rounds, 3 reflections, a summary, the check.
+    expect(final.usage.modelCalls).toBe(12);
+    expect(final.usage.promptTokens).toBe(1_200);
   });
 
   it("analyses a failing tool, tries a different approach, and succeeds without counting a failure", async () => {
@@ -295,11 +296,11 @@ describe("task loop", () => {
       act: [{ text: "one done" }],
       reflect: [reflectReply(true)],
     });
-    // Each call reports 120 tokens: the plan and one step with its reflection use 360.
+    // Each call reports 120 tokens: the spec, the plan and one step with its reflection use 480.
     const { final } = await run(h, task({ budgetTokens: 300 }));
     expect(final.status).toBe("exhausted");
     expect(final.stopReason).toBe("budget_tokens");
-    expect(final.report).toContain("the token budget is spent (360 of 300)");
+    expect(final.report).toContain("the token budget is spent (480 of 300)");
     expect(final.steps).toHaveLength(1);
   });
 
@@ -453,8 +454,8 @@ describe("task loop", () => {
     });
     const { final } = await run(h, task());
     expect(final.status).toBe("completed");
-    expect(h.script.asked.slice(0, 2)).toEqual(["plan", "plan"]);
-    const reask = h.model.requests[1]!.messages.at(-1);
+    expect(h.script.asked.slice(0, 3)).toEqual(["spec", "plan", "plan"]);
+    const reask = h.model.requests[2]!.messages.at(-1);
     expect(reask).toMatchObject({
       role: "user",
       content: expect.stringContaining("That reply is invalid (the reply was not valid JSON)"),

@@ -7,6 +7,7 @@ export const InteractionType = {
   APPLICATION_COMMAND: 2,
   MESSAGE_COMPONENT: 3,
   AUTOCOMPLETE: 4,
+  MODAL_SUBMIT: 5,
 } as const;
 export const ResponseType = {
   PONG: 1,
@@ -14,6 +15,8 @@ export const ResponseType = {
   DEFERRED_MESSAGE: 5,
   UPDATE_MESSAGE: 7,
   AUTOCOMPLETE_RESULT: 8,
+  /** Opens a modal (a form) for the person who clicked. */
+  MODAL: 9,
 } as const;
 /** Message flag: only the invoking user sees it. */
 export const EPHEMERAL = 1 << 6;
@@ -55,6 +58,27 @@ const ComponentData = z.object({
   component_type: z.number().int(),
 });
 
+/** A modal's submitted values: action rows of text inputs, each with its custom_id and value. */
+const ModalData = z.object({
+  custom_id: z.string().max(100),
+  components: z
+    .array(
+      z.object({
+        type: z.number().int(),
+        components: z
+          .array(
+            z.object({
+              type: z.number().int(),
+              custom_id: z.string().max(100),
+              value: z.string().max(4_000).optional(),
+            }),
+          )
+          .max(5),
+      }),
+    )
+    .max(5),
+});
+
 const Base = z.object({
   id: Snowflake,
   application_id: Snowflake,
@@ -70,17 +94,26 @@ export const Interaction = z.discriminatedUnion("type", [
   Base.extend({ type: z.literal(InteractionType.APPLICATION_COMMAND), data: CommandData }),
   Base.extend({ type: z.literal(InteractionType.AUTOCOMPLETE), data: CommandData }),
   Base.extend({ type: z.literal(InteractionType.MESSAGE_COMPONENT), data: ComponentData }),
+  Base.extend({ type: z.literal(InteractionType.MODAL_SUBMIT), data: ModalData }),
 ]);
 export type Interaction = z.infer<typeof Interaction>;
 export type CommandInteraction = Extract<Interaction, { type: 2 | 4 }>;
 export type ComponentInteraction = Extract<Interaction, { type: 3 }>;
+export type ModalSubmitInteraction = Extract<Interaction, { type: 5 }>;
 export type ResolvedAttachment = z.infer<typeof ResolvedAttachment>;
 
 /** Who invoked it: `member.user` in a server, `user` in a DM. */
 export function invoker(
-  interaction: CommandInteraction | ComponentInteraction,
+  interaction: CommandInteraction | ComponentInteraction | ModalSubmitInteraction,
 ): z.infer<typeof User> | undefined {
   return interaction.member?.user ?? interaction.user;
+}
+
+/** The value a modal submitted for one of its text inputs. */
+export function modalValue(interaction: ModalSubmitInteraction, field: string): string | undefined {
+  for (const row of interaction.data.components)
+    for (const input of row.components) if (input.custom_id === field) return input.value;
+  return undefined;
 }
 
 export function stringOption(interaction: CommandInteraction, name: string): string | undefined {

@@ -1,5 +1,5 @@
 // The room's reply surface and attachment ingest on Discord (src/room/reply-surface.ts): replies,
-// progress lines and Approve / Deny prompts go to the interaction that asked, then to the channel
+// progress lines, Approve / Deny prompts and tasks' questions go to the interaction that asked, then to the channel
 // with the bot token once its token is (nearly) dead; for a message read on the Gateway they are
 // replies to that message, with the typing indicator while the turn runs. Files come from
 // Discord's CDN into R2. What the room kept for us (a target, a posted prompt) is validated first.
@@ -27,6 +27,7 @@ import {
   postReply,
 } from "./message-delivery.ts";
 import { errorField, log } from "../../log.ts";
+import { questionPrompt, questionResultText } from "./task-input.ts";
 
 export function createDiscordSurface(env: Env): ReplySurface {
   let rest: DiscordRest | null = null;
@@ -66,7 +67,7 @@ export function createDiscordSurface(env: Env): ReplySurface {
         agentName: request.agentName,
         tool: request.tool,
         arguments: request.arguments,
-        requesterDiscordId: /^discord:(\d{1,20})$/.exec(request.requesterId ?? "")?.[1] ?? null,
+        requesterDiscordId: discordUserId(request.requesterId),
         expiresAt: request.expiresAt,
       });
       if (target.kind === "discord-message")
@@ -75,6 +76,21 @@ export function createDiscordSurface(env: Env): ReplySurface {
     },
     async closeExpiredPrompt(posted: PostedPrompt, tool: string) {
       const body = { content: approvalResultText(tool, "expired"), components: [] };
+      await editPosted(discord(), PostedMessage.parse(posted), body, Date.now);
+    },
+    async postQuestion(target, request) {
+      const body = questionPrompt({
+        inputId: request.inputId,
+        agentId: request.agentId,
+        agentName: request.agentName,
+        question: request.question,
+        requesterDiscordId: discordUserId(request.requesterId),
+        expiresAt: request.expiresAt,
+      });
+      return await postForInteraction(discord(), discordTarget(target), body, Date.now);
+    },
+    async closeExpiredQuestion(posted: PostedPrompt) {
+      const body = { content: questionResultText("expired"), components: [] };
       await editPosted(discord(), PostedMessage.parse(posted), body, Date.now);
     },
     openingUsed(target) {
@@ -121,6 +137,11 @@ export function createDiscordAttachmentIngest(env: Env): AttachmentIngest {
       return attachmentPrompt(results);
     },
   };
+}
+
+/** The snowflake of a `discord:<id>` user id, if it is one. */
+function discordUserId(userId: string | null): string | null {
+  return /^discord:(\d{1,20})$/.exec(userId ?? "")?.[1] ?? null;
 }
 
 function discordTarget(target: DeliveryTarget): DiscordDelivery {

@@ -54,6 +54,7 @@ import {
 import type { Attachment, Memory } from "../../runtime/types.ts";
 import { errorContent } from "../schemas.ts";
 import { validationError } from "../validation.ts";
+import { taskQuestionClick, taskQuestionSubmit } from "./discord-task-input.ts";
 
 /** Discord signs the time it sent the request; older than this is treated as a replay. */
 export const MAX_INTERACTION_AGE_MS = 5 * 60 * 1000;
@@ -155,6 +156,10 @@ export function discordRoutes(): OpenAPIHono<AppEnv> {
         return c.json(await component(c, interaction));
       case InteractionType.APPLICATION_COMMAND:
         return c.json(await command(c, interaction));
+      case InteractionType.MODAL_SUBMIT:
+        return c.json(
+          (await taskQuestionSubmit(c, interaction)) ?? message("That form is no longer valid."),
+        );
     }
   });
 
@@ -360,7 +365,7 @@ async function command(c: Ctx, interaction: CommandInteraction) {
       if (limited) return limited;
       const now = Date.now();
       // Progress lines and the result go to this interaction (then the channel, once its token ages out).
-      await createTask(c.env, agentId, {
+      const queued = await createTask(c.env, agentId, {
         goal,
         roomId: `discord:${channelId}`,
         source: "discord",
@@ -368,7 +373,12 @@ async function command(c: Ctx, interaction: CommandInteraction) {
         requestedBy: userId,
         limits: DEFAULT_TASK_LIMITS,
         delivery: interactionDelivery(interaction, channelId, now),
+      }).catch((error: unknown) => {
+        // The agent's queue is full: say so privately rather than fail the interaction.
+        if (error instanceof RateLimitedError) return null;
+        throw error;
       });
+      if (!queued) return message("This agent has too many tasks waiting; try again in a while.");
       return { type: ResponseType.DEFERRED_MESSAGE };
     }
     case "remember": {
@@ -555,6 +565,8 @@ async function autocomplete(c: Ctx, interaction: CommandInteraction) {
 async function component(c: Ctx, interaction: ComponentInteraction) {
   const approval = parseApprovalCustomId(interaction.data.custom_id);
   if (approval) return answerApproval(c, interaction, approval);
+  const question = await taskQuestionClick(c, interaction);
+  if (question) return question;
   const user = invoker(interaction);
   const match = /^forget:(yes|no):(\d{1,20}):([A-Za-z0-9][A-Za-z0-9_-]{0,63})$/.exec(
     interaction.data.custom_id,

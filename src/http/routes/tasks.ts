@@ -2,8 +2,8 @@
 // state, plan, steps, audit trail and result, cancel it, and watch its progress as server-sent
 // events. The event stream replays everything after `Last-Event-ID` (ids grow monotonically per
 // agent), so a client that lost its connection reconnects without missing or repeating an event.
-// A task paused at a tool that needs a person's approval is answered here when it was started
-// where nobody can be asked (REST, a schedule); a Discord task waits for its requester's click.
+// A task's pauses (an approval, a question) are answered in task-answers.ts; an agent with 50
+// tasks already waiting refuses a new one (429).
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import type { AppEnv } from "../app-env.ts";
 import { guard } from "../auth.ts";
@@ -11,25 +11,18 @@ import { assertMayNameRoom } from "../namespaces.ts";
 import { assertAgentExists } from "../known-agents.ts";
 import { AgentIdParam, errorContent, ExternalId, jsonContent } from "../schemas.ts";
 import { loadConfig, MODEL_NOT_CONFIGURED_MESSAGE } from "../../config.ts";
-import { ConflictError, ModelNotConfiguredError, NotFoundError } from "../../runtime/errors.ts";
+import { ModelNotConfiguredError, NotFoundError } from "../../runtime/errors.ts";
 import {
   DEFAULT_TASK_LIMITS,
   MAX_GOAL_CHARS,
+  MAX_QUEUED_TASKS,
   MAX_TASK_BUDGET_TOKENS,
   MAX_TASK_FAILURES,
   MAX_TASK_STEPS,
-  type TaskState,
 } from "../../runtime/task-types.ts";
-import type { AuditEntry } from "../../runtime/task-types.ts";
-import {
-  answerTaskApproval,
-  cancelTask,
-  createTask,
-  getTask,
-  listTasks,
-  taskEvents,
-} from "../../room/task-client.ts";
+import { cancelTask, createTask, getTask, listTasks, taskEvents } from "../../room/task-client.ts";
 import { errorField, log } from "../../log.ts";
+import { TaskResponse, taskJson } from "./task-json.ts";
 
 /** How often an open event stream looks for new events. */
 export const TASK_EVENTS_POLL_MS = 250;
@@ -80,61 +73,6 @@ export const TaskBody = z
   })
   .openapi("TaskRequest");
 
-const TaskResponse = z
-  .object({
-    taskId: z.string(),
-    agentId: z.string(),
-    roomId: z.string(),
-    goal: z.string(),
-    status: z.enum([
-      "queued",
-      "running",
-      "awaiting_approval",
-      "completed",
-      "failed",
-      "exhausted",
-      "cancelled",
-    ]),
-    phase: z.string(),
-    source: z.string(),
-    scheduleId: z.string().nullable(),
-    approval: z
-      .object({
-        tool: z.string(),
-        arguments: z.record(z.string(), z.unknown()),
-        requestedAt: z.number(),
-        expiresAt: z.number(),
-        requestedBy: z.string().nullable(),
-      })
-      .nullable()
-      .openapi({
-        description:
-          "While `awaiting_approval`: the tool call waiting for a person's yes, and until when (no answer counts as a denial)",
-      }),
-    limits: z.object({
-      maxSteps: z.number(),
-      maxFailures: z.number(),
-      budgetTokens: z.number(),
-      wallClockMs: z.number(),
-    }),
-    plan: z.unknown(),
-    steps: z.array(z.unknown()),
-    audit: z.array(z.unknown()),
-    result: z.unknown(),
-    report: z.string().nullable(),
-    stopReason: z.string().nullable(),
-    error: z.unknown(),
-    usage: z.object({
-      promptTokens: z.number(),
-      completionTokens: z.number(),
-      modelCalls: z.number(),
-    }),
-    createdAt: z.number(),
-    startedAt: z.number().nullable(),
-    finishedAt: z.number().nullable(),
-  })
-  .openapi("Task");
-
 const TaskSummary = z.object({
   taskId: z.string(),
   goal: z.string(),
@@ -168,6 +106,9 @@ export function taskRoutes(): OpenAPIHono<AppEnv> {
         ),
         400: errorContent("Invalid request"),
         404: errorContent("No such agent"),
+        429: errorContent(
+          `The agent already has ${MAX_QUEUED_TASKS} tasks waiting for a free slot (Retry-After says when to try again)`,
+        ),
         503: errorContent("No model is configured"),
       },
     }),
@@ -278,56 +219,6 @@ export function taskRoutes(): OpenAPIHono<AppEnv> {
 
   app.openapi(
     createRoute({
-      method: "post",
-      path: "/agents/{agentId}/tasks/{taskId}/approval",
-      summary:
-        "Answer a task waiting for approval of a tool call (tasks started over REST or by a schedule)",
-      ...guard("messages:write"),
-      request: {
-        params,
-        body: {
-          required: true,
-          content: {
-            "application/json": {
-              schema: z.strictObject({ approve: z.boolean() }).openapi("TaskApprovalAnswer"),
-            },
-          },
-        },
-      },
-      responses: {
-        200: jsonContent(
-          TaskResponse,
-          "The task after the answer: it carries on with the tool run (approve) or refused (deny)",
-        ),
-        404: errorContent("No such agent or task"),
-        409: errorContent(
-          "The task is not waiting for an approval, or waits for the person who started it on Discord",
-        ),
-      },
-    }),
-    async (c) => {
-      const { agentId, taskId } = c.req.valid("param");
-      const { approve } = c.req.valid("json");
-      await assertAgentExists(c.env, agentId);
-      const result = await answerTaskApproval(c.env, agentId, taskId, approve);
-      if (!result) throw new NotFoundError(`no task "${taskId}" for agent "${agentId}"`);
-      if (result.status === "on_discord")
-        throw new ConflictError(
-          "this task waits for the answer of the person who started it on Discord",
-        );
-      if (result.status !== "resolved") {
-        throw new ConflictError(
-          `this task is not waiting for an approval (it is ${"taskStatus" in result ? result.taskStatus : "unknown"}); an approval is answered once, and expires after 10 minutes`,
-        );
-      }
-      const view = await getTask(c.env, agentId, taskId);
-      if (!view) throw new NotFoundError(`no task "${taskId}" for agent "${agentId}"`);
-      return c.json(taskJson(view.state, view.audit), 200);
-    },
-  );
-
-  app.openapi(
-    createRoute({
       method: "get",
       path: "/agents/{agentId}/tasks/{taskId}/events",
       summary:
@@ -425,39 +316,4 @@ export function taskRoutes(): OpenAPIHono<AppEnv> {
   );
 
   return app;
-}
-
-export function taskJson(state: TaskState, audit: AuditEntry[]) {
-  return {
-    taskId: state.taskId,
-    agentId: state.agentId,
-    roomId: state.roomId,
-    goal: state.goal,
-    status: state.status,
-    phase: state.phase,
-    source: state.source,
-    scheduleId: state.scheduleId,
-    approval:
-      state.status === "awaiting_approval" && state.approval
-        ? {
-            tool: state.approval.tool,
-            arguments: state.approval.arguments,
-            requestedAt: state.approval.requestedAt,
-            expiresAt: state.approval.expiresAt,
-            requestedBy: state.requestedBy,
-          }
-        : null,
-    limits: state.limits,
-    plan: state.plan,
-    steps: state.steps,
-    audit,
-    result: state.result,
-    report: state.report,
-    stopReason: state.stopReason,
-    error: state.error,
-    usage: state.usage,
-    createdAt: state.createdAt,
-    startedAt: state.startedAt,
-    finishedAt: state.finishedAt,
-  };
 }

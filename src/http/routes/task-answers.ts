@@ -1,0 +1,130 @@
+// Answers to a paused task over REST, for tasks started where nobody can be asked (REST, a
+// schedule, another agent's delegation): a tool approval (`POST …/approval {approve}`) and the
+// question of a `needs_input` task (`POST …/input {text}`). A Discord task waits for the person
+// who started it (their click or modal), so the API answers 409 there.
+import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
+import type { AppEnv } from "../app-env.ts";
+import { guard } from "../auth.ts";
+import { assertAgentExists } from "../known-agents.ts";
+import { AgentIdParam, errorContent, jsonContent } from "../schemas.ts";
+import { ConflictError, NotFoundError } from "../../runtime/errors.ts";
+import { answerTaskApproval, answerTaskInput, getTask } from "../../room/task-client.ts";
+import { TaskResponse, taskJson } from "./task-json.ts";
+import { TaskIdParam } from "./tasks.ts";
+import type { Env } from "../../env.ts";
+
+/** What an answer to a question may hold (the Discord modal takes as much). */
+export const MAX_INPUT_CHARS = 2_000;
+
+export function taskAnswerRoutes(): OpenAPIHono<AppEnv> {
+  const app = new OpenAPIHono<AppEnv>();
+  const params = z.object({ agentId: AgentIdParam, taskId: TaskIdParam });
+
+  app.openapi(
+    createRoute({
+      method: "post",
+      path: "/agents/{agentId}/tasks/{taskId}/approval",
+      summary:
+        "Answer a task waiting for approval of a tool call (tasks started over REST or by a schedule)",
+      ...guard("messages:write"),
+      request: {
+        params,
+        body: {
+          required: true,
+          content: {
+            "application/json": {
+              schema: z.strictObject({ approve: z.boolean() }).openapi("TaskApprovalAnswer"),
+            },
+          },
+        },
+      },
+      responses: {
+        200: jsonContent(
+          TaskResponse,
+          "The task after the answer: it carries on with the tool run (approve) or refused (deny)",
+        ),
+        404: errorContent("No such agent or task"),
+        409: errorContent(
+          "The task is not waiting for an approval, or waits for the person who started it on Discord",
+        ),
+      },
+    }),
+    async (c) => {
+      const { agentId, taskId } = c.req.valid("param");
+      const { approve } = c.req.valid("json");
+      await assertAgentExists(c.env, agentId);
+      const result = await answerTaskApproval(c.env, agentId, taskId, approve);
+      if (!result) throw new NotFoundError(`no task "${taskId}" for agent "${agentId}"`);
+      if (result.status === "on_discord")
+        throw new ConflictError(
+          "this task waits for the answer of the person who started it on Discord",
+        );
+      if (result.status !== "resolved") {
+        throw new ConflictError(
+          `this task is not waiting for an approval (it is ${"taskStatus" in result ? result.taskStatus : "unknown"}); an approval is answered once, and expires after 10 minutes`,
+        );
+      }
+      return c.json(await taskNow(c.env, agentId, taskId), 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: "post",
+      path: "/agents/{agentId}/tasks/{taskId}/input",
+      summary:
+        "Answer the question of a task that needs an input to go on (`needs_input`, tasks started over REST or by a schedule)",
+      ...guard("messages:write"),
+      request: {
+        params,
+        body: {
+          required: true,
+          content: {
+            "application/json": {
+              schema: z
+                .strictObject({
+                  text: z.string().trim().min(1, "must not be empty").max(MAX_INPUT_CHARS),
+                })
+                .openapi("TaskInputAnswer"),
+            },
+          },
+        },
+      },
+      responses: {
+        200: jsonContent(
+          TaskResponse,
+          "The task after the answer: the answer joins its spec and it plans from there",
+        ),
+        404: errorContent("No such agent or task"),
+        409: errorContent(
+          "The task is not waiting for an input, or waits for the person who started it on Discord",
+        ),
+      },
+    }),
+    async (c) => {
+      const { agentId, taskId } = c.req.valid("param");
+      const { text } = c.req.valid("json");
+      await assertAgentExists(c.env, agentId);
+      const result = await answerTaskInput(c.env, agentId, taskId, text);
+      if (!result) throw new NotFoundError(`no task "${taskId}" for agent "${agentId}"`);
+      if (result.status === "on_discord" || result.status === "not_yours")
+        throw new ConflictError(
+          "this task waits for the answer of the person who started it on Discord",
+        );
+      if (result.status !== "resolved") {
+        throw new ConflictError(
+          `this task is not waiting for an input (it is ${result.taskStatus ?? "unknown"}); a question is answered once, and expires after 24 hours`,
+        );
+      }
+      return c.json(await taskNow(c.env, agentId, taskId), 200);
+    },
+  );
+
+  return app;
+}
+
+async function taskNow(env: Env, agentId: string, taskId: string) {
+  const view = await getTask(env, agentId, taskId);
+  if (!view) throw new NotFoundError(`no task "${taskId}" for agent "${agentId}"`);
+  return taskJson(view.state, view.audit);
+}
