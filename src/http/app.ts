@@ -24,6 +24,9 @@ import { postRoutes } from "./routes/posts.ts";
 import { toolRoutes } from "./routes/tools.ts";
 import { taskRoutes } from "./routes/tasks.ts";
 import { scheduleRoutes } from "./routes/schedules.ts";
+import { proposalRoutes } from "./routes/proposals.ts";
+import { skillRoutes } from "./routes/skills.ts";
+import { PLUGINS } from "../plugins/index.ts";
 import { validationError } from "./validation.ts";
 import {
   MAX_AGENT_BODY_BYTES,
@@ -77,6 +80,7 @@ export function createApp(): OpenAPIHono<AppEnv> {
   app.use("/discord/interactions", limit(MAX_INTERACTION_BODY_BYTES));
   app.use("/clients/*", limit(MAX_MESSAGE_BODY_BYTES));
   app.use("/auth/*", limit(MAX_MESSAGE_BODY_BYTES));
+  app.use("/plugins/*", limit(MAX_MESSAGE_BODY_BYTES));
 
   app.route("/", healthRoutes());
   app.route("/", agentRoutes());
@@ -91,6 +95,15 @@ export function createApp(): OpenAPIHono<AppEnv> {
   app.route("/", postRoutes());
   app.route("/", taskRoutes());
   app.route("/", scheduleRoutes());
+  app.route("/", skillRoutes());
+  app.route("/", proposalRoutes());
+  // Each plugin's routes under /plugins/<name>/, declaring their scopes like every other route.
+  for (const plugin of PLUGINS) {
+    if (!plugin.routes) continue;
+    const routes = new OpenAPIHono<AppEnv>();
+    plugin.routes(routes);
+    app.route(`/plugins/${plugin.name}`, routes);
+  }
 
   app.openAPIRegistry.registerComponent("securitySchemes", "bearerAuth", {
     type: "http",

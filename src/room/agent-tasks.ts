@@ -26,6 +26,7 @@ import { effectiveServers } from "../mcp/registry.ts";
 import { createRoomRuntime, type RoomRuntime } from "./room-runtime.ts";
 import { MAX_STEP_ATTEMPTS, TaskStore, type ScheduleRecord } from "./task-store.ts";
 import type { ReplySurface } from "./reply-surface.ts";
+import { turnOrigin } from "./turn-origin.ts";
 import { TaskReports } from "./task-reports.ts";
 import type { AgentTasksRpc } from "./rpc.ts";
 import type {
@@ -440,6 +441,11 @@ export abstract class AgentTasksBase extends Agent<Env> implements AgentTasksRpc
         character.settings.mcpServers,
         await runtime.mcpPlatform.servers.list(this.name),
       ),
+    );
+    // Plugins see the task's character, and a proposal filed in a step is shown where it started.
+    runtime.plugins.prepare(
+      character,
+      turnOrigin("task", this.surface, this.store.delivery(state.taskId)),
     );
     return {
       model,

@@ -18,6 +18,7 @@ import {
   type JournalEntry,
   type TurnJournal,
 } from "./turn-journal.ts";
+import { turnOrigin } from "./turn-origin.ts";
 import type { TurnServices } from "./turn-services.ts";
 
 /** What the Durable Object does around a turn. */
@@ -135,7 +136,9 @@ export class TurnDriver {
         resume ? null : runner.receive(entry.input),
       ]);
       const character = await characters.character(agentId, version);
-      await tools.prepare(agentId, version, character);
+      const { surface } = this.options;
+      const origin = turnOrigin(entry.input.source, surface, entry.delivery);
+      await tools.prepare(agentId, version, character, origin);
       const outcome = await runner.respondOrPause(character, entry.input, {
         // Only a surface with buttons can ask a person; elsewhere such tools are refused.
         canAskApproval: entry.delivery

@@ -10,6 +10,7 @@ import type {
   ReplySurface,
 } from "../../room/reply-surface.ts";
 import { approvalPrompt, approvalResultText, canRouteApproval } from "./approval.ts";
+import { proposalPrompt } from "./proposal-prompt.ts";
 import { attachmentPrompt, attachmentSource, ingestAttachments } from "./attachments.ts";
 import {
   deliverToDiscord,
@@ -74,6 +75,14 @@ export function createDiscordSurface(env: Env): ReplySurface {
       };
     },
     isPermanentFailure: (error) => error instanceof DiscordApiError && !error.retryable,
+    async postProposal(target, request) {
+      // In the channel with the bot token: the interaction's deferred response stays the reply's.
+      const { channelId } = discordTarget(target);
+      await discord().channelMessage(
+        channelId,
+        proposalPrompt(request.proposal, request.agentName),
+      );
+    },
   };
 }
 

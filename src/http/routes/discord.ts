@@ -41,6 +41,8 @@ import {
   type ApprovalButton,
 } from "../../clients/discord/approval.ts";
 import { BUILTIN_TOOL_DEFINITIONS } from "../../runtime/builtin-tools.ts";
+import { parseProposalCustomId } from "../../clients/discord/proposal-prompt.ts";
+import { answerProposalClick } from "./discord-proposals.ts";
 import { describeServers } from "../../mcp/overview.ts";
 import { mcpPlatform } from "../../mcp/platform.ts";
 import { effectiveServers } from "../../mcp/registry.ts";
@@ -555,6 +557,8 @@ async function autocomplete(c: Ctx, interaction: CommandInteraction) {
 async function component(c: Ctx, interaction: ComponentInteraction) {
   const approval = parseApprovalCustomId(interaction.data.custom_id);
   if (approval) return answerApproval(c, interaction, approval);
+  const proposal = parseProposalCustomId(interaction.data.custom_id);
+  if (proposal) return answerProposalClick(c.env, interaction, proposal, owners(c));
   const user = invoker(interaction);
   const match = /^forget:(yes|no):(\d{1,20}):([A-Za-z0-9][A-Za-z0-9_-]{0,63})$/.exec(
     interaction.data.custom_id,

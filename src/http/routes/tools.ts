@@ -149,11 +149,14 @@ export function toolRoutes(): OpenAPIHono<AppEnv> {
         await stores(c.env).agents.touch(agentId, now);
         status = 201;
       }
-      const entry = findServer(name, await platform.servers.list(agentId));
+      const own = await platform.servers.list(agentId);
+      const entry = findServer(name, own);
       if (
         url === undefined &&
         entry.origin === "registry" &&
-        !record.character.settings.mcpServers.includes(name)
+        !record.character.settings.mcpServers.includes(name) &&
+        // A server of the catalog an approved request_tool added to the agent.
+        !own.some((server) => server.name === name)
       ) {
         throw new NotFoundError(
           `agent "${agentId}" does not use the MCP server "${name}"; name it in settings.mcpServers`,
