@@ -133,6 +133,8 @@ export default defineConfig(async () => {
           [
             // Real MCP servers (and an OAuth one) from the MCP SDK, on loopback.
             "./test/setup/mcp-peers.ts",
+            // Web pages and a search API stand-in for the web plugin, on loopback.
+            "./test/setup/web-peers.ts",
           ],
         ),
         project("no-model", ["test/no-model/**/*.spec.ts"], {}),

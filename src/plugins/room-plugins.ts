@@ -8,7 +8,8 @@ import { mediaPostStore } from "../clients/instagram/platform.ts";
 import { loadRegistry, registryServers } from "../mcp/registry.ts";
 import { stores } from "../memory/stores.ts";
 import { OUTBOUND_CAPS, outboundFetch } from "../net/outbound.ts";
-import type { Clock, MemoryStore } from "../runtime/types.ts";
+import type { Character } from "../runtime/character.ts";
+import type { Clock, MemoryStore, ToolDefinition } from "../runtime/types.ts";
 import { createHostServices } from "./host-services.ts";
 import { PLUGINS } from "./index.ts";
 import type { PluginDeployment } from "./plugin-api.ts";
@@ -51,6 +52,20 @@ export function createRoomPlugins(
         : null,
     }),
   });
+}
+
+/** The plugin tools this agent is offered now (for GET /agents/:agentId/tools and Discord /tools). */
+export async function pluginTools(
+  env: Env,
+  agentId: string,
+  character: Character,
+): Promise<ToolDefinition[]> {
+  const host = createRoomPlugins(env, agentId, {
+    memory: stores(env).memories,
+    clock: { now: () => Date.now() },
+  });
+  host.prepare(character, { surface: "rest" });
+  return host.tools.list();
 }
 
 export function proposalDesk(env: Env): ProposalDesk {

@@ -1,4 +1,5 @@
-// What the global setup (test/setup/mcp-peers.ts) hands to tests: the MCP peers' URLs.
+// What the global setups hand to tests: the MCP peers' URLs (test/setup/mcp-peers.ts) and the
+// loopback web's (test/setup/web-peers.ts).
 import "vitest";
 
 declare module "vitest" {
@@ -10,5 +11,6 @@ declare module "vitest" {
       authServerUrl: string;
       controlUrl: string;
     };
+    webPeers: { baseUrl: string; searchBase: string };
   }
 }

@@ -43,6 +43,7 @@ import {
 import { BUILTIN_TOOL_DEFINITIONS } from "../../runtime/builtin-tools.ts";
 import { parseProposalCustomId } from "../../clients/discord/proposal-prompt.ts";
 import { answerProposalClick } from "./discord-proposals.ts";
+import { pluginTools } from "../../plugins/room-plugins.ts";
 import { describeServers } from "../../mcp/overview.ts";
 import { mcpPlatform } from "../../mcp/platform.ts";
 import { effectiveServers } from "../../mcp/registry.ts";
@@ -468,11 +469,14 @@ async function toolsOverview(
   canAuthorize: boolean,
   authorizer: string,
 ): Promise<string> {
+  const record = await stores(c.env).agents.get(agentId);
+  const fromPlugins = record ? await pluginTools(c.env, agentId, record.character) : [];
   const lines = [
     "Built-in tools:",
-    ...BUILTIN_TOOL_DEFINITIONS.map((tool) => `• \`${tool.name}\`: ${tool.description}`),
+    ...[...BUILTIN_TOOL_DEFINITIONS, ...fromPlugins].map(
+      (tool) => `• \`${tool.name}\`: ${tool.description}`,
+    ),
   ];
-  const record = await stores(c.env).agents.get(agentId);
   const platform = mcpPlatform(c.env, new URL(c.req.url).origin);
   const entries = record
     ? effectiveServers(record.character.settings.mcpServers, await platform.servers.list(agentId))
