@@ -79,14 +79,6 @@ async function mint(scopes: string[], agents?: string[]): Promise<string> {
   return (await json<{ token: string }>(response)).token;
 }
 
-const lastToolResult = () =>
-  String(
-    model.calls
-      .at(-1)!
-      .messages.filter((m) => m.role === "tool")
-      .at(-1)?.content ?? "",
-  );
-
 const offeredTools = (index = -1) =>
   (model.calls.at(index)!.tools ?? []).map(
     (tool) => (tool as { function: { name: string } }).function.name,
