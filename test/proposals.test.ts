@@ -1,6 +1,7 @@
 // Proposals, one way for an agent to ask for a change about itself: filed from a REST chat turn,
 // a Discord turn and a task alike, never pausing the turn, all in one list; decided over the API
-// (a skill needs agents:write, a tool tools:write) or by a manager's click on Discord. request_tool
+// (a skill needs agents:write, a tool tools:write) or by a manager's click on Discord (the bot's
+// owners in a DM). request_tool
 // asks for a server of the deployment's catalog (mcp-servers.json), which is added only after a
 // yes; a server outside the catalog is refused.
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from "vitest";
@@ -9,6 +10,7 @@ import { api, createTestAgent, json } from "./helpers/api.ts";
 import {
   APP_ID,
   chat,
+  dm,
   post,
   snowflake,
   useAgentIn,
@@ -25,6 +27,8 @@ import {
 const { model, discord } = useDiscordStandIns();
 const peers = inject("mcpPeers");
 const CATALOG_SERVER = "peer-docs";
+/** Listed in DISCORD_OWNER_IDS for the main test project (vitest.config.ts). */
+const OWNER = "610000000000000001";
 
 interface ProposalBody {
   id: string;
@@ -323,6 +327,78 @@ describe("proposals from every surface", () => {
     });
   });
 });
+
+describe("proposals in a Discord DM", () => {
+  it("are answered by the bot's owners only", async () => {
+    const agentId = await agentWith();
+    // DM channels fall back to the client's default agent.
+    expect(
+      (await api("POST", "/clients/discord/config", { body: { defaultAgentId: agentId } })).status,
+    ).toBe(200);
+    try {
+      const channel = snowflake();
+      model.script(
+        {
+          model: "test-primary",
+          toolCalls: [{ name: "save_skill", arguments: skill("plan-trips") }],
+        },
+        { model: "test-primary", text: "Proposed." },
+      );
+      const acknowledged = await post(
+        dm("chat", {
+          channel,
+          user: OWNER,
+          options: [{ name: "message", type: 3, value: "keep how we plan trips" }],
+        }),
+      );
+      expect(await acknowledged.json()).toEqual({ type: 5 });
+      const calls = await discord.waitForCalls(2);
+      const posted = calls.find((call) => call.path === `/api/v10/channels/${channel}/messages`);
+      const prompt = posted!.body as {
+        content: string;
+        components: Array<{ components: Array<{ custom_id: string }> }>;
+      };
+      expect(prompt.content).toContain("the bot's owners in a DM");
+      const approve = prompt.components[0]!.components[0]!.custom_id;
+
+      const stranger = snowflake();
+      const refused = await post(dmClick(channel, stranger, approve));
+      expect(await refused.json()).toMatchObject({
+        type: 4,
+        data: { content: expect.stringContaining("Only the bot's owners can approve") },
+      });
+      expect((await proposals(agentId, "?status=pending")).map((p) => p.status)).toEqual([
+        "pending",
+      ]);
+
+      const byOwner = await post(dmClick(channel, OWNER, approve));
+      expect(await byOwner.json()).toMatchObject({
+        type: 7,
+        data: { content: expect.stringContaining("approved the skill `plan-trips`") },
+      });
+      expect((await proposals(agentId))[0]).toMatchObject({
+        status: "approved",
+        decidedBy: `discord:${OWNER}`,
+        origin: { surface: "discord", roomId: `discord:${channel}` },
+      });
+    } finally {
+      await api("POST", "/clients/discord/config", { body: {} });
+    }
+  });
+});
+
+/** A button click in a DM: no guild, no member, only `user`. */
+function dmClick(channel: string, user: string, customId: string) {
+  return JSON.stringify({
+    id: snowflake(),
+    application_id: APP_ID,
+    type: 3,
+    token: `tok-${snowflake()}`,
+    channel_id: channel,
+    user: { id: user, username: `user${user.slice(-4)}`, global_name: `User ${user.slice(-4)}` },
+    data: { custom_id: customId, component_type: 2 },
+  });
+}
 
 /** A button click by `user` with the given server permissions. */
 function click(channel: string, user: string, customId: string, permissions: string) {

@@ -138,6 +138,23 @@ describe("skills in a turn", () => {
     expect(loaded).toContain("2. Group them by project.");
   });
 
+  it("keeps the prompt's skill list within its budget and says how many are left out", async () => {
+    const many = Array.from({ length: 12 }, (_, i) => ({
+      name: `chore-${i}`,
+      description: `How to do household chore number ${i} the way the family likes it.`,
+      body: `1. Do chore ${i}.`,
+    }));
+    const agentId = await agentWith({ skills: many, plugins: { skills: { listChars: 300 } } });
+    model.script({ model: "test-primary", text: "ok" });
+    await say(agentId, "what can you do?");
+    const system = String(model.calls.at(-1)!.messages[0]!.content);
+    const listed = many.filter((skill) => system.includes(`skill ${skill.name}"`));
+    // Each entry costs its name, its description and 30 characters of quoting: 3 fit in 300.
+    expect(listed.map((skill) => skill.name)).toEqual(["chore-0", "chore-1", "chore-2"]);
+    expect(system).toContain("(9 more not listed; use_skill with a wrong name lists every name.)");
+    expect(system).not.toContain("Do chore 0");
+  });
+
   it("offers use_skill only to an agent that has a skill", async () => {
     const agentId = await agentWith();
     model.script({ model: "test-primary", text: "hi" });
