@@ -135,6 +135,8 @@ export default defineConfig(async () => {
           [
             // Real MCP servers (and an OAuth one) from the MCP SDK, on loopback.
             "./test/setup/mcp-peers.ts",
+            // Web pages and a search API stand-in for the web plugin, on loopback.
+            "./test/setup/web-peers.ts",
           ],
         ),
         // Discord conversations over the Gateway, against a Gateway stand-in on loopback.

@@ -3,6 +3,8 @@
 // calls and the memories each turn used, browse and search memories, and see its MCP servers.
 // Security: the API token lives only in sessionStorage (this tab); server and model text is put
 // on the page with textContent only, never as HTML; links from the server must be http(s).
+// Skills and proposals have their own panel module (playground-skills.js).
+import { skillsPanel } from "./playground-skills.js";
 
 const TOKEN_KEY = "edge-agents.token";
 const AGENT_KEY = "edge-agents.agent";
@@ -15,6 +17,8 @@ const state = {
   memoryCursor: null,
   sending: false,
   consentPending: false,
+  /** Bumped by each send: a room history that was loading meanwhile is older than the log. */
+  logVersion: 0,
 };
 
 class ApiError extends Error {
@@ -171,9 +175,11 @@ function selectAgent(agentId) {
     setStatus(id, "");
   $("servers").replaceChildren();
   $("tools-summary").textContent = "";
+  skills.clear();
   if (!agentId) return;
   // Not awaited: the servers are probed live and may be slow; each panel reports its own errors.
   loadTools();
+  skills.load();
   openRoom();
 }
 
@@ -427,8 +433,11 @@ async function openRoom() {
   try {
     const path = agentPath(`/rooms/${encodeURIComponent(roomId())}/messages?limit=50`);
     const agentId = state.agentId;
+    const version = state.logVersion;
     const { messages } = await api("GET", path);
     if (agentId !== state.agentId) return; // another agent was picked meanwhile
+    // A message sent while the history loaded is in the log already; the history lacks it.
+    if (version !== state.logVersion) return;
     $("log").replaceChildren(
       ...messages
         .reverse()
@@ -604,6 +613,7 @@ async function readEvents(response, onEvent) {
 
 async function send(text) {
   const userId = $("user-id").value.trim();
+  state.logVersion += 1;
   $("log").append(messageItem("user", userId, text, Date.now()));
   const turn = turnView();
   $("log").append(turn.item);
@@ -763,6 +773,19 @@ function confirmingButton({ label, confirm, className, ariaLabel, statusId, act 
   });
   return button;
 }
+
+const skills = skillsPanel({
+  $,
+  el,
+  api,
+  explain,
+  setStatus,
+  confirmingButton,
+  agentPath,
+  currentAgent: () => state.agentId,
+  issuesOf: (error) =>
+    error instanceof ApiError && Array.isArray(error.details?.issues) ? error.details.issues : [],
+});
 
 async function browse(more) {
   if (!state.agentId) return;

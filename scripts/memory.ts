@@ -260,9 +260,9 @@ interface Health {
   vectors?: { backend: string; dimensions: number | null; status?: string };
 }
 
-type Api = <T>(method: string, path: string, body?: unknown) => Promise<T>;
+export type Api = <T>(method: string, path: string, body?: unknown) => Promise<T>;
 
-function createApi(url: string, token: string | undefined): Api {
+export function createApi(url: string, token: string | undefined): Api {
   return async <T>(method: string, path: string, body?: unknown): Promise<T> => {
     let response: Response;
     try {
@@ -326,7 +326,8 @@ async function getHealth(url: string): Promise<Health> {
   }
 }
 
-function resolveToken(options: CliOptions): string {
+/** The token: --token, $EDGE_AGENTS_TOKEN, else ADMIN_TOKEN from .dev.vars for a local worker. */
+export function resolveToken(options: { token?: string; url: string }): string {
   if (options.token) return options.token;
   const devVars = new URL("../.dev.vars", import.meta.url);
   const local =

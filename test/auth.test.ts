@@ -3,7 +3,7 @@
 // other scope (403), with the right scope but limited to another agent (403, agent-scoped routes),
 // and with the right scope (its success status). An operation missing from REQUESTS fails the
 // test, so a new route cannot ship without being in the matrix.
-import { describe, expect, it, vi } from "vitest";
+import { describe, expect, inject, it, vi } from "vitest";
 import type { OpenAIStandIn } from "./stand-ins/openai-stand-in.ts";
 import { api, createTestAgent, json, useModelStandIn } from "./helpers/api.ts";
 import { planReply, scriptTask, specReply, standInResponder } from "./helpers/task-script.ts";
@@ -214,6 +214,43 @@ const REQUESTS: Record<string, () => Promise<MatrixRequest>> = {
     );
     return { path: `/agents/${id}/schedules/${String(scheduleId)}`, agentId: id, status: 204 };
   },
+  "GET /agents/{agentId}/skills": async () =>
+    withAgent((id) => ({ path: `/agents/${id}/skills`, status: 200 })),
+  "POST /agents/{agentId}/skills": async () =>
+    withAgent((id) => ({ path: `/agents/${id}/skills`, body: SKILL, status: 201 })),
+  "GET /agents/{agentId}/skills/{name}": async () => {
+    const id = await createTestAgent({ settings: { skills: [SKILL] } });
+    return { path: `/agents/${id}/skills/${SKILL.name}`, agentId: id, status: 200 };
+  },
+  "DELETE /agents/{agentId}/skills/{name}": async () => {
+    const id = await createTestAgent();
+    await admin("POST", `/agents/${id}/skills`, SKILL, 201);
+    return { path: `/agents/${id}/skills/${SKILL.name}`, agentId: id, status: 204 };
+  },
+  "GET /agents/{agentId}/proposals": async () =>
+    withAgent((id) => ({ path: `/agents/${id}/proposals`, status: 200 })),
+  "POST /agents/{agentId}/proposals/{proposalId}": async () => {
+    // A skill the agent proposed in a chat turn: deciding it needs agents:write.
+    const id = await createTestAgent({ settings: { memory: { factsEvery: 1000 } } });
+    standIn.script(
+      { model: "test-primary", toolCalls: [{ name: "save_skill", arguments: SKILL }] },
+      { model: "test-primary", text: "Proposed." },
+    );
+    await admin("POST", `/agents/${id}/messages`, { userId: "u1", text: "keep it" }, 200);
+    const listed = await admin("GET", `/agents/${id}/proposals`, undefined, 200);
+    const [proposal] = listed.proposals as Array<{ id: string }>;
+    return {
+      path: `/agents/${id}/proposals/${proposal!.id}`,
+      body: { approve: false },
+      agentId: id,
+      status: 200,
+    };
+  },
+  "POST /plugins/web/read": async () => ({
+    path: "/plugins/web/read",
+    body: { url: `${inject("webPeers").baseUrl}/notes.txt` },
+    status: 200,
+  }),
   "GET /clients/{clientId}/config": async () => ({ path: "/clients/discord/config", status: 200 }),
   "POST /clients/{clientId}/config": async () => ({
     path: "/clients/discord/config",
@@ -230,6 +267,12 @@ const REQUESTS: Record<string, () => Promise<MatrixRequest>> = {
     const minted = await mint({ name: "to-revoke", scopes: ["agents:read"] });
     return { path: `/auth/tokens/${minted.id}`, status: 204 };
   },
+};
+
+const SKILL = {
+  name: "tidy-desk",
+  description: "How to tidy the desk.",
+  body: "1. Clear it.\n2. Wipe it.",
 };
 
 /** A fresh multipart body each call (a body is read once): one square JPEG, stored, not published. */

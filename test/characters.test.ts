@@ -59,6 +59,7 @@ describe("parseCharacter: ElizaOS v1 files", () => {
       respond: { mode: "mentions", replyToBots: false, keywords: [] },
       memory: {},
       discord: { directMessages: "owners" },
+      skills: [],
     });
     expect(character.extraSettings).toEqual({});
     expect(character.secrets).toEqual({});
@@ -90,6 +91,7 @@ describe("parseCharacter: ElizaOS v1 files", () => {
       respond: { mode: "llm", replyToBots: false, keywords: [] },
       memory: { factsEvery: 3, retentionDays: 30 },
       discord: { directMessages: "owners" },
+      skills: [],
     });
     expect(character.extraSettings).toEqual({
       avatar: "https://example.com/tess.png",

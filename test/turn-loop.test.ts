@@ -59,6 +59,8 @@ describe("the runtime loop over REST", () => {
       "current_time",
       // The test deployment has Instagram configured (vitest.config.ts).
       "instagram_publish",
+      // The skills plugin, on by default (use_skill only once the agent has a skill).
+      "save_skill",
     ]);
   });
 

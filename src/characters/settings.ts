@@ -11,6 +11,7 @@ import {
   jsonValue,
   stringList,
 } from "./limits.ts";
+import { skillListSchema } from "./skills.ts";
 
 export const MAX_STEPS = 20;
 export const MAX_CONSECUTIVE_FAILURES = 10;
@@ -113,6 +114,8 @@ export const settingsSchema = z
       memory: memorySchema.prefault({}),
       discord: discordSchema.prefault({}),
       secrets: secretsSchema.optional(),
+      /** Procedures the agent can load with use_skill (docs/skills.md). */
+      skills: skillListSchema.default([]),
     },
     { error: "expected an object" },
   )
@@ -146,6 +149,7 @@ export function splitSettings(parsed: ParsedSettings): SplitSettings {
     memory,
     discord: { directMessages, ...discordExtra },
     secrets,
+    skills,
     ...rest
   } = parsed;
   const extraSettings =
@@ -170,6 +174,7 @@ export function splitSettings(parsed: ParsedSettings): SplitSettings {
     respond,
     memory: withoutUndefined(memory),
     discord: { directMessages },
+    skills,
   };
   return { settings, extraSettings, secrets: secrets ?? {} };
 }

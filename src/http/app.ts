@@ -25,6 +25,9 @@ import { toolRoutes } from "./routes/tools.ts";
 import { taskRoutes } from "./routes/tasks.ts";
 import { taskAnswerRoutes } from "./routes/task-answers.ts";
 import { scheduleRoutes } from "./routes/schedules.ts";
+import { proposalRoutes } from "./routes/proposals.ts";
+import { skillRoutes } from "./routes/skills.ts";
+import { PLUGINS } from "../plugins/index.ts";
 import { validationError } from "./validation.ts";
 import {
   MAX_AGENT_BODY_BYTES,
@@ -78,6 +81,7 @@ export function createApp(): OpenAPIHono<AppEnv> {
   app.use("/discord/interactions", limit(MAX_INTERACTION_BODY_BYTES));
   app.use("/clients/*", limit(MAX_MESSAGE_BODY_BYTES));
   app.use("/auth/*", limit(MAX_MESSAGE_BODY_BYTES));
+  app.use("/plugins/*", limit(MAX_MESSAGE_BODY_BYTES));
 
   app.route("/", healthRoutes());
   app.route("/", agentRoutes());
@@ -93,6 +97,15 @@ export function createApp(): OpenAPIHono<AppEnv> {
   app.route("/", taskRoutes());
   app.route("/", taskAnswerRoutes());
   app.route("/", scheduleRoutes());
+  app.route("/", skillRoutes());
+  app.route("/", proposalRoutes());
+  // Each plugin's routes under /plugins/<name>/, declaring their scopes like every other route.
+  for (const plugin of PLUGINS) {
+    if (!plugin.routes) continue;
+    const routes = new OpenAPIHono<AppEnv>();
+    plugin.routes(routes);
+    app.route(`/plugins/${plugin.name}`, routes);
+  }
 
   app.openAPIRegistry.registerComponent("securitySchemes", "bearerAuth", {
     type: "http",

@@ -28,13 +28,32 @@ export function guard(scope: Scope) {
   };
 }
 
-export function requireScope(scope: Scope): MiddlewareHandler<AppEnv> {
+/**
+ * For a route whose scope depends on what it acts on (deciding a proposal: `agents:write` for a
+ * skill, `tools:write` for a tool): any of `scopes` passes here, and the handler checks the one it
+ * needs with assertScope. The document lists each as an alternative, the first being the usual.
+ */
+export function guardAnyOf(scopes: readonly [Scope, ...Scope[]]) {
+  return {
+    security: scopes.map((scope) => ({ bearerAuth: [scope] })),
+    middleware: [requireScope(...scopes)],
+  };
+}
+
+export function assertScope(principal: Principal, scope: Scope, why: string): void {
+  if (!hasScope(principal, scope))
+    throw new ForbiddenError(
+      `this token lacks the \`${scope}\` scope, which ${why} needs (it has: ${principal.scopes.join(", ")})`,
+    );
+}
+
+export function requireScope(...scopes: [Scope, ...Scope[]]): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     const principal = await authenticate(c);
     await enforceRate(c.env, `token:${principal.id}`, principal.rateRule, "this API token");
-    if (!hasScope(principal, scope)) {
+    if (!scopes.some((scope) => hasScope(principal, scope))) {
       throw new ForbiddenError(
-        `this token lacks the \`${scope}\` scope (it has: ${principal.scopes.join(", ")})`,
+        `this token lacks the \`${scopes.join("` or `")}\` scope (it has: ${principal.scopes.join(", ")})`,
       );
     }
     // Routes under /agents/:agentId are checked here; routes taking agentId in a body or query

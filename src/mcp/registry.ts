@@ -91,7 +91,13 @@ const SecretOrigin = z
 
 const RegistryFile = z.strictObject({
   $schema: z.string().optional(),
-  servers: z.record(z.string().regex(SERVER_NAME, SERVER_NAME_RULE), McpServerConfig),
+  servers: z.record(
+    z.string().regex(SERVER_NAME, SERVER_NAME_RULE),
+    McpServerConfig.extend({
+      /** What it offers, in one line: agents read it to ask for it (request_tool). */
+      description: z.string().max(300).optional(),
+    }),
+  ),
   /** Where each MCP_* secret may be sent, besides the servers of this file that name it. */
   secretOrigins: z
     .record(z.string().regex(SECRET_NAME, "an MCP_* secret name"), z.array(SecretOrigin).max(20))
@@ -100,6 +106,8 @@ const RegistryFile = z.strictObject({
 
 export interface Registry {
   servers: Map<string, McpServerConfig>;
+  /** A server's one-line description, when the file gives one. */
+  descriptions: Map<string, string>;
   /** Secret name -> the origins it may be sent to (declared ones and its registry servers'). */
   secretOrigins: Map<string, Set<string>>;
 }
@@ -118,13 +126,17 @@ export function parseRegistry(file: unknown): Registry {
   const secretOrigins = new Map(
     Object.entries(parsed.data.secretOrigins).map(([name, origins]) => [name, new Set(origins)]),
   );
-  for (const config of Object.values(parsed.data.servers)) {
+  const servers = new Map<string, McpServerConfig>();
+  const descriptions = new Map<string, string>();
+  for (const [name, { description, ...config }] of Object.entries(parsed.data.servers)) {
+    servers.set(name, config);
+    if (description) descriptions.set(name, description);
     if (config.auth.type !== "bearer") continue;
     const origins = secretOrigins.get(config.auth.secret) ?? new Set<string>();
     origins.add(new URL(config.url).origin);
     secretOrigins.set(config.auth.secret, origins);
   }
-  return { servers: new Map(Object.entries(parsed.data.servers)), secretOrigins };
+  return { servers, descriptions, secretOrigins };
 }
 
 /** The checked-in registry, validated once per isolate. */

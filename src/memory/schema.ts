@@ -355,3 +355,70 @@ export const mediaPosts = sqliteTable(
   },
   (t) => [index("media_posts_agent_idx").on(t.agentId, t.createdAt)],
 );
+
+/**
+ * Skills added to one agent after its character was written: through the API, or by the agent
+ * itself once a person approved its proposal. A character's own `settings.skills` stay in the file.
+ */
+export const agentSkills = sqliteTable(
+  "agent_skills",
+  {
+    agentId: text("agent_id")
+      .notNull()
+      .references(() => agents.id, { onDelete: "cascade" }),
+    name: text("name").notNull(),
+    description: text("description").notNull(),
+    body: text("body").notNull(),
+    /** `api` (POST /agents/:agentId/skills) or `agent` (an approved save_skill proposal). */
+    source: text("source", { enum: ["api", "agent"] }).notNull(),
+    proposalId: text("proposal_id"),
+    createdAt: integer("created_at").notNull(),
+    updatedAt: integer("updated_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.agentId, t.name] })],
+);
+
+export const PROPOSAL_KINDS = ["skill", "tool"] as const;
+export const PROPOSAL_STATUSES = ["pending", "approved", "denied"] as const;
+
+/**
+ * What an agent asked to change about itself (a skill to keep, an MCP server from the catalog),
+ * waiting for a person's yes or no. The change and where it was asked are JSON, checked on read.
+ */
+export const proposals = sqliteTable(
+  "proposals",
+  {
+    agentId: text("agent_id")
+      .notNull()
+      .references(() => agents.id, { onDelete: "cascade" }),
+    /** 16 hex characters, derived from the turn and the change: a replayed turn files it once. */
+    id: text("id").notNull(),
+    kind: text("kind", { enum: PROPOSAL_KINDS }).notNull(),
+    status: text("status", { enum: PROPOSAL_STATUSES }).notNull(),
+    /** JSON: {kind: "skill", skill} or {kind: "tool", server, reason}. */
+    change: text("change").notNull(),
+    /** JSON: {surface, roomId, userId, turnId}. */
+    origin: text("origin").notNull(),
+    createdAt: integer("created_at").notNull(),
+    decidedAt: integer("decided_at"),
+    /** Who decided: `token:<id>`, `discord:<user id>` or `settings` (auto-approved). */
+    decidedBy: text("decided_by"),
+  },
+  (t) => [
+    primaryKey({ columns: [t.agentId, t.id] }),
+    index("proposals_agent_status_idx").on(t.agentId, t.status, t.createdAt),
+  ],
+);
+
+/** Servers of the catalog (mcp-servers.json) added to one agent by an approved request_tool. */
+export const agentCatalogServers = sqliteTable(
+  "agent_catalog_servers",
+  {
+    agentId: text("agent_id")
+      .notNull()
+      .references(() => agents.id, { onDelete: "cascade" }),
+    name: text("name").notNull(),
+    createdAt: integer("created_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.agentId, t.name] })],
+);

@@ -20,7 +20,9 @@ import { createMcpCredentialStore, type McpCredentialStore } from "./mcp-credent
 import { createMediaPostStore, type MediaPostStore } from "./media-posts.ts";
 import { createMessageHistory, type MessageHistory } from "./message-history.ts";
 import { databaseReachable } from "./ping.ts";
+import { createProposalStore, type ProposalStore } from "./proposal-store.ts";
 import { createSecretBox } from "./secret-box.ts";
+import { createSkillStore, type SkillStore } from "./skill-store.ts";
 import { createD1SpendLedger } from "./spend-ledger.ts";
 import { createTokenStore, type TokenStore } from "./token-store.ts";
 import { createVectorizeIndex } from "./vectorize-index.ts";
@@ -41,6 +43,10 @@ export interface Stores {
   /** OAuth credentials of MCP servers; null without SECRETS_KEY (they are only kept sealed). */
   mcpCredentials: McpCredentialStore | null;
   discord: DiscordSettingsStore;
+  /** Skills added to an agent after its character was written. */
+  skills: SkillStore;
+  /** What agents asked to change about themselves. */
+  proposals: ProposalStore;
   embedder: Embedder;
   index: VectorIndex;
   retriever: MemoryRetriever;
@@ -72,6 +78,8 @@ export function stores(env: Env): Stores {
     mcpServers: createAgentServerStore(db),
     mcpCredentials: box ? createMcpCredentialStore(db, box) : null,
     discord: createDiscordSettingsStore(db),
+    skills: createSkillStore(db),
+    proposals: createProposalStore(db),
     embedder,
     index,
     retriever: createHybridSearch({ db, index, embedder, vectorWeight: vectorWeightFor(embedder) }),

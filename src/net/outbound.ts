@@ -17,6 +17,8 @@ export const OUTBOUND_CAPS = {
   mcp: { timeoutMs: 130_000, maxBytes: 8 * 1024 * 1024, streams: true },
   /** OAuth discovery, registration, code exchange and refresh: small JSON documents. */
   oauth: { timeoutMs: 10_000, maxBytes: 256 * 1024, streams: false },
+  /** The web plugin (read_url, web_search): a page or a search answer, read whole. */
+  web: { timeoutMs: 10_000, maxBytes: 2 * 1024 * 1024, streams: false },
 } as const satisfies Record<string, FetchCaps>;
 
 export interface OutboundOptions {

@@ -22,6 +22,7 @@ import {
 } from "../runtime/task-types.ts";
 import type { ReplySurface } from "./reply-surface.ts";
 import { createRoomRuntime, type RoomRuntime } from "./room-runtime.ts";
+import { turnOrigin } from "./turn-origin.ts";
 import type { AgentTasksRpc } from "./rpc.ts";
 import { createTaskPeers } from "./task-delegations.ts";
 import { TaskPauses } from "./task-pauses.ts";
@@ -356,6 +357,8 @@ export abstract class AgentTasksBase extends Agent<Env> implements AgentTasksRpc
         store: this.store,
         runtime: () => this.getRuntime(),
         emit: (taskId, event) => this.emit(taskId, event),
+        // Plugins see where the task started: a proposal filed in a step is shown there.
+        origin: (taskId) => turnOrigin("task", this.surface, this.store.delivery(taskId)),
       },
       initial,
       signal,

@@ -4,6 +4,7 @@
 // surface's own data: the room stores them as JSON and never looks inside; the surface validates
 // them when they come back. Discord's implementation is src/clients/discord/reply-surface.ts,
 // plugged in by src/durable-objects.ts.
+import type { Proposal } from "../memory/proposal-store.ts";
 import type { SerializedError } from "../runtime/errors.ts";
 import type { Attachment } from "../runtime/types.ts";
 
@@ -49,6 +50,12 @@ export interface QuestionPromptRequest {
   expiresAt: number;
 }
 
+/** A proposal the agent filed during a turn or task step, to show where that came from. */
+export interface ProposalPromptRequest {
+  agentName: string;
+  proposal: Proposal;
+}
+
 export interface ReplySurface {
   /** Whether a person can be asked there (buttons) about a tool this agent's turn wants to run. */
   canAskApproval(target: DeliveryTarget, agentId: string): boolean;
@@ -81,6 +88,11 @@ export interface ReplySurface {
    * called; absent, or null for a target, where the surface has no such thing. Best effort.
    */
   startTyping?(target: DeliveryTarget): (() => void) | null;
+  /**
+   * Posts a proposal with Approve / Deny for whoever manages there (Discord: server managers,
+   * owners in DMs). Optional: a surface without it leaves proposals to the API.
+   */
+  postProposal?(target: DeliveryTarget, request: ProposalPromptRequest): Promise<void>;
 }
 
 /** A message's attachments, copied in (once: a re-run finds them) and read for the model. */

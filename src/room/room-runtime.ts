@@ -1,6 +1,6 @@
 // Wires the platform into the runtime's interfaces for one room object: the D1 stores,
 // the configured model backend, long-term memory (retrieval, embeddings), the built-in tools, the
-// system clock and the structured log.
+// plugins (src/plugins/room-plugins.ts), the system clock and the structured log.
 // This is the only place that knows which concrete implementation backs each interface.
 import { loadConfig, MODEL_NOT_CONFIGURED_MESSAGE, type Config } from "../config.ts";
 import type { Env } from "../env.ts";
@@ -31,8 +31,8 @@ import type { ChatModel, Clock, ModelChoice, ToolHost } from "../runtime/types.t
 import type { SpendLedger } from "../runtime/spend.ts";
 import { createRoomHistoryStore, type RoomHistoryStore } from "./room-history.ts";
 import { McpConnections } from "../mcp/connections.ts";
-import { mediaPostStore } from "../clients/instagram/platform.ts";
-import { createInstagramToolHost } from "../clients/instagram/tool.ts";
+import { createRoomPlugins } from "../plugins/room-plugins.ts";
+import type { PluginHost } from "../plugins/plugin-host.ts";
 import { mcpPlatform, type McpPlatform } from "../mcp/platform.ts";
 import { ensureSchema } from "../memory/schema-ready.ts";
 import { createAgentAsker } from "./agent-calls.ts";
@@ -50,8 +50,10 @@ export interface RoomRuntime {
   mcpPlatform: McpPlatform;
   /** The chat model outside turns (the agent writing an Instagram caption, autonomous tasks). */
   chat: { model: ChatModel | null; models: ModelChoice };
-  /** Every tool the agent can call (built-ins, Instagram, MCP): autonomous tasks use them too. */
+  /** Every tool the agent can call (built-ins, plugins, MCP): autonomous tasks use them too. */
   tools: ToolHost;
+  /** The agent's plugins: prepared with the character before each turn or task step. */
+  plugins: PluginHost;
   /** Where model spend is counted against the daily ceiling. */
   spend: SpendLedger;
   /** ask_agent: told the agent's character (its `delegates`) before each turn or task step. */
@@ -105,20 +107,11 @@ export async function createRoomRuntime(
     listAll: () => tools.list(),
     sources: () => mcp.sources(),
   });
-  // Agents of a deployment with Instagram configured can publish their uploaded posts.
-  const instagram = config.instagram
-    ? [
-        createInstagramToolHost({
-          agentId,
-          posts: mediaPostStore(env),
-          startPublishing: (postId) => env.PUBLISHER.getByName(agentId).publishPost(postId),
-          now: () => Date.now(),
-        }),
-      ]
-    : [];
+  // Plugins (Instagram publishing where configured, skills, the web reader, ...): one host.
+  const plugins = createRoomPlugins(env, agentId, { memory, clock });
   // ask_agent reaches another agent's room through the platform (agent-calls.ts).
   const delegation = createDelegationToolHost({ caller: agentId, asker: createAgentAsker(env) });
-  tools = combineToolHosts([builtins, delegation, ...instagram, mcp]);
+  tools = combineToolHosts([builtins, delegation, plugins.tools, mcp]);
   const chat = chatModelFor(config);
   const spend = backends.spend;
   const runner = createTurnRunner({
@@ -135,8 +128,14 @@ export async function createRoomRuntime(
       recallProvider,
       toolsProvider,
       historyProvider,
+      ...plugins.providers,
     ],
-    evaluators: [interactionEvaluator, reflectionEvaluator, summaryEvaluator],
+    evaluators: [
+      interactionEvaluator,
+      reflectionEvaluator,
+      summaryEvaluator,
+      ...plugins.evaluators,
+    ],
     retriever: backends.retriever,
     // Evaluators run inside the room's after-reply chain; reads there must not wait on it.
     afterReplyMemory: memory.inChain,
@@ -159,6 +158,7 @@ export async function createRoomRuntime(
     mcpPlatform: platform,
     chat: { model: chat, models: config.models },
     tools,
+    plugins,
     spend,
     delegation,
   };

@@ -19,6 +19,7 @@ import { isPaused, isTerminal, type TaskEventBody, type TaskState } from "../run
 import { modelChoiceFor } from "../runtime/turn-runner.ts";
 import { DEFAULT_LIMITS } from "../runtime/turn-types.ts";
 import { APPROVAL_WINDOW_MS, newApprovalId } from "./approvals.ts";
+import type { TurnOrigin } from "../plugins/plugin-services.ts";
 import type { RoomRuntime } from "./room-runtime.ts";
 import { MAX_STEP_ATTEMPTS, type TaskStore } from "./task-store.ts";
 
@@ -27,6 +28,8 @@ export interface TaskRunContext {
   store: TaskStore;
   runtime(): Promise<RoomRuntime>;
   emit(taskId: string, event: TaskEventBody): void;
+  /** Where the task came from, for the plugins (a proposal is shown there). */
+  origin(taskId: string): TurnOrigin;
 }
 
 /** Runs the task's units until it ends or pauses; returns the state it was left in. */
@@ -113,8 +116,9 @@ async function loopDeps(
       await runtime.mcpPlatform.servers.list(context.agentId),
     ),
   );
-  // ask_agent is offered with the agents this character may ask.
+  // ask_agent is offered with the agents this character may ask; plugins see the task's character.
   runtime.delegation.configure(character);
+  runtime.plugins.prepare(character, context.origin(state.taskId));
   return {
     model,
     models: modelChoiceFor(character, runtime.chat.models),

@@ -19,6 +19,7 @@ import {
   type JournalEntry,
   type TurnJournal,
 } from "./turn-journal.ts";
+import { turnOrigin } from "./turn-origin.ts";
 import type { TurnServices } from "./turn-services.ts";
 
 /** What the Durable Object does around a turn. */
@@ -140,7 +141,8 @@ export class TurnDriver {
       // A message the respond rules already decline needs no tools and no attachments read.
       const rules = resume ? null : decideByRules(entry.input, character);
       const declined = rules !== null && rules !== "ask" && !rules.respond;
-      if (!declined) await tools.prepare(agentId, version, character);
+      const origin = turnOrigin(entry.input.source, this.options.surface, entry.delivery);
+      if (!declined) await tools.prepare(agentId, version, character, origin);
       if (resume) typing.start();
       const outcome = await runner.respondOrPause(character, entry.input, {
         // Only a surface with buttons can ask a person; elsewhere such tools are refused.

@@ -4,15 +4,21 @@
 // character's delegates (ask_agent) are set before every turn.
 import type { McpServerEntry } from "../mcp/registry.ts";
 import { effectiveServers } from "../mcp/registry.ts";
+import type { TurnOrigin } from "../plugins/plugin-services.ts";
 import type { Character } from "../runtime/character.ts";
 import type { TurnRunner } from "../runtime/turn-runner.ts";
 import { createCharacterSource, type CharacterSource } from "./character-source.ts";
 import type { RoomHistoryStore } from "./room-history.ts";
 import type { RoomRuntime } from "./room-runtime.ts";
 
-/** Connects the tools an agent's turn may use (its MCP servers) before the turn runs. */
+/** Connects the tools an agent's turn may use (its MCP servers, its plugins) before the turn runs. */
 export interface ToolPreparer {
-  prepare(agentId: string, version: number | null, character: Character): Promise<void>;
+  prepare(
+    agentId: string,
+    version: number | null,
+    character: Character,
+    origin: TurnOrigin,
+  ): Promise<void>;
 }
 
 export interface TurnServices {
@@ -33,7 +39,7 @@ export function turnServicesFor(runtime: RoomRuntime): TurnServices {
       runner: runtime.runner,
       history: runtime.history,
       characters: createCharacterSource(runtime.agents),
-      tools: createToolPreparer(runtime.mcp, servers, runtime.delegation),
+      tools: createToolPreparer(runtime.mcp, runtime.plugins, servers, runtime.delegation),
     };
     built.set(runtime, services);
   }
@@ -43,13 +49,15 @@ export function turnServicesFor(runtime: RoomRuntime): TurnServices {
 /** The servers the character lists plus those added at runtime, as of the agent's version. */
 function createToolPreparer(
   mcp: { prepare(servers: readonly McpServerEntry[]): Promise<void> },
+  plugins: Pick<RoomRuntime["plugins"], "prepare">,
   agentServers: (agentId: string) => Promise<McpServerEntry[]>,
   delegation: { configure(character: Character): void },
 ): ToolPreparer {
   // Adding a server to the agent bumps its version.
   let known: { version: number | null; servers: McpServerEntry[] } | null = null;
   return {
-    async prepare(agentId, version, character) {
+    async prepare(agentId, version, character, origin) {
+      plugins.prepare(character, origin);
       // ask_agent is offered, with the agents it may ask, only when the character lists delegates.
       delegation.configure(character);
       if (known?.version !== version) known = { version, servers: await agentServers(agentId) };

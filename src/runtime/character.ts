@@ -59,6 +59,15 @@ export interface RuntimeSettings {
   tasks?: { concurrency?: number };
   memory: MemorySettings;
   discord: DiscordSettings;
+  /** Procedures written with the character (`settings.skills`); more can be added later. */
+  skills: SkillDefinition[];
+}
+
+/** A markdown procedure with a name and a one-line description (docs/skills.md). */
+export interface SkillDefinition {
+  name: string;
+  description: string;
+  body: string;
 }
 
 /** Long-term memory knobs from `settings.memory`; unset ones take the runtime's defaults. */

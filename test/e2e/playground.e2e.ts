@@ -42,6 +42,19 @@ function scriptModel(model: ModelServer): void {
     if (last?.role === "tool")
       return { text: `In Paris it is now ${String(last.content).slice(0, 80)}. Anything else?` };
     if (/slow story/i.test(asked)) return { text: SLOW_STORY, chunkDelayMs: 60 };
+    if (/keep this as a skill/i.test(asked))
+      return {
+        toolCalls: [
+          {
+            name: "save_skill",
+            arguments: {
+              name: "greet-warmly",
+              description: "Greet a newcomer by name.",
+              body: "1. Say hello by name.\n2. Offer help.",
+            },
+          },
+        ],
+      };
     const echo = /echo: (.*)$/s.exec(asked);
     if (echo) return { text: echo[1]! };
     if (/time/i.test(asked) && call.tools?.length)
@@ -511,6 +524,67 @@ async function main(): Promise<void> {
         "the forgotten memory is still found",
       );
     });
+
+    await step(
+      "adds a skill, shows its body on demand, and deletes it on a second click",
+      async () => {
+        await page.click("#add-skill summary");
+        await page.fill("#skill-name", "Bad Name");
+        await page.fill("#skill-description", "Water the basil.");
+        await page.fill("#skill-body", "1. Check the soil.\n2. Water if dry.");
+        // The browser's own check first: the name's pattern stops the form before any request.
+        await page.click("#skill-form button[type=submit]");
+        check(
+          (await page.locator("#skills .card").count()) === 0,
+          "a skill with an invalid name was saved",
+        );
+        await page.fill("#skill-name", "water-basil");
+        await page.click("#skill-form button[type=submit]");
+        const card = page.locator("#skills .card", { hasText: "water-basil" });
+        await card.waitFor();
+        check((await card.textContent())?.includes("Water the basil."), "no description shown");
+        await card.locator("button", { hasText: "Show" }).click();
+        await card.locator("pre", { hasText: "Check the soil." }).waitFor();
+        await page.locator("#proposals li", { hasText: "Nothing waits for an answer." }).waitFor();
+        const remove = card.locator("button.card-action");
+        await remove.click();
+        await card.locator("button.card-action", { hasText: "Really delete?" }).waitFor();
+        await remove.click();
+        await card.waitFor({ state: "detached" });
+        await page
+          .locator("#skills-status", { hasText: "Deleted the skill water-basil" })
+          .waitFor();
+      },
+    );
+
+    await step(
+      "shows a skill the agent proposed in a chat turn, and saves it on Approve",
+      async () => {
+        await page.fill("#message", "Keep this as a skill, please.");
+        await page.press("#message", "Enter");
+        await page
+          .locator("#log .msg.agent .tool summary", { hasText: "save_skill" })
+          .first()
+          .waitFor();
+        // The turn is over (the proposal never pauses it) once Send is enabled again.
+        await page.locator("#send:enabled").waitFor();
+        await page.click("#skills-refresh");
+        const proposal = page.locator("#proposals .card", { hasText: "greet-warmly" });
+        await proposal.waitFor();
+        check(
+          (await proposal.textContent())?.includes("Offer help."),
+          "the proposed procedure is not shown",
+        );
+        check(
+          (await page.locator("#skills .card", { hasText: "greet-warmly" }).count()) === 0,
+          "the skill was saved before anyone approved it",
+        );
+        await proposal.locator("button", { hasText: "Approve" }).click();
+        await page.locator("#skills .card", { hasText: "greet-warmly" }).waitFor();
+        await page.locator("#skills-status", { hasText: "Approved" }).waitFor();
+        await page.locator("#proposals li", { hasText: "Nothing waits for an answer." }).waitFor();
+      },
+    );
 
     await step("fits a 390 px phone screen without sideways scrolling", async () => {
       await page.setViewportSize(PHONE);

@@ -1,5 +1,5 @@
 // What the global setups hand to tests: the MCP peers' URLs (test/setup/mcp-peers.ts) and the
-// Discord Gateway stand-in's (test/setup/gateway-peer.ts).
+// Discord Gateway stand-in's (test/setup/gateway-peer.ts); the loopback web's (test/setup/web-peers.ts).
 import "vitest";
 
 declare module "vitest" {
@@ -12,5 +12,6 @@ declare module "vitest" {
       controlUrl: string;
     };
     gatewayPeer: { url: string; controlUrl: string };
+    webPeers: { baseUrl: string; searchBase: string };
   }
 }

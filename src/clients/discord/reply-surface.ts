@@ -11,6 +11,7 @@ import type {
   ReplySurface,
 } from "../../room/reply-surface.ts";
 import { approvalPrompt, approvalResultText, canRouteApproval } from "./approval.ts";
+import { proposalPrompt } from "./proposal-prompt.ts";
 import { attachmentPrompt, attachmentSource, ingestAttachments } from "./attachments.ts";
 import {
   deliverToDiscord,
@@ -119,6 +120,18 @@ export function createDiscordSurface(env: Env): ReplySurface {
       const { channelId } = DiscordMessageDelivery.parse(target);
       return keepTyping(discord(), channelId, (error) =>
         log.warn("discord_typing_failed", { channelId, error: errorField(error) }),
+      );
+    },
+    async postProposal(target, request) {
+      // In the channel with the bot token: the interaction's deferred response stays the reply's
+      // (a Gateway message's reply likewise follows on its own).
+      const { channelId } =
+        target.kind === "discord-message"
+          ? DiscordMessageDelivery.parse(target)
+          : discordTarget(target);
+      await discord().channelMessage(
+        channelId,
+        proposalPrompt(request.proposal, request.agentName),
       );
     },
   };

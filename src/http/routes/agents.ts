@@ -20,6 +20,11 @@ import { loadTokenCounter } from "../../runtime/tokens.ts";
 import { mcpPlatform } from "../../mcp/platform.ts";
 import { assertKnownServers } from "../../mcp/registry.ts";
 import { errorField, log } from "../../log.ts";
+import { PLUGINS } from "../../plugins/index.ts";
+import { pluginDeployment } from "../../plugins/room-plugins.ts";
+import { resolvePlugins } from "../../plugins/plugin-settings.ts";
+import type { Character } from "../../runtime/character.ts";
+import { ValidationError } from "../../runtime/errors.ts";
 
 /**
  * The file is stored as written, keys the schema does not know included, so its nesting is bounded
@@ -66,6 +71,15 @@ const AgentDetail = z
     character: z.record(z.string(), z.unknown()).openapi({
       description: "The normalized character; secret values are replaced by `secretNames`.",
     }),
+    plugins: z
+      .object({
+        enabled: z.array(z.string()).openapi({ description: "Plugins this agent runs" }),
+        unknown: z.array(z.string()).openapi({
+          description:
+            "Names in the character's `plugins` this deployment has no plugin for (kept, not an error)",
+        }),
+      })
+      .openapi({ description: "docs/plugins.md" }),
     createdAt: z.number().int(),
     updatedAt: z.number().int(),
   })
@@ -76,10 +90,16 @@ const characterBody = {
   content: { "application/json": { schema: CharacterFile } },
 };
 
-function detail(record: AgentRecord) {
+function detail(env: Env, record: AgentRecord) {
+  const { enabled, unknown } = resolvePlugins(
+    record.character,
+    PLUGINS,
+    pluginDeployment(env),
+  ).report;
   return {
     id: record.id,
     character: publicCharacter(record.character),
+    plugins: { enabled, unknown },
     createdAt: record.createdAt,
     updatedAt: record.updatedAt,
   };
@@ -107,6 +127,7 @@ export function agentRoutes(): OpenAPIHono<AppEnv> {
       const file = c.req.valid("json");
       const principal = c.get("principal");
       const character = parseCharacter(file);
+      assertPluginSettings(c.env, character);
       // A token limited to some agents may create only those: the id must be known before writing.
       if (principal.agents !== null) assertMayActFor(principal, agentIdFor(character));
       // A new agent has no servers of its own yet: it may name only mcp-servers.json's.
@@ -115,7 +136,7 @@ export function agentRoutes(): OpenAPIHono<AppEnv> {
       const record = await stores(c.env).agents.create(file, now, knowledgeBuilder(now));
       await embedAgentMemories(c.env, record.id);
       c.header("Location", `/agents/${record.id}`);
-      return c.json(detail(record), 201);
+      return c.json(detail(c.env, record), 201);
     },
   );
 
@@ -161,7 +182,7 @@ export function agentRoutes(): OpenAPIHono<AppEnv> {
       const { agentId } = c.req.valid("param");
       const record = await stores(c.env).agents.get(agentId);
       if (!record) throw new NotFoundError(`no agent with id "${agentId}"`);
-      return c.json(detail(record), 200);
+      return c.json(detail(c.env, record), 200);
     },
   );
 
@@ -182,14 +203,16 @@ export function agentRoutes(): OpenAPIHono<AppEnv> {
       const { agentId } = c.req.valid("param");
       const file = c.req.valid("json");
       const own = await mcpPlatform(c.env).servers.list(agentId);
+      const character = parseCharacter(file);
+      assertPluginSettings(c.env, character);
       assertKnownServers(
-        parseCharacter(file).settings.mcpServers,
+        character.settings.mcpServers,
         own.map((server) => server.name),
       );
       const now = Date.now();
       const record = await stores(c.env).agents.replace(agentId, file, now, knowledgeBuilder(now));
       await embedAgentMemories(c.env, record.id);
-      return c.json(detail(record), 200);
+      return c.json(detail(c.env, record), 200);
     },
   );
 
@@ -220,6 +243,12 @@ export function agentRoutes(): OpenAPIHono<AppEnv> {
   );
 
   return app;
+}
+
+/** `settings.plugins.<name>` checked by each plugin's schema, every bad path listed. */
+function assertPluginSettings(env: Env, character: Character): void {
+  const { issues } = resolvePlugins(character, PLUGINS, pluginDeployment(env)).report;
+  if (issues.length > 0) throw new ValidationError("invalid character file", { issues });
 }
 
 /** The character's `knowledge` text entries, chunked, stored with the agent in one batch. */

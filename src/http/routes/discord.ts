@@ -41,6 +41,9 @@ import {
   type ApprovalButton,
 } from "../../clients/discord/approval.ts";
 import { BUILTIN_TOOL_DEFINITIONS } from "../../runtime/builtin-tools.ts";
+import { parseProposalCustomId } from "../../clients/discord/proposal-prompt.ts";
+import { answerProposalClick } from "./discord-proposals.ts";
+import { pluginTools } from "../../plugins/room-plugins.ts";
 import { describeServers } from "../../mcp/overview.ts";
 import { mcpPlatform } from "../../mcp/platform.ts";
 import { effectiveServers } from "../../mcp/registry.ts";
@@ -476,11 +479,14 @@ async function toolsOverview(
   canAuthorize: boolean,
   authorizer: string,
 ): Promise<string> {
+  const record = await stores(c.env).agents.get(agentId);
+  const fromPlugins = record ? await pluginTools(c.env, agentId, record.character) : [];
   const lines = [
     "Built-in tools:",
-    ...BUILTIN_TOOL_DEFINITIONS.map((tool) => `• \`${tool.name}\`: ${tool.description}`),
+    ...[...BUILTIN_TOOL_DEFINITIONS, ...fromPlugins].map(
+      (tool) => `• \`${tool.name}\`: ${tool.description}`,
+    ),
   ];
-  const record = await stores(c.env).agents.get(agentId);
   const platform = mcpPlatform(c.env, new URL(c.req.url).origin);
   const entries = record
     ? effectiveServers(record.character.settings.mcpServers, await platform.servers.list(agentId))
@@ -567,6 +573,8 @@ async function component(c: Ctx, interaction: ComponentInteraction) {
   if (approval) return answerApproval(c, interaction, approval);
   const question = await taskQuestionClick(c, interaction);
   if (question) return question;
+  const proposal = parseProposalCustomId(interaction.data.custom_id);
+  if (proposal) return answerProposalClick(c.env, interaction, proposal, owners(c));
   const user = invoker(interaction);
   const match = /^forget:(yes|no):(\d{1,20}):([A-Za-z0-9][A-Za-z0-9_-]{0,63})$/.exec(
     interaction.data.custom_id,

@@ -17,6 +17,7 @@ import {
 } from "../../mcp/registry.ts";
 import { assertSafeServerUrl } from "../../net/url-safety.ts";
 import { BUILTIN_TOOL_DEFINITIONS } from "../../runtime/builtin-tools.ts";
+import { pluginTools } from "../../plugins/room-plugins.ts";
 import { ConflictError, NotFoundError } from "../../runtime/errors.ts";
 import type { AppEnv } from "../app-env.ts";
 import { guard, hasScope } from "../auth.ts";
@@ -67,7 +68,7 @@ export function toolRoutes(): OpenAPIHono<AppEnv> {
               z.object({ name: z.string(), description: z.string(), source: z.string() }),
             ),
           }),
-          "Servers with their state, and the tools of the built-ins and of the ready servers",
+          "Servers with their state, and the tools of the built-ins, the plugins and the ready servers",
         ),
         404: errorContent("No such agent"),
       },
@@ -97,6 +98,9 @@ export function toolRoutes(): OpenAPIHono<AppEnv> {
           description: tool.description,
           source: "builtin",
         })),
+        ...(await pluginTools(c.env, agentId, record.character)).map(
+          ({ name, description, source }) => ({ name, description, source }),
+        ),
         ...servers.flatMap((server) =>
           server.tools.map((tool) => ({ ...tool, source: `mcp:${server.name}` })),
         ),
@@ -149,11 +153,14 @@ export function toolRoutes(): OpenAPIHono<AppEnv> {
         await stores(c.env).agents.touch(agentId, now);
         status = 201;
       }
-      const entry = findServer(name, await platform.servers.list(agentId));
+      const own = await platform.servers.list(agentId);
+      const entry = findServer(name, own);
       if (
         url === undefined &&
         entry.origin === "registry" &&
-        !record.character.settings.mcpServers.includes(name)
+        !record.character.settings.mcpServers.includes(name) &&
+        // A server of the catalog an approved request_tool added to the agent.
+        !own.some((server) => server.name === name)
       ) {
         throw new NotFoundError(
           `agent "${agentId}" does not use the MCP server "${name}"; name it in settings.mcpServers`,
