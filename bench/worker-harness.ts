@@ -32,6 +32,8 @@ export interface BenchWorkerOptions {
    * Durable Object classes): bench/latency/entry.ts, which delays and records D1 and object calls.
    */
   entry?: string;
+  /** Opens workerd's inspector (Chrome DevTools protocol) on this port, for profiling. */
+  inspectorPort?: number;
 }
 
 export async function startBenchWorker(
@@ -63,6 +65,7 @@ export async function startBenchWorker(
     unstable_getMiniflareWorkerOptions("wrangler.toml").workerOptions;
   // wrangler hands out Miniflare's v4-style worker options; Miniflare 5 converts them.
   const miniflareOptions: V4MiniflareOptions = {
+    ...(options.inspectorPort ? { inspectorPort: options.inspectorPort } : {}),
     workers: [
       {
         ...workerOptions,
