@@ -1,14 +1,23 @@
 // The scripted OpenAI-compatible stand-in (test/stand-ins) on a Node http server on loopback, so
 // the worker under benchmark reaches a "model" that answers at once. Records how long it spent per
-// call, so the tables can show that the model itself cost nothing.
+// call, so the tables can show that the model itself cost nothing. Side prompts (fact extraction,
+// summaries) get valid JSON of the asked shape, as a real model would give, whatever the
+// benchmark's responder says: a "Hello!" there would make every extraction re-ask.
 import { createServer, type IncomingMessage } from "node:http";
 import type { AddressInfo } from "node:net";
-import { createOpenAIStandIn, type StandInResponder } from "../test/stand-ins/openai-stand-in.ts";
+import {
+  createOpenAIStandIn,
+  type StandInCall,
+  type StandInResponder,
+  type StandInStep,
+} from "../test/stand-ins/openai-stand-in.ts";
 
 export interface ModelServer {
   url: string;
   respondWith(responder: StandInResponder): void;
   calls(): number;
+  /** Of those, side prompts answered with JSON (fact extraction, summaries). */
+  sideCalls(): number;
   /** Milliseconds spent inside the stand-in per call since the last take. */
   takeServiceTimes(): number[];
   close(): Promise<void>;
@@ -23,6 +32,14 @@ export async function startModelServer(options: ModelServerOptions = {}): Promis
   const standIn = createOpenAIStandIn({ chunkDelayMs: options.chunkDelayMs });
   let serviceTimes: number[] = [];
   let count = 0;
+  let sideCount = 0;
+  let responder: StandInResponder = () => ({ text: "ok" });
+  standIn.respondWith((call) => {
+    const side = sideTaskAnswer(call);
+    if (!side) return responder(call);
+    sideCount += 1;
+    return side;
+  });
   const server = createServer(async (req, res) => {
     const started = performance.now();
     const body = await readBody(req);
@@ -48,8 +65,11 @@ export async function startModelServer(options: ModelServerOptions = {}): Promis
   const { port } = server.address() as AddressInfo;
   return {
     url: `http://127.0.0.1:${port}`,
-    respondWith: (responder) => standIn.respondWith(responder),
+    respondWith: (next) => {
+      responder = next;
+    },
     calls: () => count,
+    sideCalls: () => sideCount,
     takeServiceTimes() {
       const taken = serviceTimes;
       serviceTimes = [];
@@ -63,4 +83,18 @@ async function readBody(req: IncomingMessage): Promise<Buffer> {
   const chunks: Buffer[] = [];
   for await (const chunk of req) chunks.push(chunk as Buffer);
   return Buffer.concat(chunks);
+}
+
+/**
+ * What a model asked for JSON answers: the runtime's side prompts end with "Reply with JSON only:"
+ * and the shape. A conversation of benchmark messages holds no lasting facts; a summary is text.
+ */
+export function sideTaskAnswer(call: StandInCall): StandInStep | null {
+  const system = call.messages.find((m) => m.role === "system")?.content;
+  if (typeof system !== "string" || !system.includes("Reply with JSON only:")) return null;
+  if (system.includes('{"facts"'))
+    return { text: JSON.stringify({ facts: [], description: null }) };
+  if (system.includes('{"summary"'))
+    return { text: JSON.stringify({ summary: "The person sent numbered test messages." }) };
+  return null;
 }

@@ -1,14 +1,20 @@
 // `npm run bench`: runtime overhead per turn through the real worker in local workerd (wrangler),
 // with a zero-latency OpenAI-compatible stand-in on loopback. Prints a table per scenario: a plain
-// turn, a two-tool turn, and a turn in a room that already holds 1,000 messages. Only loopback
-// traffic; a fresh temporary D1/Durable Object state every run.
+// turn (admin token, minted token, new room), a two-tool turn, and a turn in a room that already
+// holds 1,000 messages. Only loopback traffic; a fresh temporary D1/Durable Object state every run.
+// `npm run bench -- --d1-ms 20 --do-ms 10` runs the worker with every D1 round trip and Durable
+// Object call delayed by that much (bench/latency/) and also prints, per scenario, how many of them
+// are sequential before the model request, before the reply, and after it.
 import { mkdtempSync, rmSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { analyzeTurn, type TurnTrips } from "./latency/critical-path.ts";
+import type { Trip } from "./latency/instrument.ts";
 import { startModelServer, type ModelServer } from "./model-server.ts";
 import { runCoreBench } from "./core.ts";
-import { coreTable, summarize, table, type Row } from "./stats.ts";
-import { startBenchWorker } from "./worker-harness.ts";
+import { coreTable, markdownTable, summarize, table, type Row } from "./stats.ts";
+import { startBenchWorker, type Call } from "./worker-harness.ts";
 
 const workDir = mkdtempSync(join(tmpdir(), "edge-agents-bench-"));
 
@@ -18,7 +24,17 @@ interface Scenario {
   warmup: number;
   room: (i: number) => string;
   script: (model: ModelServer) => void;
+  /** A minted token instead of the admin token. */
+  minted?: boolean;
 }
+
+const { values: flags } = parseArgs({
+  options: { "d1-ms": { type: "string" }, "do-ms": { type: "string" } },
+});
+const delays = { d1Ms: Number(flags["d1-ms"] ?? 0), doMs: Number(flags["do-ms"] ?? 0) };
+const injected = delays.d1Ms > 0 || delays.doMs > 0;
+/** With injected latency every turn also waits for the worker to go idle: fewer turns. */
+const TURNS_SHARE = injected ? 0.2 : 1;
 
 async function main(): Promise<void> {
   const cpu = cpus();
@@ -32,11 +48,10 @@ async function main(): Promise<void> {
   console.log(coreTable(core));
 
   const model = await startModelServer();
-  const worker = await startBenchWorker({
-    OPENAI_API_KEY: "bench",
-    OPENAI_BASE_URL: `${model.url}/v1`,
-    MODEL: "bench-model",
-  });
+  const worker = await startBenchWorker(
+    { OPENAI_API_KEY: "bench", OPENAI_BASE_URL: `${model.url}/v1`, MODEL: "bench-model" },
+    injected ? { entry: "bench/latency/entry.ts" } : {},
+  );
   const call = worker.call;
 
   try {
@@ -49,9 +64,26 @@ async function main(): Promise<void> {
     if (created.status !== 201)
       throw new Error(`creating the agent failed: ${created.status} ${await created.text()}`);
 
+    const minted = await call("POST", "/auth/tokens", {
+      name: "bench",
+      scopes: ["messages:write"],
+      agents: ["bench"],
+    });
+    if (minted.status !== 201)
+      throw new Error(`minting a token failed: ${minted.status} ${await minted.text()}`);
+    const mintedToken = ((await minted.json()) as { token: string }).token;
+
     // 500 turns = 1,000 stored messages, through the API (not timed).
     model.respondWith(() => ({ text: "Noted." }));
     for (let i = 0; i < 500; i++) await turn(call, "long-room", `filler message ${i}`);
+    if (injected) {
+      const set = await fetch(`${worker.base}/__bench/delays`, {
+        method: "POST",
+        body: JSON.stringify(delays),
+      });
+      if (set.status !== 204) throw new Error(`setting the delays failed: ${set.status}`);
+      await takeTrips(call);
+    }
 
     const scenarios: Scenario[] = [
       {
@@ -60,6 +92,14 @@ async function main(): Promise<void> {
         warmup: 20,
         room: () => "plain-room",
         script: (m) => m.respondWith(() => ({ text: "Hello!" })),
+      },
+      {
+        name: "plain turn, minted token (same room)",
+        turns: 200,
+        warmup: 10,
+        room: () => "minted-room",
+        script: (m) => m.respondWith(() => ({ text: "Hello!" })),
+        minted: true,
       },
       {
         name: "plain turn (new room each)",
@@ -84,27 +124,35 @@ async function main(): Promise<void> {
       },
     ];
     const rows: Row[] = [];
+    const tripRows: Array<Array<string | number>> = [];
     for (const scenario of scenarios) {
       scenario.script(model);
       const latencies: number[] = [];
       const serverMs: number[] = [];
+      const analyses: TurnTrips[] = [];
       let modelCalls = 0;
-      for (let i = 0; i < scenario.warmup + scenario.turns; i++) {
+      const turns = Math.round(scenario.turns * TURNS_SHARE);
+      const headers = scenario.minted ? { authorization: `Bearer ${mintedToken}` } : {};
+      for (let i = 0; i < scenario.warmup + turns; i++) {
         const before = model.calls();
-        const result = await turn(call, scenario.room(i), `message ${i}`);
+        const result = await turn(call, scenario.room(i), `message ${i}`, headers);
+        // Injected mode: the turn's trips, after-reply work included (the worker goes idle first).
+        const analysis = injected ? analyzeTurn(await takeTrips(call), delays.doMs) : null;
         if (i < scenario.warmup) continue;
         latencies.push(result.ms);
         if (result.serverMs !== null) serverMs.push(result.serverMs);
         modelCalls += model.calls() - before;
+        if (analysis) analyses.push(analysis);
       }
       rows.push({
         scenario: scenario.name,
-        turns: scenario.turns,
+        turns,
         latency: summarize(latencies),
         server: summarize(serverMs),
-        modelCallsPerTurn: modelCalls / scenario.turns,
+        modelCallsPerTurn: modelCalls / turns,
         modelMs: model.takeServiceTimes(),
       });
+      if (injected) tripRows.push(tripRow(scenario.name, turns, latencies, analyses));
     }
 
     console.log(
@@ -115,6 +163,33 @@ async function main(): Promise<void> {
     );
     console.log("   Server-Timing for the room RPC (journal, D1, model round trip).\n");
     console.log(table(rows));
+    if (injected) {
+      console.log(
+        `\n3. Sequential round trips per turn (means) with ${delays.d1Ms} ms added to every D1 round trip and ${delays.doMs} ms to every`,
+      );
+      console.log(
+        "   Durable Object call: before the model request, after the model before the reply, and after the reply",
+      );
+      console.log("   (nothing waits for those; `seq` = how many ran one after another).\n");
+      console.log(
+        markdownTable(
+          [
+            "scenario",
+            "turns",
+            "p50 ms",
+            "p99 ms",
+            "D1 before model",
+            "DO before model",
+            "D1 / DO model to reply",
+            "after reply: D1 trips (seq) / DO calls",
+            "model calls after reply",
+            "D1 statements/turn",
+          ],
+          tripRows,
+          [0, 0, 1, 1, 2, 2, 0, 0, 2, 1],
+        ),
+      );
+    }
   } finally {
     await worker.stop();
     await model.close();
@@ -133,22 +208,48 @@ function twoToolScript(model: ModelServer): void {
   });
 }
 
-async function turn(
-  call: (method: string, path: string, body?: unknown) => Promise<Response>,
-  roomId: string,
-  text: string,
-) {
+async function turn(call: Call, roomId: string, text: string, headers = {}) {
   const started = performance.now();
-  const response = await call("POST", "/agents/bench/messages", {
-    roomId,
-    userId: "bench-user",
-    text,
-  });
+  const response = await call(
+    "POST",
+    "/agents/bench/messages",
+    { roomId, userId: "bench-user", text },
+    headers,
+  );
   const body = await response.text();
   const ms = performance.now() - started;
   if (response.status !== 200) throw new Error(`turn failed: ${response.status} ${body}`);
   const timing = /turn;dur=([\d.]+)/.exec(response.headers.get("server-timing") ?? "");
   return { ms, serverMs: timing ? Number(timing[1]) : null };
+}
+
+async function takeTrips(call: Call): Promise<Trip[]> {
+  const response = await call("GET", "/__bench/trips");
+  if (response.status !== 200) throw new Error(`reading the trips failed: ${response.status}`);
+  return ((await response.json()) as { trips: Trip[] }).trips;
+}
+
+function tripRow(
+  scenario: string,
+  turns: number,
+  latencies: number[],
+  analyses: TurnTrips[],
+): Array<string | number> {
+  const mean = (pick: (a: TurnTrips) => number) =>
+    analyses.reduce((sum, a) => sum + pick(a), 0) / Math.max(1, analyses.length);
+  const latency = summarize(latencies);
+  return [
+    scenario,
+    turns,
+    latency.p50,
+    latency.p99,
+    mean((a) => a.beforeModel.d1),
+    mean((a) => a.beforeModel.do),
+    `${mean((a) => a.beforeReply.d1).toFixed(2)} / ${mean((a) => a.beforeReply.do).toFixed(2)}`,
+    `${mean((a) => a.afterReply.d1).toFixed(2)} (${mean((a) => a.afterReply.d1Sequential).toFixed(2)}) / ${mean((a) => a.afterReply.do).toFixed(2)}`,
+    mean((a) => a.modelCallsAfter),
+    mean((a) => a.d1Statements),
+  ];
 }
 
 main().catch((error: unknown) => {

@@ -4,9 +4,9 @@
 // harness waits for that before it returns. Returns an authenticated JSON caller.
 import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { readdirSync } from "node:fs";
+import { readdirSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
-import { dirname, join } from "node:path";
+import { basename, dirname, extname, join } from "node:path";
 import type { Readable } from "node:stream";
 import { convertV4MiniflareOptions, Miniflare, type V4MiniflareOptions } from "miniflare";
 import { unstable_getMiniflareWorkerOptions } from "wrangler";
@@ -26,19 +26,34 @@ export interface BenchWorker {
   stop(): Promise<void>;
 }
 
-export async function startBenchWorker(bindings: Record<string, string>): Promise<BenchWorker> {
+export interface BenchWorkerOptions {
+  /**
+   * Another entry module to bundle instead of wrangler.toml's `main` (it must export the same
+   * Durable Object classes): bench/latency/entry.ts, which delays and records D1 and object calls.
+   */
+  entry?: string;
+  /** Opens workerd's inspector (Chrome DevTools protocol) on this port, for profiling. */
+  inspectorPort?: number;
+}
+
+export async function startBenchWorker(
+  bindings: Record<string, string>,
+  options: BenchWorkerOptions = {},
+): Promise<BenchWorker> {
   // Hex: a base64url token can start with "-", which a command line reads as an option.
   const token = randomBytes(24).toString("hex");
   // Inside the project: workerd resolves module names relative to it and refuses "..".
-  const dist = join(".wrangler", "bench-dist");
+  const dist = join(".wrangler", options.entry ? "bench-dist-entry" : "bench-dist");
   // wrangler's own entry under this Node (22): works from npm scripts and from a bare `node bench/x.ts`.
   const wrangler = join(
     dirname(createRequire(import.meta.url).resolve("wrangler/package.json")),
     "bin",
     "wrangler.js",
   );
+  rmSync(dist, { recursive: true, force: true });
   try {
-    execFileSync(process.execPath, [wrangler, "deploy", "--dry-run", "--outdir", dist], {
+    const entry = options.entry ? [options.entry] : [];
+    execFileSync(process.execPath, [wrangler, "deploy", ...entry, "--dry-run", "--outdir", dist], {
       stdio: "pipe",
     });
   } catch (error) {
@@ -49,18 +64,20 @@ export async function startBenchWorker(bindings: Record<string, string>): Promis
   const { modulesRules: _rules, ...workerOptions } =
     unstable_getMiniflareWorkerOptions("wrangler.toml").workerOptions;
   // wrangler hands out Miniflare's v4-style worker options; Miniflare 5 converts them.
-  const options: V4MiniflareOptions = {
+  const miniflareOptions: V4MiniflareOptions = {
+    ...(options.inspectorPort ? { inspectorPort: options.inspectorPort } : {}),
     workers: [
       {
         ...workerOptions,
         name: "edge-agents",
         // The entry first, then what it imports (named as in its import statements).
-        modules: ["index.js", ...readdirSync(dist).filter((file) => file.endsWith(".wasm"))].map(
-          (file) => ({
-            type: file.endsWith(".wasm") ? ("CompiledWasm" as const) : ("ESModule" as const),
-            path: join(dist, file),
-          }),
-        ),
+        modules: [
+          options.entry ? `${basename(options.entry, extname(options.entry))}.js` : "index.js",
+          ...readdirSync(dist).filter((file) => file.endsWith(".wasm")),
+        ].map((file) => ({
+          type: file.endsWith(".wasm") ? ("CompiledWasm" as const) : ("ESModule" as const),
+          path: join(dist, file),
+        })),
         bindings: {
           ...(workerOptions.bindings ?? {}),
           // wrangler reads a developer's .dev.vars; benchmarks must not pick up its model or keys.
@@ -84,12 +101,19 @@ export async function startBenchWorker(bindings: Record<string, string>): Promis
     ],
     // The worker logs one JSON line per runtime event, as in production; keep them off the tables.
     handleRuntimeStdio: (stdout: Readable, stderr: Readable) => {
+      if (process.env.BENCH_WORKER_LOGS) {
+        stdout.pipe(process.stderr);
+        stderr.pipe(process.stderr);
+        return;
+      }
       stdout.resume();
       stderr.resume();
     },
-    handleStructuredLogs: () => {},
+    handleStructuredLogs: process.env.BENCH_WORKER_LOGS
+      ? (entry: { message: string }) => console.error(entry.message)
+      : () => {},
   };
-  const mf = new Miniflare(convertV4MiniflareOptions(options));
+  const mf = new Miniflare(convertV4MiniflareOptions(miniflareOptions));
   const url = await mf.ready;
   const base = url.origin;
   // The first request brings D1 up to the bundled migrations (the SchemaGate).

@@ -3,7 +3,10 @@
 // other scope (403), with the right scope but limited to another agent (403, agent-scoped routes),
 // and with the right scope (its success status). An operation missing from REQUESTS fails the
 // test, so a new route cannot ship without being in the matrix.
+import { env } from "cloudflare:workers";
 import { describe, expect, inject, it, vi } from "vitest";
+import { TOKEN_CACHE_MS } from "../src/http/known-tokens.ts";
+import { stores } from "../src/memory/stores.ts";
 import type { OpenAIStandIn } from "./stand-ins/openai-stand-in.ts";
 import { api, createTestAgent, json, useModelStandIn } from "./helpers/api.ts";
 import { planReply, scriptTask, specReply, standInResponder } from "./helpers/task-script.ts";
@@ -435,6 +438,23 @@ describe("API tokens and scopes", () => {
     expect(revoked.status).toBe(401);
     expect((await json<Problem>(revoked)).error.message).toContain("revoked");
     expect((await api("DELETE", "/auth/tokens/tok_0000000000000000")).status).toBe(404);
+  });
+
+  it("lets an isolate that did not serve the revocation accept a cached token for TOKEN_CACHE_MS, then refuses it", async () => {
+    const minted = await mint({ name: "cached", scopes: ["agents:read"] });
+    expect((await api("GET", "/agents", { token: minted.token })).status).toBe(200);
+    // Revoked in D1 behind this isolate's back, as another isolate's DELETE would.
+    expect(await stores(env).tokens.revoke(minted.id, Date.now())).toBe(true);
+    expect((await api("GET", "/agents", { token: minted.token })).status).toBe(200);
+    const realNow = Date.now;
+    try {
+      Date.now = () => realNow() + TOKEN_CACHE_MS + 1;
+      const revoked = await api("GET", "/agents", { token: minted.token });
+      expect(revoked.status).toBe(401);
+      expect((await json<Problem>(revoked)).error.message).toContain("revoked");
+    } finally {
+      Date.now = realNow;
+    }
   });
 
   it("refuses an expired token", async () => {

@@ -199,6 +199,48 @@ describe("the runtime loop over REST", () => {
     ]);
   });
 
+  it("answers the turn after an agent is replaced with the new character, in a warm room, with one model call", async () => {
+    const agentId = await createTestAgent();
+    model.script({ text: "I am Testa." }, { text: "I am Renamed." });
+    await say(agentId, "Who are you?");
+    const put = await api("PUT", `/agents/${agentId}`, {
+      body: { name: "Renamed", bio: ["Edited."], system: "You are Renamed, an edited agent." },
+    });
+    expect(put.status).toBe(200);
+    // The room starts on the character it knows, sees the new version and starts again on it.
+    const { response, body } = await say(agentId, "And now?");
+    expect(response.status).toBe(200);
+    expect(body.reply).toEqual({ text: "I am Renamed." });
+    expect(body.usage.modelCalls).toBe(1);
+    expect(model.callsFor("test-primary")).toHaveLength(2);
+    expect(String(model.calls.at(-1)!.messages[0]!.content)).toContain("You are Renamed");
+  });
+
+  it("answers 404 in a warm room once its agent is deleted, and asks no model", async () => {
+    const agentId = await createTestAgent();
+    model.script({ text: "Hello." });
+    await say(agentId, "Hi");
+    expect((await api("DELETE", `/agents/${agentId}`)).status).toBe(204);
+    const calls = model.calls.length;
+    const room = await env.ROOMS.getByName(`${agentId}:user:alice`).submitTurn({
+      input: {
+        turnId: crypto.randomUUID(),
+        agentId,
+        roomId: "user:alice",
+        userId: "alice",
+        text: "Still there?",
+        attachments: [],
+        source: "rest",
+        isDirect: true,
+        mentioned: false,
+        fromBot: false,
+        receivedAt: Date.now(),
+      },
+    });
+    expect(room).toMatchObject({ ok: false, error: { code: "not_found", status: 404 } });
+    expect(model.calls.length).toBe(calls);
+  });
+
   it("lists the conversation through the history endpoint", async () => {
     const agentId = await createTestAgent();
     model.script({ text: "One" }, { text: "Two" });

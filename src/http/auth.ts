@@ -1,7 +1,9 @@
 // Bearer-token authentication and scope checks. Every protected route spreads `guard(scope)` into
 // its createRoute definition, so the scope it declares in /openapi.json and the scope it enforces
-// are one value. Each authenticated request then draws from its token's rate bucket. ADMIN_TOKEN is compared as SHA-256 digests in constant time; minted tokens are
-// looked up by hash (src/memory/token-store.ts). Error messages never echo the presented token.
+// are one value. Each authenticated request then draws from its token's rate bucket (admitted at
+// once, charged after: rate-limit.ts). ADMIN_TOKEN is compared as SHA-256 digests in constant
+// time; minted tokens are looked up by hash, cached per isolate for a short time
+// (known-tokens.ts). Error messages never echo the presented token.
 import type { Context, MiddlewareHandler } from "hono";
 import { loadConfig } from "../config.ts";
 import { stores } from "../memory/stores.ts";
@@ -11,10 +13,11 @@ import {
   type Scope,
   type TokenRecord,
 } from "../memory/token-store.ts";
+import { findToken, noteTokenUse } from "./known-tokens.ts";
 import { ForbiddenError, NotConfiguredError, UnauthorizedError } from "../runtime/errors.ts";
 import { parseRateRule } from "../runtime/token-bucket.ts";
 import type { AppEnv, Principal } from "./app-env.ts";
-import { enforceRate } from "./rate-limit.ts";
+import { enforceRate, type KeepAlive } from "./rate-limit.ts";
 import { errorField, log } from "../log.ts";
 import { sha256 } from "../runtime/hashing.ts";
 
@@ -50,7 +53,13 @@ export function assertScope(principal: Principal, scope: Scope, why: string): vo
 export function requireScope(...scopes: [Scope, ...Scope[]]): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     const principal = await authenticate(c);
-    await enforceRate(c.env, `token:${principal.id}`, principal.rateRule, "this API token");
+    await enforceRate(
+      c.env,
+      `token:${principal.id}`,
+      principal.rateRule,
+      "this API token",
+      keepAliveOf(c),
+    );
     if (!scopes.some((scope) => hasScope(principal, scope))) {
       throw new ForbiddenError(
         `this token lacks the \`${scopes.join("` or `")}\` scope (it has: ${principal.scopes.join(", ")})`,
@@ -86,7 +95,7 @@ async function authenticate(c: Context<AppEnv>): Promise<Principal> {
   const given = match[1];
   const adminToken = loadConfig(c.env).adminToken;
   if (given.startsWith(TOKEN_PREFIX)) {
-    const record = await stores(c.env).tokens.findBySecret(given);
+    const record = await findToken(c.env, given);
     if (record || !adminToken) return fromRecord(c, record);
   }
   if (!adminToken) {
@@ -112,6 +121,7 @@ function fromRecord(c: Context<AppEnv>, record: TokenRecord | null): Principal {
   if (record.expiresAt !== null && record.expiresAt <= now)
     throw new UnauthorizedError("the bearer token has expired");
   if (record.lastUsedAt === null || now - record.lastUsedAt >= LAST_USED_RESOLUTION_MS) {
+    noteTokenUse(record.id, now);
     const touched = stores(c.env)
       .tokens.touch(record.id, now)
       .catch((error: unknown) =>
@@ -134,10 +144,16 @@ function fromRecord(c: Context<AppEnv>, record: TokenRecord | null): Principal {
 }
 
 function waitUntil(c: Context<AppEnv>, promise: Promise<unknown>): void {
+  keepAliveOf(c)?.(promise);
+}
+
+/** The request's waitUntil; undefined without an execution context (a direct app.fetch in a script). */
+export function keepAliveOf(c: Context<AppEnv>): KeepAlive | undefined {
   try {
-    c.executionCtx.waitUntil(promise);
+    const ctx = c.executionCtx;
+    return (work) => ctx.waitUntil(work);
   } catch {
-    // No execution context (a direct app.fetch in a script): the promise still runs on its own.
+    return undefined;
   }
 }
 

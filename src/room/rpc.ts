@@ -2,7 +2,7 @@
 // namespaces with these, so the bindings stay typed without env.ts importing the classes (which
 // import Env). Each class implements its interface; schedule and queue callbacks are left out.
 import type { HistoryPage, HistoryQuery } from "../memory/message-history.ts";
-import type { RateRule, TakeResult } from "../runtime/token-bucket.ts";
+import type { BucketState, RateRule } from "../runtime/token-bucket.ts";
 import type { TaskState } from "../runtime/task-types.ts";
 import type {
   AmendmentResult,
@@ -64,7 +64,7 @@ export interface AgentTasksRpc extends Rpc.DurableObjectBranded {
 
 /** One rate-limited key's token bucket, named by the key. */
 export interface RateLimiterRpc extends Rpc.DurableObjectBranded {
-  take(rule: RateRule, cost?: number): TakeResult;
+  charge(rule: RateRule, cost: number): BucketState;
 }
 
 /** An agent's Instagram publishing, named by the agent id. */

@@ -11,6 +11,7 @@ import type { TurnObserver, TurnPause } from "../runtime/turn-types.ts";
 import type { ToolOutput } from "../runtime/types.ts";
 import { errorField, log } from "../log.ts";
 import { APPROVAL_WINDOW_MS, newApprovalId } from "./approvals.ts";
+import { CharacterChangedError } from "./character-source.ts";
 import type { AttachmentIngest, ReplySurface } from "./reply-surface.ts";
 import type { ApprovalAnswer, ApprovalAnswerResult, TurnResult } from "./room-types.ts";
 import {
@@ -45,6 +46,9 @@ interface TurnDriverOptions {
   surface: ReplySurface;
   host: TurnDriverHost;
 }
+
+/** The surface's typing indicator around one turn (TurnDriver.typing). */
+type Typing = ReturnType<TurnDriver["typing"]>;
 
 export class TurnDriver {
   private readonly options: TurnDriverOptions;
@@ -120,44 +124,27 @@ export class TurnDriver {
     const { journal, host } = this.options;
     const { turnId, agentId } = entry.input;
     const typing = this.typing(entry);
+    let received: Promise<void> = Promise.resolve();
     try {
       if (entry.attempts >= MAX_TURN_ATTEMPTS) {
         const message = `the turn was interrupted ${entry.attempts} times and was given up`;
         throw new AppError("internal", 500, message);
       }
       journal.markRunning(turnId, Date.now());
-      const { runner, characters, tools, history } = await this.options.services();
-      const pause = entry.pause;
-      const resume = pause?.decision
-        ? { checkpoint: pause.checkpoint, decision: pause.decision.value }
-        : undefined;
-      // The inbound message is stored while the agent's current version is read: one round trip.
-      // (A turn resuming after an approval stored it the first time.)
-      const [version] = await Promise.all([
-        characters.version(agentId),
-        resume ? null : runner.receive(entry.input),
-      ]);
-      const character = await characters.character(agentId, version);
-      // A message the respond rules already decline needs no tools and no attachments read.
-      const rules = resume ? null : decideByRules(entry.input, character);
-      const declined = rules !== null && rules !== "ask" && !rules.respond;
-      const origin = turnOrigin(entry.input.source, this.options.surface, entry.delivery);
-      if (!declined) await tools.prepare(agentId, version, character, origin);
-      if (resume) typing.start();
-      const outcome = await runner.respondOrPause(character, entry.input, {
-        // Only a surface with buttons can ask a person; elsewhere such tools are refused.
-        canAskApproval: entry.delivery
-          ? this.options.surface.canAskApproval(entry.delivery, agentId)
-          : false,
-        resume,
-        attachments: resume || declined ? undefined : await this.readAttachments(entry),
-        observer: typing.observe(host.observer(turnId)),
-        toolOutputs: {
-          remembered: journal.toolOutputs(turnId),
-          record: (key: string, output: ToolOutput) =>
-            journal.recordToolOutput(turnId, key, output),
-        },
-      });
+      const { runner, history } = await this.options.services();
+      const resume = entry.pause?.decision ? entry.pause : undefined;
+      // The inbound message is stored (in D1; the journal already holds it) alongside the turn's
+      // reads. A turn resuming after an approval stored it the first time.
+      if (!resume) received = runner.receive(entry.input);
+      received.catch(() => undefined);
+      let answered: Awaited<ReturnType<TurnDriver["respond"]>>;
+      try {
+        answered = await this.respond(entry, received, true, typing);
+      } catch (error) {
+        if (!(error instanceof CharacterChangedError)) throw error;
+        answered = await this.respond(entry, received, false, typing);
+      }
+      const { outcome, character } = answered;
       if (outcome.status === "awaiting_approval") return this.pause(entry, outcome);
       journal.markReplied(turnId, outcome, Date.now());
       if (outcome.replyMemory) history.remember(outcome.replyMemory);
@@ -165,6 +152,9 @@ export class TurnDriver {
       if (entry.delivery) host.deliver();
       this.finish({ ...entry, status: "replied", outcome }, character);
     } catch (error) {
+      // A turn that fails before the model (no model configured, the daily budget) still has its
+      // message stored before it answers.
+      await received.catch(() => undefined);
       // A missing agent makes the inbound write fail on its foreign key; report the cause.
       const serialized = serializeError(await this.explain(agentId, error));
       journal.markFailed(turnId, serialized, Date.now());
@@ -193,6 +183,66 @@ export class TurnDriver {
         },
       }),
     };
+  }
+
+  /**
+   * Asks the runtime for the turn's outcome. With `onKnown`, on the character this object last
+   * read, checking the agent's version alongside the turn's other reads, so a turn in a warm room
+   * makes one round of D1 reads before the model; if the agent changed meanwhile, that check
+   * throws CharacterChangedError before any model request and the caller starts again without.
+   */
+  private async respond(
+    entry: JournalEntry,
+    received: Promise<void>,
+    onKnown: boolean,
+    typing: Typing,
+  ) {
+    const { journal, host } = this.options;
+    const { turnId, agentId } = entry.input;
+    const { runner, characters, tools } = await this.options.services();
+    const known = onKnown ? characters.known(agentId) : null;
+    let character: Character;
+    let version: number | null;
+    let beforeModel: Promise<unknown>;
+    if (known) {
+      ({ character, version } = known);
+      const current = characters.version(agentId).then((now) => {
+        if (now !== known.version) throw new CharacterChangedError(agentId);
+      });
+      // The version first: a deleted agent's failed inbound write is explained by the retry.
+      beforeModel = current.then(() => received);
+    } else {
+      [version] = await Promise.all([characters.version(agentId), received]);
+      character = await characters.character(agentId, version);
+      beforeModel = received;
+    }
+    // Awaited by the runtime before the model (or before a declined message counts as handled).
+    beforeModel.catch(() => undefined);
+    const pause = entry.pause;
+    const resume = pause?.decision
+      ? { checkpoint: pause.checkpoint, decision: pause.decision.value }
+      : undefined;
+    // A message the respond rules already decline needs no tools and no attachments read.
+    const rules = resume ? null : decideByRules(entry.input, character);
+    const declined = rules !== null && rules !== "ask" && !rules.respond;
+    const origin = turnOrigin(entry.input.source, this.options.surface, entry.delivery);
+    if (!declined) await tools.prepare(agentId, version, character, origin);
+    if (resume) typing.start();
+    const outcome = await runner.respondOrPause(character, entry.input, {
+      // Only a surface with buttons can ask a person; elsewhere such tools are refused.
+      canAskApproval: entry.delivery
+        ? this.options.surface.canAskApproval(entry.delivery, agentId)
+        : false,
+      resume,
+      attachments: resume || declined ? undefined : await this.readAttachments(entry),
+      observer: typing.observe(host.observer(turnId)),
+      beforeModel,
+      toolOutputs: {
+        remembered: journal.toolOutputs(turnId),
+        record: (key: string, output: ToolOutput) => journal.recordToolOutput(turnId, key, output),
+      },
+    });
+    return { outcome, character };
   }
 
   /** The turn's files, copied in once (a re-run finds them) and read for the model. */

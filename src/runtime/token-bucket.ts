@@ -1,6 +1,8 @@
 // Token-bucket arithmetic for rate limits, pure so it is tested without a Durable Object. A rule
 // like "20/min" is a bucket of 20 that refills continuously at 20 per minute: bursts up to 20,
-// and 20 a minute sustained. `now` is passed in.
+// and 20 a minute sustained. `now` is passed in. `takeFromBucket` decides one request;
+// `chargeBucket` records requests already admitted (they may leave the bucket in debt, which
+// later requests wait out).
 
 export interface RateRule {
   /** Most requests in a burst (the bucket's size). */
@@ -69,4 +71,21 @@ export function takeFromBucket(
     state: { tokens: available, updatedAt: now },
     result: { allowed: false, remaining: 0, retryAfterSeconds },
   };
+}
+
+/**
+ * Subtracts `cost` requests that were already let through: unlike a take, a charge is never
+ * refused, and the bucket may go below zero. A bucket in debt refuses takes until it has refilled.
+ */
+export function chargeBucket(
+  state: BucketState | undefined,
+  rule: RateRule,
+  now: number,
+  cost: number,
+): BucketState {
+  const elapsedSeconds = state ? Math.max(0, now - state.updatedAt) / 1000 : 0;
+  const available = state
+    ? Math.min(rule.capacity, state.tokens + elapsedSeconds * rule.refillPerSecond)
+    : rule.capacity;
+  return { tokens: available - cost, updatedAt: Math.max(now, state?.updatedAt ?? now) };
 }

@@ -165,19 +165,29 @@ async function respondOrPause(
     // stored and left there: no model, budget or context is needed to say no.
     const rules = options.resume ? null : decideByRules(input, character);
     if (rules && rules !== "ask" && !rules.respond) {
+      // Still the caller's own work first (the inbound write, its version check): a declined
+      // message counts as handled only once it is stored.
+      await options.beforeModel;
       emitEnded(deps, ids, started, "ignored", null);
       return ignoredOutcome(input, { promptTokens: 0, completionTokens: 0, modelCalls: 0 });
     }
     if (!deps.model) throw new ModelNotConfiguredError(deps.modelNotConfiguredMessage);
-    // A turn resuming after an approval was admitted when it started.
-    if (deps.spend && !options.resume) {
-      await assertWithinDailyBudget(
-        deps.spend,
-        input.agentId,
-        dailyCeiling(character, deps.dailyTokenLimit ?? null),
-        started,
-      );
-    }
+    // The daily budget is read while the context is composed; the model is asked only once it
+    // (and the caller's own work) has passed. A turn resuming after an approval was admitted when
+    // it started.
+    const admitted = Promise.all([
+      deps.spend && !options.resume
+        ? assertWithinDailyBudget(
+            deps.spend,
+            input.agentId,
+            dailyCeiling(character, deps.dailyTokenLimit ?? null),
+            started,
+          )
+        : null,
+      options.beforeModel,
+    ]);
+    // Awaited before the first model request; until then a rejection is not unhandled.
+    admitted.catch(() => undefined);
     const choice = modelChoiceFor(character, deps.models);
     session = new ModelSession({
       model: deps.model,
@@ -195,6 +205,7 @@ async function respondOrPause(
       session,
       controller.signal,
       options,
+      admitted,
     );
     emitEnded(
       deps,
@@ -259,6 +270,7 @@ async function respondWith(
   session: ModelSession,
   signal: AbortSignal,
   options: RespondOptions,
+  admitted: Promise<unknown>,
 ): Promise<TurnOutcome | TurnPause> {
   const executor = new ToolExecutor({
     host: deps.tools,
@@ -301,6 +313,7 @@ async function respondWith(
   // A resumed turn carries on from its checkpoint: context and the decision to answer are made.
   if (options.resume) {
     const memories = options.resume.checkpoint.memories ?? [];
+    await admitted;
     const result = await runToolLoop({
       ...loop,
       messages: [],
@@ -333,6 +346,7 @@ async function respondWith(
     { timeoutMs: deps.limits.providerTimeoutMs, events: deps.events, turnId: input.turnId },
   );
 
+  await admitted;
   options.observer?.memories?.(state.memories);
   const rules = decideByRules(input, character);
   const decision =

@@ -122,6 +122,12 @@ export interface RespondOptions {
   attachments?: { text: string; images: string[] };
   /** Carry on from a pause with the person's decision on its pending call. */
   resume?: { checkpoint: ToolLoopCheckpoint; decision: ApprovalDecision };
+  /**
+   * Work the first model request must wait for, started by the caller alongside this turn's own
+   * reads (the inbound message's write, a check that the character is current). A rejection ends
+   * the turn with its error before any model request.
+   */
+  beforeModel?: Promise<unknown>;
   /** The turn's journal of tool outputs: what earlier, interrupted attempts ran, and where to record more. */
   toolOutputs?: {
     remembered: ReadonlyMap<string, ToolOutput>;

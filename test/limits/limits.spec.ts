@@ -1,8 +1,10 @@
 // Runs in the `limits` project: RATE_LIMIT_PER_TOKEN=30/min, RATE_LIMIT_PER_USER=3/min. Rate limits
-// per API token and per end user answer 429 with Retry-After and store nothing; the per-agent daily
-// model budget refuses turns once spent, with Retry-After pointing at the next UTC midnight.
+// per API token and per end user answer 429 with Retry-After and store nothing; requests are
+// admitted from the isolate's copy of a bucket and charged to the exact one after. The per-agent
+// daily model budget refuses turns once spent, with Retry-After pointing at the next UTC midnight.
+import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { api, createTestAgent, json } from "../helpers/api.ts";
 import { chat, command, post, useAgentIn, useDiscordStandIns } from "../helpers/discord.ts";
 
@@ -82,6 +84,27 @@ describe("rate limits", () => {
       "message 3",
       "hello",
     ]);
+  });
+
+  it("admits from the isolate's copy of a bucket, charges the exact bucket after, and refuses once another isolate's spending shows", async () => {
+    const agentId = await createTestAgent();
+    const key = `user:rest:${agentId}:gus`;
+    const rule = { capacity: 3, refillPerSecond: 3 / 60 };
+    const bucket = () =>
+      runInDurableObject(env.LIMITS.getByName(key), (_instance, state) =>
+        state.storage.kv.get<{ tokens: number }>("bucket"),
+      );
+    const say = (text: string) =>
+      api("POST", `/agents/${agentId}/messages`, { body: { userId: "gus", text } });
+    // Other isolates already spent the whole bucket and one more; this isolate has not heard yet.
+    await env.LIMITS.getByName(key).charge(rule, 4);
+    expect((await say("admitted on this isolate's copy")).status).toBe(200);
+    // Its charge came back with the bucket in debt: the copy now knows, so the next one waits.
+    await vi.waitFor(async () => expect((await bucket())?.tokens).toBeLessThanOrEqual(-1.9));
+    const refused = await say("refused");
+    expect(refused.status).toBe(429);
+    expect(Number(refused.headers.get("retry-after"))).toBeGreaterThanOrEqual(40);
+    expect(await storedUserMessages(agentId)).toEqual(["admitted on this isolate's copy"]);
   });
 
   it("tells a Discord user who chats too fast, privately, without starting a turn", async () => {

@@ -1,6 +1,7 @@
 // The token-bucket arithmetic behind every rate limit, and the rule format of the variables.
 import { describe, expect, it } from "vitest";
 import {
+  chargeBucket,
   parseRateRule,
   takeFromBucket,
   type BucketState,
@@ -38,5 +39,21 @@ describe("token bucket", () => {
         (r) => r.allowed,
       ),
     ).toEqual([true, true, true, false]);
+  });
+
+  it("charges requests already let through even past empty, and a bucket in debt refuses until refilled", () => {
+    const rule: RateRule = { capacity: 3, refillPerSecond: 1 };
+    // Five admitted by workers whose copies were full: the exact bucket owes two.
+    const owed = chargeBucket(undefined, rule, 0, 5);
+    expect(owed).toEqual({ tokens: -2, updatedAt: 0 });
+    const refused = takeFromBucket(owed, rule, 1_000);
+    expect(refused.result.allowed).toBe(false);
+    expect(refused.result.retryAfterSeconds).toBeCloseTo(2, 5);
+    expect(takeFromBucket(owed, rule, 3_000).result.allowed).toBe(true);
+    // Charges refill first and never beyond the capacity.
+    expect(chargeBucket({ tokens: 0, updatedAt: 0 }, rule, 10_000, 1)).toEqual({
+      tokens: 2,
+      updatedAt: 10_000,
+    });
   });
 });

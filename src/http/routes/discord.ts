@@ -9,7 +9,7 @@ import { verifyKey } from "discord-interactions";
 import { loadConfig } from "../../config.ts";
 import type { AppEnv } from "../app-env.ts";
 import { enforceRate } from "../rate-limit.ts";
-import { guard } from "../auth.ts";
+import { guard, keepAliveOf } from "../auth.ts";
 import { COMMANDS } from "../../clients/discord/commands.ts";
 import { answerTaskApprovalClick, createTask } from "../../room/task-client.ts";
 import { DEFAULT_TASK_LIMITS } from "../../runtime/task-types.ts";
@@ -284,6 +284,7 @@ async function userRateRefusal(
       `user:discord:${discordUserId}`,
       loadConfig(c.env).rateLimits.perUser,
       "this Discord user",
+      keepAliveOf(c),
     );
     return null;
   } catch (error) {
@@ -327,6 +328,7 @@ async function command(c: Ctx, interaction: CommandInteraction) {
           `user:discord:${user.id}`,
           loadConfig(c.env).rateLimits.perUser,
           "this Discord user",
+          keepAliveOf(c),
         );
       } catch (error) {
         // Discord shows a failed interaction for an HTTP error: tell the person instead, privately.

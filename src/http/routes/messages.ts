@@ -7,7 +7,7 @@ import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import { loadConfig } from "../../config.ts";
 import { enforceRate } from "../rate-limit.ts";
 import type { AppEnv } from "../app-env.ts";
-import { guard, hasScope } from "../auth.ts";
+import { guard, hasScope, keepAliveOf } from "../auth.ts";
 import { assertMayNameRoom, assertMayNameUser, defaultRoomOf } from "../namespaces.ts";
 import { stableStringify } from "../../runtime/stable-json.ts";
 import { AppError, fromSerialized } from "../../runtime/errors.ts";
@@ -168,6 +168,7 @@ export function messageRoutes(): OpenAPIHono<AppEnv> {
         `user:rest:${agentId}:${body.userId}`,
         loadConfig(c.env).rateLimits.perUser,
         `user "${body.userId}"`,
+        keepAliveOf(c),
       );
       const roomId = body.roomId ?? defaultRoomOf(body.userId);
       const input: TurnInput = {

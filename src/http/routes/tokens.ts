@@ -9,6 +9,7 @@ import { NotFoundError, ValidationError } from "../../runtime/errors.ts";
 import { parseRateRule, RATE_RULE_FORMAT } from "../../runtime/token-bucket.ts";
 import type { AppEnv } from "../app-env.ts";
 import { guard } from "../auth.ts";
+import { forgetToken, TOKEN_CACHE_MS } from "../known-tokens.ts";
 import { UserPrefix } from "../namespaces.ts";
 import { AgentIdParam, errorContent, jsonContent } from "../schemas.ts";
 
@@ -163,7 +164,7 @@ export function tokenRoutes(): OpenAPIHono<AppEnv> {
     createRoute({
       method: "delete",
       path: "/auth/tokens/{tokenId}",
-      summary: "Revoke an API token (effective on the next request)",
+      summary: `Revoke an API token (effective at once where revoked, everywhere within ${TOKEN_CACHE_MS / 1000} s)`,
       ...guard("admin"),
       request: { params: z.object({ tokenId: TokenIdParam }) },
       responses: {
@@ -175,6 +176,7 @@ export function tokenRoutes(): OpenAPIHono<AppEnv> {
       const { tokenId } = c.req.valid("param");
       if (!(await store(c.env).revoke(tokenId, Date.now())))
         throw new NotFoundError(`no token with id "${tokenId}"`);
+      forgetToken(tokenId);
       return c.body(null, 204);
     },
   );

@@ -10,6 +10,7 @@ import { quoteData, type QuotedEntry } from "../quoted-data.ts";
 import { queryTerms } from "../query-terms.ts";
 import type { UsedMemory } from "../turn-types.ts";
 import type { Memory, RetrievedMemory } from "../types.ts";
+import { inboundMessageId } from "./history-provider.ts";
 
 const MAX_USER_MEMORIES = 60;
 const KNOWLEDGE_HITS = 8;
@@ -97,7 +98,8 @@ export const recallProvider: Provider = {
       limit: historyFetchLimit,
     });
     if (recent.length < historyFetchLimit) return null;
-    const shown = new Set(recent.map((m) => m.id));
+    // The person's own message is never recalled, whether or not its write has landed yet.
+    const shown = new Set([...recent.map((m) => m.id), inboundMessageId(input.turnId)]);
     const hits = await retrieval.retriever.search(
       {
         agentId: input.agentId,

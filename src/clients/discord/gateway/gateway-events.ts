@@ -108,6 +108,8 @@ export class GatewayEvents {
         `user:discord:${intake.userId}`,
         loadConfig(env).rateLimits.perUser,
         "this Discord user",
+        // The charge need not hold the message up: this object lives as long as its socket.
+        () => undefined,
       );
     } catch (error) {
       if (!(error instanceof RateLimitedError)) throw error;
