@@ -1,9 +1,10 @@
 // Rate limits without a hop on the request's path: admit, then charge. Each isolate keeps a copy of
 // the buckets its requests drew from; a request is refused (429 with Retry-After) when that copy
-// is empty, else admitted at once, and the admitted requests are charged to the key's exact
-// bucket in its RateLimiter Durable Object afterwards (one charge in flight per key, the ones
-// admitted meanwhile sent together). The charge's answer, the bucket as it stands, replaces the
-// copy, so what other isolates spent shows up here after one request. A key's requests spread
+// is empty, else admitted at once, and charged to the key's exact bucket in its RateLimiter
+// Durable Object afterwards, by its own request (a charge is I/O, and Workers forbid one request
+// from finishing another's). The charge's answer, the bucket as it stands, replaces the copy
+// (less what this isolate admitted whose charges are still travelling), so what other isolates
+// spent shows up here after one request. A key's requests spread
 // over many isolates can pass the limit by what each admits before its charge comes back. If the
 // limiter cannot be reached, requests are let through (and logged): an outage of the limiter must
 // not become an outage of the API.
@@ -21,10 +22,8 @@ const MAX_KEYS = 10_000;
 interface Copy {
   rule: RateRule;
   state: BucketState | undefined;
-  /** Admitted here and not sent to the limiter yet. */
-  unsent: number;
-  /** The charge in flight (and the ones it leaves to send), if any. */
-  charging: Promise<void> | null;
+  /** Admitted here whose charges have not come back yet. */
+  inFlight: number;
 }
 
 const copies = new Map<string, Copy>();
@@ -49,10 +48,9 @@ export async function enforceRate(
     const seconds = Math.max(1, Math.ceil(result.retryAfterSeconds));
     throw new RateLimitedError(`${what}: rate limit reached; retry in ${seconds} s`, seconds);
   }
-  copy.unsent += 1;
-  copy.charging ??= chargeAll(env, key, copy);
-  if (keepAlive) keepAlive(copy.charging);
-  else await copy.charging;
+  const charged = charge(env, key, copy);
+  if (keepAlive) keepAlive(charged);
+  else await charged;
 }
 
 /** Forgets every copy (tests simulate a fresh isolate with it). */
@@ -61,7 +59,7 @@ export function resetRateCopies(): void {
 }
 
 function copyOf(key: string, rule: RateRule): Copy {
-  const copy = copies.get(key) ?? { rule, state: undefined, unsent: 0, charging: null };
+  const copy = copies.get(key) ?? { rule, state: undefined, inFlight: 0 };
   // The latest rule wins (a token's own limit can change); most recently used last.
   copy.rule = rule;
   copies.delete(key);
@@ -73,22 +71,16 @@ function copyOf(key: string, rule: RateRule): Copy {
   return copy;
 }
 
-/** Sends what was admitted, one charge at a time, until nothing is left unsent. */
-async function chargeAll(env: Env, key: string, copy: Copy): Promise<void> {
+/** Charges one admitted request to the exact bucket; never fails (an outage is logged). */
+async function charge(env: Env, key: string, copy: Copy): Promise<void> {
+  copy.inFlight += 1;
   try {
-    while (copy.unsent > 0) {
-      const cost = copy.unsent;
-      copy.unsent = 0;
-      try {
-        const exact = await env.LIMITS.getByName(key).charge(copy.rule, cost);
-        // What was admitted here while the charge travelled is not in the limiter's answer yet.
-        copy.state = { tokens: exact.tokens - copy.unsent, updatedAt: exact.updatedAt };
-      } catch (error) {
-        log.warn("rate_limiter_unreachable", { key, error: errorField(error) });
-        return;
-      }
-    }
-  } finally {
-    copy.charging = null;
+    const exact = await env.LIMITS.getByName(key).charge(copy.rule, 1);
+    copy.inFlight -= 1;
+    // What was admitted here while this charge travelled is not in the limiter's answer yet.
+    copy.state = { tokens: exact.tokens - copy.inFlight, updatedAt: exact.updatedAt };
+  } catch (error) {
+    copy.inFlight -= 1;
+    log.warn("rate_limiter_unreachable", { key, error: errorField(error) });
   }
 }
