@@ -30,6 +30,7 @@ interface DriverOutput {
   replyMs: number[];
   cpuMsPerMessage: number;
   modelCallsPerMessage: number;
+  modelCallKinds: Record<string, number>;
   embeddingCallsPerMessage: number;
   sqlPerMessage: number;
   rssMb: number;
@@ -49,8 +50,12 @@ export async function runElizaOSSide(turns: number, warmup: number): Promise<Pee
     throw new Error(`the ElizaOS driver exited with ${code}: see bench/results/elizaos.log`);
   const result = JSON.parse(readFileSync(out, "utf8")) as DriverOutput;
   rmSync(out, { force: true });
+  const { modelCallKinds, ...figures } = result;
   return {
-    ...result,
-    sqlDetail: `PGlite ${result.sqlPerMessage.toFixed(1)} (one statement per round trip)`,
+    ...figures,
+    modelDetail: Object.entries(modelCallKinds)
+      .map(([kind, n]) => `${kind} ${(n / turns).toFixed(2)}`)
+      .join(" + "),
+    sqlDetail: `PGlite in-process: ${result.sqlPerMessage.toFixed(1)} queries`,
   };
 }

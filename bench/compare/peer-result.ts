@@ -12,6 +12,8 @@ export interface PeerResult {
   cpuMsPerMessage: number;
   /** Text generations (reply and side prompts such as reflection or fact extraction). */
   modelCallsPerMessage: number;
+  /** Which prompts they were, e.g. "reply 1.00 + fact extraction 0.30". */
+  modelDetail: string;
   embeddingCallsPerMessage: number;
   sqlPerMessage: number;
   /** Where the SQL went, e.g. "D1 3.0 in 2.0 round trips + object SQLite 4.0". */
@@ -54,24 +56,27 @@ export interface Figures {
   p99: number;
   cpuMs: number;
   modelCalls: number;
+  modelDetail: string;
   embeddingCalls: number;
   sql: number;
   sqlDetail: string;
   rssMb: number;
 }
 
-/** Each figure the median over the runs (the SQL detail of the median run by SQL count). */
+/** Each figure the median over the runs (a detail: the median run's by that figure). */
 export function medianFigures(runs: PeerResult[]): Figures {
   const median = (values: number[]) => summarize(values).p50;
-  const bySql = [...runs].sort((a, b) => a.sqlPerMessage - b.sqlPerMessage);
+  const middle = (by: (r: PeerResult) => number) =>
+    [...runs].sort((a, b) => by(a) - by(b))[Math.floor((runs.length - 1) / 2)];
   return {
     p50: median(runs.map((r) => summarize(r.replyMs).p50)),
     p99: median(runs.map((r) => summarize(r.replyMs).p99)),
     cpuMs: median(runs.map((r) => r.cpuMsPerMessage)),
     modelCalls: median(runs.map((r) => r.modelCallsPerMessage)),
+    modelDetail: middle((r) => r.modelCallsPerMessage)?.modelDetail ?? "",
     embeddingCalls: median(runs.map((r) => r.embeddingCallsPerMessage)),
     sql: median(runs.map((r) => r.sqlPerMessage)),
-    sqlDetail: bySql[Math.floor((bySql.length - 1) / 2)]?.sqlDetail ?? "",
+    sqlDetail: middle((r) => r.sqlPerMessage)?.sqlDetail ?? "",
     rssMb: median(runs.map((r) => r.rssMb)),
   };
 }

@@ -10,9 +10,12 @@ import { cpuQuiet, type PeerResult, processCpuMs, processRssMb } from "./peer-re
 export async function runWorkerdSide(turns: number, warmup: number): Promise<PeerResult> {
   const model = await startModelServer();
   let chatCalls = 0;
+  let sideCalls = 0;
   model.respondWith((call) => {
     chatCalls += 1;
-    return sideTaskAnswer(call) ?? { text: "Hello!" };
+    const side = sideTaskAnswer(call);
+    if (side) sideCalls += 1;
+    return side ?? { text: "Hello!" };
   });
   const worker = await startCountingWorker({
     OPENAI_API_KEY: "bench",
@@ -33,6 +36,7 @@ export async function runWorkerdSide(turns: number, warmup: number): Promise<Pee
     await worker.takeCounts();
     const cpuBefore = processCpuMs(worker.pid);
     const chatBefore = chatCalls;
+    const sideBefore = sideCalls;
     const allBefore = model.calls();
     const replyMs: number[] = [];
     for (let i = 0; i < turns; i++) replyMs.push(await turn(worker.call, `message ${i}`));
@@ -41,6 +45,7 @@ export async function runWorkerdSide(turns: number, warmup: number): Promise<Pee
     const cpuMs = processCpuMs(worker.pid) - cpuBefore;
     const counts = await worker.takeCounts();
     const chat = chatCalls - chatBefore;
+    const side = sideCalls - sideBefore;
     const sql = counts.d1Statements + counts.objectSqlStatements;
     const per = (n: number) => (n / turns).toFixed(1);
     return {
@@ -48,6 +53,7 @@ export async function runWorkerdSide(turns: number, warmup: number): Promise<Pee
       replyMs,
       cpuMsPerMessage: cpuMs / turns,
       modelCallsPerMessage: chat / turns,
+      modelDetail: `reply ${((chat - side) / turns).toFixed(2)} + fact extraction/summary ${(side / turns).toFixed(2)}`,
       embeddingCallsPerMessage: (model.calls() - allBefore - chat) / turns,
       sqlPerMessage: sql / turns,
       sqlDetail: `D1 ${per(counts.d1Statements)} in ${per(counts.d1RoundTrips)} round trips + object SQLite ${per(counts.objectSqlStatements)}`,

@@ -8,6 +8,7 @@ import {
   type Character,
   ChannelType,
   type Content,
+  createUniqueUuid,
   ElizaOS,
   stringToUuid,
   type UUID,
@@ -110,8 +111,22 @@ function dm(
         runtime,
         { entityId, roomId, content: { text, source: "bench", channelType: ChannelType.DM } },
         {
+          // As ElizaOS's platform clients do in their callback: the reply is sent (here: timed),
+          // then stored as the agent's message, so the agent remembers what it said.
           onResponse: async (content: Content) => {
-            if (Number.isNaN(replyMs) && content.text) replyMs = performance.now() - started;
+            if (!content.text) return;
+            if (Number.isNaN(replyMs)) replyMs = performance.now() - started;
+            await runtime.createMemory(
+              {
+                id: createUniqueUuid(runtime, `reply-${text}`),
+                entityId: runtime.agentId,
+                agentId: runtime.agentId,
+                roomId,
+                content: { ...content, source: "bench", channelType: ChannelType.DM },
+                createdAt: Date.now(),
+              },
+              "messages",
+            );
           },
           onComplete: async () => {
             if (Number.isNaN(replyMs)) reject(new Error(`no reply to "${text}"`));
