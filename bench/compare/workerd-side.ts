@@ -1,0 +1,96 @@
+// Our side of `npm run bench:compare`: one user's plain turns in one room (the DM) through the
+// real worker in local workerd, the model stand-in on loopback answering at once (side prompts,
+// fact extraction and summaries, with valid JSON as a real model would). CPU time and resident
+// memory are the workerd process's (worker, D1 and Durable Objects all run in it).
+import type { StandInCall, StandInStep } from "../../test/stand-ins/openai-stand-in.ts";
+import { startModelServer } from "../model-server.ts";
+import { startCountingWorker } from "./counting-worker.ts";
+import { cpuQuiet, type PeerResult, processCpuMs, processRssMb } from "./peer-result.ts";
+
+export async function runWorkerdSide(turns: number, warmup: number): Promise<PeerResult> {
+  const model = await startModelServer();
+  let chatCalls = 0;
+  let sideCalls = 0;
+  model.respondWith((call) => {
+    chatCalls += 1;
+    const side = sideTaskAnswer(call);
+    if (side) sideCalls += 1;
+    return side ?? { text: "Hello!" };
+  });
+  const worker = await startCountingWorker({
+    OPENAI_API_KEY: "bench",
+    OPENAI_BASE_URL: `${model.url}/v1`,
+    MODEL: "bench-model",
+  });
+  try {
+    const created = await worker.call("POST", "/agents", {
+      id: "bench",
+      name: "Bench",
+      bio: ["A benchmark agent."],
+      system: "You are Bench.",
+    });
+    if (created.status !== 201)
+      throw new Error(`creating the agent failed: ${created.status} ${await created.text()}`);
+    for (let i = 0; i < warmup; i++) await turn(worker.call, `warm-up ${i}`);
+    await cpuQuiet(worker.pid);
+    await worker.takeCounts();
+    const cpuBefore = processCpuMs(worker.pid);
+    const chatBefore = chatCalls;
+    const sideBefore = sideCalls;
+    const allBefore = model.calls();
+    const replyMs: number[] = [];
+    for (let i = 0; i < turns; i++) replyMs.push(await turn(worker.call, `message ${i}`));
+    // After-reply work (evaluators, embeddings, outboxes) belongs to the turns that caused it.
+    await cpuQuiet(worker.pid);
+    const cpuMs = processCpuMs(worker.pid) - cpuBefore;
+    const counts = await worker.takeCounts();
+    const chat = chatCalls - chatBefore;
+    const side = sideCalls - sideBefore;
+    const sql = counts.d1Statements + counts.objectSqlStatements;
+    const per = (n: number) => (n / turns).toFixed(1);
+    return {
+      turns,
+      replyMs,
+      cpuMsPerMessage: cpuMs / turns,
+      modelCallsPerMessage: chat / turns,
+      modelDetail: `reply ${((chat - side) / turns).toFixed(2)} + fact extraction/summary ${(side / turns).toFixed(2)}`,
+      embeddingCallsPerMessage: (model.calls() - allBefore - chat) / turns,
+      sqlPerMessage: sql / turns,
+      sqlDetail: `D1 ${per(counts.d1Statements)} in ${per(counts.d1RoundTrips)} round trips + object SQLite ${per(counts.objectSqlStatements)}`,
+      rssMb: processRssMb(worker.pid),
+    };
+  } finally {
+    await worker.stop();
+    await model.close();
+  }
+}
+
+async function turn(
+  call: (method: string, path: string, body?: unknown) => Promise<Response>,
+  text: string,
+): Promise<number> {
+  const started = performance.now();
+  const response = await call("POST", "/agents/bench/messages", {
+    roomId: "dm",
+    userId: "bench-user",
+    text,
+  });
+  const body = await response.text();
+  const ms = performance.now() - started;
+  if (response.status !== 200) throw new Error(`turn failed: ${response.status} ${body}`);
+  return ms;
+}
+
+/**
+ * The runtime's side prompts end with "Reply with JSON only:" and the shape: numbered benchmark
+ * messages hold no lasting facts; a summary is text.
+ */
+function sideTaskAnswer(call: StandInCall): StandInStep | null {
+  const system = call.messages.find((m) => m.role === "system")?.content;
+  if (typeof system !== "string" || !system.includes("Reply with JSON only:")) return null;
+  if (system.includes('{"facts"'))
+    return { text: JSON.stringify({ facts: [], description: null }) };
+  if (system.includes('{"summary"'))
+    return { text: JSON.stringify({ summary: "The person sent numbered test messages." }) };
+  return null;
+}
