@@ -2,20 +2,17 @@
 // real worker in local workerd, the model stand-in on loopback answering at once (side prompts,
 // fact extraction and summaries, with valid JSON as a real model would). CPU time and resident
 // memory are the workerd process's (worker, D1 and Durable Objects all run in it).
-import type { StandInCall, StandInStep } from "../../test/stand-ins/openai-stand-in.ts";
 import { startModelServer } from "../model-server.ts";
 import { startCountingWorker } from "./counting-worker.ts";
 import { cpuQuiet, type PeerResult, processCpuMs, processRssMb } from "./peer-result.ts";
 
 export async function runWorkerdSide(turns: number, warmup: number): Promise<PeerResult> {
   const model = await startModelServer();
-  let chatCalls = 0;
-  let sideCalls = 0;
-  model.respondWith((call) => {
-    chatCalls += 1;
-    const side = sideTaskAnswer(call);
-    if (side) sideCalls += 1;
-    return side ?? { text: "Hello!" };
+  // The model server answers side prompts itself (and counts them); the rest are replies.
+  let replyCalls = 0;
+  model.respondWith(() => {
+    replyCalls += 1;
+    return { text: "Hello!" };
   });
   const worker = await startCountingWorker({
     OPENAI_API_KEY: "bench",
@@ -35,8 +32,8 @@ export async function runWorkerdSide(turns: number, warmup: number): Promise<Pee
     await cpuQuiet(worker.pid);
     await worker.takeCounts();
     const cpuBefore = processCpuMs(worker.pid);
-    const chatBefore = chatCalls;
-    const sideBefore = sideCalls;
+    const replyBefore = replyCalls;
+    const sideBefore = model.sideCalls();
     const allBefore = model.calls();
     const replyMs: number[] = [];
     for (let i = 0; i < turns; i++) replyMs.push(await turn(worker.call, `message ${i}`));
@@ -44,8 +41,8 @@ export async function runWorkerdSide(turns: number, warmup: number): Promise<Pee
     await cpuQuiet(worker.pid);
     const cpuMs = processCpuMs(worker.pid) - cpuBefore;
     const counts = await worker.takeCounts();
-    const chat = chatCalls - chatBefore;
-    const side = sideCalls - sideBefore;
+    const side = model.sideCalls() - sideBefore;
+    const chat = replyCalls - replyBefore + side;
     const sql = counts.d1Statements + counts.objectSqlStatements;
     const per = (n: number) => (n / turns).toFixed(1);
     return {
@@ -79,18 +76,4 @@ async function turn(
   const ms = performance.now() - started;
   if (response.status !== 200) throw new Error(`turn failed: ${response.status} ${body}`);
   return ms;
-}
-
-/**
- * The runtime's side prompts end with "Reply with JSON only:" and the shape: numbered benchmark
- * messages hold no lasting facts; a summary is text.
- */
-function sideTaskAnswer(call: StandInCall): StandInStep | null {
-  const system = call.messages.find((m) => m.role === "system")?.content;
-  if (typeof system !== "string" || !system.includes("Reply with JSON only:")) return null;
-  if (system.includes('{"facts"'))
-    return { text: JSON.stringify({ facts: [], description: null }) };
-  if (system.includes('{"summary"'))
-    return { text: JSON.stringify({ summary: "The person sent numbered test messages." }) };
-  return null;
 }
