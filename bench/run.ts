@@ -1,7 +1,8 @@
 // `npm run bench`: runtime overhead per turn through the real worker in local workerd (wrangler),
 // with a zero-latency OpenAI-compatible stand-in on loopback. Prints a table per scenario: a plain
 // turn (admin token, minted token, new room), a two-tool turn, and a turn in a room that already
-// holds 1,000 messages. Only loopback traffic; a fresh temporary D1/Durable Object state every run.
+// holds 1,000 messages; then a burst of 20 turns sent at once to one room against isolated turns
+// (bench/burst.ts). Only loopback traffic; a fresh temporary D1/Durable Object state every run.
 // `npm run bench -- --d1-ms 20 --do-ms 10` runs the worker with every D1 round trip and Durable
 // Object call delayed by that much (bench/latency/) and also prints, per scenario, how many of them
 // are sequential before the model request, before the reply, and after it.
@@ -9,6 +10,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
+import { BURST_SIZE, burstSender, runBurstBench } from "./burst.ts";
 import { analyzeTurn, type TurnTrips } from "./latency/critical-path.ts";
 import type { Trip } from "./latency/instrument.ts";
 import { startModelServer, type ModelServer } from "./model-server.ts";
@@ -163,6 +165,34 @@ async function main(): Promise<void> {
     );
     console.log("   Server-Timing for the room RPC (journal, D1, model round trip).\n");
     console.log(table(rows));
+    if (!injected) {
+      model.respondWith(() => ({ text: "Hello!" }));
+      const burst = await runBurstBench(burstSender(call));
+      console.log(
+        `\n   Burst of ${BURST_SIZE} turns in one room, sent at once (5 bursts after a warm-up one), against isolated`,
+      );
+      console.log(
+        "   turns in another room (each after the previous reply has settled). `gap` = time between consecutive replies.\n",
+      );
+      const ratio = (n: number) => n / burst.isolated.p50;
+      console.log(
+        markdownTable(
+          ["row", "p50 ms", "p99 ms", "p50 / isolated p50"],
+          [
+            ["isolated turn", burst.isolated.p50, burst.isolated.p99, 1],
+            [
+              "burst reply, from its send",
+              burst.reply.p50,
+              burst.reply.p99,
+              ratio(burst.reply.p50),
+            ],
+            ["burst gap between replies", burst.gap.p50, burst.gap.p99, ratio(burst.gap.p50)],
+            ["whole burst (last reply)", burst.last.p50, burst.last.p99, ratio(burst.last.p50)],
+          ],
+          [0, 1, 1, 2],
+        ),
+      );
+    }
     if (injected) {
       console.log(
         `\n3. Sequential round trips per turn (means) with ${delays.d1Ms} ms added to every D1 round trip and ${delays.doMs} ms to every`,

@@ -7,6 +7,7 @@ import worker from "../../src/index.ts";
 import {
   AgentRoom as RealAgentRoom,
   AgentTasks as RealAgentTasks,
+  DiscordGateway as RealDiscordGateway,
   PostPublisher as RealPostPublisher,
   RateLimiter as RealRateLimiter,
   SchemaGate as RealSchemaGate,
@@ -32,6 +33,13 @@ export class AgentRoom extends RealAgentRoom {
 }
 
 export class AgentTasks extends RealAgentTasks {
+  constructor(ctx: DurableObjectState, env: Env) {
+    countObjectSql(ctx);
+    super(ctx, instrumentEnv(env));
+  }
+}
+
+export class DiscordGateway extends RealDiscordGateway {
   constructor(ctx: DurableObjectState, env: Env) {
     countObjectSql(ctx);
     super(ctx, instrumentEnv(env));

@@ -151,28 +151,31 @@ function wrapStub(stub: DurableObjectStub, binding: string): DurableObjectStub {
 const realStatements = new WeakMap<object, D1PreparedStatement>();
 
 function wrapD1(db: D1Database, binding: string): D1Database {
-  const wrapStatement = (statement: D1PreparedStatement): D1PreparedStatement => {
+  const wrapStatement = (statement: D1PreparedStatement, query: string): D1PreparedStatement => {
+    const what = (method: string) => `${binding}.${method} ${query.slice(0, 120)}`;
     const wrapped = {
-      bind: (...values: unknown[]) => wrapStatement(statement.bind(...values)),
+      bind: (...values: unknown[]) => wrapStatement(statement.bind(...values), query),
       first: (column?: string) =>
-        trip("d1", `${binding}.first`, () => statement.first(column as string), 1),
-      all: () => trip("d1", `${binding}.all`, () => statement.all(), 1),
-      run: () => trip("d1", `${binding}.run`, () => statement.run(), 1),
+        trip("d1", what("first"), () => statement.first(column as string), 1),
+      all: () => trip("d1", what("all"), () => statement.all(), 1),
+      run: () => trip("d1", what("run"), () => statement.run(), 1),
       raw: (options?: { columnNames?: boolean }) =>
-        trip("d1", `${binding}.raw`, () => statement.raw(options as { columnNames: true }), 1),
+        trip("d1", what("raw"), () => statement.raw(options as { columnNames: true }), 1),
     } as unknown as D1PreparedStatement;
+    queries.set(wrapped, query);
     realStatements.set(wrapped, statement);
     return wrapped;
   };
   const unwrap = (statement: D1PreparedStatement) => realStatements.get(statement) ?? statement;
+  const queries = new WeakMap<object, string>();
   return new Proxy(db, {
     get(target, prop) {
-      if (prop === "prepare") return (query: string) => wrapStatement(target.prepare(query));
+      if (prop === "prepare") return (query: string) => wrapStatement(target.prepare(query), query);
       if (prop === "batch")
         return (statements: D1PreparedStatement[]) =>
           trip(
             "d1",
-            `${binding}.batch`,
+            `${binding}.batch [${statements.map((s) => (queries.get(s) ?? "?").slice(0, 60)).join(" | ")}]`,
             () => target.batch(statements.map(unwrap)),
             statements.length,
           );

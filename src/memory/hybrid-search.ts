@@ -2,8 +2,8 @@
 // are fused by reciprocal rank (src/runtime/fusion.ts). A memory not embedded yet is still found by
 // its text; a vector index that fails or no longer fits the embedder degrades the search to text
 // alone (logged) instead of failing the turn. Message hits bring their neighbouring messages.
-// Both legs yield ids; rows are read afterwards, in one D1 batch, for only the hits that can still
-// make the results (and their neighbours). Everything is scoped to one agent.
+// Both legs yield ids; rows are read afterwards, in one D1 batch: every hit's row, and the
+// neighbours of the best few. Everything is scoped to one agent.
 import { and, desc, eq, inArray, or, sql } from "drizzle-orm";
 import { dedupeByText, fuseRankings, type FusedHit } from "../runtime/fusion.ts";
 import type {
@@ -20,7 +20,6 @@ import type { Db } from "./db.ts";
 import {
   adjacentFromRows,
   adjacentMessagesQueries,
-  embeddedStateQueries,
   memoriesByIdsQueries,
   withEmbedded,
 } from "./memory-repo.ts";
@@ -113,7 +112,7 @@ export function createHybridSearch(options: HybridSearchOptions): MemoryRetrieve
         vector === undefined ? await timed(timings, "embed", () => embedQuery(query.text)) : vector;
       // The vector leg goes first: its D1 read is tiny, and the ranking after it is CPU in this
       // isolate, which then overlaps the full-text query running in D1 instead of following it.
-      // Both legs give ids only; rows are read below for just the hits that can make the results.
+      // Both legs give ids only; the hits' rows are read below, in one batch.
       const [vectorHits, textHits] = await Promise.all([
         timed(timings, "vector", () => vectorLeg(query, queryVector, candidates)),
         timed(timings, "text", async () => {
@@ -167,17 +166,18 @@ export function createHybridSearch(options: HybridSearchOptions): MemoryRetrieve
 
 type Loaded = Memory & { embedded: boolean };
 
-/** Rows read for the first results, beyond `limit`: a few vector hits turn out stale, a few texts repeat. */
+/** Neighbourhoods read at first, beyond `limit`: a few hits turn out stale or filtered out. */
 const FIRST_READ_MARGIN = 5;
 
 /**
- * Turns the two legs' ids into results, reading rows lazily: one D1 batch reads the rows of the
- * best few fused hits, the neighbouring messages of those that can seed neighbours, and whether
- * each vector hit's memory still exists with a vector. A vector hit whose memory is gone (Vectorize
- * lags deletes; the local index's cache learns of them here) or is not embedded any more (rewritten
- * since, its old vector not replaced yet) is no vector match at all, so the fusion is redone
- * without it. Another batch is read only when the rows read cannot settle the first `limit`
- * results; the results are what reading every hit's row would give.
+ * Turns the two legs' ids into results in one D1 batch as a rule: it reads the rows of every fused
+ * hit (at most both legs' candidates, by primary key) and the neighbouring messages of the best
+ * `limit` + a few. A vector hit's row also says whether its memory still exists with a vector: one
+ * whose memory is gone (Vectorize lags deletes; the local index's cache learns of them here) or is
+ * not embedded any more (rewritten since, its old vector not replaced yet) is no vector match at
+ * all, so the fusion is redone without it. Another batch is read only when a hit that makes the
+ * first `limit` results needs neighbours not read yet; the results are what reading every hit's
+ * row and neighbours would give.
  */
 async function assemble(
   db: Db,
@@ -198,21 +198,13 @@ async function assemble(
     );
   let fused = fuse();
   let want = {
-    rows: fused.slice(0, query.limit + FIRST_READ_MARGIN).map((hit) => hit.id),
-    around: fused.slice(0, query.limit).map((hit) => hit.id),
+    rows: fused.map((hit) => hit.id),
+    around: fused.slice(0, query.limit + FIRST_READ_MARGIN).map((hit) => hit.id),
   };
   for (;;) {
     const rowQueries = memoriesByIdsQueries(db, query.agentId, want.rows);
     const aroundQueries = adjacentMessagesQueries(db, query.agentId, want.around);
-    const stateQueries =
-      vectorState === null
-        ? embeddedStateQueries(
-            db,
-            query.agentId,
-            vectorHits.map((hit) => hit.id),
-          )
-        : [];
-    const statements = [...rowQueries, ...aroundQueries, ...stateQueries];
+    const statements = [...rowQueries, ...aroundQueries];
     if (statements.length > 0) {
       const [first, ...rest] = statements;
       const results = (await db.batch([first!, ...rest])) as unknown[][];
@@ -221,21 +213,23 @@ async function assemble(
       >;
       for (const row of rowResults) rows.set(row.id, withEmbedded(row));
       for (const id of want.rows) if (!rows.has(id)) rows.set(id, GONE);
-      const aroundRows = results
-        .slice(rowQueries.length, rowQueries.length + aroundQueries.length)
-        .flat() as Parameters<typeof adjacentFromRows>[1];
+      const aroundRows = results.slice(rowQueries.length).flat() as Parameters<
+        typeof adjacentFromRows
+      >[1];
       const found = adjacentFromRows(query.agentId, aroundRows);
       for (const id of want.around) around.set(id, found.get(id) ?? []);
-      if (vectorState === null) {
-        const states = results.slice(rowQueries.length + aroundQueries.length).flat() as Array<{
-          id: string;
-          embedded: number;
-        }>;
-        vectorState = new Map(states.map((state) => [state.id, state.embedded === 1]));
-        const gone = vectorHits.map((hit) => hit.id).filter((id) => !vectorState!.has(id));
-        if (gone.length > 0) index?.forget?.(query.agentId, gone);
-        fused = fuse();
+    }
+    if (vectorState === null) {
+      // Every vector hit is a fused hit, so the first batch read its row (or found it gone).
+      vectorState = new Map();
+      const gone: string[] = [];
+      for (const hit of vectorHits) {
+        const row = rows.get(hit.id);
+        if (row === undefined || row === GONE) gone.push(hit.id);
+        else vectorState.set(hit.id, row.embedded);
       }
+      if (gone.length > 0) index?.forget?.(query.agentId, gone);
+      fused = fuse();
     }
     const outcome = settle(fused, rows, around, query);
     if ("results" in outcome) return outcome.results;

@@ -144,19 +144,6 @@ export function memoriesByIdsQueries(db: Db, agentId: string, ids: string[]) {
   );
 }
 
-/** Which of `ids` (this agent's) exist, and whether each has a vector: unsent statements. */
-export function embeddedStateQueries(db: Db, agentId: string, ids: string[]) {
-  return chunked(ids).map((chunk) =>
-    db
-      .select({
-        id: memories.id,
-        embedded: sql<number>`${memories.embeddedAt} IS NOT NULL`.as("has_vector"),
-      })
-      .from(memories)
-      .where(and(inArray(memories.id, chunk), eq(memories.agentId, agentId))),
-  );
-}
-
 export function withEmbedded(row: typeof memories.$inferSelect): Memory & { embedded: boolean } {
   return { ...fromMemoryRow(row), embedded: row.embeddedAt !== null };
 }
