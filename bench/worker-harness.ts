@@ -4,7 +4,7 @@
 // harness waits for that before it returns. Returns an authenticated JSON caller.
 import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { readdirSync, rmSync } from "node:fs";
+import { readdirSync, readFileSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
 import { basename, dirname, extname, join } from "node:path";
 import type { Readable } from "node:stream";
@@ -23,6 +23,8 @@ export interface BenchWorker {
   /** The worker's ADMIN_TOKEN, for callers that build their own requests (e.g. the memory CLI). */
   token: string;
   call: Call;
+  /** The workerd process running the worker, D1 and the objects (from /proc; null without it). */
+  pid: number | null;
   stop(): Promise<void>;
 }
 
@@ -113,8 +115,10 @@ export async function startBenchWorker(
       ? (entry: { message: string }) => console.error(entry.message)
       : () => {},
   };
+  const before = new Set(workerdChildren());
   const mf = new Miniflare(convertV4MiniflareOptions(miniflareOptions));
   const url = await mf.ready;
+  const pid = workerdChildren().find((child) => !before.has(child)) ?? null;
   const base = url.origin;
   // The first request brings D1 up to the bundled migrations (the SchemaGate).
   const health = (await (await fetch(`${base}/health`)).json()) as {
@@ -128,5 +132,28 @@ export async function startBenchWorker(
       headers: { authorization: `Bearer ${token}`, "content-type": "application/json", ...headers },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
-  return { base, token, call, stop: () => mf.dispose() };
+  return { base, token, call, pid, stop: () => mf.dispose() };
+}
+
+/** workerd processes whose parent is this process (none where there is no /proc). */
+function workerdChildren(): number[] {
+  const found: number[] = [];
+  let entries: string[];
+  try {
+    entries = readdirSync("/proc");
+  } catch {
+    return found;
+  }
+  for (const entry of entries) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+      const name = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
+      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+      if (name.startsWith("workerd") && ppid === process.pid) found.push(Number(entry));
+    } catch {
+      // The process ended while we looked.
+    }
+  }
+  return found;
 }
