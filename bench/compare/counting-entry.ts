@@ -4,14 +4,7 @@
 // `GET /__compare/counts` hands over the counts since the last take.
 /// <reference path="../../src/wasm.d.ts" />
 import worker from "../../src/index.ts";
-import {
-  AgentRoom as RealAgentRoom,
-  AgentTasks as RealAgentTasks,
-  DiscordGateway as RealDiscordGateway,
-  PostPublisher as RealPostPublisher,
-  RateLimiter as RealRateLimiter,
-  SchemaGate as RealSchemaGate,
-} from "../../src/durable-objects.ts";
+import { instrumentedObjects } from "../instrumented-objects.ts";
 import type { Env } from "../../src/env.ts";
 
 const counts = { d1Statements: 0, d1RoundTrips: 0, objectSqlStatements: 0 };
@@ -71,47 +64,8 @@ function countObjectSql(ctx: DurableObjectState): void {
   });
 }
 
-export class AgentRoom extends RealAgentRoom {
-  constructor(ctx: DurableObjectState, env: Env) {
-    countObjectSql(ctx);
-    super(ctx, countingEnv(env));
-  }
-}
-
-export class AgentTasks extends RealAgentTasks {
-  constructor(ctx: DurableObjectState, env: Env) {
-    countObjectSql(ctx);
-    super(ctx, countingEnv(env));
-  }
-}
-
-export class DiscordGateway extends RealDiscordGateway {
-  constructor(ctx: DurableObjectState, env: Env) {
-    countObjectSql(ctx);
-    super(ctx, countingEnv(env));
-  }
-}
-
-export class PostPublisher extends RealPostPublisher {
-  constructor(ctx: DurableObjectState, env: Env) {
-    countObjectSql(ctx);
-    super(ctx, countingEnv(env));
-  }
-}
-
-export class RateLimiter extends RealRateLimiter {
-  constructor(ctx: DurableObjectState, env: Env) {
-    countObjectSql(ctx);
-    super(ctx, countingEnv(env));
-  }
-}
-
-export class SchemaGate extends RealSchemaGate {
-  constructor(ctx: DurableObjectState, env: Env) {
-    countObjectSql(ctx);
-    super(ctx, countingEnv(env));
-  }
-}
+export const { AgentRoom, AgentTasks, DiscordGateway, PostPublisher, RateLimiter, SchemaGate } =
+  instrumentedObjects({ env: countingEnv, state: countObjectSql });
 
 export default {
   fetch(request, env, ctx) {

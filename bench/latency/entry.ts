@@ -4,14 +4,7 @@
 // the delays, `GET /__bench/trips` waits until the worker is idle and hands over the trips.
 /// <reference path="../../src/wasm.d.ts" />
 import worker from "../../src/index.ts";
-import {
-  AgentRoom as RealAgentRoom,
-  AgentTasks as RealAgentTasks,
-  DiscordGateway as RealDiscordGateway,
-  PostPublisher as RealPostPublisher,
-  RateLimiter as RealRateLimiter,
-  SchemaGate as RealSchemaGate,
-} from "../../src/durable-objects.ts";
+import { instrumentedObjects } from "../instrumented-objects.ts";
 import type { Env } from "../../src/env.ts";
 import {
   countObjectSql,
@@ -25,47 +18,8 @@ import {
 
 instrumentFetch();
 
-export class AgentRoom extends RealAgentRoom {
-  constructor(ctx: DurableObjectState, env: Env) {
-    countObjectSql(ctx);
-    super(ctx, instrumentEnv(env));
-  }
-}
-
-export class AgentTasks extends RealAgentTasks {
-  constructor(ctx: DurableObjectState, env: Env) {
-    countObjectSql(ctx);
-    super(ctx, instrumentEnv(env));
-  }
-}
-
-export class DiscordGateway extends RealDiscordGateway {
-  constructor(ctx: DurableObjectState, env: Env) {
-    countObjectSql(ctx);
-    super(ctx, instrumentEnv(env));
-  }
-}
-
-export class PostPublisher extends RealPostPublisher {
-  constructor(ctx: DurableObjectState, env: Env) {
-    countObjectSql(ctx);
-    super(ctx, instrumentEnv(env));
-  }
-}
-
-export class RateLimiter extends RealRateLimiter {
-  constructor(ctx: DurableObjectState, env: Env) {
-    countObjectSql(ctx);
-    super(ctx, instrumentEnv(env));
-  }
-}
-
-export class SchemaGate extends RealSchemaGate {
-  constructor(ctx: DurableObjectState, env: Env) {
-    countObjectSql(ctx);
-    super(ctx, instrumentEnv(env));
-  }
-}
+export const { AgentRoom, AgentTasks, DiscordGateway, PostPublisher, RateLimiter, SchemaGate } =
+  instrumentedObjects({ env: instrumentEnv, state: countObjectSql });
 
 export default {
   async fetch(request, env, ctx) {
