@@ -17,6 +17,7 @@ import {
   memoriesByIdsQueries,
 } from "../src/memory/memory-repo.ts";
 import { memories } from "../src/memory/schema.ts";
+import { stores } from "../src/memory/stores.ts";
 import { rankText } from "../src/memory/text-search.ts";
 import { api, createTestAgent, json } from "./helpers/api.ts";
 
@@ -566,6 +567,66 @@ describe("full-text leg: filters inside the index", () => {
         (hit) => hit.id,
       ),
     ).toEqual([`${agentId}-profile-ann`]);
+  });
+
+  it("leaves excluded ids out before keeping the best candidates, as hits and as neighbours", async () => {
+    const agentId = await createTestAgent();
+    // Forty strong matches the prompt already shows, then two weaker older ones with a neighbour.
+    const shown = Array.from({ length: 40 }, (_, i) => ({
+      id: `${agentId}-shown-${i}`,
+      type: "message",
+      roomId: "den",
+      userId: "ivy",
+      text: `kayak kayak kayak trip number ${i}`,
+      createdAt: 100_000 + i * 1_000,
+    }));
+    await store(agentId, [
+      {
+        id: `${agentId}-old-1`,
+        type: "message",
+        roomId: "den",
+        userId: "ivy",
+        text: "We rented a kayak in Norway",
+        createdAt: 10_000,
+      },
+      {
+        id: `${agentId}-old-2`,
+        type: "message",
+        roomId: "den",
+        userId: "ivy",
+        text: "It was cold",
+        createdAt: 11_000,
+      },
+      ...shown,
+    ]);
+    const excludeIds = shown.map((m) => m.id);
+    // The text leg alone: every place of a small limit goes to what is not excluded.
+    expect(
+      (await rankText(db(), { agentId, text: "kayak", limit: 3, excludeIds })).map((h) => h.id),
+    ).toEqual([`${agentId}-old-1`]);
+    expect(await rankText(db(), { agentId, text: "kayak", limit: 3 })).toHaveLength(3);
+    // The whole hybrid search: the old hit and its neighbour, none of the shown ones, even as the
+    // neighbour of a hit (the first shown message follows "It was cold").
+    const { retriever } = stores(env);
+    const hits = await retriever.search({
+      agentId,
+      text: "kayak trip",
+      types: ["message"],
+      roomId: "den",
+      limit: 3,
+      excludeIds,
+    });
+    const ids = hits.map((hit) => hit.memory.id);
+    expect(ids).toContain(`${agentId}-old-1`);
+    expect(ids.filter((id) => excludeIds.includes(id))).toEqual([]);
+    const unfiltered = await retriever.search({
+      agentId,
+      text: "kayak trip",
+      types: ["message"],
+      roomId: "den",
+      limit: 3,
+    });
+    expect(unfiltered.every((hit) => excludeIds.includes(hit.memory.id))).toBe(true);
   });
 });
 

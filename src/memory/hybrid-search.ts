@@ -77,17 +77,25 @@ export function createHybridSearch(options: HybridSearchOptions): MemoryRetrieve
   ): Promise<VectorMatch[]> => {
     if (!index || !vector) return [];
     try {
+      // The index cannot leave ids out: it is asked for that many more, and they are dropped here.
+      const excluded = new Set(query.excludeIds ?? []);
       const base = {
         agentId: query.agentId,
         vector,
-        topK,
+        topK: Math.min(MAX_VECTOR_CANDIDATES, topK + excluded.size),
         types: query.types,
         roomId: query.roomId,
       };
-      if (query.userId === undefined) return await index.query(base);
       // "This user's, or shared": the vector index filters by equality only, so shared facts are
       // checked when the rows are read back (see below); here the user filter is left to that.
-      return await index.query(query.includeShared ? base : { ...base, userId: query.userId });
+      const matches = await index.query(
+        query.userId === undefined || query.includeShared
+          ? base
+          : { ...base, userId: query.userId },
+      );
+      return excluded.size === 0
+        ? matches
+        : matches.filter((match) => !excluded.has(match.id)).slice(0, topK);
     } catch (error) {
       log({
         level: "warn",
@@ -373,6 +381,7 @@ function passesThreshold(query: RetrievalQuery, hit: FusedHit, embedded: boolean
 /** Re-checks a memory against the query's filter (vector indexes may lag, and shared facts are checked here). */
 function matchesFilter(memory: Memory, query: RetrievalQuery): boolean {
   if (memory.agentId !== query.agentId) return false;
+  if (query.excludeIds?.includes(memory.id)) return false;
   if (query.types && query.types.length > 0 && !query.types.includes(memory.type)) return false;
   if (query.roomId !== undefined && memory.roomId !== query.roomId) return false;
   if (query.userId !== undefined && memory.userId !== query.userId) {

@@ -212,7 +212,7 @@ function chunked(ids: string[]): string[][] {
 
 /**
  * Deletes what the filter matches, with the fragments of any document among it, and says how
- * many, and which rooms lost messages (their rooms must drop cached history). Vectors follow: the
+ * many, and which rooms lost messages or summaries (their rooms must drop what they cache). Vectors follow: the
  * local index by foreign key, Vectorize through the deletion outbox a trigger fills.
  */
 export async function deleteMemories(
@@ -238,7 +238,7 @@ export async function deleteMemories(
     db
       .selectDistinct({ roomId: memories.roomId })
       .from(memories)
-      .where(and(where, eq(memories.type, "message"))),
+      .where(and(where, inArray(memories.type, ["message", "summary"]))),
     db.delete(memories).where(or(where, fragments)).returning({ id: memories.id }),
   ]);
   return {

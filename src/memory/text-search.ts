@@ -27,6 +27,8 @@ export interface TextSearchQuery extends MemoryFilter {
   limit: number;
   /** Also match facts marked shared (any user), when filtering by user. */
   includeShared?: boolean;
+  /** Memory ids left out before the best `limit` are kept (one JSON parameter, however many). */
+  excludeIds?: string[];
 }
 
 /** The FTS5 expression for free text (its content words, OR-ed), or null when it has none. */
@@ -87,7 +89,7 @@ export async function rankText(db: Db, query: TextSearchQuery): Promise<Array<{ 
 function textMatches(db: Db, query: TextSearchQuery) {
   const match = scopedFtsQuery(query);
   if (!match) return null;
-  const { userId, ...rest } = query;
+  const { userId, excludeIds, ...rest } = query;
   // The same filters again in SQL: cheap on at most `limit` rows, and a guard should the index and
   // the table ever disagree.
   const conditions: SQL[] = filterConditions(rest);
@@ -101,6 +103,12 @@ function textMatches(db: Db, query: TextSearchQuery) {
   // The agent's range, its first rowid computed in SQL from its number (no number: no match).
   const first = sql`((SELECT ${agentNumbers.num} FROM ${agentNumbers} WHERE ${agentNumbers.agentId} = ${query.agentId}) << ${sql.raw(String(SEQ_BITS))})`;
   const mask = sql.raw(String(SEQ_MASK));
+  // Left out inside the ranking, so they take none of its `limit` places: their seqs, looked up
+  // once by the agent's unique (agent_id, id) index.
+  const excluded =
+    excludeIds && excludeIds.length > 0
+      ? sql` AND (${memoriesFts.rowid} & ${mask}) NOT IN (SELECT ${memories.seq} FROM ${memories} WHERE ${memories.agentId} = ${query.agentId} AND ${memories.id} IN (SELECT value FROM json_each(${JSON.stringify(excludeIds)})))`
+      : sql``;
   const ranked = db
     .select({
       seq: sql<number>`${memoriesFts.rowid} & ${mask}`.as("hit_seq"),
@@ -108,7 +116,7 @@ function textMatches(db: Db, query: TextSearchQuery) {
     })
     .from(memoriesFts)
     .where(
-      sql`memories_fts MATCH ${match} AND ${memoriesFts.rowid} BETWEEN ${first} AND ${first} + ${mask}`,
+      sql`memories_fts MATCH ${match} AND ${memoriesFts.rowid} BETWEEN ${first} AND ${first} + ${mask}${excluded}`,
     )
     .orderBy(sql`score`)
     .limit(query.limit)

@@ -2,7 +2,9 @@
 // messages and runs its turns one at a time, so after one load from D1 it can serve every later
 // turn's history itself, saving a D1 round trip per turn. D1 reads first wait for the room's
 // pending reply writes (`settled`), so a read never misses a reply the room has already given.
-// The memory API, which can add or delete a room's messages, tells the room to drop this cache.
+// The same cache answers the summary evaluator (the messages since the last summary, and that
+// summary) without D1 when it holds them. The memory API, which can add or delete a room's
+// messages and summaries, tells the room to drop this cache.
 import type { InboundMessage, Memory, MemoryStore } from "../runtime/types.ts";
 
 /** More than the runtime's history fetch limit, so a warm cache answers every turn. */
@@ -29,9 +31,12 @@ export function createRoomHistoryStore(
   let cached: Memory[] = [];
   /** True when `cached` holds every message the room has (fewer than were asked for came back). */
   let complete = false;
+  /** The room's newest summary once read (null: it has none); undefined: not known. */
+  let summary: Memory | null | undefined;
 
   const roomKey = (agentId: string, roomId: string) => `${agentId}\u0000${roomId}`;
   const add = (memory: Memory) => {
+    noteSummary(memory);
     if (
       memory.type !== "message" ||
       !memory.roomId ||
@@ -44,6 +49,28 @@ export function createRoomHistoryStore(
       cached = cached.slice(0, ROOM_HISTORY_CAPACITY);
       complete = false;
     }
+  };
+
+  /** A summary this room writes is its newest (summaries sort by the last message they cover). */
+  const noteSummary = (memory: Memory) => {
+    if (memory.type !== "summary" || !memory.roomId) return;
+    if (key !== roomKey(memory.agentId, memory.roomId) || summary === undefined) return;
+    if (summary === null || memory.createdAt >= summary.createdAt) summary = memory;
+  };
+
+  /**
+   * The room's messages after `afterMs`, oldest first, from the cache when it holds all of them:
+   * it holds every message of the room, or its oldest is no newer than `afterMs` (the cache is the
+   * newest messages, so everything after its oldest is in it). Else null.
+   */
+  const cachedAfter = (agentId: string, roomId: string, afterMs: number, limit: number) => {
+    if (key !== roomKey(agentId, roomId)) return null;
+    const oldest = cached[cached.length - 1];
+    if (!complete && (oldest === undefined || oldest.createdAt > afterMs)) return null;
+    return cached
+      .filter((m) => m.createdAt > afterMs)
+      .reverse()
+      .slice(0, limit);
   };
 
   const build = (settled: () => Promise<void>): MemoryStore => ({
@@ -67,6 +94,7 @@ export function createRoomHistoryStore(
       await settled();
       const rows = await store.recentMessages(query);
       if (query.beforeMs === undefined && query.limit <= ROOM_HISTORY_CAPACITY) {
+        if (key !== wanted) summary = undefined;
         key = wanted;
         cached = rows;
         complete = rows.length < query.limit;
@@ -74,12 +102,23 @@ export function createRoomHistoryStore(
       return rows;
     },
     recordInteraction: (input) => store.recordInteraction(input),
-    upsertMemory: (memory) => store.upsertMemory(memory),
+    async upsertMemory(memory) {
+      await store.upsertMemory(memory);
+      noteSummary(memory);
+    },
     async roomMessagesAfter(query) {
+      const known = cachedAfter(query.agentId, query.roomId, query.afterMs, query.limit);
+      if (known) return known;
       await settled();
       return store.roomMessagesAfter(query);
     },
-    latestSummary: (query) => store.latestSummary(query),
+    async latestSummary(query) {
+      const wanted = roomKey(query.agentId, query.roomId);
+      if (key === wanted && summary !== undefined) return summary;
+      const found = await store.latestSummary(query);
+      if (key === wanted) summary = found;
+      return found;
+    },
   });
 
   return {
@@ -90,6 +129,7 @@ export function createRoomHistoryStore(
       key = null;
       cached = [];
       complete = false;
+      summary = undefined;
     },
   };
 }

@@ -299,6 +299,12 @@ export interface RetrievalQuery {
   includeShared?: boolean;
   limit: number;
   /**
+   * Memories the prompt already shows (the recent history): never results, neither as hits nor as
+   * neighbours, and left out before the legs keep their best candidates, so `limit` counts only
+   * what is new to the prompt.
+   */
+  excludeIds?: string[];
+  /**
    * Minimum vector similarity (0..1); memories not embedded yet are kept when their text matches,
    * and the neighbouring messages of a hit that passes come with it.
    */

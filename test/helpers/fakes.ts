@@ -31,13 +31,17 @@ export class FakeMemoryStore implements MemoryStore {
     limit: number;
     beforeMs?: number;
   }) {
-    return this.memories
-      .filter(
-        (m) => m.type === "message" && m.agentId === query.agentId && m.roomId === query.roomId,
-      )
-      .filter((m) => query.beforeMs === undefined || m.createdAt < query.beforeMs)
-      .sort((a, b) => b.createdAt - a.createdAt)
-      .slice(0, query.limit);
+    return (
+      this.memories
+        .filter(
+          (m) => m.type === "message" && m.agentId === query.agentId && m.roomId === query.roomId,
+        )
+        .filter((m) => query.beforeMs === undefined || m.createdAt < query.beforeMs)
+        // As D1 orders them: newest first, and the later written first within one millisecond.
+        .reverse()
+        .sort((a, b) => b.createdAt - a.createdAt)
+        .slice(0, query.limit)
+    );
   }
   async recordInteraction(input: { agentId: string; userId: string; turnId: string }) {
     if (!this.interactions.some((i) => i.turnId === input.turnId && i.userId === input.userId))

@@ -238,7 +238,10 @@ export function memoryRoutes(): OpenAPIHono<AppEnv> {
         createdAt: input.createdAt ?? now,
       }));
       await insertMemories(backends.db, items);
-      const rooms = items.filter((m) => m.type === "message" && m.roomId).map((m) => m.roomId!);
+      // Rooms cache their recent messages and newest summary (src/room/room-history.ts).
+      const rooms = items
+        .filter((m) => (m.type === "message" || m.type === "summary") && m.roomId)
+        .map((m) => m.roomId!);
       if (rooms.length > 0) await forgetRoomHistory(c.env, agentId, rooms);
       let embedded = 0;
       try {
