@@ -165,6 +165,51 @@ async function roomState(agentId: string, roomId: string): Promise<DurableObject
   return captured!;
 }
 
+describe("durable wake-up", () => {
+  /** The room's stored SDK jobs: its schedules and queue items. */
+  async function jobs(agentId: string, roomId: string) {
+    let rows: { fn: string; payload: string | null }[] = [];
+    await runInDurableObject(env.ROOMS.getByName(`${agentId}:${roomId}`), (_instance, state) => {
+      rows = state.storage.sql
+        .exec<{ fn: string; payload: string | null }>("SELECT fn, payload FROM cf_agents_jobs")
+        .toArray();
+    });
+    return rows;
+  }
+  const mentions = (name: string) => (job: { fn: string; payload: string | null }) =>
+    job.fn === name || (job.payload ?? "").includes(name);
+
+  it("arms one wake-up for turns in a row, not one per turn, and embeds their memories without a queue item", async () => {
+    const agentId = await createTestAgent();
+    model.respondWith((call) => ({ text: `re: ${lastUserText(call)}` }));
+    for (let i = 0; i < 5; i++) {
+      const response = await send(agentId, `message ${i}`, { roomId: "wake" });
+      expect(response.status).toBe(200);
+    }
+    await replies(agentId, "wake");
+    // Every message and reply gets its vector with no alarm run (the room embeds after each turn).
+    await vi.waitFor(async () => {
+      const row = await env.DB.prepare(
+        "SELECT count(*) AS n FROM memories WHERE agent_id = ? AND room_id = 'wake' AND embedded_at IS NULL",
+      )
+        .bind(agentId)
+        .first<{ n: number }>();
+      expect(row?.n).toBe(0);
+    });
+    const stored = await jobs(agentId, "wake");
+    expect(stored.filter(mentions("resumeTurns")), JSON.stringify(stored)).toHaveLength(1);
+    expect(stored.filter(mentions("embedPending"))).toEqual([]);
+
+    // Once it has fired, the next turn arms the next one.
+    const room = env.ROOMS.getByName(`${agentId}:wake`);
+    await runInDurableObject(room, (instance) =>
+      (instance as unknown as { resumeTurns(): Promise<void> }).resumeTurns(),
+    );
+    expect((await send(agentId, "one more", { roomId: "wake" })).status).toBe(200);
+    expect((await jobs(agentId, "wake")).filter(mentions("resumeTurns"))).toHaveLength(2);
+  });
+});
+
 describe("eviction and crashes", () => {
   // ctx.abort() resets the object exactly as a deploy, a crash or a limit would: in-memory state
   // (the running turn, its waiters) is gone and only storage survives. (evictDurableObject waits

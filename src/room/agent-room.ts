@@ -1,8 +1,10 @@
 // AgentRoom: one Durable Object per (agent, room), named `<agentId>:<roomId>`. It owns the room's
-// turn journal (its SQLite), the queue items and schedules that resume work after an eviction,
-// and who waits for a turn; turn-driver.ts runs turns, room-delivery.ts sends replies. The caller
-// is answered once the reply is journalled. A queue item (`resumeTurns`) stays pending while work
-// is in flight, so a turn cut off by eviction or a crash is resumed and answered exactly once.
+// turn journal (its SQLite), the wake-up that resumes work after an eviction, and who waits for a
+// turn; turn-driver.ts runs turns, room-delivery.ts sends replies. The caller is answered once the
+// reply is journalled. A turn is journalled with a durable wake-up pending (a `resumeTurns`
+// schedule, armed once for every turn that arrives before it fires, not once per turn), and every
+// alarm of the room first finishes what the journal holds, so a turn cut off by eviction or a
+// crash is resumed and answered exactly once.
 import { Agent } from "agents";
 import type { Env } from "../env.ts";
 import type { HistoryPage, HistoryQuery } from "../memory/message-history.ts";
@@ -29,7 +31,11 @@ import { amendMessage } from "./message-amendments.ts";
 import { stores } from "../memory/stores.ts";
 import { pruneUnansweredMessages } from "../memory/message-amendments.ts";
 
-const RESUME_ITEM_ID = "resume-turns";
+/**
+ * How long after a turn arrives its durable wake-up fires, if the room is still in memory it finds
+ * nothing to do; after an eviction it resumes the turn. Turns arriving before it fires share it.
+ */
+export const WAKE_AFTER_S = 5;
 const EMBED_ITEM_ID = "embed-pending";
 const DELIVER_ITEM_ID = "deliver-replies";
 /** Unanswered messages a Discord room keeps for context (channel chatter read on the Gateway). */
@@ -38,7 +44,7 @@ export const MAX_UNANSWERED_PER_ROOM = 200;
 const PRUNE_EVERY_TURNS = 50;
 /** Delivery retries (Discord 429/5xx beyond what one attempt waits): about 10 minutes in all. */
 const DELIVERY_RETRY = { maxAttempts: 8, baseDelayMs: 5_000, maxDelayMs: 120_000 };
-type QueueCallback = "resumeTurns" | "deliverReplies" | "embedPending";
+type QueueCallback = "deliverReplies" | "embedPending";
 type QueueItem = { id: string; retry?: typeof DELIVERY_RETRY };
 
 /** Binds to ROOMS as `AgentRoom` (src/durable-objects.ts), which plugs in the platform. */
@@ -50,6 +56,12 @@ export abstract class AgentRoomBase extends Agent<Env> implements AgentRoomRpc {
   private runtime: Promise<RoomRuntime> | null = null;
   private readonly waiters = new TurnWaiters();
   private evaluatedSincePrune = 0;
+  /** A `resumeTurns` schedule is stored and has not started yet: new turns need no other. */
+  private wakeArmed = false;
+  /** The room's new memories are being given vectors in this instance (null: idle). */
+  private embedding: Promise<void> | null = null;
+  /** More memories arrived while `embedding` ran: one more pass follows it. */
+  private embedAgain = false;
 
   protected abstract platform(): RoomPlatform;
 
@@ -167,11 +179,18 @@ export abstract class AgentRoomBase extends Agent<Env> implements AgentRoomRpc {
     if (pause.prompt) this.delivery.closeExpiredPrompt(payload.turnId, pause.prompt, pause.tool);
   }
 
-  /** Queue callback: holds a durable wake-up while work is pending, and resumes it. */
+  /**
+   * Schedule callback (and queue callback of items an older version left): the durable wake-up.
+   * Turns that arrive from now on arm the next one.
+   */
   async resumeTurns(): Promise<void> {
-    this.driver.finishReplied();
-    await this.driver.drain();
-    await this.driver.settled();
+    this.wakeArmed = false;
+    await this.finishJournal();
+  }
+
+  /** Every alarm of the room (a wake-up, an approval deadline, a retry) finishes the journal first. */
+  override async onAlarm(): Promise<void> {
+    await this.finishJournal();
   }
 
   /** Queue callback: retries replies that could not reach their surface yet (throws to retry). */
@@ -187,6 +206,13 @@ export abstract class AgentRoomBase extends Agent<Env> implements AgentRoomRpc {
     const runtime = await this.getRuntime();
     const result = await runtime.embeddings.embedPending(payload);
     if (result.pending) this.queueEmbedding(payload.agentId, payload.roomId);
+  }
+
+  /** Replied turns stored and evaluated, waiting ones run; resolves when all of it is done. */
+  private async finishJournal(): Promise<void> {
+    this.driver.finishReplied();
+    await this.driver.drain();
+    await this.driver.settled();
   }
 
   /**
@@ -212,16 +238,22 @@ export abstract class AgentRoomBase extends Agent<Env> implements AgentRoomRpc {
       deliver: () => this.deliver(),
       paused: (entry) => this.armApprovalExpiry(entry),
       evaluated: (agentId, roomId) => {
-        this.queueEmbedding(agentId, roomId);
+        this.embedSoon(agentId, roomId);
         this.pruneUnanswered(agentId, roomId);
       },
     };
   }
 
-  /** Holds the durable wake-up and runs what the journal holds. */
+  /** Makes sure a durable wake-up is pending, and runs what the journal holds. */
   private resume(): void {
-    // Pushed in the same synchronous block as the journal write, so both commit together.
-    this.push("resumeTurns", {}, { id: RESUME_ITEM_ID }, "resume_item_failed");
+    if (!this.wakeArmed) {
+      // Stored in the same event as the journal write, so both commit together.
+      this.wakeArmed = true;
+      this.schedule(WAKE_AFTER_S, "resumeTurns", {}).catch((error: unknown) => {
+        this.wakeArmed = false;
+        log.error("resume_wake_failed", { room: this.name, error: errorField(error) });
+      });
+    }
     void this.driver.drain();
   }
 
@@ -242,6 +274,32 @@ export abstract class AgentRoomBase extends Agent<Env> implements AgentRoomRpc {
       .then((pruned) => (pruned > 0 ? this.forgetHistory() : undefined))
       .catch((error: unknown) => {
         log.warn("prune_unanswered_failed", { room: this.name, error: errorField(error) });
+      });
+  }
+
+  /**
+   * Gives the room's new memories their vectors here, after the turn that wrote them and never
+   * holding up the next one; one pass at a time, and one more if memories arrived meanwhile. A
+   * failed pass leaves a durable queue item to retry it. Should the room be evicted first, the
+   * next pass or the cron's maintenance embeds what was left.
+   */
+  private embedSoon(agentId: string, roomId: string): void {
+    if (this.embedding) {
+      this.embedAgain = true;
+      return;
+    }
+    this.embedding = (async () => {
+      do {
+        this.embedAgain = false;
+        await this.embedPending({ agentId, roomId });
+      } while (this.embedAgain);
+    })()
+      .catch((error: unknown) => {
+        log.warn("embedding_deferred", { room: this.name, error: errorField(error) });
+        this.queueEmbedding(agentId, roomId);
+      })
+      .finally(() => {
+        this.embedding = null;
       });
   }
 
