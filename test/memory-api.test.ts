@@ -6,6 +6,7 @@ import { env } from "cloudflare:workers";
 import { eq } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/d1";
 import { describe, expect, it } from "vitest";
+import { createD1MemoryStore } from "../src/memory/d1-memory-store.ts";
 import { runMemoryMaintenance } from "../src/memory/maintenance.ts";
 import { forgetRoomHistory } from "../src/room/room-client.ts";
 import { resetLocalVectorCache } from "../src/memory/local-vector-index.ts";
@@ -964,5 +965,26 @@ describe("retention", () => {
 describe("memory API: auth", () => {
   it("needs the token", async () => {
     expect((await api("GET", "/memories?agentId=x", { token: null })).status).toBe(401);
+  });
+});
+
+describe("interaction counts", () => {
+  it("counts a turn once, replayed or not, and returns the count in the same statement", async () => {
+    const agentId = await createTestAgent();
+    const store = createD1MemoryStore(drizzle(env.DB));
+    const at = Date.now();
+    for (const user of ["ola", "pia"]) {
+      await env.DB.prepare(
+        "INSERT OR IGNORE INTO users (id, name, source, created_at, updated_at) VALUES (?, ?, 'api', ?, ?)",
+      )
+        .bind(user, user, at, at)
+        .run();
+    }
+    expect(await store.recordInteraction({ agentId, userId: "ola", turnId: "t1", at })).toBe(1);
+    // A replay of the same turn (after an eviction) changes nothing and still says 1.
+    expect(await store.recordInteraction({ agentId, userId: "ola", turnId: "t1", at })).toBe(1);
+    expect(await store.recordInteraction({ agentId, userId: "ola", turnId: "t2", at })).toBe(2);
+    expect(await store.recordInteraction({ agentId, userId: "ola", turnId: "t2", at })).toBe(2);
+    expect(await store.recordInteraction({ agentId, userId: "pia", turnId: "t2", at })).toBe(1);
   });
 });

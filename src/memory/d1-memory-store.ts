@@ -45,25 +45,26 @@ export function createD1MemoryStore(db: Db): MemoryStore {
     recentMessages: (query) => selectRoomMessages(db, query),
 
     async recordInteraction({ agentId, userId, turnId, at }): Promise<number> {
-      const [, [row]] = await db.batch([
-        db
-          .insert(relationships)
-          .values({ agentId, userId, interactionCount: 1, lastInteraction: at, lastTurnId: turnId })
-          .onConflictDoUpdate({
-            target: [relationships.agentId, relationships.userId],
-            set: {
-              interactionCount: sql`${relationships.interactionCount} + 1`,
-              lastInteraction: at,
-              lastTurnId: turnId,
-            },
-            // A replayed turn (after eviction) must not count twice.
-            setWhere: sql`${relationships.lastTurnId} IS NOT ${turnId}`,
-          }),
-        db
-          .select({ count: relationships.interactionCount })
-          .from(relationships)
-          .where(and(eq(relationships.agentId, agentId), eq(relationships.userId, userId))),
-      ]);
+      const [counted] = await db
+        .insert(relationships)
+        .values({ agentId, userId, interactionCount: 1, lastInteraction: at, lastTurnId: turnId })
+        .onConflictDoUpdate({
+          target: [relationships.agentId, relationships.userId],
+          set: {
+            interactionCount: sql`${relationships.interactionCount} + 1`,
+            lastInteraction: at,
+            lastTurnId: turnId,
+          },
+          // A replayed turn (after eviction) must not count twice.
+          setWhere: sql`${relationships.lastTurnId} IS NOT ${turnId}`,
+        })
+        .returning({ count: relationships.interactionCount });
+      if (counted) return counted.count;
+      // A replay changed nothing, so nothing was returned: read the count it left.
+      const [row] = await db
+        .select({ count: relationships.interactionCount })
+        .from(relationships)
+        .where(and(eq(relationships.agentId, agentId), eq(relationships.userId, userId)));
       return row?.count ?? 0;
     },
 

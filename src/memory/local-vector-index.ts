@@ -71,7 +71,19 @@ export function createLocalVectorIndex(db: Db): VectorIndex {
     return (await readDimensions()) ?? wanted;
   };
 
-  const sync = async (agentId: string, dimensions: number): Promise<VectorCache> => {
+  /** Catch-ups under way, per agent: searches that start together (a turn's) share one read. */
+  const syncing = new Map<string, { dimensions: number; done: Promise<VectorCache> }>();
+  const sync = (agentId: string, dimensions: number): Promise<VectorCache> => {
+    const running = syncing.get(agentId);
+    if (running && running.dimensions === dimensions) return running.done;
+    const done = catchUp(agentId, dimensions).finally(() => {
+      if (syncing.get(agentId)?.done === done) syncing.delete(agentId);
+    });
+    syncing.set(agentId, { dimensions, done });
+    return done;
+  };
+
+  const catchUp = async (agentId: string, dimensions: number): Promise<VectorCache> => {
     let cache = caches.get(agentId);
     if (!cache || cache.dimensions !== dimensions) {
       cache = createVectorCache(dimensions);
