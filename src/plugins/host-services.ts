@@ -1,6 +1,6 @@
 // The services plugins get (plugin-services.ts), over the D1 stores, bound to one agent and the
 // character of its current version: reads (skills, the agent's servers) are made once per
-// version, since every change to them bumps it. Filing a proposal announces it where the turn
+// version and isolate, since every change to them bumps it. Filing a proposal announces it where the turn
 // came from, once, and only while it is still pending.
 import type { AgentServerStore } from "../memory/agent-server-store.ts";
 import type { SkillStore } from "../memory/skill-store.ts";
@@ -39,33 +39,49 @@ export function createHostServices(
   };
 }
 
+/**
+ * Reads made for a character, shared by every object of the isolate: characters are shared per
+ * isolate and version (src/room/character-source.ts), so a new room of an agent finds its skills
+ * and servers already read. A failed read is dropped, to be made again.
+ */
+const skillsByCharacter = new WeakMap<Character, Promise<SkillEntry[]>>();
+const serversByCharacter = new WeakMap<Character, Promise<Set<string>>>();
+
+function readOnce<T>(
+  shared: WeakMap<Character, Promise<T>>,
+  character: Character,
+  read: () => Promise<T>,
+): Promise<T> {
+  let reading = shared.get(character);
+  if (!reading) {
+    reading = read();
+    shared.set(character, reading);
+    reading.catch(() => {
+      if (shared.get(character) === reading) shared.delete(character);
+    });
+  }
+  return reading;
+}
+
 function bind(deps: HostServicesDeps, character: Character): PluginServices {
   const { agentId } = deps;
-  let skills: Promise<SkillEntry[]> | null = null;
-  const listSkills = () => {
-    skills ??= deps.skills
-      .list(agentId)
-      .then((stored) => [
-        ...character.settings.skills.map((skill) => ({ ...skill, source: "character" as const })),
-        ...stored
-          .filter((skill) => !character.settings.skills.some((own) => own.name === skill.name))
-          .map(({ name, description, body, source }) => ({ name, description, body, source })),
-      ]);
-    skills.catch(() => {
-      skills = null;
-    });
-    return skills;
-  };
-  let servers: Promise<Set<string>> | null = null;
-  const usedServers = () => {
-    servers ??= deps.servers
-      .list(agentId)
-      .then((own) => new Set([...character.settings.mcpServers, ...own.map((s) => s.name)]));
-    servers.catch(() => {
-      servers = null;
-    });
-    return servers;
-  };
+  const listSkills = () =>
+    readOnce(skillsByCharacter, character, () =>
+      deps.skills
+        .list(agentId)
+        .then((stored) => [
+          ...character.settings.skills.map((skill) => ({ ...skill, source: "character" as const })),
+          ...stored
+            .filter((skill) => !character.settings.skills.some((own) => own.name === skill.name))
+            .map(({ name, description, body, source }) => ({ name, description, body, source })),
+        ]),
+    );
+  const usedServers = () =>
+    readOnce(serversByCharacter, character, () =>
+      deps.servers
+        .list(agentId)
+        .then((own) => new Set([...character.settings.mcpServers, ...own.map((s) => s.name)])),
+    );
   return {
     instagram: deps.instagram,
     skills: {
