@@ -49,7 +49,12 @@ async function main(): Promise<void> {
   };
   // An env file of our own: wrangler reads it instead of the project's .dev.vars.
   const envFile = join(state, "bench.env");
-  writeFileSync(envFile, Object.entries(vars).map(([k, v]) => `${k}=${v}`).join("\n"));
+  writeFileSync(
+    envFile,
+    Object.entries(vars)
+      .map(([k, v]) => `${k}=${v}`)
+      .join("\n"),
+  );
   const wrangler = spawn(
     process.execPath,
     [

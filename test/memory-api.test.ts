@@ -14,8 +14,10 @@ import {
   adjacentFromRows,
   adjacentMessages,
   adjacentMessagesQueries,
+  batchRawRows,
   memoriesByIds,
   memoriesByIdsQueries,
+  memoryRowOf,
 } from "../src/memory/memory-repo.ts";
 import { memories } from "../src/memory/schema.ts";
 import { stores } from "../src/memory/stores.ts";
@@ -464,6 +466,15 @@ describe("memory API: neighbour expansion", () => {
     ];
     expect(byId.map((row) => row.id).sort()).toEqual([...ids].sort());
     expect(adjacentFromRows(theirs, adjacent)).toEqual(around);
+    // Read raw (as hybrid search reads them) and mapped by hand: the same rows, field for field.
+    const [rawById, rawAdjacent] = await batchRawRows(d, [
+      ...memoriesByIdsQueries(d, theirs, ids),
+      ...adjacentMessagesQueries(d, theirs, ids.slice(1, 2)),
+    ]);
+    expect(rawById!.map(memoryRowOf)).toEqual(byId);
+    expect(rawAdjacent!.map((raw) => ({ seedId: raw.seed_id, memory: memoryRowOf(raw) }))).toEqual(
+      adjacent,
+    );
     expect(
       around
         .get(ids[1]!)!

@@ -3,7 +3,8 @@
 // src/memory/ sees drizzle (test/node/boundaries.spec.ts holds that).
 import { drizzle, type DrizzleD1Database } from "drizzle-orm/d1";
 
-export type Db = DrizzleD1Database<Record<string, never>>;
+/** With its D1 binding (`$client`), for the few reads that skip drizzle's row mapping. */
+export type Db = DrizzleD1Database<Record<string, never>> & { $client: D1Database };
 
 export function openDb(binding: D1Database): Db {
   return drizzle(binding);

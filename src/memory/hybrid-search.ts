@@ -20,7 +20,9 @@ import type { Db } from "./db.ts";
 import {
   adjacentFromRows,
   adjacentMessagesQueries,
+  batchRawRows,
   memoriesByIdsQueries,
+  memoryRowOf,
   withEmbedded,
 } from "./memory-repo.ts";
 import { fromMemoryRow } from "./rows.ts";
@@ -212,18 +214,17 @@ async function assemble(
   for (;;) {
     const rowQueries = memoriesByIdsQueries(db, query.agentId, want.rows);
     const aroundQueries = adjacentMessagesQueries(db, query.agentId, want.around);
-    const statements = [...rowQueries, ...aroundQueries];
-    if (statements.length > 0) {
-      const [first, ...rest] = statements;
-      const results = (await db.batch([first!, ...rest])) as unknown[][];
-      const rowResults = results.slice(0, rowQueries.length).flat() as Array<
-        typeof memories.$inferSelect
-      >;
-      for (const row of rowResults) rows.set(row.id, withEmbedded(row));
+    if (rowQueries.length + aroundQueries.length > 0) {
+      const results = await batchRawRows(db, [...rowQueries, ...aroundQueries]);
+      for (const raw of results.slice(0, rowQueries.length).flat()) {
+        const row = memoryRowOf(raw);
+        rows.set(row.id, withEmbedded(row));
+      }
       for (const id of want.rows) if (!rows.has(id)) rows.set(id, GONE);
-      const aroundRows = results.slice(rowQueries.length).flat() as Parameters<
-        typeof adjacentFromRows
-      >[1];
+      const aroundRows = results
+        .slice(rowQueries.length)
+        .flat()
+        .map((raw) => ({ seedId: raw.seed_id as string, memory: memoryRowOf(raw) }));
       const found = adjacentFromRows(query.agentId, aroundRows);
       for (const id of want.around) around.set(id, found.get(id) ?? []);
     }
