@@ -45,9 +45,9 @@ export function toMemoryRow(memory: Memory): MemoryInsert {
 }
 
 export function fromMemoryRow(row: MemoryRow): Memory {
-  const content = MemoryContentRow.safeParse(safeJson(row.content));
-  const metadata = MetadataRow.safeParse(safeJson(row.metadata));
-  if (!content.success || !metadata.success) {
+  const content = parseContent(safeJson(row.content));
+  const metadata = parseMetadata(safeJson(row.metadata));
+  if (content === null || metadata === null) {
     throw new InternalError(`memory ${row.id} has a malformed content or metadata column`);
   }
   return {
@@ -57,10 +57,57 @@ export function fromMemoryRow(row: MemoryRow): Memory {
     roomId: row.roomId,
     userId: row.userId,
     parentId: row.parentId,
-    content: content.data,
-    metadata: metadata.data,
+    content,
+    metadata,
     createdAt: row.createdAt,
   };
+}
+
+type Content = Memory["content"];
+
+/**
+ * MemoryContentRow's answer, without zod for the common shape: a turn reads dozens of rows, and
+ * zod's parse was most of the time spent turning them into memories. Content with attachments (whose
+ * unknown keys zod strips) and anything the quick check does not accept go through zod itself, so
+ * both always agree (test/runtime/memory-rows.test.ts compares them).
+ */
+export function parseContent(value: unknown): Content | null {
+  if (isPlainObject(value) && value.attachments === undefined) {
+    const v = value as Record<string, unknown>;
+    if (
+      typeof v.text === "string" &&
+      (v.role === undefined || v.role === "user" || v.role === "agent") &&
+      optionalString(v.source) &&
+      optionalString(v.userName) &&
+      optionalString(v.inReplyTo) &&
+      (v.actions === undefined ||
+        (Array.isArray(v.actions) && v.actions.every((a) => typeof a === "string")))
+    ) {
+      return value as unknown as Content;
+    }
+  }
+  const parsed = MemoryContentRow.safeParse(value);
+  return parsed.success ? parsed.data : null;
+}
+
+/** MetadataRow's answer, without zod for a plain JSON object (what JSON.parse gives back). */
+export function parseMetadata(value: unknown): Record<string, unknown> | null {
+  if (isPlainObject(value) && !Object.hasOwn(value, "__proto__")) return value;
+  const parsed = MetadataRow.safeParse(value);
+  return parsed.success ? parsed.data : null;
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return (
+    typeof value === "object" &&
+    value !== null &&
+    !Array.isArray(value) &&
+    Object.getPrototypeOf(value) === Object.prototype
+  );
+}
+
+function optionalString(value: unknown): boolean {
+  return value === undefined || typeof value === "string";
 }
 
 function safeJson(text: string): unknown {
