@@ -13,6 +13,7 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { startModelServer } from "./model-server.ts";
 import { summarize } from "./stats.ts";
+import { createBenchAgent, wranglerEntry } from "./worker-harness.ts";
 
 const { values: flags } = parseArgs({
   options: { turns: { type: "string" }, warmup: { type: "string" } },
@@ -58,7 +59,7 @@ async function main(): Promise<void> {
   const wrangler = spawn(
     process.execPath,
     [
-      "node_modules/wrangler/bin/wrangler.js",
+      wranglerEntry(),
       "dev",
       "--local",
       "--ip",
@@ -97,13 +98,7 @@ async function main(): Promise<void> {
       }
       await new Promise((resolve) => setTimeout(resolve, 250));
     }
-    const created = await call("POST", "/agents", {
-      id: "bench",
-      name: "Bench",
-      bio: ["A benchmark agent."],
-      system: "You are Bench.",
-    });
-    if (created.status !== 201) throw new Error(`creating the agent failed: ${created.status}`);
+    await createBenchAgent(call);
     model.respondWith(() => ({ text: "Hello!" }));
     const samples: number[] = [];
     const serverSamples: number[] = [];

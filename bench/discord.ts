@@ -10,7 +10,7 @@ import { cpus } from "node:os";
 import { createDiscordStandIn } from "../test/stand-ins/discord-stand-in.ts";
 import { startModelServer } from "./model-server.ts";
 import { markdownTable, summarize } from "./stats.ts";
-import { startBenchWorker } from "./worker-harness.ts";
+import { createBenchAgent, startBenchWorker } from "./worker-harness.ts";
 import { benchGateway } from "./discord-gateway.ts";
 import { startGatewayStandIn } from "../test/peers/gateway-stand-in.ts";
 
@@ -52,15 +52,10 @@ async function main(): Promise<void> {
     RATE_LIMIT_PER_USER: "100000/min",
   });
   try {
-    const created = await worker.call("POST", "/agents", {
+    await createBenchAgent(worker.call, {
       id: "discord-bench",
-      name: "Bench",
-      bio: ["A benchmark agent."],
-      system: "You are Bench.",
       settings: { memory: { factsEvery: 1000, summarizeAfter: 10000 } },
     });
-    if (created.status !== 201)
-      throw new Error(`creating the agent failed: ${created.status} ${await created.text()}`);
     const configured = await worker.call("POST", "/clients/discord/config", {
       defaultAgentId: "discord-bench",
     });

@@ -16,7 +16,7 @@ import type { Trip } from "./latency/instrument.ts";
 import { startModelServer, type ModelServer } from "./model-server.ts";
 import { runCoreBench } from "./core.ts";
 import { coreTable, markdownTable, summarize, table, type Row } from "./stats.ts";
-import { startBenchWorker, type Call } from "./worker-harness.ts";
+import { createBenchAgent, startBenchWorker, type Call } from "./worker-harness.ts";
 
 const workDir = mkdtempSync(join(tmpdir(), "edge-agents-bench-"));
 
@@ -57,14 +57,7 @@ async function main(): Promise<void> {
   const call = worker.call;
 
   try {
-    const created = await call("POST", "/agents", {
-      id: "bench",
-      name: "Bench",
-      bio: ["A benchmark agent."],
-      system: "You are Bench.",
-    });
-    if (created.status !== 201)
-      throw new Error(`creating the agent failed: ${created.status} ${await created.text()}`);
+    await createBenchAgent(call);
 
     const minted = await call("POST", "/auth/tokens", {
       name: "bench",

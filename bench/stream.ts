@@ -5,7 +5,7 @@
 import { cpus } from "node:os";
 import { startModelServer } from "./model-server.ts";
 import { markdownTable, summarize } from "./stats.ts";
-import { startBenchWorker } from "./worker-harness.ts";
+import { createBenchAgent, startBenchWorker } from "./worker-harness.ts";
 
 const CHUNK_DELAY_MS = 20;
 const WORDS = 40;
@@ -58,14 +58,7 @@ async function main(): Promise<void> {
     SMALL_MODEL: "bench-small",
   });
   try {
-    const created = await worker.call("POST", "/agents", {
-      id: "bench",
-      name: "Bench",
-      bio: ["A benchmark agent."],
-      system: "You are Bench.",
-    });
-    if (created.status !== 201)
-      throw new Error(`creating the agent failed: ${created.status} ${await created.text()}`);
+    await createBenchAgent(worker.call);
 
     const direct: Timed[] = [];
     const streamed: Timed[] = [];

@@ -38,6 +38,31 @@ export interface BenchWorkerOptions {
   inspectorPort?: number;
 }
 
+/** wrangler's own entry, to run under this Node (22): from npm scripts and from a bare `node bench/x.ts`. */
+export function wranglerEntry(): string {
+  return join(
+    dirname(createRequire(import.meta.url).resolve("wrangler/package.json")),
+    "bin",
+    "wrangler.js",
+  );
+}
+
+/** Creates the benchmarks' agent, "Bench" (id `bench` unless given); throws if it is refused. */
+export async function createBenchAgent(
+  call: Call,
+  agent: { id?: string; settings?: Record<string, unknown> } = {},
+): Promise<void> {
+  const created = await call("POST", "/agents", {
+    id: agent.id ?? "bench",
+    name: "Bench",
+    bio: ["A benchmark agent."],
+    system: "You are Bench.",
+    ...(agent.settings ? { settings: agent.settings } : {}),
+  });
+  if (created.status !== 201)
+    throw new Error(`creating the agent failed: ${created.status} ${await created.text()}`);
+}
+
 export async function startBenchWorker(
   bindings: Record<string, string>,
   options: BenchWorkerOptions = {},
@@ -46,12 +71,7 @@ export async function startBenchWorker(
   const token = randomBytes(24).toString("hex");
   // Inside the project: workerd resolves module names relative to it and refuses "..".
   const dist = join(".wrangler", options.entry ? "bench-dist-entry" : "bench-dist");
-  // wrangler's own entry under this Node (22): works from npm scripts and from a bare `node bench/x.ts`.
-  const wrangler = join(
-    dirname(createRequire(import.meta.url).resolve("wrangler/package.json")),
-    "bin",
-    "wrangler.js",
-  );
+  const wrangler = wranglerEntry();
   rmSync(dist, { recursive: true, force: true });
   try {
     const entry = options.entry ? [options.entry] : [];

@@ -3,6 +3,7 @@
 // fact extraction and summaries, with valid JSON as a real model would). CPU time and resident
 // memory are the workerd process's (worker, D1 and Durable Objects all run in it).
 import { startModelServer } from "../model-server.ts";
+import { createBenchAgent } from "../worker-harness.ts";
 import { startCountingWorker } from "./counting-worker.ts";
 import { cpuQuiet, type PeerResult, processCpuMs, processRssMb } from "./peer-result.ts";
 
@@ -20,14 +21,7 @@ export async function runWorkerdSide(turns: number, warmup: number): Promise<Pee
     MODEL: "bench-model",
   });
   try {
-    const created = await worker.call("POST", "/agents", {
-      id: "bench",
-      name: "Bench",
-      bio: ["A benchmark agent."],
-      system: "You are Bench.",
-    });
-    if (created.status !== 201)
-      throw new Error(`creating the agent failed: ${created.status} ${await created.text()}`);
+    await createBenchAgent(worker.call);
     for (let i = 0; i < warmup; i++) await turn(worker.call, `warm-up ${i}`);
     await cpuQuiet(worker.pid);
     await worker.takeCounts();
