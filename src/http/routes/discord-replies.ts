@@ -1,0 +1,102 @@
+// What every kind of Discord interaction answers with: an ephemeral message (mentions never
+// ping), the bot's owners, the agent serving a channel (or why none answers there), and the per-user
+// rate limit of /chat and /task. Shared by the route (discord.ts) and the commands
+// (discord-commands.ts).
+import type { Context } from "hono";
+import { loadConfig } from "../../config.ts";
+import type { AppEnv } from "../app-env.ts";
+import { enforceRate } from "../rate-limit.ts";
+import { keepAliveOf } from "../auth.ts";
+import {
+  EPHEMERAL,
+  ResponseType,
+  type CommandInteraction,
+} from "../../clients/discord/interaction.ts";
+import { discordOwners, type DiscordOwners } from "../../clients/discord/owners.ts";
+import {
+  directMessageRefusal,
+  isDirectMessage,
+  managersHere,
+} from "../../clients/discord/permissions.ts";
+import { stores } from "../../memory/stores.ts";
+import { RateLimitedError } from "../../runtime/errors.ts";
+
+export type Ctx = Context<AppEnv>;
+
+export function message(content: string, ephemeral = true, components?: unknown[]) {
+  return {
+    type: ResponseType.MESSAGE,
+    data: {
+      content,
+      allowed_mentions: { parse: [] },
+      ...(ephemeral ? { flags: EPHEMERAL } : {}),
+      ...(components ? { components } : {}),
+    },
+  };
+}
+
+/** DISCORD_OWNER_IDS and the application's owners (looked up, cached per isolate). */
+export function owners(c: Ctx): DiscordOwners {
+  return discordOwners({
+    configured: loadConfig(c.env).discordOwnerIds,
+    apiBase: c.env.DISCORD_API_BASE,
+    botToken: c.env.DISCORD_BOT_TOKEN,
+  });
+}
+
+/** The agent serving the interaction's channel, or why it does not answer here (as a message to show). */
+export async function resolveAgent(
+  c: Ctx,
+  interaction: CommandInteraction,
+  channelId: string,
+): Promise<{ agentId: string } | { refusal: ReturnType<typeof message> }> {
+  const { agentId, config } = await stores(c.env).discord.channelContext(channelId);
+  if (config.allowedChannels.length > 0 && !config.allowedChannels.includes(channelId)) {
+    return {
+      refusal: message(
+        "I'm not enabled in this channel. A server manager can add it to the bot's allowed channels.",
+      ),
+    };
+  }
+  const chosen = agentId ?? config.defaultAgentId;
+  if (!chosen)
+    return {
+      refusal: message(
+        `No agent serves this channel yet. Only ${managersHere(interaction)} can pick one with \`/agent\`.`,
+      ),
+    };
+  if (isDirectMessage(interaction)) {
+    // A DM has no server permissions to lean on: the agent says whose DMs it answers (default: owners).
+    const record = await stores(c.env).agents.get(chosen);
+    const refusal = await directMessageRefusal(
+      interaction,
+      record?.character.settings.discord.directMessages ?? "owners",
+      owners(c),
+    );
+    if (refusal) return { refusal: message(refusal) };
+  }
+  return { agentId: chosen };
+}
+
+/** The per-user bucket that /chat and /task draw from; a private "try again" when it is empty. */
+export async function userRateRefusal(
+  c: Ctx,
+  discordUserId: string,
+): Promise<ReturnType<typeof message> | null> {
+  try {
+    await enforceRate(
+      c.env,
+      `user:discord:${discordUserId}`,
+      loadConfig(c.env).rateLimits.perUser,
+      "this Discord user",
+      keepAliveOf(c),
+    );
+    return null;
+  } catch (error) {
+    if (error instanceof RateLimitedError)
+      return message(
+        `You're sending requests faster than I can take them; try again in ${error.retryAfterSeconds} s.`,
+      );
+    throw error;
+  }
+}
