@@ -1,7 +1,7 @@
 // What the room's turn driver needs from the platform, as interfaces: the runtime's turn runner,
 // the room's message history, the agent's character and its tools. Built once per room runtime;
-// the MCP servers an agent added at runtime are read again only when its version changed, and the
-// character's delegates (ask_agent) are set before every turn.
+// the MCP servers an agent added at runtime are read once per agent version and isolate (shared by
+// its rooms), and the character's delegates (ask_agent) are set before every turn.
 import type { McpServerEntry } from "../mcp/registry.ts";
 import { effectiveServers } from "../mcp/registry.ts";
 import type { TurnOrigin } from "../plugins/plugin-services.ts";
@@ -53,15 +53,49 @@ function createToolPreparer(
   agentServers: (agentId: string) => Promise<McpServerEntry[]>,
   delegation: { configure(character: Character): void },
 ): ToolPreparer {
-  // Adding a server to the agent bumps its version.
-  let known: { version: number | null; servers: McpServerEntry[] } | null = null;
   return {
     async prepare(agentId, version, character, origin) {
       plugins.prepare(character, origin);
       // ask_agent is offered, with the agents it may ask, only when the character lists delegates.
       delegation.configure(character);
-      if (known?.version !== version) known = { version, servers: await agentServers(agentId) };
-      await mcp.prepare(effectiveServers(character.settings.mcpServers, known.servers));
+      const servers = await serversAsOf(agentId, version, agentServers);
+      await mcp.prepare(effectiveServers(character.settings.mcpServers, servers));
     },
   };
+}
+
+/** Agents whose runtime-added servers an isolate keeps; the least recently read go first. */
+const MAX_KNOWN_AGENTS = 200;
+
+/**
+ * Per isolate, shared by every room of an agent (a new room reads nothing): adding or removing a
+ * server bumps the agent's version, and the list is only used for the version it was read at.
+ * A failed read is dropped, to be made again.
+ */
+const serversByAgent = new Map<
+  string,
+  { version: number | null; servers: Promise<McpServerEntry[]> }
+>();
+
+function serversAsOf(
+  agentId: string,
+  version: number | null,
+  read: (agentId: string) => Promise<McpServerEntry[]>,
+): Promise<McpServerEntry[]> {
+  const known = serversByAgent.get(agentId);
+  serversByAgent.delete(agentId);
+  if (known?.version === version) {
+    serversByAgent.set(agentId, known);
+    return known.servers;
+  }
+  const entry = { version, servers: read(agentId) };
+  serversByAgent.set(agentId, entry);
+  entry.servers.catch(() => {
+    if (serversByAgent.get(agentId) === entry) serversByAgent.delete(agentId);
+  });
+  if (serversByAgent.size > MAX_KNOWN_AGENTS) {
+    const oldest = serversByAgent.keys().next().value;
+    if (oldest !== undefined) serversByAgent.delete(oldest);
+  }
+  return entry.servers;
 }
