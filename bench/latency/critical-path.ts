@@ -79,6 +79,7 @@ function chainBack(
     }
     if (!best) return counts;
     used.add(best.trip);
+    if (process.env.TRIPS_DEBUG) console.error("chain:", best.trip.what.slice(0, 160));
     counts[best.trip.kind === "d1" ? "d1" : "do"] += 1;
     point = best.trip.start;
   }

@@ -2,8 +2,9 @@
 // are fused by reciprocal rank (src/runtime/fusion.ts). A memory not embedded yet is still found by
 // its text; a vector index that fails or no longer fits the embedder degrades the search to text
 // alone (logged) instead of failing the turn. Message hits bring their neighbouring messages.
-// Both legs yield ids; rows are read afterwards, in one D1 batch: every hit's row, and the
-// neighbours of the best few. Everything is scoped to one agent.
+// The full-text statement returns its hits' rows and their neighbours; a local vector index ranks
+// what it holds at once, so those hits' rows are read in the same round trip as its catch-up.
+// Rows the fusion needs beyond these are read after, in one more batch. Scoped to one agent.
 import { and, desc, eq, inArray, or, sql } from "drizzle-orm";
 import { dedupeByText, fuseRankings, type FusedHit } from "../runtime/fusion.ts";
 import type {
@@ -15,6 +16,7 @@ import type {
   SearchTimings,
   VectorIndex,
   VectorMatch,
+  VectorQuery,
 } from "../runtime/types.ts";
 import type { Db } from "./db.ts";
 import {
@@ -27,7 +29,7 @@ import {
 } from "./memory-repo.ts";
 import { fromMemoryRow } from "./rows.ts";
 import { memories } from "./schema.ts";
-import { rankText } from "./text-search.ts";
+import { rankTextWithRows } from "./text-search.ts";
 import { log as logLine } from "../log.ts";
 
 /** Each leg fetches this many times the wanted results, so fusion has something to choose from. */
@@ -72,41 +74,61 @@ export function createHybridSearch(options: HybridSearchOptions): MemoryRetrieve
     }
   };
 
-  const vectorLeg = async (
+  /** The vector leg's query, with room for the ids it must leave out; null without one. */
+  const vectorQueryOf = (
     query: RetrievalQuery,
     vector: Float32Array | null,
     topK: number,
-  ): Promise<VectorMatch[]> => {
-    if (!index || !vector) return [];
+  ): VectorQuery | null => {
+    if (!index || !vector) return null;
+    const base = {
+      agentId: query.agentId,
+      vector,
+      topK: Math.min(MAX_VECTOR_CANDIDATES, topK + (query.excludeIds?.length ?? 0)),
+      types: query.types,
+      roomId: query.roomId,
+    };
+    // "This user's, or shared": the vector index filters by equality only, so shared facts are
+    // checked when the rows are read back (see below); here the user filter is left to that.
+    return query.userId === undefined || query.includeShared
+      ? base
+      : { ...base, userId: query.userId };
+  };
+
+  const failed = (query: RetrievalQuery, error: unknown): VectorMatch[] => {
+    log({
+      level: "warn",
+      msg: "vector_search_failed",
+      index: index?.kind,
+      agentId: query.agentId,
+      error: errorText(error),
+    });
+    return [];
+  };
+
+  /** The index's early ranking, when it has one (see VectorIndex.queryStaged). */
+  const staged = (query: RetrievalQuery, vectorQuery: VectorQuery | null) => {
+    if (!index?.queryStaged || !vectorQuery) return null;
     try {
-      // The index cannot leave ids out: it is asked for that many more, and they are dropped here.
-      const excluded = new Set(query.excludeIds ?? []);
-      const base = {
-        agentId: query.agentId,
-        vector,
-        topK: Math.min(MAX_VECTOR_CANDIDATES, topK + excluded.size),
-        types: query.types,
-        roomId: query.roomId,
-      };
-      // "This user's, or shared": the vector index filters by equality only, so shared facts are
-      // checked when the rows are read back (see below); here the user filter is left to that.
-      const matches = await index.query(
-        query.userId === undefined || query.includeShared
-          ? base
-          : { ...base, userId: query.userId },
-      );
-      return excluded.size === 0
-        ? matches
-        : matches.filter((match) => !excluded.has(match.id)).slice(0, topK);
+      return index.queryStaged(vectorQuery);
     } catch (error) {
-      log({
-        level: "warn",
-        msg: "vector_search_failed",
-        index: index.kind,
-        agentId: query.agentId,
-        error: errorText(error),
-      });
-      return [];
+      failed(query, error);
+      return null;
+    }
+  };
+
+  const vectorLeg = async (
+    query: RetrievalQuery,
+    vectorQuery: VectorQuery | null,
+    early: { final: Promise<VectorMatch[]> } | null,
+    topK: number,
+  ): Promise<VectorMatch[]> => {
+    if (!index || !vectorQuery) return [];
+    try {
+      const matches = await (early ? early.final : index.query(vectorQuery));
+      return withoutExcluded(query, matches).slice(0, topK);
+    } catch (error) {
+      return failed(query, error);
     }
   };
 
@@ -120,18 +142,25 @@ export function createHybridSearch(options: HybridSearchOptions): MemoryRetrieve
       );
       const queryVector =
         vector === undefined ? await timed(timings, "embed", () => embedQuery(query.text)) : vector;
-      // The vector leg goes first: its D1 read is tiny, and the ranking after it is CPU in this
-      // isolate, which then overlaps the full-text query running in D1 instead of following it.
-      // Both legs give ids only; the hits' rows are read below, in one batch.
-      const [vectorHits, textHits] = await Promise.all([
-        timed(timings, "vector", () => vectorLeg(query, queryVector, candidates)),
-        timed(timings, "text", async () => {
-          await nextTask();
-          return rankText(db, { ...query, limit: candidates });
-        }),
+      // One D1 round trip as a rule. The full-text statement goes first and returns its hits'
+      // rows with their neighbours; while D1 runs it, a local index ranks the vectors it holds and
+      // the rows of those hits are read alongside, as its catch-up read brings what is new.
+      // Whatever the fusion then needs and these reads missed is read after (assemble).
+      const read = timed(timings, "text", () =>
+        readText(db, { ...query, limit: candidates }, query.limit + FIRST_READ_MARGIN),
+      );
+      const vectorQuery = vectorQueryOf(query, queryVector, candidates);
+      const early = staged(query, vectorQuery);
+      const earlyIds = early ? withoutExcluded(query, early.early).map((match) => match.id) : [];
+      const [vectorHits, text, prefetched] = await Promise.all([
+        timed(timings, "vector", () => vectorLeg(query, vectorQuery, early, candidates)),
+        read,
+        readRows(db, query.agentId, earlyIds, earlyIds.slice(0, query.limit + FIRST_READ_MARGIN)),
       ]);
+      for (const [id, row] of prefetched.rows) text.rows.set(id, row);
+      for (const [id, list] of prefetched.around) text.around.set(id, list);
       return timed(timings, "load", () =>
-        assemble(db, index, query, textHits, vectorHits, options.vectorWeight ?? 1),
+        assemble(db, index, query, text, vectorHits, options.vectorWeight ?? 1),
       );
     },
 
@@ -179,26 +208,89 @@ type Loaded = Memory & { embedded: boolean };
 /** Neighbourhoods read at first, beyond `limit`: a few hits turn out stale or filtered out. */
 const FIRST_READ_MARGIN = 5;
 
+/** Rows and neighbourhoods read so far, by memory id (GONE: asked for, not found). */
+interface Read {
+  rows: Map<string, Loaded>;
+  around: Map<string, Loaded[]>;
+}
+
+/** The full-text leg: its hits best first, their rows, and the neighbours of the first `seeds`. */
+async function readText(
+  db: Db,
+  query: RetrievalQuery,
+  seeds: number,
+): Promise<Read & { hits: Array<{ id: string }> }> {
+  const read: Read & { hits: Array<{ id: string }> } = {
+    hits: [],
+    rows: new Map(),
+    around: new Map(),
+  };
+  const statement = rankTextWithRows(db, query, seeds);
+  if (!statement) return read;
+  const [raws = []] = await batchRawRows(db, [statement]);
+  const scored: Array<{ id: string; score: number }> = [];
+  const neighbours: Array<{ seedId: string; memory: ReturnType<typeof memoryRowOf> }> = [];
+  for (const raw of raws) {
+    const row = memoryRowOf(raw);
+    if (raw.seed_id === null || raw.seed_id === undefined) {
+      read.rows.set(row.id, withEmbedded(row));
+      scored.push({ id: row.id, score: raw.score as number });
+    } else neighbours.push({ seedId: raw.seed_id as string, memory: row });
+  }
+  // BM25 is lower for better matches; equal scores keep the statement's order.
+  read.hits = scored.sort((a, b) => a.score - b.score).map(({ id }) => ({ id }));
+  const found = adjacentFromRows(query.agentId, neighbours);
+  for (const { id } of read.hits.slice(0, seeds)) read.around.set(id, found.get(id) ?? []);
+  return read;
+}
+
+/** The rows of `ids` and the neighbourhoods of `around`, in one D1 batch (none if both are empty). */
+async function readRows(db: Db, agentId: string, ids: string[], around: string[]): Promise<Read> {
+  const read: Read = { rows: new Map(), around: new Map() };
+  const rowQueries = memoriesByIdsQueries(db, agentId, ids);
+  const aroundQueries = adjacentMessagesQueries(db, agentId, around);
+  if (rowQueries.length + aroundQueries.length === 0) return read;
+  const results = await batchRawRows(db, [...rowQueries, ...aroundQueries]);
+  for (const raw of results.slice(0, rowQueries.length).flat()) {
+    const row = memoryRowOf(raw);
+    read.rows.set(row.id, withEmbedded(row));
+  }
+  for (const id of ids) if (!read.rows.has(id)) read.rows.set(id, GONE);
+  const aroundRows = results
+    .slice(rowQueries.length)
+    .flat()
+    .map((raw) => ({ seedId: raw.seed_id as string, memory: memoryRowOf(raw) }));
+  const found = adjacentFromRows(agentId, aroundRows);
+  for (const id of around) read.around.set(id, found.get(id) ?? []);
+  return read;
+}
+
+function withoutExcluded(query: RetrievalQuery, matches: VectorMatch[]): VectorMatch[] {
+  if (!query.excludeIds || query.excludeIds.length === 0) return matches;
+  const excluded = new Set(query.excludeIds);
+  return matches.filter((match) => !excluded.has(match.id));
+}
+
 /**
- * Turns the two legs' ids into results in one D1 batch as a rule: it reads the rows of every fused
- * hit (at most both legs' candidates, by primary key) and the neighbouring messages of the best
- * `limit` + a few. A vector hit's row also says whether its memory still exists with a vector: one
- * whose memory is gone (Vectorize lags deletes; the local index's cache learns of them here) or is
- * not embedded any more (rewritten since, its old vector not replaced yet) is no vector match at
- * all, so the fusion is redone without it. Another batch is read only when a hit that makes the
- * first `limit` results needs neighbours not read yet; the results are what reading every hit's
- * row and neighbours would give.
+ * Turns the two legs into results, reading in one more D1 batch only what the first round trip
+ * did not: the rows of fused hits not read yet, and the neighbouring messages of the best `limit`
+ * + a few. A vector hit's row also says whether its memory still exists with a vector: one whose
+ * memory is gone (Vectorize lags deletes; the local index's cache learns of them here) or is not
+ * embedded any more (rewritten since, its old vector not replaced yet) is no vector match at all,
+ * so the fusion is redone without it. Another batch is read only when a hit that makes the first
+ * `limit` results needs neighbours not read yet; the results are what reading every hit's row and
+ * neighbours would give.
  */
 async function assemble(
   db: Db,
   index: VectorIndex | null,
   query: RetrievalQuery,
-  textHits: Array<{ id: string }>,
+  text: Read & { hits: Array<{ id: string }> },
   vectorHits: VectorMatch[],
   vectorWeight: number,
 ): Promise<RetrievedMemory[]> {
-  const rows = new Map<string, Loaded>();
-  const around = new Map<string, Loaded[]>();
+  const { rows, around } = text;
+  const textHits = text.hits;
   let vectorState: Map<string, boolean> | null = vectorHits.length === 0 ? new Map() : null;
   const fuse = () =>
     fuseRankings(
@@ -211,25 +303,18 @@ async function assemble(
     rows: fused.map((hit) => hit.id),
     around: fused.slice(0, query.limit + FIRST_READ_MARGIN).map((hit) => hit.id),
   };
+  // The first `want.around` is a guess at what settle() will need.
+  let speculative = true;
   for (;;) {
-    const rowQueries = memoriesByIdsQueries(db, query.agentId, want.rows);
-    const aroundQueries = adjacentMessagesQueries(db, query.agentId, want.around);
-    if (rowQueries.length + aroundQueries.length > 0) {
-      const results = await batchRawRows(db, [...rowQueries, ...aroundQueries]);
-      for (const raw of results.slice(0, rowQueries.length).flat()) {
-        const row = memoryRowOf(raw);
-        rows.set(row.id, withEmbedded(row));
-      }
-      for (const id of want.rows) if (!rows.has(id)) rows.set(id, GONE);
-      const aroundRows = results
-        .slice(rowQueries.length)
-        .flat()
-        .map((raw) => ({ seedId: raw.seed_id as string, memory: memoryRowOf(raw) }));
-      const found = adjacentFromRows(query.agentId, aroundRows);
-      for (const id of want.around) around.set(id, found.get(id) ?? []);
-    }
+    const missingRows = want.rows.filter((id) => !rows.has(id));
+    // Neighbourhoods beyond what settle() asks for ride along only with a read that happens anyway.
+    const missingAround =
+      missingRows.length > 0 || !speculative ? want.around.filter((id) => !around.has(id)) : [];
+    const more = await readRows(db, query.agentId, missingRows, missingAround);
+    for (const [id, row] of more.rows) rows.set(id, row);
+    for (const [id, list] of more.around) around.set(id, list);
     if (vectorState === null) {
-      // Every vector hit is a fused hit, so the first batch read its row (or found it gone).
+      // Every vector hit is a fused hit, so its row has been read by now (or found gone).
       vectorState = new Map();
       const gone: string[] = [];
       for (const hit of vectorHits) {
@@ -243,6 +328,7 @@ async function assemble(
     const outcome = settle(fused, rows, around, query);
     if ("results" in outcome) return outcome.results;
     want = outcome.need;
+    speculative = false;
   }
 }
 
@@ -389,11 +475,6 @@ function matchesFilter(memory: Memory, query: RetrievalQuery): boolean {
     return !!query.includeShared && memory.type === "fact" && memory.metadata.shared === true;
   }
   return true;
-}
-
-/** Resolves after the work already queued (promise callbacks included) has run. */
-function nextTask(): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, 0));
 }
 
 /** Runs `work`, adding its wall time to `timings[leg]` when timings are wanted. */

@@ -16,6 +16,7 @@ import {
   createVectorCache,
   putVector,
   quantize,
+  rankSlotsFrom,
   rankVectors,
   removeVector,
   signBits,
@@ -207,6 +208,26 @@ export function createLocalVectorIndex(db: Db): VectorIndex {
       return rankVectors(cache, query).slice(0, query.topK);
     },
 
+    queryStaged(query: VectorQuery) {
+      const cache = caches.get(query.agentId);
+      // Only a cache this isolate already holds, for a vector of the dimension it has checked.
+      if (!cache || known !== query.vector.length || cache.dimensions !== known) return null;
+      // Ranked before the catch-up's rows arrive (they are applied after an await, never during
+      // this synchronous call); then only the slots the catch-up added are scored and merged in.
+      const final = sync(query.agentId, known);
+      const before = cache.size;
+      const ranked = rankVectors(cache, query);
+      return {
+        early: ranked.slice(0, query.topK),
+        final: final.then((synced) => {
+          if (synced !== cache) return rankVectors(synced, query).slice(0, query.topK);
+          // A match whose vector was replaced (now in a later slot) or dropped since is left out.
+          const kept = ranked.filter((match) => (synced.slots.get(match.id) ?? before) < before);
+          return mergeByScore(kept, rankSlotsFrom(synced, query, before)).slice(0, query.topK);
+        }),
+      };
+    },
+
     forget: forgetCached,
 
     async delete(agentId: string, ids: string[]) {
@@ -223,6 +244,19 @@ export function createLocalVectorIndex(db: Db): VectorIndex {
       forgetCached(agentId, ids);
     },
   };
+}
+
+/** Two lists sorted best first, as one (on equal scores, `a`'s first). */
+function mergeByScore(a: VectorMatch[], b: VectorMatch[]): VectorMatch[] {
+  if (b.length === 0) return a;
+  const merged: VectorMatch[] = [];
+  let i = 0;
+  let j = 0;
+  while (i < a.length || j < b.length) {
+    if (j >= b.length || (i < a.length && a[i]!.score >= b[j]!.score)) merged.push(a[i++]!);
+    else merged.push(b[j++]!);
+  }
+  return merged;
 }
 
 function forgetCached(agentId: string, ids: string[]): void {

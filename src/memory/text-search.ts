@@ -6,7 +6,12 @@
 // ranks inside the index and only the best `limit` rows are joined with `memories`: at 100k
 // memories of one agent this is what keeps a query in milliseconds.
 import { and, asc, eq, sql, type SQL } from "drizzle-orm";
-import { integer, sqliteTable, text as textColumn } from "drizzle-orm/sqlite-core";
+import {
+  integer,
+  SQLiteAsyncDialect,
+  sqliteTable,
+  text as textColumn,
+} from "drizzle-orm/sqlite-core";
 import { queryTerms } from "../runtime/query-terms.ts";
 import type { Db } from "./db.ts";
 import { filterConditions, type MemoryFilter } from "./memory-repo.ts";
@@ -77,12 +82,54 @@ export function scopedFtsQuery(query: TextSearchQuery): string | null {
 export async function rankText(db: Db, query: TextSearchQuery): Promise<Array<{ id: string }>> {
   const matched = textMatches(db, query);
   if (!matched) return [];
+  const ranked = matched.ranked.as("ranked");
   return db
     .select({ id: memories.id })
-    .from(matched.ranked)
-    .innerJoin(memories, eq(memories.seq, matched.ranked.seq))
+    .from(ranked)
+    .innerJoin(memories, eq(memories.seq, ranked.seq))
     .where(and(...matched.conditions))
-    .orderBy(asc(matched.ranked.score));
+    .orderBy(asc(ranked.score));
+}
+
+const dialect = new SQLiteAsyncDialect();
+const MEMORY_COLUMNS =
+  "seq, id, type, agent_id, room_id, user_id, parent_id, content, metadata, created_at, embedded_at";
+
+/**
+ * rankText's ranking as one unsent statement that returns the hits' whole rows, best first, and the
+ * neighbouring messages (as adjacentMessagesQueries finds them) of the best `seeds` hits. Hybrid
+ * search sends it in its first D1 round trip, so a search whose results come from these rows needs
+ * no second one. Rows: `seed_id` null for a hit (then `score`), else the hit whose neighbour it is.
+ * The ranking runs once (materialized), however often the statement refers to it.
+ */
+export function rankTextWithRows(
+  db: Db,
+  query: TextSearchQuery,
+  seeds: number,
+): { toSQL(): { sql: string; params: unknown[] } } | null {
+  const matched = textMatches(db, query);
+  if (!matched) return null;
+  // Nearest message of the seed's room before (or after) it, by time then insertion order.
+  const nearest = (op: string, direction: string) =>
+    sql.raw(`(SELECT p.seq FROM memories AS p
+      WHERE p.agent_id = s.agent_id AND p.room_id = s.room_id AND p.type = 'message'
+        AND (p.created_at, p.seq) ${op} (s.created_at, s.seq)
+      ORDER BY p.created_at ${direction}, p.seq ${direction} LIMIT 1)`);
+  const statement = sql`WITH ranked AS MATERIALIZED ${matched.ranked},
+    hits AS MATERIALIZED (
+      SELECT ${memories}.*, ranked.score AS score FROM ranked
+      JOIN ${memories} ON ${memories.seq} = ranked.hit_seq
+      WHERE ${and(...matched.conditions)}),
+    seeds AS (SELECT seq, id, agent_id, room_id, created_at FROM hits ORDER BY score LIMIT ${seeds})
+    SELECT NULL AS seed_id, score, ${sql.raw(MEMORY_COLUMNS)} FROM hits
+    UNION ALL
+    SELECT s.id, NULL, ${sql.raw(
+      MEMORY_COLUMNS.split(", ")
+        .map((column) => `n.${column}`)
+        .join(", "),
+    )}
+    FROM seeds AS s JOIN memories AS n ON n.seq IN (${nearest("<", "DESC")}, ${nearest(">", "ASC")})`;
+  return { toSQL: () => dialect.sqlToQuery(statement) };
 }
 
 /** The FTS5 ranking (best `limit` rows of the agent's range) and the filter to check its rows against. */
@@ -119,7 +166,6 @@ function textMatches(db: Db, query: TextSearchQuery) {
       sql`memories_fts MATCH ${match} AND ${memoriesFts.rowid} BETWEEN ${first} AND ${first} + ${mask}${excluded}`,
     )
     .orderBy(sql`score`)
-    .limit(query.limit)
-    .as("ranked");
+    .limit(query.limit);
   return { ranked, conditions };
 }

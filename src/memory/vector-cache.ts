@@ -253,13 +253,7 @@ export function cacheBytes(cache: VectorCache, overheadPerSlot: number): number 
 /** Filtered matches, best first, by cosine (exact on the int8 values of the candidates). */
 export function rankVectors(cache: VectorCache, query: VectorQuery): VectorMatch[] {
   const { dimensions, words, size, layout, kernels, memory } = cache;
-  let typeMask = 0;
-  if (query.types && query.types.length > 0)
-    for (const type of query.types) typeMask |= 1 << (TYPE_CODE.get(type) ?? 31);
-  else typeMask = ~0;
-  // A filter value the cache has never seen matches nothing (-1 is no slot's number).
-  const roomId = query.roomId === undefined ? 0 : (cache.names.get(query.roomId) ?? -1);
-  const userId = query.userId === undefined ? 0 : (cache.names.get(query.userId) ?? -1);
+  const { typeMask, roomId, userId } = filterOf(cache, query);
   const q = query.vector;
   const buffer = memory.buffer;
   const qCode = new Uint32Array(buffer, layout.queryCode, words);
@@ -318,13 +312,51 @@ export function rankVectors(cache: VectorCache, query: VectorQuery): VectorMatch
     }
   }
 
-  // Pass 3: exact cosine on the int8 values.
+  return scorePool(cache, q, pooled);
+}
+
+/**
+ * The live vectors in slots `from` and after that pass the query's filter, scored as rankVectors
+ * scores its pool, best first. Slots only ever grow (a replaced vector takes a new one), so these
+ * are what a catch-up added since a ranking made when the cache had `from` slots.
+ */
+export function rankSlotsFrom(cache: VectorCache, query: VectorQuery, from: number): VectorMatch[] {
+  const { size, layout, types, rooms, users, memory } = cache;
+  const { typeMask, roomId, userId } = filterOf(cache, query);
+  new Float32Array(memory.buffer, layout.query, cache.dimensions).set(query.vector);
+  const pool = new Int32Array(memory.buffer, layout.kept, cache.capacity);
+  let pooled = 0;
+  for (let s = from; s < size; s++) {
+    const type = types[s]!;
+    if (type === DEAD || ((typeMask >>> type) & 1) === 0) continue;
+    if (roomId !== 0 && rooms[s] !== roomId) continue;
+    if (userId !== 0 && users[s] !== userId) continue;
+    pool[pooled++] = s;
+  }
+  return pooled === 0 ? [] : scorePool(cache, query.vector, pooled);
+}
+
+/** The query's filter as the kernels take it: a type bit mask, room and user numbers (0: any). */
+function filterOf(cache: VectorCache, query: VectorQuery) {
+  let typeMask = 0;
+  if (query.types && query.types.length > 0)
+    for (const type of query.types) typeMask |= 1 << (TYPE_CODE.get(type) ?? 31);
+  else typeMask = ~0;
+  // A filter value the cache has never seen matches nothing (-1 is no slot's number).
+  const roomId = query.roomId === undefined ? 0 : (cache.names.get(query.roomId) ?? -1);
+  const userId = query.userId === undefined ? 0 : (cache.names.get(query.userId) ?? -1);
+  return { typeMask, roomId, userId };
+}
+
+/** Exact cosine on the int8 values of the first `pooled` slots of the pool (query already in place). */
+function scorePool(cache: VectorCache, q: Float32Array, pooled: number): VectorMatch[] {
+  const { dimensions, layout, kernels, norms, ids } = cache;
+  const pool = new Int32Array(cache.memory.buffer, layout.kept, pooled);
   let qNorm = 0;
   for (let d = 0; d < dimensions; d++) qNorm += q[d]! * q[d]!;
   qNorm = Math.sqrt(qNorm);
   kernels.dots(layout.kept, pooled, layout.vectors, dimensions, layout.query, layout.out);
-  const dots = new Float64Array(buffer, layout.out, pooled);
-  const { norms, ids } = cache;
+  const dots = new Float64Array(cache.memory.buffer, layout.out, pooled);
   const scored: VectorMatch[] = new Array(pooled);
   for (let i = 0; i < pooled; i++) {
     const slot = pool[i]!;

@@ -279,6 +279,13 @@ export interface VectorIndex {
   /** Throws `DimensionMismatchError` if a vector's length is not the index's dimension. */
   upsert(records: VectorRecord[]): Promise<void>;
   query(query: VectorQuery): Promise<VectorMatch[]>;
+  /**
+   * The same query in two stages, for an index that ranks in this isolate (the local one): `early`
+   * at once, from what it holds already, best first (a caller reads those memories' rows while the
+   * index catches up), and `final`, what `query` answers. null when it holds nothing to rank yet
+   * (then `query`). Not every `early` match survives into `final`, nor the other way round.
+   */
+  queryStaged?(query: VectorQuery): { early: VectorMatch[]; final: Promise<VectorMatch[]> } | null;
   delete(agentId: string, ids: string[]): Promise<void>;
   /**
    * Search found these ids' memories gone: an index that caches (the local one) stops returning
