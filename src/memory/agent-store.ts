@@ -14,6 +14,7 @@ import {
   ValidationError,
 } from "../runtime/errors.ts";
 import type { Memory } from "../runtime/types.ts";
+import { compiled } from "./compiled.ts";
 import type { Db } from "./db.ts";
 import { readJsonColumn } from "./json-column.ts";
 import { overwriteMemoriesStatements } from "./memory-repo.ts";
@@ -76,6 +77,14 @@ export interface AgentStore {
 
 /** The sealed secrets column, opened: secret name -> value. */
 const StoredSecrets = z.record(z.string(), z.string());
+
+/** Every turn's check that its agent exists and its character is current. */
+const agentVersion = compiled((db) =>
+  db
+    .select({ updatedAt: agents.updatedAt })
+    .from(agents)
+    .where(eq(agents.id, sql.placeholder("id"))),
+);
 
 export function createAgentStore(db: Db, secretBox: SecretBox | null): AgentStore {
   const sealSecrets = async (id: string, character: Character): Promise<string | null> => {
@@ -157,12 +166,8 @@ export function createAgentStore(db: Db, secretBox: SecretBox | null): AgentStor
     },
 
     async version(id) {
-      const row = await db
-        .select({ updatedAt: agents.updatedAt })
-        .from(agents)
-        .where(eq(agents.id, id))
-        .get();
-      return row?.updatedAt ?? null;
+      const row = await agentVersion(db).bind(db, { id }).first<{ updated_at: number }>();
+      return row?.updated_at ?? null;
     },
 
     async list({ limit, after, only }) {

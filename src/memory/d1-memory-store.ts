@@ -4,9 +4,100 @@
 import { and, asc, desc, eq, gt, lt, sql } from "drizzle-orm";
 import type { Db } from "./db.ts";
 import type { InboundMessage, Memory, MemoryStore } from "../runtime/types.ts";
+import { compiled } from "./compiled.ts";
 import { upsertMemory } from "./memory-repo.ts";
 import { fromMemoryRow, toMemoryRow } from "./rows.ts";
 import { memories, participants, relationships, rooms, users } from "./schema.ts";
+
+const placeholder = (name: string) => sql.placeholder(name);
+/** A placeholder where drizzle wants SQL (an update's `set`). */
+const value = (name: string) => sql`${sql.placeholder(name)}`;
+
+/** A memory, as toMemoryRow gives it; a replayed write (same agent and id) changes nothing. */
+const insertMemory = compiled((db) =>
+  db
+    .insert(memories)
+    .values({
+      id: placeholder("id"),
+      type: placeholder("type"),
+      agentId: placeholder("agentId"),
+      roomId: placeholder("roomId"),
+      userId: placeholder("userId"),
+      parentId: placeholder("parentId"),
+      content: placeholder("content"),
+      metadata: placeholder("metadata"),
+      createdAt: placeholder("createdAt"),
+    })
+    .onConflictDoNothing(),
+);
+
+const upsertUser = compiled((db) =>
+  db
+    .insert(users)
+    .values({
+      id: placeholder("userId"),
+      name: placeholder("name"),
+      source: placeholder("source"),
+      createdAt: placeholder("at"),
+      updatedAt: placeholder("at"),
+    })
+    .onConflictDoUpdate({
+      target: users.id,
+      set: { name: sql`coalesce(excluded.name, ${users.name})`, updatedAt: value("at") },
+    }),
+);
+
+const upsertRoom = compiled((db) =>
+  db
+    .insert(rooms)
+    .values({
+      agentId: placeholder("agentId"),
+      id: placeholder("roomId"),
+      source: placeholder("source"),
+      createdAt: placeholder("at"),
+      updatedAt: placeholder("at"),
+    })
+    .onConflictDoUpdate({ target: [rooms.agentId, rooms.id], set: { updatedAt: value("at") } }),
+);
+
+const upsertParticipant = compiled((db) =>
+  db
+    .insert(participants)
+    .values({
+      agentId: placeholder("agentId"),
+      roomId: placeholder("roomId"),
+      userId: placeholder("userId"),
+      firstSeenAt: placeholder("at"),
+      lastSeenAt: placeholder("at"),
+    })
+    .onConflictDoUpdate({
+      target: [participants.agentId, participants.roomId, participants.userId],
+      set: { lastSeenAt: value("at") },
+    }),
+);
+
+/** One more interaction, unless this turn was counted already (a replay after eviction). */
+const countInteraction = compiled((db) =>
+  db
+    .insert(relationships)
+    .values({
+      agentId: placeholder("agentId"),
+      userId: placeholder("userId"),
+      interactionCount: 1,
+      lastInteraction: placeholder("at"),
+      lastTurnId: placeholder("turnId"),
+    })
+    .onConflictDoUpdate({
+      target: [relationships.agentId, relationships.userId],
+      set: {
+        interactionCount: sql`${relationships.interactionCount} + 1`,
+        lastInteraction: value("at"),
+        lastTurnId: value("turnId"),
+      },
+      setWhere: sql`${relationships.lastTurnId} IS NOT ${placeholder("turnId")}`,
+    })
+    .returning({ count: relationships.interactionCount }),
+);
 
 export function createD1MemoryStore(db: Db): MemoryStore {
   return {
@@ -15,51 +106,26 @@ export function createD1MemoryStore(db: Db): MemoryStore {
       const userId = memory.userId;
       const roomId = memory.roomId;
       if (!userId || !roomId) throw new TypeError("an inbound message needs a user and a room");
-      await db.batch([
-        db
-          .insert(users)
-          .values({ id: userId, name: userName ?? null, source, createdAt: at, updatedAt: at })
-          .onConflictDoUpdate({
-            target: users.id,
-            set: { name: sql`coalesce(excluded.name, ${users.name})`, updatedAt: at },
-          }),
-        db
-          .insert(rooms)
-          .values({ agentId: memory.agentId, id: roomId, source, createdAt: at, updatedAt: at })
-          .onConflictDoUpdate({ target: [rooms.agentId, rooms.id], set: { updatedAt: at } }),
-        db
-          .insert(participants)
-          .values({ agentId: memory.agentId, roomId, userId, firstSeenAt: at, lastSeenAt: at })
-          .onConflictDoUpdate({
-            target: [participants.agentId, participants.roomId, participants.userId],
-            set: { lastSeenAt: at },
-          }),
-        db.insert(memories).values(toMemoryRow(memory)).onConflictDoNothing(),
+      const keys = { agentId: memory.agentId, roomId, userId, source, at };
+      await db.$client.batch([
+        upsertUser(db).bind(db, { ...keys, name: userName ?? null }),
+        upsertRoom(db).bind(db, keys),
+        upsertParticipant(db).bind(db, keys),
+        insertMemory(db).bind(db, toMemoryRow(memory)),
       ]);
     },
 
     async saveMemory(memory: Memory): Promise<void> {
-      await db.insert(memories).values(toMemoryRow(memory)).onConflictDoNothing();
+      await insertMemory(db).bind(db, toMemoryRow(memory)).run();
     },
 
     recentMessages: (query) => selectRoomMessages(db, query),
 
     async recordInteraction({ agentId, userId, turnId, at }): Promise<number> {
-      const [counted] = await db
-        .insert(relationships)
-        .values({ agentId, userId, interactionCount: 1, lastInteraction: at, lastTurnId: turnId })
-        .onConflictDoUpdate({
-          target: [relationships.agentId, relationships.userId],
-          set: {
-            interactionCount: sql`${relationships.interactionCount} + 1`,
-            lastInteraction: at,
-            lastTurnId: turnId,
-          },
-          // A replayed turn (after eviction) must not count twice.
-          setWhere: sql`${relationships.lastTurnId} IS NOT ${turnId}`,
-        })
-        .returning({ count: relationships.interactionCount });
-      if (counted) return counted.count;
+      const counted = await countInteraction(db)
+        .bind(db, { agentId, userId, turnId, at })
+        .first<{ interaction_count: number }>();
+      if (counted) return counted.interaction_count;
       // A replay changed nothing, so nothing was returned: read the count it left.
       const [row] = await db
         .select({ count: relationships.interactionCount })

@@ -7,7 +7,14 @@
 // calls forget().
 import { and, eq, gt, inArray, sql } from "drizzle-orm";
 import { DimensionMismatchError } from "../runtime/errors.ts";
-import type { VectorIndex, VectorMatch, VectorQuery, VectorRecord } from "../runtime/types.ts";
+import type {
+  MemoryType,
+  VectorIndex,
+  VectorMatch,
+  VectorQuery,
+  VectorRecord,
+} from "../runtime/types.ts";
+import { compiled } from "./compiled.ts";
 import type { Db } from "./db.ts";
 import { memoryVectors, vectorIndexMeta } from "./schema.ts";
 import { byAgent } from "./vector-outbox.ts";
@@ -37,6 +44,47 @@ const MAX_CACHED_BYTES = 48 * 1024 * 1024;
 /** Per cached vector besides its typed-array bytes: id string, room and user refs, map entry. */
 const SLOT_OVERHEAD_BYTES = 150;
 
+/** The dimension the first vector written set (null: no vector yet). */
+const dimensionsRow = compiled((db) =>
+  db
+    .select({ value: vectorIndexMeta.value })
+    .from(vectorIndexMeta)
+    .where(eq(vectorIndexMeta.key, "dimensions")),
+);
+
+/** One page of an agent's vectors written after a seq: a cache's catch-up, once per search. */
+const vectorsAfter = compiled((db) =>
+  db
+    .select({
+      seq: memoryVectors.seq,
+      id: sql<string>`${memoryVectors.memoryId}`.as("id"),
+      type: memoryVectors.type,
+      roomId: memoryVectors.roomId,
+      userId: memoryVectors.userId,
+      hex: sql<string>`hex(${memoryVectors.code})`.as("hex"),
+      bitsHex: sql<string>`hex(${memoryVectors.bits})`.as("bits_hex"),
+    })
+    .from(memoryVectors)
+    .where(
+      and(
+        eq(memoryVectors.agentId, sql.placeholder("agentId")),
+        gt(memoryVectors.seq, sql.placeholder("after")),
+      ),
+    )
+    .orderBy(memoryVectors.seq)
+    .limit(SYNC_PAGE),
+);
+
+interface SyncRow {
+  seq: number;
+  id: string;
+  type: MemoryType;
+  room_id: string | null;
+  user_id: string | null;
+  hex: string;
+  bits_hex: string | null;
+}
+
 const caches = new Map<string, VectorCache>();
 
 /** Forgets every cached agent (tests simulate a fresh isolate with it). */
@@ -46,11 +94,7 @@ export function resetLocalVectorCache(): void {
 
 export function createLocalVectorIndex(db: Db): VectorIndex {
   const readDimensions = async (): Promise<number | null> => {
-    const row = await db
-      .select({ value: vectorIndexMeta.value })
-      .from(vectorIndexMeta)
-      .where(eq(vectorIndexMeta.key, "dimensions"))
-      .get();
+    const row = await dimensionsRow(db).bind(db, {}).first<{ value: string }>();
     known = row ? Number(row.value) : null;
     return known;
   };
@@ -100,32 +144,21 @@ export function createLocalVectorIndex(db: Db): VectorIndex {
     for (;;) {
       // The int8 values and sign bits as hex text: D1 hands a blob back as an array of numbers,
       // which made reading 100,000 of them (a cold cache) about five times slower than this.
-      const rows = await db
-        .select({
-          seq: memoryVectors.seq,
-          id: memoryVectors.memoryId,
-          type: memoryVectors.type,
-          roomId: memoryVectors.roomId,
-          userId: memoryVectors.userId,
-          hex: sql<string>`hex(${memoryVectors.code})`,
-          bitsHex: sql<string>`hex(${memoryVectors.bits})`,
-        })
-        .from(memoryVectors)
-        .where(and(eq(memoryVectors.agentId, agentId), gt(memoryVectors.seq, cache.lastSeq)))
-        .orderBy(memoryVectors.seq)
-        .limit(SYNC_PAGE);
+      const { results: rows } = await vectorsAfter(db)
+        .bind(db, { agentId, after: cache.lastSeq })
+        .all<SyncRow>();
       for (const row of rows) {
         if (row.hex.length === 2 * dimensions) {
           int8FromHex(row.hex, code);
           // Rows written before migration 0011 have no bits: putVector computes them.
-          const known = row.bitsHex.length === 2 * bitsBytes.length;
-          if (known) bytesFromHex(row.bitsHex, bitsBytes);
+          const known = row.bits_hex?.length === 2 * bitsBytes.length;
+          if (known) bytesFromHex(row.bits_hex!, bitsBytes);
           putVector(
             cache,
             row.id,
             row.type,
-            row.roomId,
-            row.userId,
+            row.room_id,
+            row.user_id,
             code,
             known ? bits : undefined,
           );

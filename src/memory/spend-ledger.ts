@@ -2,8 +2,24 @@
 // (DAILY_TOKEN_LIMIT / a character's settings.dailyTokens). One upsert per turn, off the reply path.
 import { and, eq, sql } from "drizzle-orm";
 import type { SpendLedger } from "../runtime/spend.ts";
+import { compiled } from "./compiled.ts";
 import type { Db } from "./db.ts";
 import { modelUsageDaily } from "./schema.ts";
+
+/** One turn's tokens onto the agent's day: every turn makes this write. */
+const addTokens = compiled((db) =>
+  db
+    .insert(modelUsageDaily)
+    .values({
+      agentId: sql.placeholder("agentId"),
+      day: sql.placeholder("day"),
+      tokens: sql.placeholder("tokens"),
+    })
+    .onConflictDoUpdate({
+      target: [modelUsageDaily.agentId, modelUsageDaily.day],
+      set: { tokens: sql`${modelUsageDaily.tokens} + ${sql.placeholder("tokens")}` },
+    }),
+);
 
 export function createD1SpendLedger(db: Db): SpendLedger {
   return {
@@ -16,13 +32,7 @@ export function createD1SpendLedger(db: Db): SpendLedger {
       return row?.tokens ?? 0;
     },
     async add(agentId, day, tokens) {
-      await db
-        .insert(modelUsageDaily)
-        .values({ agentId, day, tokens })
-        .onConflictDoUpdate({
-          target: [modelUsageDaily.agentId, modelUsageDaily.day],
-          set: { tokens: sql`${modelUsageDaily.tokens} + ${tokens}` },
-        });
+      await addTokens(db).bind(db, { agentId, day, tokens }).run();
     },
   };
 }
