@@ -36,7 +36,10 @@ async function readThroughTurn(agentId: string, url: string, maxChars?: number) 
   expect(response.status).toBe(200);
   const body = await json<TurnBody>(response);
   // The chat model's last call: an evaluator's small-model call may already have come after it.
-  const sent = model.callsFor("test-primary").at(-1)!.messages.filter((m) => m.role === "tool");
+  const sent = model
+    .callsFor("test-primary")
+    .at(-1)!
+    .messages.filter((m) => m.role === "tool");
   return { call: body.toolCalls[0]!, toModel: String(sent.at(-1)?.content ?? "") };
 }
 
