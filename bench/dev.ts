@@ -1,12 +1,13 @@
 // `npm run bench:dev`: a plain turn through the local dev server as `npm run dev` runs it
-// (`wrangler dev --local`: wrangler's own build, its disk-backed D1 and Durable Object state),
-// against the zero-latency model stand-in on loopback. The state goes to a temporary directory and
+// (`wrangler dev --local` with wrangler's environment from scripts/wrangler-dev.env: wrangler's own
+// build, its proxy worker, its disk-backed D1 and Durable Object state), against the zero-latency
+// model stand-in on loopback. The state goes to a temporary directory and
 // every variable is passed on the command line, so a developer's .wrangler/state and .dev.vars are
 // neither read nor touched. Prints one table: the turns in one room, after a warm-up, as the room
 // grows (history and recall reads grow with it).
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -21,6 +22,19 @@ const { values: flags } = parseArgs({
 const TURNS = Number(flags.turns ?? 300);
 const WARMUP = Number(flags.warmup ?? 30);
 
+/** What `npm run dev` hands node before wrangler's entry: the same file, or this bench measures something else. */
+const DEV_ENV_FILE = "scripts/wrangler-dev.env";
+
+function checkDevScript(): void {
+  const scripts = (
+    JSON.parse(readFileSync("package.json", "utf8")) as { scripts: Record<string, string> }
+  ).scripts;
+  if (!scripts.dev?.includes(`--env-file=${DEV_ENV_FILE}`) || !scripts.dev.includes("dev --local"))
+    throw new Error(
+      `package.json's dev script no longer runs wrangler as this bench does: ${scripts.dev}`,
+    );
+}
+
 async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
@@ -33,6 +47,7 @@ async function freePort(): Promise<number> {
 }
 
 async function main(): Promise<void> {
+  checkDevScript();
   const model = await startModelServer();
   const state = mkdtempSync(join(tmpdir(), "edge-agents-dev-bench-"));
   const token = randomBytes(24).toString("hex");
@@ -59,6 +74,7 @@ async function main(): Promise<void> {
   const wrangler = spawn(
     process.execPath,
     [
+      `--env-file=${DEV_ENV_FILE}`,
       wranglerEntry(),
       "dev",
       "--local",

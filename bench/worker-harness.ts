@@ -1,7 +1,7 @@
-// Starts the worker exactly as `wrangler deploy` would bundle it, in Miniflare's local workerd
-// with the bindings wrangler.toml declares (D1, R2, Durable Objects in a fresh in-memory state),
-// for the benchmarks. The worker applies its D1 migrations itself, as a deployed one does; the
-// harness waits for that before it returns. Returns an authenticated JSON caller.
+// Starts the worker exactly as `wrangler deploy` would bundle it, in Miniflare's local workerd with
+// the bindings wrangler.toml declares, for the benchmarks: D1 and Durable Objects fresh each run but
+// on disk, as under `npm run dev` (a temporary directory; each SQLite commit fsyncs). The worker
+// applies its D1 migrations itself; the harness waits for that. Returns an authenticated JSON caller.
 import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { readdirSync, readFileSync, rmSync } from "node:fs";
