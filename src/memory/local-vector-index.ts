@@ -21,6 +21,7 @@ import { byAgent } from "./vector-outbox.ts";
 import {
   cacheBytes,
   createVectorCache,
+  EXACT_BELOW,
   putVector,
   quantize,
   rankSlotsFrom,
@@ -253,7 +254,9 @@ export function createLocalVectorIndex(db: Db): VectorIndex {
       return {
         early: ranked.slice(0, query.topK),
         final: final.then((synced) => {
-          if (synced !== cache) return rankVectors(synced, query).slice(0, query.topK);
+          // Many new vectors (a large import since): ranked as a whole, not each scored exactly.
+          if (synced !== cache || synced.size - before > EXACT_BELOW)
+            return rankVectors(synced, query).slice(0, query.topK);
           // A match whose vector was replaced (now in a later slot) or dropped since is left out.
           const kept = ranked.filter((match) => (synced.slots.get(match.id) ?? before) < before);
           return mergeByScore(kept, rankSlotsFrom(synced, query, before)).slice(0, query.topK);
