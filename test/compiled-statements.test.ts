@@ -41,11 +41,11 @@ const direct = (id: string, name: string | null, at: number) =>
 
 describe("compiled statements", () => {
   it("send drizzle's SQL text and write what drizzle's statement writes", async () => {
-    expect(upsertUser(db).sql).toBe(direct("x", null, 0).toSQL().sql);
-    await upsertUser(db).bind(db, { id: "c-1", name: "Ann", source: "api", at: 10 }).run();
+    expect(upsertUser.sql(db)).toBe(direct("x", null, 0).toSQL().sql);
+    await upsertUser.bind(db, { id: "c-1", name: "Ann", source: "api", at: 10 }).run();
     await direct("c-2", "Ann", 10);
     // The update branch: a null name keeps the stored one.
-    await upsertUser(db).bind(db, { id: "c-1", name: null, source: "api", at: 20 }).run();
+    await upsertUser.bind(db, { id: "c-1", name: null, source: "api", at: 20 }).run();
     await direct("c-2", null, 20);
     const read = async (id: string) => {
       const [row] = await db.select().from(users).where(eq(users.id, id));
@@ -56,7 +56,7 @@ describe("compiled statements", () => {
   });
 
   it("refuses a statement with a value left out before it is sent", () => {
-    expect(() => upsertUser(db).bind(db, { id: "c-3", name: "Bo", source: "api" })).toThrow(
+    expect(() => upsertUser.bind(db, { id: "c-3", name: "Bo", source: "api" })).toThrow(
       /No value for placeholder "at"/,
     );
   });

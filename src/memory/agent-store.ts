@@ -166,7 +166,7 @@ export function createAgentStore(db: Db, secretBox: SecretBox | null): AgentStor
     },
 
     async version(id) {
-      const row = await agentVersion(db).bind(db, { id }).first<{ updated_at: number }>();
+      const row = await agentVersion.bind(db, { id }).first<{ updated_at: number }>();
       return row?.updated_at ?? null;
     },
 

@@ -12,8 +12,8 @@ type Value = (values: Record<string, unknown>) => unknown;
 export interface Compiled {
   /** The statement with `values` bound by placeholder name, unsent (for a batch, or `.run()`). */
   bind(db: Db, values: Record<string, unknown>): D1PreparedStatement;
-  /** Its SQL text (tests and statement counts read it). */
-  readonly sql: string;
+  /** Its SQL text (tests read it). */
+  sql(db: Db): string;
 }
 
 /**
@@ -21,20 +21,21 @@ export interface Compiled {
  * drizzle's own prepared statements fill them (fillPlaceholders): in a column's place through the
  * column's mapToDriverValue, elsewhere as they are. A missing value is an error, as in drizzle.
  */
-export function compiled(build: (db: Db) => Built): (db: Db) => Compiled {
+export function compiled(build: (db: Db) => Built): Compiled {
   let done: { sql: string; params: Value[] } | null = null;
   const compile = (db: Db) => {
-    const { sql, params } = build(db).toSQL();
-    return { sql, params: params.map(parameter) };
+    if (!done) {
+      const { sql, params } = build(db).toSQL();
+      done = { sql, params: params.map(parameter) };
+    }
+    return done;
   };
-  return (db) => {
-    done ??= compile(db);
-    const { sql, params } = done;
-    return {
-      sql,
-      bind: (target, values) =>
-        target.$client.prepare(sql).bind(...params.map((param) => param(values))),
-    };
+  return {
+    bind(db, values) {
+      const { sql, params } = compile(db);
+      return db.$client.prepare(sql).bind(...params.map((param) => param(values)));
+    },
+    sql: (db) => compile(db).sql,
   };
 }
 

@@ -108,21 +108,21 @@ export function createD1MemoryStore(db: Db): MemoryStore {
       if (!userId || !roomId) throw new TypeError("an inbound message needs a user and a room");
       const keys = { agentId: memory.agentId, roomId, userId, source, at };
       await db.$client.batch([
-        upsertUser(db).bind(db, { ...keys, name: userName ?? null }),
-        upsertRoom(db).bind(db, keys),
-        upsertParticipant(db).bind(db, keys),
-        insertMemory(db).bind(db, toMemoryRow(memory)),
+        upsertUser.bind(db, { ...keys, name: userName ?? null }),
+        upsertRoom.bind(db, keys),
+        upsertParticipant.bind(db, keys),
+        insertMemory.bind(db, toMemoryRow(memory)),
       ]);
     },
 
     async saveMemory(memory: Memory): Promise<void> {
-      await insertMemory(db).bind(db, toMemoryRow(memory)).run();
+      await insertMemory.bind(db, toMemoryRow(memory)).run();
     },
 
     recentMessages: (query) => selectRoomMessages(db, query),
 
     async recordInteraction({ agentId, userId, turnId, at }): Promise<number> {
-      const counted = await countInteraction(db)
+      const counted = await countInteraction
         .bind(db, { agentId, userId, turnId, at })
         .first<{ interaction_count: number }>();
       if (counted) return counted.interaction_count;

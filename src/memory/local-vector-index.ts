@@ -95,7 +95,7 @@ export function resetLocalVectorCache(): void {
 
 export function createLocalVectorIndex(db: Db): VectorIndex {
   const readDimensions = async (): Promise<number | null> => {
-    const row = await dimensionsRow(db).bind(db, {}).first<{ value: string }>();
+    const row = await dimensionsRow.bind(db, {}).first<{ value: string }>();
     known = row ? Number(row.value) : null;
     return known;
   };
@@ -145,7 +145,7 @@ export function createLocalVectorIndex(db: Db): VectorIndex {
     for (;;) {
       // The int8 values and sign bits as hex text: D1 hands a blob back as an array of numbers,
       // which made reading 100,000 of them (a cold cache) about five times slower than this.
-      const { results: rows } = await vectorsAfter(db)
+      const { results: rows } = await vectorsAfter
         .bind(db, { agentId, after: cache.lastSeq })
         .all<SyncRow>();
       for (const row of rows) {

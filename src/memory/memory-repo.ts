@@ -209,25 +209,30 @@ export async function adjacentMessages(
 /** adjacentMessages as unsent statements; adjacentFromRows reads their rows. */
 export function adjacentMessagesQueries(db: Db, agentId: string, ids: string[]) {
   const seed = alias(memories, "seed");
-  // The nearest message of the seed's room before (or after) it, as a rowid.
-  const nearest = (before: boolean) => {
-    const [op, direction] = before
-      ? [sql.raw("<"), sql.raw("DESC")]
-      : [sql.raw(">"), sql.raw("ASC")];
-    return sql`(SELECT n.seq FROM ${memories} AS n
-      WHERE n.agent_id = ${seed.agentId} AND n.room_id = ${seed.roomId} AND n.type = 'message'
-        AND (n.created_at, n.seq) ${op} (${seed.createdAt}, ${seed.seq})
-      ORDER BY n.created_at ${direction}, n.seq ${direction} LIMIT 1)`;
-  };
   return chunked(ids).map((chunk) =>
     db
       // seed_id, not id: D1's batch hands rows back as objects, and a second `id` column would
       // overwrite the first and shift every value after it (drizzle maps batched rows by position).
       .select({ seedId: sql<string>`${seed.id}`.as("seed_id"), memory: memories })
       .from(seed)
-      .innerJoin(memories, sql`${memories.seq} IN (${nearest(true)}, ${nearest(false)})`)
+      .innerJoin(
+        memories,
+        sql`${memories.seq} IN (${nearestMessage("seed", true)}, ${nearestMessage("seed", false)})`,
+      )
       .where(and(inArray(seed.id, chunk), eq(seed.agentId, agentId))),
   );
+}
+
+/**
+ * The rowid of the nearest message of the seed's room before (or after) it, by time then insertion
+ * order, as a subquery over the row the enclosing statement names `seed`.
+ */
+export function nearestMessage(seed: string, before: boolean): SQL {
+  const [op, direction] = before ? ["<", "DESC"] : [">", "ASC"];
+  return sql.raw(`(SELECT n.seq FROM memories AS n
+    WHERE n.agent_id = ${seed}.agent_id AND n.room_id = ${seed}.room_id AND n.type = 'message'
+      AND (n.created_at, n.seq) ${op} (${seed}.created_at, ${seed}.seq)
+    ORDER BY n.created_at ${direction}, n.seq ${direction} LIMIT 1)`);
 }
 
 export function adjacentFromRows(

@@ -32,7 +32,7 @@ export function createD1SpendLedger(db: Db): SpendLedger {
       return row?.tokens ?? 0;
     },
     async add(agentId, day, tokens) {
-      await addTokens(db).bind(db, { agentId, day, tokens }).run();
+      await addTokens.bind(db, { agentId, day, tokens }).run();
     },
   };
 }

@@ -14,7 +14,7 @@ import {
 } from "drizzle-orm/sqlite-core";
 import { queryTerms } from "../runtime/query-terms.ts";
 import type { Db } from "./db.ts";
-import { filterConditions, type MemoryFilter } from "./memory-repo.ts";
+import { filterConditions, nearestMessage, type MemoryFilter } from "./memory-repo.ts";
 import { agentNumbers, memories } from "./schema.ts";
 
 /**
@@ -109,12 +109,6 @@ export function rankTextWithRows(
 ): { toSQL(): { sql: string; params: unknown[] } } | null {
   const matched = textMatches(db, query);
   if (!matched) return null;
-  // Nearest message of the seed's room before (or after) it, by time then insertion order.
-  const nearest = (op: string, direction: string) =>
-    sql.raw(`(SELECT p.seq FROM memories AS p
-      WHERE p.agent_id = s.agent_id AND p.room_id = s.room_id AND p.type = 'message'
-        AND (p.created_at, p.seq) ${op} (s.created_at, s.seq)
-      ORDER BY p.created_at ${direction}, p.seq ${direction} LIMIT 1)`);
   const statement = sql`WITH ranked AS MATERIALIZED ${matched.ranked},
     hits AS MATERIALIZED (
       SELECT ${memories}.*, ranked.score AS score FROM ranked
@@ -128,7 +122,7 @@ export function rankTextWithRows(
         .map((column) => `n.${column}`)
         .join(", "),
     )}
-    FROM seeds AS s JOIN memories AS n ON n.seq IN (${nearest("<", "DESC")}, ${nearest(">", "ASC")})`;
+    FROM seeds AS s JOIN memories AS n ON n.seq IN (${nearestMessage("s", true)}, ${nearestMessage("s", false)})`;
   return { toSQL: () => dialect.sqlToQuery(statement) };
 }
 

@@ -5,6 +5,7 @@
 import type { AgentServerStore } from "../memory/agent-server-store.ts";
 import type { SkillStore } from "../memory/skill-store.ts";
 import { errorField, log } from "../log.ts";
+import { agentServersOf } from "../mcp/agent-servers.ts";
 import type { Registry } from "../mcp/registry.ts";
 import type { Character } from "../runtime/character.ts";
 import type { ProposalDesk } from "./proposal-desk.ts";
@@ -42,10 +43,9 @@ export function createHostServices(
 /**
  * Reads made for a character, shared by every object of the isolate: characters are shared per
  * isolate and version (src/room/character-source.ts), so a new room of an agent finds its skills
- * and servers already read. A failed read is dropped, to be made again.
+ * already read (its servers: src/mcp/agent-servers.ts). A failed read is dropped, to be made again.
  */
 const skillsByCharacter = new WeakMap<Character, Promise<SkillEntry[]>>();
-const serversByCharacter = new WeakMap<Character, Promise<Set<string>>>();
 
 function readOnce<T>(
   shared: WeakMap<Character, Promise<T>>,
@@ -77,10 +77,8 @@ function bind(deps: HostServicesDeps, character: Character): PluginServices {
         ]),
     );
   const usedServers = () =>
-    readOnce(serversByCharacter, character, () =>
-      deps.servers
-        .list(agentId)
-        .then((own) => new Set([...character.settings.mcpServers, ...own.map((s) => s.name)])),
+    agentServersOf(character, () => deps.servers.list(agentId)).then(
+      (own) => new Set([...character.settings.mcpServers, ...own.map((s) => s.name)]),
     );
   return {
     instagram: deps.instagram,

@@ -226,7 +226,7 @@ export class TurnDriver {
     const rules = resume ? null : decideByRules(entry.input, character);
     const declined = rules !== null && rules !== "ask" && !rules.respond;
     const origin = turnOrigin(entry.input.source, this.options.surface, entry.delivery);
-    if (!declined) await tools.prepare(agentId, version, character, origin);
+    if (!declined) await tools.prepare(agentId, character, origin);
     if (resume) typing.start();
     const outcome = await runner.respondOrPause(character, entry.input, {
       // Only a surface with buttons can ask a person; elsewhere such tools are refused.

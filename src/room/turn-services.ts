@@ -1,8 +1,9 @@
 // What the room's turn driver needs from the platform, as interfaces: the runtime's turn runner,
 // the room's message history, the agent's character and its tools. Built once per room runtime;
-// the MCP servers an agent added at runtime are read once per agent version and isolate (shared by
-// its rooms), and the character's delegates (ask_agent) are set before every turn.
+// the MCP servers an agent added at runtime are read once per character version and isolate
+// (src/mcp/agent-servers.ts), and the character's delegates (ask_agent) are set before every turn.
 import type { McpServerEntry } from "../mcp/registry.ts";
+import { agentServersOf } from "../mcp/agent-servers.ts";
 import { effectiveServers } from "../mcp/registry.ts";
 import type { TurnOrigin } from "../plugins/plugin-services.ts";
 import type { Character } from "../runtime/character.ts";
@@ -13,12 +14,7 @@ import type { RoomRuntime } from "./room-runtime.ts";
 
 /** Connects the tools an agent's turn may use (its MCP servers, its plugins) before the turn runs. */
 export interface ToolPreparer {
-  prepare(
-    agentId: string,
-    version: number | null,
-    character: Character,
-    origin: TurnOrigin,
-  ): Promise<void>;
+  prepare(agentId: string, character: Character, origin: TurnOrigin): Promise<void>;
 }
 
 export interface TurnServices {
@@ -54,48 +50,12 @@ function createToolPreparer(
   delegation: { configure(character: Character): void },
 ): ToolPreparer {
   return {
-    async prepare(agentId, version, character, origin) {
+    async prepare(agentId, character, origin) {
       plugins.prepare(character, origin);
       // ask_agent is offered, with the agents it may ask, only when the character lists delegates.
       delegation.configure(character);
-      const servers = await serversAsOf(agentId, version, agentServers);
+      const servers = await agentServersOf(character, () => agentServers(agentId));
       await mcp.prepare(effectiveServers(character.settings.mcpServers, servers));
     },
   };
-}
-
-/** Agents whose runtime-added servers an isolate keeps; the least recently read go first. */
-const MAX_KNOWN_AGENTS = 200;
-
-/**
- * Per isolate, shared by every room of an agent (a new room reads nothing): adding or removing a
- * server bumps the agent's version, and the list is only used for the version it was read at.
- * A failed read is dropped, to be made again.
- */
-const serversByAgent = new Map<
-  string,
-  { version: number | null; servers: Promise<McpServerEntry[]> }
->();
-
-function serversAsOf(
-  agentId: string,
-  version: number | null,
-  read: (agentId: string) => Promise<McpServerEntry[]>,
-): Promise<McpServerEntry[]> {
-  const known = serversByAgent.get(agentId);
-  serversByAgent.delete(agentId);
-  if (known?.version === version) {
-    serversByAgent.set(agentId, known);
-    return known.servers;
-  }
-  const entry = { version, servers: read(agentId) };
-  serversByAgent.set(agentId, entry);
-  entry.servers.catch(() => {
-    if (serversByAgent.get(agentId) === entry) serversByAgent.delete(agentId);
-  });
-  if (serversByAgent.size > MAX_KNOWN_AGENTS) {
-    const oldest = serversByAgent.keys().next().value;
-    if (oldest !== undefined) serversByAgent.delete(oldest);
-  }
-  return entry.servers;
 }
