@@ -799,6 +799,8 @@ describe("memory API: embedding dimension checks", () => {
     await env.DB.prepare(
       "UPDATE vector_index_meta SET value = '999' WHERE key = 'dimensions'",
     ).run();
+    // Nothing rewrites the dimension, so an isolate that read it keeps it: as a fresh one, read again.
+    resetLocalVectorCache();
     try {
       const { response, body } = await store(agentId, [
         { type: "lore", text: "written after the index changed" },
@@ -822,6 +824,7 @@ describe("memory API: embedding dimension checks", () => {
       await env.DB.prepare("UPDATE vector_index_meta SET value = ? WHERE key = 'dimensions'")
         .bind(real!.value)
         .run();
+      resetLocalVectorCache();
     }
   });
 });

@@ -6,6 +6,7 @@
 import { env } from "cloudflare:workers";
 import { drizzle } from "drizzle-orm/d1";
 import { beforeAll, describe, expect, it } from "vitest";
+import { createEmbeddingPipeline } from "../src/memory/embedding-pipeline.ts";
 import { createHybridSearch } from "../src/memory/hybrid-search.ts";
 import { createLocalVectorIndex, resetLocalVectorCache } from "../src/memory/local-vector-index.ts";
 import {
@@ -164,5 +165,40 @@ describe("hybrid search round trips", () => {
     expect(final.some((match) => match.id === "tm-10")).toBe(true);
     resetLocalVectorCache();
     expect(final).toEqual(await index.query(vectorQuery));
+  });
+});
+
+describe("embedding round trips", () => {
+  it("writes a pass's vectors and marks their memories embedded in one D1 batch", async () => {
+    const trips = countTrips(env.DB);
+    const db = drizzle(trips.db);
+    const pendingRoom = "trips-pending";
+    const items = [0, 1, 2].map((i) => ({
+      ...message(500 + i, `pending message ${i} about the harbour`),
+      roomId: pendingRoom,
+    }));
+    await insertMemories(drizzle(env.DB), items);
+    const pipeline = createEmbeddingPipeline({
+      db,
+      embedder: createHashEmbedder({ dimensions: DIMS }),
+      index: createLocalVectorIndex(db),
+      now: () => 3_000,
+    });
+    await pipeline.checkDimensions();
+    trips.reset();
+    expect(await pipeline.embedPending({ agentId, roomId: pendingRoom })).toEqual({
+      embedded: 3,
+      pending: false,
+    });
+    // The pending read, then one batch: vectors and embedded_at together (the index's dimension
+    // was read by checkDimensions and is not read again).
+    expect(trips.calls()).toBe(2);
+    const rows = await env.DB.prepare(
+      `SELECT m.embedded_at AS at, v.dimensions AS dims FROM memories m
+       JOIN memory_vectors v ON v.memory_id = m.id WHERE m.agent_id = ? AND m.room_id = ?`,
+    )
+      .bind(agentId, pendingRoom)
+      .all<{ at: number; dims: number }>();
+    expect(rows.results).toEqual(items.map(() => ({ at: 3_000, dims: DIMS })));
   });
 });

@@ -73,24 +73,27 @@ export function createEmbeddingPipeline(options: EmbeddingPipelineOptions): Embe
     for (let i = 0; i < embeddable.length; i += embedder.maxBatch) {
       const batch = embeddable.slice(i, i + embedder.maxBatch);
       const vectors = await embedder.embed(batch.map(embeddingText));
-      // The index re-checks every vector's length and refuses the whole batch on a mismatch.
-      await index.upsert(
-        batch.map((memory, j) => ({
-          id: memory.id,
-          values: vectors[j]!,
-          metadata: {
-            agentId: memory.agentId,
-            type: memory.type,
-            roomId: memory.roomId,
-            userId: memory.userId,
-          },
-        })),
-      );
-      // Grouped by agent: markEmbedded is scoped to one.
-      for (const [agentId, ids] of byAgent(
-        batch.map((memory) => ({ agentId: memory.agentId, memoryId: memory.id })),
-      )) {
-        await markEmbedded(db, agentId, ids, options.now());
+      const records = batch.map((memory, j) => ({
+        id: memory.id,
+        values: vectors[j]!,
+        metadata: {
+          agentId: memory.agentId,
+          type: memory.type,
+          roomId: memory.roomId,
+          userId: memory.userId,
+        },
+      }));
+      // The index re-checks every vector's length and refuses the whole batch on a mismatch. One
+      // kept in D1 marks the memories embedded in the same transaction; otherwise that follows.
+      if (index.upsertEmbedded) await index.upsertEmbedded(records, options.now());
+      else {
+        await index.upsert(records);
+        // Grouped by agent: markEmbedded is scoped to one.
+        for (const [agentId, ids] of byAgent(
+          batch.map((memory) => ({ agentId: memory.agentId, memoryId: memory.id })),
+        )) {
+          await markEmbedded(db, agentId, ids, options.now());
+        }
       }
       done += batch.length;
     }

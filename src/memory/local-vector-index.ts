@@ -16,6 +16,7 @@ import type {
 } from "../runtime/types.ts";
 import { compiled } from "./compiled.ts";
 import type { Db } from "./db.ts";
+import { markEmbeddedStatements } from "./memory-repo.ts";
 import { memoryVectors, vectorIndexMeta } from "./schema.ts";
 import { byAgent } from "./vector-outbox.ts";
 import {
@@ -87,27 +88,35 @@ interface SyncRow {
 }
 
 const caches = new Map<string, VectorCache>();
+/** Bumped by resetLocalVectorCache: indexes forget the dimension they read, as a new isolate would. */
+let epoch = 0;
 
 /** Forgets every cached agent (tests simulate a fresh isolate with it). */
 export function resetLocalVectorCache(): void {
   caches.clear();
+  epoch += 1;
 }
 
 export function createLocalVectorIndex(db: Db): VectorIndex {
   const readDimensions = async (): Promise<number | null> => {
     const row = await dimensionsRow.bind(db, {}).first<{ value: string }>();
     known = row ? Number(row.value) : null;
+    knownIn = epoch;
     return known;
   };
-  // Once claimed, the dimension never changes (nothing rewrites it), so a query need not read it
-  // again: that read would queue behind the full-text leg's in D1. A query vector that disagrees
-  // with the remembered value re-reads before it is refused.
+  // Once claimed, the dimension never changes (nothing rewrites it), so neither a query nor a
+  // write need read it again: that read would queue behind the full-text leg's in D1, or cost
+  // every embedding pass a round trip. A vector that disagrees with the remembered value re-reads
+  // before it is refused.
   let known: number | null = null;
+  let knownIn = epoch;
+  const remembered = (length: number) => known === length && knownIn === epoch;
   const queryDimensions = async (length: number): Promise<number | null> =>
-    known === length ? known : readDimensions();
+    remembered(length) ? known : readDimensions();
 
   /** The index's dimension, set by the first write (two first writers agree: INSERT OR IGNORE). */
   const claimDimensions = async (wanted: number): Promise<number> => {
+    if (remembered(wanted)) return wanted;
     const current = await readDimensions();
     if (current !== null) return current;
     await db
@@ -115,6 +124,62 @@ export function createLocalVectorIndex(db: Db): VectorIndex {
       .values({ key: "dimensions", value: String(wanted) })
       .onConflictDoNothing();
     return (await readDimensions()) ?? wanted;
+  };
+
+  /** Writes vectors (and, with `embeddedAt`, marks their memories embedded) in one batch. */
+  const write = async (records: VectorRecord[], embeddedAt: number | null): Promise<void> => {
+    if (records.length === 0) return;
+    const expected = await claimDimensions(records[0]!.values.length);
+    for (const record of records) {
+      if (record.values.length !== expected) {
+        throw new DimensionMismatchError({
+          expected,
+          actual: record.values.length,
+          where: `local index, vector for memory ${record.id}`,
+        });
+      }
+    }
+    const idsByAgent = byAgent(
+      records.map((r) => ({ agentId: r.metadata.agentId, memoryId: r.id })),
+    );
+    // Delete, then insert: a re-upserted vector gets a new seq, so every cache picks it up.
+    const statements = [];
+    for (const [agentId, ids] of idsByAgent) {
+      for (let i = 0; i < ids.length; i += IDS_PER_QUERY) {
+        statements.push(
+          db
+            .delete(memoryVectors)
+            .where(
+              and(
+                eq(memoryVectors.agentId, agentId),
+                inArray(memoryVectors.memoryId, ids.slice(i, i + IDS_PER_QUERY)),
+              ),
+            ),
+        );
+      }
+    }
+    for (let i = 0; i < records.length; i += VECTOR_ROWS_PER_INSERT) {
+      statements.push(
+        db.insert(memoryVectors).values(
+          records.slice(i, i + VECTOR_ROWS_PER_INSERT).map((record) => ({
+            memoryId: record.id,
+            agentId: record.metadata.agentId,
+            type: record.metadata.type,
+            roomId: record.metadata.roomId,
+            userId: record.metadata.userId,
+            dimensions: expected,
+            vector: bytesOf(new Float32Array(record.values)),
+            ...codeAndBits(record.values),
+          })),
+        ),
+      );
+    }
+    if (embeddedAt !== null) {
+      for (const [agentId, ids] of idsByAgent)
+        statements.push(...markEmbeddedStatements(db, agentId, ids, embeddedAt));
+    }
+    const [first, ...rest] = statements;
+    await db.batch([first!, ...rest]);
   };
 
   /** Catch-ups under way, per agent: searches that start together (a turn's) share one read. */
@@ -177,53 +242,11 @@ export function createLocalVectorIndex(db: Db): VectorIndex {
     dimensions: readDimensions,
 
     async upsert(records: VectorRecord[]) {
-      if (records.length === 0) return;
-      const expected = await claimDimensions(records[0]!.values.length);
-      for (const record of records) {
-        if (record.values.length !== expected) {
-          throw new DimensionMismatchError({
-            expected,
-            actual: record.values.length,
-            where: `local index, vector for memory ${record.id}`,
-          });
-        }
-      }
-      // Delete, then insert: a re-upserted vector gets a new seq, so every cache picks it up.
-      const statements = [];
-      for (const [agentId, ids] of byAgent(
-        records.map((r) => ({ agentId: r.metadata.agentId, memoryId: r.id })),
-      )) {
-        for (let i = 0; i < ids.length; i += IDS_PER_QUERY) {
-          statements.push(
-            db
-              .delete(memoryVectors)
-              .where(
-                and(
-                  eq(memoryVectors.agentId, agentId),
-                  inArray(memoryVectors.memoryId, ids.slice(i, i + IDS_PER_QUERY)),
-                ),
-              ),
-          );
-        }
-      }
-      for (let i = 0; i < records.length; i += VECTOR_ROWS_PER_INSERT) {
-        statements.push(
-          db.insert(memoryVectors).values(
-            records.slice(i, i + VECTOR_ROWS_PER_INSERT).map((record) => ({
-              memoryId: record.id,
-              agentId: record.metadata.agentId,
-              type: record.metadata.type,
-              roomId: record.metadata.roomId,
-              userId: record.metadata.userId,
-              dimensions: expected,
-              vector: bytesOf(new Float32Array(record.values)),
-              ...codeAndBits(record.values),
-            })),
-          ),
-        );
-      }
-      const [first, ...rest] = statements;
-      await db.batch([first!, ...rest]);
+      await write(records, null);
+    },
+
+    async upsertEmbedded(records: VectorRecord[], at: number) {
+      await write(records, at);
     },
 
     async query(query: VectorQuery): Promise<VectorMatch[]> {
@@ -245,7 +268,7 @@ export function createLocalVectorIndex(db: Db): VectorIndex {
     queryStaged(query: VectorQuery) {
       const cache = caches.get(query.agentId);
       // Only a cache this isolate already holds, for a vector of the dimension it has checked.
-      if (!cache || known !== query.vector.length || cache.dimensions !== known) return null;
+      if (!cache || !remembered(query.vector.length) || cache.dimensions !== known) return null;
       // Ranked before the catch-up's rows arrive (they are applied after an await, never during
       // this synchronous call); then only the slots the catch-up added are scored and merged in.
       const final = sync(query.agentId, known);

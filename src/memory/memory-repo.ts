@@ -318,7 +318,12 @@ export async function markEmbedded(
   ids: string[],
   at: number,
 ): Promise<void> {
-  if (ids.length === 0) return;
+  const [first, ...rest] = markEmbeddedStatements(db, agentId, ids, at);
+  if (first) await db.batch([first, ...rest]);
+}
+
+/** markEmbedded's statements, for a caller that runs them in a batch of its own. */
+export function markEmbeddedStatements(db: Db, agentId: string, ids: string[], at: number) {
   const statements = [];
   for (let i = 0; i < ids.length; i += IDS_PER_QUERY) {
     statements.push(
@@ -330,8 +335,7 @@ export async function markEmbedded(
         ),
     );
   }
-  const [first, ...rest] = statements;
-  await db.batch([first!, ...rest]);
+  return statements;
 }
 
 export interface MemoryStats {

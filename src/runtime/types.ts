@@ -278,6 +278,11 @@ export interface VectorIndex {
   dimensions(): Promise<number | null>;
   /** Throws `DimensionMismatchError` if a vector's length is not the index's dimension. */
   upsert(records: VectorRecord[]): Promise<void>;
+  /**
+   * An index kept in D1 (the local one): `upsert`, and the records' memories marked embedded at
+   * `at`, in one transaction. Without it, the caller marks them once `upsert` has returned.
+   */
+  upsertEmbedded?(records: VectorRecord[], at: number): Promise<void>;
   query(query: VectorQuery): Promise<VectorMatch[]>;
   /**
    * The same query in two stages, for an index that ranks in this isolate (the local one): `early`
