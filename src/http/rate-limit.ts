@@ -1,13 +1,14 @@
 // Rate limits without a hop on the request's path: admit, then charge. Each isolate keeps a copy of
 // the buckets its requests drew from; a request is refused (429 with Retry-After) when that copy
 // is empty, else admitted at once, and charged to the key's exact bucket in its RateLimiter
-// Durable Object afterwards, by its own request (a charge is I/O, and Workers forbid one request
-// from finishing another's). The charge's answer, the bucket as it stands, replaces the copy
-// (less what this isolate admitted whose charges are still travelling), so what other isolates
-// spent shows up here after one request. A key's requests spread
-// over many isolates can pass the limit by what each admits before its charge comes back. If the
-// limiter cannot be reached, requests are let through (and logged): an outage of the limiter must
-// not become an outage of the API.
+// Durable Object afterwards, off the request's path. One charge per key is in flight at a time:
+// requests admitted meanwhile are charged together by the next one (a busy key costs one RPC per
+// limiter round trip, not one per request). The charge's answer, the bucket as it stands,
+// replaces the copy (less what was admitted here and not charged yet), so what other isolates
+// spent shows up here after one charge. A key's requests spread over many isolates can pass the
+// limit by what each admits before its charge comes back. If the limiter cannot be reached,
+// requests are let through (and logged): an outage of the limiter must not become an outage of
+// the API.
 import type { Env } from "../env.ts";
 import { RateLimitedError } from "../runtime/errors.ts";
 import { takeFromBucket, type BucketState, type RateRule } from "../runtime/token-bucket.ts";
@@ -22,8 +23,10 @@ const MAX_KEYS = 10_000;
 interface Copy {
   rule: RateRule;
   state: BucketState | undefined;
-  /** Admitted here whose charges have not come back yet. */
-  inFlight: number;
+  /** Admitted here and not sent to the limiter yet. */
+  unsent: number;
+  /** The charges being sent (null: none); it resolves once `unsent` is 0 and answered. */
+  charging: Promise<void> | null;
 }
 
 const copies = new Map<string, Copy>();
@@ -59,7 +62,7 @@ export function resetRateCopies(): void {
 }
 
 function copyOf(key: string, rule: RateRule): Copy {
-  const copy = copies.get(key) ?? { rule, state: undefined, inFlight: 0 };
+  const copy = copies.get(key) ?? { rule, state: undefined, unsent: 0, charging: null };
   // The latest rule wins (a token's own limit can change); most recently used last.
   copy.rule = rule;
   copies.delete(key);
@@ -71,16 +74,33 @@ function copyOf(key: string, rule: RateRule): Copy {
   return copy;
 }
 
-/** Charges one admitted request to the exact bucket; never fails (an outage is logged). */
-async function charge(env: Env, key: string, copy: Copy): Promise<void> {
-  copy.inFlight += 1;
+/**
+ * Charges one admitted request to the exact bucket: with the charge under way for the key, if
+ * there is one, else by a new one. Resolves once it is recorded; never fails (an outage is logged).
+ */
+function charge(env: Env, key: string, copy: Copy): Promise<void> {
+  copy.unsent += 1;
+  // Started after this assignment (a microtask later), so sendCharges' reset cannot come first.
+  copy.charging ??= Promise.resolve().then(() => sendCharges(env, key, copy));
+  return copy.charging;
+}
+
+/** Sends what is owed, one RPC at a time, until nothing admitted here is left uncharged. */
+async function sendCharges(env: Env, key: string, copy: Copy): Promise<void> {
   try {
-    const exact = await env.LIMITS.getByName(key).charge(copy.rule, 1);
-    copy.inFlight -= 1;
-    // What was admitted here while this charge travelled is not in the limiter's answer yet.
-    copy.state = { tokens: exact.tokens - copy.inFlight, updatedAt: exact.updatedAt };
-  } catch (error) {
-    copy.inFlight -= 1;
-    log.warn("rate_limiter_unreachable", { key, error: errorField(error) });
+    while (copy.unsent > 0) {
+      const cost = copy.unsent;
+      copy.unsent = 0;
+      try {
+        const exact = await env.LIMITS.getByName(key).charge(copy.rule, cost);
+        // What was admitted here while this charge travelled is not in the limiter's answer yet.
+        copy.state = { tokens: exact.tokens - copy.unsent, updatedAt: exact.updatedAt };
+      } catch (error) {
+        log.warn("rate_limiter_unreachable", { key, error: errorField(error) });
+      }
+    }
+  } finally {
+    // Synchronously after the last check: a request admitted from now on starts a new charge.
+    copy.charging = null;
   }
 }

@@ -7,6 +7,9 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import { api, createTestAgent, json } from "../helpers/api.ts";
 import { chat, command, post, useAgentIn, useDiscordStandIns } from "../helpers/discord.ts";
+import type { Env } from "../../src/env.ts";
+import { enforceRate, resetRateCopies } from "../../src/http/rate-limit.ts";
+import type { BucketState, RateRule } from "../../src/runtime/token-bucket.ts";
 
 interface Problem {
   error: { code: string; message: string; details?: { retryAfterSeconds?: number } };
@@ -105,6 +108,61 @@ describe("rate limits", () => {
     expect(refused.status).toBe(429);
     expect(Number(refused.headers.get("retry-after"))).toBeGreaterThanOrEqual(40);
     expect(await storedUserMessages(agentId)).toEqual(["admitted on this isolate's copy"]);
+  });
+
+  it("keeps one charge per key in flight, charging what was admitted meanwhile with the next one", async () => {
+    resetRateCopies();
+    // A limiter that answers when told to, so the test sees what is in flight.
+    const sent: number[] = [];
+    const answer: Array<() => void> = [];
+    let tokens = 10;
+    let down = false;
+    const limiter = {
+      charge: (_rule: RateRule, cost: number) => {
+        if (down) return Promise.reject(new Error("limiter unreachable"));
+        sent.push(cost);
+        return new Promise<BucketState>((resolve) =>
+          answer.push(() => {
+            tokens -= cost;
+            resolve({ tokens, updatedAt: Date.now() });
+          }),
+        );
+      },
+    };
+    const fakeEnv = { LIMITS: { getByName: () => limiter } } as unknown as Env;
+    const rule = { capacity: 10, refillPerSecond: 0.0001 };
+    const kept: Array<Promise<unknown>> = [];
+    const admit = () => enforceRate(fakeEnv, "token:t", rule, "token", (work) => kept.push(work));
+    // Three in one tick: one charge of 3.
+    await Promise.all([admit(), admit(), admit()]);
+    await vi.waitFor(() => expect(sent).toEqual([3]));
+    // Two more while it travels: not sent until it is answered, then together.
+    await admit();
+    await admit();
+    expect(sent).toEqual([3]);
+    answer.shift()!();
+    await vi.waitFor(() => expect(sent).toEqual([3, 2]));
+    answer.shift()!();
+    await Promise.all(kept);
+    expect(tokens).toBe(5);
+    // Nothing is left in flight: the next request starts a charge of its own, and an unreachable
+    // limiter lets requests through without losing track of the next charge.
+    down = true;
+    await admit();
+    await Promise.all(kept);
+    down = false;
+    await Promise.all([admit(), admit(), admit()]);
+    await vi.waitFor(() => expect(sent).toEqual([3, 2, 3]));
+    answer.shift()!();
+    await Promise.all(kept);
+    // The limiter's answer replaces the copy: 10 - 5 - 3 = 2 left (the lost charge let one through
+    // uncounted), so two more, then 429.
+    await Promise.all([admit(), admit()]);
+    await expect(admit()).rejects.toMatchObject({ status: 429 });
+    await vi.waitFor(() => expect(sent).toEqual([3, 2, 3, 2]));
+    answer.shift()!();
+    await Promise.all(kept);
+    expect(tokens).toBe(0);
   });
 
   it("tells a Discord user who chats too fast, privately, without starting a turn", async () => {
