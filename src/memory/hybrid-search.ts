@@ -151,7 +151,12 @@ export function createHybridSearch(options: HybridSearchOptions): MemoryRetrieve
       );
       const vectorQuery = vectorQueryOf(query, queryVector, candidates);
       const early = staged(query, vectorQuery);
-      const earlyIds = early ? withoutExcluded(query, early.early).map((match) => match.id) : [];
+      // As many as the vector leg keeps (it asks the index for more, to make up for exclusions).
+      const earlyIds = early
+        ? withoutExcluded(query, early.early)
+            .slice(0, candidates)
+            .map((match) => match.id)
+        : [];
       const [vectorHits, text, prefetched] = await Promise.all([
         timed(timings, "vector", () => vectorLeg(query, vectorQuery, early, candidates)),
         read,
