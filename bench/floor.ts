@@ -1,0 +1,117 @@
+// `npm run bench:floor`: what local workerd costs a turn before any of our code runs, next to the
+// real turn, in one run. The worker is bench/floor/entry.ts (the real worker plus three routes):
+// a request answered at once, one call to a room object, and a turn reduced to its I/O (the room
+// journals the message in its SQLite, one D1 batch writes it and reads the room's history and
+// full-text hits, one model request, the reply journaled, one D1 batch after the answer). The real
+// plain turn (`POST /agents/bench/messages`, admin token, same room) runs in blocks interleaved
+// with the floor's, so both see the same machine. A fresh temporary state every run, as in
+// `npm run bench`.
+import { cpus } from "node:os";
+import { parseArgs } from "node:util";
+import { startModelServer } from "./model-server.ts";
+import { markdownTable, summarize, type Summary } from "./stats.ts";
+import { createBenchAgent, startBenchWorker } from "./worker-harness.ts";
+
+const { values: flags } = parseArgs({
+  options: { turns: { type: "string" }, blocks: { type: "string" } },
+});
+const TURNS = Number(flags.turns ?? 300);
+const BLOCKS = Number(flags.blocks ?? 6);
+if (!Number.isInteger(TURNS) || TURNS < BLOCKS || !Number.isInteger(BLOCKS) || BLOCKS < 1)
+  throw new Error("--turns and --blocks must be whole numbers, with at least one turn per block");
+
+interface Path {
+  name: string;
+  send: (i: number) => Promise<Response>;
+  samples: number[];
+}
+
+async function main(): Promise<void> {
+  const cpu = cpus();
+  console.log(
+    `\nedge-agents floor bench: ${cpu[0]?.model ?? "unknown CPU"} x${cpu.length}, Node ${process.version}`,
+  );
+  const model = await startModelServer();
+  model.respondWith(() => ({ text: "Hello!" }));
+  const worker = await startBenchWorker(
+    { OPENAI_API_KEY: "bench", OPENAI_BASE_URL: `${model.url}/v1`, MODEL: "bench-model" },
+    { entry: "bench/floor/entry.ts" },
+  );
+  try {
+    await createBenchAgent(worker.call);
+    const floor = (route: string) => (i: number) =>
+      worker.call("POST", `/__floor/${route}`, {
+        agentId: "bench",
+        roomId: "floor-room",
+        userId: "u",
+        text: `message number ${i} about the weather`,
+      });
+    const paths: Path[] = [
+      {
+        name: "request answered at once (loopback HTTP)",
+        send: () => fetch(`${worker.base}/__floor/ping`),
+        samples: [],
+      },
+      { name: "+ one call to a room object", send: floor("hop"), samples: [] },
+      { name: "turn reduced to its I/O (floor)", send: floor("turn"), samples: [] },
+      {
+        name: "plain turn (same room), the product",
+        send: (i) =>
+          worker.call("POST", "/agents/bench/messages", {
+            roomId: "plain-room",
+            userId: "u",
+            text: `message number ${i} about the weather`,
+          }),
+        samples: [],
+      },
+    ];
+    const once = async (path: Path, i: number, record: boolean) => {
+      const started = performance.now();
+      const response = await path.send(i);
+      const body = await response.text();
+      const ms = performance.now() - started;
+      if (response.status !== 200)
+        throw new Error(`${path.name}: ${response.status} ${body.slice(0, 200)}`);
+      if (record) path.samples.push(ms);
+    };
+    // Warm-up, then the same number of turns per path in interleaved blocks.
+    for (const path of paths) for (let i = 0; i < 30; i++) await once(path, i, false);
+    const perBlock = Math.floor(TURNS / BLOCKS);
+    let n = 30;
+    for (let block = 0; block < BLOCKS; block++) {
+      for (const path of paths) {
+        for (let i = 0; i < perBlock; i++) await once(path, n + i, true);
+      }
+      n += perBlock;
+    }
+    const summaries = paths.map((path) => summarize(path.samples));
+    const floorP50 = summaries[2]!.p50;
+    const row = (path: Path, s: Summary) => [
+      path.name,
+      s.n,
+      s.p50,
+      s.p95,
+      s.p99,
+      s.mean,
+      s.p50 / floorP50,
+    ];
+    console.log(
+      `\nClient-measured, sequential, ${BLOCKS} interleaved blocks of ${perBlock} per path (after 30 warm-up each); the model stand-in answers at once on loopback.\n`,
+    );
+    console.log(
+      markdownTable(
+        ["path", "requests", "p50 ms", "p95 ms", "p99 ms", "mean ms", "p50 / floor p50"],
+        paths.map((path, i) => row(path, summaries[i]!)),
+        [0, 0, 1, 1, 1, 1, 2],
+      ),
+    );
+  } finally {
+    await worker.stop();
+    await model.close();
+  }
+}
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exit(1);
+});
