@@ -4,10 +4,12 @@
 // answers differs from the slower reads: the rows and neighbours equal rankText's and
 // adjacentMessages', and the two-stage vector ranking equals a ranking of a fresh cache.
 import { env } from "cloudflare:workers";
+import { sql } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/d1";
 import { beforeAll, describe, expect, it } from "vitest";
 import { createEmbeddingPipeline } from "../src/memory/embedding-pipeline.ts";
 import { createHybridSearch } from "../src/memory/hybrid-search.ts";
+import { createReadBatcher } from "../src/memory/read-batcher.ts";
 import { createLocalVectorIndex, resetLocalVectorCache } from "../src/memory/local-vector-index.ts";
 import {
   adjacentMessages,
@@ -200,5 +202,51 @@ describe("embedding round trips", () => {
       .bind(agentId, pendingRoom)
       .all<{ at: number; dims: number }>();
     expect(rows.results).toEqual(items.map(() => ({ at: 3_000, dims: DIMS })));
+  });
+});
+
+describe("a turn's reads in one round trip", () => {
+  it("sends a turn's concurrent searches and the person's facts as one D1 batch, answering as separate reads do", async () => {
+    const trips = countTrips(env.DB);
+    const db = drizzle(trips.db);
+    const search = createHybridSearch({
+      db,
+      index: createLocalVectorIndex(db),
+      embedder: createHashEmbedder({ dimensions: DIMS }),
+    });
+    const embedder = createHashEmbedder({ dimensions: DIMS });
+    const reads = async (retriever: typeof search) => {
+      const [vector] = await embedder.embed(["kayak and sourdough"]);
+      return Promise.all([
+        retriever.aboutUser({ agentId, userId: "ana", limit: 60 }),
+        retriever.search({ ...query("kayak and sourdough"), types: ["fragment", "lore"] }, vector),
+        retriever.search(query("kayak and sourdough"), vector),
+      ]);
+    };
+    const separate = await reads(search);
+    trips.reset();
+    const together = await reads(search.forTurn!());
+    // The vector cache's catch-up read, and one batch for the three reads.
+    expect(trips.calls()).toBe(2);
+    expect(together).toEqual(separate);
+    expect(together[2].length).toBe(8);
+    trips.reset();
+    await reads(search);
+    expect(trips.calls()).toBeGreaterThanOrEqual(4);
+  });
+
+  it("fails only the caller whose statement fails the batch", async () => {
+    const db = drizzle(env.DB);
+    const read = createReadBatcher(db);
+    const good = db.select({ id: sql<string>`'ok'`.as("id") }).from(sql`(SELECT 1)`);
+    const bad = { toSQL: () => ({ sql: "SELECT * FROM no_such_table", params: [] }) };
+    const [first, second, third] = await Promise.allSettled([
+      read([good]),
+      read([bad]),
+      read([good, good]),
+    ]);
+    expect(first).toEqual({ status: "fulfilled", value: [[{ id: "ok" }]] });
+    expect(second.status).toBe("rejected");
+    expect(third).toEqual({ status: "fulfilled", value: [[{ id: "ok" }], [{ id: "ok" }]] });
   });
 });

@@ -22,13 +22,13 @@ import type { Db } from "./db.ts";
 import {
   adjacentFromRows,
   adjacentMessagesQueries,
-  batchRawRows,
   memoriesByIdsQueries,
   memoryRowOf,
   withEmbedded,
 } from "./memory-repo.ts";
 import { fromMemoryRow } from "./rows.ts";
 import { memories } from "./schema.ts";
+import { createReadBatcher, directReader, type RowReader } from "./read-batcher.ts";
 import { rankTextWithRows } from "./text-search.ts";
 import { log as logLine } from "../log.ts";
 
@@ -132,8 +132,12 @@ export function createHybridSearch(options: HybridSearchOptions): MemoryRetrieve
     }
   };
 
-  return {
+  /** The retriever's methods over a reader: each read its own batch, or a turn's batcher. */
+  const retrieverWith = (reader: RowReader): MemoryRetriever => ({
     embedQuery,
+
+    // A turn's concurrent reads (its providers') share one D1 round trip.
+    forTurn: () => retrieverWith(createReadBatcher(db)),
 
     async search(query, vector, timings) {
       const candidates = Math.min(
@@ -147,7 +151,7 @@ export function createHybridSearch(options: HybridSearchOptions): MemoryRetrieve
       // the rows of those hits are read alongside, as its catch-up read brings what is new.
       // Whatever the fusion then needs and these reads missed is read after (assemble).
       const read = timed(timings, "text", () =>
-        readText(db, { ...query, limit: candidates }, query.limit + FIRST_READ_MARGIN),
+        readText(db, reader, { ...query, limit: candidates }, query.limit + FIRST_READ_MARGIN),
       );
       const vectorQuery = vectorQueryOf(query, queryVector, candidates);
       const early = staged(query, vectorQuery);
@@ -160,17 +164,23 @@ export function createHybridSearch(options: HybridSearchOptions): MemoryRetrieve
       const [vectorHits, text, prefetched] = await Promise.all([
         timed(timings, "vector", () => vectorLeg(query, vectorQuery, early, candidates)),
         read,
-        readRows(db, query.agentId, earlyIds, earlyIds.slice(0, query.limit + FIRST_READ_MARGIN)),
+        readRows(
+          db,
+          reader,
+          query.agentId,
+          earlyIds,
+          earlyIds.slice(0, query.limit + FIRST_READ_MARGIN),
+        ),
       ]);
       for (const [id, row] of prefetched.rows) text.rows.set(id, row);
       for (const [id, list] of prefetched.around) text.around.set(id, list);
       return timed(timings, "load", () =>
-        assemble(db, index, query, text, vectorHits, options.vectorWeight ?? 1),
+        assemble(db, reader, index, query, text, vectorHits, options.vectorWeight ?? 1),
       );
     },
 
     async aboutUser({ agentId, userId, limit }) {
-      const rows = await db
+      const statement = db
         .select()
         .from(memories)
         .where(
@@ -187,7 +197,8 @@ export function createHybridSearch(options: HybridSearchOptions): MemoryRetrieve
         )
         .orderBy(desc(memories.createdAt))
         .limit(limit);
-      return rows.map(fromMemoryRow);
+      const [rows = []] = await reader([statement]);
+      return rows.map((raw) => fromMemoryRow(memoryRowOf(raw)));
     },
 
     async fragments({ agentId, documentId, positions }) {
@@ -205,7 +216,8 @@ export function createHybridSearch(options: HybridSearchOptions): MemoryRetrieve
         );
       return rows.map(fromMemoryRow);
     },
-  };
+  });
+  return retrieverWith(directReader(db));
 }
 
 type Loaded = Memory & { embedded: boolean };
@@ -222,6 +234,7 @@ interface Read {
 /** The full-text leg: its hits best first, their rows, and the neighbours of the first `seeds`. */
 async function readText(
   db: Db,
+  reader: RowReader,
   query: RetrievalQuery,
   seeds: number,
 ): Promise<Read & { hits: Array<{ id: string }> }> {
@@ -232,7 +245,7 @@ async function readText(
   };
   const statement = rankTextWithRows(db, query, seeds);
   if (!statement) return read;
-  const [raws = []] = await batchRawRows(db, [statement]);
+  const [raws = []] = await reader([statement]);
   const scored: Array<{ id: string; score: number }> = [];
   const neighbours: Array<{ seedId: string; memory: ReturnType<typeof memoryRowOf> }> = [];
   for (const raw of raws) {
@@ -250,12 +263,18 @@ async function readText(
 }
 
 /** The rows of `ids` and the neighbourhoods of `around`, in one D1 batch (none if both are empty). */
-async function readRows(db: Db, agentId: string, ids: string[], around: string[]): Promise<Read> {
+async function readRows(
+  db: Db,
+  reader: RowReader,
+  agentId: string,
+  ids: string[],
+  around: string[],
+): Promise<Read> {
   const read: Read = { rows: new Map(), around: new Map() };
   const rowQueries = memoriesByIdsQueries(db, agentId, ids);
   const aroundQueries = adjacentMessagesQueries(db, agentId, around);
   if (rowQueries.length + aroundQueries.length === 0) return read;
-  const results = await batchRawRows(db, [...rowQueries, ...aroundQueries]);
+  const results = await reader([...rowQueries, ...aroundQueries]);
   for (const raw of results.slice(0, rowQueries.length).flat()) {
     const row = memoryRowOf(raw);
     read.rows.set(row.id, withEmbedded(row));
@@ -288,6 +307,7 @@ function withoutExcluded(query: RetrievalQuery, matches: VectorMatch[]): VectorM
  */
 async function assemble(
   db: Db,
+  reader: RowReader,
   index: VectorIndex | null,
   query: RetrievalQuery,
   text: Read & { hits: Array<{ id: string }> },
@@ -315,7 +335,7 @@ async function assemble(
     // Neighbourhoods beyond what settle() asks for ride along only with a read that happens anyway.
     const missingAround =
       missingRows.length > 0 || !speculative ? want.around.filter((id) => !around.has(id)) : [];
-    const more = await readRows(db, query.agentId, missingRows, missingAround);
+    const more = await readRows(db, reader, query.agentId, missingRows, missingAround);
     for (const [id, row] of more.rows) rows.set(id, row);
     for (const [id, list] of more.around) around.set(id, list);
     if (vectorState === null) {

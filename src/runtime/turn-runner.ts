@@ -489,7 +489,7 @@ function turnRetrieval(
   let vector: Promise<Float32Array | null> | undefined;
   const memory = character.settings.memory;
   return {
-    retriever,
+    retriever: retriever.forTurn?.() ?? retriever,
     queryVector: () => (vector ??= retriever.embedQuery(text)),
     budgets: {
       facts: memory.factsTokens ?? Math.round(limits.contextTokens * 0.1),

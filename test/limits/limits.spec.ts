@@ -15,7 +15,7 @@ interface Problem {
   error: { code: string; message: string; details?: { retryAfterSeconds?: number } };
 }
 
-const { model } = useDiscordStandIns();
+const { model, discord } = useDiscordStandIns();
 
 async function storedUserMessages(agentId: string): Promise<string[]> {
   const rows = await env.DB.prepare(
@@ -179,6 +179,9 @@ describe("rate limits", () => {
     expect(refused.type).toBe(4);
     expect(refused.data.flags & 64).toBe(64);
     expect(refused.data.content).toMatch(/faster than I can answer; try again in \d+ s/);
+    // The three admitted turns answer in the background: waited for here, so none of them takes
+    // a later test's scripted model answer.
+    await discord.waitForCalls(3);
   });
 
   it("draws /remember, /recall and /tools from the same per-user bucket, and stores nothing for a refused /remember", async () => {
