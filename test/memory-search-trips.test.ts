@@ -12,10 +12,15 @@ import { createHybridSearch } from "../src/memory/hybrid-search.ts";
 import { createReadBatcher } from "../src/memory/read-batcher.ts";
 import { createLocalVectorIndex, resetLocalVectorCache } from "../src/memory/local-vector-index.ts";
 import {
+  adjacentFromRows,
   adjacentMessages,
   batchRawRows,
   insertMemories,
   markEmbedded,
+  memoriesByIds,
+  memoryRowOf,
+  rowsAndNeighbourStatements,
+  withEmbedded,
 } from "../src/memory/memory-repo.ts";
 import { rankText, rankTextWithRows } from "../src/memory/text-search.ts";
 import { hashEmbed, createHashEmbedder } from "../src/runtime/hash-embedder.ts";
@@ -248,5 +253,34 @@ describe("a turn's reads in one round trip", () => {
     expect(first).toEqual({ status: "fulfilled", value: [[{ id: "ok" }]] });
     expect(second.status).toBe("rejected");
     expect(third).toEqual({ status: "fulfilled", value: [[{ id: "ok" }], [{ id: "ok" }]] });
+  });
+});
+
+describe("compiled row and neighbour reads", () => {
+  it("read what memoriesByIds and adjacentMessages read, for any number of ids and only the agent's", async () => {
+    const db = drizzle(env.DB);
+    // All 120 messages (past D1's 100 bound parameters), an unknown id and a missing one.
+    const ids = [...Array.from({ length: 120 }, (_, i) => `tm-${i}`), "tm-none"];
+    const around = ids.slice(0, 40);
+    const { rows, around: aroundStatements } = rowsAndNeighbourStatements(db, agentId, ids, around);
+    expect(rows.length + aroundStatements.length).toBe(2);
+    const [rowRaws = [], aroundRaws = []] = await batchRawRows(db, [...rows, ...aroundStatements]);
+    const byId = (list: Array<{ id: string }>) =>
+      [...list].sort((a, b) => a.id.localeCompare(b.id));
+    expect(byId(rowRaws.map((raw) => withEmbedded(memoryRowOf(raw))))).toEqual(
+      byId(await memoriesByIds(db, agentId, ids)),
+    );
+    const found = adjacentFromRows(
+      agentId,
+      aroundRaws.map((raw) => ({ seedId: raw.seed_id as string, memory: memoryRowOf(raw) })),
+    );
+    const expected = await adjacentMessages(db, agentId, around);
+    for (const id of around)
+      expect(byId(found.get(id) ?? [])).toEqual(byId(expected.get(id) ?? []));
+    // Another agent's view of the same ids finds nothing.
+    const other = rowsAndNeighbourStatements(db, "someone-else", ids, around);
+    const [none = [], noneAround = []] = await batchRawRows(db, [...other.rows, ...other.around]);
+    expect([none.length, noneAround.length]).toEqual([0, 0]);
+    expect(rowsAndNeighbourStatements(db, agentId, [], [])).toEqual({ rows: [], around: [] });
   });
 });

@@ -21,9 +21,8 @@ import type {
 import type { Db } from "./db.ts";
 import {
   adjacentFromRows,
-  adjacentMessagesQueries,
-  memoriesByIdsQueries,
   memoryRowOf,
+  rowsAndNeighbourStatements,
   withEmbedded,
 } from "./memory-repo.ts";
 import { fromMemoryRow } from "./rows.ts";
@@ -271,8 +270,12 @@ async function readRows(
   around: string[],
 ): Promise<Read> {
   const read: Read = { rows: new Map(), around: new Map() };
-  const rowQueries = memoriesByIdsQueries(db, agentId, ids);
-  const aroundQueries = adjacentMessagesQueries(db, agentId, around);
+  const { rows: rowQueries, around: aroundQueries } = rowsAndNeighbourStatements(
+    db,
+    agentId,
+    ids,
+    around,
+  );
   if (rowQueries.length + aroundQueries.length === 0) return read;
   const results = await reader([...rowQueries, ...aroundQueries]);
   for (const raw of results.slice(0, rowQueries.length).flat()) {

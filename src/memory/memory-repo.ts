@@ -3,10 +3,24 @@
 // Every query is scoped to one agent, and a memory id means something only within its agent
 // (unique per agent, migration 0013). D1 caps bound parameters at 100 per statement, so bulk
 // writes are chunked and sent as one atomic `db.batch()`.
-import { and, count, desc, eq, inArray, isNull, lt, ne, or, sql, type SQL } from "drizzle-orm";
+import {
+  and,
+  count,
+  desc,
+  eq,
+  inArray,
+  isNull,
+  lt,
+  ne,
+  or,
+  sql,
+  type SQL,
+  type SQLWrapper,
+} from "drizzle-orm";
 import { ValidationError } from "../runtime/errors.ts";
 import { alias } from "drizzle-orm/sqlite-core";
 import type { Memory, MemoryType } from "../runtime/types.ts";
+import { compiled } from "./compiled.ts";
 import type { Db } from "./db.ts";
 import { fromMemoryRow, MEMORY_ROWS_PER_INSERT, toMemoryRow } from "./rows.ts";
 import { memories } from "./schema.ts";
@@ -144,6 +158,49 @@ export function memoriesByIdsQueries(db: Db, agentId: string, ids: string[]) {
   );
 }
 
+/** The ids of a compiled statement's list, as one JSON array (read back with json_each). */
+const idList = (column: SQLWrapper) =>
+  sql`${column} IN (SELECT value FROM json_each(${sql.placeholder("ids")}))`;
+
+/** An agent's memories by id (a JSON array of ids): memoriesByIdsQueries, compiled once. */
+const rowsByIds = compiled((db) =>
+  db
+    .select()
+    .from(memories)
+    .where(and(idList(memories.id), eq(memories.agentId, sql.placeholder("agentId")))),
+);
+
+/** adjacentMessagesQueries' statement for a JSON array of seed ids, compiled once. */
+const neighboursByIds = compiled((db) => {
+  const seed = alias(memories, "seed");
+  return db
+    .select({ seedId: sql<string>`${seed.id}`.as("seed_id"), memory: memories })
+    .from(seed)
+    .innerJoin(
+      memories,
+      sql`${memories.seq} IN (${nearestMessage("seed", true)}, ${nearestMessage("seed", false)})`,
+    )
+    .where(and(idList(seed.id), eq(seed.agentId, sql.placeholder("agentId"))));
+});
+
+/**
+ * The rows of `ids` (as memoriesByIdsQueries) and the neighbouring messages of `around` (as
+ * adjacentMessagesQueries) as bound statements of a fixed shape, built once per isolate: at most
+ * one each, empty lists leave theirs out. For batchRawRows.
+ */
+export function rowsAndNeighbourStatements(
+  db: Db,
+  agentId: string,
+  ids: string[],
+  around: string[],
+): { rows: D1PreparedStatement[]; around: D1PreparedStatement[] } {
+  return {
+    rows: ids.length > 0 ? [rowsByIds.bind(db, { agentId, ids: JSON.stringify(ids) })] : [],
+    around:
+      around.length > 0 ? [neighboursByIds.bind(db, { agentId, ids: JSON.stringify(around) })] : [],
+  };
+}
+
 /** A row as D1 hands it over: an object keyed by column name. */
 export type RawRow = Record<string, unknown>;
 
@@ -155,11 +212,13 @@ export type RawRow = Record<string, unknown>;
  */
 export async function batchRawRows(
   db: Db,
-  queries: Array<{ toSQL(): { sql: string; params: unknown[] } }>,
+  queries: Array<{ toSQL(): { sql: string; params: unknown[] } } | D1PreparedStatement>,
 ): Promise<RawRow[][]> {
   if (queries.length === 0) return [];
   const client = db.$client;
   const statements = queries.map((query) => {
+    // Already bound (a compiled statement), or built with drizzle.
+    if (!("toSQL" in query)) return query;
     const { sql: text, params } = query.toSQL();
     return client.prepare(text).bind(...params);
   });

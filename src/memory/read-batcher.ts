@@ -9,7 +9,8 @@
 import type { Db } from "./db.ts";
 import { batchRawRows, type RawRow } from "./memory-repo.ts";
 
-export type RawQuery = { toSQL(): { sql: string; params: unknown[] } };
+/** A statement built with drizzle, or one already bound (compiled.ts). */
+export type RawQuery = { toSQL(): { sql: string; params: unknown[] } } | D1PreparedStatement;
 
 /** Runs statements in one D1 batch and returns each one's rows (batchRawRows' shape). */
 export type RowReader = (queries: RawQuery[]) => Promise<RawRow[][]>;
