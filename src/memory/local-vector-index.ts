@@ -34,8 +34,6 @@ import {
 
 /** Rows per sync query; one statement's result stays small. */
 const SYNC_PAGE = 5_000;
-/** A vector row binds 9 parameters: 11 rows stay under D1's 100 per statement. */
-const VECTOR_ROWS_PER_INSERT = 11;
 const IDS_PER_QUERY = 90;
 /**
  * Bytes of cached vectors per isolate (of its 128 MB) before the least recently used other agents
@@ -52,6 +50,33 @@ const dimensionsRow = compiled((db) =>
     .select({ value: vectorIndexMeta.value })
     .from(vectorIndexMeta)
     .where(eq(vectorIndexMeta.key, "dimensions")),
+);
+
+/** An agent's vectors of the memories in a JSON array of ids: removed before they are rewritten. */
+const deleteVectors = compiled((db) =>
+  db
+    .delete(memoryVectors)
+    .where(
+      and(
+        eq(memoryVectors.agentId, sql.placeholder("agentId")),
+        sql`${memoryVectors.memoryId} IN (SELECT value FROM json_each(${sql.placeholder("ids")}))`,
+      ),
+    ),
+);
+
+/** One memory's vector (float32 and int8 copies, the sign bits). */
+const insertVector = compiled((db) =>
+  db.insert(memoryVectors).values({
+    memoryId: sql.placeholder("memoryId"),
+    agentId: sql.placeholder("agentId"),
+    type: sql.placeholder("type"),
+    roomId: sql.placeholder("roomId"),
+    userId: sql.placeholder("userId"),
+    dimensions: sql.placeholder("dimensions"),
+    vector: sql.placeholder("vector"),
+    code: sql.placeholder("code"),
+    bits: sql.placeholder("bits"),
+  }),
 );
 
 /** One page of an agent's vectors written after a seq: a cache's catch-up, once per search. */
@@ -143,43 +168,28 @@ export function createLocalVectorIndex(db: Db): VectorIndex {
       records.map((r) => ({ agentId: r.metadata.agentId, memoryId: r.id })),
     );
     // Delete, then insert: a re-upserted vector gets a new seq, so every cache picks it up.
-    const statements = [];
-    for (const [agentId, ids] of idsByAgent) {
-      for (let i = 0; i < ids.length; i += IDS_PER_QUERY) {
-        statements.push(
-          db
-            .delete(memoryVectors)
-            .where(
-              and(
-                eq(memoryVectors.agentId, agentId),
-                inArray(memoryVectors.memoryId, ids.slice(i, i + IDS_PER_QUERY)),
-              ),
-            ),
-        );
-      }
-    }
-    for (let i = 0; i < records.length; i += VECTOR_ROWS_PER_INSERT) {
+    const statements: D1PreparedStatement[] = [];
+    for (const [agentId, ids] of idsByAgent)
+      statements.push(deleteVectors.bind(db, { agentId, ids: JSON.stringify(ids) }));
+    for (const record of records) {
       statements.push(
-        db.insert(memoryVectors).values(
-          records.slice(i, i + VECTOR_ROWS_PER_INSERT).map((record) => ({
-            memoryId: record.id,
-            agentId: record.metadata.agentId,
-            type: record.metadata.type,
-            roomId: record.metadata.roomId,
-            userId: record.metadata.userId,
-            dimensions: expected,
-            vector: bytesOf(new Float32Array(record.values)),
-            ...codeAndBits(record.values),
-          })),
-        ),
+        insertVector.bind(db, {
+          memoryId: record.id,
+          agentId: record.metadata.agentId,
+          type: record.metadata.type,
+          roomId: record.metadata.roomId,
+          userId: record.metadata.userId,
+          dimensions: expected,
+          vector: bytesOf(new Float32Array(record.values)),
+          ...codeAndBits(record.values),
+        }),
       );
     }
     if (embeddedAt !== null) {
       for (const [agentId, ids] of idsByAgent)
         statements.push(...markEmbeddedStatements(db, agentId, ids, embeddedAt));
     }
-    const [first, ...rest] = statements;
-    await db.batch([first!, ...rest]);
+    await db.$client.batch(statements);
   };
 
   /** Catch-ups under way, per agent: searches that start together (a turn's) share one read. */

@@ -377,24 +377,27 @@ export async function markEmbedded(
   ids: string[],
   at: number,
 ): Promise<void> {
-  const [first, ...rest] = markEmbeddedStatements(db, agentId, ids, at);
-  if (first) await db.batch([first, ...rest]);
+  if (ids.length === 0) return;
+  await db.$client.batch(markEmbeddedStatements(db, agentId, ids, at));
 }
 
-/** markEmbedded's statements, for a caller that runs them in a batch of its own. */
-export function markEmbeddedStatements(db: Db, agentId: string, ids: string[], at: number) {
-  const statements = [];
-  for (let i = 0; i < ids.length; i += IDS_PER_QUERY) {
-    statements.push(
-      db
-        .update(memories)
-        .set({ embeddedAt: at })
-        .where(
-          and(inArray(memories.id, ids.slice(i, i + IDS_PER_QUERY)), eq(memories.agentId, agentId)),
-        ),
-    );
-  }
-  return statements;
+/** Marks an agent's memories (a JSON array of ids) embedded at a time: compiled once. */
+const markEmbeddedByIds = compiled((db) =>
+  db
+    .update(memories)
+    .set({ embeddedAt: sql`${sql.placeholder("at")}` })
+    .where(and(idList(memories.id), eq(memories.agentId, sql.placeholder("agentId")))),
+);
+
+/** markEmbedded's statement, bound, for a caller that runs it in a batch of its own. */
+export function markEmbeddedStatements(
+  db: Db,
+  agentId: string,
+  ids: string[],
+  at: number,
+): D1PreparedStatement[] {
+  if (ids.length === 0) return [];
+  return [markEmbeddedByIds.bind(db, { agentId, ids: JSON.stringify(ids), at })];
 }
 
 export interface MemoryStats {
