@@ -143,6 +143,29 @@ describe("hybrid search round trips", () => {
     expect(raws.some((raw) => raw.seed_id !== null)).toBe(true);
   });
 
+  it("ranks as rankText does whatever the filter's shape (one compiled statement per shape)", async () => {
+    const db = drizzle(env.DB);
+    const base = { agentId, text: "kayak sourdough telescope choir", limit: 30 };
+    for (const filter of [
+      {},
+      { types: ["message" as const] },
+      { roomId },
+      { userId: "ana" },
+      { userId: "ana", includeShared: true },
+      { roomId, types: ["message" as const, "summary" as const], excludeIds: ["tm-0", "tm-2"] },
+      { roomId: "another-room" },
+      {},
+    ]) {
+      const q = { ...base, ...filter };
+      const [raws = []] = await batchRawRows(db, [rankTextWithRows(db, q, 13)!]);
+      const hits = raws
+        .filter((raw) => raw.seed_id === null)
+        .sort((a, b) => (a.score as number) - (b.score as number));
+      const expected = await rankText(db, q);
+      expect(hits.map((raw) => raw.id)).toEqual(expected.map((hit) => hit.id));
+    }
+  });
+
   it("ranks in two stages as a fresh cache ranks in one, after new and replaced vectors", async () => {
     const db = drizzle(env.DB);
     const index = createLocalVectorIndex(db);
