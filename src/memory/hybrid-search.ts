@@ -25,6 +25,7 @@ import {
   rowsAndNeighbourStatements,
   withEmbedded,
 } from "./memory-repo.ts";
+import { compiled } from "./compiled.ts";
 import { fromMemoryRow } from "./rows.ts";
 import { memories } from "./schema.ts";
 import { createReadBatcher, directReader, type RowReader } from "./read-batcher.ts";
@@ -52,6 +53,27 @@ export interface HybridSearchOptions {
   vectorWeight?: number;
   log?: (entry: Record<string, unknown>) => void;
 }
+
+/** A person's facts and description, and facts marked shared, newest first: compiled once. */
+const aboutUserStatement = compiled((db) =>
+  db
+    .select()
+    .from(memories)
+    .where(
+      and(
+        eq(memories.agentId, sql.placeholder("agentId")),
+        or(
+          and(
+            eq(memories.userId, sql.placeholder("userId")),
+            inArray(memories.type, ["fact", "description"]),
+          ),
+          and(eq(memories.type, "fact"), sql`json_extract(${memories.metadata}, '$.shared') = 1`),
+        ),
+      ),
+    )
+    .orderBy(desc(memories.createdAt))
+    .limit(sql.placeholder("limit")),
+);
 
 export function createHybridSearch(options: HybridSearchOptions): MemoryRetriever {
   const { db, index, embedder } = options;
@@ -179,24 +201,7 @@ export function createHybridSearch(options: HybridSearchOptions): MemoryRetrieve
     },
 
     async aboutUser({ agentId, userId, limit }) {
-      const statement = db
-        .select()
-        .from(memories)
-        .where(
-          and(
-            eq(memories.agentId, agentId),
-            or(
-              and(eq(memories.userId, userId), inArray(memories.type, ["fact", "description"])),
-              and(
-                eq(memories.type, "fact"),
-                sql`json_extract(${memories.metadata}, '$.shared') = 1`,
-              ),
-            ),
-          ),
-        )
-        .orderBy(desc(memories.createdAt))
-        .limit(limit);
-      const [rows = []] = await reader([statement]);
+      const [rows = []] = await reader([aboutUserStatement.bind(db, { agentId, userId, limit })]);
       return rows.map((raw) => fromMemoryRow(memoryRowOf(raw)));
     },
 

@@ -351,24 +351,37 @@ export async function deleteMemories(
   };
 }
 
+/** pendingEmbeddings' statement, with and without a room: each compiled once. */
+const pendingIn = (withRoom: boolean) =>
+  compiled((db) =>
+    db
+      .select()
+      .from(memories)
+      .where(
+        and(
+          eq(memories.agentId, sql.placeholder("agentId")),
+          isNull(memories.embeddedAt),
+          ne(memories.type, "document"),
+          withRoom ? eq(memories.roomId, sql.placeholder("roomId")) : undefined,
+        ),
+      )
+      .orderBy(memories.seq)
+      .limit(sql.placeholder("limit")),
+  );
+const pendingInRoom = pendingIn(true);
+const pendingOfAgent = pendingIn(false);
+
 /** Memories still waiting for a vector, oldest first (documents are never embedded). */
 export async function pendingEmbeddings(
   db: Db,
   query: { agentId: string; roomId?: string; limit: number },
 ): Promise<Memory[]> {
-  const conditions = [
-    eq(memories.agentId, query.agentId),
-    isNull(memories.embeddedAt),
-    ne(memories.type, "document"),
-  ];
-  if (query.roomId !== undefined) conditions.push(eq(memories.roomId, query.roomId));
-  const rows = await db
-    .select()
-    .from(memories)
-    .where(and(...conditions))
-    .orderBy(memories.seq)
-    .limit(query.limit);
-  return rows.map(fromMemoryRow);
+  const statement =
+    query.roomId !== undefined
+      ? pendingInRoom.bind(db, { agentId: query.agentId, roomId: query.roomId, limit: query.limit })
+      : pendingOfAgent.bind(db, { agentId: query.agentId, limit: query.limit });
+  const { results } = await statement.all<RawRow>();
+  return results.map((raw) => fromMemoryRow(memoryRowOf(raw)));
 }
 
 export async function markEmbedded(
