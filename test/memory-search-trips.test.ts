@@ -91,15 +91,21 @@ beforeAll(async () => {
   );
 });
 
+/** Hybrid search over a D1 binding that counts its round trips. */
+function countedSearch() {
+  const trips = countTrips(env.DB);
+  const db = drizzle(trips.db);
+  const search = createHybridSearch({
+    db,
+    index: createLocalVectorIndex(db),
+    embedder: createHashEmbedder({ dimensions: DIMS }),
+  });
+  return { trips, search };
+}
+
 describe("hybrid search round trips", () => {
   it("answers a search in one D1 round trip once the isolate holds the agent's vectors, as a cold search does", async () => {
-    const trips = countTrips(env.DB);
-    const db = drizzle(trips.db);
-    const search = createHybridSearch({
-      db,
-      index: createLocalVectorIndex(db),
-      embedder: createHashEmbedder({ dimensions: DIMS }),
-    });
+    const { trips, search } = countedSearch();
     for (const text of [
       "what did Ana say about the kayak",
       "sourdough in Lisbon",
@@ -235,13 +241,7 @@ describe("embedding round trips", () => {
 
 describe("a turn's reads in one round trip", () => {
   it("sends a turn's concurrent searches and the person's facts as one D1 batch, answering as separate reads do", async () => {
-    const trips = countTrips(env.DB);
-    const db = drizzle(trips.db);
-    const search = createHybridSearch({
-      db,
-      index: createLocalVectorIndex(db),
-      embedder: createHashEmbedder({ dimensions: DIMS }),
-    });
+    const { trips, search } = countedSearch();
     const embedder = createHashEmbedder({ dimensions: DIMS });
     const reads = async (retriever: typeof search) => {
       const [vector] = await embedder.embed(["kayak and sourdough"]);
