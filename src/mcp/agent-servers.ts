@@ -2,8 +2,9 @@
 // object and shared by everything in the isolate that needs them: the room's tool preparer and the
 // plugins' services. Characters are shared per isolate and agent version
 // (src/room/character-source.ts), and adding or removing a server bumps the version, so a list is
-// never used past the version it was read at. A failed read is dropped, to be made again.
+// never used past the version it was read at (src/runtime/per-character.ts).
 import type { Character } from "../runtime/character.ts";
+import { readOncePer } from "../runtime/per-character.ts";
 import type { McpServerEntry } from "./registry.ts";
 
 const byCharacter = new WeakMap<Character, Promise<McpServerEntry[]>>();
@@ -12,13 +13,5 @@ export function agentServersOf(
   character: Character,
   read: () => Promise<McpServerEntry[]>,
 ): Promise<McpServerEntry[]> {
-  let reading = byCharacter.get(character);
-  if (!reading) {
-    reading = read();
-    byCharacter.set(character, reading);
-    reading.catch(() => {
-      if (byCharacter.get(character) === reading) byCharacter.delete(character);
-    });
-  }
-  return reading;
+  return readOncePer(byCharacter, character, read);
 }

@@ -19,17 +19,12 @@ import type {
   VectorQuery,
 } from "../runtime/types.ts";
 import type { Db } from "./db.ts";
-import {
-  adjacentFromRows,
-  memoryRowOf,
-  rowsAndNeighbourStatements,
-  withEmbedded,
-} from "./memory-repo.ts";
+import { memoryRowOf } from "./memory-repo.ts";
 import { compiled } from "./compiled.ts";
 import { fromMemoryRow } from "./rows.ts";
 import { memories } from "./schema.ts";
 import { createReadBatcher, directReader, type RowReader } from "./read-batcher.ts";
-import { rankTextWithRows } from "./text-search.ts";
+import { GONE, type Loaded, type Read, readRows, readText } from "./search-reads.ts";
 import { log as logLine } from "../log.ts";
 
 /** Each leg fetches this many times the wanted results, so fusion has something to choose from. */
@@ -224,78 +219,8 @@ export function createHybridSearch(options: HybridSearchOptions): MemoryRetrieve
   return retrieverWith(directReader(db));
 }
 
-type Loaded = Memory & { embedded: boolean };
-
 /** Neighbourhoods read at first, beyond `limit`: a few hits turn out stale or filtered out. */
 const FIRST_READ_MARGIN = 5;
-
-/** Rows and neighbourhoods read so far, by memory id (GONE: asked for, not found). */
-interface Read {
-  rows: Map<string, Loaded>;
-  around: Map<string, Loaded[]>;
-}
-
-/** The full-text leg: its hits best first, their rows, and the neighbours of the first `seeds`. */
-async function readText(
-  db: Db,
-  reader: RowReader,
-  query: RetrievalQuery,
-  seeds: number,
-): Promise<Read & { hits: Array<{ id: string }> }> {
-  const read: Read & { hits: Array<{ id: string }> } = {
-    hits: [],
-    rows: new Map(),
-    around: new Map(),
-  };
-  const statement = rankTextWithRows(db, query, seeds);
-  if (!statement) return read;
-  const [raws = []] = await reader([statement]);
-  const scored: Array<{ id: string; score: number }> = [];
-  const neighbours: Array<{ seedId: string; memory: ReturnType<typeof memoryRowOf> }> = [];
-  for (const raw of raws) {
-    const row = memoryRowOf(raw);
-    if (raw.seed_id === null || raw.seed_id === undefined) {
-      read.rows.set(row.id, withEmbedded(row));
-      scored.push({ id: row.id, score: raw.score as number });
-    } else neighbours.push({ seedId: raw.seed_id as string, memory: row });
-  }
-  // BM25 is lower for better matches; equal scores keep the statement's order.
-  read.hits = scored.sort((a, b) => a.score - b.score).map(({ id }) => ({ id }));
-  const found = adjacentFromRows(query.agentId, neighbours);
-  for (const { id } of read.hits.slice(0, seeds)) read.around.set(id, found.get(id) ?? []);
-  return read;
-}
-
-/** The rows of `ids` and the neighbourhoods of `around`, in one D1 batch (none if both are empty). */
-async function readRows(
-  db: Db,
-  reader: RowReader,
-  agentId: string,
-  ids: string[],
-  around: string[],
-): Promise<Read> {
-  const read: Read = { rows: new Map(), around: new Map() };
-  const { rows: rowQueries, around: aroundQueries } = rowsAndNeighbourStatements(
-    db,
-    agentId,
-    ids,
-    around,
-  );
-  if (rowQueries.length + aroundQueries.length === 0) return read;
-  const results = await reader([...rowQueries, ...aroundQueries]);
-  for (const raw of results.slice(0, rowQueries.length).flat()) {
-    const row = memoryRowOf(raw);
-    read.rows.set(row.id, withEmbedded(row));
-  }
-  for (const id of ids) if (!read.rows.has(id)) read.rows.set(id, GONE);
-  const aroundRows = results
-    .slice(rowQueries.length)
-    .flat()
-    .map((raw) => ({ seedId: raw.seed_id as string, memory: memoryRowOf(raw) }));
-  const found = adjacentFromRows(agentId, aroundRows);
-  for (const id of around) read.around.set(id, found.get(id) ?? []);
-  return read;
-}
 
 function withoutExcluded(query: RetrievalQuery, matches: VectorMatch[]): VectorMatch[] {
   if (!query.excludeIds || query.excludeIds.length === 0) return matches;
@@ -364,9 +289,6 @@ async function assemble(
     speculative = false;
   }
 }
-
-/** A fused hit whose row was asked for and not found (deleted since it was ranked). */
-const GONE = { id: "" } as Loaded;
 
 /**
  * The results, if the rows read so far decide them; else the rows and neighbourhoods still needed.

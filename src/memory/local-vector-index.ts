@@ -5,7 +5,7 @@
 // (one indexed query per search), and ranks there. D1 stays the source of truth: a vector deleted
 // elsewhere (another isolate, a cascade) leaves this cache when search finds its memory gone and
 // calls forget().
-import { and, eq, gt, inArray, sql } from "drizzle-orm";
+import { and, eq, gt, sql } from "drizzle-orm";
 import { DimensionMismatchError } from "../runtime/errors.ts";
 import type {
   MemoryType,
@@ -34,7 +34,6 @@ import {
 
 /** Rows per sync query; one statement's result stays small. */
 const SYNC_PAGE = 5_000;
-const IDS_PER_QUERY = 90;
 /**
  * Bytes of cached vectors per isolate (of its 128 MB) before the least recently used other agents
  * are dropped. The agent being queried always stays: one agent larger than this is served, but a
@@ -300,16 +299,7 @@ export function createLocalVectorIndex(db: Db): VectorIndex {
     forget: forgetCached,
 
     async delete(agentId: string, ids: string[]) {
-      for (let i = 0; i < ids.length; i += IDS_PER_QUERY) {
-        await db
-          .delete(memoryVectors)
-          .where(
-            and(
-              eq(memoryVectors.agentId, agentId),
-              inArray(memoryVectors.memoryId, ids.slice(i, i + IDS_PER_QUERY)),
-            ),
-          );
-      }
+      if (ids.length > 0) await deleteVectors.bind(db, { agentId, ids: JSON.stringify(ids) }).run();
       forgetCached(agentId, ids);
     },
   };

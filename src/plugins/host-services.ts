@@ -8,6 +8,7 @@ import { errorField, log } from "../log.ts";
 import { agentServersOf } from "../mcp/agent-servers.ts";
 import type { Registry } from "../mcp/registry.ts";
 import type { Character } from "../runtime/character.ts";
+import { readOncePer } from "../runtime/per-character.ts";
 import type { ProposalDesk } from "./proposal-desk.ts";
 import type {
   CatalogServer,
@@ -43,30 +44,14 @@ export function createHostServices(
 /**
  * Reads made for a character, shared by every object of the isolate: characters are shared per
  * isolate and version (src/room/character-source.ts), so a new room of an agent finds its skills
- * already read (its servers: src/mcp/agent-servers.ts). A failed read is dropped, to be made again.
+ * already read (its servers: src/mcp/agent-servers.ts; both through src/runtime/per-character.ts).
  */
 const skillsByCharacter = new WeakMap<Character, Promise<SkillEntry[]>>();
-
-function readOnce<T>(
-  shared: WeakMap<Character, Promise<T>>,
-  character: Character,
-  read: () => Promise<T>,
-): Promise<T> {
-  let reading = shared.get(character);
-  if (!reading) {
-    reading = read();
-    shared.set(character, reading);
-    reading.catch(() => {
-      if (shared.get(character) === reading) shared.delete(character);
-    });
-  }
-  return reading;
-}
 
 function bind(deps: HostServicesDeps, character: Character): PluginServices {
   const { agentId } = deps;
   const listSkills = () =>
-    readOnce(skillsByCharacter, character, () =>
+    readOncePer(skillsByCharacter, character, () =>
       deps.skills
         .list(agentId)
         .then((stored) => [
