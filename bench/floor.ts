@@ -9,6 +9,7 @@
 import { cpus } from "node:os";
 import { parseArgs } from "node:util";
 import { startModelServer } from "./model-server.ts";
+import { processCpuMs } from "./compare/peer-result.ts";
 import { markdownTable, summarize, type Summary } from "./stats.ts";
 import { createBenchAgent, startBenchWorker } from "./worker-harness.ts";
 
@@ -24,6 +25,8 @@ interface Path {
   name: string;
   send: (i: number) => Promise<Response>;
   samples: number[];
+  /** workerd's CPU time (all its threads) while this path's blocks ran, ms. */
+  cpuMs: number;
 }
 
 async function main(): Promise<void> {
@@ -51,9 +54,10 @@ async function main(): Promise<void> {
         name: "request answered at once (loopback HTTP)",
         send: () => fetch(`${worker.base}/__floor/ping`),
         samples: [],
+        cpuMs: 0,
       },
-      { name: "+ one call to a room object", send: floor("hop"), samples: [] },
-      { name: "turn reduced to its I/O (floor)", send: floor("turn"), samples: [] },
+      { name: "+ one call to a room object", send: floor("hop"), samples: [], cpuMs: 0 },
+      { name: "turn reduced to its I/O (floor)", send: floor("turn"), samples: [], cpuMs: 0 },
       {
         name: "plain turn (same room), the product",
         send: (i) =>
@@ -63,6 +67,7 @@ async function main(): Promise<void> {
             text: `message number ${i} about the weather`,
           }),
         samples: [],
+        cpuMs: 0,
       },
     ];
     const once = async (path: Path, i: number, record: boolean) => {
@@ -80,7 +85,9 @@ async function main(): Promise<void> {
     let n = 30;
     for (let block = 0; block < BLOCKS; block++) {
       for (const path of paths) {
+        const cpuBefore = worker.pid === null ? 0 : processCpuMs(worker.pid);
         for (let i = 0; i < perBlock; i++) await once(path, n + i, true);
+        if (worker.pid !== null) path.cpuMs += processCpuMs(worker.pid) - cpuBefore;
       }
       n += perBlock;
     }
@@ -94,15 +101,25 @@ async function main(): Promise<void> {
       s.p99,
       s.mean,
       s.p50 / floorP50,
+      worker.pid === null ? "-" : path.cpuMs / s.n,
     ];
     console.log(
       `\nClient-measured, sequential, ${BLOCKS} interleaved blocks of ${perBlock} per path (after 30 warm-up each); the model stand-in answers at once on loopback.\n`,
     );
     console.log(
       markdownTable(
-        ["path", "requests", "p50 ms", "p95 ms", "p99 ms", "mean ms", "p50 / floor p50"],
+        [
+          "path",
+          "requests",
+          "p50 ms",
+          "p95 ms",
+          "p99 ms",
+          "mean ms",
+          "p50 / floor p50",
+          "workerd CPU ms / request",
+        ],
         paths.map((path, i) => row(path, summaries[i]!)),
-        [0, 0, 1, 1, 1, 1, 2],
+        [0, 0, 1, 1, 1, 1, 2, 1],
       ),
     );
   } finally {
