@@ -92,9 +92,16 @@ async function readBody(req: IncomingMessage): Promise<Buffer> {
 export function sideTaskAnswer(call: StandInCall): StandInStep | null {
   const system = call.messages.find((m) => m.role === "system")?.content;
   if (typeof system !== "string" || !system.includes("Reply with JSON only:")) return null;
+  const summary = "The person sent numbered test messages.";
+  // A reflection can carry a due summary: then its shape asks for both.
   if (system.includes('{"facts"'))
-    return { text: JSON.stringify({ facts: [], description: null }) };
-  if (system.includes('{"summary"'))
-    return { text: JSON.stringify({ summary: "The person sent numbered test messages." }) };
+    return {
+      text: JSON.stringify({
+        facts: [],
+        description: null,
+        ...(system.includes('"summary":') ? { summary } : {}),
+      }),
+    };
+  if (system.includes('{"summary"')) return { text: JSON.stringify({ summary }) };
   return null;
 }

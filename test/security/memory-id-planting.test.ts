@@ -110,13 +110,18 @@ async function replaceAndTalkToBeta(
     [ids.fragment, "The harbour closes at dusk."],
   ]);
 
-  // A turn in beta's room: the reflection writes Bob's profile, the summary evaluator the summary.
+  // A turn in beta's room: the reflection writes Bob's profile and, in the same call, the summary.
   model.respondWith((call) => {
     if (call.model !== "test-small") return { text: "Fair winds, Bob." };
     const system = String(call.messages[0]?.content ?? "");
-    return system.includes("Summarize")
-      ? { text: JSON.stringify({ summary: "Bob read out the tides." }) }
-      : { text: JSON.stringify({ facts: [], description: "Bob reads the tide reports." }) };
+    // Answer the JSON shape the prompt asks for.
+    const asks = (key: string) => system.includes(`"${key}":`);
+    return {
+      text: JSON.stringify({
+        ...(asks("facts") ? { facts: [], description: "Bob reads the tide reports." } : {}),
+        ...(asks("summary") ? { summary: "Bob read out the tides." } : {}),
+      }),
+    };
   });
   const turn = await api("POST", `/agents/${beta}/messages`, {
     body: { roomId: "harbour", userId: "bob", userName: "Bob", text: "Any news on the tides?" },
