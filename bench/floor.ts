@@ -4,8 +4,10 @@
 // journals the message in its SQLite, one D1 batch writes it and reads the room's history and
 // full-text hits, one model request, the reply journaled, one D1 batch after the answer). The real
 // plain turn (`POST /agents/bench/messages`, admin token, same room) runs in blocks interleaved
-// with the floor's, so both see the same machine. A fresh temporary state every run, as in
-// `npm run bench`.
+// with the floor's, so both see the same machine. Then both under load (`--load`, 2,000 turns
+// across 100 rooms, 50 in flight, as in `npm run bench:load`), in alternating halves: turns per
+// second and workerd's CPU per turn, the ceiling local workerd sets on throughput. A fresh
+// temporary state every run, as in `npm run bench`.
 import { cpus } from "node:os";
 import { parseArgs } from "node:util";
 import { startModelServer } from "./model-server.ts";
@@ -14,12 +16,18 @@ import { markdownTable, summarize, type Summary } from "./stats.ts";
 import { createBenchAgent, startBenchWorker } from "./worker-harness.ts";
 
 const { values: flags } = parseArgs({
-  options: { turns: { type: "string" }, blocks: { type: "string" } },
+  options: { turns: { type: "string" }, blocks: { type: "string" }, load: { type: "string" } },
 });
 const TURNS = Number(flags.turns ?? 300);
 const BLOCKS = Number(flags.blocks ?? 6);
 if (!Number.isInteger(TURNS) || TURNS < BLOCKS || !Number.isInteger(BLOCKS) || BLOCKS < 1)
   throw new Error("--turns and --blocks must be whole numbers, with at least one turn per block");
+/** Turns per path under load (0: none); rooms and turns in flight as in `npm run bench:load`. */
+const LOAD_TURNS = Number(flags.load ?? 2_000);
+const LOAD_ROOMS = 100;
+const LOAD_IN_FLIGHT = 50;
+if (!Number.isInteger(LOAD_TURNS) || LOAD_TURNS < 0 || LOAD_TURNS % 2 !== 0)
+  throw new Error("--load must be an even whole number of turns (0 for none)");
 
 interface Path {
   name: string;
@@ -122,6 +130,58 @@ async function main(): Promise<void> {
         [0, 0, 1, 1, 1, 1, 2, 1],
       ),
     );
+    if (LOAD_TURNS > 0) {
+      const loadPaths = [
+        { name: "turn reduced to its I/O (floor)", route: "floor" as const },
+        { name: "plain turn, the product", route: "product" as const },
+      ].map((path) => ({ ...path, turns: 0, wallMs: 0, cpuMs: 0 }));
+      const sendIn = (route: "floor" | "product", room: string, i: number) => {
+        const body = { userId: "u", text: `message number ${i} about the weather` };
+        return route === "floor"
+          ? worker.call("POST", "/__floor/turn", { agentId: "bench", roomId: room, ...body })
+          : worker.call("POST", "/agents/bench/messages", { roomId: room, ...body });
+      };
+      // Alternating halves, so a drift of the machine's speed touches both paths alike.
+      for (let half = 0; half < 2; half++) {
+        for (const path of loadPaths) {
+          const count = LOAD_TURNS / 2;
+          const cpuBefore = worker.pid === null ? 0 : processCpuMs(worker.pid);
+          const started = performance.now();
+          let next = 0;
+          await Promise.all(
+            Array.from({ length: LOAD_IN_FLIGHT }, async () => {
+              while (next < count) {
+                const i = next++;
+                const room = `load-${path.route}-${(half * count + i) % LOAD_ROOMS}`;
+                const response = await sendIn(path.route, room, i);
+                const body = await response.text();
+                if (response.status !== 200)
+                  throw new Error(`${path.name}: ${response.status} ${body.slice(0, 200)}`);
+              }
+            }),
+          );
+          path.wallMs += performance.now() - started;
+          if (worker.pid !== null) path.cpuMs += processCpuMs(worker.pid) - cpuBefore;
+          path.turns += count;
+        }
+      }
+      console.log(
+        `\nUnder load: ${LOAD_TURNS} turns per path across ${LOAD_ROOMS} rooms, ${LOAD_IN_FLIGHT} in flight, in two alternating halves.\n`,
+      );
+      console.log(
+        markdownTable(
+          ["path", "turns", "turns/s", "workerd CPU ms / turn", "ceiling at that CPU, turns/s"],
+          loadPaths.map((path) => [
+            path.name,
+            path.turns,
+            path.turns / (path.wallMs / 1000),
+            worker.pid === null ? "-" : path.cpuMs / path.turns,
+            worker.pid === null ? "-" : 1000 / (path.cpuMs / path.turns),
+          ]),
+          [0, 0, 1, 1, 1],
+        ),
+      );
+    }
   } finally {
     await worker.stop();
     await model.close();
