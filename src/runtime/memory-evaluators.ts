@@ -49,10 +49,17 @@ const SUMMARY_INSTRUCTIONS =
   "who said what that matters, decisions, open questions, dates and names. At most 8 sentences.";
 
 /** The reflection runs on this turn: every `factsEvery`-th message of the person, once replied. */
-function reflects({ outcome, model, interactions, character }: EvaluatorContext): boolean {
+function reflects({
+  outcome,
+  model,
+  retriever,
+  interactions,
+  character,
+}: EvaluatorContext): boolean {
   return (
     outcome.status === "replied" &&
     model !== null &&
+    retriever !== null &&
     interactions !== null &&
     interactions % (character.settings.memory.factsEvery ?? DEFAULT_FACTS_EVERY) === 0
   );

@@ -145,4 +145,13 @@ describe("memory evaluators", () => {
       messages: 10,
     });
   });
+
+  it("summarizes on its own when no reflection can run (no retriever)", async () => {
+    const memory = roomWith(26);
+    const model = scriptedModel([textReply(JSON.stringify({ summary: "Small talk." }))]);
+    await evaluate({ ...contextFor(memory, model, 2), retriever: null });
+    expect(model.requests).toHaveLength(1);
+    expect(systemOf(model.requests[0]!)).toMatch(/^Summarize this part of a conversation/);
+    expect(memory.memories.find((m) => m.type === "summary")?.content.text).toBe("Small talk.");
+  });
 });
