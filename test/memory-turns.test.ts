@@ -169,6 +169,52 @@ describe("long-term memory in turns", () => {
     });
   });
 
+  it("folds a due summary into the next fact extraction: one small-model call for both", async () => {
+    const agentId = await createTestAgent({
+      settings: { memory: { factsEvery: 2, summarizeAfter: 20 } },
+    });
+    const start = Date.now() - 3_600_000;
+    const history = Array.from({ length: 19 }, (_, i) => ({
+      type: "message",
+      roomId: "chat",
+      userId: "alice",
+      userName: "Alice",
+      text: `small talk number ${i}`,
+      createdAt: start + i * 1_000,
+    }));
+    await api("POST", "/memories", { body: { memories: history.map((m) => ({ agentId, ...m })) } });
+    model.respondWith((call) =>
+      call.model === "test-small"
+        ? {
+            text: JSON.stringify({
+              facts: [{ text: "Alice likes small talk" }],
+              description: null,
+              summary: "Alice made small talk.",
+            }),
+          }
+        : { text: "Indeed." },
+    );
+    // 21 unsummarized messages after this turn: due, but Alice's first message runs no
+    // reflection, and the summary waits for one.
+    await say(agentId, "More small talk", { roomId: "chat" });
+    await say(agentId, "And some more", { roomId: "chat" });
+    await vi.waitFor(
+      async () => {
+        expect((await memoriesOf(agentId, "summary")).map((m) => m.text)).toEqual([
+          "Alice made small talk.",
+        ]);
+        expect((await memoriesOf(agentId, "fact")).map((m) => m.text)).toEqual([
+          "Alice likes small talk",
+        ]);
+      },
+      { timeout: 4_000, interval: 50 },
+    );
+    const small = model.callsFor("test-small");
+    expect(small).toHaveLength(1);
+    expect(systemPromptOf(small[0]!)).toContain('"summary":"..."');
+    expect(String(small[0]!.messages[1]?.content)).toContain("Earlier part to summarize");
+  });
+
   it("summarizes a room's older messages once it passes the limit, and recalls them later", async () => {
     const agentId = await createTestAgent({
       settings: { memory: { factsEvery: 1000, summarizeAfter: 20 } },
