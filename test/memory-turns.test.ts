@@ -42,6 +42,27 @@ async function memoriesOf(
 
 const quiet = { settings: { memory: { factsEvery: 1000 } } };
 
+/** Alice's messages in a room, a second apart from an hour ago, as if imported; returns the first's time. */
+async function importChat(
+  agentId: string,
+  roomId: string,
+  count: number,
+  text: (i: number) => string,
+): Promise<number> {
+  const start = Date.now() - 3_600_000;
+  const memories = Array.from({ length: count }, (_, i) => ({
+    agentId,
+    type: "message",
+    roomId,
+    userId: "alice",
+    userName: "Alice",
+    text: text(i),
+    createdAt: start + i * 1_000,
+  }));
+  await api("POST", "/memories", { body: { memories } });
+  return start;
+}
+
 describe("long-term memory in turns", () => {
   it("uses a fact told in one room in another room's reply to the same person, quoted as data", async () => {
     const agentId = await createTestAgent(quiet);
@@ -173,16 +194,7 @@ describe("long-term memory in turns", () => {
     const agentId = await createTestAgent({
       settings: { memory: { factsEvery: 2, summarizeAfter: 20 } },
     });
-    const start = Date.now() - 3_600_000;
-    const history = Array.from({ length: 19 }, (_, i) => ({
-      type: "message",
-      roomId: "chat",
-      userId: "alice",
-      userName: "Alice",
-      text: `small talk number ${i}`,
-      createdAt: start + i * 1_000,
-    }));
-    await api("POST", "/memories", { body: { memories: history.map((m) => ({ agentId, ...m })) } });
+    await importChat(agentId, "chat", 19, (i) => `small talk number ${i}`);
     model.respondWith((call) =>
       call.model === "test-small"
         ? {
@@ -219,17 +231,9 @@ describe("long-term memory in turns", () => {
     const agentId = await createTestAgent({
       settings: { memory: { factsEvery: 1000, summarizeAfter: 20 } },
     });
-    const start = Date.now() - 3_600_000;
-    const history = Array.from({ length: 70 }, (_, i) => ({
-      type: "message",
-      roomId: "long",
-      userId: "alice",
-      userName: "Alice",
-      text:
-        i === 3 ? "My locker combination is kept in the blue notebook" : `small talk number ${i}`,
-      createdAt: start + i * 1_000,
-    }));
-    await api("POST", "/memories", { body: { memories: history.map((m) => ({ agentId, ...m })) } });
+    const start = await importChat(agentId, "long", 70, (i) =>
+      i === 3 ? "My locker combination is kept in the blue notebook" : `small talk number ${i}`,
+    );
     model.respondWith((call) =>
       call.model === "test-small"
         ? { text: '```json\n{"summary":"Alice chatted about small things and her locker."}\n```' }
