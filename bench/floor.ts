@@ -29,6 +29,13 @@ const LOAD_IN_FLIGHT = 50;
 if (!Number.isInteger(LOAD_TURNS) || LOAD_TURNS < 0 || LOAD_TURNS % 2 !== 0)
   throw new Error("--load must be an even whole number of turns (0 for none)");
 
+/** workerd's CPU time (all its threads) while `work` ran, ms; 0 where there is no /proc. */
+async function workerdCpuDuring(pid: number | null, work: () => Promise<unknown>): Promise<number> {
+  const before = pid === null ? 0 : processCpuMs(pid);
+  await work();
+  return pid === null ? 0 : processCpuMs(pid) - before;
+}
+
 interface Path {
   name: string;
   send: (i: number) => Promise<Response>;
@@ -93,9 +100,9 @@ async function main(): Promise<void> {
     let n = 30;
     for (let block = 0; block < BLOCKS; block++) {
       for (const path of paths) {
-        const cpuBefore = worker.pid === null ? 0 : processCpuMs(worker.pid);
-        for (let i = 0; i < perBlock; i++) await once(path, n + i, true);
-        if (worker.pid !== null) path.cpuMs += processCpuMs(worker.pid) - cpuBefore;
+        path.cpuMs += await workerdCpuDuring(worker.pid, async () => {
+          for (let i = 0; i < perBlock; i++) await once(path, n + i, true);
+        });
       }
       n += perBlock;
     }
@@ -145,23 +152,23 @@ async function main(): Promise<void> {
       for (let half = 0; half < 2; half++) {
         for (const path of loadPaths) {
           const count = LOAD_TURNS / 2;
-          const cpuBefore = worker.pid === null ? 0 : processCpuMs(worker.pid);
           const started = performance.now();
           let next = 0;
-          await Promise.all(
-            Array.from({ length: LOAD_IN_FLIGHT }, async () => {
-              while (next < count) {
-                const i = next++;
-                const room = `load-${path.route}-${(half * count + i) % LOAD_ROOMS}`;
-                const response = await sendIn(path.route, room, i);
-                const body = await response.text();
-                if (response.status !== 200)
-                  throw new Error(`${path.name}: ${response.status} ${body.slice(0, 200)}`);
-              }
-            }),
+          path.cpuMs += await workerdCpuDuring(worker.pid, () =>
+            Promise.all(
+              Array.from({ length: LOAD_IN_FLIGHT }, async () => {
+                while (next < count) {
+                  const i = next++;
+                  const room = `load-${path.route}-${(half * count + i) % LOAD_ROOMS}`;
+                  const response = await sendIn(path.route, room, i);
+                  const body = await response.text();
+                  if (response.status !== 200)
+                    throw new Error(`${path.name}: ${response.status} ${body.slice(0, 200)}`);
+                }
+              }),
+            ),
           );
           path.wallMs += performance.now() - started;
-          if (worker.pid !== null) path.cpuMs += processCpuMs(worker.pid) - cpuBefore;
           path.turns += count;
         }
       }
