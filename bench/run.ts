@@ -206,10 +206,10 @@ async function main(): Promise<void> {
             "D1 / DO model to reply",
             "after reply: D1 trips (seq) / DO calls",
             "model calls after reply",
-            "D1 statements/turn",
+            "D1 calls / statements per turn",
           ],
           tripRows,
-          [0, 0, 1, 1, 2, 2, 0, 0, 2, 1],
+          [0, 0, 1, 1, 2, 2, 0, 0, 2, 0],
         ),
       );
     }
@@ -271,7 +271,7 @@ function tripRow(
     `${mean((a) => a.beforeReply.d1).toFixed(2)} / ${mean((a) => a.beforeReply.do).toFixed(2)}`,
     `${mean((a) => a.afterReply.d1).toFixed(2)} (${mean((a) => a.afterReply.d1Sequential).toFixed(2)}) / ${mean((a) => a.afterReply.do).toFixed(2)}`,
     mean((a) => a.modelCallsAfter),
-    mean((a) => a.d1Statements),
+    `${mean((a) => a.d1Calls).toFixed(2)} / ${mean((a) => a.d1Statements).toFixed(1)}`,
   ];
 }
 

@@ -16,7 +16,8 @@ export interface TurnTrips {
   /** Model requests after the reply (evaluators' side calls). */
   modelCallsAfter: number;
   modelCalls: number;
-  /** All D1 statements of the turn, and the SQL statements objects ran on their own SQLite. */
+  /** All D1 calls (a statement or a batch, each a round trip) and statements of the turn. */
+  d1Calls: number;
   d1Statements: number;
 }
 
@@ -50,6 +51,7 @@ export function analyzeTurn(trips: Trip[], doDelayMs: number): TurnTrips | null 
     },
     modelCallsAfter: models.filter((t) => t.start >= request.end).length,
     modelCalls: models.length,
+    d1Calls: calls.filter((t) => t.kind === "d1").length,
     d1Statements: calls.reduce((sum, t) => sum + (t.kind === "d1" ? (t.statements ?? 0) : 0), 0),
   };
 }
