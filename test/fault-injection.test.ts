@@ -83,6 +83,13 @@ describe("fault injection", () => {
     expect(await json(await send(agentId, "a clean message"))).toMatchObject({
       reply: { text: "fine again" },
     });
+    // The reply reaches D1 after the caller has it.
+    await vi.waitFor(async () =>
+      expect((await journal(agentId, "user:flo")).map((e) => e.status)).toEqual([
+        "failed",
+        "evaluated",
+      ]),
+    );
     expect(await storedMessages(agentId, "user:flo")).toEqual([
       { role: "user", text: "a clean message" },
       { role: "agent", text: "fine again" },

@@ -23,7 +23,7 @@ import { memoryRowOf } from "./memory-repo.ts";
 import { compiled } from "./compiled.ts";
 import { fromMemoryRow } from "./rows.ts";
 import { memories } from "./schema.ts";
-import { createReadBatcher, directReader, type RowReader } from "./read-batcher.ts";
+import { directReader, type RowReader } from "./row-reader.ts";
 import { GONE, type Loaded, type Read, readRows, readText } from "./search-reads.ts";
 import { log as logLine } from "../log.ts";
 
@@ -148,12 +148,12 @@ export function createHybridSearch(options: HybridSearchOptions): MemoryRetrieve
     }
   };
 
-  /** The retriever's methods over a reader: each read its own batch, or a turn's batcher. */
+  /**
+   * The retriever's methods over a reader. A turn's concurrent reads (its providers') share one
+   * D1 round trip through the room's binding (shared-trips.ts).
+   */
   const retrieverWith = (reader: RowReader): MemoryRetriever => ({
     embedQuery,
-
-    // A turn's concurrent reads (its providers') share one D1 round trip.
-    forTurn: () => retrieverWith(createReadBatcher(db)),
 
     async search(query, vector, timings) {
       const candidates = Math.min(

@@ -112,29 +112,28 @@ interface SyncRow {
 }
 
 const caches = new Map<string, VectorCache>();
-/** Bumped by resetLocalVectorCache: indexes forget the dimension they read, as a new isolate would. */
-let epoch = 0;
+/**
+ * The index's dimension as last read, for the isolate like the caches (every room's index and the
+ * worker's read the same database). Once claimed it never changes (nothing rewrites it), so neither
+ * a query nor a write need read it again: that read would queue behind the full-text leg's in D1,
+ * cost every embedding pass a round trip, and a room's first search one more. A vector that
+ * disagrees with the remembered value re-reads before it is refused.
+ */
+let known: number | null = null;
 
-/** Forgets every cached agent (tests simulate a fresh isolate with it). */
+/** Forgets every cached agent and the dimension (tests simulate a fresh isolate with it). */
 export function resetLocalVectorCache(): void {
   caches.clear();
-  epoch += 1;
+  known = null;
 }
 
 export function createLocalVectorIndex(db: Db): VectorIndex {
   const readDimensions = async (): Promise<number | null> => {
     const row = await dimensionsRow.bind(db, {}).first<{ value: string }>();
     known = row ? Number(row.value) : null;
-    knownIn = epoch;
     return known;
   };
-  // Once claimed, the dimension never changes (nothing rewrites it), so neither a query nor a
-  // write need read it again: that read would queue behind the full-text leg's in D1, or cost
-  // every embedding pass a round trip. A vector that disagrees with the remembered value re-reads
-  // before it is refused.
-  let known: number | null = null;
-  let knownIn = epoch;
-  const remembered = (length: number) => known === length && knownIn === epoch;
+  const remembered = (length: number) => known === length;
   const queryDimensions = async (length: number): Promise<number | null> =>
     remembered(length) ? known : readDimensions();
 
@@ -226,8 +225,8 @@ export function createLocalVectorIndex(db: Db): VectorIndex {
         if (row.hex.length === 2 * dimensions) {
           int8FromHex(row.hex, code);
           // Rows written before migration 0011 have no bits: putVector computes them.
-          const known = row.bits_hex?.length === 2 * bitsBytes.length;
-          if (known) bytesFromHex(row.bits_hex!, bitsBytes);
+          const hasBits = row.bits_hex?.length === 2 * bitsBytes.length;
+          if (hasBits) bytesFromHex(row.bits_hex!, bitsBytes);
           putVector(
             cache,
             row.id,
@@ -235,7 +234,7 @@ export function createLocalVectorIndex(db: Db): VectorIndex {
             row.room_id,
             row.user_id,
             code,
-            known ? bits : undefined,
+            hasBits ? bits : undefined,
           );
         }
         cache.lastSeq = row.seq;

@@ -10,7 +10,7 @@ import {
   rowsAndNeighbourStatements,
   withEmbedded,
 } from "./memory-repo.ts";
-import type { RowReader } from "./read-batcher.ts";
+import type { RowReader } from "./row-reader.ts";
 import { rankTextWithRows } from "./text-search.ts";
 
 export type Loaded = Memory & { embedded: boolean };

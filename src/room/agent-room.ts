@@ -5,7 +5,7 @@
 // schedule, armed once for every turn that arrives before it fires, not once per turn), and every
 // alarm of the room first finishes what the journal holds, so a turn cut off by eviction or a
 // crash is resumed and answered exactly once.
-import { Agent } from "agents";
+import { Agent, type AgentContext } from "agents";
 import type { Env } from "../env.ts";
 import type { HistoryPage, HistoryQuery } from "../memory/message-history.ts";
 import { errorField, log } from "../log.ts";
@@ -28,6 +28,7 @@ import { TurnDriver, type TurnDriverHost } from "./turn-driver.ts";
 import { turnServicesFor } from "./turn-services.ts";
 import { repeatedKeyResult, replayStream, TurnWaiters } from "./turn-waiters.ts";
 import { amendMessage } from "./message-amendments.ts";
+import { sharedTrips } from "../memory/shared-trips.ts";
 import { stores } from "../memory/stores.ts";
 import { pruneUnansweredMessages } from "../memory/message-amendments.ts";
 
@@ -64,6 +65,14 @@ export abstract class AgentRoomBase extends Agent<Env> implements AgentRoomRpc {
   private embedAgain = false;
 
   protected abstract platform(): RoomPlatform;
+
+  constructor(ctx: AgentContext, env: Env) {
+    // D1 calls this room starts together (a turn's reads before the model, its writes after the
+    // reply) share one round trip (src/memory/shared-trips.ts). Its own binding: the rooms of an
+    // isolate must not send each other's calls, and what is built per env (stores.ts) is cheap
+    // where it is per room (the agents' vector caches and characters are per isolate).
+    super(ctx, { ...env, DB: sharedTrips(env.DB) });
+  }
 
   override onStart(): void {
     const { surface, attachments } = this.platform();

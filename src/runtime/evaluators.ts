@@ -29,16 +29,18 @@ export interface Evaluator {
 }
 
 /**
- * Runs the interaction evaluator first (the others read its count), then the rest concurrently.
+ * Runs the interaction evaluator first (the others read its count), alongside `stored` (the
+ * reply's own writes, which the `first` ones do not read), then the rest concurrently once both
+ * are done. A rejected `stored` rejects this, and the rest do not run.
  */
 export async function runEvaluators(
   evaluators: Evaluator[],
   context: EvaluatorContext,
-  options: { timeoutMs: number; events: EventSink },
+  options: { timeoutMs: number; events: EventSink; stored?: Promise<unknown> },
 ): Promise<void> {
   const first = evaluators.filter((evaluator) => evaluator.first);
   const rest = evaluators.filter((evaluator) => !evaluator.first);
-  await runConcurrently(first, context, options);
+  await Promise.all([options.stored, runConcurrently(first, context, options)]);
   await runConcurrently(rest, context, options);
 }
 

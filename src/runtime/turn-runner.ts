@@ -118,9 +118,12 @@ export function createTurnRunner(deps: TurnRunnerDeps): TurnRunner {
 
     async afterReply(character, input, outcome) {
       const memory = deps.afterReplyMemory ?? deps.memory;
-      // Stored before the evaluators run: they may read the conversation.
-      if (outcome.replyMemory) await memory.saveMemory(outcome.replyMemory);
-      if (outcome.spentTokens) await recordSpend(deps, input.agentId, outcome.spentTokens);
+      // The reply and its spend are stored before the evaluators that may read the conversation
+      // run; the interaction count runs alongside them (a store may send the three together).
+      const stored = Promise.all([
+        outcome.replyMemory ? memory.saveMemory(outcome.replyMemory) : null,
+        outcome.spentTokens ? recordSpend(deps, input.agentId, outcome.spentTokens) : null,
+      ]);
       const small = deps.model
         ? { client: deps.model, name: modelChoiceFor(character, deps.models).small }
         : null;
@@ -137,6 +140,7 @@ export function createTurnRunner(deps: TurnRunnerDeps): TurnRunner {
       await runEvaluators(deps.evaluators, context, {
         timeoutMs: deps.limits.evaluatorTimeoutMs,
         events: deps.events,
+        stored,
       });
     },
   };
@@ -489,7 +493,7 @@ function turnRetrieval(
   let vector: Promise<Float32Array | null> | undefined;
   const memory = character.settings.memory;
   return {
-    retriever: retriever.forTurn?.() ?? retriever,
+    retriever,
     queryVector: () => (vector ??= retriever.embedQuery(text)),
     budgets: {
       facts: memory.factsTokens ?? Math.round(limits.contextTokens * 0.1),

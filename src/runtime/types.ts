@@ -354,11 +354,6 @@ export interface MemoryRetriever {
   aboutUser(query: { agentId: string; userId: string; limit: number }): Promise<Memory[]>;
   /** A document's fragments at the given positions. */
   fragments(query: { agentId: string; documentId: string; positions: number[] }): Promise<Memory[]>;
-  /**
-   * The same retriever for one turn, whose reads started together (its providers') may share a
-   * round trip; used for that turn only, then dropped. Absent: the retriever itself.
-   */
-  forTurn?(): MemoryRetriever;
 }
 
 // ---- time and events ------------------------------------------------------------------------
