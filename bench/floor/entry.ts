@@ -32,6 +32,13 @@ const SEQ_MASK = 2 ** 40 - 1;
 
 export class AgentRoom extends Room {
   private floorReady = false;
+  /** D1 as the platform gives it: the product's rooms collect their calls into shared batches. */
+  private readonly floorDb: D1Database;
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx as ConstructorParameters<typeof Room>[0], env);
+    this.floorDb = env.DB;
+  }
 
   floorHop(): number {
     return 1;
@@ -51,7 +58,7 @@ export class AgentRoom extends Room {
       turnId,
       JSON.stringify(input),
     );
-    const db = this.env.DB;
+    const db = this.floorDb;
     const at = Date.now();
     const { agentId, roomId, userId, text } = input;
     const words = text
