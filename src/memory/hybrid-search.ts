@@ -5,7 +5,8 @@
 // The full-text statement returns its hits' rows and their neighbours; a local vector index ranks
 // what it holds at once, so those hits' rows are read in the same round trip as its catch-up.
 // Rows the fusion needs beyond these are read after, in one more batch. Scoped to one agent.
-import { and, desc, eq, inArray, or, sql } from "drizzle-orm";
+import { and, eq, inArray, sql } from "drizzle-orm";
+import { SQLiteAsyncDialect } from "drizzle-orm/sqlite-core";
 import { dedupeByText, fuseRankings, type FusedHit } from "../runtime/fusion.ts";
 import type {
   Embedder,
@@ -49,26 +50,32 @@ export interface HybridSearchOptions {
   log?: (entry: Record<string, unknown>) => void;
 }
 
-/** A person's facts and description, and facts marked shared, newest first: compiled once. */
-const aboutUserStatement = compiled((db) =>
-  db
-    .select()
-    .from(memories)
-    .where(
-      and(
-        eq(memories.agentId, sql.placeholder("agentId")),
-        or(
-          and(
-            eq(memories.userId, sql.placeholder("userId")),
-            inArray(memories.type, ["fact", "description"]),
-          ),
-          and(eq(memories.type, "fact"), sql`json_extract(${memories.metadata}, '$.shared') = 1`),
-        ),
-      ),
-    )
-    .orderBy(desc(memories.createdAt))
-    .limit(sql.placeholder("limit")),
-);
+/**
+ * A person's facts and description, and facts marked shared, newest first: compiled once. Two
+ * branches, each the newest `limit` of its own index (memories_user_idx, and the partial
+ * memories_shared_facts_idx, whose condition is spelled here as in the schema), so the read costs
+ * the same however much else the agent remembers. As one OR over the agent's rows SQLite could use
+ * neither and read every memory of the agent; left to choose, it walks all of the agent's facts
+ * (memories_type_idx) for the shared ones, hence INDEXED BY, which also fails loudly should the
+ * index ever not fit. UNION drops a person's own shared fact's second copy.
+ */
+const aboutUserStatement = compiled(() => {
+  const agent = sql.placeholder("agentId");
+  const limit = sql.placeholder("limit");
+  const newest = sql`ORDER BY ${memories.createdAt} DESC LIMIT ${limit}`;
+  return {
+    toSQL: () =>
+      dialect.sqlToQuery(sql`SELECT * FROM (SELECT * FROM ${memories}
+        WHERE ${memories.agentId} = ${agent} AND ${memories.userId} = ${sql.placeholder("userId")}
+          AND ${memories.type} IN ('fact', 'description') ${newest})
+      UNION
+      SELECT * FROM (SELECT * FROM ${memories} INDEXED BY memories_shared_facts_idx
+        WHERE ${memories.agentId} = ${agent}
+          AND ${memories.type} = 'fact' AND json_extract(${memories.metadata}, '$.shared') = 1 ${newest})
+      ORDER BY created_at DESC LIMIT ${limit}`),
+  };
+});
+const dialect = new SQLiteAsyncDialect();
 
 export function createHybridSearch(options: HybridSearchOptions): MemoryRetriever {
   const { db, index, embedder } = options;

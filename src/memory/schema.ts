@@ -122,6 +122,13 @@ export const memories = sqliteTable(
     index("memories_type_idx").on(t.agentId, t.type, t.createdAt),
     // A document's fragments, in order.
     index("memories_parent_idx").on(t.agentId, t.parentId),
+    // Facts shared with everyone, newest first: every turn's "what you know about them" reads
+    // them, and without this index that read walked all of the agent's memories (json_extract
+    // on each), so a turn grew with the agent's memory. Queries must spell the condition as here
+    // (a literal 'fact') for SQLite to use it.
+    index("memories_shared_facts_idx")
+      .on(t.agentId, t.createdAt)
+      .where(sql`${t.type} = 'fact' AND json_extract(${t.metadata}, '$.shared') = 1`),
     // The embedding queue: only rows still waiting are in this index.
     index("memories_pending_idx")
       .on(t.agentId, t.roomId)

@@ -104,7 +104,10 @@ const MEMORY_COLUMNS =
  * rows needs no second one. Rows: `seed_id` null for a hit (then `score`), else the hit whose
  * neighbour it is. The ranking runs once (materialized), however often the statement refers to it.
  * Built by drizzle once per isolate for each shape of filter (which of room, user, shared, types
- * and exclusions it has), its values then only bound.
+ * and exclusions it has), its values then only bound. The hits are joined to their rows with
+ * CROSS JOIN, which holds SQLite to the ranking as the outer loop (one key look-up per hit): given
+ * a room and types, it otherwise drove the join from the room's index, reading every message of
+ * the room, so a turn's recall grew with the room's history.
  */
 export function rankTextWithRows(
   db: Db,
@@ -171,7 +174,7 @@ function withRows(
   return sql`WITH ranked AS MATERIALIZED ${matched.ranked},
     hits AS MATERIALIZED (
       SELECT ${memories}.*, ranked.score AS score FROM ranked
-      JOIN ${memories} ON ${memories.seq} = ranked.hit_seq
+      CROSS JOIN ${memories} ON ${memories.seq} = ranked.hit_seq
       WHERE ${and(...matched.conditions)}),
     seeds AS (SELECT seq, id, agent_id, room_id, created_at FROM hits ORDER BY score LIMIT ${v("seeds", seeds)})
     SELECT NULL AS seed_id, score, ${sql.raw(MEMORY_COLUMNS)} FROM hits
