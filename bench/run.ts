@@ -1,7 +1,7 @@
 // `npm run bench`: runtime overhead per turn through the real worker in local workerd (wrangler),
 // with a zero-latency OpenAI-compatible stand-in on loopback. Prints a table per scenario: a plain
-// turn (admin token, minted token, new room), a two-tool turn, and a turn in a room that already
-// holds 1,000 messages; then a burst of 20 turns sent at once to one room against isolated turns
+// turn (admin token, minted token, new room), a two-tool turn, a turn in a room that already
+// holds 1,000 messages, and one in a busy room of an agent holding 20,000 memories; then a burst of 20 turns sent at once to one room against isolated turns
 // (bench/burst.ts). Only loopback traffic; a fresh temporary D1/Durable Object state every run.
 // `npm run bench -- --d1-ms 20 --do-ms 10` runs the worker with every D1 round trip and Durable
 // Object call delayed by that much (bench/latency/) and also prints, per scenario, how many of them
@@ -14,6 +14,7 @@ import { BURST_SIZE, burstSender, runBurstBench } from "./burst.ts";
 import { analyzeTurn, type TurnTrips } from "./latency/critical-path.ts";
 import type { Trip } from "./latency/instrument.ts";
 import { startModelServer, type ModelServer } from "./model-server.ts";
+import { createCorpus } from "./synthetic-memories.ts";
 import { runCoreBench } from "./core.ts";
 import { coreTable, markdownTable, summarize, table, type Row } from "./stats.ts";
 import { createBenchAgent, startBenchWorker, type Call } from "./worker-harness.ts";
@@ -28,6 +29,11 @@ interface Scenario {
   script: (model: ModelServer) => void;
   /** A minted token instead of the admin token. */
   minted?: boolean;
+  /** The turn's text and sender (default: `message <i>` from bench-user). */
+  text?: (i: number) => string;
+  userId?: string;
+  /** Another agent than `bench`. */
+  agentId?: string;
 }
 
 const { values: flags } = parseArgs({
@@ -71,6 +77,7 @@ async function main(): Promise<void> {
     // 500 turns = 1,000 stored messages, through the API (not timed).
     model.respondWith(() => ({ text: "Noted." }));
     for (let i = 0; i < 500; i++) await turn(call, "long-room", `filler message ${i}`);
+    const busy = await loadBusyRoom(call);
     if (injected) {
       const set = await fetch(`${worker.base}/__bench/delays`, {
         method: "POST",
@@ -117,6 +124,16 @@ async function main(): Promise<void> {
         room: () => "long-room",
         script: (m) => m.respondWith(() => ({ text: "Hello!" })),
       },
+      {
+        name: `busy room (${busy.messages.toLocaleString("en")} of ${BUSY_MEMORIES.toLocaleString("en")} memories)`,
+        turns: 200,
+        warmup: 10,
+        room: () => BUSY_ROOM,
+        script: (m) => m.respondWith(() => ({ text: "Hello!" })),
+        text: (i) => busy.questions[i % busy.questions.length]!,
+        userId: busy.userId,
+        agentId: BUSY_AGENT,
+      },
     ];
     const rows: Row[] = [];
     const tripRows: Array<Array<string | number>> = [];
@@ -130,7 +147,14 @@ async function main(): Promise<void> {
       const headers = scenario.minted ? { authorization: `Bearer ${mintedToken}` } : {};
       for (let i = 0; i < scenario.warmup + turns; i++) {
         const before = model.calls();
-        const result = await turn(call, scenario.room(i), `message ${i}`, headers);
+        const result = await turn(
+          call,
+          scenario.room(i),
+          scenario.text?.(i) ?? `message ${i}`,
+          headers,
+          scenario.userId,
+          scenario.agentId,
+        );
         // Injected mode: the turn's trips, after-reply work included (the worker goes idle first).
         const analysis = injected ? analyzeTurn(await takeTrips(call), delays.doMs) : null;
         if (i < scenario.warmup) continue;
@@ -231,12 +255,19 @@ function twoToolScript(model: ModelServer): void {
   });
 }
 
-async function turn(call: Call, roomId: string, text: string, headers = {}) {
+async function turn(
+  call: Call,
+  roomId: string,
+  text: string,
+  headers = {},
+  userId = "bench-user",
+  agentId = "bench",
+) {
   const started = performance.now();
   const response = await call(
     "POST",
-    "/agents/bench/messages",
-    { roomId, userId: "bench-user", text },
+    `/agents/${agentId}/messages`,
+    { roomId, userId, text },
     headers,
   );
   const body = await response.text();
@@ -244,6 +275,49 @@ async function turn(call: Call, roomId: string, text: string, headers = {}) {
   if (response.status !== 200) throw new Error(`turn failed: ${response.status} ${body}`);
   const timing = /turn;dur=([\d.]+)/.exec(response.headers.get("server-timing") ?? "");
   return { ms, serverMs: timing ? Number(timing[1]) : null };
+}
+
+const BUSY_AGENT = "busy";
+const BUSY_ROOM = "busy-room";
+const BUSY_MEMORIES = 20_000;
+
+/**
+ * A community's long-running channel: an agent of its own (so the other scenarios' agent stays as
+ * it was) holding bench:memory's synthetic corpus of 20,000 memories (messages, facts and profiles
+ * of 300 people, summaries, lore), its messages and summaries all in one room, through
+ * POST /memories and embedded (not timed). A turn there recalls from the whole room and
+ * reads what the agent knows about its sender, one of the corpus's people.
+ */
+async function loadBusyRoom(
+  call: Call,
+): Promise<{ messages: number; questions: string[]; userId: string }> {
+  await createBenchAgent(call, { id: BUSY_AGENT });
+  const corpus = createCorpus(BUSY_MEMORIES);
+  const memories = corpus
+    .memories(BUSY_AGENT)
+    .map((m) => (m.roomId === undefined ? m : { ...m, roomId: BUSY_ROOM }));
+  for (let i = 0; i < memories.length; i += 500) {
+    const response = await call("POST", "/memories", { memories: memories.slice(i, i + 500) });
+    if (response.status !== 201)
+      throw new Error(`loading the busy room failed: ${response.status} ${await response.text()}`);
+  }
+  for (let pending = true; pending; ) {
+    const response = await call("POST", "/memories/embed", { agentId: BUSY_AGENT });
+    if (response.status !== 200)
+      throw new Error(
+        `embedding the busy room failed: ${response.status} ${await response.text()}`,
+      );
+    pending = Boolean(((await response.json()) as { pending: boolean | number }).pending);
+  }
+  const facts = new Map<string, number>();
+  for (const m of memories)
+    if (m.type === "fact") facts.set(String(m.userId), (facts.get(String(m.userId)) ?? 0) + 1);
+  return {
+    messages: memories.filter((m) => m.type === "message").length,
+    questions: corpus.queries(50),
+    // The person the corpus knows most about: their facts are read on every turn.
+    userId: [...facts].sort((a, b) => b[1] - a[1])[0]![0],
+  };
 }
 
 async function takeTrips(call: Call): Promise<Trip[]> {
