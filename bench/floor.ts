@@ -4,7 +4,8 @@
 // journals the message in its SQLite, one D1 batch writes it and reads the room's history and
 // full-text hits, one model request, the reply journaled, one D1 batch after the answer). The real
 // plain turn (`POST /agents/bench/messages`, admin token, same room) runs in blocks interleaved
-// with the floor's, so both see the same machine. Then both under load (`--load`, 2,000 turns
+// with the floor's, so both see the same machine, and so does a greeting (a message with no
+// content words, which skips retrieval), to show retrieval's share of the turn. Then both under load (`--load`, 2,000 turns
 // across 100 rooms, 50 in flight, as in `npm run bench:load`), in alternating halves: turns per
 // second and workerd's CPU per turn, the ceiling local workerd sets on throughput. A fresh
 // temporary state every run, as in `npm run bench`.
@@ -80,6 +81,19 @@ async function main(): Promise<void> {
             roomId: "plain-room",
             userId: "u",
             text: `message number ${i} about the weather`,
+          }),
+        samples: [],
+        cpuMs: 0,
+      },
+      {
+        // No content words, so the turn skips retrieval (no query embedding, no knowledge or
+        // recall search): the difference to the row above is what retrieval costs a turn.
+        name: "the same, a greeting (no retrieval)",
+        send: () =>
+          worker.call("POST", "/agents/bench/messages", {
+            roomId: "greeting-room",
+            userId: "u",
+            text: "hi there, thanks!",
           }),
         samples: [],
         cpuMs: 0,
