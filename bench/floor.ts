@@ -5,10 +5,11 @@
 // full-text hits, one model request, the reply journaled, one D1 batch after the answer). The real
 // plain turn (`POST /agents/bench/messages`, admin token, same room) runs in blocks interleaved
 // with the floor's, so both see the same machine, and so does a greeting (a message with no
-// content words, which skips retrieval), to show retrieval's share of the turn. Then both under load (`--load`, 2,000 turns
-// across 100 rooms, 50 in flight, as in `npm run bench:load`), in alternating halves: turns per
-// second and workerd's CPU per turn, the ceiling local workerd sets on throughput. A fresh
-// temporary state every run, as in `npm run bench`.
+// content words, which skips retrieval), to show retrieval's share of the turn. Then the floor
+// and the plain turn under load (`--load`, 2,000 turns across 100 rooms, 50 in flight, as in
+// `npm run bench:load`), in alternating halves: turns per second and workerd's CPU per turn, the
+// ceiling local workerd sets on throughput. A fresh temporary state every run, as in
+// `npm run bench`.
 import { cpus } from "node:os";
 import { parseArgs } from "node:util";
 import { startModelServer } from "./model-server.ts";
