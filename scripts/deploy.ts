@@ -1,20 +1,29 @@
 // `npm run deploy [-- --vectorize]`: the one deploy command. It runs `wrangler deploy` (which
 // creates the D1 database and R2 bucket on a first deploy), sets the secrets a worker cannot do
-// without when they are missing (ADMIN_TOKEN and SECRETS_KEY, random, through `wrangler secret put`
-// on stdin; the admin token is printed once), opens the worker's /health (its first request
-// applies the migrations and seeds the shipped characters), and registers the Discord commands
-// when Discord is configured in this shell. With --vectorize it moves memory vectors to Vectorize.
-// Running it again changes nothing that exists: no secret is overwritten, no index made twice.
+// without when they are missing (through `wrangler secret put` on stdin), opens the worker's
+// /health (its first request applies the migrations and seeds the shipped characters), and
+// registers the Discord commands when Discord is configured in this shell. With --vectorize it
+// moves memory vectors to Vectorize. Running it again changes nothing that exists.
+// The admin token never travels on a command line (`ps` and shell history keep those) and is
+// printed only to a terminal (CI logs keep everything else): see docs/deploying.md.
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { parseArgs } from "node:util";
+import { MIN_ADMIN_TOKEN_CHARS } from "../src/config.ts";
 
-const HELP = `Usage: npm run deploy [-- --vectorize] [--url https://your-worker.example] [--token <admin token>]
+const HELP = `Usage: npm run deploy [-- --vectorize] [--url https://your-worker.example]
   --vectorize  create the Vectorize index (the embedder's dimension, metadata indexes), bind it,
                deploy again and re-embed existing memories into it
   --url        where the worker answers, when it is not the workers.dev address wrangler prints
-  --token      the admin token, for --vectorize's re-embedding when ADMIN_TOKEN was set earlier`;
+The admin token comes from ADMIN_TOKEN in the environment, or is asked for on a terminal; it is
+never an option, since a command line stays in \`ps\` and in shell history.`;
+
+/** Said when someone passes the admin token as an option; never repeats what they passed. */
+const TOKEN_OPTION_REFUSED =
+  "--token is not accepted: a command line stays in `ps` and in shell history. Put the admin token " +
+  "in ADMIN_TOKEN instead (`read -rs ADMIN_TOKEN && export ADMIN_TOKEN` types it unseen), or run " +
+  "on a terminal without it and you will be asked for it when it is needed.";
 
 export const VECTORIZE_INDEX = "edge-agents-memories";
 /** Metadata the vector index filters on (src/memory/vectorize-index.ts), indexed before any vector. */
@@ -89,6 +98,90 @@ async function workerJson(
   throw new Error(`${base}${path} did not answer (${last})`);
 }
 
+/** Reads a line from the terminal without echoing it (raw mode), for the admin token. */
+function askHidden(question: string): Promise<string> {
+  const input = process.stdin;
+  return new Promise((resolve, reject) => {
+    let value = "";
+    const finish = (error?: Error) => {
+      input.off("data", onData);
+      input.setRawMode(false);
+      input.pause();
+      process.stdout.write("\n");
+      if (error) reject(error);
+      else resolve(value.trim());
+    };
+    const onData = (chunk: string) => {
+      for (const char of chunk) {
+        if (char === "\r" || char === "\n" || char === "\u0004") return finish();
+        if (char === "\u0003") return finish(new Error("cancelled"));
+        if (char === "\u007f" || char === "\b") value = value.slice(0, -1);
+        else value += char;
+      }
+    };
+    // Raw mode before the question: nothing typed after it appears is echoed.
+    input.setRawMode(true);
+    process.stdout.write(question);
+    input.setEncoding("utf8");
+    input.on("data", onData);
+    input.resume();
+  });
+}
+
+const onTerminal = (): boolean => Boolean(process.stdin.isTTY && process.stdout.isTTY);
+
+/** ADMIN_TOKEN from this shell, checked as the worker checks it (src/config.ts). */
+function adminTokenFromEnv(): string | undefined {
+  const token = process.env.ADMIN_TOKEN?.trim();
+  if (!token) return undefined;
+  if (token.length < MIN_ADMIN_TOKEN_CHARS)
+    throw new Error(
+      `ADMIN_TOKEN in this shell is shorter than ${MIN_ADMIN_TOKEN_CHARS} characters; the worker would refuse it`,
+    );
+  return token;
+}
+
+/**
+ * Gives the worker an admin token when it has none: the shell's ADMIN_TOKEN, else a random one
+ * printed once, and only to a terminal. Off a terminal (CI) a printed token would stay in a log,
+ * so none is made: the worker then refuses every API call until one is set, and the operator is
+ * told how. Returns the token the worker now holds, when this run knows it.
+ */
+async function ensureAdminToken(fromEnv: string | undefined): Promise<string | undefined> {
+  if (fromEnv) {
+    await putSecret("ADMIN_TOKEN", fromEnv);
+    console.log("Set ADMIN_TOKEN from this shell.");
+    return fromEnv;
+  }
+  if (!process.stdout.isTTY) {
+    console.error(
+      [
+        "",
+        "  ADMIN_TOKEN is not set on the worker, and none was made: this output is not a terminal,",
+        "  so a new token would be kept in a log. Until one is set the API refuses every request.",
+        "  Set it without it touching a log or a command line, either on a terminal:",
+        "    openssl rand -hex 24                  (keep it somewhere safe)",
+        "    npx wrangler secret put ADMIN_TOKEN   (paste it when asked)",
+        "  or run the deploy again with ADMIN_TOKEN in its environment (a CI secret, say).",
+        "",
+      ].join("\n"),
+    );
+    return undefined;
+  }
+  // Hex: a token starting with "-" would read as an option on command lines.
+  const token = randomBytes(24).toString("hex");
+  await putSecret("ADMIN_TOKEN", token);
+  console.log(`\n  Your admin token (shown once; keep it somewhere safe):\n\n    ${token}\n`);
+  return token;
+}
+
+/** The admin token for the deploy's own API calls: ADMIN_TOKEN, else asked for on a terminal. */
+async function adminTokenForApi(fromEnv: string | undefined): Promise<string | undefined> {
+  if (fromEnv || !onTerminal()) return fromEnv;
+  const typed = await askHidden("Admin token, to re-embed memories (not shown; Enter skips): ");
+  return typed || undefined;
+}
+
 async function vectorize(base: string, adminToken: string | undefined): Promise<void> {
   const health = await workerJson(base, "/health");
   const dimensions = (health.embedding as { dimensions: number }).dimensions;
@@ -145,7 +238,7 @@ async function vectorize(base: string, adminToken: string | undefined): Promise<
   }
   if (!adminToken) {
     console.log(
-      "Re-embed existing memories with `npm run memory -- init --agent <id> --url ... --token <admin token>` for each agent.",
+      "Memories not re-embedded (no admin token): run `npm run deploy -- --vectorize` again with ADMIN_TOKEN set, or on a terminal.",
     );
     return;
   }
@@ -169,11 +262,13 @@ async function vectorize(base: string, adminToken: string | undefined): Promise<
 }
 
 async function main(): Promise<void> {
+  // Before parsing, so the refusal says what to do instead of "unknown option".
+  if (process.argv.some((arg) => arg === "--token" || arg.startsWith("--token=")))
+    throw new Error(TOKEN_OPTION_REFUSED);
   const { values } = parseArgs({
     options: {
       vectorize: { type: "boolean" },
       url: { type: "string" },
-      token: { type: "string" },
       help: { type: "boolean" },
     },
     strict: true,
@@ -184,20 +279,13 @@ async function main(): Promise<void> {
   }
   if (!existsSync("wrangler.toml"))
     throw new Error("run it from the project's folder (where wrangler.toml is)");
+  const envToken = adminTokenFromEnv();
 
   const deployed = await must(["deploy"]);
   const base = values.url ?? /https:\/\/[a-z0-9.-]+\.workers\.dev/i.exec(deployed)?.[0];
 
   const present = await remoteSecrets();
-  let adminToken = values.token ?? process.env.ADMIN_TOKEN;
-  if (!present.has("ADMIN_TOKEN")) {
-    // Hex: a token starting with "-" would read as an option on command lines.
-    adminToken = randomBytes(24).toString("hex");
-    await putSecret("ADMIN_TOKEN", adminToken);
-    console.log(
-      `\n  Your admin token (shown once; keep it somewhere safe):\n\n    ${adminToken}\n`,
-    );
-  }
+  const adminToken = present.has("ADMIN_TOKEN") ? undefined : await ensureAdminToken(envToken);
   if (!present.has("SECRETS_KEY")) {
     await putSecret("SECRETS_KEY", randomBytes(32).toString("base64url"));
     console.log("Set SECRETS_KEY (random; it encrypts stored secrets and OAuth tokens).");
@@ -243,9 +331,10 @@ async function main(): Promise<void> {
 
   if (values.vectorize) {
     if (!base) throw new Error("--vectorize needs the worker's address: pass --url");
-    await vectorize(base, adminToken);
+    await vectorize(base, adminToken ?? (await adminTokenForApi(envToken)));
   }
-  console.log("Deployed.");
+  const tokenSet = present.has("ADMIN_TOKEN") || adminToken !== undefined;
+  console.log(tokenSet ? "Deployed." : "Deployed; ADMIN_TOKEN is still to set (see above).");
 }
 
 main().catch((error: unknown) => {
