@@ -16,7 +16,7 @@ Commands:
   add <file|folder>    adds a skill from a markdown file with name and description in its front
                        matter (a folder: its SKILL.md); the same name again replaces it
   remove <name>        deletes a skill added through the API or saved by the agent
-  proposals [--status pending|approved|denied]   what the agent asked to change, newest first
+  proposals [--status pending|approved|denied|expired]   what the agent asked to change
   approve <id>         approves a proposal (a skill is saved, a catalog MCP server added)
   deny <id>            denies it
 
@@ -30,7 +30,7 @@ Options:
 const COMMANDS = ["list", "show", "add", "remove", "proposals", "approve", "deny"] as const;
 type Command = (typeof COMMANDS)[number];
 const TAKES_ARGUMENT: readonly Command[] = ["show", "add", "remove", "approve", "deny"];
-const STATUSES = ["pending", "approved", "denied"];
+const STATUSES = ["pending", "approved", "denied", "expired"];
 
 export interface SkillsCliOptions {
   command: Command;

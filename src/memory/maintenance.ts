@@ -3,11 +3,14 @@
 // with their vectors), removes Vectorize vectors of deleted memories, and embeds memories that
 // were left pending (a failed embedding call, a room evicted before its queue ran). Rooms whose
 // messages expired are told through an injected callback: src/memory/ knows nothing of rooms.
+// Proposals too: unanswered ones expire, and answered or expired ones are deleted after a while
+// (the periods are in proposal-store.ts).
 import { and, isNull, lt, ne } from "drizzle-orm";
 import type { Env } from "../env.ts";
 import type { AgentStore } from "./agent-store.ts";
 import { stores } from "./stores.ts";
 import { deleteMemories } from "./memory-repo.ts";
+import { DECIDED_PROPOSAL_RETENTION_MS, PENDING_PROPOSAL_TTL_MS } from "./proposal-store.ts";
 import { memories } from "./schema.ts";
 import { errorField, log } from "../log.ts";
 
@@ -21,6 +24,10 @@ export interface MaintenanceReport {
   expired: number;
   vectorsRemoved: number;
   embedded: number;
+  /** Proposals nobody answered in time, now `expired`. */
+  proposalsExpired: number;
+  /** Answered or expired proposals past their retention, deleted. */
+  proposalsDeleted: number;
 }
 
 export interface MaintenanceOptions {
@@ -33,12 +40,14 @@ export async function runMemoryMaintenance(
   now: number,
   options: MaintenanceOptions,
 ): Promise<MaintenanceReport> {
-  const { db, pipeline, agents } = stores(env);
+  const { db, pipeline, agents, proposals } = stores(env);
   const report: MaintenanceReport = {
     agentsChecked: 0,
     expired: 0,
     vectorsRemoved: 0,
     embedded: 0,
+    proposalsExpired: 0,
+    proposalsDeleted: 0,
   };
 
   for (let after: string | undefined, more = true; more; ) {
@@ -60,6 +69,14 @@ export async function runMemoryMaintenance(
   }
 
   report.vectorsRemoved = await pipeline.sweepDeletions();
+
+  try {
+    report.proposalsExpired = await proposals.expirePending(now - PENDING_PROPOSAL_TTL_MS, now);
+    report.proposalsDeleted = await proposals.deleteDecided(now - DECIDED_PROPOSAL_RETENTION_MS);
+  } catch (error) {
+    // The memory upkeep below must still run.
+    log.warn("maintenance_proposals_failed", { error: errorField(error) });
+  }
 
   const stale = await db
     .selectDistinct({ agentId: memories.agentId })

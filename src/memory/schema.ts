@@ -386,7 +386,8 @@ export const agentSkills = sqliteTable(
 );
 
 export const PROPOSAL_KINDS = ["skill", "tool"] as const;
-export const PROPOSAL_STATUSES = ["pending", "approved", "denied"] as const;
+/** `expired`: nobody answered in time (src/memory/proposal-store.ts, PENDING_PROPOSAL_TTL_MS). */
+export const PROPOSAL_STATUSES = ["pending", "approved", "denied", "expired"] as const;
 
 /**
  * What an agent asked to change about itself (a skill to keep, an MCP server from the catalog),

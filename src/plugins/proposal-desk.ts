@@ -2,6 +2,8 @@
 // turn or task step; never waits for the answer) and deciding (the API, or a manager's click on
 // Discord). Approving applies the change first (the skill is saved, the catalog server added),
 // then marks the proposal, then bumps the agent's version so its rooms re-read skills and tools.
+// An agent holds at most MAX_PENDING_PROPOSALS unanswered proposals; one unanswered for
+// PENDING_PROPOSAL_TTL_MS has expired and can no longer be approved.
 import type { AgentServerStore } from "../memory/agent-server-store.ts";
 import type { AgentStore } from "../memory/agent-store.ts";
 import type {
@@ -10,6 +12,7 @@ import type {
   ProposalOrigin,
   ProposalStore,
 } from "../memory/proposal-store.ts";
+import { MAX_PENDING_PROPOSALS, PENDING_PROPOSAL_TTL_MS } from "../memory/proposal-store.ts";
 import type { SkillStore } from "../memory/skill-store.ts";
 import type { McpServerConfig } from "../mcp/registry.ts";
 import { ConflictError, NotFoundError } from "../runtime/errors.ts";
@@ -49,7 +52,20 @@ export function createProposalDesk(deps: ProposalDeskDeps): ProposalDesk {
       const id = (
         await sha256Hex(`${agentId}\n${origin.turnId}\n${stableStringify(change)}`)
       ).slice(0, 16);
-      return deps.proposals.file({ agentId, id, change, origin, createdAt: deps.now() });
+      const now = deps.now();
+      const filed = await deps.proposals.file(
+        { agentId, id, change, origin, createdAt: now },
+        { max: MAX_PENDING_PROPOSALS, since: now - PENDING_PROPOSAL_TTL_MS },
+      );
+      if (!filed)
+        throw new ConflictError(
+          `agent "${agentId}" already has ${MAX_PENDING_PROPOSALS} proposals waiting for an ` +
+            "answer, the most it may have, so nothing was proposed: a person must approve or deny " +
+            `some first (GET /agents/${agentId}/proposals), or they expire after ` +
+            `${PENDING_PROPOSAL_TTL_MS / 86_400_000} days`,
+          { maxPendingProposals: MAX_PENDING_PROPOSALS },
+        );
+      return filed;
     },
 
     async decide(agentId, id, approve, by) {
@@ -57,6 +73,9 @@ export function createProposalDesk(deps: ProposalDeskDeps): ProposalDesk {
       if (!current) throw new NotFoundError(`agent "${agentId}" has no proposal "${id}"`);
       if (current.status !== "pending")
         throw new ConflictError(`proposal "${id}" was already ${current.status}`);
+      // The hourly upkeep marks it expired; until then it is expired all the same.
+      if (current.createdAt < deps.now() - PENDING_PROPOSAL_TTL_MS)
+        throw new ConflictError(`proposal "${id}" was already expired`);
       const applied = approve ? await apply(deps, current) : null;
       const decided = await deps.proposals.decide(
         agentId,

@@ -11,6 +11,8 @@ export function pendingProposalText(filed: FiledProposal, what: string): string 
         : `The proposal to ${what} was already approved.`;
     case "denied":
       return `The proposal to ${what} was denied by a person; do not propose it again now.`;
+    case "expired":
+      return `The proposal to ${what} expired unanswered; do not propose it again now.`;
     case "pending":
       return (
         `Proposal ${proposal.id} to ${what} is pending: a person approves or denies it (in the ` +
