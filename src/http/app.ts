@@ -3,7 +3,6 @@
 // reference (Swagger UI, served from the static assets). Every error leaves through handleError,
 // so clients always get `{"error":{code,message}}`.
 import { OpenAPIHono } from "@hono/zod-openapi";
-import { swaggerUI } from "@hono/swagger-ui";
 import type { MiddlewareHandler } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { NotFoundError, PayloadTooLargeError } from "../runtime/errors.ts";
@@ -27,6 +26,7 @@ import { taskAnswerRoutes } from "./routes/task-answers.ts";
 import { scheduleRoutes } from "./routes/schedules.ts";
 import { proposalRoutes } from "./routes/proposals.ts";
 import { skillRoutes } from "./routes/skills.ts";
+import { docsHeaders, docsPage } from "./docs-page.ts";
 import { PLUGINS } from "../plugins/index.ts";
 import { validationError } from "./validation.ts";
 import {
@@ -34,9 +34,6 @@ import {
   MAX_MEMORY_BODY_BYTES,
   MAX_MESSAGE_BODY_BYTES,
 } from "./body-limits.ts";
-
-/** Where public/vendor/swagger-ui-dist/ is served (@hono/swagger-ui appends `/swagger-ui-dist/<file>`). */
-export const DOCS_VIEWER_BASE = "/vendor";
 
 export function createApp(): OpenAPIHono<AppEnv> {
   const app = new OpenAPIHono<AppEnv>({
@@ -121,11 +118,8 @@ export function createApp(): OpenAPIHono<AppEnv> {
       description: "An ElizaOS-style agent runtime on Cloudflare Workers, Durable Objects and D1.",
     },
   });
-  // Swagger UI's files come from this worker's static assets (copied out of swagger-ui-dist by
-  // scripts/vendor-docs-viewer.mjs), not from a CDN: /docs works offline and loads no third-party code.
-  app.get(
-    "/docs",
-    swaggerUI({ url: "/openapi.json", title: "edge-agents API", baseUrl: DOCS_VIEWER_BASE }),
-  );
+  // Swagger UI from this worker's own assets, under a CSP that no page may frame (docs-page.ts).
+  app.use("/docs", docsHeaders());
+  app.get("/docs", docsPage("/openapi.json"));
   return app;
 }
