@@ -183,7 +183,9 @@ function isPublicV4([a = 0, b = 0, c = 0]: number[]): boolean {
   if (a === 172 && b >= 16 && b <= 31) return false; // private
   if (a === 192 && b === 168) return false; // private
   if (a === 100 && b >= 64 && b <= 127) return false; // carrier-grade NAT
-  if (a === 192 && b === 0) return false; // IETF protocol assignments (192.0.0/24), documentation (192.0.2/24)
+  // IETF protocol assignments (192.0.0/24) and documentation (192.0.2/24), not all of 192.0/16:
+  // the rest is ordinary public space (192.0.64/18 serves WordPress.com, 192.0.32/20 ICANN).
+  if (a === 192 && b === 0 && (c === 0 || c === 2)) return false;
   if (a === 192 && b === 88 && c === 99) return false; // 6to4 relay anycast
   if (a === 198 && (b === 18 || b === 19)) return false; // benchmarking
   if ((a === 198 && b === 51 && c === 100) || (a === 203 && b === 0 && c === 113)) return false; // documentation
