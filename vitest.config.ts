@@ -3,7 +3,8 @@
 // outside services are stand-ins behind globalThis.fetch (see test/stand-ins/).
 // Workerd projects: the main one has a model configured; `gateway` adds DISCORD_GATEWAY=true against
 // a Gateway stand-in on loopback; `no-model` has none, to prove a turn then answers 503
-// model_not_configured and still stores the message; `limits` has tight rate limits.
+// model_not_configured and still stores the message; `limits` has tight rate limits and a
+// worker-wide daily token ceiling (DAILY_TOKEN_LIMIT).
 // Two Node projects: `runtime` runs the pure runtime's tests (test/runtime/) in plain Node, which
 // proves src/runtime/ needs no platform; `node` runs the Node tools and the import-graph checks.
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
@@ -165,6 +166,9 @@ export default defineConfig(async () => {
           ...withModelAndDiscord,
           RATE_LIMIT_PER_TOKEN: "30/min",
           RATE_LIMIT_PER_USER: "3/min",
+          // Per agent, unless its character sets settings.dailyTokens. Far above what the other
+          // tests here spend; test/limits/daily-token-limit.spec.ts spends up to it on purpose.
+          DAILY_TOKEN_LIMIT: "200000",
         }),
         // The pure runtime (src/runtime/) in plain Node: no workerd, no bindings, no migrations.
         { test: { name: "runtime", include: ["test/runtime/**/*.test.ts"], environment: "node" } },
