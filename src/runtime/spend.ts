@@ -1,7 +1,9 @@
 // The per-agent daily ceiling on model spend (tokens, UTC days). A turn checks it before its first
 // model call and refuses with 429 (Retry-After: the next UTC midnight) once the day's tokens reach
 // it; what a turn spends is added afterwards. The check is per turn, so the turn that crosses the
-// ceiling finishes: the ceiling can be passed by at most one turn's worth per room.
+// ceiling finishes: the ceiling can be passed by at most one turn's worth per room. The ceiling is
+// the turn's character's: a room's copy of it must pass its version check before a refusal counts
+// (turn-runner.ts), so a changed ceiling applies from the next turn.
 import type { Character } from "./character.ts";
 import { RateLimitedError } from "./errors.ts";
 

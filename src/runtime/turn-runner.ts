@@ -179,7 +179,7 @@ async function respondOrPause(
     // The daily budget is read while the context is composed; the model is asked only once it
     // (and the caller's own work) has passed. A turn resuming after an approval was admitted when
     // it started.
-    const admitted = Promise.all([
+    const budget =
       deps.spend && !options.resume
         ? assertWithinDailyBudget(
             deps.spend,
@@ -187,9 +187,14 @@ async function respondOrPause(
             dailyCeiling(character, deps.dailyTokenLimit ?? null),
             started,
           )
-        : null,
-      options.beforeModel,
-    ]);
+        : null;
+    // The caller's verdict wins over the budget's: the ceiling comes from a character the caller
+    // may find stale (its version check), and a refusal at a stale ceiling would hide that, so a
+    // raised ceiling would never be read. The caller starts again on the current character.
+    const admitted = Promise.allSettled([options.beforeModel, budget]).then(([own, spent]) => {
+      if (own.status === "rejected") throw own.reason;
+      if (spent.status === "rejected") throw spent.reason;
+    });
     // Awaited before the first model request; until then a rejection is not unhandled.
     admitted.catch(() => undefined);
     const choice = modelChoiceFor(character, deps.models);

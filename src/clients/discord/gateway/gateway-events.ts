@@ -14,6 +14,7 @@ import type { DirectMessagePolicy } from "../../../runtime/character.ts";
 import { RateLimitedError } from "../../../runtime/errors.ts";
 import { discordOwners } from "../owners.ts";
 import type { DiscordMessageDelivery } from "../message-delivery.ts";
+import { ExpiringCache } from "./expiring-cache.ts";
 import {
   GatewayMessage,
   MessageDelete,
@@ -25,31 +26,44 @@ import {
 
 /** How long a channel's agent and the client settings are reused before D1 is asked again. */
 export const CHANNEL_CACHE_MS = 10_000;
+/** Channels whose agent is kept at once (every DM is a channel of its own). */
+export const MAX_CACHED_CHANNELS = 1_000;
+/** Agents whose DM policy is kept at once. */
+export const MAX_CACHED_AGENTS = 200;
 const HANDOFF_ATTEMPTS = 4;
 const HANDOFF_BACKOFF_MS = 500;
 
 interface ChannelRoute {
   agentId: string | null;
   allowed: boolean;
-  until: number;
 }
 
 export interface GatewayEventsOptions {
   env: Env;
   bot(): BotIdentity | null;
   now?: () => number;
+  /** Tests shrink the caches' size caps (default MAX_CACHED_CHANNELS, MAX_CACHED_AGENTS). */
+  maxCached?: { channels: number; agents: number };
 }
 
 export class GatewayEvents {
   private readonly options: GatewayEventsOptions;
   private readonly chains = new Map<string, Promise<void>>();
-  private readonly routes = new Map<string, ChannelRoute>();
-  private readonly dmPolicies = new Map<string, { policy: DirectMessagePolicy; until: number }>();
+  private readonly routes: ExpiringCache<string, ChannelRoute>;
+  private readonly dmPolicies: ExpiringCache<string, DirectMessagePolicy>;
   /** Messages handed to rooms as turns, and edits or deletions passed on. */
   handled = 0;
 
   constructor(options: GatewayEventsOptions) {
     this.options = options;
+    const max = options.maxCached ?? { channels: MAX_CACHED_CHANNELS, agents: MAX_CACHED_AGENTS };
+    this.routes = new ExpiringCache({ ttlMs: CHANNEL_CACHE_MS, maxEntries: max.channels });
+    this.dmPolicies = new ExpiringCache({ ttlMs: CHANNEL_CACHE_MS, maxEntries: max.agents });
+  }
+
+  /** How many channels' and agents' lookups are kept (bounded by `maxCached`). */
+  cached(): { channels: number; agents: number } {
+    return { channels: this.routes.size, agents: this.dmPolicies.size };
   }
 
   /** Handles one message event after the earlier ones of its channel. */
@@ -175,15 +189,14 @@ export class GatewayEvents {
   /** The agent serving the channel, or null when none does or the channel is not allowed. */
   private async agentFor(channelId: string): Promise<string | null> {
     const now = this.now();
-    let route = this.routes.get(channelId);
-    if (!route || now >= route.until) {
+    let route = this.routes.get(channelId, now);
+    if (!route) {
       const { agentId, config } = await stores(this.options.env).discord.channelContext(channelId);
       route = {
         agentId: agentId ?? config.defaultAgentId,
         allowed: config.allowedChannels.length === 0 || config.allowedChannels.includes(channelId),
-        until: now + CHANNEL_CACHE_MS,
       };
-      this.routes.set(channelId, route);
+      this.routes.set(channelId, route, now);
     }
     return route.allowed ? route.agentId : null;
   }
@@ -191,15 +204,14 @@ export class GatewayEvents {
   /** A DM has no server permissions: the agent's `directMessages` says whose it takes (default owners). */
   private async takesDirectMessage(agentId: string, userId: string): Promise<boolean> {
     const now = this.now();
-    let cached = this.dmPolicies.get(agentId);
-    if (!cached || now >= cached.until) {
+    let policy = this.dmPolicies.get(agentId, now);
+    if (!policy) {
       const record = await stores(this.options.env).agents.get(agentId);
-      const policy = record?.character.settings.discord.directMessages ?? "owners";
-      cached = { policy, until: now + CHANNEL_CACHE_MS };
-      this.dmPolicies.set(agentId, cached);
+      policy = record?.character.settings.discord.directMessages ?? "owners";
+      this.dmPolicies.set(agentId, policy, now);
     }
-    if (cached.policy === "everyone") return true;
-    if (cached.policy === "off") return false;
+    if (policy === "everyone") return true;
+    if (policy === "off") return false;
     const { env } = this.options;
     const owners = discordOwners({
       configured: loadConfig(env).discordOwnerIds,
