@@ -1,5 +1,5 @@
 // Agents asking agents (ask_agent) through the worker: one journalled turn in the other agent's
-// room `agent:<caller>`, answered once and kept in both histories; only the agents a character
+// room for the asking conversation (`agent:<caller>:<hash>`), answered once and kept in both histories; only the agents a character
 // lists can be asked; cycles and chains deeper than 3 are refused with a clear tool error; the
 // callee's tokens count against its own ceiling and show in the caller's usage; tool approval
 // applies on the agent whose tool it is; an eviction of the callee's room mid-turn is resumed and
@@ -9,6 +9,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import type { StandInCall, StandInStep } from "./stand-ins/openai-stand-in.ts";
 import { api, createTestAgent, json, useModelStandIn } from "./helpers/api.ts";
+import { delegatedRoomOf } from "../src/runtime/delegation.ts";
 
 const model = useModelStandIn();
 
@@ -40,6 +41,10 @@ type Script = Record<string, (call: StandInCall) => StandInStep>;
 function perAgent(script: Script): void {
   model.respondWith((call) => script[whoIsAsked(call)]?.(call) ?? { text: "ok" });
 }
+
+/** The callee's room for Sam's conversation with `caller` (say() talks as Sam in his room). */
+const askingRoom = (caller: string) =>
+  delegatedRoomOf(caller, { roomId: "user:sam", userId: "sam" });
 
 const calls = (name: string) => model.calls.filter((call) => whoIsAsked(call) === name);
 
@@ -109,11 +114,12 @@ describe("ask_agent", () => {
     ]);
     expect(calls("Bob")).toHaveLength(1);
 
-    // The callee's room between the two agents, `agent:<caller>`, as user `agent:<caller>`.
-    expect(await history(bob, `agent:${ada}`)).toEqual([
+    // The callee's room for this conversation of the caller, also its user.
+    const room = await askingRoom(ada);
+    expect(await history(bob, room)).toEqual([
       expect.objectContaining({
         role: "user",
-        userId: `agent:${ada}`,
+        userId: room,
         userName: "Ada",
         text: "What is 6 x 7?",
       }),
@@ -267,9 +273,12 @@ describe("ask_agent", () => {
     const bob = await agent("Bob");
     const ada = await agent("Ada", { delegates: [bob] });
     let state: DurableObjectState | undefined;
-    await runInDurableObject(env.ROOMS.getByName(`${bob}:agent:${ada}`), (_instance, captured) => {
-      state = captured;
-    });
+    await runInDurableObject(
+      env.ROOMS.getByName(`${bob}:${await askingRoom(ada)}`),
+      (_instance, captured) => {
+        state = captured;
+      },
+    );
     let evicted = false;
     perAgent({
       Ada: asks(bob, "What is 6 x 7?", (result) => `Bob: ${result.includes("42") ? "42" : "?"}`),
@@ -287,7 +296,7 @@ describe("ask_agent", () => {
     expect(turn.reply.text).toBe("Bob: 42");
     expect(turn.toolCalls).toEqual([expect.objectContaining({ name: "ask_agent", ok: true })]);
     // The interrupted turn was resumed from the journal: one question, one answer.
-    expect(await history(bob, `agent:${ada}`)).toEqual([
+    expect(await history(bob, await askingRoom(ada))).toEqual([
       expect.objectContaining({ role: "user", text: "What is 6 x 7?" }),
       expect.objectContaining({ role: "agent", text: "42." }),
     ]);

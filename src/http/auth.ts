@@ -20,8 +20,13 @@ import type { AppEnv, Principal } from "./app-env.ts";
 import { enforceRate, type KeepAlive } from "./rate-limit.ts";
 import { errorField, log } from "../log.ts";
 import { sha256 } from "../runtime/hashing.ts";
+import {
+  ADMIN_TOKEN_ID,
+  hasScope as tokenHasScope,
+  mayActFor as tokenMayActFor,
+} from "../runtime/access/index.ts";
 
-export const ADMIN_PRINCIPAL_ID = "admin-token";
+export const ADMIN_PRINCIPAL_ID = ADMIN_TOKEN_ID;
 
 /** What a route needs: the OpenAPI security requirement and the middleware enforcing it. */
 export function guard(scope: Scope) {
@@ -75,11 +80,11 @@ export function requireScope(...scopes: [Scope, ...Scope[]]): MiddlewareHandler<
 }
 
 export function hasScope(principal: Principal, scope: Scope): boolean {
-  return principal.scopes.includes("admin") || principal.scopes.includes(scope);
+  return tokenHasScope(principal, scope);
 }
 
 export function mayActFor(principal: Principal, agentId: string): boolean {
-  return principal.agents === null || principal.agents.includes(agentId);
+  return tokenMayActFor(principal, agentId);
 }
 
 export function assertMayActFor(principal: Principal, agentId: string): void {
@@ -106,6 +111,7 @@ async function authenticate(c: Context<AppEnv>): Promise<Principal> {
   if (!(await sameSecret(given, adminToken)))
     throw new UnauthorizedError("the bearer token is not valid");
   return {
+    kind: "token",
     id: ADMIN_PRINCIPAL_ID,
     scopes: ["admin"],
     agents: null,
@@ -135,6 +141,7 @@ function fromRecord(c: Context<AppEnv>, record: TokenRecord | null): Principal {
       ? loadConfig(c.env).rateLimits.perToken
       : parseRateRule(record.rateLimit);
   return {
+    kind: "token",
     id: record.id,
     scopes: record.scopes,
     agents: record.agents,

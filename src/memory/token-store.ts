@@ -7,18 +7,9 @@ import type { Db } from "./db.ts";
 import { readJsonColumn } from "./json-column.ts";
 import { apiTokens } from "./schema.ts";
 import { sha256Hex, toBase64Url, toHex } from "../runtime/hashing.ts";
+import { SCOPES, type Scope } from "../runtime/access/principal.ts";
 
-export const SCOPES = [
-  "admin",
-  "agents:read",
-  "agents:write",
-  "messages:write",
-  "memories:read",
-  "memories:write",
-  "media:write",
-  "tools:write",
-] as const;
-export type Scope = (typeof SCOPES)[number];
+export { SCOPES, type Scope };
 
 export const TOKEN_PREFIX = "ea_";
 const TOKEN_SECRET_BYTES = 32;

@@ -1,11 +1,12 @@
 // The platform side of ask_agent (src/runtime/delegation.ts): one journalled turn in the other
-// agent's room `agent:<caller>`, as user `agent:<caller>`, through the room's own submitTurn, so
-// the turn is journalled, answered exactly once and kept in both agents' histories. The
+// agent's room for the asking conversation (`agent:<caller>:<hash>`, also its user), acting for
+// the asking conversation's principal, through the room's own submitTurn, so the turn is
+// journalled, answered exactly once and kept in both agents' histories. The
 // idempotency key comes from the caller's turn and call: a repeat (a retried RPC after the other
 // room was evicted, or the caller's turn replayed after its own eviction) gets the first answer.
 import type { Env } from "../env.ts";
 import type { AgentAnswer, AgentAsker, AgentQuestion } from "../runtime/delegation.ts";
-import { agentRoomOf } from "../runtime/delegation.ts";
+import { delegatedPrincipal, delegatedRoomOf } from "../runtime/delegation.ts";
 import { sha256Hex } from "../runtime/hashing.ts";
 import type { ModelUsage } from "../runtime/types.ts";
 import type { TurnUsage } from "../runtime/turn-types.ts";
@@ -20,7 +21,7 @@ const RETRY_BASE_MS = 250;
 export function createAgentAsker(env: Env): AgentAsker {
   return {
     async ask(question) {
-      const roomId = agentRoomOf(question.caller);
+      const roomId = await delegatedRoomOf(question.caller, question.origin);
       const request = {
         input: {
           turnId: crypto.randomUUID(),
@@ -36,6 +37,7 @@ export function createAgentAsker(env: Env): AgentAsker {
           fromBot: true,
           receivedAt: Date.now(),
           delegation: { chain: question.chain },
+          principal: delegatedPrincipal(question.caller, question.origin.principal),
         },
         idempotencyKey: question.idempotencyKey,
         fingerprint: await sha256Hex(`${question.callee}\u0000${question.message}`),

@@ -143,6 +143,7 @@ export abstract class AgentTasksBase extends Agent<Env> implements AgentTasksRpc
       source: request.source,
       scheduleId: request.scheduleId ?? null,
       requestedBy: request.requestedBy ?? null,
+      requester: request.requester ?? null,
       chain: request.chain ?? [],
       parent: request.parent ?? null,
       now,
@@ -312,6 +313,7 @@ export abstract class AgentTasksBase extends Agent<Env> implements AgentTasksRpc
       limits: DEFAULT_TASK_LIMITS,
       source: "schedule",
       scheduleId: record.scheduleId,
+      requester: { kind: "schedule", scheduleId: record.scheduleId, for: record.createdBy ?? null },
     });
     if (!created.ok) {
       log.warn("schedule_run_refused", { agent: this.name, scheduleId: record.scheduleId });

@@ -17,6 +17,7 @@ import type {
 } from "../runtime/turn-types.ts";
 import type { Attachment, ChatMessage, Memory, MemoryType, ToolCall } from "../runtime/types.ts";
 import type { DeliveryTarget, PostedPrompt } from "./reply-surface.ts";
+import { PrincipalShape } from "../runtime/access/principal-shape.ts";
 
 /** A stored JSON value that is not in the shape this version wrote. */
 export class StoredShapeError extends AppError {
@@ -105,6 +106,8 @@ export const TurnInputShape: z.ZodType<TurnInput> = z.looseObject({
   fromBot: z.boolean(),
   receivedAt: z.number(),
   delegation: z.looseObject({ chain: z.array(z.string()) }).optional(),
+  // Added with the principal model (issue 38): turns journalled before it have none.
+  principal: PrincipalShape.optional(),
 });
 
 export const TurnUsageShape: z.ZodType<TurnUsage> = z.looseObject({

@@ -1,6 +1,7 @@
 // The shapes of the task store's JSON columns (task-store.ts): a task's whole state, its audit
 // entries and its events, checked when read back (stored-json.ts says why). Fields added to the task state after the first tasks were stored
 // get the defaults those tasks had.
+import { PrincipalShape } from "../runtime/access/principal-shape.ts";
 import { z } from "zod";
 import type {
   AuditEntry,
@@ -156,6 +157,8 @@ export const TaskStateShape: z.ZodType<TaskState> = z.looseObject({
   scheduleId: z.string().nullable(),
   // Added with tool approval in tasks: tasks stored before it had none.
   requestedBy: z.string().nullable().default(null),
+  // Added with the principal model (issue 38): earlier tasks had none.
+  requester: PrincipalShape.nullable().default(null),
   // Added with delegation, parallel tasks and the compiled spec: earlier tasks had none.
   chain: Strings.default([]),
   parent: TaskParentShape.nullable().default(null),

@@ -3,6 +3,7 @@
 // that makes a repeated request find the same task), and what the child's result becomes for the
 // parent's step (its result quoted as data, or why there is none, with its model use). The
 // peers are reached over RPC (TaskPeers, over the TASKS binding).
+import { delegatedPrincipal } from "../runtime/delegation.ts";
 import type { Env } from "../env.ts";
 import { quoteData, TOOL_RESULT_PREAMBLE } from "../runtime/quoted-data.ts";
 import { clip } from "../runtime/task-plan.ts";
@@ -50,6 +51,8 @@ export function childRequest(parentAgentId: string, parent: TaskState): CreateTa
       callId: delegation.callId,
     },
     chain: [...parent.chain, parentAgentId],
+    // The child acts for whoever the parent acts for: a delegation never widens authority.
+    ...(parent.requester ? { requester: delegatedPrincipal(parentAgentId, parent.requester) } : {}),
     originKey: `${parentAgentId}:${parent.taskId}:${delegation.callId}`,
   };
 }

@@ -1,5 +1,6 @@
 // What callers hand an agent's AgentTasks object over RPC and what it answers: plain data, so it
 // crosses the boundary intact (class identity does not survive RPC).
+import type { Principal } from "../runtime/access/principal.ts";
 import type { ApprovalDecision } from "../runtime/turn-types.ts";
 import type {
   AuditEntry,
@@ -24,6 +25,8 @@ export interface CreateTaskRequest {
   delivery?: DeliveryTarget;
   /** The Discord user who started it (`discord:<id>`): only they may answer its approvals. */
   requestedBy?: string;
+  /** Whom the task acts for (src/runtime/access/): who may answer and cancel it, and its reach. */
+  requester?: Principal;
   /** Delegated by another agent's task step (delegate_task): who asked, and the chain so far. */
   parent?: TaskParent;
   chain?: string[];

@@ -3,6 +3,8 @@
 // last outcome. The spec column is JSON, checked with zod when read back (stored-json.ts).
 import { z } from "zod";
 import { readStored } from "./stored-json.ts";
+import type { Principal } from "../runtime/access/principal.ts";
+import { PrincipalShape } from "../runtime/access/principal-shape.ts";
 
 export interface ScheduleSpec {
   scheduleId: string;
@@ -11,6 +13,8 @@ export interface ScheduleSpec {
   when: string;
   goal: string;
   roomId: string | null;
+  /** Who created it: each run acts for them (absent in schedules created before it was kept). */
+  createdBy?: Principal | null;
 }
 
 export interface ScheduleRecord extends ScheduleSpec {
@@ -32,6 +36,7 @@ const ScheduleSpecShape: z.ZodType<ScheduleSpec> = z.looseObject({
   when: z.string(),
   goal: z.string(),
   roomId: z.string().nullable(),
+  createdBy: PrincipalShape.nullable().optional(),
 });
 const ScheduleRow = z.object({
   schedule_id: z.string(),

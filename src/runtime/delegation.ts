@@ -1,9 +1,13 @@
 // Agent-to-agent delegation, platform-free: who may ask whom (the caller's `settings.delegates`),
 // how deep a chain may go and that it never loops back, and the two tools: `ask_agent` (one chat
-// turn in the other agent's room `agent:<caller>`, reached through an injected AgentAsker, since
-// the room-to-room call is the platform's: src/room/agent-calls.ts) and `delegate_task` (a task
-// step hands the call to its host, which starts a task on the other agent and answers later).
+// turn in the other agent's room for this conversation, reached through an injected AgentAsker,
+// since the room-to-room call is the platform's: src/room/agent-calls.ts) and `delegate_task` (a
+// task step hands the call to its host, which starts a task on the other agent and answers later).
+// The callee acts for the caller's principal (src/runtime/access/): a delegation never widens it,
+// and its room derives from the asking conversation, so no two conversations meet in it.
+import type { AgentPrincipal, Principal } from "./access/principal.ts";
 import type { Character } from "./character.ts";
+import { sha256Hex } from "./hashing.ts";
 import { quoteData, TOOL_RESULT_PREAMBLE } from "./quoted-data.ts";
 import type { ToolCallRecord, TurnUsage } from "./turn-types.ts";
 import type { ModelUsage, ToolDefinition, ToolHost } from "./types.ts";
@@ -13,11 +17,34 @@ export const MAX_DELEGATION_DEPTH = 3;
 /** How long an ask_agent call waits for the other agent's answer. */
 export const ASK_AGENT_TIMEOUT_MS = 60_000;
 export const MAX_ASK_CHARS = 4_000;
-/** Rooms and users of agent-to-agent turns: `agent:<caller id>` (a namespace REST cannot use). */
+/** Rooms and users of agent-to-agent turns: `agent:<caller id>:…` (a namespace REST cannot use). */
 export const AGENT_NAMESPACE = "agent:";
+/** Hex digits of the conversation's hash in a delegated room id (64 bits: no collisions in practice). */
+const CONVERSATION_HASH_CHARS = 16;
 
-export function agentRoomOf(caller: string): string {
-  return `${AGENT_NAMESPACE}${caller}`;
+/** The conversation that asked: its room and person, whose principal the callee acts for. */
+export interface AskingConversation {
+  roomId: string;
+  userId: string;
+  principal: Principal;
+}
+
+/**
+ * The callee's room (and user) for one asking conversation: `agent:<caller>:<hash of the caller's
+ * room and user>`. Two users or two rooms of the caller never share the callee's history or its
+ * facts about "the caller"; the same conversation always comes back to the same room.
+ */
+export async function delegatedRoomOf(
+  caller: string,
+  origin: Pick<AskingConversation, "roomId" | "userId">,
+): Promise<string> {
+  const hash = await sha256Hex(`${origin.roomId}\u0000${origin.userId}`);
+  return `${AGENT_NAMESPACE}${caller}:${hash.slice(0, CONVERSATION_HASH_CHARS)}`;
+}
+
+/** Whom the callee acts for: the caller agent, for the principal of the asking conversation. */
+export function delegatedPrincipal(caller: string, origin: Principal): AgentPrincipal {
+  return { kind: "agent", agentId: caller, for: origin };
 }
 
 export function delegatesOf(character: Character): string[] {
@@ -58,6 +85,8 @@ export interface AgentQuestion {
   /** Derived from the caller's turn and call: a repeat of the call gets the first answer. */
   idempotencyKey: string;
   signal: AbortSignal;
+  /** The caller's conversation: the callee's room derives from it, and it acts for its principal. */
+  origin: AskingConversation;
 }
 
 export type AgentAnswer =
@@ -146,6 +175,9 @@ export function createDelegationToolHost(options: {
       const chain = ctx.delegation?.chain ?? [];
       const refusal = delegationRefusal({ caller: options.caller, delegates, chain, target });
       if (refusal) return { ok: false, error: refusal };
+      // A turn journalled before principals were kept acts for nobody: it cannot reach further.
+      if (!ctx.principal)
+        return { ok: false, error: "this turn cannot ask other agents (it has no known asker)" };
       const answer = await options.asker.ask({
         caller: options.caller,
         callerName,
@@ -154,6 +186,7 @@ export function createDelegationToolHost(options: {
         chain: [...chain, options.caller],
         idempotencyKey: `ask:${ctx.callId}`,
         signal: ctx.signal,
+        origin: { roomId: ctx.roomId, userId: ctx.userId, principal: ctx.principal },
       });
       if (!answer.ok)
         return { ok: false, error: answer.error, ...(answer.usage ? { usage: answer.usage } : {}) };

@@ -14,6 +14,8 @@ import { queryTerms } from "./query-terms.ts";
 import { completeStructured } from "./structured-output.ts";
 import type { Memory } from "./types.ts";
 import { sha256Hex } from "./hashing.ts";
+import { decide } from "./access/authorize.ts";
+import type { TurnInput } from "./turn-types.ts";
 
 export const DEFAULT_FACTS_EVERY = 4;
 export const DEFAULT_SUMMARIZE_AFTER = 60;
@@ -47,6 +49,14 @@ const ReflectionAndSummary = Reflection.extend({ summary: SummaryText });
 const SUMMARY_WAIT_SHARE = 0.25;
 const SUMMARY_INSTRUCTIONS =
   "who said what that matters, decisions, open questions, dates and names. At most 8 sentences.";
+
+/** Whether facts drawn from this turn may be shared with every user of the agent. */
+export function mayShareFacts(input: TurnInput): boolean {
+  return (
+    input.principal !== undefined &&
+    decide(input.principal, "memory.share", { agentId: input.agentId }).allowed
+  );
+}
 
 /** The reflection runs on this turn: every `factsEvery`-th message of the person, once replied. */
 function reflects({
@@ -117,8 +127,12 @@ export const reflectionEvaluator: Evaluator = {
         },
       ],
     });
+    // The model's word never shares a fact: only a turn whose principal may write what every
+    // user of the agent sees (an unprefixed token with memories:write, a server manager, an
+    // owner) shares one. Anyone else's "everyone should know" stays their own fact.
+    const mayShare = mayShareFacts(input);
     const fresh = dedupeFacts(
-      value.facts.map((f) => ({ text: f.text, shared: f.shared === true })),
+      value.facts.map((f) => ({ text: f.text, shared: f.shared === true && mayShare })),
       facts.map((f) => f.content.text),
     ).slice(0, MAX_FACTS_PER_RUN);
     const at = context.clock.now();

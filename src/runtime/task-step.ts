@@ -5,6 +5,7 @@
 // pauses (the task holds no slot) at a tool that needs a person's approval, or at delegate_task,
 // whose task the host starts on the other agent; it carries on from that point with the answer.
 import { addUsage, delegateTaskTool, delegatesOf, delegationRefusal } from "./delegation.ts";
+import { requesterKey } from "./access/principal.ts";
 import { renderCharacter } from "./providers/character-provider.ts";
 import type { ModelSession } from "./model-session.ts";
 import { completeStructured } from "./structured-output.ts";
@@ -106,8 +107,9 @@ export async function act(
         turnId: `${state.taskId}:${number}`,
         agentId: state.agentId,
         roomId: state.roomId,
-        userId: `task:${state.source}`,
+        userId: taskUserOf(state),
         ...(state.chain.length > 0 ? { delegation: { chain: state.chain } } : {}),
+        ...(state.requester ? { principal: state.requester } : {}),
       },
       messages,
       turnStart: 1,
@@ -386,4 +388,14 @@ function failureFromCalls(
   if (failed.length > 0)
     return failed.map((call) => `${call.name}: ${clip(call.output, 300)}`).join("; ");
   return stopReason === "completed" ? null : `the step ended with ${stopReason}`;
+}
+
+/**
+ * Whom a task's steps speak and remember as: `task:<requester>`, one per requester (a token, a
+ * member), so what one requester's tasks remember never reaches another's. `task:` is reserved,
+ * so nobody can speak as it over REST. Tasks stored before requesters were kept keep their old
+ * user, `task:<source>`.
+ */
+export function taskUserOf(state: Pick<TaskState, "requester" | "source">): string {
+  return state.requester ? `task:${requesterKey(state.requester)}` : `task:${state.source}`;
 }

@@ -1,6 +1,7 @@
 // What an autonomous task is made of, as plain data: the goal and its bounds, the plan, every
 // step attempted, the usage and the result. The whole state is persisted after every step, so a
 // task cut off by eviction resumes from here without repeating a finished step.
+import type { Principal } from "./access/principal.ts";
 import type { ApprovalDecision, ToolLoopCheckpoint, TurnUsage } from "./turn-types.ts";
 import type { ModelUsage, ToolOutput } from "./types.ts";
 
@@ -217,6 +218,12 @@ export interface TaskState {
   scheduleId: string | null;
   /** Who started it where a person can be asked (`discord:<user id>`); only they may approve. */
   requestedBy: string | null;
+  /**
+   * Whom it acts for (src/runtime/access/): the token, member, schedule or agent that started it.
+   * Who may answer or cancel it, what its facts may share and whom it remembers as derive from it.
+   * Null for tasks stored before it was kept.
+   */
+  requester: Principal | null;
   /** The agents whose requests led here (delegation), oldest first; empty when a person asked. */
   chain: string[];
   /** The task whose step delegated this one (delegate_task), if any. */
@@ -339,6 +346,7 @@ export interface NewTask {
   source: TaskSource;
   scheduleId?: string | null;
   requestedBy?: string | null;
+  requester?: Principal | null;
   chain?: string[];
   parent?: TaskParent | null;
   now: number;
@@ -354,6 +362,7 @@ export function newTaskState(task: NewTask): TaskState {
     source: task.source,
     scheduleId: task.scheduleId ?? null,
     requestedBy: task.requestedBy ?? null,
+    requester: task.requester ?? null,
     chain: task.chain ?? [],
     parent: task.parent ?? null,
     status: "queued",

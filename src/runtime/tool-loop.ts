@@ -7,6 +7,7 @@
 // output its host got for it (the other agent's task result).
 import { type ModelSession, transcriptForFallback } from "./model-session.ts";
 import type { ToolExecutor } from "./tool-executor.ts";
+import type { Principal } from "./access/principal.ts";
 import type {
   ApprovalDecision,
   StopReason,
@@ -35,6 +36,8 @@ export interface ToolLoopInput {
     userId: string;
     /** Who asked, when another agent did: tools that ask agents check depth and cycles. */
     delegation?: DelegationContext;
+    /** Who the turn or task acts for: tools that reach other agents or shared memory ask with it. */
+    principal?: Principal;
   };
   messages: ChatMessage[];
   /** Index in `messages` where this turn's own messages begin (for failover). */
@@ -170,6 +173,7 @@ export async function runToolLoop(input: ToolLoopInput): Promise<ToolLoopResult>
               signal: input.signal,
               model,
               ...(input.ids.delegation ? { delegation: input.ids.delegation } : {}),
+              ...(input.ids.principal ? { principal: input.ids.principal } : {}),
             },
             approval,
           );

@@ -303,6 +303,7 @@ async function respondWith(
       roomId: input.roomId,
       userId: input.userId,
       ...(input.delegation ? { delegation: input.delegation } : {}),
+      ...(input.principal ? { principal: input.principal } : {}),
     },
     tools: definitions.map(({ name: toolName, description, parameters }) => ({
       name: toolName,

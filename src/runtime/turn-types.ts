@@ -11,6 +11,7 @@ import type {
   ToolCall,
   ToolOutput,
 } from "./types.ts";
+import type { Principal } from "./access/principal.ts";
 
 export interface TurnInput {
   turnId: string;
@@ -32,6 +33,12 @@ export interface TurnInput {
   receivedAt: number;
   /** Another agent asked (ask_agent): the chain of agents that asked, for depth and cycles. */
   delegation?: DelegationContext;
+  /**
+   * Who the turn acts for (src/runtime/access/): the token, the platform member, or the agent
+   * asking for its own conversation. Absent only in turns journalled before it was kept, which
+   * are then allowed nothing beyond a reply.
+   */
+  principal?: Principal;
 }
 
 export interface ToolCallRecord {

@@ -1,6 +1,7 @@
 // The runtime's vocabulary and the small interfaces it depends on (Model, MemoryStore, ToolHost,
 // Clock, EventSink). Platform code adapts bindings to these at the edges, so everything under
 // src/runtime/ runs and is tested without workerd, D1 or a real model.
+import type { Principal } from "./access/principal.ts";
 
 // ---- memories -------------------------------------------------------------------------------
 
@@ -127,6 +128,8 @@ export interface ToolContext {
   signal: AbortSignal;
   /** Set when another agent asked for this turn or task (agent-to-agent delegation). */
   delegation?: DelegationContext;
+  /** Who the turn or task acts for (src/runtime/access/): tools that reach further ask with it. */
+  principal?: Principal;
 }
 
 /** Who asked, agent by agent: bounds the depth of a delegation chain and refuses cycles. */

@@ -7,16 +7,26 @@ import { describe, expect, it } from "vitest";
 import {
   type AgentQuestion,
   createDelegationToolHost,
+  delegatedRoomOf,
   delegationRefusal,
   MAX_DELEGATION_DEPTH,
   withDelegatedUsage,
 } from "../../src/runtime/delegation.ts";
 import { answerDelegation } from "../../src/runtime/task-loop.ts";
+import type { TokenPrincipal } from "../../src/runtime/access/principal.ts";
 import { character } from "../helpers/fakes.ts";
 import { newTask, runToPause, taskHarness } from "../helpers/task-harness.ts";
 import { evaluateReply, planReply, reflectReply } from "../helpers/task-script.ts";
 
-const context = (chain?: string[]) => ({
+const SAM: TokenPrincipal = {
+  kind: "token",
+  id: "tok-sam",
+  scopes: ["messages:write"],
+  agents: ["ada"],
+  userPrefix: null,
+};
+
+const context = (chain?: string[], principal: TokenPrincipal | null = SAM) => ({
   agentId: "ada",
   roomId: "user:sam",
   userId: "sam",
@@ -24,6 +34,7 @@ const context = (chain?: string[]) => ({
   callId: "turn-1:0",
   signal: new AbortController().signal,
   ...(chain ? { delegation: { chain } } : {}),
+  ...(principal ? { principal } : {}),
 });
 
 describe("delegation policy", () => {
@@ -105,6 +116,8 @@ describe("ask_agent", () => {
         message: "What is 6 x 7?",
         chain: ["zed", "ada"],
         idempotencyKey: "ask:turn-1:0",
+        // The callee's room derives from this conversation, and it acts for Sam's token.
+        origin: { roomId: "user:sam", userId: "sam", principal: SAM },
       }),
     ]);
     expect(output).toMatchObject({
@@ -114,6 +127,33 @@ describe("ask_agent", () => {
     const text = output.ok ? output.content : "";
     expect(text).toContain('<data source="agent bob">');
     expect(text).toContain("</data\u200b>");
+  });
+
+  it("asks nobody for a turn that acts for no known principal (journalled before they were kept)", async () => {
+    const { tools, asked } = host();
+    tools.configure(character({ settings: { delegates: ["bob"] } }));
+    const output = await tools.call(
+      "ask_agent",
+      { agentId: "bob", message: "hi" },
+      context(undefined, null),
+    );
+    expect(output).toMatchObject({ ok: false, error: expect.stringContaining("no known asker") });
+    expect(asked).toEqual([]);
+  });
+
+  it("gives each asking conversation its own callee room, the same one every time", async () => {
+    const acme = await delegatedRoomOf("ada", { roomId: "user:acme:al", userId: "acme:al" });
+    const globex = await delegatedRoomOf("ada", {
+      roomId: "user:globex:gil",
+      userId: "globex:gil",
+    });
+    const sameRoomOtherUser = await delegatedRoomOf("ada", {
+      roomId: "user:acme:al",
+      userId: "acme:bo",
+    });
+    expect(acme).toMatch(/^agent:ada:[0-9a-f]{16}$/);
+    expect(new Set([acme, globex, sameRoomOtherUser]).size).toBe(3);
+    expect(await delegatedRoomOf("ada", { roomId: "user:acme:al", userId: "acme:al" })).toBe(acme);
   });
 
   it("refuses a cycle with a clear tool error, asking nobody", async () => {

@@ -6,6 +6,7 @@ import { MANAGE_GUILD } from "./commands.ts";
 import { invoker, type CommandInteraction, type ComponentInteraction } from "./interaction.ts";
 import type { DiscordOwners } from "./owners.ts";
 import type { DirectMessagePolicy } from "../../runtime/character.ts";
+import type { MemberPrincipal } from "../../runtime/access/principal.ts";
 
 /** Discord's ADMINISTRATOR permission bit: implies every other permission. */
 export const ADMINISTRATOR = 1n << 3n;
@@ -31,6 +32,27 @@ export async function isManager(
   }
   const user = invoker(interaction);
   return user !== undefined && (await owners.isOwner(user.id));
+}
+
+/**
+ * The person behind an interaction as a principal (src/runtime/access/): a manager here (server
+ * permissions), or one of the bot's owners (asked only when not a manager, since managing
+ * already allows what owning adds).
+ */
+export async function memberPrincipal(
+  interaction: DiscordInteraction,
+  owners: DiscordOwners,
+): Promise<MemberPrincipal> {
+  const user = invoker(interaction);
+  const manager = !isDirectMessage(interaction) && (await isManager(interaction, owners));
+  const owner = !manager && user !== undefined && (await owners.isOwner(user.id));
+  return {
+    kind: "member",
+    platform: "discord",
+    userId: `discord:${user?.id ?? "unknown"}`,
+    manager,
+    owner,
+  };
 }
 
 /** Who manages where this interaction came from, for refusals ("Only … can …"). */

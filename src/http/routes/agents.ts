@@ -5,11 +5,13 @@
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import { parseCharacter, publicCharacter } from "../../characters/parse-character.ts";
 import type { Env } from "../../env.ts";
-import type { AppEnv } from "../app-env.ts";
+import type { AppEnv, Principal } from "../app-env.ts";
 import { assertMayActFor, guard } from "../auth.ts";
 import { agentIdFor, type AgentRecord } from "../../memory/agent-store.ts";
 import { stopAgentTasks } from "../../room/task-client.ts";
-import { NotFoundError } from "../../runtime/errors.ts";
+import { ForbiddenError, NotFoundError } from "../../runtime/errors.ts";
+import { decide } from "../../runtime/access/index.ts";
+import { delegatesOf } from "../../runtime/delegation.ts";
 import { AgentIdParam, errorContent, jsonContent } from "../schemas.ts";
 import { pathNestedDeeperThan } from "../json-depth.ts";
 import { forgetAgent } from "../known-agents.ts";
@@ -105,6 +107,21 @@ function detail(env: Env, record: AgentRecord) {
   };
 }
 
+/**
+ * `settings.delegates` lets the agent run other agents' turns and tasks (with their knowledge,
+ * tools and spend): only a writer who may configure each of them may name them. Configuring both
+ * agents is the consent (docs/security.md).
+ */
+function assertMayNameDelegates(principal: Principal, character: Character): void {
+  const refused = delegatesOf(character).filter(
+    (agentId) => !decide(principal, "agent.write", { agentId }).allowed,
+  );
+  if (refused.length > 0)
+    throw new ForbiddenError(
+      `this token may not make this agent delegate to ${refused.map((id) => `"${id}"`).join(", ")}: settings.delegates may name only agents the token may act for (agents:write on each)`,
+    );
+}
+
 export function agentRoutes(): OpenAPIHono<AppEnv> {
   const app = new OpenAPIHono<AppEnv>();
 
@@ -120,6 +137,9 @@ export function agentRoutes(): OpenAPIHono<AppEnv> {
         400: errorContent(
           "The character file is invalid; `details.issues` lists every failing path",
         ),
+        403: errorContent(
+          "The token may not act for this agent, or for an agent named in `settings.delegates`",
+        ),
         409: errorContent("An agent with this id already exists"),
       },
     }),
@@ -130,6 +150,7 @@ export function agentRoutes(): OpenAPIHono<AppEnv> {
       assertPluginSettings(c.env, character);
       // A token limited to some agents may create only those: the id must be known before writing.
       if (principal.agents !== null) assertMayActFor(principal, agentIdFor(character));
+      assertMayNameDelegates(principal, character);
       // A new agent has no servers of its own yet: it may name only mcp-servers.json's.
       assertKnownServers(character.settings.mcpServers);
       const now = Date.now();
@@ -196,6 +217,7 @@ export function agentRoutes(): OpenAPIHono<AppEnv> {
       responses: {
         200: jsonContent(AgentDetail, "The updated agent"),
         400: errorContent("The character file is invalid"),
+        403: errorContent("The token may not act for an agent named in `settings.delegates`"),
         404: errorContent("No such agent"),
       },
     }),
@@ -205,6 +227,7 @@ export function agentRoutes(): OpenAPIHono<AppEnv> {
       const own = await mcpPlatform(c.env).servers.list(agentId);
       const character = parseCharacter(file);
       assertPluginSettings(c.env, character);
+      assertMayNameDelegates(c.get("principal"), character);
       assertKnownServers(
         character.settings.mcpServers,
         own.map((server) => server.name),

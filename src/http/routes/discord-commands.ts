@@ -14,7 +14,12 @@ import {
   stringOption,
   type CommandInteraction,
 } from "../../clients/discord/interaction.ts";
-import { isDirectMessage, isManager, managersHere } from "../../clients/discord/permissions.ts";
+import {
+  isDirectMessage,
+  isManager,
+  managersHere,
+  memberPrincipal,
+} from "../../clients/discord/permissions.ts";
 import { stores } from "../../memory/stores.ts";
 import { insertMemories } from "../../memory/memory-repo.ts";
 import { enqueueTurn } from "../../room/room-client.ts";
@@ -87,6 +92,7 @@ export async function command(c: Ctx, interaction: CommandInteraction) {
           mentioned: true,
           fromBot: user.bot === true,
           receivedAt: now,
+          principal: await memberPrincipal(interaction, owners(c)),
         },
         delivery: interactionDelivery(interaction, channelId, now),
       });
@@ -110,6 +116,7 @@ export async function command(c: Ctx, interaction: CommandInteraction) {
         source: "discord",
         // Only this person may answer the task's approval prompts.
         requestedBy: userId,
+        requester: await memberPrincipal(interaction, owners(c)),
         limits: DEFAULT_TASK_LIMITS,
         delivery: interactionDelivery(interaction, channelId, now),
       }).catch((error: unknown) => {

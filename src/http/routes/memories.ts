@@ -403,7 +403,7 @@ export function memoryRoutes(): OpenAPIHono<AppEnv> {
     async (c) => {
       const { agentId, roomId, userId, type, id } = c.req.valid("query");
       assertMayActFor(c.get("principal"), agentId);
-      assertMayFilterMemories(c.get("principal"), { userId, roomId });
+      assertMayFilterMemories(c.get("principal"), { userId, roomId }, "memory.write");
       await assertAgentExists(c.env, agentId);
       const backends = stores(c.env);
       const result = await deleteMemories(backends.db, {

@@ -6,7 +6,7 @@
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import { loadConfig } from "../../config.ts";
 import { enforceRate } from "../rate-limit.ts";
-import type { AppEnv } from "../app-env.ts";
+import { type AppEnv, tokenPrincipalOf } from "../app-env.ts";
 import { guard, hasScope, keepAliveOf } from "../auth.ts";
 import { assertMayNameRoom, assertMayNameUser, defaultRoomOf } from "../namespaces.ts";
 import { stableStringify } from "../../runtime/stable-json.ts";
@@ -184,6 +184,7 @@ export function messageRoutes(): OpenAPIHono<AppEnv> {
         mentioned: false,
         fromBot: false,
         receivedAt: Date.now(),
+        principal: tokenPrincipalOf(principal),
       };
       const fingerprint = idempotencyKey
         ? await sha256Hex(stableStringify({ roomId, ...body }))
@@ -276,7 +277,7 @@ export function messageRoutes(): OpenAPIHono<AppEnv> {
     async (c) => {
       const { agentId, roomId } = c.req.valid("param");
       const { limit, before } = c.req.valid("query");
-      assertMayNameRoom(c.get("principal"), roomId);
+      assertMayNameRoom(c.get("principal"), roomId, "memory.read");
       await assertAgentExists(c.env, agentId);
       const page = await readHistory(c.env, { agentId, roomId, limit, before });
       return c.json(

@@ -2,7 +2,7 @@
 // schedule's goal, through the Durable Object scheduler of the agent's AgentTasks object. A firing
 // while the previous run is unfinished is skipped (and counted), never run twice at once.
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
-import type { AppEnv } from "../app-env.ts";
+import { type AppEnv, tokenPrincipalOf } from "../app-env.ts";
 import { guard } from "../auth.ts";
 import { assertMayNameRoom } from "../namespaces.ts";
 import { assertAgentExists } from "../known-agents.ts";
@@ -95,6 +95,7 @@ export function scheduleRoutes(): OpenAPIHono<AppEnv> {
         goal: body.goal,
         roomId: body.roomId ?? null,
         ...when(body),
+        createdBy: tokenPrincipalOf(c.get("principal")),
       };
       const result = await createSchedule(c.env, agentId, request);
       if (!result.ok)

@@ -8,10 +8,9 @@ import { guard } from "../auth.ts";
 import { assertAgentExists } from "../known-agents.ts";
 import { AgentIdParam, errorContent, jsonContent } from "../schemas.ts";
 import { ConflictError, NotFoundError } from "../../runtime/errors.ts";
-import { answerTaskApproval, answerTaskInput, getTask } from "../../room/task-client.ts";
-import { TaskResponse, taskJson } from "./task-json.ts";
+import { answerTaskApproval, answerTaskInput } from "../../room/task-client.ts";
+import { assertMayAnswerTask, TaskAnswerResponse, taskAfterAnswer } from "./task-access.ts";
 import { TaskIdParam } from "./tasks.ts";
-import type { Env } from "../../env.ts";
 
 /** What an answer to a question may hold (the Discord modal takes as much). */
 export const MAX_INPUT_CHARS = 2_000;
@@ -40,9 +39,10 @@ export function taskAnswerRoutes(): OpenAPIHono<AppEnv> {
       },
       responses: {
         200: jsonContent(
-          TaskResponse,
-          "The task after the answer: it carries on with the tool run (approve) or refused (deny)",
+          TaskAnswerResponse,
+          "The task after the answer: it carries on with the tool run (approve) or refused (deny); all of it with `agents:read`, else its id and status",
         ),
+        403: errorContent("The task was started by another tenant's token"),
         404: errorContent("No such agent or task"),
         409: errorContent(
           "The task is not waiting for an approval, or waits for the person who started it on Discord",
@@ -53,6 +53,7 @@ export function taskAnswerRoutes(): OpenAPIHono<AppEnv> {
       const { agentId, taskId } = c.req.valid("param");
       const { approve } = c.req.valid("json");
       await assertAgentExists(c.env, agentId);
+      await assertMayAnswerTask(c.env, c.get("principal"), agentId, taskId);
       const result = await answerTaskApproval(c.env, agentId, taskId, approve);
       if (!result) throw new NotFoundError(`no task "${taskId}" for agent "${agentId}"`);
       if (result.status === "on_discord")
@@ -64,7 +65,7 @@ export function taskAnswerRoutes(): OpenAPIHono<AppEnv> {
           `this task is not waiting for an approval (it is ${"taskStatus" in result ? result.taskStatus : "unknown"}); an approval is answered once, and expires after 10 minutes`,
         );
       }
-      return c.json(await taskNow(c.env, agentId, taskId), 200);
+      return c.json(await taskAfterAnswer(c.env, c.get("principal"), agentId, taskId), 200);
     },
   );
 
@@ -92,9 +93,10 @@ export function taskAnswerRoutes(): OpenAPIHono<AppEnv> {
       },
       responses: {
         200: jsonContent(
-          TaskResponse,
-          "The task after the answer: the answer joins its spec and it plans from there",
+          TaskAnswerResponse,
+          "The task after the answer: the answer joins its spec and it plans from there; all of it with `agents:read`, else its id and status",
         ),
+        403: errorContent("The task was started by another tenant's token"),
         404: errorContent("No such agent or task"),
         409: errorContent(
           "The task is not waiting for an input, or waits for the person who started it on Discord",
@@ -105,6 +107,7 @@ export function taskAnswerRoutes(): OpenAPIHono<AppEnv> {
       const { agentId, taskId } = c.req.valid("param");
       const { text } = c.req.valid("json");
       await assertAgentExists(c.env, agentId);
+      await assertMayAnswerTask(c.env, c.get("principal"), agentId, taskId);
       const result = await answerTaskInput(c.env, agentId, taskId, text);
       if (!result) throw new NotFoundError(`no task "${taskId}" for agent "${agentId}"`);
       if (result.status === "on_discord" || result.status === "not_yours")
@@ -116,15 +119,9 @@ export function taskAnswerRoutes(): OpenAPIHono<AppEnv> {
           `this task is not waiting for an input (it is ${result.taskStatus ?? "unknown"}); a question is answered once, and expires after 24 hours`,
         );
       }
-      return c.json(await taskNow(c.env, agentId, taskId), 200);
+      return c.json(await taskAfterAnswer(c.env, c.get("principal"), agentId, taskId), 200);
     },
   );
 
   return app;
-}
-
-async function taskNow(env: Env, agentId: string, taskId: string) {
-  const view = await getTask(env, agentId, taskId);
-  if (!view) throw new NotFoundError(`no task "${taskId}" for agent "${agentId}"`);
-  return taskJson(view.state, view.audit);
 }

@@ -5,7 +5,7 @@
 // A task's pauses (an approval, a question) are answered in task-answers.ts; an agent with 50
 // tasks already waiting refuses a new one (429).
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
-import type { AppEnv } from "../app-env.ts";
+import { type AppEnv, tokenPrincipalOf } from "../app-env.ts";
 import { guard } from "../auth.ts";
 import { assertMayNameRoom } from "../namespaces.ts";
 import { assertAgentExists } from "../known-agents.ts";
@@ -23,6 +23,7 @@ import {
 import { cancelTask, createTask, getTask, listTasks, taskEvents } from "../../room/task-client.ts";
 import { errorField, log } from "../../log.ts";
 import { TaskResponse, taskJson } from "./task-json.ts";
+import { assertMayAnswerTask, TaskAnswerResponse, taskAfterAnswer } from "./task-access.ts";
 
 /** How often an open event stream looks for new events. */
 export const TASK_EVENTS_POLL_MS = 250;
@@ -124,6 +125,7 @@ export function taskRoutes(): OpenAPIHono<AppEnv> {
         goal: body.goal,
         roomId: body.roomId,
         source: "api",
+        requester: tokenPrincipalOf(c.get("principal")),
         limits: {
           maxSteps: body.maxSteps ?? DEFAULT_TASK_LIMITS.maxSteps,
           maxFailures: body.maxFailures ?? DEFAULT_TASK_LIMITS.maxFailures,
@@ -203,17 +205,21 @@ export function taskRoutes(): OpenAPIHono<AppEnv> {
       ...guard("messages:write"),
       request: { params },
       responses: {
-        200: jsonContent(TaskResponse, "The task after cancelling"),
+        200: jsonContent(
+          TaskAnswerResponse,
+          "The task after cancelling: all of it with `agents:read`, else its id and status",
+        ),
+        403: errorContent("The task was started by another tenant's token or another person"),
         404: errorContent("No such agent or task"),
       },
     }),
     async (c) => {
       const { agentId, taskId } = c.req.valid("param");
       await assertAgentExists(c.env, agentId);
+      await assertMayAnswerTask(c.env, c.get("principal"), agentId, taskId);
       const state = await cancelTask(c.env, agentId, taskId);
       if (!state) throw new NotFoundError(`no task "${taskId}" for agent "${agentId}"`);
-      const view = await getTask(c.env, agentId, taskId);
-      return c.json(taskJson(view?.state ?? state, view?.audit ?? []), 200);
+      return c.json(await taskAfterAnswer(c.env, c.get("principal"), agentId, taskId), 200);
     },
   );
 

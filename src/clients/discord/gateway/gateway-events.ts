@@ -151,6 +151,15 @@ export class GatewayEvents {
         mentioned: intake.mentioned,
         fromBot: intake.fromBot,
         receivedAt: this.now(),
+        // A Gateway message carries no permissions: nobody manages through it; the owners named
+        // in DISCORD_OWNER_IDS are owners (docs/security.md).
+        principal: {
+          kind: "member",
+          platform: "discord",
+          userId: `discord:${intake.userId}`,
+          manager: false,
+          owner: loadConfig(env).discordOwnerIds.includes(intake.userId),
+        },
       },
       delivery,
     });
