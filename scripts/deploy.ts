@@ -21,9 +21,10 @@ never an option, since a command line stays in \`ps\` and in shell history.`;
 
 /** Said when someone passes the admin token as an option; never repeats what they passed. */
 const TOKEN_OPTION_REFUSED =
-  "--token is not accepted: a command line stays in `ps` and in shell history. Put the admin token " +
-  "in ADMIN_TOKEN instead (`read -rs ADMIN_TOKEN && export ADMIN_TOKEN` types it unseen), or run " +
-  "on a terminal without it and you will be asked for it when it is needed.";
+  "--token is not accepted: a command line stays in `ps` and in shell history. " +
+  "Put the admin token in ADMIN_TOKEN instead " +
+  "(`read -rs ADMIN_TOKEN && export ADMIN_TOKEN` types it unseen), " +
+  "or run on a terminal without it and you will be asked for it when it is needed.";
 
 export const VECTORIZE_INDEX = "edge-agents-memories";
 /** Metadata the vector index filters on (src/memory/vectorize-index.ts), indexed before any vector. */
@@ -136,7 +137,8 @@ function adminTokenFromEnv(): string | undefined {
   if (!token) return undefined;
   if (token.length < MIN_ADMIN_TOKEN_CHARS)
     throw new Error(
-      `ADMIN_TOKEN in this shell is shorter than ${MIN_ADMIN_TOKEN_CHARS} characters; the worker would refuse it`,
+      `ADMIN_TOKEN in this shell is shorter than ${MIN_ADMIN_TOKEN_CHARS} characters: ` +
+        "the worker would refuse it",
     );
   return token;
 }
@@ -238,7 +240,8 @@ async function vectorize(base: string, adminToken: string | undefined): Promise<
   }
   if (!adminToken) {
     console.log(
-      "Memories not re-embedded (no admin token): run `npm run deploy -- --vectorize` again with ADMIN_TOKEN set, or on a terminal.",
+      "Memories not re-embedded (no admin token): run `npm run deploy -- --vectorize` again " +
+        "with ADMIN_TOKEN set, or on a terminal.",
     );
     return;
   }
