@@ -1,11 +1,13 @@
 // An HTML page as clean markdown for a model: the article (Mozilla's Readability over a linkedom
 // DOM: main content, not navigation, ads, scripts or footers), its title, byline and site, links
-// made absolute, images dropped; then node-html-markdown writes the markdown. A page Readability
-// does not take for an article falls back to its body with the usual clutter removed. Why a DOM
-// and not HTMLRewriter: docs/plugins.md#the-web-reader (measured in bench/web-reader.ts).
+// made absolute, images dropped; then node-html-markdown writes the markdown (markdown-writer.ts).
+// A page Readability does not take for an article falls back to its body with the usual clutter
+// removed. Why a DOM and not HTMLRewriter: docs/plugins.md#the-web-reader (measured in
+// bench/web-reader.ts). The work grows faster than the page: callers measure it first
+// (page-shape.ts, read-url.ts).
 import { Readability } from "@mozilla/readability";
 import { parseHTML } from "linkedom";
-import { NodeHtmlMarkdown } from "node-html-markdown";
+import { elementToMarkdown, type HtmlNode } from "./markdown-writer.ts";
 
 export interface ReadPage {
   title: string | null;
@@ -40,22 +42,17 @@ const AD_NAMES =
 const CHROME_NAMES =
   /(^|[\s_-])(nav|menu|footer|sidebar|banner|related|comments?|breadcrumbs?)([\s_-]|$)/i;
 
-const converter = new NodeHtmlMarkdown({
-  ignore: ["img", "picture", "video", "audio", "source", "figure > img"],
-  maxConsecutiveNewlines: 2,
-  useLinkReferenceDefinitions: false,
-});
-
 /** `html` fetched from `url` (for absolute links) as markdown, with its metadata. */
 export function pageToMarkdown(html: string, url: string): ReadPage {
   const { document } = parseHTML(html);
   for (const element of document.querySelectorAll(CLUTTER.join(","))) element.remove();
   removeNamed(document, AD_NAMES);
   absoluteLinks(document, url);
-  // Readability's own typing names the DOM's Document; linkedom's is the same shape.
-  const article = new Readability(
+  // Readability's own typing names the DOM's Document; linkedom's is the same shape. The article
+  // comes back as its element (not its HTML), which the writer walks without parsing it again.
+  const article = new Readability<HtmlNode>(
     document.cloneNode(true) as unknown as ConstructorParameters<typeof Readability>[0],
-    { charThreshold: 200 },
+    { charThreshold: 200, serializer: (node) => node as unknown as HtmlNode },
   ).parse();
   const title = clean(article?.title) ?? clean(document.querySelector("title")?.textContent);
   if (article?.content) {
@@ -63,13 +60,13 @@ export function pageToMarkdown(html: string, url: string): ReadPage {
       title,
       byline: clean(article.byline),
       siteName: clean(article.siteName),
-      markdown: tidy(converter.translate(article.content)),
+      markdown: tidy(elementToMarkdown(article.content)),
     };
   }
   for (const element of document.querySelectorAll(CHROME.join(","))) element.remove();
   removeNamed(document, CHROME_NAMES);
-  const body = document.querySelector("body")?.innerHTML ?? document.toString();
-  return { title, byline: null, siteName: null, markdown: tidy(converter.translate(body)) };
+  const body = document.querySelector("body") ?? document;
+  return { title, byline: null, siteName: null, markdown: tidy(elementToMarkdown(body)) };
 }
 
 type Dom = ReturnType<typeof parseHTML>["document"];
