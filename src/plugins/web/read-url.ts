@@ -1,9 +1,10 @@
 // Reading one web page for an agent: fetched through the guarded fetch (https and public addresses
-// only, redirects re-checked, 10 s, 2 MiB), HTML turned into clean markdown (page-to-markdown.ts),
-// plain text and JSON passed through, anything else refused with the reason. Errors name the
-// origin and the rule, never what the remote answered.
+// only, redirects re-checked, 10 s, 2 MiB), HTML measured (page-shape.ts) and, within the limits,
+// turned into clean markdown (page-to-markdown.ts), plain text and JSON passed through, anything
+// else refused with the reason. Errors name the origin and the rule, never what the remote answered.
 import { AppError } from "../../runtime/errors.ts";
 import { pageToMarkdown } from "./page-to-markdown.ts";
+import { MAX_PAGE_DEPTH, MAX_PAGE_ELEMENTS, measurePage } from "./page-shape.ts";
 
 export interface ReadResult {
   url: string;
@@ -78,6 +79,16 @@ export async function readUrl(
       ok: false,
       error: `${url.href} is binary content labelled \`${type}\`; read_url reads text only`,
     };
+  if (HTML.has(type)) {
+    // Measured before any parse: the reader's work grows faster than the page, and a Worker
+    // cannot stop a parse that has started (security issue 38).
+    const shape = measurePage(body);
+    if (shape.elements > MAX_PAGE_ELEMENTS || shape.depth > MAX_PAGE_DEPTH)
+      return {
+        ok: false,
+        error: `${url.href} has ${count(shape.elements)} elements nested ${count(shape.depth)} deep; read_url reads pages of at most ${count(MAX_PAGE_ELEMENTS)} elements nested at most ${count(MAX_PAGE_DEPTH)} deep`,
+      };
+  }
   const page = HTML.has(type)
     ? pageToMarkdown(body, url.href)
     : { title: null, byline: null, siteName: null, markdown: body };
@@ -108,4 +119,9 @@ function decode(bytes: ArrayBuffer, params: string[]): string {
     // An unknown label: UTF-8 is what the web mostly is.
     return new TextDecoder("utf-8").decode(bytes);
   }
+}
+
+/** 12345 as "12,345". */
+function count(n: number): string {
+  return String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ",");
 }
