@@ -239,7 +239,8 @@ export class TurnDriver {
       beforeModel,
       toolOutputs: {
         remembered: journal.toolOutputs(turnId),
-        record: (key: string, output: ToolOutput) => journal.recordToolOutput(turnId, key, output),
+        record: (key: string, entry: ToolOutput | "started") =>
+          journal.recordToolOutput(turnId, key, entry),
       },
     });
     return { outcome, character };

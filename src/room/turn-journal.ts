@@ -3,8 +3,9 @@
 // evaluated (or failed). The caller is answered at `replied`; `evaluated` means the reply is in D1
 // and the evaluators have run. After an eviction the journal says exactly where each turn stopped.
 // Finished turns are kept for IDEMPOTENCY_WINDOW_MS so a retried request finds its answer. While a
-// turn runs, each successful tool output is kept too: an attempt after a crash reuses them instead
-// of calling those tools again.
+// turn runs, each tool call is journalled as it starts and each successful output as it returns:
+// an attempt after a crash reuses the outputs instead of calling those tools again, and refuses
+// the calls that started and never finished (one that exceeds the CPU limit would again).
 import { z } from "zod";
 import type { SerializedError } from "../runtime/errors.ts";
 import type {
@@ -155,27 +156,46 @@ export class TurnJournal {
     )`);
   }
 
-  /** Successful tool outputs of a running turn's earlier attempts, by call key. */
-  toolOutputs(turnId: string): Map<string, ToolOutput> {
-    const outputs = new Map<string, ToolOutput>();
+  /**
+   * What a running turn's earlier attempts did, by call key: a successful output, or "started"
+   * for a call that began and never finished.
+   */
+  toolOutputs(turnId: string): Map<string, ToolOutput | "started"> {
+    const calls = new Map<string, ToolOutput | "started">();
     for (const row of this.sql.exec(
       "SELECT call_key, output FROM turn_tool_outputs WHERE turn_id = ?",
       turnId,
     )) {
-      const parsed = StoredToolOutput.safeParse(safeJson(String(row.output)));
+      const call = readToolCall(String(row.output));
       // An unreadable row only costs a repeat of that call.
-      if (parsed.success) outputs.set(String(row.call_key), parsed.data);
+      if (call) calls.set(String(row.call_key), call);
     }
-    return outputs;
+    return calls;
   }
 
-  /** Synchronous: stored before the turn's next model call goes out. */
-  recordToolOutput(turnId: string, key: string, output: ToolOutput): void {
+  /**
+   * Synchronous, so it is written before the tool's first request or the turn's next model call
+   * leaves (the room's output gate holds them until it is stored): "started" as a call begins,
+   * its output when it succeeds; a failure clears the start, and a later attempt may try again.
+   */
+  recordToolOutput(turnId: string, key: string, entry: ToolOutput | "started"): void {
+    if (entry !== "started" && !entry.ok) {
+      this.sql.exec(
+        "DELETE FROM turn_tool_outputs WHERE turn_id = ? AND call_key = ?",
+        turnId,
+        key,
+      );
+      return;
+    }
+    const stored: StoredToolCall =
+      entry === "started"
+        ? { v: TOOL_CALL_VERSION, call: "started" }
+        : { v: TOOL_CALL_VERSION, call: "finished", output: entry };
     this.sql.exec(
       "INSERT OR REPLACE INTO turn_tool_outputs (turn_id, call_key, output) VALUES (?, ?, ?)",
       turnId,
       key,
-      JSON.stringify(output),
+      JSON.stringify(stored),
     );
   }
 
@@ -419,6 +439,31 @@ const StoredToolOutput = z.union([
   z.object({ ok: z.literal(true), content: z.string(), data: z.unknown().optional() }),
   z.object({ ok: z.literal(false), error: z.string() }),
 ]);
+
+/**
+ * A journalled tool call (turn_tool_outputs.output). Version 1, written before calls were
+ * journalled as they start, is the bare output of a successful call and still reads as one;
+ * version 2 says whether the call has started or finished.
+ */
+const TOOL_CALL_VERSION = 2;
+const StoredToolCallShape = z.discriminatedUnion("call", [
+  z.object({ v: z.literal(TOOL_CALL_VERSION), call: z.literal("started") }),
+  z.object({
+    v: z.literal(TOOL_CALL_VERSION),
+    call: z.literal("finished"),
+    output: StoredToolOutput,
+  }),
+]);
+type StoredToolCall = z.infer<typeof StoredToolCallShape>;
+
+/** A journalled call as the executor takes it, or null when the row cannot be read. */
+export function readToolCall(text: string): ToolOutput | "started" | null {
+  const json = safeJson(text);
+  const current = StoredToolCallShape.safeParse(json);
+  if (current.success) return current.data.call === "started" ? "started" : current.data.output;
+  const first = StoredToolOutput.safeParse(json);
+  return first.success ? first.data : null;
+}
 
 function safeJson(text: string): unknown {
   try {

@@ -1,7 +1,9 @@
 // Runs one tool call the model asked for: parse and validate the arguments against the tool's
 // JSON Schema, serve a repeat of an identical call from the turn's cache, enforce the tool's
 // timeout, and turn every failure into a tool error the model can read and correct. A turn run
-// again after a crash passes what its earlier attempts ran, so those calls are not made twice.
+// again after a crash passes what its earlier attempts ran, so those calls are not made twice,
+// and the calls they started and never finished (killed mid-call: a CPU limit, an eviction), which
+// are refused rather than run again.
 // Which tools need a person's approval is a required option: chat turns and task steps alike
 // must say, so no caller can hand the model a gated tool that runs unasked.
 import { Validator } from "@cfworker/json-schema";
@@ -22,11 +24,24 @@ export interface ToolExecutorOptions {
   defaultTimeoutMs: number;
   maxResultChars: number;
   now: () => number;
-  /** Successful outputs of this turn's earlier, interrupted attempts, by call key (toolCallKey). */
-  remembered?: ReadonlyMap<string, ToolOutput>;
-  /** Told each successful output as the tool returns it, to journal for a later attempt. */
-  onOutput?: (key: string, output: ToolOutput) => void;
+  /**
+   * What this turn's earlier, interrupted attempts did, by call key (toolCallKey): a successful
+   * output, or "started" for a call one of them began and never finished.
+   */
+  remembered?: ReadonlyMap<string, ToolOutput | "started">;
+  /**
+   * Told "started" as a call begins, before the tool does anything, and its output once the tool
+   * returns, to journal for a later attempt.
+   */
+  onOutput?: (key: string, entry: ToolOutput | "started") => void;
 }
+
+/**
+ * Why a call an interrupted attempt started is not run again: whatever killed that attempt (a
+ * CPU limit, most likely, which no timeout can stop) would most likely kill this one too.
+ */
+export const UNFINISHED_CALL_ERROR =
+  "this call was started in an earlier attempt of the turn that did not finish (it may have exceeded the CPU limit); it is not run again";
 
 export interface ToolExecution {
   record: ToolCallRecord;
@@ -109,19 +124,22 @@ export class ToolExecutor {
     const key = toolCallKey(tool.name, parsed.value);
     // Not cleared with the cache on failover: a call an interrupted attempt made has happened.
     const hit = this.cache.get(key) ?? this.options.remembered?.get(key);
+    if (hit === "started") return finish({ ok: false, error: UNFINISHED_CALL_ERROR }, false);
     if (hit) return finish(hit, true);
 
     if (tool.requiresApproval && approval !== "approved")
       return finish({ ok: false, error: refusal(tool.name, approval) }, false);
 
+    // Journalled before the tool's first step: if this attempt dies inside the call, the next
+    // one knows it began.
+    this.options.onOutput?.(key, "started");
     const output = await this.runWithTimeout(tool, parsed.value, {
       ...context,
       callId: `${context.turnId}:${callIndex}`,
     });
-    if (output.ok) {
-      this.cache.set(key, output);
-      this.options.onOutput?.(key, output);
-    }
+    if (output.ok) this.cache.set(key, output);
+    // A failure is told too: the call finished, and a later attempt may try it again.
+    this.options.onOutput?.(key, output);
     return finish(output, false);
   }
 

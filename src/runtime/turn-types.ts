@@ -135,10 +135,14 @@ export interface RespondOptions {
    * the turn with its error before any model request.
    */
   beforeModel?: Promise<unknown>;
-  /** The turn's journal of tool outputs: what earlier, interrupted attempts ran, and where to record more. */
+  /**
+   * The turn's journal of tool calls: what earlier, interrupted attempts ran (an output, or
+   * "started" for a call that never finished), and where to record more ("started" before a
+   * call runs, its output after).
+   */
   toolOutputs?: {
-    remembered: ReadonlyMap<string, ToolOutput>;
-    record: (key: string, output: ToolOutput) => void;
+    remembered: ReadonlyMap<string, ToolOutput | "started">;
+    record: (key: string, entry: ToolOutput | "started") => void;
   };
 }
 
