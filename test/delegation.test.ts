@@ -1,9 +1,9 @@
 // Agents asking agents (ask_agent) through the worker: one journalled turn in the other agent's
-// room for the asking conversation (`agent:<caller>:<hash>`), answered once and kept in both histories; only the agents a character
-// lists can be asked; cycles and chains deeper than 3 are refused with a clear tool error; the
-// callee's tokens count against its own ceiling and show in the caller's usage; tool approval
-// applies on the agent whose tool it is; an eviction of the callee's room mid-turn is resumed and
-// answered once. The scripted model stand-in answers per agent (by the system prompt).
+// room for the asking conversation (`agent:<caller>:<hash>`), answered once and kept in both
+// histories; only the agents a character lists can be asked; cycles and chains deeper than 3 are
+// refused with a clear tool error; the callee's tokens count against its own ceiling and the
+// caller's, and show in the caller's usage; tool approval applies on the agent whose tool it is;
+// an eviction of the callee's room mid-turn is resumed and answered once. The scripted model stand-in answers per agent (by the system prompt).
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
@@ -211,7 +211,7 @@ describe("ask_agent", () => {
     );
   });
 
-  it("counts the callee's tokens against its own ceiling and reports them in the caller's usage", async () => {
+  it("counts the callee's tokens against its own ceiling and the caller's, and reports them in the caller's usage", async () => {
     const bob = await agent("Bob", { dailyTokens: 300 });
     const ada = await agent("Ada", { delegates: [bob] });
     const usage = { promptTokens: 100, completionTokens: 10 };
@@ -237,7 +237,8 @@ describe("ask_agent", () => {
         .first<{ tokens: number }>();
     await vi.waitFor(async () => {
       expect((await spent(bob))?.tokens).toBe(330);
-      expect((await spent(ada))?.tokens).toBe(220);
+      // Ada's own 220 and what Bob spent for her, 330: asking never spends past her own ceiling.
+      expect((await spent(ada))?.tokens).toBe(550);
     });
 
     // Bob's ceiling is spent: the next ask fails on Bob's side, and Ada is told so.

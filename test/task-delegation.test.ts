@@ -136,7 +136,8 @@ describe("delegate_task", () => {
     // The child's first event names the task that delegated it.
     expect((await eventTypes(bob, childId))[0]).toBe("delegated_by");
 
-    // Each agent's tokens count on its own ceiling; the parent reports the child's next to its own.
+    // The child's tokens count on its own ceiling and on the parent's (asking never spends past
+    // one's own budget); the parent reports the child's next to its own.
     const childSpent = child.usage.promptTokens + child.usage.completionTokens;
     expect(parent.usage.delegated).toEqual({
       promptTokens: child.usage.promptTokens,
@@ -150,7 +151,7 @@ describe("delegate_task", () => {
     await vi.waitFor(async () => {
       expect((await spent(bob))?.tokens).toBe(childSpent);
       expect((await spent(ada))?.tokens).toBe(
-        parent.usage.promptTokens + parent.usage.completionTokens,
+        parent.usage.promptTokens + parent.usage.completionTokens + childSpent,
       );
     });
   });

@@ -12,6 +12,8 @@ import type { ModelUsage } from "../runtime/types.ts";
 import type { TurnUsage } from "../runtime/turn-types.ts";
 import { errorField, log } from "../log.ts";
 import { submitTurn } from "./room-client.ts";
+import { stores } from "../memory/stores.ts";
+import { utcDay } from "../runtime/spend.ts";
 import type { TurnResult } from "./room-types.ts";
 
 /** RPC attempts per question: a room reset mid-turn (eviction, deploy) is asked again. */
@@ -59,9 +61,26 @@ export function createAgentAsker(env: Env): AgentAsker {
           await new Promise((resolve) => setTimeout(resolve, RETRY_BASE_MS * 2 ** (attempt - 1)));
         }
       }
-      return answerOf(question, result);
+      const answer = answerOf(question, result);
+      // The callee counted these tokens against its own ceiling; they count against the
+      // caller's too, so asking another agent never spends past the caller's budget. A replayed
+      // answer (the same call asked again) was counted the first time.
+      if (result && !result.replayed && "usage" in answer && answer.usage)
+        await chargeCaller(env, question.caller, answer.usage);
+      return answer;
     },
   };
+}
+
+/** Counting never fails the call: a lost count only makes the ceiling more lenient (and is logged). */
+async function chargeCaller(env: Env, caller: string, usage: ModelUsage): Promise<void> {
+  const tokens = usage.promptTokens + usage.completionTokens;
+  if (tokens <= 0) return;
+  try {
+    await stores(env).spend.add(caller, utcDay(Date.now()), tokens);
+  } catch (error) {
+    log.warn("delegated_spend_not_recorded", { caller, tokens, error: errorField(error) });
+  }
 }
 
 function answerOf(question: AgentQuestion, result: TurnResult | null): AgentAnswer {

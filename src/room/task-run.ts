@@ -59,11 +59,13 @@ export async function runTaskUnits(
           `the task was interrupted ${MAX_STEP_ATTEMPTS} times in one step and was given up`,
         );
       }
-      const spentBefore = ownTokens(state);
+      // What other agents spent for this task (delegate_task) counts against this agent's
+      // ceiling as well as theirs: asking another agent never spends past one's own budget.
+      const spentBefore = spentTokens(state);
       const advance = await advanceTask(state, deps);
       state = advance.state;
       store.save(state, advance.audit, Date.now());
-      await recordSpend(runtime, agentId, ownTokens(state) - spentBefore);
+      await recordSpend(runtime, agentId, spentTokens(state) - spentBefore);
     }
   } catch (error) {
     // Setting up failed (agent deleted, daily budget spent) or the object keeps crashing.
@@ -90,15 +92,6 @@ export async function runTaskUnits(
 }
 
 /** The task's own model tokens: what other agents spent for it counts on their ceilings. */
-function ownTokens(state: TaskState): number {
-  return spentTokens(state) - delegatedTokens(state);
-}
-
-function delegatedTokens(state: TaskState): number {
-  const delegated = state.usage.delegated;
-  return delegated ? delegated.promptTokens + delegated.completionTokens : 0;
-}
-
 async function loopDeps(
   context: TaskRunContext,
   runtime: RoomRuntime,

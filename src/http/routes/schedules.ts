@@ -3,6 +3,7 @@
 // while the previous run is unfinished is skipped (and counted), never run twice at once.
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import { type AppEnv, tokenPrincipalOf } from "../app-env.ts";
+import { authorize } from "../../runtime/access/index.ts";
 import { guard } from "../auth.ts";
 import { assertMayNameRoom } from "../namespaces.ts";
 import { assertAgentExists } from "../known-agents.ts";
@@ -144,12 +145,22 @@ export function scheduleRoutes(): OpenAPIHono<AppEnv> {
       },
       responses: {
         204: { description: "Deleted" },
+        403: errorContent("The schedule was created by another tenant's token"),
         404: errorContent("No such agent or schedule"),
       },
     }),
     async (c) => {
       const { agentId, scheduleId } = c.req.valid("param");
       await assertAgentExists(c.env, agentId);
+      // Like a task, a schedule is stopped only by its creator's tenant (or admin).
+      const record = (await listSchedules(c.env, agentId)).find(
+        (schedule) => schedule.scheduleId === scheduleId,
+      );
+      if (record)
+        authorize(c.get("principal"), "task.answer", {
+          agentId,
+          requester: record.createdBy ?? null,
+        });
       if (!(await deleteSchedule(c.env, agentId, scheduleId)))
         throw new NotFoundError(`no schedule "${scheduleId}" for agent "${agentId}"`);
       return c.body(null, 204);

@@ -110,7 +110,7 @@ export const TaskResponse = z
     usage: Usage.extend({
       delegated: Usage.optional().openapi({
         description:
-          "What other agents spent on this task's requests (counted against their own daily ceilings)",
+          "What other agents spent on this task's requests (counted against their own daily ceilings and this agent's)",
       }),
     }),
     createdAt: z.number(),
