@@ -24,6 +24,7 @@ import type { ReplySurface } from "./reply-surface.ts";
 import { createRoomRuntime, type RoomRuntime } from "./room-runtime.ts";
 import { turnOrigin } from "./turn-origin.ts";
 import type { AgentTasksRpc } from "./rpc.ts";
+import { TaskEventFeed } from "./task-event-feed.ts";
 import { createTaskPeers } from "./task-delegations.ts";
 import { TaskPauses } from "./task-pauses.ts";
 import { TaskPool } from "./task-pool.ts";
@@ -68,6 +69,7 @@ export abstract class AgentTasksBase extends Agent<Env> implements AgentTasksRpc
   private surface!: ReplySurface;
   /** Progress lines, approval prompts, questions and results, where a task reports. */
   private reports!: TaskReports;
+  private feed!: TaskEventFeed;
   private concurrencyCache: { value: number; at: number } | null = null;
 
   /** Where tasks started on a surface report (progress, prompts, result). */
@@ -77,6 +79,14 @@ export abstract class AgentTasksBase extends Agent<Env> implements AgentTasksRpc
     this.surface = this.replySurface();
     this.store = new TaskStore(this.ctx.storage.sql);
     this.store.migrate();
+    this.feed = new TaskEventFeed({
+      events: (taskId, afterId, limit) => this.store.events(taskId, afterId, limit),
+      finished: (taskId) => {
+        const stored = this.store.get(taskId);
+        return !stored || isTerminal(stored.state.status);
+      },
+    });
+    this.store.onChange = (taskId) => this.feed.changed(taskId);
     this.schedules = new TaskScheduleStore(this.ctx.storage.sql);
     this.schedules.migrate();
     this.store.prune(Date.now());
@@ -161,6 +171,19 @@ export abstract class AgentTasksBase extends Agent<Env> implements AgentTasksRpc
 
   async listTasks(limit: number): Promise<TaskState[]> {
     return this.store.list(limit);
+  }
+
+  /**
+   * The task's events after `afterId` as a server-sent-event stream, written as they happen;
+   * `busy` when this object already serves its most streams; null for an unknown task.
+   */
+  async watchTask(
+    taskId: string,
+    afterId: number,
+  ): Promise<{ stream: ReadableStream<Uint8Array> } | "busy" | null> {
+    if (!this.store.get(taskId)) return null;
+    const stream = this.feed.watch(taskId, afterId);
+    return stream ? { stream } : "busy";
   }
 
   async taskEvents(taskId: string, afterId: number, limit: number): Promise<TaskEventsPage | null> {

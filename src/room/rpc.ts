@@ -48,6 +48,10 @@ export interface AgentTasksRpc extends Rpc.DurableObjectBranded {
   getTask(taskId: string): Promise<TaskView | null>;
   listTasks(limit: number): Promise<TaskState[]>;
   taskEvents(taskId: string, afterId: number, limit: number): Promise<TaskEventsPage | null>;
+  watchTask(
+    taskId: string,
+    afterId: number,
+  ): Promise<{ stream: ReadableStream<Uint8Array> } | "busy" | null>;
   cancel(taskId: string): Promise<TaskState | null>;
   answerClick(click: TaskApprovalClick): Promise<TaskApprovalResult>;
   answerFromApi(taskId: string, approve: boolean): Promise<TaskApprovalResult | null>;

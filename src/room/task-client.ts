@@ -63,6 +63,17 @@ export async function taskEvents(
   return page as { events: { id: number; event: TaskEvent }[]; finished: boolean } | null;
 }
 
+/** The task's events as a live server-sent-event stream from its object (see task-event-feed.ts). */
+export async function watchTask(
+  env: Env,
+  agentId: string,
+  taskId: string,
+  afterId: number,
+): Promise<{ stream: ReadableStream<Uint8Array> } | "busy" | null> {
+  const watched: unknown = await stub(env, agentId).watchTask(taskId, afterId);
+  return watched as { stream: ReadableStream<Uint8Array> } | "busy" | null;
+}
+
 /** A click on a task's Approve / Deny button (its custom id names the agent). */
 export async function answerTaskApprovalClick(
   env: Env,

@@ -64,6 +64,9 @@ const EventRow = z.object({ id: z.number(), task_id: z.string(), data: z.string(
 export class TaskStore {
   private readonly sql: SqlStorage;
 
+  /** Told after a task's state or events were written (the event streams send what is new). */
+  onChange: (taskId: string) => void = () => {};
+
   constructor(sql: SqlStorage) {
     this.sql = sql;
   }
@@ -270,6 +273,7 @@ export class TaskStore {
         state.taskId,
         JSON.stringify(entry),
       );
+    this.onChange(state.taskId);
   }
 
   audit(taskId: string): AuditEntry[] {
@@ -288,6 +292,7 @@ export class TaskStore {
         JSON.stringify(event),
       )
       .toArray()[0];
+    this.onChange(taskId);
     return Number(row?.id ?? 0);
   }
 

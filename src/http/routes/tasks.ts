@@ -11,7 +11,7 @@ import { assertMayNameRoom } from "../namespaces.ts";
 import { assertAgentExists } from "../known-agents.ts";
 import { AgentIdParam, errorContent, ExternalId, jsonContent } from "../schemas.ts";
 import { loadConfig, MODEL_NOT_CONFIGURED_MESSAGE } from "../../config.ts";
-import { ModelNotConfiguredError, NotFoundError } from "../../runtime/errors.ts";
+import { ModelNotConfiguredError, NotFoundError, RateLimitedError } from "../../runtime/errors.ts";
 import {
   DEFAULT_TASK_LIMITS,
   MAX_GOAL_CHARS,
@@ -20,18 +20,13 @@ import {
   MAX_TASK_FAILURES,
   MAX_TASK_STEPS,
 } from "../../runtime/task-types.ts";
-import { cancelTask, createTask, getTask, listTasks, taskEvents } from "../../room/task-client.ts";
-import { errorField, log } from "../../log.ts";
+import { cancelTask, createTask, getTask, listTasks, watchTask } from "../../room/task-client.ts";
+import { MAX_TASK_EVENT_WATCHERS } from "../../room/task-event-feed.ts";
 import { TaskResponse, taskJson } from "./task-json.ts";
 import { assertMayAnswerTask, TaskAnswerResponse, taskAfterAnswer } from "./task-access.ts";
 
-/** How often an open event stream looks for new events. */
-export const TASK_EVENTS_POLL_MS = 250;
-/** A quiet stream gets a comment line this often, so proxies and browsers keep it open. */
-export const TASK_EVENTS_KEEP_ALIVE_MS = 15_000;
-/** A stream is closed after this long; the client reconnects with Last-Event-ID. */
-export const TASK_EVENTS_MAX_STREAM_MS = 10 * 60_000;
-const EVENTS_PAGE = 100;
+/** Retry-After of a refused event stream: a minute frees most watchers of a busy agent. */
+const EVENTS_BUSY_RETRY_S = 60;
 
 export const TaskIdParam = z
   .string()
@@ -250,67 +245,24 @@ export function taskRoutes(): OpenAPIHono<AppEnv> {
         },
         400: errorContent("Invalid Last-Event-ID"),
         404: errorContent("No such agent or task"),
+        429: errorContent(
+          `The agent already serves ${MAX_TASK_EVENT_WATCHERS} event streams (Retry-After says when to try again)`,
+        ),
       },
     }),
     async (c) => {
       const { agentId, taskId } = c.req.valid("param");
       const after = Number(c.req.valid("header")["last-event-id"] ?? "0");
       await assertAgentExists(c.env, agentId);
-      // The first page is read before answering, so an unknown task is a plain 404.
-      const first = await taskEvents(c.env, agentId, taskId, after, EVENTS_PAGE);
-      if (!first) throw new NotFoundError(`no task "${taskId}" for agent "${agentId}"`);
-      const env = c.env;
-      const signal = c.req.raw.signal;
-      const encoder = new TextEncoder();
-      const started = Date.now();
-      // Set when the client goes away, so the loop stops asking the task's object for events.
-      let cancelled = false;
-      const stream = new ReadableStream<Uint8Array>({
-        cancel() {
-          cancelled = true;
-        },
-        async start(controller) {
-          let page: typeof first | null = first;
-          let last = after;
-          let lastWrite = Date.now();
-          controller.enqueue(encoder.encode(`retry: 1000\n\n`));
-          try {
-            while (page) {
-              for (const { id, event } of page.events) {
-                // SSE framing (WHATWG HTML, server-sent events): data lines must not hold newlines;
-                // JSON text never does.
-                controller.enqueue(
-                  encoder.encode(
-                    `id: ${id}\nevent: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`,
-                  ),
-                );
-                last = id;
-                lastWrite = Date.now();
-              }
-              if (
-                page.finished ||
-                cancelled ||
-                signal.aborted ||
-                Date.now() - started > TASK_EVENTS_MAX_STREAM_MS
-              )
-                break;
-              if (page.events.length === 0) {
-                await new Promise((resolve) => setTimeout(resolve, TASK_EVENTS_POLL_MS));
-                if (Date.now() - lastWrite >= TASK_EVENTS_KEEP_ALIVE_MS) {
-                  controller.enqueue(encoder.encode(": keep-alive\n\n"));
-                  lastWrite = Date.now();
-                }
-              }
-              page = await taskEvents(env, agentId, taskId, last, EVENTS_PAGE);
-            }
-          } catch (error) {
-            log.warn("task_events_stream_failed", { agentId, taskId, error: errorField(error) });
-          }
-          // A cancelled stream is already closed.
-          if (!cancelled) controller.close();
-        },
-      });
-      return new Response(stream, {
+      // The task's object writes the events into the stream as they happen: nothing polls.
+      const watched = await watchTask(c.env, agentId, taskId, after);
+      if (!watched) throw new NotFoundError(`no task "${taskId}" for agent "${agentId}"`);
+      if (watched === "busy")
+        throw new RateLimitedError(
+          `agent "${agentId}" already serves ${MAX_TASK_EVENT_WATCHERS} task event streams; close one or try again later`,
+          EVENTS_BUSY_RETRY_S,
+        );
+      return new Response(watched.stream, {
         status: 200,
         headers: {
           "content-type": "text/event-stream; charset=utf-8",
