@@ -16,6 +16,7 @@ import {
   useAgentIn,
   useDiscordStandIns,
 } from "./helpers/discord.ts";
+import { discordRoom, settledJournal } from "./helpers/room-journal.ts";
 import type { DiscordCall } from "./stand-ins/discord-stand-in.ts";
 
 const { model, discord } = useDiscordStandIns();
@@ -114,7 +115,13 @@ describe("Discord tool approval", () => {
       await post(click(channel, user, prompt.approve)),
     );
     expect(again.data.content).toContain("no longer waiting");
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    // The click was answered, so anything it set off is in the journal: once that is all done,
+    // the turn ran its tool once, asked the model twice and sent the prompt and one reply.
+    const turns = await settledJournal(discordRoom(agentId, channel));
+    expect(turns.map((turn) => [turn.status, turn.deliveryStatus])).toEqual([
+      ["evaluated", "delivered"],
+    ]);
+    expect(await facts(agentId, user)).toEqual([FACT]);
     expect(model.calls).toHaveLength(2);
     expect(discord.calls).toHaveLength(2);
   });

@@ -16,6 +16,7 @@ import {
   useAgentIn,
   useDiscordStandIns,
 } from "./helpers/discord.ts";
+import { discordRoom, settledJournal } from "./helpers/room-journal.ts";
 
 const { model, discord } = useDiscordStandIns();
 
@@ -85,13 +86,17 @@ describe("Discord /chat: deferred reply", () => {
 
   it("splits a long reply into an edit and follow-ups of at most 2,000 characters, never inside a code block", async () => {
     const channel = snowflake();
-    await useAgentIn(channel);
+    const agentId = await useAgentIn(channel);
     const prose = "This sentence is filler for the test. ".repeat(60);
     const code = `\`\`\`ts\n${Array.from({ length: 80 }, (_, i) => `const value${i} = ${i} * 2; // line ${i}`).join("\n")}\n\`\`\``;
     model.script({ text: `${prose}\n\n${code}\n\nThat's all.` });
     await post(chat(channel, "explain"));
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    const calls = await discord.waitForCalls(3);
+    // The journal says the whole reply went out, and how many messages it took: all of them are here.
+    const [turn] = await settledJournal(discordRoom(agentId, channel));
+    expect(turn).toMatchObject({ status: "evaluated", deliveryStatus: "delivered" });
+    const calls = discord.calls;
+    expect(calls.length).toBeGreaterThanOrEqual(3);
+    expect(calls).toHaveLength(turn!.deliveredParts);
     expect(calls[0]!.method).toBe("PATCH");
     expect(
       calls
@@ -112,15 +117,25 @@ describe("Discord /chat: deferred reply", () => {
 
   it("runs one turn and sends one reply when Discord delivers the same interaction twice", async () => {
     const channel = snowflake();
-    await useAgentIn(channel);
+    const agentId = await useAgentIn(channel);
     model.script({ text: "once" });
-    const body = chat(channel, "hello");
+    const id = snowflake();
+    const body = chat(channel, "hello", { id });
     const [first, second] = await Promise.all([post(body), post(body)]);
     expect(first.status).toBe(200);
     expect(second.status).toBe(200);
-    await discord.waitForCalls(1);
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    expect(discord.calls).toHaveLength(1);
+    // Both deliveries were answered, so every turn they started is in the journal: wait for all of
+    // them to be done, then there is one turn for the interaction and one reply.
+    const turns = await settledJournal(discordRoom(agentId, channel));
+    expect(turns).toEqual([
+      {
+        idempotencyKey: `discord:${id}`,
+        status: "evaluated",
+        deliveryStatus: "delivered",
+        deliveredParts: 1,
+      },
+    ]);
+    expect(discord.calls.map((call) => call.body.content)).toEqual(["once"]);
     expect(model.calls.filter((c) => c.model === "test-primary")).toHaveLength(1);
   });
 

@@ -7,6 +7,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import { chat, post, snowflake, useAgentIn, useDiscordStandIns } from "./helpers/discord.ts";
 import { lastUserText } from "./helpers/model-messages.ts";
+import { settledJournal } from "./helpers/room-journal.ts";
 
 const { model, discord } = useDiscordStandIns();
 
@@ -58,11 +59,13 @@ describe("fault injection on Discord", () => {
     // then the waiting one. (In production the pending queue item's alarm is that contact.)
     await journal(room);
 
-    const edits = await discord.waitForCalls(2);
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    expect(discord.calls).toHaveLength(2);
-    expect(edits.map((call) => call.body.content)).toEqual(["re: turn-1", "re: turn-2"]);
-    await vi.waitFor(async () => expect(await journal(room)).toEqual(["evaluated", "evaluated"]));
+    // Both turns evaluated and their replies delivered: then the stand-in's record is final.
+    const turns = await settledJournal(room, 2);
+    expect(turns.map((turn) => [turn.status, turn.deliveryStatus])).toEqual([
+      ["evaluated", "delivered"],
+      ["evaluated", "delivered"],
+    ]);
+    expect(discord.calls.map((call) => call.body.content)).toEqual(["re: turn-1", "re: turn-2"]);
     const stored = await env.DB.prepare(
       "SELECT content FROM memories WHERE agent_id = ? AND type = 'message' ORDER BY created_at, rowid",
     )
