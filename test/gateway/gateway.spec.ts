@@ -6,6 +6,7 @@
 import { env } from "cloudflare:workers";
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
+import { messageTurnKey } from "../../src/clients/discord/gateway/message-intake.ts";
 import { api, createTestAgent, json } from "../helpers/api.ts";
 import {
   APP_ID,
@@ -25,6 +26,8 @@ import {
   waitFor,
   waitForReady,
 } from "../helpers/gateway.ts";
+import { handedOver } from "../helpers/gateway-handoff.ts";
+import { discordRoom, journalRows, settledJournal } from "../helpers/room-journal.ts";
 import type { DiscordCall } from "../stand-ins/discord-stand-in.ts";
 
 const { model, discord, files } = useDiscordStandIns();
@@ -43,7 +46,19 @@ const waitForReplies = (channel: string, count: number) =>
   });
 const repliedTo = (call: DiscordCall) =>
   (call.body.message_reference as { message_id?: string } | undefined)?.message_id;
-const settle = (ms = 400) => new Promise((resolve) => setTimeout(resolve, ms));
+/**
+ * The final state of a channel once the Gateway handed over the events numbered `seqs`: its room's
+ * turns, each settled (evaluated or failed, nothing left to send), by message.
+ */
+async function settledTurns(channel: string, seqs: number[], turns = 1) {
+  await handedOver(seqs);
+  const rows = await settledJournal(discordRoom(defaultAgent, channel), turns);
+  return rows.map((row) => ({ key: row.idempotencyKey, status: row.status }));
+}
+const turnOf = (event: { d: { id: string } }, status = "evaluated") => ({
+  key: messageTurnKey(event.d.id),
+  status,
+});
 const opsReceived = async (op: number) =>
   (await gatewayState()).received.filter((record) => record.op === op);
 
@@ -91,7 +106,7 @@ describe("Gateway: messages into rooms", () => {
     const channel = snowflake();
     model.respondWith(() => ({ text: "Lisbon." }));
     const event = messageEvent(channel, "what's the capital of Portugal?", { mention: true });
-    await dispatch(event);
+    const seqs = await dispatch(event);
     const [reply] = await waitForReplies(channel, 1);
     expect(reply!.body).toEqual({
       content: "Lisbon.",
@@ -103,7 +118,8 @@ describe("Gateway: messages into rooms", () => {
     const prompt = model.calls.at(-1)!.body.messages as Array<{ role: string; content: unknown }>;
     // The bot's mention reads as its name.
     expect(JSON.stringify(prompt.at(-1))).toContain("@edge-bot what's the capital of Portugal?");
-    await settle();
+    // Once the room's one turn is settled, the stand-in's record is final: one reply.
+    expect(await settledTurns(channel, seqs)).toEqual([turnOf(event)]);
     expect(repliesIn(channel)).toHaveLength(1);
     const history = await json<{ messages: Array<{ text: string; userId: string | null }> }>(
       await api("GET", `/agents/${defaultAgent}/rooms/discord:${channel}/messages`),
@@ -117,14 +133,14 @@ describe("Gateway: messages into rooms", () => {
   it("stores a message that mentions nobody without answering it (respond mode `mentions`)", async () => {
     const channel = snowflake();
     const before = model.calls.length;
-    await dispatch(messageEvent(channel, "anyone up for lunch?"));
-    await waitFor("the message stored", async () => {
-      const page = await json<{ messages: Array<{ text: string }> }>(
-        await api("GET", `/agents/${defaultAgent}/rooms/discord:${channel}/messages`),
-      );
-      return page.messages.some((m) => m.text === "anyone up for lunch?");
-    });
-    await settle();
+    const chatter = messageEvent(channel, "anyone up for lunch?");
+    const seqs = await dispatch(chatter);
+    // The room decided about the message and is done with it: then nothing was sent.
+    expect(await settledTurns(channel, seqs)).toEqual([turnOf(chatter)]);
+    const page = await json<{ messages: Array<{ text: string }> }>(
+      await api("GET", `/agents/${defaultAgent}/rooms/discord:${channel}/messages`),
+    );
+    expect(page.messages.map((m) => m.text)).toEqual(["anyone up for lunch?"]);
     expect(repliesIn(channel)).toHaveLength(0);
     expect(typingIn(channel)).toHaveLength(0);
     // Declined by the rules: no model call, not even the small one.
@@ -144,9 +160,10 @@ describe("Gateway: messages into rooms", () => {
     const channel = snowflake();
     const own = messageEvent(channel, "hello", { user: STAND_IN_BOT.id, mention: true });
     const marker = messageEvent(channel, "ping", { mention: true });
-    await dispatch(own, marker);
+    const seqs = await dispatch(own, marker);
     const answers = await waitForReplies(channel, 1);
-    await settle();
+    // Both events handed over, and the room holds the marker's turn alone.
+    expect(await settledTurns(channel, seqs)).toEqual([turnOf(marker)]);
     expect(repliesIn(channel)).toHaveLength(1);
     expect(repliedTo(answers[0]!)).toBe(marker.d.id);
     const page = await json<{ messages: Array<{ text: string }> }>(
@@ -158,9 +175,9 @@ describe("Gateway: messages into rooms", () => {
   it("answers a replayed event once (same message id, a second dispatch)", async () => {
     const channel = snowflake();
     const event = messageEvent(channel, "once please", { mention: true });
-    await dispatch(event, event);
-    await waitForReplies(channel, 1);
-    await settle();
+    const seqs = await dispatch(event, event);
+    // Both dispatches handed to the room: one turn for the message id, settled, and one reply.
+    expect(await settledTurns(channel, seqs)).toEqual([turnOf(event)]);
     expect(repliesIn(channel)).toHaveLength(1);
   });
 
@@ -203,12 +220,15 @@ describe("Gateway: direct messages", () => {
   it("answers an owner's DM and makes no turn of a stranger's (directMessages: owners)", async () => {
     const ownerDm = snowflake();
     const strangerDm = snowflake();
-    await dispatch(
+    const owners = messageEvent(ownerDm, "hi bot", { guild: null, user: OWNER });
+    const seqs = await dispatch(
       messageEvent(strangerDm, "hi bot", { guild: null, user: "710000000000000009" }),
-      messageEvent(ownerDm, "hi bot", { guild: null, user: OWNER }),
+      owners,
     );
-    await waitForReplies(ownerDm, 1);
-    await settle();
+    expect(await settledTurns(ownerDm, seqs)).toEqual([turnOf(owners)]);
+    expect(repliesIn(ownerDm)).toHaveLength(1);
+    // The stranger's event was handed over too (settledTurns waited for both): no turn, no reply.
+    expect(await journalRows(discordRoom(defaultAgent, strangerDm))).toEqual([]);
     expect(repliesIn(strangerDm)).toHaveLength(0);
     const page = await json<{ messages: unknown[] }>(
       await api("GET", `/agents/${defaultAgent}/rooms/discord:${strangerDm}/messages`),
@@ -228,17 +248,20 @@ describe("Gateway: edits and deletions (MESSAGE_UPDATE, MESSAGE_DELETE)", () => 
     const calls = model.calls.length;
     await dispatch(first, edited, deleted);
     await waitFor("the first model call", () => model.calls.length > calls);
-    await dispatch(
+    const seqs = await dispatch(
       {
         t: "MESSAGE_UPDATE",
         d: { id: edited.d.id, channel_id: channel, content: `<@${STAND_IN_BOT.id}> fixed text` },
       },
       { t: "MESSAGE_DELETE", d: { id: deleted.d.id, channel_id: channel } },
     );
-    const replies = await waitForReplies(channel, 2);
-    await settle();
+    // The deleted message's turn is dropped (failed, nothing to send); the other two answered.
+    expect(await settledTurns(channel, seqs, 3)).toEqual([
+      turnOf(first),
+      turnOf(edited),
+      turnOf(deleted, "failed"),
+    ]);
     expect(repliesIn(channel).map(repliedTo)).toEqual([first.d.id, edited.d.id]);
-    expect(replies).toHaveLength(2);
     expect(JSON.stringify(model.calls.at(-1)!.body)).toContain("@edge-bot fixed text");
     const page = await json<{ messages: Array<{ text: string }> }>(
       await api("GET", `/agents/${defaultAgent}/rooms/discord:${channel}/messages`),
@@ -249,17 +272,21 @@ describe("Gateway: edits and deletions (MESSAGE_UPDATE, MESSAGE_DELETE)", () => 
   it("edits the stored text of a message already handled, without answering again", async () => {
     const channel = snowflake();
     const chatter = messageEvent(channel, "meet at 5");
-    await dispatch(chatter);
+    const seqs = await dispatch(chatter);
     const stored = () =>
       api("GET", `/agents/${defaultAgent}/rooms/discord:${channel}/messages`).then((r) =>
         json<{ messages: Array<{ text: string }> }>(r),
       );
     await waitFor("stored", async () => (await stored()).messages.length === 1);
-    await dispatch({
-      t: "MESSAGE_UPDATE",
-      d: { id: chatter.d.id, channel_id: channel, content: "meet at 6" },
-    });
+    seqs.push(
+      ...(await dispatch({
+        t: "MESSAGE_UPDATE",
+        d: { id: chatter.d.id, channel_id: channel, content: "meet at 6" },
+      })),
+    );
     await waitFor("edited", async () => (await stored()).messages[0]?.text === "meet at 6");
+    // The edit was handed over and the room is done: still the one turn, and no reply.
+    expect(await settledTurns(channel, seqs)).toEqual([turnOf(chatter)]);
     expect(repliesIn(channel)).toHaveLength(0);
   });
 });
@@ -292,10 +319,9 @@ describe("Gateway: resuming (RESUME, RESUMED, op 7, INVALID_SESSION, heartbeat A
     const { sessionId } = await gatewayState();
     await control("drop");
     const missed = [1, 2, 3].map((n) => messageEvent(channel, `missed ${n}`, { mention: true }));
-    await dispatch(...missed);
-    await waitForReplies(channel, 3);
-    await settle();
-    expect(repliesIn(channel).map(repliedTo).sort()).toEqual(missed.map((m) => m.d.id).sort());
+    const seqs = await dispatch(...missed);
+    expect(await settledTurns(channel, seqs, 3)).toEqual(missed.map((m) => turnOf(m)));
+    expect(repliesIn(channel).map(repliedTo)).toEqual(missed.map((m) => m.d.id));
     const resumes = await opsReceived(6);
     expect(resumes.at(-1)?.d).toMatchObject({ session_id: sessionId });
     expect((await gatewayState()).sessionId).toBe(sessionId);
@@ -350,15 +376,14 @@ describe("Gateway: resuming (RESUME, RESUMED, op 7, INVALID_SESSION, heartbeat A
     await waitFor("the connection closed", async () => !(await gatewayState()).connected);
     const channel = snowflake();
     const missed = messageEvent(channel, "while you were out", { mention: true });
-    await dispatch(missed);
+    const seqs = await dispatch(missed);
     // The watchdog alarm wakes the object, which resumes the stored session (a stub of an aborted
     // object stays broken: a new one reaches the new instance).
     await runDurableObjectAlarm(env.GATEWAY!.getByName(APP_ID));
     const ready = await waitForReady();
     expect(ready.connections).toBeGreaterThan(connections);
     expect(ready.sessionId).toBe(sessionId);
-    await waitForReplies(channel, 1);
-    await settle();
+    expect(await settledTurns(channel, seqs)).toEqual([turnOf(missed)]);
     expect(repliesIn(channel)).toHaveLength(1);
   });
 });
@@ -367,7 +392,33 @@ describe("Gateway: close codes", () => {
   it("stops for good on 4004 (authentication failed) and says so on /health", async () => {
     const connections = (await gatewayState()).connections;
     await control("close", { code: 4004, reason: "Authentication failed" });
-    await settle(1_500);
+    // The final state: the refusal stored, and nothing left armed that could reconnect: no
+    // watchdog alarm, no reconnect timer, no socket.
+    const gateway = () => env.GATEWAY!.getByName(APP_ID);
+    const armed = () =>
+      runInDurableObject(gateway(), async (instance, state) => {
+        const inner = instance as unknown as Record<"socket" | "reconnectTimer", unknown>;
+        return {
+          stopped: state.storage.kv.get("stopped") !== undefined,
+          alarm: await state.storage.getAlarm(),
+          socket: inner.socket,
+          reconnectTimer: inner.reconnectTimer,
+        };
+      });
+    await waitFor("the Gateway stopped", async () => {
+      const now = await armed();
+      return now.stopped && now.alarm === null ? now : null;
+    });
+    // What every request to the worker does (start the object, which arms the watchdog), then the
+    // watchdog itself: neither reopens it, and nothing is left armed.
+    await gateway().start();
+    await runDurableObjectAlarm(gateway());
+    expect(await armed()).toEqual({
+      stopped: true,
+      alarm: null,
+      socket: null,
+      reconnectTimer: null,
+    });
     expect((await gatewayState()).connections).toBe(connections);
     const health = await api("GET", "/health", { token: null });
     expect(health.status).toBe(503);
