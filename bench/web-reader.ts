@@ -3,7 +3,10 @@
 // sizes (CPU per page: wall time of N conversions in one request, minus an empty request, over
 // N). `dom` is linkedom + Readability + node-html-markdown (src/plugins/web/), `rewriter` is
 // HTMLRewriter alone (bench/web-reader/rewriter-markdown.ts). Also reports how much of the
-// article and of the page chrome each keeps. Run: `npm run bench:web`.
+// article and of the page chrome each keeps. Then read_url's whole path (measure the page, refuse
+// it or read it) on the pages of bench/web-reader/bounds-pages.ts: the audit's worst pages, the
+// costliest shapes within the limits and big real ones, with workerd's own CPU time per page
+// (from /proc, Linux only) beside the wall time. Run: `npm run bench:web`.
 import { execFileSync } from "node:child_process";
 import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -11,6 +14,7 @@ import { dirname, join, resolve } from "node:path";
 import { gzipSync } from "node:zlib";
 import { convertV4MiniflareOptions, Miniflare } from "miniflare";
 import { pageToMarkdown } from "../src/plugins/web/page-to-markdown.ts";
+import { measurePage } from "../src/plugins/web/page-shape.ts";
 import {
   ARTICLE_MARKERS,
   articlePage,
@@ -18,8 +22,12 @@ import {
   PAGE_SHAPES,
 } from "../test/peers/web-pages.ts";
 import { summarize } from "./stats.ts";
+import { BOUNDS_PAGES } from "./web-reader/bounds-pages.ts";
 
 const ROUNDS = 15;
+const BOUNDS_ROUNDS = 5;
+/** Repeats per request for a page, so each measured request takes about this long. */
+const BOUNDS_REQUEST_MS = 400;
 const PER_REQUEST = { small: 10, medium: 4, large: 1 } as const;
 const wrangler = join(
   dirname(createRequire(import.meta.url).resolve("wrangler/package.json")),
@@ -69,7 +77,27 @@ function sizeOf(path: string): { bytes: number; gzip: number } {
   return { bytes: statSync(path).size, gzip: gzipSync(readFileSync(path)).length };
 }
 
+/** `-- --bounds`: only read_url's bounds, not the readers' comparison. */
+const BOUNDS_ONLY = process.argv.includes("--bounds");
+
+/** Wall time of one request to the bench worker, in ms. */
+function timer(base: URL): (path: string) => Promise<number> {
+  return async (path) => {
+    const started = performance.now();
+    await (await fetch(new URL(path, base))).text();
+    return performance.now() - started;
+  };
+}
+
 async function main(): Promise<void> {
+  if (BOUNDS_ONLY) {
+    const mf = startWorker(bundle("both", "bench/web-reader/worker.ts"));
+    const url = await mf.ready;
+    const bounds = await boundsRows(url, timer(url));
+    await mf.dispose();
+    printBounds(bounds);
+    return;
+  }
   mkdirSync(resolve(".wrangler", "bench-web", "entries"), { recursive: true });
   const empty = resolve(".wrangler", "bench-web", "entries", "empty.ts");
   writeFileSync(empty, "export default { fetch: () => new Response('ok') };\n");
@@ -91,11 +119,7 @@ async function main(): Promise<void> {
   const script = bundle("both", "bench/web-reader/worker.ts");
   const mf = startWorker(script);
   const url = await mf.ready;
-  const time = async (path: string): Promise<number> => {
-    const started = performance.now();
-    await (await fetch(new URL(path, url))).text();
-    return performance.now() - started;
-  };
+  const time = timer(url);
   const rows: string[] = [];
   for (const page of Object.keys(PAGE_SHAPES) as Array<keyof typeof PAGE_SHAPES>) {
     const html = articlePage(PAGE_SHAPES[page]);
@@ -113,6 +137,7 @@ async function main(): Promise<void> {
       );
     }
   }
+  const bounds = await boundsRows(url, time);
   await mf.dispose();
 
   const kept = await keptMarkers();
@@ -129,6 +154,67 @@ async function main(): Promise<void> {
     "| reader | article markers kept (of 4) | chrome markers kept (of 6) | markdown chars |\n|---|---:|---:|---:|",
   );
   for (const row of kept) console.log(row);
+  printBounds(bounds);
+}
+
+function printBounds(bounds: string[]): void {
+  console.log(
+    `\nread_url's whole path in local workerd (measure, then refuse or read), medians of ${BOUNDS_ROUNDS} rounds:\n`,
+  );
+  console.log(
+    "| page | size | elements | depth | read_url | CPU ms | wall ms |\n|---|---:|---:|---:|---|---:|---:|",
+  );
+  for (const row of bounds) console.log(row);
+}
+
+/** CPU time the workerd processes this bench started have used, in ms (10 ms ticks). */
+function workerdCpuMs(): number {
+  let ticks = 0;
+  for (const pid of readdirSync("/proc")) {
+    if (!/^\d+$/.test(pid)) continue;
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    } catch {
+      continue; // gone since the listing
+    }
+    // Fields after "(comm) ": state, ppid, ..., utime and stime are the 12th and 13th.
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    if (!stat.includes("(workerd)") || Number(fields[1]) !== process.pid) continue;
+    ticks += Number(fields[11]) + Number(fields[12]);
+  }
+  return ticks * 10;
+}
+
+async function boundsRows(base: URL, time: (path: string) => Promise<number>): Promise<string[]> {
+  const rows: string[] = [];
+  for (const [name, make] of Object.entries(BOUNDS_PAGES)) {
+    const html = make();
+    const shape = measurePage(html);
+    const path = (n: number) => `/read?page=${encodeURIComponent(name)}&n=${n}`;
+    const first = await time(path(1)); // warm-up, and how many fit in a request
+    const n = Math.max(1, Math.min(200, Math.ceil(BOUNDS_REQUEST_MS / Math.max(first, 1))));
+    const cpu: number[] = [];
+    const wall: number[] = [];
+    for (let i = 0; i < BOUNDS_ROUNDS; i++) {
+      const noop = await time("/noop");
+      const before = workerdCpuMs();
+      const took = await time(path(n));
+      cpu.push((workerdCpuMs() - before) / n);
+      wall.push(Math.max(0, took - noop) / n);
+    }
+    const verdict = (await (await fetch(new URL(path(1), base))).json()) as { ok: boolean };
+    const size = `${Math.round(html.length / 1024).toLocaleString("en-US")} kB`;
+    rows.push(
+      `| ${name} | ${size} | ${shape.elements.toLocaleString("en-US")} | ${shape.depth.toLocaleString("en-US")} | ${verdict.ok ? "read" : "refused"} | ${median(cpu).toFixed(1)} | ${median(wall).toFixed(1)} |`,
+    );
+  }
+  return rows;
+}
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)]!;
 }
 
 /** The rewriter runs only in workerd; its output for the check comes from the bench worker. */
