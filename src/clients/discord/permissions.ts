@@ -36,16 +36,21 @@ export async function isManager(
 
 /**
  * The person behind an interaction as a principal (src/runtime/access/): a manager here (server
- * permissions), or one of the bot's owners (asked only when not a manager, since managing
- * already allows what owning adds).
+ * permissions), or one of the bot's owners. In a DM the full owner list is asked (the DM policy
+ * asked it already, so it is cached); in a server only `DISCORD_OWNER_IDS` count, so a /chat's
+ * acknowledgement never waits on Discord's application endpoint (managers manage there anyway).
  */
 export async function memberPrincipal(
   interaction: DiscordInteraction,
   owners: DiscordOwners,
+  configuredOwnerIds: readonly string[],
 ): Promise<MemberPrincipal> {
   const user = invoker(interaction);
-  const manager = !isDirectMessage(interaction) && (await isManager(interaction, owners));
-  const owner = !manager && user !== undefined && (await owners.isOwner(user.id));
+  const direct = isDirectMessage(interaction);
+  const manager = !direct && (await isManager(interaction, owners));
+  const owner =
+    user !== undefined &&
+    (direct ? await owners.isOwner(user.id) : configuredOwnerIds.includes(user.id));
   return {
     kind: "member",
     platform: "discord",

@@ -92,7 +92,11 @@ export async function command(c: Ctx, interaction: CommandInteraction) {
           mentioned: true,
           fromBot: user.bot === true,
           receivedAt: now,
-          principal: await memberPrincipal(interaction, owners(c)),
+          principal: await memberPrincipal(
+            interaction,
+            owners(c),
+            loadConfig(c.env).discordOwnerIds,
+          ),
         },
         delivery: interactionDelivery(interaction, channelId, now),
       });
@@ -116,7 +120,7 @@ export async function command(c: Ctx, interaction: CommandInteraction) {
         source: "discord",
         // Only this person may answer the task's approval prompts.
         requestedBy: userId,
-        requester: await memberPrincipal(interaction, owners(c)),
+        requester: await memberPrincipal(interaction, owners(c), loadConfig(c.env).discordOwnerIds),
         limits: DEFAULT_TASK_LIMITS,
         delivery: interactionDelivery(interaction, channelId, now),
       }).catch((error: unknown) => {
