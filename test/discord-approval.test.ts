@@ -204,13 +204,23 @@ describe("Discord tool approval", () => {
     expect(prompt.approve).toContain(pause.approvalId);
     expect(JSON.parse(String(row.delivery))).toMatchObject({ originalUsed: true });
 
-    // A restart runs onStart again: the expiry is re-armed idempotently, never doubled.
-    const expiries = await runInDurableObject(stub, async (instance: AgentRoom) => {
-      instance.onStart();
-      await new Promise((resolve) => setTimeout(resolve, 50));
-      return instance.getSchedules().filter((s) => s.callback === "expireApproval").length;
+    // A restart runs onStart again: the expiry is re-armed idempotently, never doubled. The
+    // restart (the SDK wraps onStart in an async start-up) and every schedule it asked for are
+    // awaited, so the count read after is the final one.
+    const rearmed = await runInDurableObject(stub, async (instance: AgentRoom) => {
+      const schedule = vi.spyOn(instance, "schedule");
+      try {
+        await Promise.resolve(instance.onStart());
+        await Promise.allSettled(schedule.mock.results.map((result) => result.value));
+        return {
+          asked: schedule.mock.calls.filter((call) => call[1] === "expireApproval").length,
+          armed: instance.getSchedules().filter((s) => s.callback === "expireApproval").length,
+        };
+      } finally {
+        schedule.mockRestore();
+      }
     });
-    expect(expiries).toBe(1);
+    expect(rearmed).toEqual({ asked: 1, armed: 1 });
 
     model.script({ text: "Saved." });
     expect(
