@@ -1,0 +1,105 @@
+// Every path the docs name exists: README.md, docs/*.md and bench/RESULTS.md are read for
+// repository paths in backticks (`src/…`, `test/…`, `scripts/…`, …) and relative links, and
+// README's layout block for its folders and files under src/. A doc that names a file that moved
+// fails here, so a layout change cannot leave a guide pointing at nothing. Fenced examples (files
+// the reader is to write, commands) are skipped, except README's layout, which is the tree.
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
+import { describe, expect, it } from "vitest";
+
+const ROOT = resolve(import.meta.dirname, "../..");
+const TOP_FOLDERS = [
+  "src",
+  "test",
+  "bench",
+  "scripts",
+  "docs",
+  "migrations",
+  "characters",
+  "public",
+];
+
+function docs(): string[] {
+  const inDocs = readdirSync(join(ROOT, "docs"))
+    .filter((name) => name.endsWith(".md"))
+    .map((name) => `docs/${name}`);
+  return ["README.md", "bench/RESULTS.md", ...inDocs];
+}
+
+/** The text outside fenced code blocks. */
+function prose(text: string): string {
+  return text.replace(/^```[\s\S]*?^```/gm, "");
+}
+
+/** Backticked repository paths: `src/http/auth.ts`, `test/security/`, `scripts/deploy.ts:12`. */
+function backtickedPaths(text: string): string[] {
+  const found: string[] = [];
+  for (const [, raw] of prose(text).matchAll(/`([^`\s]+)`/g)) {
+    const path = raw!.replace(/[:#].*$/, "").replace(/[.,;)]+$/, "");
+    const top = path.split("/")[0]!;
+    if (!TOP_FOLDERS.includes(top) || !path.includes("/")) continue;
+    // Patterns and placeholders name no one file.
+    if (/[*<>{}$]|\.\.\./.test(path)) continue;
+    found.push(path);
+  }
+  return found;
+}
+
+/** Relative markdown links to files of the repository, resolved from the doc's folder. */
+function linkedPaths(doc: string, text: string): string[] {
+  const found: string[] = [];
+  for (const [, target] of prose(text).matchAll(/\]\(([^)\s]+)\)/g)) {
+    if (/^[a-z]+:|^#|^\//i.test(target!)) continue;
+    const path = target!.replace(/#.*$/, "");
+    if (path) found.push(join(dirname(doc), path));
+  }
+  return found;
+}
+
+/** README's layout block: the folders and files it lists under `src/`. */
+function layoutPaths(readme: string): string[] {
+  const block = /## Layout\s+```\n([\s\S]*?)```/.exec(readme)?.[1] ?? "";
+  const found: string[] = [];
+  let parent: string | null = null;
+  for (const line of block.split("\n")) {
+    const top = /^(\S+\/)/.exec(line);
+    if (top) {
+      parent = top[1]!;
+      found.push(parent);
+      continue;
+    }
+    const child = /^ {2}(\S+?(?:\/|\.ts|\.json))\s/.exec(line);
+    if (child && parent) found.push(`${parent}${child[1]}`);
+  }
+  return found;
+}
+
+describe("paths named in the docs", () => {
+  it("exist, in every doc", () => {
+    const missing: string[] = [];
+    for (const doc of docs()) {
+      const text = readFileSync(join(ROOT, doc), "utf8");
+      for (const path of [...backtickedPaths(text), ...linkedPaths(doc, text)])
+        if (!existsSync(join(ROOT, path))) missing.push(`${doc}: ${path}`);
+    }
+    expect(missing).toEqual([]);
+  });
+
+  it("exist for every entry of README's layout", () => {
+    const listed = layoutPaths(readFileSync(join(ROOT, "README.md"), "utf8"));
+    expect(listed.length).toBeGreaterThan(10);
+    expect(listed.filter((path) => !existsSync(join(ROOT, path)))).toEqual([]);
+  });
+
+  it("notices a path that does not exist", () => {
+    expect(backtickedPaths("see `src/http/no-such-file.ts` and `npm test`")).toEqual([
+      "src/http/no-such-file.ts",
+    ]);
+    expect(linkedPaths("docs/api.md", "[x](memory.md#top) [y](https://example.com)")).toEqual([
+      "docs/memory.md",
+    ]);
+    expect(
+      layoutPaths("## Layout\n\n```\nsrc/\n  http/   routes\n  index.ts  entry\n```\n"),
+    ).toEqual(["src/", "src/http/", "src/index.ts"]);
+  });
+});
