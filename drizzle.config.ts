@@ -4,6 +4,6 @@ import { defineConfig } from "drizzle-kit";
 
 export default defineConfig({
   dialect: "sqlite",
-  schema: "./src/memory/schema.ts",
+  schema: "./src/db/schema.ts",
   out: "./migrations",
 });

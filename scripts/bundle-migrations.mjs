@@ -1,12 +1,12 @@
-// Bundles migrations/*.sql into src/memory/migrations-bundle.ts, so a deployed worker can apply
-// its own pending migrations on its first request (src/memory/schema-migrator.ts). Statements are
+// Bundles migrations/*.sql into src/db/migrations-bundle.ts, so a deployed worker can apply
+// its own pending migrations on its first request (src/db/schema-migrator.ts). Statements are
 // split exactly as `wrangler d1 migrations apply` and the test pool split them (the vitest
 // plugin's readD1Migrations). Run after adding a migration: `npm run build:migrations`
 // (`npm run db:generate` runs it); `--check` fails when the committed bundle is stale (CI runs it).
 import { readFileSync, writeFileSync } from "node:fs";
 import { readD1Migrations } from "@cloudflare/vitest-plugin";
 
-const target = "src/memory/migrations-bundle.ts";
+const target = "src/db/migrations-bundle.ts";
 const migrations = await readD1Migrations("migrations");
 const body = migrations
   .map((m) => `  { name: ${JSON.stringify(m.name)}, queries: ${JSON.stringify(m.queries)} },`)

@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import ada from "../characters/ada.json";
 import marlowe from "../characters/marlowe.json";
 import { api, json } from "./helpers/api.ts";
-import { MIGRATIONS } from "../src/memory/migrations-bundle.ts";
+import { MIGRATIONS } from "../src/db/migrations-bundle.ts";
 
 const LATEST_MIGRATION = MIGRATIONS.at(-1)!.name;
 

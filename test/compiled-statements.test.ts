@@ -6,8 +6,8 @@ import { eq, sql } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/d1";
 import { describe, expect, it } from "vitest";
 import { compiled } from "../src/memory/compiled.ts";
-import type { Db } from "../src/memory/db.ts";
-import { users } from "../src/memory/schema.ts";
+import type { Db } from "../src/db/db.ts";
+import { users } from "../src/db/schema.ts";
 
 const db = drizzle(env.DB) as Db;
 

@@ -1,4 +1,4 @@
-// JSON columns read back from D1 are validated (src/memory/json-column.ts): a hand-edited or
+// JSON columns read back from D1 are validated (src/db/json-column.ts): a hand-edited or
 // older-shaped value becomes a typed internal error that names the row, never a crash that echoes
 // the value, and never a value the code trusts by assertion.
 import { env } from "cloudflare:workers";

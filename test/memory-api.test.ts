@@ -19,8 +19,8 @@ import {
   memoriesByIdsQueries,
   memoryRowOf,
 } from "../src/memory/memory-repo.ts";
-import { memories } from "../src/memory/schema.ts";
-import { stores } from "../src/memory/stores.ts";
+import { memories } from "../src/db/schema.ts";
+import { stores } from "../src/db/stores.ts";
 import { rankText } from "../src/memory/text-search.ts";
 import { api, createTestAgent, json } from "./helpers/api.ts";
 

@@ -10,7 +10,7 @@ import {
   int8FromHex,
   resetLocalVectorCache,
 } from "../src/memory/local-vector-index.ts";
-import { memories } from "../src/memory/schema.ts";
+import { memories } from "../src/db/schema.ts";
 import { signBits } from "../src/memory/vector-cache.ts";
 import { createVectorizeIndex, vectorizeId } from "../src/memory/vectorize-index.ts";
 import { createOpenAIEmbedder } from "../src/model/openai-embedder.ts";

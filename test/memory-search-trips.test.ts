@@ -8,7 +8,7 @@ import { drizzle } from "drizzle-orm/d1";
 import { beforeAll, describe, expect, it } from "vitest";
 import { createEmbeddingPipeline } from "../src/memory/embedding-pipeline.ts";
 import { createHybridSearch } from "../src/memory/hybrid-search.ts";
-import { sharedTrips } from "../src/memory/shared-trips.ts";
+import { sharedTrips } from "../src/db/shared-trips.ts";
 import { createLocalVectorIndex, resetLocalVectorCache } from "../src/memory/local-vector-index.ts";
 import {
   adjacentFromRows,

@@ -1,9 +1,9 @@
-// A room's D1 binding (src/memory/shared-trips.ts): calls started together go to D1 as one batch,
+// A room's D1 binding (src/db/shared-trips.ts): calls started together go to D1 as one batch,
 // each caller gets what its own call would have given, a call alone is sent as it was made, and
 // a failing statement fails only its own caller, with nothing of the shared batch left written.
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
-import { sharedTrips } from "../src/memory/shared-trips.ts";
+import { sharedTrips } from "../src/db/shared-trips.ts";
 import { countTrips } from "./helpers/d1-trips.ts";
 
 beforeAll(async () => {

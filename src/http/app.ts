@@ -8,7 +8,7 @@ import { bodyLimit } from "hono/body-limit";
 import { NotFoundError, PayloadTooLargeError } from "../runtime/errors.ts";
 import type { AppEnv } from "./app-env.ts";
 import { handleError } from "./errors.ts";
-import { ensureSchema } from "../memory/schema-ready.ts";
+import { ensureSchema } from "../db/schema-ready.ts";
 import { agentRoutes } from "./routes/agents.ts";
 import { discordRoutes, MAX_INTERACTION_BODY_BYTES } from "./routes/discord.ts";
 import { healthRoutes } from "./routes/health.ts";

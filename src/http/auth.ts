@@ -6,13 +6,13 @@
 // (known-tokens.ts). Error messages never echo the presented token.
 import type { Context, MiddlewareHandler } from "hono";
 import { loadConfig } from "../config.ts";
-import { stores } from "../memory/stores.ts";
+import { stores } from "../db/stores.ts";
 import {
   LAST_USED_RESOLUTION_MS,
   TOKEN_PREFIX,
   type Scope,
   type TokenRecord,
-} from "../memory/token-store.ts";
+} from "../db/token-store.ts";
 import { findToken, noteTokenUse } from "./known-tokens.ts";
 import { ForbiddenError, NotConfiguredError, UnauthorizedError } from "../runtime/errors.ts";
 import { parseRateRule } from "../runtime/token-bucket.ts";

@@ -4,7 +4,7 @@
 // run these one-row writes and reads; the SQL text and parameter order are the same every time.
 // Rows come back as D1 gives them (columns by SQL name), so callers map the few they read.
 import { is, Param, Placeholder } from "drizzle-orm";
-import type { Db } from "./db.ts";
+import type { Db } from "../db/db.ts";
 
 type Built = { toSQL(): { sql: string; params: unknown[] } };
 type Value = (values: Record<string, unknown>) => unknown;

@@ -2,12 +2,12 @@
 // `db.batch()` (atomic on D1; `db.transaction()` is not supported there). Every write is
 // idempotent by key (a memory's is its agent and id) so a replayed turn never duplicates a message.
 import { and, asc, desc, eq, gt, lt, sql } from "drizzle-orm";
-import type { Db } from "./db.ts";
+import type { Db } from "../db/db.ts";
 import type { InboundMessage, Memory, MemoryStore } from "../runtime/types.ts";
 import { compiled } from "./compiled.ts";
 import { upsertMemory } from "./memory-repo.ts";
 import { fromMemoryRow, toMemoryRow } from "./rows.ts";
-import { memories, participants, relationships, rooms, users } from "./schema.ts";
+import { memories, participants, relationships, rooms, users } from "../db/schema.ts";
 
 const placeholder = (name: string) => sql.placeholder(name);
 /** A placeholder where drizzle wants SQL (an update's `set`). */

@@ -6,7 +6,7 @@
 // pending again by that migration, so embedding them writes their new vectors).
 import { DimensionMismatchError } from "../runtime/errors.ts";
 import type { Embedder, Memory, VectorIndex } from "../runtime/types.ts";
-import type { Db } from "./db.ts";
+import type { Db } from "../db/db.ts";
 import { markEmbedded, pendingEmbeddings } from "./memory-repo.ts";
 import {
   byAgent,

@@ -19,11 +19,11 @@ import type {
   VectorMatch,
   VectorQuery,
 } from "../runtime/types.ts";
-import type { Db } from "./db.ts";
+import type { Db } from "../db/db.ts";
 import { memoryRowOf } from "./memory-repo.ts";
 import { compiled } from "./compiled.ts";
 import { fromMemoryRow } from "./rows.ts";
-import { memories } from "./schema.ts";
+import { memories } from "../db/schema.ts";
 import { directReader, type RowReader } from "./row-reader.ts";
 import { GONE, type Loaded, type Read, readRows, readText } from "./search-reads.ts";
 import { log as logLine } from "../log.ts";

@@ -7,10 +7,10 @@ import { chunkDocument, DEFAULT_CHUNK_OPTIONS } from "../runtime/chunking.ts";
 import type { TokenCounter } from "../runtime/tokens.ts";
 import type { Character } from "../runtime/character.ts";
 import type { Memory } from "../runtime/types.ts";
-import type { Db } from "./db.ts";
+import type { Db } from "../db/db.ts";
 import type { EmbeddingPipeline } from "./embedding-pipeline.ts";
 import { overwriteMemoriesStatements } from "./memory-repo.ts";
-import { memories } from "./schema.ts";
+import { memories } from "../db/schema.ts";
 import { sha256Hex } from "../runtime/hashing.ts";
 
 /** A document's longest text, in characters (its request body is also capped at 512 KiB). */

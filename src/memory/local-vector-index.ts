@@ -15,9 +15,9 @@ import type {
   VectorRecord,
 } from "../runtime/types.ts";
 import { compiled } from "./compiled.ts";
-import type { Db } from "./db.ts";
+import type { Db } from "../db/db.ts";
 import { markEmbeddedStatements } from "./memory-repo.ts";
-import { memoryVectors, vectorIndexMeta } from "./schema.ts";
+import { memoryVectors, vectorIndexMeta } from "../db/schema.ts";
 import { byAgent } from "./vector-outbox.ts";
 import {
   cacheBytes,

@@ -7,11 +7,11 @@
 // (the periods are in proposal-store.ts).
 import { and, isNull, lt, ne } from "drizzle-orm";
 import type { Env } from "../env.ts";
-import type { AgentStore } from "./agent-store.ts";
-import { stores } from "./stores.ts";
+import type { AgentStore } from "../db/agent-store.ts";
+import { stores } from "../db/stores.ts";
 import { deleteMemories } from "./memory-repo.ts";
-import { DECIDED_PROPOSAL_RETENTION_MS, PENDING_PROPOSAL_TTL_MS } from "./proposal-store.ts";
-import { memories } from "./schema.ts";
+import { DECIDED_PROPOSAL_RETENTION_MS, PENDING_PROPOSAL_TTL_MS } from "../db/proposal-store.ts";
+import { memories } from "../db/schema.ts";
 import { errorField, log } from "../log.ts";
 
 const DAY_MS = 86_400_000;

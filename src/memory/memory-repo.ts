@@ -21,9 +21,9 @@ import { ValidationError } from "../runtime/errors.ts";
 import { alias } from "drizzle-orm/sqlite-core";
 import type { Memory, MemoryType } from "../runtime/types.ts";
 import { compiled } from "./compiled.ts";
-import type { Db } from "./db.ts";
+import type { Db } from "../db/db.ts";
 import { fromMemoryRow, MEMORY_ROWS_PER_INSERT, toMemoryRow } from "./rows.ts";
-import { memories } from "./schema.ts";
+import { memories } from "../db/schema.ts";
 
 const IDS_PER_QUERY = 90;
 

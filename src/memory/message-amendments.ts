@@ -3,7 +3,7 @@
 // only its newest unanswered messages (channel chatter the agent stored for context but did not
 // answer) so a busy channel cannot grow without bound. Deleted messages go through deleteMemories.
 import { sql } from "drizzle-orm";
-import type { Db } from "./db.ts";
+import type { Db } from "../db/db.ts";
 
 /** Updates a stored message's text; false when the agent holds no such message. */
 export async function editStoredMessage(

@@ -1,7 +1,7 @@
 // How hybrid search reads rows: a function that runs statements in one D1 batch and returns each
 // one's rows. Searches that start together (a turn's providers') share one round trip through the
 // room's binding (shared-trips.ts), not through anything here.
-import type { Db } from "./db.ts";
+import type { Db } from "../db/db.ts";
 import { batchRawRows, type RawRow } from "./memory-repo.ts";
 
 /** A statement built with drizzle, or one already bound (compiled.ts). */

@@ -4,7 +4,7 @@
 import { z } from "zod";
 import { InternalError } from "../runtime/errors.ts";
 import type { Memory, MemoryType } from "../runtime/types.ts";
-import type { memories } from "./schema.ts";
+import type { memories } from "../db/schema.ts";
 
 const AttachmentRow = z.object({
   url: z.string(),

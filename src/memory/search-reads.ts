@@ -3,7 +3,7 @@
 // of given ids, each a batch through a reader (one call's own, or a turn's shared batch). Rows are
 // read raw and mapped by hand (memoryRowOf), not through drizzle's row mapping.
 import type { Memory, RetrievalQuery } from "../runtime/types.ts";
-import type { Db } from "./db.ts";
+import type { Db } from "../db/db.ts";
 import {
   adjacentFromRows,
   memoryRowOf,

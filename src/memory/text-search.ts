@@ -14,9 +14,9 @@ import {
 } from "drizzle-orm/sqlite-core";
 import { queryTerms } from "../runtime/query-terms.ts";
 import { compiled, type Compiled } from "./compiled.ts";
-import type { Db } from "./db.ts";
+import type { Db } from "../db/db.ts";
 import { nearestMessage, type MemoryFilter } from "./memory-repo.ts";
-import { agentNumbers, memories } from "./schema.ts";
+import { agentNumbers, memories } from "../db/schema.ts";
 
 /**
  * The FTS5 table of migrations/0002 as drizzle sees it, for typed joins. Declared here, outside

@@ -7,7 +7,7 @@
 // full sign bits for the best few thousand, and exact dot products on the int8 values for the best
 // few hundred. The passes' loops are in src/memory/wasm/rank.wat (native popcount); this file keeps
 // the layout, the filters' numbering and the cuts between passes.
-import { MEMORY_TYPES } from "./schema.ts";
+import { MEMORY_TYPES } from "../db/schema.ts";
 import type { MemoryType, VectorMatch, VectorQuery } from "../runtime/types.ts";
 import rankModule from "./wasm/rank.wasm";
 

@@ -3,8 +3,8 @@
 // written under the old, global memory ids before that migration (listed once by it). The
 // embedding pipeline's sweeper drains both.
 import { and, eq, inArray, sql } from "drizzle-orm";
-import type { Db } from "./db.ts";
-import { legacyVectorIds, memories, vectorDeletions } from "./schema.ts";
+import type { Db } from "../db/db.ts";
+import { legacyVectorIds, memories, vectorDeletions } from "../db/schema.ts";
 
 const IDS_PER_QUERY = 90;
 

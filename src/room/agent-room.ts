@@ -28,8 +28,8 @@ import { TurnDriver, type TurnDriverHost } from "./turn-driver.ts";
 import { turnServicesFor } from "./turn-services.ts";
 import { repeatedKeyResult, replayStream, TurnWaiters } from "./turn-waiters.ts";
 import { amendMessage } from "./message-amendments.ts";
-import { sharedTrips } from "../memory/shared-trips.ts";
-import { stores } from "../memory/stores.ts";
+import { sharedTrips } from "../db/shared-trips.ts";
+import { stores } from "../db/stores.ts";
 import { pruneUnansweredMessages } from "../memory/message-amendments.ts";
 
 /**
@@ -68,7 +68,7 @@ export abstract class AgentRoomBase extends Agent<Env> implements AgentRoomRpc {
 
   constructor(ctx: AgentContext, env: Env) {
     // D1 calls this room starts together (a turn's reads before the model, its writes after the
-    // reply) share one round trip (src/memory/shared-trips.ts). Its own binding: the rooms of an
+    // reply) share one round trip (src/db/shared-trips.ts). Its own binding: the rooms of an
     // isolate must not send each other's calls, and what is built per env (stores.ts) is cheap
     // where it is per room (the agents' vector caches and characters are per isolate).
     super(ctx, { ...env, DB: sharedTrips(env.DB) });

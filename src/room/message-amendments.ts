@@ -4,7 +4,7 @@
 // or the message deleted from memory, as the person deleted it.
 import { editStoredMessage } from "../memory/message-amendments.ts";
 import { deleteMemories } from "../memory/memory-repo.ts";
-import type { Db } from "../memory/db.ts";
+import type { Db } from "../db/db.ts";
 import { inboundMessageId } from "../runtime/providers/history-provider.ts";
 import type { AmendmentResult, MessageAmendment } from "./room-types.ts";
 import type { TurnJournal } from "./turn-journal.ts";

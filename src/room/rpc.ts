@@ -29,7 +29,7 @@ import type {
   TaskView,
 } from "./task-requests.ts";
 import type { ScheduleRecord } from "./task-schedule-store.ts";
-import type { SchemaState } from "../memory/schema-migrator.ts";
+import type { SchemaState } from "../db/schema-migrator.ts";
 
 /** A chat room, named `<agentId>:<roomId>`. */
 export interface AgentRoomRpc extends Rpc.DurableObjectBranded {

@@ -6,8 +6,8 @@
 // place, saying which one failed.
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { MIGRATIONS } from "../../src/memory/migrations-bundle.ts";
-import { applyPendingMigrations, MIGRATIONS_TABLE } from "../../src/memory/schema-migrator.ts";
+import { MIGRATIONS } from "../../src/db/migrations-bundle.ts";
+import { applyPendingMigrations, MIGRATIONS_TABLE } from "../../src/db/schema-migrator.ts";
 import { api, createTestAgent, json, useModelStandIn } from "../helpers/api.ts";
 
 const model = useModelStandIn();

@@ -14,10 +14,14 @@ import {
 import { readImportGraph, type ImportEdge } from "./import-graph.ts";
 
 /**
- * `from -> target` imports allowed to break a layer rule: none. The list stays so that a rule
- * added later can start from today's exceptions and shrink them; never add to it otherwise.
+ * `from -> target` imports allowed to break a layer rule: the two stores that still borrow a
+ * client's shape (issue 39 moves those shapes into the stores). A rule added later starts from its
+ * exceptions here and shrinks them; never add to it otherwise.
  */
-const KNOWN_LAYER_VIOLATIONS = new Set<string>([]);
+const KNOWN_LAYER_VIOLATIONS = new Set<string>([
+  "src/db/discord-settings-store.ts -> src/clients/discord/settings.ts",
+  "src/db/media-posts.ts -> src/clients/instagram/publisher.ts",
+]);
 
 /**
  * Imports allowed to close a cycle: none (env.ts types its bindings with the objects' RPC
@@ -104,7 +108,11 @@ describe("the boundary rules themselves, on a made-up graph", () => {
       edge("src/memory/b.ts", "../room/d.ts", "src/room/d.ts", true),
       edge("src/room/d.ts", "../clients/discord/e.ts", "src/clients/discord/e.ts"),
       edge("src/memory/b.ts", "drizzle-orm", null),
+      edge("src/db/f.ts", "drizzle-orm/d1", null),
       edge("src/runtime/a.ts", "zod", null),
+      edge("src/db/f.ts", "../http/g.ts", "src/http/g.ts"),
+      edge("src/db/f.ts", "../clients/instagram/h.ts", "src/clients/instagram/h.ts", true),
+      edge("src/memory/b.ts", "../clients/discord/e.ts", "src/clients/discord/e.ts"),
     ];
     expect(layerViolations(made).map((violation) => violation.where)).toEqual([
       'src/runtime/a.ts:7 imports "hono"',
@@ -113,6 +121,9 @@ describe("the boundary rules themselves, on a made-up graph", () => {
       'src/http/c.ts:7 imports "drizzle-orm/d1"',
       'src/memory/b.ts:7 imports "../room/d.ts" (type only)',
       'src/room/d.ts:7 imports "../clients/discord/e.ts"',
+      'src/db/f.ts:7 imports "../http/g.ts"',
+      'src/db/f.ts:7 imports "../clients/instagram/h.ts" (type only)',
+      'src/memory/b.ts:7 imports "../clients/discord/e.ts"',
     ]);
   });
 

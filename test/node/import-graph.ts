@@ -23,7 +23,7 @@ import {
 export interface ImportEdge {
   /** The importing file, relative to the repository root (`src/room/agent-room.ts`). */
   from: string;
-  /** As written (`../memory/agent-store.ts`, `drizzle-orm/d1`). */
+  /** As written (`../db/agent-store.ts`, `drizzle-orm/d1`). */
   specifier: string;
   /** The imported file relative to the root for a relative specifier, else null (a package). */
   target: string | null;

@@ -1,6 +1,6 @@
 // What a turn does after its reply (turn-runner.ts, afterReply): the reply's write, its spend and
 // the interaction count start together, so a store that sends calls started together as one
-// round trip (a room's D1, src/memory/shared-trips.ts) makes one of them; the evaluators that may
+// round trip (a room's D1, src/db/shared-trips.ts) makes one of them; the evaluators that may
 // read the conversation run only once the reply is stored, and not at all if it could not be.
 import { describe, expect, it } from "vitest";
 import { interactionEvaluator, type Evaluator } from "../../src/runtime/evaluators.ts";

@@ -1,5 +1,5 @@
 // The Discord client's configuration (`POST /clients/discord/config`): the default agent and the
-// channels the bot may answer in. Stored by src/memory/discord-settings-store.ts.
+// channels the bot may answer in. Stored by src/db/discord-settings-store.ts.
 import { z } from "zod";
 
 export const DiscordConfig = z.strictObject({

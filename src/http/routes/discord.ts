@@ -18,7 +18,7 @@ import {
   type ComponentInteraction,
 } from "../../clients/discord/interaction.ts";
 import { DiscordConfig } from "../../clients/discord/settings.ts";
-import { stores } from "../../memory/stores.ts";
+import { stores } from "../../db/stores.ts";
 import { deleteMemories } from "../../memory/memory-repo.ts";
 import { forgetRoomHistory, resolveApproval } from "../../room/room-client.ts";
 import {

@@ -6,9 +6,9 @@
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import { loadConfig } from "../../config.ts";
 import type { Env } from "../../env.ts";
-import { stores } from "../../memory/stores.ts";
+import { stores } from "../../db/stores.ts";
 import { describeEmbedder } from "../../model/embedder.ts";
-import { ensureSchema } from "../../memory/schema-ready.ts";
+import { ensureSchema } from "../../db/schema-ready.ts";
 import { gatewayObject } from "../../clients/discord/gateway/gateway-client.ts";
 import type { GatewayStatus } from "../../room/rpc.ts";
 

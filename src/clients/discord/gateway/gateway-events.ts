@@ -8,7 +8,7 @@ import { loadConfig } from "../../../config.ts";
 import type { Env } from "../../../env.ts";
 import { enforceRate } from "../../../http/rate-limit.ts";
 import { errorField, log } from "../../../log.ts";
-import { stores } from "../../../memory/stores.ts";
+import { stores } from "../../../db/stores.ts";
 import { enqueueTurn, roomName } from "../../../room/room-client.ts";
 import type { DirectMessagePolicy } from "../../../runtime/character.ts";
 import { RateLimitedError } from "../../../runtime/errors.ts";

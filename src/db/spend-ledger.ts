@@ -2,7 +2,7 @@
 // (DAILY_TOKEN_LIMIT / a character's settings.dailyTokens). One upsert per turn, off the reply path.
 import { and, eq, sql } from "drizzle-orm";
 import type { SpendLedger } from "../runtime/spend.ts";
-import { compiled } from "./compiled.ts";
+import { compiled } from "../memory/compiled.ts";
 import type { Db } from "./db.ts";
 import { modelUsageDaily } from "./schema.ts";
 

@@ -14,10 +14,10 @@ import {
   ValidationError,
 } from "../runtime/errors.ts";
 import type { Memory } from "../runtime/types.ts";
-import { compiled } from "./compiled.ts";
+import { compiled } from "../memory/compiled.ts";
 import type { Db } from "./db.ts";
 import { readJsonColumn } from "./json-column.ts";
-import { overwriteMemoriesStatements } from "./memory-repo.ts";
+import { overwriteMemoriesStatements } from "../memory/memory-repo.ts";
 import { agents, memories } from "./schema.ts";
 import type { SecretBox } from "./secret-box.ts";
 import {
@@ -26,7 +26,7 @@ import {
   removeDocumentStatement,
   replaceDocumentStatements,
   type BuiltDocument,
-} from "./knowledge.ts";
+} from "../memory/knowledge.ts";
 
 export const AGENT_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
 

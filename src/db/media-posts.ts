@@ -1,4 +1,4 @@
-// Instagram posts in D1 (src/memory/schema.ts `media_posts`): created by the upload route, advanced
+// Instagram posts in D1 (src/db/schema.ts `media_posts`): created by the upload route, advanced
 // by the publisher in the agent's Durable Object. JSON columns are re-validated on read.
 import { and, eq } from "drizzle-orm";
 import { z } from "zod";

@@ -1,6 +1,6 @@
 // The one handle on D1: drizzle over the DB binding. Built once per environment object by
-// src/memory/stores.ts; every store and query in src/memory/ takes it. Nothing outside
-// src/memory/ sees drizzle (test/node/boundaries.spec.ts holds that).
+// src/db/stores.ts; every store and query in src/db/ and src/memory/ takes it. Nothing outside
+// those two folders sees drizzle (test/node/boundaries.spec.ts holds that).
 import { drizzle, type DrizzleD1Database } from "drizzle-orm/d1";
 
 /** With its D1 binding (`$client`), for the few reads that skip drizzle's row mapping. */
