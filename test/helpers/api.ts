@@ -1,7 +1,7 @@
 // Calls the worker the way a client would (through its fetch handler, with the admin token), and
 // wires the scripted model stand-in in place of the model API behind globalThis.fetch.
 import { exports } from "cloudflare:workers";
-import { afterEach, vi } from "vitest";
+import { afterEach, expect, vi } from "vitest";
 import { createOpenAIStandIn, type OpenAIStandIn } from "../stand-ins/openai-stand-in.ts";
 
 export const ADMIN_TOKEN = "test-admin-token-0123456789";
@@ -70,4 +70,22 @@ export async function createTestAgent(overrides: Record<string, unknown> = {}): 
   if (response.status !== 201)
     throw new Error(`creating a test agent failed: ${response.status} ${await response.text()}`);
   return id;
+}
+
+/** Mints an API token with the admin token (`POST /auth/tokens`); throws unless it is created. */
+export async function mintToken(
+  body: Record<string, unknown>,
+): Promise<{ id: string; token: string }> {
+  const response = await api("POST", "/auth/tokens", { body });
+  if (response.status !== 201)
+    throw new Error(`minting failed: ${response.status} ${await response.text()}`);
+  return json<{ id: string; token: string }>(response);
+}
+
+/** A 403 `forbidden` whose message mentions `mentions`. */
+export async function expectForbidden(response: Response, mentions: string): Promise<void> {
+  expect(response.status).toBe(403);
+  const problem = await json<{ error: { code: string; message: string } }>(response);
+  expect(problem.error.code).toBe("forbidden");
+  expect(problem.error.message).toContain(mentions);
 }

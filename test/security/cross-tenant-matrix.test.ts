@@ -10,7 +10,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import { BUILTIN_TOOL_DEFINITIONS } from "../../src/runtime/builtin-tools.ts";
 import type { StandInCall } from "../stand-ins/openai-stand-in.ts";
-import { api, createTestAgent, json, useModelStandIn } from "../helpers/api.ts";
+import { api, createTestAgent, json, mintToken, useModelStandIn } from "../helpers/api.ts";
 
 const model = useModelStandIn();
 
@@ -217,10 +217,6 @@ async function admin(method: string, path: string, body?: unknown): Promise<unkn
   return response.status === 204 ? null : response.json();
 }
 
-async function mint(body: Record<string, unknown>): Promise<{ id: string; token: string }> {
-  return (await admin("POST", "/auth/tokens", body)) as { id: string; token: string };
-}
-
 async function protectedOperations(): Promise<string[]> {
   const spec = await json<{
     paths: Record<string, Record<string, { security?: unknown[] }>>;
@@ -246,7 +242,7 @@ async function buildWorld(): Promise<World> {
     title: "Globex",
     text: `Globex's plan: ${SECRETS.document}.`,
   });
-  const b = await mint({
+  const b = await mintToken({
     name: "globex",
     scopes: TENANT_SCOPES,
     agents: [shared, bOwn],
@@ -396,13 +392,13 @@ describe("cross-tenant matrix: tenant A reaches nothing of tenant B", () => {
   it("every operation and every tool aimed at B leaves B's data as it was and shows none of it", async () => {
     const w = await buildWorld();
     const before = await snapshotOfB(w);
-    const tenant = await mint({
+    const tenant = await mintToken({
       name: "acme tenant",
       scopes: TENANT_SCOPES,
       agents: [w.shared, w.aOwn],
       userPrefix: "acme:",
     });
-    const wide = await mint({
+    const wide = await mintToken({
       name: "acme operator",
       scopes: EVERY_SCOPE_BUT_ADMIN,
       agents: [w.aOwn],

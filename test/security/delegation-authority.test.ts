@@ -5,22 +5,20 @@
 // read another's history through the callee. The model stand-in does whatever a message asks.
 import { describe, expect, it } from "vitest";
 import type { StandInCall } from "../stand-ins/openai-stand-in.ts";
-import { api, createTestAgent, json, useModelStandIn } from "../helpers/api.ts";
+import {
+  api,
+  createTestAgent,
+  expectForbidden,
+  json,
+  mintToken,
+  useModelStandIn,
+} from "../helpers/api.ts";
+
+const mint = async (body: Record<string, unknown>) => (await mintToken(body)).token;
 
 const model = useModelStandIn();
 const CODENAME = "NIGHTJAR-7741";
 const PIN = "PIN 4417";
-
-interface Problem {
-  error: { code: string; message: string };
-}
-
-async function mint(body: Record<string, unknown>): Promise<string> {
-  const response = await api("POST", "/auth/tokens", { body });
-  if (response.status !== 201)
-    throw new Error(`minting failed: ${response.status} ${await response.text()}`);
-  return (await json<{ token: string }>(response)).token;
-}
 
 function agent(name: string, settings: Record<string, unknown> = {}): Promise<string> {
   return createTestAgent({
@@ -74,10 +72,7 @@ describe("hole 1: settings.delegates names only agents the writing token may act
         settings: { delegates: [bravo] },
       },
     });
-    expect(put.status).toBe(403);
-    const problem = await json<Problem>(put);
-    expect(problem.error.code).toBe("forbidden");
-    expect(problem.error.message).toContain(`"${bravo}"`);
+    await expectForbidden(put, `"${bravo}"`);
     const created = await api("POST", "/agents", {
       token,
       body: {

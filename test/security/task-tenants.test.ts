@@ -4,7 +4,14 @@
 // messages:write token on the agent, another tenant's included, and answered with the whole task
 // (goal, spec, audit with tool arguments and results) to a token without agents:read.
 import { describe, expect, it, vi } from "vitest";
-import { api, createTestAgent, json, useModelStandIn } from "../helpers/api.ts";
+import {
+  api,
+  createTestAgent,
+  expectForbidden,
+  json,
+  mintToken,
+  useModelStandIn,
+} from "../helpers/api.ts";
 import {
   evaluateReply,
   planReply,
@@ -13,26 +20,10 @@ import {
   standInResponder,
 } from "../helpers/task-script.ts";
 
+const mint = async (body: Record<string, unknown>) => (await mintToken(body)).token;
+
 const model = useModelStandIn();
 const SECRET = "The vault password is swordfish-2291";
-
-interface Problem {
-  error: { code: string; message: string };
-}
-
-async function mint(body: Record<string, unknown>): Promise<string> {
-  const response = await api("POST", "/auth/tokens", { body });
-  if (response.status !== 201)
-    throw new Error(`minting failed: ${response.status} ${await response.text()}`);
-  return (await json<{ token: string }>(response)).token;
-}
-
-async function expectForbidden(response: Response, mentions: string): Promise<void> {
-  expect(response.status).toBe(403);
-  const problem = await json<Problem>(response);
-  expect(problem.error.code).toBe("forbidden");
-  expect(problem.error.message).toContain(mentions);
-}
 
 describe("hole 4: every platform's namespace, task: included, is its surface's own", () => {
   it("a messages:write token cannot speak as a task's user and read what tasks remembered", async () => {

@@ -79,19 +79,13 @@ export function decide(principal: Principal, action: Action, target: Target = {}
     case "member":
       return decideForMember(principal, action, target);
     case "agent":
-      // The hop itself was consented to by whoever configured the caller's delegates (they may
-      // act for both agents); beyond it, the callee may do only what the asker may.
-      if (action === "message.send") return ALLOWED;
-      return decide(principal.for, action, {
-        agentId: target.agentId,
-        requester: target.requester,
-      });
     case "schedule":
-      if (!principal.for)
-        return action === "message.send"
-          ? ALLOWED
-          : refuse("this schedule was created before schedules kept their creator");
+      // An agent's turn in another agent's room, or a schedule's run: the hop itself was
+      // consented to when the delegates or the schedule were configured; beyond it, it may do
+      // only what whoever it acts for may (its internal room and user are not named).
       if (action === "message.send") return ALLOWED;
+      if (!principal.for)
+        return refuse("this schedule was created before schedules kept their creator");
       return decide(principal.for, action, {
         agentId: target.agentId,
         requester: target.requester,
