@@ -1,13 +1,13 @@
 // The Durable Object classes wrangler.toml binds, assembled where the worker knows its surfaces:
-// the room and the task object (src/room/) take the reply surface and attachment ingest as
-// interfaces, and get Discord's (src/clients/discord/) here, so src/room/ never imports a client.
+// the room and the task object (src/objects/) take the reply surface and attachment ingest as
+// interfaces, and get Discord's (src/clients/discord/) here, so src/objects/ never imports a client.
 import {
   createDiscordAttachmentIngest,
   createDiscordSurface,
 } from "./clients/discord/reply-surface.ts";
-import { AgentRoomBase } from "./room/agent-room.ts";
-import { AgentTasksBase } from "./room/agent-tasks.ts";
-import type { ReplySurface, RoomPlatform } from "./room/reply-surface.ts";
+import { AgentRoomBase } from "./objects/conversation/agent-room.ts";
+import { AgentTasksBase } from "./objects/tasks/agent-tasks.ts";
+import type { ReplySurface, RoomPlatform } from "./objects/shared/reply-surface.ts";
 
 export { DiscordGateway } from "./clients/discord/gateway/discord-gateway.ts";
 export { PostPublisher } from "./room/post-publisher.ts";

@@ -1,7 +1,7 @@
 // The worker's bindings and variables as wrangler.toml and secrets provide them, before
 // validation: src/config.ts parses the variables once into a typed Config. Kept apart from
 // config.ts so modules that only pass the bindings along need not import the parsing. The
-// Durable Object namespaces are typed by their RPC interfaces (src/room/rpc.ts), not the classes,
+// Durable Object namespaces are typed by their RPC interfaces (src/rpc.ts), not the classes,
 // which import Env themselves.
 import type {
   AgentRoomRpc,
@@ -10,7 +10,7 @@ import type {
   PostPublisherRpc,
   RateLimiterRpc,
   SchemaGateRpc,
-} from "./room/rpc.ts";
+} from "./rpc.ts";
 
 export interface Env {
   ROOMS: DurableObjectNamespace<AgentRoomRpc>;

@@ -8,7 +8,7 @@ import { drizzle } from "drizzle-orm/d1";
 import { describe, expect, it } from "vitest";
 import { createD1MemoryStore } from "../src/memory/d1-memory-store.ts";
 import { runMemoryMaintenance } from "../src/memory/maintenance.ts";
-import { forgetRoomHistory } from "../src/room/room-client.ts";
+import { forgetRoomHistory } from "../src/objects/conversation/room-client.ts";
 import { resetLocalVectorCache } from "../src/memory/local-vector-index.ts";
 import {
   adjacentFromRows,

@@ -5,9 +5,9 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { StoredShapeError } from "../src/room/stored-json.ts";
-import { TaskStore } from "../src/room/task-store.ts";
-import { TurnJournal } from "../src/room/turn-journal.ts";
+import { StoredShapeError } from "../src/objects/shared/stored-json.ts";
+import { TaskStore } from "../src/objects/tasks/task-store.ts";
+import { TurnJournal } from "../src/objects/conversation/turn-journal.ts";
 import { newTaskState } from "../src/runtime/task-types.ts";
 import type { TurnInput, TurnOutcome } from "../src/runtime/turn-types.ts";
 

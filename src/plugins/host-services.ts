@@ -43,7 +43,7 @@ export function createHostServices(
 
 /**
  * Reads made for a character, shared by every object of the isolate: characters are shared per
- * isolate and version (src/room/character-source.ts), so a new room of an agent finds its skills
+ * isolate and version (src/objects/shared/character-source.ts), so a new room of an agent finds its skills
  * already read (its servers: src/mcp/agent-servers.ts; both through src/runtime/per-character.ts).
  */
 const skillsByCharacter = new WeakMap<Character, Promise<SkillEntry[]>>();

@@ -7,7 +7,7 @@
 import { DurableObject } from "cloudflare:workers";
 import type { Env } from "../env.ts";
 import { chargeBucket, type BucketState, type RateRule } from "../runtime/token-bucket.ts";
-import type { RateLimiterRpc } from "./rpc.ts";
+import type { RateLimiterRpc } from "../rpc.ts";
 
 const BUCKET_KEY = "bucket";
 

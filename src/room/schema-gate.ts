@@ -9,7 +9,7 @@ import type { Env } from "../env.ts";
 import { MIGRATIONS } from "../db/migrations-bundle.ts";
 import { applyPendingMigrations, type SchemaState } from "../db/schema-migrator.ts";
 import { loadConfig } from "../config.ts";
-import type { SchemaGateRpc } from "./rpc.ts";
+import type { SchemaGateRpc } from "../rpc.ts";
 import { errorField, log } from "../log.ts";
 import { SHIPPED_CHARACTERS } from "../characters/shipped-characters.ts";
 import { stores } from "../db/stores.ts";

@@ -1,7 +1,7 @@
 // Agent-to-agent delegation, platform-free: who may ask whom (the caller's `settings.delegates`),
 // how deep a chain may go and that it never loops back, and the two tools: `ask_agent` (one chat
 // turn in the other agent's room for this conversation, reached through an injected AgentAsker,
-// since the room-to-room call is the platform's: src/room/agent-calls.ts) and `delegate_task` (a
+// since the room-to-room call is the platform's: src/objects/conversation/agent-calls.ts) and `delegate_task` (a
 // task step hands the call to its host, which starts a task on the other agent and answers later).
 // The callee acts for the caller's principal (src/runtime/access/): a delegation never widens it,
 // and its room derives from the asking conversation, so no two conversations meet in it.

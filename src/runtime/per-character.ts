@@ -1,5 +1,5 @@
 // A read made once per character object and shared by everything in the isolate that needs it.
-// Characters are shared per isolate and agent version (src/room/character-source.ts), and changing
+// Characters are shared per isolate and agent version (src/objects/shared/character-source.ts), and changing
 // what such a read depends on (an agent's MCP servers, its skills) bumps the version, so a result
 // is never used past the version it was read at. A failed read is dropped, to be made again.
 import type { Character } from "./character.ts";

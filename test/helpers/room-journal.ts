@@ -1,11 +1,11 @@
-// A room's turn journal (src/room/turn-journal.ts) read from its Durable Object's SQLite, so a test
+// A room's turn journal (src/objects/conversation/turn-journal.ts) read from its Durable Object's SQLite, so a test
 // can assert on the final state (STYLE.md rule 18): wait until every turn the room holds is
 // finished and its reply handed over, then count turns and replies, instead of sleeping a while
 // and seeing nothing.
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { expect, vi } from "vitest";
-import { roomName } from "../../src/room/room-client.ts";
+import { roomName } from "../../src/objects/conversation/room-client.ts";
 
 export interface JournalRow {
   idempotencyKey: string | null;

@@ -25,7 +25,7 @@ const KNOWN_LAYER_VIOLATIONS = new Set<string>([
 
 /**
  * Imports allowed to close a cycle: none (env.ts types its bindings with the objects' RPC
- * interfaces in room/rpc.ts, and the journal stores a surface's delivery as opaque JSON). Each
+ * interfaces in src/rpc.ts, and the journal stores a surface's delivery as opaque JSON). Each
  * entry must still close a cycle, or it must leave the list.
  */
 const KNOWN_CYCLE_EDGES = new Set<string>([]);
@@ -105,8 +105,8 @@ describe("the boundary rules themselves, on a made-up graph", () => {
       edge("src/runtime/a.ts", "cloudflare:workers", null),
       edge("src/runtime/a.ts", "../memory/b.ts", "src/memory/b.ts", true),
       edge("src/http/c.ts", "drizzle-orm/d1", null),
-      edge("src/memory/b.ts", "../room/d.ts", "src/room/d.ts", true),
-      edge("src/room/d.ts", "../clients/discord/e.ts", "src/clients/discord/e.ts"),
+      edge("src/memory/b.ts", "../objects/d.ts", "src/objects/d.ts", true),
+      edge("src/objects/d.ts", "../clients/discord/e.ts", "src/clients/discord/e.ts"),
       edge("src/memory/b.ts", "drizzle-orm", null),
       edge("src/db/f.ts", "drizzle-orm/d1", null),
       edge("src/runtime/a.ts", "zod", null),
@@ -119,8 +119,8 @@ describe("the boundary rules themselves, on a made-up graph", () => {
       'src/runtime/a.ts:7 imports "cloudflare:workers"',
       'src/runtime/a.ts:7 imports "../memory/b.ts" (type only)',
       'src/http/c.ts:7 imports "drizzle-orm/d1"',
-      'src/memory/b.ts:7 imports "../room/d.ts" (type only)',
-      'src/room/d.ts:7 imports "../clients/discord/e.ts"',
+      'src/memory/b.ts:7 imports "../objects/d.ts" (type only)',
+      'src/objects/d.ts:7 imports "../clients/discord/e.ts"',
       'src/db/f.ts:7 imports "../http/g.ts"',
       'src/db/f.ts:7 imports "../clients/instagram/h.ts" (type only)',
       'src/memory/b.ts:7 imports "../clients/discord/e.ts"',

@@ -21,7 +21,7 @@ import {
 } from "typescript/unstable/ast/is";
 
 export interface ImportEdge {
-  /** The importing file, relative to the repository root (`src/room/agent-room.ts`). */
+  /** The importing file, relative to the repository root (`src/objects/conversation/agent-room.ts`). */
   from: string;
   /** As written (`../db/agent-store.ts`, `drizzle-orm/d1`). */
   specifier: string;

@@ -9,7 +9,7 @@ import {
   TASK_EVENTS_MAX_STREAM_MS,
   TaskEventFeed,
   type TaskEventSource,
-} from "../../src/room/task-event-feed.ts";
+} from "../../src/objects/tasks/event-feed.ts";
 import type { TaskEvent } from "../../src/runtime/task-types.ts";
 
 /** An in-memory task with events; counts how often the feed reads it. */

@@ -1,8 +1,8 @@
-// The room's in-memory history (src/room/room-history.ts) answers the summary evaluator's reads
+// The room's in-memory history (src/objects/conversation/history-cache.ts) answers the summary evaluator's reads
 // (messages since the last summary, and that summary) without the store when it holds them, and
 // always with what the store itself would answer. Plain Node: the cache is pure.
 import { describe, expect, it } from "vitest";
-import { createRoomHistoryStore } from "../../src/room/room-history.ts";
+import { createRoomHistoryStore } from "../../src/objects/conversation/history-cache.ts";
 import type { Memory } from "../../src/runtime/types.ts";
 import { FakeMemoryStore } from "../helpers/fakes.ts";
 

@@ -2,7 +2,7 @@
 // the buttons' custom ids, and the texts that replace the buttons once someone answers. The room
 // (or the agent's task object) keeps the pending state; a click is routed back to it by the
 // prefix, the agent id and (for a room) the channel it carries.
-import { APPROVAL_WINDOW_MS } from "../../room/approvals.ts";
+import { APPROVAL_WINDOW_MS } from "../../objects/shared/approvals.ts";
 import type { DiscordMessageBody } from "./rest.ts";
 
 /** Discord's limit on a component's custom_id. */

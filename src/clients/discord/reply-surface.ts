@@ -1,4 +1,4 @@
-// The room's reply surface and attachment ingest on Discord (src/room/reply-surface.ts): replies,
+// The room's reply surface and attachment ingest on Discord (src/objects/shared/reply-surface.ts): replies,
 // progress lines, Approve / Deny prompts and tasks' questions go to the interaction that asked, then to the channel
 // with the bot token once its token is (nearly) dead; for a message read on the Gateway they are
 // replies to that message, with the typing indicator while the turn runs. Files come from
@@ -9,7 +9,7 @@ import type {
   DeliveryTarget,
   PostedPrompt,
   ReplySurface,
-} from "../../room/reply-surface.ts";
+} from "../../objects/shared/reply-surface.ts";
 import { approvalPrompt, approvalResultText, canRouteApproval } from "./approval.ts";
 import { proposalPrompt } from "./proposal-prompt.ts";
 import { attachmentPrompt, attachmentSource, ingestAttachments } from "./attachments.ts";

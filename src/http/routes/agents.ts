@@ -8,7 +8,7 @@ import type { Env } from "../../env.ts";
 import type { AppEnv, Principal } from "../app-env.ts";
 import { assertMayActFor, guard } from "../auth.ts";
 import { agentIdFor, type AgentRecord } from "../../db/agent-store.ts";
-import { stopAgentTasks } from "../../room/task-client.ts";
+import { stopAgentTasks } from "../../objects/tasks/task-client.ts";
 import { ForbiddenError, NotFoundError } from "../../runtime/errors.ts";
 import { decide } from "../../runtime/access/index.ts";
 import { delegatesOf } from "../../runtime/delegation.ts";

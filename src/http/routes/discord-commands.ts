@@ -5,7 +5,7 @@ import { loadConfig } from "../../config.ts";
 import { enforceRate } from "../rate-limit.ts";
 import { keepAliveOf } from "../auth.ts";
 import { COMMANDS } from "../../clients/discord/commands.ts";
-import { createTask } from "../../room/task-client.ts";
+import { createTask } from "../../objects/tasks/task-client.ts";
 import { DEFAULT_TASK_LIMITS } from "../../runtime/task-types.ts";
 import { interactionDelivery } from "../../clients/discord/delivery.ts";
 import {
@@ -22,7 +22,7 @@ import {
 } from "../../clients/discord/permissions.ts";
 import { stores } from "../../db/stores.ts";
 import { insertMemories } from "../../memory/memory-repo.ts";
-import { enqueueTurn } from "../../room/room-client.ts";
+import { enqueueTurn } from "../../objects/conversation/room-client.ts";
 import { BUILTIN_TOOL_DEFINITIONS } from "../../runtime/builtin-tools.ts";
 import { pluginTools } from "../../plugins/room-plugins.ts";
 import { describeServers } from "../../mcp/overview.ts";

@@ -20,7 +20,7 @@ import {
   parseTaskInputCustomId,
   questionResultText,
 } from "../../clients/discord/task-input.ts";
-import { answerTaskQuestion, openTaskQuestion } from "../../room/task-client.ts";
+import { answerTaskQuestion, openTaskQuestion } from "../../objects/tasks/task-client.ts";
 
 type Ctx = Context<AppEnv>;
 

@@ -8,7 +8,7 @@ import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import { verifyKey } from "discord-interactions";
 import type { AppEnv } from "../app-env.ts";
 import { guard } from "../auth.ts";
-import { answerTaskApprovalClick } from "../../room/task-client.ts";
+import { answerTaskApprovalClick } from "../../objects/tasks/task-client.ts";
 import { interactionDelivery } from "../../clients/discord/delivery.ts";
 import {
   Interaction,
@@ -20,7 +20,7 @@ import {
 import { DiscordConfig } from "../../clients/discord/settings.ts";
 import { stores } from "../../db/stores.ts";
 import { deleteMemories } from "../../memory/memory-repo.ts";
-import { forgetRoomHistory, resolveApproval } from "../../room/room-client.ts";
+import { forgetRoomHistory, resolveApproval } from "../../objects/conversation/room-client.ts";
 import {
   approvalResultText,
   parseApprovalCustomId,

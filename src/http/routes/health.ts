@@ -10,7 +10,7 @@ import { stores } from "../../db/stores.ts";
 import { describeEmbedder } from "../../model/embedder.ts";
 import { ensureSchema } from "../../db/schema-ready.ts";
 import { gatewayObject } from "../../clients/discord/gateway/gateway-client.ts";
-import type { GatewayStatus } from "../../room/rpc.ts";
+import type { GatewayStatus } from "../../rpc.ts";
 
 const GatewayHealth = z
   .object({

@@ -15,7 +15,7 @@ import {
   listMemories,
   memoryStats,
 } from "../../memory/memory-repo.ts";
-import { forgetRoomHistory } from "../../room/room-client.ts";
+import { forgetRoomHistory } from "../../objects/conversation/room-client.ts";
 import { ValidationError } from "../../runtime/errors.ts";
 import type { Memory, MemoryType, SearchTimings } from "../../runtime/types.ts";
 import { pathNestedDeeperThan } from "../json-depth.ts";
@@ -238,7 +238,7 @@ export function memoryRoutes(): OpenAPIHono<AppEnv> {
         createdAt: input.createdAt ?? now,
       }));
       await insertMemories(backends.db, items);
-      // Rooms cache their recent messages and newest summary (src/room/room-history.ts).
+      // Rooms cache their recent messages and newest summary (src/objects/conversation/history-cache.ts).
       const rooms = items
         .filter((m) => (m.type === "message" || m.type === "summary") && m.roomId)
         .map((m) => m.roomId!);

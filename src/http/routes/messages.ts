@@ -12,9 +12,9 @@ import { assertMayNameRoom, assertMayNameUser, defaultRoomOf } from "../namespac
 import { stableStringify } from "../../runtime/stable-json.ts";
 import { AppError, fromSerialized } from "../../runtime/errors.ts";
 import type { TurnInput } from "../../runtime/turn-types.ts";
-import type { StreamedTurnResult, TurnResult } from "../../room/room-types.ts";
-import { readHistory, streamTurn, submitTurn } from "../../room/room-client.ts";
-import { turnBody } from "../../room/turn-stream.ts";
+import type { StreamedTurnResult, TurnResult } from "../../objects/conversation/room-types.ts";
+import { readHistory, streamTurn, submitTurn } from "../../objects/conversation/room-client.ts";
+import { turnBody } from "../../objects/conversation/turn-stream.ts";
 import { AgentIdParam, errorContent, ExternalId, RoomIdParam } from "../schemas.ts";
 import { assertAgentExists } from "../known-agents.ts";
 import { sha256Hex } from "../../runtime/hashing.ts";

@@ -10,8 +10,8 @@ import { assertAgentExists } from "../known-agents.ts";
 import { AgentIdParam, errorContent, ExternalId, jsonContent } from "../schemas.ts";
 import { ConflictError, NotFoundError, ValidationError } from "../../runtime/errors.ts";
 import { MAX_GOAL_CHARS } from "../../runtime/task-types.ts";
-import type { ScheduleRequest } from "../../room/task-requests.ts";
-import { createSchedule, deleteSchedule, listSchedules } from "../../room/task-client.ts";
+import type { ScheduleRequest } from "../../objects/tasks/task-requests.ts";
+import { createSchedule, deleteSchedule, listSchedules } from "../../objects/tasks/task-client.ts";
 
 /** Longest interval: a year. */
 export const MAX_EVERY_SECONDS = 365 * 24 * 60 * 60;

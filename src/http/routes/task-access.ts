@@ -8,7 +8,7 @@ import type { Principal } from "../app-env.ts";
 import { hasScope } from "../auth.ts";
 import { authorize } from "../../runtime/access/index.ts";
 import { NotFoundError } from "../../runtime/errors.ts";
-import { getTask } from "../../room/task-client.ts";
+import { getTask } from "../../objects/tasks/task-client.ts";
 import { TASK_STATUSES, TaskResponse, taskJson } from "./task-json.ts";
 
 const TaskStatusOnly = z

@@ -20,8 +20,14 @@ import {
   MAX_TASK_FAILURES,
   MAX_TASK_STEPS,
 } from "../../runtime/task-types.ts";
-import { cancelTask, createTask, getTask, listTasks, watchTask } from "../../room/task-client.ts";
-import { MAX_TASK_EVENT_WATCHERS } from "../../room/task-event-feed.ts";
+import {
+  cancelTask,
+  createTask,
+  getTask,
+  listTasks,
+  watchTask,
+} from "../../objects/tasks/task-client.ts";
+import { MAX_TASK_EVENT_WATCHERS } from "../../objects/tasks/event-feed.ts";
 import { TaskResponse, taskJson } from "./task-json.ts";
 import { assertMayAnswerTask, TaskAnswerResponse, taskAfterAnswer } from "./task-access.ts";
 

@@ -9,7 +9,7 @@ import { z } from "zod";
 import { loadConfig } from "../../../config.ts";
 import type { Env } from "../../../env.ts";
 import { errorField, log } from "../../../log.ts";
-import type { DiscordGatewayRpc, GatewayStatus } from "../../../room/rpc.ts";
+import type { DiscordGatewayRpc, GatewayStatus } from "../../../rpc.ts";
 import { sha256Hex } from "../../../runtime/hashing.ts";
 import { BotRoles, StoredBotRoles } from "./bot-roles.ts";
 import { GatewayEvents } from "./gateway-events.ts";

@@ -4,7 +4,7 @@
 import { loadConfig } from "../../../config.ts";
 import type { Env } from "../../../env.ts";
 import { errorField, log } from "../../../log.ts";
-import type { DiscordGatewayRpc } from "../../../room/rpc.ts";
+import type { DiscordGatewayRpc } from "../../../rpc.ts";
 
 let startedInIsolate = false;
 

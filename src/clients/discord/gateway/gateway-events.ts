@@ -9,7 +9,7 @@ import type { Env } from "../../../env.ts";
 import { enforceRate } from "../../../http/rate-limit.ts";
 import { errorField, log } from "../../../log.ts";
 import { stores } from "../../../db/stores.ts";
-import { enqueueTurn, roomName } from "../../../room/room-client.ts";
+import { enqueueTurn, roomName } from "../../../objects/conversation/room-client.ts";
 import type { DirectMessagePolicy } from "../../../runtime/character.ts";
 import { RateLimitedError } from "../../../runtime/errors.ts";
 import { discordOwners } from "../owners.ts";

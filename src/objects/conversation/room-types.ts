@@ -1,0 +1,63 @@
+// What callers hand an AgentRoom over RPC and what it answers: plain data, so it crosses the
+// boundary intact (class identity does not survive RPC).
+import type { SerializedError } from "../../runtime/errors.ts";
+import type { TurnInput, TurnOutcome } from "../../runtime/turn-types.ts";
+import type { DeliveryTarget } from "../shared/reply-surface.ts";
+
+export interface SubmitTurnRequest {
+  input: TurnInput;
+  idempotencyKey?: string;
+  /** Hash of what the request asked for; a reused key with another fingerprint is a conflict. */
+  fingerprint?: string;
+  /** Whether the stream may carry the memories the turn used (the caller may read memories). */
+  showMemories?: boolean;
+}
+
+export interface EnqueueTurnRequest {
+  input: TurnInput;
+  /** Required: a webhook delivered twice must produce one turn (e.g. `discord:<interaction id>`). */
+  idempotencyKey: string;
+  /** Where the reply goes (the surface's target: a Discord interaction). */
+  delivery: DeliveryTarget;
+}
+
+/** A click on an approval prompt's button, as the worker hands it to the room. */
+export interface ApprovalAnswer {
+  approvalId: string;
+  approve: boolean;
+  /** Who clicked, as a turn user id (`discord:<id>`), and their display name. */
+  userId: string;
+  userName: string;
+  /** The answer's own handle on the surface (a click's fresh interaction, whose @original is the prompt). */
+  via: DeliveryTarget;
+}
+
+export type ApprovalAnswerResult =
+  | { status: "resolved"; tool: string; decision: "approved" | "denied" }
+  | { status: "not_yours" }
+  | { status: "gone" };
+
+export type TurnResult =
+  | { ok: true; replayed: boolean; outcome: TurnOutcome }
+  | { ok: false; replayed: boolean; turnId: string; error: SerializedError };
+
+/**
+ * A streamed turn: the events as server-sent-event bytes once the turn has started, or, when it
+ * failed before starting (no model, spend ceiling, unknown agent, a reused key), the failure.
+ */
+export type StreamedTurnResult =
+  | { ok: true; replayed: boolean; stream: ReadableStream<Uint8Array> }
+  | { ok: false; replayed: boolean; turnId: string; error: SerializedError };
+
+/** A chat platform says a message changed after it arrived (keyed like the message's turn). */
+export interface MessageAmendment {
+  idempotencyKey: string;
+  change: { kind: "edit"; text: string } | { kind: "delete" };
+  at: number;
+}
+
+/**
+ * What became of it: the waiting turn got the new text (`revised`) or was dropped; the stored
+ * message was edited or deleted (its turn had run); or no turn has that key (`unknown`).
+ */
+export type AmendmentResult = "revised" | "dropped" | "edited" | "deleted" | "unknown";

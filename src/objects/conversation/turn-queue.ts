@@ -1,0 +1,324 @@
+// Runs a room's journalled turns one at a time, in arrival order: reads the agent's version and
+// character, connects its tools, reads the message's attachments, and hands the turn to the
+// runtime (src/runtime/turn-runner.ts). A turn that reaches a tool needing a person's approval is
+// journalled as paused until the answer (or the deadline) comes. Once the caller has its reply,
+// the reply is stored in D1 and evaluated, chained in turn order. The Durable Object decides when
+// this runs (agent-room.ts); the driver only takes interfaces.
+import type { Character } from "../../runtime/character.ts";
+import { decideByRules } from "../../runtime/respond-decision.ts";
+import { AppError, NotFoundError, type SerializedError } from "../../runtime/errors.ts";
+import type { TurnObserver, TurnPause } from "../../runtime/turn-types.ts";
+import type { ToolOutput } from "../../runtime/types.ts";
+import { errorField, log } from "../../log.ts";
+import { APPROVAL_WINDOW_MS, newApprovalId } from "../shared/approvals.ts";
+import { CharacterChangedError } from "../shared/character-source.ts";
+import type { AttachmentIngest, ReplySurface } from "../shared/reply-surface.ts";
+import type { ApprovalAnswer, ApprovalAnswerResult, TurnResult } from "./room-types.ts";
+import {
+  MAX_TURN_ATTEMPTS,
+  type ApprovalPause,
+  type JournalEntry,
+  type TurnJournal,
+} from "./turn-journal.ts";
+import { turnOrigin } from "../shared/turn-origin.ts";
+import type { TurnServices } from "./turn-services.ts";
+
+/** What the Durable Object does around a turn. */
+export interface TurnDriverHost {
+  /** The room's name, for logs. */
+  readonly room: string;
+  /** The turn's streaming client in this instance, if any. */
+  observer(turnId: string): TurnObserver | undefined;
+  /** Answers whoever waits for the turn. */
+  settle(turnId: string, result: TurnResult): void;
+  /** A turn with a surface has something for it (a reply, an error, a prompt): send it. */
+  deliver(): void;
+  /** The turn paused for approval: arm its deadline. */
+  paused(entry: JournalEntry): void;
+  /** A reply reached D1 and was evaluated: the room's new memories want vectors. */
+  evaluated(agentId: string, roomId: string): void;
+}
+
+interface TurnDriverOptions {
+  journal: TurnJournal;
+  services(): Promise<TurnServices>;
+  attachments: AttachmentIngest;
+  surface: ReplySurface;
+  host: TurnDriverHost;
+}
+
+/** The surface's typing indicator around one turn (TurnDriver.typing). */
+type Typing = ReturnType<TurnDriver["typing"]>;
+
+export class TurnDriver {
+  private readonly options: TurnDriverOptions;
+  private draining: Promise<void> | null = null;
+  /** Reply writes and evaluations, chained so they reach D1 in turn order. */
+  private afterReplies: Promise<void> = Promise.resolve();
+  private readonly finishing = new Set<string>();
+
+  constructor(options: TurnDriverOptions) {
+    this.options = options;
+  }
+
+  /** Resolves once the replies given so far are in D1 (and evaluated, or left for a retry). */
+  settled(): Promise<void> {
+    return this.afterReplies;
+  }
+
+  /** Runs every turn waiting in the journal; one loop at a time. */
+  drain(): Promise<void> {
+    const { journal } = this.options;
+    if (!this.draining) {
+      let completed = false;
+      this.draining = (async () => {
+        for (let entry = journal.nextToRun(); entry; entry = journal.nextToRun())
+          await this.run(entry);
+        completed = true;
+      })().finally(() => {
+        this.draining = null;
+        // A turn journalled while the loop was finishing would otherwise wait for the alarm.
+        if (completed && journal.nextToRun()) void this.drain();
+      });
+    }
+    return this.draining;
+  }
+
+  /** Stores and evaluates replies an earlier instance gave but did not finish. */
+  finishReplied(): void {
+    for (const entry of this.options.journal.replied()) this.finish(entry);
+  }
+
+  /**
+   * A person answered an approval prompt. Only the person whose message started the turn counts;
+   * the caller resumes the turn, whose reply goes out on the answer's own handle.
+   */
+  answer(answer: ApprovalAnswer): ApprovalAnswerResult {
+    const { journal, surface } = this.options;
+    const entry = journal.byApprovalId(answer.approvalId);
+    const pause = entry?.pause;
+    if (!entry || !pause || pause.decision) return { status: "gone" };
+    if (pause.requesterId !== answer.userId) return { status: "not_yours" };
+    const now = Date.now();
+    const decision = answer.approve ? ("approved" as const) : ("denied" as const);
+    const delivery = entry.delivery ? surface.afterAnswer(entry.delivery, answer.via) : null;
+    const decided = { ...pause, decision: { value: decision, by: answer.userName, at: now } };
+    journal.markDecided(entry.turnId, decided, delivery, now);
+    return { status: "resolved", tool: pause.tool, decision };
+  }
+
+  /** Nobody answered in time: the turn goes on without the tool. Null when nothing waited. */
+  expire(payload: { turnId: string; approvalId: string }): ApprovalPause | null {
+    const { journal } = this.options;
+    const entry = journal.byApprovalId(payload.approvalId);
+    const pause = entry?.pause;
+    if (!entry || !pause || pause.decision || entry.turnId !== payload.turnId) return null;
+    const now = Date.now();
+    const expired = { ...pause, decision: { value: "expired" as const, by: null, at: now } };
+    journal.markDecided(entry.turnId, expired, entry.delivery, now);
+    return pause;
+  }
+
+  /** received/running -> replied (or failed, or awaiting_approval). The caller is answered here. */
+  private async run(entry: JournalEntry): Promise<void> {
+    const { journal, host } = this.options;
+    const { turnId, agentId } = entry.input;
+    const typing = this.typing(entry);
+    let received: Promise<void> = Promise.resolve();
+    try {
+      if (entry.attempts >= MAX_TURN_ATTEMPTS) {
+        const message = `the turn was interrupted ${entry.attempts} times and was given up`;
+        throw new AppError("internal", 500, message);
+      }
+      journal.markRunning(turnId, Date.now());
+      const { runner, history } = await this.options.services();
+      const resume = entry.pause?.decision ? entry.pause : undefined;
+      // The inbound message is stored (in D1; the journal already holds it) alongside the turn's
+      // reads. A turn resuming after an approval stored it the first time.
+      if (!resume) received = runner.receive(entry.input);
+      received.catch(() => undefined);
+      let answered: Awaited<ReturnType<TurnDriver["respond"]>>;
+      try {
+        answered = await this.respond(entry, received, true, typing);
+      } catch (error) {
+        if (!(error instanceof CharacterChangedError)) throw error;
+        answered = await this.respond(entry, received, false, typing);
+      }
+      const { outcome, character } = answered;
+      if (outcome.status === "awaiting_approval") return this.pause(entry, outcome);
+      journal.markReplied(turnId, outcome, Date.now());
+      if (outcome.replyMemory) history.remember(outcome.replyMemory);
+      host.settle(turnId, { ok: true, replayed: false, outcome });
+      if (entry.delivery) host.deliver();
+      this.finish({ ...entry, status: "replied", outcome }, character);
+    } catch (error) {
+      // A turn that fails before the model (no model configured, the daily budget) still has its
+      // message stored before it answers.
+      await received.catch(() => undefined);
+      // A missing agent makes the inbound write fail on its foreign key; report the cause.
+      const serialized = serializeError(await this.explain(agentId, error));
+      journal.markFailed(turnId, serialized, Date.now());
+      host.settle(turnId, { ok: false, replayed: false, turnId, error: serialized });
+      if (entry.delivery) host.deliver();
+    } finally {
+      typing.stop();
+    }
+  }
+
+  /** The surface's typing indicator, from the decision to answer until the turn stops. */
+  private typing(entry: JournalEntry) {
+    const { surface } = this.options;
+    let stop: (() => void) | null = null;
+    const start = () => {
+      if (!stop && entry.delivery) stop = surface.startTyping?.(entry.delivery) ?? null;
+    };
+    return {
+      start,
+      stop: () => stop?.(),
+      observe: (observer: TurnObserver | undefined): TurnObserver => ({
+        ...observer,
+        replying: () => {
+          start();
+          observer?.replying?.();
+        },
+      }),
+    };
+  }
+
+  /**
+   * Asks the runtime for the turn's outcome. With `onKnown`, on the character this object last
+   * read, checking the agent's version alongside the turn's other reads, so a turn in a warm room
+   * makes one round of D1 reads before the model; if the agent changed meanwhile, that check
+   * throws CharacterChangedError before any model request and the caller starts again without.
+   */
+  private async respond(
+    entry: JournalEntry,
+    received: Promise<void>,
+    onKnown: boolean,
+    typing: Typing,
+  ) {
+    const { journal, host } = this.options;
+    const { turnId, agentId } = entry.input;
+    const { runner, characters, tools } = await this.options.services();
+    const known = onKnown ? characters.known(agentId) : null;
+    let character: Character;
+    let version: number | null;
+    let beforeModel: Promise<unknown>;
+    if (known) {
+      ({ character, version } = known);
+      const current = characters.version(agentId).then((now) => {
+        if (now !== known.version) throw new CharacterChangedError(agentId);
+      });
+      // The version first: a deleted agent's failed inbound write is explained by the retry.
+      beforeModel = current.then(() => received);
+    } else {
+      [version] = await Promise.all([characters.version(agentId), received]);
+      character = await characters.character(agentId, version);
+      beforeModel = received;
+    }
+    // Awaited by the runtime before the model (or before a declined message counts as handled).
+    beforeModel.catch(() => undefined);
+    const pause = entry.pause;
+    const resume = pause?.decision
+      ? { checkpoint: pause.checkpoint, decision: pause.decision.value }
+      : undefined;
+    // A message the respond rules already decline needs no tools and no attachments read.
+    const rules = resume ? null : decideByRules(entry.input, character);
+    const declined = rules !== null && rules !== "ask" && !rules.respond;
+    const origin = turnOrigin(entry.input.source, this.options.surface, entry.delivery);
+    if (!declined) await tools.prepare(agentId, character, origin);
+    if (resume) typing.start();
+    const outcome = await runner.respondOrPause(character, entry.input, {
+      // Only a surface with buttons can ask a person; elsewhere such tools are refused.
+      canAskApproval: entry.delivery
+        ? this.options.surface.canAskApproval(entry.delivery, agentId)
+        : false,
+      resume,
+      attachments: resume || declined ? undefined : await this.readAttachments(entry),
+      observer: typing.observe(host.observer(turnId)),
+      beforeModel,
+      toolOutputs: {
+        remembered: journal.toolOutputs(turnId),
+        record: (key: string, entry: ToolOutput | "started") =>
+          journal.recordToolOutput(turnId, key, entry),
+      },
+    });
+    return { outcome, character };
+  }
+
+  /** The turn's files, copied in once (a re-run finds them) and read for the model. */
+  private async readAttachments(
+    entry: JournalEntry,
+  ): Promise<{ text: string; images: string[] } | undefined> {
+    const { attachments, agentId } = entry.input;
+    if (attachments.length === 0) return undefined;
+    return this.options.attachments.read(attachments, `attachments/${agentId}/${entry.turnId}`);
+  }
+
+  /** running -> awaiting_approval: journal the checkpoint, arm the deadline, post the prompt. */
+  private pause(entry: JournalEntry, paused: TurnPause): void {
+    const now = Date.now();
+    const pause: ApprovalPause = {
+      approvalId: newApprovalId(),
+      tool: paused.tool,
+      arguments: paused.arguments,
+      requesterId: entry.input.userId,
+      requestedAt: now,
+      expiresAt: now + APPROVAL_WINDOW_MS,
+      checkpoint: paused.checkpoint,
+      prompt: null,
+    };
+    this.options.journal.markAwaitingApproval(entry.turnId, pause, now);
+    this.options.host.paused({ ...entry, pause });
+    if (entry.delivery) this.options.host.deliver();
+  }
+
+  /** replied -> evaluated: the reply reaches D1, then evaluators run. Chained in turn order. */
+  private finish(entry: JournalEntry, character?: Character): void {
+    if (this.finishing.has(entry.turnId) || !entry.outcome) return;
+    this.finishing.add(entry.turnId);
+    const outcome = entry.outcome;
+    const { agentId, roomId } = entry.input;
+    this.afterReplies = this.afterReplies
+      .then(async () => {
+        const { runner, characters } = await this.options.services();
+        const current =
+          character ?? (await characters.character(agentId, await characters.version(agentId)));
+        await runner.afterReply(current, entry.input, outcome);
+        this.options.journal.markEvaluated(entry.turnId, Date.now());
+        this.options.host.evaluated(agentId, roomId);
+      })
+      .catch((error: unknown) => {
+        // Left as `replied`: the resume item, or the next start, tries again.
+        const fields = {
+          room: this.options.host.room,
+          turnId: entry.turnId,
+          error: errorField(error),
+        };
+        log.error("after_reply_failed", fields);
+      })
+      .finally(() => this.finishing.delete(entry.turnId));
+  }
+
+  private async explain(agentId: string, error: unknown): Promise<unknown> {
+    if (error instanceof AppError) return error;
+    try {
+      const { characters } = await this.options.services();
+      if ((await characters.version(agentId)) === null)
+        return new NotFoundError(`no agent with id "${agentId}"`);
+    } catch {
+      // Fall through to the original error.
+    }
+    return error;
+  }
+}
+
+function serializeError(error: unknown): SerializedError {
+  if (error instanceof AppError) return error.toJSON();
+  log.error("turn_failed", { error: errorField(error, true) });
+  return {
+    code: "internal",
+    status: 500,
+    message: "the turn failed unexpectedly; see the worker logs",
+  };
+}

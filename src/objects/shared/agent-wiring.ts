@@ -1,0 +1,181 @@
+// Wires the platform into the runtime's interfaces for one room object: the D1 stores,
+// the configured model backend, long-term memory (retrieval, embeddings), the built-in tools, the
+// plugins (src/plugins/room-plugins.ts), the system clock and the structured log.
+// This is the only place that knows which concrete implementation backs each interface.
+import { loadConfig, MODEL_NOT_CONFIGURED_MESSAGE, type Config } from "../../config.ts";
+import type { Env } from "../../env.ts";
+import type { AgentStore } from "../../db/agent-store.ts";
+import type { MessageHistory } from "../../memory/message-history.ts";
+import { createOpenAIChatModel } from "../../model/openai-chat.ts";
+import { createWorkersAIChatModel } from "../../model/workers-ai-chat.ts";
+import { combineToolHosts, createBuiltinToolHost } from "../../runtime/builtin-tools.ts";
+import { createDelegationToolHost, type DelegationToolHost } from "../../runtime/delegation.ts";
+import { interactionEvaluator } from "../../runtime/evaluators.ts";
+import { reflectionEvaluator, summaryEvaluator } from "../../runtime/memory-evaluators.ts";
+import {
+  knowledgeProvider,
+  recallProvider,
+  userFactsProvider,
+} from "../../runtime/providers/memory-providers.ts";
+import { stores } from "../../db/stores.ts";
+import type { EmbeddingPipeline } from "../../memory/embedding-pipeline.ts";
+import { createEventBus, type EventBus } from "../../runtime/events.ts";
+import { characterProvider } from "../../runtime/providers/character-provider.ts";
+import { historyProvider } from "../../runtime/providers/history-provider.ts";
+import { timeProvider } from "../../runtime/providers/time-provider.ts";
+import { toolsProvider } from "../../runtime/providers/tools-provider.ts";
+import { loadTokenCounter } from "../../runtime/tokens.ts";
+import { createTurnRunner, type TurnRunner } from "../../runtime/turn-runner.ts";
+import { DEFAULT_LIMITS } from "../../runtime/turn-types.ts";
+import type { ChatModel, Clock, ModelChoice, ToolHost } from "../../runtime/types.ts";
+import type { SpendLedger } from "../../runtime/spend.ts";
+import { createRoomHistoryStore, type RoomHistoryStore } from "../conversation/history-cache.ts";
+import { McpConnections } from "../../mcp/connections.ts";
+import { createRoomPlugins } from "../../plugins/room-plugins.ts";
+import type { PluginHost } from "../../plugins/plugin-host.ts";
+import { mcpPlatform, type McpPlatform } from "../../mcp/platform.ts";
+import { ensureSchema } from "../../db/schema-ready.ts";
+import { createAgentAsker } from "../conversation/agent-calls.ts";
+
+export interface RoomRuntime {
+  runner: TurnRunner;
+  events: EventBus;
+  config: Config;
+  history: RoomHistoryStore;
+  agents: AgentStore;
+  messages: MessageHistory;
+  embeddings: EmbeddingPipeline;
+  /** This room's MCP connections (also part of the runner's tools). */
+  mcp: McpConnections;
+  mcpPlatform: McpPlatform;
+  /** The chat model outside turns (the agent writing an Instagram caption, autonomous tasks). */
+  chat: { model: ChatModel | null; models: ModelChoice };
+  /** Every tool the agent can call (built-ins, plugins, MCP): autonomous tasks use them too. */
+  tools: ToolHost;
+  /** The agent's plugins: prepared with the character before each turn or task step. */
+  plugins: PluginHost;
+  /** Where model spend is counted against the daily ceiling. */
+  spend: SpendLedger;
+  /** ask_agent: told the agent's character (its `delegates`) before each turn or task step. */
+  delegation: DelegationToolHost;
+}
+
+export interface RoomRuntimeOptions {
+  /** Resolves once the room's pending reply writes have reached D1. */
+  settled: () => Promise<void>;
+}
+
+/** Never returns the same millisecond twice: timestamps double as the room's message order. */
+export function createMonotonicClock(): Clock {
+  let last = 0;
+  return {
+    now() {
+      last = Math.max(Date.now(), last + 1);
+      return last;
+    },
+  };
+}
+
+export async function createRoomRuntime(
+  env: Env,
+  agentId: string,
+  options: RoomRuntimeOptions,
+): Promise<RoomRuntime> {
+  // An object woken by its alarm right after a deploy may run before any request: it too waits
+  // for D1 to have this code's migrations (once per isolate, shared with the worker).
+  await ensureSchema(env);
+  const config = loadConfig(env);
+  const clock = createMonotonicClock();
+  const backends = stores(env);
+  const memory = createRoomHistoryStore(backends.memories, options);
+  const events = createEventBus();
+  let tools: ToolHost;
+  const platform = mcpPlatform(env);
+  const mcp = new McpConnections({
+    agentId,
+    fetch: platform.fetch,
+    oauthFetch: platform.oauthFetch,
+    urlPolicy: platform.urlPolicy,
+    credentials: platform.credentials,
+    redirectUrl: platform.redirectUrl,
+    secret: platform.secret,
+    now: () => Date.now(),
+  });
+  const builtins = createBuiltinToolHost({
+    memory,
+    clock,
+    listAll: () => tools.list(),
+    sources: () => mcp.sources(),
+  });
+  // Plugins (Instagram publishing where configured, skills, the web reader, ...): one host.
+  const plugins = createRoomPlugins(env, agentId, { memory, clock });
+  // ask_agent reaches another agent's room through the platform (agent-calls.ts).
+  const delegation = createDelegationToolHost({ caller: agentId, asker: createAgentAsker(env) });
+  tools = combineToolHosts([builtins, delegation, plugins.tools, mcp]);
+  const chat = chatModelFor(config);
+  const spend = backends.spend;
+  const runner = createTurnRunner({
+    model: chat,
+    modelNotConfiguredMessage: MODEL_NOT_CONFIGURED_MESSAGE,
+    models: config.models,
+    memory,
+    tools,
+    providers: [
+      characterProvider,
+      timeProvider,
+      userFactsProvider,
+      knowledgeProvider,
+      recallProvider,
+      toolsProvider,
+      historyProvider,
+      ...plugins.providers,
+    ],
+    evaluators: [
+      interactionEvaluator,
+      reflectionEvaluator,
+      summaryEvaluator,
+      ...plugins.evaluators,
+    ],
+    retriever: backends.retriever,
+    // Evaluators run inside the room's after-reply chain; reads there must not wait on it.
+    afterReplyMemory: memory.inChain,
+    clock,
+    events,
+    tokens: await loadTokenCounter(),
+    limits: { ...DEFAULT_LIMITS, contextTokens: config.maxContextTokens },
+    spend,
+    dailyTokenLimit: config.dailyTokenLimit,
+  });
+  return {
+    runner,
+    events,
+    config,
+    history: memory,
+    agents: backends.agents,
+    messages: backends.messages,
+    embeddings: backends.pipeline,
+    mcp,
+    mcpPlatform: platform,
+    chat: { model: chat, models: config.models },
+    tools,
+    plugins,
+    spend,
+    delegation,
+  };
+}
+
+function chatModelFor(config: Config): ChatModel | null {
+  switch (config.model.kind) {
+    case "openai":
+      // Late-bound so tests (and anything else) that replace globalThis.fetch are honoured.
+      return createOpenAIChatModel({
+        apiKey: config.model.apiKey,
+        baseURL: config.model.baseURL,
+        fetch: (input, init) => fetch(input, init),
+      });
+    case "workers-ai":
+      return createWorkersAIChatModel({ ai: config.model.ai });
+    case "none":
+      return null;
+  }
+}

@@ -1,0 +1,108 @@
+// What callers may ask of each Durable Object over RPC, as interfaces: src/env.ts types its
+// namespaces with these, so the bindings stay typed without env.ts importing the classes (which
+// import Env). Each class implements its interface; schedule and queue callbacks are left out.
+import type { HistoryPage, HistoryQuery } from "./memory/message-history.ts";
+import type { BucketState, RateRule } from "./runtime/token-bucket.ts";
+import type { TaskState } from "./runtime/task-types.ts";
+import type {
+  AmendmentResult,
+  ApprovalAnswer,
+  ApprovalAnswerResult,
+  EnqueueTurnRequest,
+  MessageAmendment,
+  StreamedTurnResult,
+  SubmitTurnRequest,
+  TurnResult,
+} from "./objects/conversation/room-types.ts";
+import type {
+  CreateTaskRequest,
+  CreateTaskResult,
+  DelegationNotice,
+  ScheduleRequest,
+  ScheduleResult,
+  TaskApprovalClick,
+  TaskApprovalResult,
+  TaskEventsPage,
+  TaskInputAnswer,
+  TaskInputResult,
+  TaskQuestionOpen,
+  TaskView,
+} from "./objects/tasks/task-requests.ts";
+import type { ScheduleRecord } from "./objects/tasks/schedule-store.ts";
+import type { SchemaState } from "./db/schema-migrator.ts";
+
+/** A chat room, named `<agentId>:<roomId>`. */
+export interface AgentRoomRpc extends Rpc.DurableObjectBranded {
+  submitTurn(request: SubmitTurnRequest): Promise<TurnResult>;
+  streamTurn(request: SubmitTurnRequest): Promise<StreamedTurnResult>;
+  enqueueTurn(request: EnqueueTurnRequest): Promise<{ turnId: string; duplicate: boolean }>;
+  resolveApproval(answer: ApprovalAnswer): Promise<ApprovalAnswerResult>;
+  amendMessage(amendment: MessageAmendment): Promise<AmendmentResult>;
+  readHistory(query: HistoryQuery): Promise<HistoryPage>;
+  forgetHistory(): Promise<void>;
+}
+
+/** An agent's autonomous tasks and schedules, named by the agent id. */
+export interface AgentTasksRpc extends Rpc.DurableObjectBranded {
+  createTask(request: CreateTaskRequest): Promise<CreateTaskResult>;
+  getTask(taskId: string): Promise<TaskView | null>;
+  listTasks(limit: number): Promise<TaskState[]>;
+  taskEvents(taskId: string, afterId: number, limit: number): Promise<TaskEventsPage | null>;
+  watchTask(
+    taskId: string,
+    afterId: number,
+  ): Promise<{ stream: ReadableStream<Uint8Array> } | "busy" | null>;
+  cancel(taskId: string): Promise<TaskState | null>;
+  answerClick(click: TaskApprovalClick): Promise<TaskApprovalResult>;
+  answerFromApi(taskId: string, approve: boolean): Promise<TaskApprovalResult | null>;
+  answerInputFromApi(taskId: string, text: string): Promise<TaskInputResult | null>;
+  openQuestion(inputId: string, userId: string): Promise<TaskQuestionOpen>;
+  answerQuestion(answer: TaskInputAnswer): Promise<TaskInputResult>;
+  /** Another agent's task, delegated by one of this agent's task steps, finished. */
+  delegationFinished(notice: DelegationNotice): Promise<void>;
+  createTaskSchedule(request: ScheduleRequest): Promise<ScheduleResult>;
+  taskSchedules(): Promise<ScheduleRecord[]>;
+  deleteTaskSchedule(scheduleId: string): Promise<boolean>;
+  stopAll(): Promise<{ schedules: number; tasks: number }>;
+}
+
+/** One rate-limited key's token bucket, named by the key. */
+export interface RateLimiterRpc extends Rpc.DurableObjectBranded {
+  charge(rule: RateRule, cost: number): BucketState;
+}
+
+/** An agent's Instagram publishing, named by the agent id. */
+export interface PostPublisherRpc extends Rpc.DurableObjectBranded {
+  publishPost(postId: string): Promise<void>;
+}
+
+/** The one object ("schema") that brings D1 up to the bundled migrations. */
+export interface SchemaGateRpc extends Rpc.DurableObjectBranded {
+  ensure(): Promise<SchemaState>;
+}
+
+/** The Discord Gateway connection as /health shows it. */
+export interface GatewayStatus {
+  /** "off" unless DISCORD_GATEWAY=true and a bot token is set. */
+  state: "off" | "disconnected" | "connecting" | "identifying" | "resuming" | "ready" | "stopped";
+  connected: boolean;
+  resuming: boolean;
+  reconnects: number;
+  identifies: number;
+  resumes: number;
+  lastEvent: string | null;
+  lastEventAt: number | null;
+  lastClose: { code: number; at: number } | null;
+  /** Messages handed to rooms as turns, edits and deletions passed on. */
+  eventsHandled: number;
+  /** Events received and not yet handed to their rooms. */
+  inFlight: number;
+  /** Why Discord refused for good (until the token changes). */
+  stoppedReason: string | null;
+}
+
+/** The application's Discord Gateway connection, named by the application id. */
+export interface DiscordGatewayRpc extends Rpc.DurableObjectBranded {
+  start(): Promise<GatewayStatus>;
+  status(): Promise<GatewayStatus>;
+}
