@@ -6,7 +6,7 @@ import { z } from "zod";
 import { NotConfiguredError } from "./runtime/errors.ts";
 import type { ModelChoice } from "./runtime/types.ts";
 import type { Env } from "./env.ts";
-import { parseRateRule, RATE_RULE_FORMAT, type RateRule } from "./runtime/token-bucket.ts";
+import { parseRateRule, RATE_RULE_FORMAT, type RateRule } from "./rate-limits/token-bucket.ts";
 import {
   DEFAULT_WORKERS_AI_EMBEDDING_MODEL,
   WORKERS_AI_EMBEDDING_DIMENSIONS,

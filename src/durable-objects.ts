@@ -11,7 +11,7 @@ import type { ReplySurface, RoomPlatform } from "./objects/shared/reply-surface.
 
 export { DiscordGateway } from "./clients/discord/gateway/discord-gateway.ts";
 export { PostPublisher } from "./room/post-publisher.ts";
-export { RateLimiter } from "./room/rate-limiter.ts";
+export { RateLimiter } from "./rate-limits/rate-limiter.ts";
 export { SchemaGate } from "./room/schema-gate.ts";
 
 export class AgentRoom extends AgentRoomBase {

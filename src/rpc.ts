@@ -2,7 +2,7 @@
 // namespaces with these, so the bindings stay typed without env.ts importing the classes (which
 // import Env). Each class implements its interface; schedule and queue callbacks are left out.
 import type { HistoryPage, HistoryQuery } from "./memory/message-history.ts";
-import type { BucketState, RateRule } from "./runtime/token-bucket.ts";
+import type { BucketState, RateRule } from "./rate-limits/token-bucket.ts";
 import type { TaskState } from "./runtime/task-types.ts";
 import type {
   AmendmentResult,

@@ -2,7 +2,7 @@
 // middleware identified (set on every route that declares a scope).
 import type { Env } from "../env.ts";
 import type { TokenPrincipal } from "../runtime/access/principal.ts";
-import type { RateRule } from "../runtime/token-bucket.ts";
+import type { RateRule } from "../rate-limits/token-bucket.ts";
 
 /** A REST caller: its token as a principal (src/runtime/access/), and its rate bucket. */
 export interface Principal extends TokenPrincipal {

@@ -1,7 +1,7 @@
 // Bearer-token authentication and scope checks. Every protected route spreads `guard(scope)` into
 // its createRoute definition, so the scope it declares in /openapi.json and the scope it enforces
 // are one value. Each authenticated request then draws from its token's rate bucket (admitted at
-// once, charged after: rate-limit.ts). ADMIN_TOKEN is compared as SHA-256 digests in constant
+// once, charged after: src/rate-limits/admission.ts). ADMIN_TOKEN is compared as SHA-256 digests in constant
 // time; minted tokens are looked up by hash, cached per isolate for a short time
 // (known-tokens.ts). Error messages never echo the presented token.
 import type { Context, MiddlewareHandler } from "hono";
@@ -15,9 +15,9 @@ import {
 } from "../db/token-store.ts";
 import { findToken, noteTokenUse } from "./known-tokens.ts";
 import { ForbiddenError, NotConfiguredError, UnauthorizedError } from "../runtime/errors.ts";
-import { parseRateRule } from "../runtime/token-bucket.ts";
+import { parseRateRule } from "../rate-limits/token-bucket.ts";
 import type { AppEnv, Principal } from "./app-env.ts";
-import { enforceRate, type KeepAlive } from "./rate-limit.ts";
+import { enforceRate, type KeepAlive } from "../rate-limits/admission.ts";
 import { errorField, log } from "../log.ts";
 import { sha256 } from "../runtime/hashing.ts";
 import {

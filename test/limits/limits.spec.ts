@@ -8,8 +8,8 @@ import { describe, expect, it, vi } from "vitest";
 import { api, createTestAgent, json } from "../helpers/api.ts";
 import { chat, command, post, useAgentIn, useDiscordStandIns } from "../helpers/discord.ts";
 import type { Env } from "../../src/env.ts";
-import { enforceRate, resetRateCopies } from "../../src/http/rate-limit.ts";
-import type { BucketState, RateRule } from "../../src/runtime/token-bucket.ts";
+import { enforceRate, resetRateCopies } from "../../src/rate-limits/admission.ts";
+import type { BucketState, RateRule } from "../../src/rate-limits/token-bucket.ts";
 
 interface Problem {
   error: { code: string; message: string; details?: { retryAfterSeconds?: number } };

@@ -2,7 +2,7 @@
 // /chat journals a turn in its room, /task starts one, and the small commands (/agent, /remember,
 // /recall, /forget, /tools, ...) read and write D1 directly; and the agent autocomplete.
 import { loadConfig } from "../../config.ts";
-import { enforceRate } from "../rate-limit.ts";
+import { enforceRate } from "../../rate-limits/admission.ts";
 import { keepAliveOf } from "../auth.ts";
 import { COMMANDS } from "../../clients/discord/commands.ts";
 import { createTask } from "../../objects/tasks/task-client.ts";

@@ -5,7 +5,7 @@
 import type { Context } from "hono";
 import { loadConfig } from "../../config.ts";
 import type { AppEnv } from "../app-env.ts";
-import { enforceRate } from "../rate-limit.ts";
+import { enforceRate } from "../../rate-limits/admission.ts";
 import { keepAliveOf } from "../auth.ts";
 import {
   EPHEMERAL,

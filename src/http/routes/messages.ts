@@ -5,7 +5,7 @@
 // are shown only to a token that may read memories.
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import { loadConfig } from "../../config.ts";
-import { enforceRate } from "../rate-limit.ts";
+import { enforceRate } from "../../rate-limits/admission.ts";
 import { type AppEnv, tokenPrincipalOf } from "../app-env.ts";
 import { guard, hasScope, keepAliveOf } from "../auth.ts";
 import { assertMayNameRoom, assertMayNameUser, defaultRoomOf } from "../namespaces.ts";

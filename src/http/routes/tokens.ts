@@ -6,7 +6,7 @@ import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import { stores } from "../../db/stores.ts";
 import { SCOPES } from "../../db/token-store.ts";
 import { NotFoundError, ValidationError } from "../../runtime/errors.ts";
-import { parseRateRule, RATE_RULE_FORMAT } from "../../runtime/token-bucket.ts";
+import { parseRateRule, RATE_RULE_FORMAT } from "../../rate-limits/token-bucket.ts";
 import type { AppEnv } from "../app-env.ts";
 import { guard } from "../auth.ts";
 import { forgetToken, TOKEN_CACHE_MS } from "../known-tokens.ts";

@@ -6,7 +6,7 @@
 // again a few times before the event is logged as lost.
 import { loadConfig } from "../../../config.ts";
 import type { Env } from "../../../env.ts";
-import { enforceRate } from "../../../http/rate-limit.ts";
+import { enforceRate } from "../../../rate-limits/admission.ts";
 import { errorField, log } from "../../../log.ts";
 import { stores } from "../../../db/stores.ts";
 import { enqueueTurn, roomName } from "../../../objects/conversation/room-client.ts";

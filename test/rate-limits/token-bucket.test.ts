@@ -6,7 +6,7 @@ import {
   takeFromBucket,
   type BucketState,
   type RateRule,
-} from "../../src/runtime/token-bucket.ts";
+} from "../../src/rate-limits/token-bucket.ts";
 
 describe("token bucket", () => {
   it("parses rules and refuses malformed ones", () => {

@@ -11,7 +11,7 @@
 // the API.
 import type { Env } from "../env.ts";
 import { RateLimitedError } from "../runtime/errors.ts";
-import { takeFromBucket, type BucketState, type RateRule } from "../runtime/token-bucket.ts";
+import { takeFromBucket, type BucketState, type RateRule } from "./token-bucket.ts";
 import { errorField, log } from "../log.ts";
 
 /** Keeps a promise's work alive after the response (ExecutionContext.waitUntil). */
