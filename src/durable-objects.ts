@@ -4,13 +4,13 @@
 import {
   createDiscordAttachmentIngest,
   createDiscordSurface,
-} from "./clients/discord/reply-surface.ts";
+} from "./clients/discord/discord-surface.ts";
 import { AgentRoomBase } from "./objects/conversation/agent-room.ts";
 import { AgentTasksBase } from "./objects/tasks/agent-tasks.ts";
 import type { ReplySurface, RoomPlatform } from "./objects/shared/reply-surface.ts";
 
 export { DiscordGateway } from "./clients/discord/gateway/discord-gateway.ts";
-export { PostPublisher } from "./room/post-publisher.ts";
+export { PostPublisher } from "./clients/instagram/post-publisher.ts";
 export { RateLimiter } from "./rate-limits/rate-limiter.ts";
 export { SchemaGate } from "./room/schema-gate.ts";
 

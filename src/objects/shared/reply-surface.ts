@@ -2,7 +2,7 @@
 // today): send a reply in parts, post a line, an approval prompt or a task's question, close a
 // prompt nobody answered, and read a message's attachments. Delivery targets and posted prompts are the
 // surface's own data: the room stores them as JSON and never looks inside; the surface validates
-// them when they come back. Discord's implementation is src/clients/discord/reply-surface.ts,
+// them when they come back. Discord's implementation is src/clients/discord/discord-surface.ts,
 // plugged in by src/durable-objects.ts.
 import type { Proposal } from "../../db/proposal-store.ts";
 import type { SerializedError } from "../../runtime/errors.ts";

@@ -2,18 +2,18 @@
 // publisher (src/clients/instagram/publisher.ts) at a time per post, the next step on the
 // scheduler, and a watchdog step (cancelled when a step ends) that reruns a step cut off by an
 // eviction. The object's class keeps only the RPC method and the schedule callback.
-import { loadConfig } from "../config.ts";
-import type { Env } from "../env.ts";
-import { stores } from "../db/stores.ts";
-import { assertWithinDailyBudget, dailyCeiling, utcDay } from "../runtime/spend.ts";
-import { dataUrl } from "../media/data-url.ts";
-import { mediaPostStore, publisherDeps, rememberPost } from "../clients/instagram/platform.ts";
-import { publishStep, type PostState } from "../clients/instagram/publisher.ts";
-import { checkCaption } from "../media/validate.ts";
-import { writeCaption } from "../runtime/caption-writer.ts";
-import type { Character } from "../runtime/character.ts";
-import { modelChoiceFor } from "../runtime/turn-runner.ts";
-import type { ChatModel, ModelChoice } from "../runtime/types.ts";
+import { loadConfig } from "../../config.ts";
+import type { Env } from "../../env.ts";
+import { stores } from "../../db/stores.ts";
+import { assertWithinDailyBudget, dailyCeiling, utcDay } from "../../runtime/spend.ts";
+import { dataUrl } from "../../media/data-url.ts";
+import { mediaPostStore, publisherDeps, rememberPost } from "./platform.ts";
+import { publishStep, type PostState } from "./publisher.ts";
+import { checkCaption } from "../../media/validate.ts";
+import { writeCaption } from "./caption-writer.ts";
+import type { Character } from "../../runtime/character.ts";
+import { modelChoiceFor } from "../../runtime/turn-runner.ts";
+import type { ChatModel, ModelChoice } from "../../runtime/types.ts";
 
 /** A publishing step cut off by an eviction is run again after this long. */
 export const PUBLISH_WATCHDOG_S = 120;

@@ -1,15 +1,15 @@
 // PostPublisher: one Durable Object per agent (named by the agent id) that publishes its Instagram
-// posts a step at a time (post-publishing.ts): the next step on the scheduler, and a watchdog step
+// posts a step at a time (publishing-steps.ts): the next step on the scheduler, and a watchdog step
 // that reruns one cut off by an eviction. Before this class, AgentRoom objects named
 // `<agentId>:~instagram` did the same; a step still scheduled on one is forwarded here.
 import { Agent } from "agents";
-import type { Env } from "../env.ts";
-import type { Character } from "../runtime/character.ts";
-import type { ChatModel, ModelChoice } from "../runtime/types.ts";
-import { createCharacterSource, type CharacterSource } from "../objects/shared/character-source.ts";
-import { PostPublishing } from "./post-publishing.ts";
-import { createRoomRuntime, type RoomRuntime } from "../objects/shared/agent-wiring.ts";
-import type { PostPublisherRpc } from "../rpc.ts";
+import type { Env } from "../../env.ts";
+import type { Character } from "../../runtime/character.ts";
+import type { ChatModel, ModelChoice } from "../../runtime/types.ts";
+import { createCharacterSource, type CharacterSource } from "../../objects/shared/character-source.ts";
+import { PostPublishing } from "./publishing-steps.ts";
+import { createRoomRuntime, type RoomRuntime } from "../../objects/shared/agent-wiring.ts";
+import type { PostPublisherRpc } from "../../rpc.ts";
 
 interface CaptionRuntime {
   runtime: RoomRuntime;

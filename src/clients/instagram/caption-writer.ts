@@ -2,9 +2,9 @@
 // system prompt, bio, post style and post examples, the uploader's note as a hint (quoted as data),
 // and the first photo when the model can look at it. The answer is checked like any caption
 // (length, hashtags); a caption that breaks a rule is asked for again once, with the reason.
-import type { Character } from "./character.ts";
-import { quoteData } from "./quoted-data.ts";
-import type { ChatMessage, ChatModel } from "./types.ts";
+import type { Character } from "../../runtime/character.ts";
+import { quoteData } from "../../runtime/quoted-data.ts";
+import type { ChatMessage, ChatModel } from "../../runtime/types.ts";
 
 export interface CaptionRequest {
   kinds: Array<"image" | "video">;
