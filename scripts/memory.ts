@@ -658,7 +658,7 @@ async function knowledgeFiles(
     import("./knowledge-files.ts"),
     import("../src/characters/parse-character.ts"),
     import("../src/runtime/errors.ts"),
-    import("../src/db/agent-store.ts"),
+    import("../src/db/stores/agent-store.ts"),
   ]);
   try {
     if (options.character === undefined) {

@@ -6,7 +6,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "n
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseCharacter } from "../src/characters/parse-character.ts";
-import { agentIdFor } from "../src/db/agent-store.ts";
+import { agentIdFor } from "../src/db/stores/agent-store.ts";
 import { buildDocument, characterKnowledge } from "../src/memory/knowledge.ts";
 import { loadTokenCounter } from "../src/runtime/tokens.ts";
 import { KnowledgeFileError, readKnowledgeFiles } from "./knowledge-files.ts";

@@ -12,7 +12,7 @@ import type { ReplySurface, RoomPlatform } from "./objects/shared/reply-surface.
 export { DiscordGateway } from "./clients/discord/gateway/discord-gateway.ts";
 export { PostPublisher } from "./clients/instagram/post-publisher.ts";
 export { RateLimiter } from "./rate-limits/rate-limiter.ts";
-export { SchemaGate } from "./room/schema-gate.ts";
+export { SchemaGate } from "./db/schema-gate.ts";
 
 export class AgentRoom extends AgentRoomBase {
   protected override platform(): RoomPlatform {

@@ -6,7 +6,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, inject, it, vi } from "vitest";
 import { TOKEN_CACHE_MS } from "../src/http/known-tokens.ts";
-import { stores } from "../src/db/stores.ts";
+import { stores } from "../src/db/stores/index.ts";
 import type { OpenAIStandIn } from "./stand-ins/openai-stand-in.ts";
 import { api, createTestAgent, json, useModelStandIn } from "./helpers/api.ts";
 import { planReply, scriptTask, specReply, standInResponder } from "./helpers/task-script.ts";

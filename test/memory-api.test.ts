@@ -20,7 +20,7 @@ import {
   memoryRowOf,
 } from "../src/memory/memory-repo.ts";
 import { memories } from "../src/db/schema.ts";
-import { stores } from "../src/db/stores.ts";
+import { stores } from "../src/db/stores/index.ts";
 import { rankText } from "../src/memory/text-search.ts";
 import { api, createTestAgent, json } from "./helpers/api.ts";
 

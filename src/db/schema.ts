@@ -386,7 +386,7 @@ export const agentSkills = sqliteTable(
 );
 
 export const PROPOSAL_KINDS = ["skill", "tool"] as const;
-/** `expired`: nobody answered in time (src/db/proposal-store.ts, PENDING_PROPOSAL_TTL_MS). */
+/** `expired`: nobody answered in time (src/db/stores/proposal-store.ts, PENDING_PROPOSAL_TTL_MS). */
 export const PROPOSAL_STATUSES = ["pending", "approved", "denied", "expired"] as const;
 
 /**

@@ -5,7 +5,7 @@
 import { parseCharacter } from "../characters/parse-character.ts";
 import type { ShippedCharacter } from "../characters/shipped-characters.ts";
 import type { TokenCounter } from "../runtime/tokens.ts";
-import { agentIdFor, type AgentStore } from "./agent-store.ts";
+import { agentIdFor, type AgentStore } from "./stores/agent-store.ts";
 import type { Db } from "./db.ts";
 import type { EmbeddingPipeline } from "../memory/embedding-pipeline.ts";
 import { characterKnowledge, ingestDocument } from "../memory/knowledge.ts";

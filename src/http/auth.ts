@@ -6,13 +6,13 @@
 // (known-tokens.ts). Error messages never echo the presented token.
 import type { Context, MiddlewareHandler } from "hono";
 import { loadConfig } from "../config.ts";
-import { stores } from "../db/stores.ts";
+import { stores } from "../db/stores/index.ts";
 import {
   LAST_USED_RESOLUTION_MS,
   TOKEN_PREFIX,
   type Scope,
   type TokenRecord,
-} from "../db/token-store.ts";
+} from "../db/stores/token-store.ts";
 import { findToken, noteTokenUse } from "./known-tokens.ts";
 import { ForbiddenError, NotConfiguredError, UnauthorizedError } from "../runtime/errors.ts";
 import { parseRateRule } from "../rate-limits/token-bucket.ts";

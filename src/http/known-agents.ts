@@ -4,7 +4,7 @@
 // never served stale; at worst a just-deleted agent gets its 404 from the room instead.
 import type { Env } from "../env.ts";
 import { NotFoundError } from "../runtime/errors.ts";
-import { stores } from "../db/stores.ts";
+import { stores } from "../db/stores/index.ts";
 
 const KNOWN_AGENT_TTL_MS = 30_000;
 const MAX_KNOWN_AGENTS = 1_000;

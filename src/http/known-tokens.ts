@@ -2,8 +2,8 @@
 // token costs no D1 round trip before its work. Expiry is checked on every request against the
 // cached record; a revocation reaches the isolate that served it at once and every other isolate
 // within TOKEN_CACHE_MS (docs/api.md). Unknown tokens are not cached: each one is looked up.
-import { stores } from "../db/stores.ts";
-import type { TokenRecord } from "../db/token-store.ts";
+import { stores } from "../db/stores/index.ts";
+import type { TokenRecord } from "../db/stores/token-store.ts";
 import { sha256Hex } from "../runtime/hashing.ts";
 import type { Env } from "../env.ts";
 

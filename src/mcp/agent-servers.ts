@@ -1,4 +1,4 @@
-// An agent's runtime-added MCP servers (src/db/agent-server-store.ts), read once per character
+// An agent's runtime-added MCP servers (src/db/stores/agent-server-store.ts), read once per character
 // object and shared by everything in the isolate that needs them: the room's tool preparer and the
 // plugins' services. Characters are shared per isolate and agent version
 // (src/objects/shared/character-source.ts), and adding or removing a server bumps the version, so a list is

@@ -25,7 +25,7 @@ import type {
   ToolOutput,
   ToolSourceStatus,
 } from "../runtime/types.ts";
-import type { McpCredentialStore } from "../db/mcp-credential-store.ts";
+import type { McpCredentialStore } from "../db/stores/mcp-credential-store.ts";
 import { namespacedToolNames } from "./names.ts";
 import { AgentOAuthProvider, TOKEN_REFRESH_MARGIN_MS } from "./oauth-provider.ts";
 import { secretRefusal, type McpServerEntry } from "./registry.ts";

@@ -15,7 +15,7 @@ import type {
 } from "@modelcontextprotocol/sdk/shared/auth.js";
 import { ConflictError, NotConfiguredError, ValidationError } from "../runtime/errors.ts";
 import { sha256Hex, toBase64Url } from "../runtime/hashing.ts";
-import type { McpCredentialRow, McpCredentialStore } from "../db/mcp-credential-store.ts";
+import type { McpCredentialRow, McpCredentialStore } from "../db/stores/mcp-credential-store.ts";
 
 /** How long a consent link stays usable. */
 export const AUTHORIZATION_WINDOW_MS = 15 * 60_000;

@@ -1,4 +1,4 @@
-// Binds the MCP module to the worker's environment: the D1 stores (from src/db/stores.ts),
+// Binds the MCP module to the worker's environment: the D1 stores (from src/db/stores/index.ts),
 // secrets by name, the OAuth callback URL, and the guarded fetch (src/net/) for everything MCP
 // sends: the transports, and every OAuth discovery, registration, token and refresh request, with
 // caps for each.
@@ -8,9 +8,9 @@ import type { Env } from "../env.ts";
 import { createGuardedFetch } from "../net/guarded-fetch.ts";
 import { network, OUTBOUND_CAPS, outboundPolicy } from "../net/outbound.ts";
 import type { UrlPolicy } from "../net/url-safety.ts";
-import type { AgentServerStore } from "../db/agent-server-store.ts";
-import type { McpCredentialStore } from "../db/mcp-credential-store.ts";
-import { stores } from "../db/stores.ts";
+import type { AgentServerStore } from "../db/stores/agent-server-store.ts";
+import type { McpCredentialStore } from "../db/stores/mcp-credential-store.ts";
+import { stores } from "../db/stores/index.ts";
 
 export const OAUTH_CALLBACK_PATH = "/oauth/callback";
 

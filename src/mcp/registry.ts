@@ -1,7 +1,7 @@
 // Which MCP servers exist and which an agent uses. Two sources: the checked-in registry
 // (mcp-servers.json, bundled with the worker, for every agent whose character names a server) and
 // servers added to one agent at runtime (POST /agents/:agentId/tools, kept in D1 by
-// src/db/agent-server-store.ts). An agent uses the servers its character names plus the ones
+// src/db/stores/agent-server-store.ts). An agent uses the servers its character names plus the ones
 // added to it. The registry also says where each bearer secret may go (`secretOrigins`, and its
 // own servers' origins); nowhere else.
 import { z } from "zod";

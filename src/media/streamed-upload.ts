@@ -2,7 +2,7 @@
 // written (StreamedMediaWrite, which hashes with workerd's crypto.DigestStream) as it arrives,
 // so a file is never in memory whole. The verdicts that need the whole file (empty, truncated)
 // come at its end; a refusal at any point aborts the write, leaving nothing in R2.
-import type { PostItem } from "../clients/instagram/publisher.ts";
+import type { PostItem } from "../db/stores/post-store.ts";
 import { ValidationError } from "../runtime/errors.ts";
 import { StreamedMediaWrite } from "./store.ts";
 import { MediaCheckStream } from "./validate.ts";

@@ -7,10 +7,13 @@
 // (the periods are in proposal-store.ts).
 import { and, isNull, lt, ne } from "drizzle-orm";
 import type { Env } from "../env.ts";
-import type { AgentStore } from "../db/agent-store.ts";
-import { stores } from "../db/stores.ts";
+import type { AgentStore } from "../db/stores/agent-store.ts";
+import { stores } from "../db/stores/index.ts";
 import { deleteMemories } from "./memory-repo.ts";
-import { DECIDED_PROPOSAL_RETENTION_MS, PENDING_PROPOSAL_TTL_MS } from "../db/proposal-store.ts";
+import {
+  DECIDED_PROPOSAL_RETENTION_MS,
+  PENDING_PROPOSAL_TTL_MS,
+} from "../db/stores/proposal-store.ts";
 import { memories } from "../db/schema.ts";
 import { errorField, log } from "../log.ts";
 

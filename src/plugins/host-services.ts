@@ -2,8 +2,8 @@
 // character of its current version: reads (skills, the agent's servers) are made once per
 // version and isolate, since every change to them bumps it. Filing a proposal announces it where the turn
 // came from, once, and only while it is still pending.
-import type { AgentServerStore } from "../db/agent-server-store.ts";
-import type { SkillStore } from "../db/skill-store.ts";
+import type { AgentServerStore } from "../db/stores/agent-server-store.ts";
+import type { SkillStore } from "../db/stores/skill-store.ts";
 import { errorField, log } from "../log.ts";
 import { agentServersOf } from "../mcp/agent-servers.ts";
 import type { Registry } from "../mcp/registry.ts";

@@ -2,8 +2,8 @@
 // one agent (and its character as of this turn), so a plugin cannot reach another agent's data.
 // Implemented by src/plugins/host-services.ts over the D1 stores; tests may pass their own.
 import type { Skill } from "../characters/skills.ts";
-import type { MediaPostStore } from "../db/media-posts.ts";
-import type { Proposal, ProposalChange } from "../db/proposal-store.ts";
+import type { MediaPostStore } from "../db/stores/post-store.ts";
+import type { Proposal, ProposalChange } from "../db/stores/proposal-store.ts";
 
 /** Where a turn or task step came from, and how to show a new proposal there. */
 export interface TurnOrigin {

@@ -4,16 +4,16 @@
 // then marks the proposal, then bumps the agent's version so its rooms re-read skills and tools.
 // An agent holds at most MAX_PENDING_PROPOSALS unanswered proposals; one unanswered for
 // PENDING_PROPOSAL_TTL_MS has expired and can no longer be approved.
-import type { AgentServerStore } from "../db/agent-server-store.ts";
-import type { AgentStore } from "../db/agent-store.ts";
+import type { AgentServerStore } from "../db/stores/agent-server-store.ts";
+import type { AgentStore } from "../db/stores/agent-store.ts";
 import type {
   Proposal,
   ProposalChange,
   ProposalOrigin,
   ProposalStore,
-} from "../db/proposal-store.ts";
-import { MAX_PENDING_PROPOSALS, PENDING_PROPOSAL_TTL_MS } from "../db/proposal-store.ts";
-import type { SkillStore } from "../db/skill-store.ts";
+} from "../db/stores/proposal-store.ts";
+import { MAX_PENDING_PROPOSALS, PENDING_PROPOSAL_TTL_MS } from "../db/stores/proposal-store.ts";
+import type { SkillStore } from "../db/stores/skill-store.ts";
 import type { McpServerConfig } from "../mcp/registry.ts";
 import { ConflictError, NotFoundError } from "../runtime/errors.ts";
 import { sha256Hex } from "../runtime/hashing.ts";

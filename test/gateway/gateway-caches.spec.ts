@@ -8,7 +8,7 @@ import {
   CHANNEL_CACHE_MS,
   GatewayEvents,
 } from "../../src/clients/discord/gateway/gateway-events.ts";
-import { stores } from "../../src/db/stores.ts";
+import { stores } from "../../src/db/stores/index.ts";
 import { snowflake } from "../helpers/discord.ts";
 
 const bot = { userId: "900000000000000009", username: "bot", rolesIn: () => [] };

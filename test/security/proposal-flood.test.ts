@@ -12,7 +12,7 @@ import {
   DECIDED_PROPOSAL_RETENTION_MS,
   MAX_PENDING_PROPOSALS,
   PENDING_PROPOSAL_TTL_MS,
-} from "../../src/db/proposal-store.ts";
+} from "../../src/db/stores/proposal-store.ts";
 import { api, createTestAgent, json } from "../helpers/api.ts";
 import { chat, post, snowflake, useAgentIn, useDiscordStandIns } from "../helpers/discord.ts";
 

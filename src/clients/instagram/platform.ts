@@ -3,8 +3,8 @@
 // the memory of what the agent posted.
 import { loadConfig } from "../../config.ts";
 import type { Env } from "../../env.ts";
-import type { MediaPostStore } from "../../db/media-posts.ts";
-import { stores } from "../../db/stores.ts";
+import type { MediaPostStore } from "../../db/stores/post-store.ts";
+import { stores } from "../../db/stores/index.ts";
 import { signMediaUrl } from "../../media/signed-url.ts";
 import { createGraphClient } from "./graph.ts";
 import type { PostState, PublisherDeps } from "./publisher.ts";

@@ -6,7 +6,10 @@ import { Agent } from "agents";
 import type { Env } from "../../env.ts";
 import type { Character } from "../../runtime/character.ts";
 import type { ChatModel, ModelChoice } from "../../runtime/types.ts";
-import { createCharacterSource, type CharacterSource } from "../../objects/shared/character-source.ts";
+import {
+  createCharacterSource,
+  type CharacterSource,
+} from "../../objects/shared/character-source.ts";
 import { PostPublishing } from "./publishing-steps.ts";
 import { createRoomRuntime, type RoomRuntime } from "../../objects/shared/agent-wiring.ts";
 import type { PostPublisherRpc } from "../../rpc.ts";

@@ -5,46 +5,10 @@
 // finds a post in `publishing` asks Meta whether the container was already published and, if so,
 // recovers the media instead of publishing twice. Returns when to run the next step (null: done).
 // Platform-free: the Graph client, the signed-URL maker, the clock and the save are injected.
+import type { PostError, PostState } from "../../db/stores/post-store.ts";
 import { GraphApiError, type GraphClient } from "./graph.ts";
 
-export interface PostItem {
-  key: string;
-  kind: "image" | "video";
-  contentType: string;
-  bytes: number;
-  sha256: string;
-  width?: number;
-  height?: number;
-}
-
-export type PostStatus = "stored" | "queued" | "processing" | "publishing" | "published" | "failed";
-
-export interface PostError {
-  code: "quota_exhausted" | "graph" | "container" | "timeout" | "not_configured" | "caption";
-  message: string;
-  graphCode?: number;
-  graphSubcode?: number;
-}
-
-export interface PostState {
-  id: string;
-  agentId: string;
-  status: PostStatus;
-  caption: string;
-  /** The agent writes the caption first (the current caption is then only a hint). */
-  captionPending: boolean;
-  altText: string | null;
-  items: PostItem[];
-  containerId: string | null;
-  children: string[] | null;
-  mediaId: string | null;
-  permalink: string | null;
-  error: PostError | null;
-  attempts: number;
-  processingSince: number | null;
-  /** When publishing started (ms), to recognise our post among recent media after a restart. */
-  updatedAt: number;
-}
+export type { PostError, PostItem, PostState, PostStatus } from "../../db/stores/post-store.ts";
 
 export interface PublisherDeps {
   graph: GraphClient;

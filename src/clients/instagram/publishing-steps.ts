@@ -4,7 +4,7 @@
 // eviction. The object's class keeps only the RPC method and the schedule callback.
 import { loadConfig } from "../../config.ts";
 import type { Env } from "../../env.ts";
-import { stores } from "../../db/stores.ts";
+import { stores } from "../../db/stores/index.ts";
 import { assertWithinDailyBudget, dailyCeiling, utcDay } from "../../runtime/spend.ts";
 import { dataUrl } from "../../media/data-url.ts";
 import { mediaPostStore, publisherDeps, rememberPost } from "./platform.ts";

@@ -20,7 +20,7 @@ import {
   managersHere,
   memberPrincipal,
 } from "../../clients/discord/permissions.ts";
-import { stores } from "../../db/stores.ts";
+import { stores } from "../../db/stores/index.ts";
 import { insertMemories } from "../../memory/memory-repo.ts";
 import { enqueueTurn } from "../../objects/conversation/room-client.ts";
 import { BUILTIN_TOOL_DEFINITIONS } from "../../runtime/builtin-tools.ts";

@@ -18,7 +18,7 @@ import {
   isDirectMessage,
   managersHere,
 } from "../../clients/discord/permissions.ts";
-import { stores } from "../../db/stores.ts";
+import { stores } from "../../db/stores/index.ts";
 import { RateLimitedError } from "../../runtime/errors.ts";
 
 export type Ctx = Context<AppEnv>;

@@ -17,8 +17,8 @@ import {
   ResponseType,
   type ComponentInteraction,
 } from "../../clients/discord/interaction.ts";
-import { DiscordConfig } from "../../clients/discord/settings.ts";
-import { stores } from "../../db/stores.ts";
+import { DiscordConfig } from "../../db/stores/discord-settings-store.ts";
+import { stores } from "../../db/stores/index.ts";
 import { deleteMemories } from "../../memory/memory-repo.ts";
 import { forgetRoomHistory, resolveApproval } from "../../objects/conversation/room-client.ts";
 import {

@@ -6,7 +6,7 @@
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import { loadConfig } from "../../config.ts";
 import type { Env } from "../../env.ts";
-import { stores } from "../../db/stores.ts";
+import { stores } from "../../db/stores/index.ts";
 import { describeEmbedder } from "../../model/embedder.ts";
 import { ensureSchema } from "../../db/schema-ready.ts";
 import { gatewayObject } from "../../clients/discord/gateway/gateway-client.ts";

@@ -12,7 +12,7 @@ import {
   ingestDocument,
   MAX_DOCUMENT_CHARS,
 } from "../../memory/knowledge.ts";
-import { stores } from "../../db/stores.ts";
+import { stores } from "../../db/stores/index.ts";
 import { NotFoundError } from "../../runtime/errors.ts";
 import { loadTokenCounter } from "../../runtime/tokens.ts";
 import { assertAgentExists } from "../known-agents.ts";

@@ -8,7 +8,7 @@ import type { AppEnv } from "../app-env.ts";
 import { assertMayActFor, guard } from "../auth.ts";
 import { assertMayFilterMemories, assertMayWriteMemory } from "../namespaces.ts";
 import { describeEmbedder } from "../../model/embedder.ts";
-import { stores } from "../../db/stores.ts";
+import { stores } from "../../db/stores/index.ts";
 import {
   deleteMemories,
   insertMemories,

@@ -13,7 +13,7 @@ import { describeServers } from "../../mcp/overview.ts";
 import { mcpPlatform, OAUTH_CALLBACK_PATH } from "../../mcp/platform.ts";
 import { findServer } from "../../mcp/registry.ts";
 import { describeRemoteError, traceResponses } from "../../mcp/remote-errors.ts";
-import type { McpAuthData } from "../../db/mcp-credential-store.ts";
+import type { McpAuthData } from "../../db/stores/mcp-credential-store.ts";
 import { assertSafeServerUrl } from "../../net/url-safety.ts";
 import { AppError, NotConfiguredError, ValidationError } from "../../runtime/errors.ts";
 import type { AppEnv } from "../app-env.ts";

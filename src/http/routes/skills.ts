@@ -10,7 +10,7 @@ import {
   SKILL_NAME_RULE,
   SkillSchema,
 } from "../../characters/skills.ts";
-import { stores } from "../../db/stores.ts";
+import { stores } from "../../db/stores/index.ts";
 import { ConflictError, NotFoundError, ValidationError } from "../../runtime/errors.ts";
 import type { AppEnv } from "../app-env.ts";
 import { guard } from "../auth.ts";

@@ -3,8 +3,8 @@
 // ../namespaces.ts), and can expire; `admin` tokens cannot be limited (they mint tokens and
 // configure clients, which span every agent and user).
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
-import { stores } from "../../db/stores.ts";
-import { SCOPES } from "../../db/token-store.ts";
+import { stores } from "../../db/stores/index.ts";
+import { SCOPES } from "../../db/stores/token-store.ts";
 import { NotFoundError, ValidationError } from "../../runtime/errors.ts";
 import { parseRateRule, RATE_RULE_FORMAT } from "../../rate-limits/token-bucket.ts";
 import type { AppEnv } from "../app-env.ts";

@@ -6,7 +6,7 @@
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import { describeServers } from "../../mcp/overview.ts";
 import { mcpPlatform } from "../../mcp/platform.ts";
-import { stores } from "../../db/stores.ts";
+import { stores } from "../../db/stores/index.ts";
 import {
   assertSecretAllowed,
   effectiveServers,

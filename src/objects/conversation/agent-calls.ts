@@ -12,7 +12,7 @@ import type { ModelUsage } from "../../runtime/types.ts";
 import type { TurnUsage } from "../../runtime/turn-types.ts";
 import { errorField, log } from "../../log.ts";
 import { submitTurn } from "./room-client.ts";
-import { stores } from "../../db/stores.ts";
+import { stores } from "../../db/stores/index.ts";
 import { utcDay } from "../../runtime/spend.ts";
 import type { TurnResult } from "./room-types.ts";
 

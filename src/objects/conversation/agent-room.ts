@@ -29,7 +29,7 @@ import { turnServicesFor } from "./turn-services.ts";
 import { repeatedKeyResult, replayStream, TurnWaiters } from "./turn-waiters.ts";
 import { amendMessage } from "./journal-edits.ts";
 import { sharedTrips } from "../../db/shared-trips.ts";
-import { stores } from "../../db/stores.ts";
+import { stores } from "../../db/stores/index.ts";
 import { pruneUnansweredMessages } from "../../memory/message-amendments.ts";
 
 /**

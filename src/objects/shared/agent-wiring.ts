@@ -4,7 +4,7 @@
 // This is the only place that knows which concrete implementation backs each interface.
 import { loadConfig, MODEL_NOT_CONFIGURED_MESSAGE, type Config } from "../../config.ts";
 import type { Env } from "../../env.ts";
-import type { AgentStore } from "../../db/agent-store.ts";
+import type { AgentStore } from "../../db/stores/agent-store.ts";
 import type { MessageHistory } from "../../memory/message-history.ts";
 import { createOpenAIChatModel } from "../../model/openai-chat.ts";
 import { createWorkersAIChatModel } from "../../model/workers-ai-chat.ts";
@@ -17,7 +17,7 @@ import {
   recallProvider,
   userFactsProvider,
 } from "../../runtime/providers/memory-providers.ts";
-import { stores } from "../../db/stores.ts";
+import { stores } from "../../db/stores/index.ts";
 import type { EmbeddingPipeline } from "../../memory/embedding-pipeline.ts";
 import { createEventBus, type EventBus } from "../../runtime/events.ts";
 import { characterProvider } from "../../runtime/providers/character-provider.ts";

@@ -2,7 +2,7 @@
 // version changed (editing an agent bumps it), kept per isolate. A turn starts on the character
 // last read and checks the version alongside its other reads (src/objects/conversation/turn-queue.ts); a missing agent is
 // a not-found error, not an empty character.
-import type { AgentStore } from "../../db/agent-store.ts";
+import type { AgentStore } from "../../db/stores/agent-store.ts";
 import type { Character } from "../../runtime/character.ts";
 import { AppError, NotFoundError } from "../../runtime/errors.ts";
 

@@ -4,7 +4,7 @@
 // surface's own data: the room stores them as JSON and never looks inside; the surface validates
 // them when they come back. Discord's implementation is src/clients/discord/discord-surface.ts,
 // plugged in by src/durable-objects.ts.
-import type { Proposal } from "../../db/proposal-store.ts";
+import type { Proposal } from "../../db/stores/proposal-store.ts";
 import type { SerializedError } from "../../runtime/errors.ts";
 import type { Attachment } from "../../runtime/types.ts";
 

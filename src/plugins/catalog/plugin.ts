@@ -4,7 +4,7 @@
 // waits for consent, as any other). Never a server outside the catalog.
 import { z } from "zod";
 import { SERVER_NAME } from "../../mcp/registry.ts";
-import { MAX_REASON_CHARS } from "../../db/proposal-store.ts";
+import { MAX_REASON_CHARS } from "../../db/stores/proposal-store.ts";
 import { definePlugin } from "../plugin-api.ts";
 import { pendingProposalText } from "../proposal-text.ts";
 

@@ -8,7 +8,7 @@ import { loadConfig } from "../../../config.ts";
 import type { Env } from "../../../env.ts";
 import { enforceRate } from "../../../rate-limits/admission.ts";
 import { errorField, log } from "../../../log.ts";
-import { stores } from "../../../db/stores.ts";
+import { stores } from "../../../db/stores/index.ts";
 import { enqueueTurn, roomName } from "../../../objects/conversation/room-client.ts";
 import type { DirectMessagePolicy } from "../../../runtime/character.ts";
 import { RateLimitedError } from "../../../runtime/errors.ts";

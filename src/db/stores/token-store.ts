@@ -3,11 +3,11 @@
 // comparison (the secret has 256 bits of entropy: guessing a hash prefix reveals nothing useful).
 import { asc, eq } from "drizzle-orm";
 import { z } from "zod";
-import type { Db } from "./db.ts";
-import { readJsonColumn } from "./json-column.ts";
-import { apiTokens } from "./schema.ts";
-import { sha256Hex, toBase64Url, toHex } from "../runtime/hashing.ts";
-import { SCOPES, type Scope } from "../runtime/access/principal.ts";
+import type { Db } from "../db.ts";
+import { readJsonColumn } from "../json-column.ts";
+import { apiTokens } from "../schema.ts";
+import { sha256Hex, toBase64Url, toHex } from "../../runtime/hashing.ts";
+import { SCOPES, type Scope } from "../../runtime/access/principal.ts";
 
 export { SCOPES, type Scope };
 

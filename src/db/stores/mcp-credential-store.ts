@@ -15,10 +15,10 @@ import {
 import type { OAuthDiscoveryState } from "@modelcontextprotocol/sdk/client/auth.js";
 import { and, eq, isNull, lte, or } from "drizzle-orm";
 import { z } from "zod";
-import type { Db } from "./db.ts";
-import { readJsonColumn } from "./json-column.ts";
-import { mcpCredentials } from "./schema.ts";
-import type { SecretBox } from "./secret-box.ts";
+import type { Db } from "../db.ts";
+import { readJsonColumn } from "../json-column.ts";
+import { mcpCredentials } from "../schema.ts";
+import type { SecretBox } from "../secret-box.ts";
 
 export interface McpAuthData {
   redirectUrl?: string;

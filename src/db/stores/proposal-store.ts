@@ -6,11 +6,11 @@
 // maintenance.ts). The change and its origin are JSON columns checked with zod on the way back.
 import { and, desc, eq, lt, ne, sql } from "drizzle-orm";
 import { z } from "zod";
-import { SkillSchema } from "../characters/skills.ts";
-import { SERVER_NAME } from "../mcp/registry.ts";
-import type { Db } from "./db.ts";
-import { readJsonColumn } from "./json-column.ts";
-import { type PROPOSAL_STATUSES, proposals } from "./schema.ts";
+import { SkillSchema } from "../../characters/skills.ts";
+import { SERVER_NAME } from "../../mcp/registry.ts";
+import type { Db } from "../db.ts";
+import { readJsonColumn } from "../json-column.ts";
+import { type PROPOSAL_STATUSES, proposals } from "../schema.ts";
 
 export const MAX_REASON_CHARS = 500;
 

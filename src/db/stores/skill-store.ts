@@ -3,11 +3,11 @@
 // back. The character's own `settings.skills` are not copied here: a stored skill may not take a
 // name the character uses (the callers check, since only they hold the character).
 import { and, asc, count, eq } from "drizzle-orm";
-import { MAX_SKILLS, SkillSchema, type Skill } from "../characters/skills.ts";
-import { ConflictError } from "../runtime/errors.ts";
-import type { Db } from "./db.ts";
-import { InternalError } from "../runtime/errors.ts";
-import { agentSkills } from "./schema.ts";
+import { MAX_SKILLS, SkillSchema, type Skill } from "../../characters/skills.ts";
+import { ConflictError } from "../../runtime/errors.ts";
+import type { Db } from "../db.ts";
+import { InternalError } from "../../runtime/errors.ts";
+import { agentSkills } from "../schema.ts";
 
 export interface StoredSkill extends Skill {
   source: "api" | "agent";

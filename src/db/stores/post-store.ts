@@ -2,10 +2,49 @@
 // by the publisher in the agent's Durable Object. JSON columns are re-validated on read.
 import { and, eq } from "drizzle-orm";
 import { z } from "zod";
-import type { PostState } from "../clients/instagram/publisher.ts";
-import type { Db } from "./db.ts";
-import { readJsonColumn } from "./json-column.ts";
-import { mediaPosts } from "./schema.ts";
+import type { Db } from "../db.ts";
+import { readJsonColumn } from "../json-column.ts";
+import { mediaPosts } from "../schema.ts";
+
+/** An Instagram post as stored, and as the publisher (src/clients/instagram/publisher.ts) moves it. */
+export interface PostItem {
+  key: string;
+  kind: "image" | "video";
+  contentType: string;
+  bytes: number;
+  sha256: string;
+  width?: number;
+  height?: number;
+}
+
+export type PostStatus = "stored" | "queued" | "processing" | "publishing" | "published" | "failed";
+
+export interface PostError {
+  code: "quota_exhausted" | "graph" | "container" | "timeout" | "not_configured" | "caption";
+  message: string;
+  graphCode?: number;
+  graphSubcode?: number;
+}
+
+export interface PostState {
+  id: string;
+  agentId: string;
+  status: PostStatus;
+  caption: string;
+  /** The agent writes the caption first (the current caption is then only a hint). */
+  captionPending: boolean;
+  altText: string | null;
+  items: PostItem[];
+  containerId: string | null;
+  children: string[] | null;
+  mediaId: string | null;
+  permalink: string | null;
+  error: PostError | null;
+  attempts: number;
+  processingSince: number | null;
+  /** When publishing started (ms), to recognise our post among recent media after a restart. */
+  updatedAt: number;
+}
 
 const Items = z.array(
   z.object({

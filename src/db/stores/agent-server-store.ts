@@ -4,11 +4,11 @@
 // an approved request_tool added to the agent are kept by name only (their settings stay the
 // registry's) and listed with origin `registry`.
 import { and, asc, eq } from "drizzle-orm";
-import { McpServerConfig, registryServers, type McpServerEntry } from "../mcp/registry.ts";
-import { ConflictError } from "../runtime/errors.ts";
-import type { Db } from "./db.ts";
-import { readJsonColumn } from "./json-column.ts";
-import { agentCatalogServers, agentMcpServers } from "./schema.ts";
+import { McpServerConfig, registryServers, type McpServerEntry } from "../../mcp/registry.ts";
+import { ConflictError } from "../../runtime/errors.ts";
+import type { Db } from "../db.ts";
+import { readJsonColumn } from "../json-column.ts";
+import { agentCatalogServers, agentMcpServers } from "../schema.ts";
 
 export interface AgentServerStore {
   list(agentId: string): Promise<McpServerEntry[]>;

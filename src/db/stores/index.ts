@@ -3,29 +3,32 @@
 // memory stack (the embedder the configuration picks, the vector index: Vectorize when the VECTORS
 // binding exists, else the local index in D1; hybrid retrieval; the embedding pipeline).
 // Routes, rooms and clients ask here; nothing outside src/db/ and src/memory/ builds drizzle.
-import { loadConfig } from "../config.ts";
-import type { Env } from "../env.ts";
-import { createEmbedder } from "../model/embedder.ts";
-import type { SpendLedger } from "../runtime/spend.ts";
-import type { Embedder, MemoryRetriever, MemoryStore, VectorIndex } from "../runtime/types.ts";
+import { loadConfig } from "../../config.ts";
+import type { Env } from "../../env.ts";
+import { createEmbedder } from "../../model/embedder.ts";
+import type { SpendLedger } from "../../runtime/spend.ts";
+import type { Embedder, MemoryRetriever, MemoryStore, VectorIndex } from "../../runtime/types.ts";
 import { createAgentServerStore, type AgentServerStore } from "./agent-server-store.ts";
 import { createAgentStore, type AgentStore } from "./agent-store.ts";
-import { createD1MemoryStore } from "../memory/d1-memory-store.ts";
-import { openDb, type Db } from "./db.ts";
+import { createD1MemoryStore } from "../../memory/d1-memory-store.ts";
+import { openDb, type Db } from "../db.ts";
 import { createDiscordSettingsStore, type DiscordSettingsStore } from "./discord-settings-store.ts";
-import { createEmbeddingPipeline, type EmbeddingPipeline } from "../memory/embedding-pipeline.ts";
-import { createHybridSearch } from "../memory/hybrid-search.ts";
-import { createLocalVectorIndex } from "../memory/local-vector-index.ts";
+import {
+  createEmbeddingPipeline,
+  type EmbeddingPipeline,
+} from "../../memory/embedding-pipeline.ts";
+import { createHybridSearch } from "../../memory/hybrid-search.ts";
+import { createLocalVectorIndex } from "../../memory/local-vector-index.ts";
 import { createMcpCredentialStore, type McpCredentialStore } from "./mcp-credential-store.ts";
-import { createMediaPostStore, type MediaPostStore } from "./media-posts.ts";
-import { createMessageHistory, type MessageHistory } from "../memory/message-history.ts";
-import { databaseReachable } from "./ping.ts";
+import { createMediaPostStore, type MediaPostStore } from "./post-store.ts";
+import { createMessageHistory, type MessageHistory } from "../../memory/message-history.ts";
+import { databaseReachable } from "../ping.ts";
 import { createProposalStore, type ProposalStore } from "./proposal-store.ts";
-import { createSecretBox } from "./secret-box.ts";
+import { createSecretBox } from "../secret-box.ts";
 import { createSkillStore, type SkillStore } from "./skill-store.ts";
 import { createD1SpendLedger } from "./spend-ledger.ts";
 import { createTokenStore, type TokenStore } from "./token-store.ts";
-import { createVectorizeIndex } from "../memory/vectorize-index.ts";
+import { createVectorizeIndex } from "../../memory/vectorize-index.ts";
 
 export interface Stores {
   /** For the query functions of memory-repo.ts and knowledge.ts; only src/memory/ imports drizzle. */

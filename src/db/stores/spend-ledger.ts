@@ -1,10 +1,10 @@
 // Model tokens spent per agent per UTC day, in D1, for the daily ceiling
 // (DAILY_TOKEN_LIMIT / a character's settings.dailyTokens). One upsert per turn, off the reply path.
 import { and, eq, sql } from "drizzle-orm";
-import type { SpendLedger } from "../runtime/spend.ts";
-import { compiled } from "../memory/compiled.ts";
-import type { Db } from "./db.ts";
-import { modelUsageDaily } from "./schema.ts";
+import type { SpendLedger } from "../../runtime/spend.ts";
+import { compiled } from "../../memory/compiled.ts";
+import type { Db } from "../db.ts";
+import { modelUsageDaily } from "../schema.ts";
 
 /** One turn's tokens onto the agent's day: every turn makes this write. */
 const addTokens = compiled((db) =>

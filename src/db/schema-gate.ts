@@ -6,14 +6,14 @@
 // database holds no agent, it also seeds the shipped characters (SEED_CHARACTERS=false skips it).
 import { DurableObject } from "cloudflare:workers";
 import type { Env } from "../env.ts";
-import { MIGRATIONS } from "../db/migrations-bundle.ts";
-import { applyPendingMigrations, type SchemaState } from "../db/schema-migrator.ts";
+import { MIGRATIONS } from "./migrations-bundle.ts";
+import { applyPendingMigrations, type SchemaState } from "./schema-migrator.ts";
 import { loadConfig } from "../config.ts";
 import type { SchemaGateRpc } from "../rpc.ts";
 import { errorField, log } from "../log.ts";
 import { SHIPPED_CHARACTERS } from "../characters/shipped-characters.ts";
-import { stores } from "../db/stores.ts";
-import { seedShippedCharacters } from "../db/seed-characters.ts";
+import { stores } from "./stores/index.ts";
+import { seedShippedCharacters } from "./seed-characters.ts";
 import { loadTokenCounter } from "../runtime/tokens.ts";
 
 const SEEDED_KEY = "seeded-at";

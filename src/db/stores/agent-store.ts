@@ -4,29 +4,29 @@
 // lore memories and its knowledge document in the same atomic batch.
 import { and, asc, eq, gt, inArray, sql } from "drizzle-orm";
 import { z } from "zod";
-import { parseCharacter } from "../characters/parse-character.ts";
-import type { Character } from "../runtime/character.ts";
+import { parseCharacter } from "../../characters/parse-character.ts";
+import type { Character } from "../../runtime/character.ts";
 import {
   ConflictError,
   InternalError,
   NotConfiguredError,
   NotFoundError,
   ValidationError,
-} from "../runtime/errors.ts";
-import type { Memory } from "../runtime/types.ts";
-import { compiled } from "../memory/compiled.ts";
-import type { Db } from "./db.ts";
-import { readJsonColumn } from "./json-column.ts";
-import { overwriteMemoriesStatements } from "../memory/memory-repo.ts";
-import { agents, memories } from "./schema.ts";
-import type { SecretBox } from "./secret-box.ts";
+} from "../../runtime/errors.ts";
+import type { Memory } from "../../runtime/types.ts";
+import { compiled } from "../../memory/compiled.ts";
+import type { Db } from "../db.ts";
+import { readJsonColumn } from "../json-column.ts";
+import { overwriteMemoriesStatements } from "../../memory/memory-repo.ts";
+import { agents, memories } from "../schema.ts";
+import type { SecretBox } from "../secret-box.ts";
 import {
   CHARACTER_DOCUMENT_ID,
   documentMemoryId,
   removeDocumentStatement,
   replaceDocumentStatements,
   type BuiltDocument,
-} from "../memory/knowledge.ts";
+} from "../../memory/knowledge.ts";
 
 export const AGENT_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
 
