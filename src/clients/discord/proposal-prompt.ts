@@ -1,7 +1,7 @@
 // A proposal on Discord: what the agent asked to change about itself, posted in the channel where
 // the turn or task ran, with Approve / Deny buttons. Any member sees it; only who manages the bot
 // there (Manage Server in a server, the bot's owners in a DM) can answer: the click is checked in
-// src/http/routes/discord.ts, and the proposal itself is decided by src/plugins/proposal-desk.ts.
+// src/http/routes/discord/discord.ts, and the proposal itself is decided by src/plugins/proposal-desk.ts.
 import type { Proposal } from "../../db/stores/proposal-store.ts";
 import type { DiscordMessageBody } from "./rest.ts";
 

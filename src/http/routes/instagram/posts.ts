@@ -4,16 +4,16 @@
 // field or a failed write removes everything the request wrote: nothing is kept half-done.
 // GET /agents/:agentId/media/:postId shows where publishing stands.
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
-import type { PostState } from "../../clients/instagram/publisher.ts";
-import { mediaPostStore } from "../../clients/instagram/platform.ts";
-import { toHex } from "../../runtime/hashing.ts";
-import { AppError, NotFoundError } from "../../runtime/errors.ts";
-import type { AppEnv } from "../app-env.ts";
-import { guard } from "../auth.ts";
-import { assertAgentExists } from "../known-agents.ts";
-import { AgentIdParam, errorContent } from "../schemas.ts";
+import type { PostState } from "../../../clients/instagram/publisher.ts";
+import { mediaPostStore } from "../../../clients/instagram/platform.ts";
+import { toHex } from "../../../runtime/hashing.ts";
+import { AppError, NotFoundError } from "../../../runtime/errors.ts";
+import type { AppEnv } from "../../app-env.ts";
+import { guard } from "../../auth.ts";
+import { assertAgentExists } from "../../known-agents.ts";
+import { AgentIdParam, errorContent } from "../../schemas.ts";
 import { receiveUpload } from "./post-upload.ts";
-import { errorField, log } from "../../log.ts";
+import { errorField, log } from "../../../log.ts";
 
 const PostView = z
   .object({

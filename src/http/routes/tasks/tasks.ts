@@ -5,13 +5,13 @@
 // A task's pauses (an approval, a question) are answered in task-answers.ts; an agent with 50
 // tasks already waiting refuses a new one (429).
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
-import { type AppEnv, tokenPrincipalOf } from "../app-env.ts";
-import { guard } from "../auth.ts";
-import { assertMayNameRoom } from "../namespaces.ts";
-import { assertAgentExists } from "../known-agents.ts";
-import { AgentIdParam, errorContent, ExternalId, jsonContent } from "../schemas.ts";
-import { loadConfig, MODEL_NOT_CONFIGURED_MESSAGE } from "../../config.ts";
-import { ModelNotConfiguredError, NotFoundError, RateLimitedError } from "../../runtime/errors.ts";
+import { type AppEnv, tokenPrincipalOf } from "../../app-env.ts";
+import { guard } from "../../auth.ts";
+import { assertMayNameRoom } from "../../namespaces.ts";
+import { assertAgentExists } from "../../known-agents.ts";
+import { AgentIdParam, errorContent, ExternalId, jsonContent } from "../../schemas.ts";
+import { loadConfig, MODEL_NOT_CONFIGURED_MESSAGE } from "../../../config.ts";
+import { ModelNotConfiguredError, NotFoundError, RateLimitedError } from "../../../runtime/errors.ts";
 import {
   DEFAULT_TASK_LIMITS,
   MAX_GOAL_CHARS,
@@ -19,15 +19,15 @@ import {
   MAX_TASK_BUDGET_TOKENS,
   MAX_TASK_FAILURES,
   MAX_TASK_STEPS,
-} from "../../runtime/task-types.ts";
+} from "../../../runtime/task-types.ts";
 import {
   cancelTask,
   createTask,
   getTask,
   listTasks,
   watchTask,
-} from "../../objects/tasks/task-client.ts";
-import { MAX_TASK_EVENT_WATCHERS } from "../../objects/tasks/event-feed.ts";
+} from "../../../objects/tasks/task-client.ts";
+import { MAX_TASK_EVENT_WATCHERS } from "../../../objects/tasks/event-feed.ts";
 import { TaskResponse, taskJson } from "./task-json.ts";
 import { assertMayAnswerTask, TaskAnswerResponse, taskAfterAnswer } from "./task-access.ts";
 

@@ -2,16 +2,16 @@
 // schedule's goal, through the Durable Object scheduler of the agent's AgentTasks object. A firing
 // while the previous run is unfinished is skipped (and counted), never run twice at once.
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
-import { type AppEnv, tokenPrincipalOf } from "../app-env.ts";
-import { authorize } from "../../runtime/access/index.ts";
-import { guard } from "../auth.ts";
-import { assertMayNameRoom } from "../namespaces.ts";
-import { assertAgentExists } from "../known-agents.ts";
-import { AgentIdParam, errorContent, ExternalId, jsonContent } from "../schemas.ts";
-import { ConflictError, NotFoundError, ValidationError } from "../../runtime/errors.ts";
-import { MAX_GOAL_CHARS } from "../../runtime/task-types.ts";
-import type { ScheduleRequest } from "../../objects/tasks/task-requests.ts";
-import { createSchedule, deleteSchedule, listSchedules } from "../../objects/tasks/task-client.ts";
+import { type AppEnv, tokenPrincipalOf } from "../../app-env.ts";
+import { authorize } from "../../../runtime/access/index.ts";
+import { guard } from "../../auth.ts";
+import { assertMayNameRoom } from "../../namespaces.ts";
+import { assertAgentExists } from "../../known-agents.ts";
+import { AgentIdParam, errorContent, ExternalId, jsonContent } from "../../schemas.ts";
+import { ConflictError, NotFoundError, ValidationError } from "../../../runtime/errors.ts";
+import { MAX_GOAL_CHARS } from "../../../runtime/task-types.ts";
+import type { ScheduleRequest } from "../../../objects/tasks/task-requests.ts";
+import { createSchedule, deleteSchedule, listSchedules } from "../../../objects/tasks/task-client.ts";
 
 /** Longest interval: a year. */
 export const MAX_EVERY_SECONDS = 365 * 24 * 60 * 60;

@@ -1,35 +1,35 @@
 // The slash commands of a Discord interaction webhook (discord.ts checks its signature first):
 // /chat journals a turn in its room, /task starts one, and the small commands (/agent, /remember,
 // /recall, /forget, /tools, ...) read and write D1 directly; and the agent autocomplete.
-import { loadConfig } from "../../config.ts";
-import { enforceRate } from "../../rate-limits/admission.ts";
-import { keepAliveOf } from "../auth.ts";
-import { COMMANDS } from "../../clients/discord/commands.ts";
-import { createTask } from "../../objects/tasks/task-client.ts";
-import { DEFAULT_TASK_LIMITS } from "../../runtime/task-types.ts";
-import { interactionDelivery } from "../../clients/discord/delivery.ts";
+import { loadConfig } from "../../../config.ts";
+import { enforceRate } from "../../../rate-limits/admission.ts";
+import { keepAliveOf } from "../../auth.ts";
+import { COMMANDS } from "../../../clients/discord/commands.ts";
+import { createTask } from "../../../objects/tasks/task-client.ts";
+import { DEFAULT_TASK_LIMITS } from "../../../runtime/task-types.ts";
+import { interactionDelivery } from "../../../clients/discord/delivery.ts";
 import {
   invoker,
   ResponseType,
   stringOption,
   type CommandInteraction,
-} from "../../clients/discord/interaction.ts";
+} from "../../../clients/discord/interaction.ts";
 import {
   isDirectMessage,
   isManager,
   managersHere,
   memberPrincipal,
-} from "../../clients/discord/permissions.ts";
-import { stores } from "../../db/stores/index.ts";
-import { insertMemories } from "../../memory/memory-repo.ts";
-import { enqueueTurn } from "../../objects/conversation/room-client.ts";
-import { BUILTIN_TOOL_DEFINITIONS } from "../../runtime/builtin-tools.ts";
-import { pluginTools } from "../../plugins/room-plugins.ts";
-import { describeServers } from "../../mcp/overview.ts";
-import { mcpPlatform } from "../../mcp/platform.ts";
-import { effectiveServers } from "../../mcp/registry.ts";
-import { RateLimitedError, ValidationError } from "../../runtime/errors.ts";
-import type { Attachment, Memory } from "../../runtime/types.ts";
+} from "../../../clients/discord/permissions.ts";
+import { stores } from "../../../db/stores/index.ts";
+import { insertMemories } from "../../../memory/memory-repo.ts";
+import { enqueueTurn } from "../../../objects/conversation/room-client.ts";
+import { BUILTIN_TOOL_DEFINITIONS } from "../../../runtime/builtin-tools.ts";
+import { pluginTools } from "../../../plugins/room-plugins.ts";
+import { describeServers } from "../../../mcp/overview.ts";
+import { mcpPlatform } from "../../../mcp/platform.ts";
+import { effectiveServers } from "../../../mcp/registry.ts";
+import { RateLimitedError, ValidationError } from "../../../runtime/errors.ts";
+import type { Attachment, Memory } from "../../../runtime/types.ts";
 import { type Ctx, message, owners, resolveAgent, userRateRefusal } from "./discord-replies.ts";
 
 const MAX_FACTS_SHOWN = 15;

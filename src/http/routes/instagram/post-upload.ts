@@ -2,11 +2,11 @@
 // checked as they arrive, and each `file` goes straight to R2 through receiveMedia (checked,
 // hashed, never whole in memory). Fields may come before or after the files. On any refusal or
 // failure everything this request wrote to R2 is removed before the error goes out.
-import { MultipartReader, multipartBoundary } from "../../media/multipart.ts";
-import { receiveMedia, type ReceivedMedia } from "../../media/streamed-upload.ts";
-import { checkCaption, MAX_UPLOAD_BODY_BYTES } from "../../media/validate.ts";
-import { AppError, ValidationError } from "../../runtime/errors.ts";
-import { errorField, log } from "../../log.ts";
+import { MultipartReader, multipartBoundary } from "../../../media/multipart.ts";
+import { receiveMedia, type ReceivedMedia } from "../../../media/streamed-upload.ts";
+import { checkCaption, MAX_UPLOAD_BODY_BYTES } from "../../../media/validate.ts";
+import { AppError, ValidationError } from "../../../runtime/errors.ts";
+import { errorField, log } from "../../../log.ts";
 
 export const MAX_POST_FILES = 10;
 const MAX_ALT_TEXT_CHARS = 1_000;

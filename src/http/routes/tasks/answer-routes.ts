@@ -3,12 +3,12 @@
 // question of a `needs_input` task (`POST …/input {text}`). A Discord task waits for the person
 // who started it (their click or modal), so the API answers 409 there.
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
-import type { AppEnv } from "../app-env.ts";
-import { guard } from "../auth.ts";
-import { assertAgentExists } from "../known-agents.ts";
-import { AgentIdParam, errorContent, jsonContent } from "../schemas.ts";
-import { ConflictError, NotFoundError } from "../../runtime/errors.ts";
-import { answerTaskApproval, answerTaskInput } from "../../objects/tasks/task-client.ts";
+import type { AppEnv } from "../../app-env.ts";
+import { guard } from "../../auth.ts";
+import { assertAgentExists } from "../../known-agents.ts";
+import { AgentIdParam, errorContent, jsonContent } from "../../schemas.ts";
+import { ConflictError, NotFoundError } from "../../../runtime/errors.ts";
+import { answerTaskApproval, answerTaskInput } from "../../../objects/tasks/task-client.ts";
 import { assertMayAnswerTask, TaskAnswerResponse, taskAfterAnswer } from "./task-access.ts";
 import { TaskIdParam } from "./tasks.ts";
 

@@ -3,12 +3,12 @@
 // prefix. A token without `agents:read` gets only the task's new status back: the whole task
 // (goal, spec, audit with tool arguments and results) is for readers of the agent.
 import { z } from "@hono/zod-openapi";
-import type { Env } from "../../env.ts";
-import type { Principal } from "../app-env.ts";
-import { hasScope } from "../auth.ts";
-import { authorize } from "../../runtime/access/index.ts";
-import { NotFoundError } from "../../runtime/errors.ts";
-import { getTask } from "../../objects/tasks/task-client.ts";
+import type { Env } from "../../../env.ts";
+import type { Principal } from "../../app-env.ts";
+import { hasScope } from "../../auth.ts";
+import { authorize } from "../../../runtime/access/index.ts";
+import { NotFoundError } from "../../../runtime/errors.ts";
+import { getTask } from "../../../objects/tasks/task-client.ts";
 import { TASK_STATUSES, TaskResponse, taskJson } from "./task-json.ts";
 
 const TaskStatusOnly = z

@@ -6,36 +6,36 @@
 // user = `discord:<user>`.
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import { verifyKey } from "discord-interactions";
-import type { AppEnv } from "../app-env.ts";
-import { guard } from "../auth.ts";
-import { answerTaskApprovalClick } from "../../objects/tasks/task-client.ts";
-import { interactionDelivery } from "../../clients/discord/delivery.ts";
+import type { AppEnv } from "../../app-env.ts";
+import { guard } from "../../auth.ts";
+import { answerTaskApprovalClick } from "../../../objects/tasks/task-client.ts";
+import { interactionDelivery } from "../../../clients/discord/delivery.ts";
 import {
   Interaction,
   InteractionType,
   invoker,
   ResponseType,
   type ComponentInteraction,
-} from "../../clients/discord/interaction.ts";
-import { DiscordConfig } from "../../db/stores/discord-settings-store.ts";
-import { stores } from "../../db/stores/index.ts";
-import { deleteMemories } from "../../memory/memory-repo.ts";
-import { forgetRoomHistory, resolveApproval } from "../../objects/conversation/room-client.ts";
+} from "../../../clients/discord/interaction.ts";
+import { DiscordConfig } from "../../../db/stores/discord-settings-store.ts";
+import { stores } from "../../../db/stores/index.ts";
+import { deleteMemories } from "../../../memory/memory-repo.ts";
+import { forgetRoomHistory, resolveApproval } from "../../../objects/conversation/room-client.ts";
 import {
   approvalResultText,
   parseApprovalCustomId,
   type ApprovalButton,
-} from "../../clients/discord/approval.ts";
-import { parseProposalCustomId } from "../../clients/discord/proposal-prompt.ts";
+} from "../../../clients/discord/approval.ts";
+import { parseProposalCustomId } from "../../../clients/discord/proposal-prompt.ts";
 import { answerProposalClick } from "./discord-proposals.ts";
 import {
   NotConfiguredError,
   NotFoundError,
   UnauthorizedError,
   ValidationError,
-} from "../../runtime/errors.ts";
-import { errorContent } from "../schemas.ts";
-import { validationError } from "../validation.ts";
+} from "../../../runtime/errors.ts";
+import { errorContent } from "../../schemas.ts";
+import { validationError } from "../../validation.ts";
 import { taskQuestionClick, taskQuestionSubmit } from "./discord-task-input.ts";
 import { autocomplete, command } from "./discord-commands.ts";
 import { type Ctx, message, owners } from "./discord-replies.ts";

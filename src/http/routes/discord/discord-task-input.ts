@@ -3,8 +3,8 @@
 // "only the person who asked"; the modal's submission (interaction type 5, `tinm:`) goes to the
 // agent's AgentTasks object, and the question message is replaced by the answer (type 7).
 import type { Context } from "hono";
-import type { AppEnv } from "../app-env.ts";
-import { interactionDelivery } from "../../clients/discord/delivery.ts";
+import type { AppEnv } from "../../app-env.ts";
+import { interactionDelivery } from "../../../clients/discord/delivery.ts";
 import {
   EPHEMERAL,
   invoker,
@@ -12,15 +12,15 @@ import {
   ResponseType,
   type ComponentInteraction,
   type ModalSubmitInteraction,
-} from "../../clients/discord/interaction.ts";
+} from "../../../clients/discord/interaction.ts";
 import {
   ANSWER_FIELD,
   answerModal,
   MAX_ANSWER_CHARS,
   parseTaskInputCustomId,
   questionResultText,
-} from "../../clients/discord/task-input.ts";
-import { answerTaskQuestion, openTaskQuestion } from "../../objects/tasks/task-client.ts";
+} from "../../../clients/discord/task-input.ts";
+import { answerTaskQuestion, openTaskQuestion } from "../../../objects/tasks/task-client.ts";
 
 type Ctx = Context<AppEnv>;
 

@@ -3,23 +3,23 @@
 // rate limit of /chat and /task. Shared by the route (discord.ts) and the commands
 // (discord-commands.ts).
 import type { Context } from "hono";
-import { loadConfig } from "../../config.ts";
-import type { AppEnv } from "../app-env.ts";
-import { enforceRate } from "../../rate-limits/admission.ts";
-import { keepAliveOf } from "../auth.ts";
+import { loadConfig } from "../../../config.ts";
+import type { AppEnv } from "../../app-env.ts";
+import { enforceRate } from "../../../rate-limits/admission.ts";
+import { keepAliveOf } from "../../auth.ts";
 import {
   EPHEMERAL,
   ResponseType,
   type CommandInteraction,
-} from "../../clients/discord/interaction.ts";
-import { discordOwners, type DiscordOwners } from "../../clients/discord/owners.ts";
+} from "../../../clients/discord/interaction.ts";
+import { discordOwners, type DiscordOwners } from "../../../clients/discord/owners.ts";
 import {
   directMessageRefusal,
   isDirectMessage,
   managersHere,
-} from "../../clients/discord/permissions.ts";
-import { stores } from "../../db/stores/index.ts";
-import { RateLimitedError } from "../../runtime/errors.ts";
+} from "../../../clients/discord/permissions.ts";
+import { stores } from "../../../db/stores/index.ts";
+import { RateLimitedError } from "../../../runtime/errors.ts";
 
 export type Ctx = Context<AppEnv>;
 
