@@ -2,15 +2,15 @@
 // and a model that answers instantly: what a turn costs us, with no storage or network hop. The
 // worker table in run.ts adds the platform around it (D1, the room object, HTTP).
 import { parseCharacter } from "../src/characters/parse-character.ts";
-import { combineToolHosts, createBuiltinToolHost } from "../src/runtime/builtin-tools.ts";
-import { interactionEvaluator } from "../src/runtime/evaluators.ts";
-import { characterProvider } from "../src/runtime/providers/character-provider.ts";
-import { historyProvider } from "../src/runtime/providers/history-provider.ts";
-import { timeProvider } from "../src/runtime/providers/time-provider.ts";
-import { toolsProvider } from "../src/runtime/providers/tools-provider.ts";
-import { loadTokenCounter } from "../src/runtime/tokens.ts";
-import { createTurnRunner } from "../src/runtime/turn-runner.ts";
-import { DEFAULT_LIMITS, type TurnInput } from "../src/runtime/turn-types.ts";
+import { combineToolHosts, createBuiltinToolHost } from "../src/runtime/turn/builtin-tools.ts";
+import { interactionEvaluator } from "../src/runtime/after-reply/evaluators.ts";
+import { characterProvider } from "../src/runtime/context/character-provider.ts";
+import { historyProvider } from "../src/runtime/context/history-provider.ts";
+import { timeProvider } from "../src/runtime/context/time-provider.ts";
+import { toolsProvider } from "../src/runtime/context/tools-provider.ts";
+import { loadTokenCounter } from "../src/runtime/util/tokens.ts";
+import { createTurnRunner } from "../src/runtime/turn/turn-runner.ts";
+import { DEFAULT_LIMITS, type TurnInput } from "../src/runtime/turn/turn-types.ts";
 import type {
   ChatModel,
   ChatResponse,

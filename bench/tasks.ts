@@ -1,6 +1,6 @@
 // `npm run bench:tasks`: what an autonomous task costs.
 // 1. Model calls and tokens per task on a fixed set of scripted tasks, run by the real task loop
-//    (src/runtime/task-loop.ts) in Node. Tokens are counted with the project's o200k tokenizer on
+//    (src/runtime/tasks/advance-task.ts) in Node. Tokens are counted with the project's o200k tokenizer on
 //    what the loop actually sends and receives, so prompt growth (and what summaries save) shows.
 // 2. Runtime overhead per unit of work (plan, act step + reflection, summary, completion check)
 //    with a zero-latency model: the loop alone in Node, then through the worker in local workerd
@@ -9,9 +9,9 @@
 //    a delegation round trip (bench/tasks-together.ts).
 import { cpus } from "node:os";
 import { parseCharacter } from "../src/characters/parse-character.ts";
-import { runTask, type TaskLoopDeps } from "../src/runtime/task-loop.ts";
-import { DEFAULT_TASK_LIMITS, newTaskState, type TaskState } from "../src/runtime/task-types.ts";
-import { loadTokenCounter, type TokenCounter } from "../src/runtime/tokens.ts";
+import { runTask, type TaskLoopDeps } from "../src/runtime/tasks/advance-task.ts";
+import { DEFAULT_TASK_LIMITS, newTaskState, type TaskState } from "../src/runtime/tasks/task-types.ts";
+import { loadTokenCounter, type TokenCounter } from "../src/runtime/util/tokens.ts";
 import type { ChatModel, ChatRequest, ToolHost } from "../src/runtime/types.ts";
 import {
   evaluateReply,

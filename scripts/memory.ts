@@ -657,7 +657,7 @@ async function knowledgeFiles(
   ] = await Promise.all([
     import("./knowledge-files.ts"),
     import("../src/characters/parse-character.ts"),
-    import("../src/runtime/errors.ts"),
+    import("../src/runtime/util/errors.ts"),
     import("../src/db/stores/agent-store.ts"),
   ]);
   try {

@@ -3,7 +3,7 @@
 // so `[vars]` can list every variable for discoverability without forcing a value. The raw
 // bindings' type is `Env` in src/env.ts.
 import { z } from "zod";
-import { NotConfiguredError } from "./runtime/errors.ts";
+import { NotConfiguredError } from "./runtime/util/errors.ts";
 import type { ModelChoice } from "./runtime/types.ts";
 import type { Env } from "./env.ts";
 import { parseRateRule, RATE_RULE_FORMAT, type RateRule } from "./rate-limits/token-bucket.ts";
@@ -11,7 +11,7 @@ import {
   DEFAULT_WORKERS_AI_EMBEDDING_MODEL,
   WORKERS_AI_EMBEDDING_DIMENSIONS,
 } from "./model/workers-ai-embedder.ts";
-import { DEFAULT_HASH_DIMENSIONS } from "./runtime/hash-embedder.ts";
+import { DEFAULT_HASH_DIMENSIONS } from "./runtime/retrieval/hash-embedder.ts";
 
 export const DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1";
 export const DEFAULT_OPENAI_MODEL = "gpt-4.1-mini";

@@ -1,6 +1,6 @@
 // Structured log lines: one JSON object per line (`{"level","msg",...fields}`), which `wrangler
 // tail` and Workers Logs index by field. Every module outside the pure runtime logs through here;
-// the runtime emits events instead (src/runtime/events.ts), which the room logs the same way.
+// the runtime emits events instead (src/runtime/util/events.ts), which the room logs the same way.
 // Fields must never hold message text, tokens or remote bodies: ids, counts and our own reasons.
 
 export type LogFields = Record<string, unknown>;

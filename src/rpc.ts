@@ -3,7 +3,7 @@
 // import Env). Each class implements its interface; schedule and queue callbacks are left out.
 import type { HistoryPage, HistoryQuery } from "./memory/message-history.ts";
 import type { BucketState, RateRule } from "./rate-limits/token-bucket.ts";
-import type { TaskState } from "./runtime/task-types.ts";
+import type { TaskState } from "./runtime/tasks/task-types.ts";
 import type {
   AmendmentResult,
   ApprovalAnswer,

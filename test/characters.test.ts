@@ -9,7 +9,7 @@ import {
   publicCharacter,
   type CharacterIssue,
 } from "../src/characters/parse-character.ts";
-import { ValidationError } from "../src/runtime/errors.ts";
+import { ValidationError } from "../src/runtime/util/errors.ts";
 
 function issuesOf(input: unknown): CharacterIssue[] {
   try {

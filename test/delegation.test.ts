@@ -9,7 +9,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import type { StandInCall, StandInStep } from "./stand-ins/openai-stand-in.ts";
 import { api, createTestAgent, json, useModelStandIn } from "./helpers/api.ts";
-import { delegatedRoomOf } from "../src/runtime/delegation.ts";
+import { delegatedRoomOf } from "../src/runtime/turn/delegation.ts";
 
 const model = useModelStandIn();
 

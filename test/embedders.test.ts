@@ -4,8 +4,8 @@ import type { Env } from "../src/env.ts";
 import { createEmbedder, describeEmbedder } from "../src/model/embedder.ts";
 import { createOpenAIEmbedder, type OpenAIEmbedderOptions } from "../src/model/openai-embedder.ts";
 import { createWorkersAIEmbedder } from "../src/model/workers-ai-embedder.ts";
-import { EmbeddingError, NotConfiguredError } from "../src/runtime/errors.ts";
-import { cosine, createHashEmbedder, stem } from "../src/runtime/hash-embedder.ts";
+import { EmbeddingError, NotConfiguredError } from "../src/runtime/util/errors.ts";
+import { cosine, createHashEmbedder, stem } from "../src/runtime/retrieval/hash-embedder.ts";
 import { requiredBindings, type RequiredBindings } from "./helpers/bindings.ts";
 
 const API_KEY = "sk-embed-5ecret-never-log-me";

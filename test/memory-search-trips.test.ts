@@ -22,7 +22,7 @@ import {
   withEmbedded,
 } from "../src/memory/memory-repo.ts";
 import { rankText, rankTextWithRows } from "../src/memory/text-search.ts";
-import { hashEmbed, createHashEmbedder } from "../src/runtime/hash-embedder.ts";
+import { hashEmbed, createHashEmbedder } from "../src/runtime/retrieval/hash-embedder.ts";
 import type { Memory, RetrievalQuery } from "../src/runtime/types.ts";
 import { countTrips } from "./helpers/d1-trips.ts";
 

@@ -10,7 +10,7 @@ import { createEmbeddingPipeline } from "../src/memory/embedding-pipeline.ts";
 import { createHybridSearch } from "../src/memory/hybrid-search.ts";
 import { deleteMemories, insertMemories, memoriesByIds } from "../src/memory/memory-repo.ts";
 import { createVectorizeIndex, vectorizeId } from "../src/memory/vectorize-index.ts";
-import { createHashEmbedder } from "../src/runtime/hash-embedder.ts";
+import { createHashEmbedder } from "../src/runtime/retrieval/hash-embedder.ts";
 import type { Memory } from "../src/runtime/types.ts";
 import { fakeVectorize } from "./helpers/fake-vectorize.ts";
 

@@ -10,7 +10,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { createHybridSearch } from "../src/memory/hybrid-search.ts";
 import { createLocalVectorIndex, resetLocalVectorCache } from "../src/memory/local-vector-index.ts";
 import { rankText } from "../src/memory/text-search.ts";
-import { createHashEmbedder } from "../src/runtime/hash-embedder.ts";
+import { createHashEmbedder } from "../src/runtime/retrieval/hash-embedder.ts";
 
 const db = env.TEST_MIGRATION_DB!;
 const all = env.TEST_MIGRATIONS!;

@@ -5,7 +5,7 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createOpenAIChatModel, type OpenAIChatModelOptions } from "../src/model/openai-chat.ts";
 import { createWorkersAIChatModel } from "../src/model/workers-ai-chat.ts";
-import { ModelCallError, ModelNotConfiguredError } from "../src/runtime/errors.ts";
+import { ModelCallError, ModelNotConfiguredError } from "../src/runtime/util/errors.ts";
 import type { ChatRequest } from "../src/runtime/types.ts";
 import { createOpenAIStandIn } from "./stand-ins/openai-stand-in.ts";
 

@@ -5,7 +5,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { MultipartReader, multipartBoundary, type MultipartPart } from "../src/media/multipart.ts";
-import { PayloadTooLargeError, ValidationError } from "../src/runtime/errors.ts";
+import { PayloadTooLargeError, ValidationError } from "../src/runtime/util/errors.ts";
 
 const BOUNDARY = "----edgeAgentsBoundary7MA4YWxk";
 const encoder = new TextEncoder();

@@ -8,8 +8,8 @@ import { describe, expect, it } from "vitest";
 import { StoredShapeError } from "../src/objects/shared/stored-json.ts";
 import { TaskStore } from "../src/objects/tasks/task-store.ts";
 import { TurnJournal } from "../src/objects/conversation/turn-journal.ts";
-import { newTaskState } from "../src/runtime/task-types.ts";
-import type { TurnInput, TurnOutcome } from "../src/runtime/turn-types.ts";
+import { newTaskState } from "../src/runtime/tasks/task-types.ts";
+import type { TurnInput, TurnOutcome } from "../src/runtime/turn/turn-types.ts";
 
 function inStorage<R>(name: string, work: (sql: SqlStorage) => R): Promise<R> {
   return runInDurableObject(env.LIMITS.getByName(name), (_instance, state) =>

@@ -11,7 +11,7 @@ import {
   rankVectors,
   removeVector,
 } from "../src/memory/vector-cache.ts";
-import { hashEmbed } from "../src/runtime/hash-embedder.ts";
+import { hashEmbed } from "../src/runtime/retrieval/hash-embedder.ts";
 import type { MemoryType } from "../src/runtime/types.ts";
 
 const DIMS = 384;

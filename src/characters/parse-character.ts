@@ -9,7 +9,7 @@ import type {
   ExampleLine,
   KnowledgeItem,
 } from "../runtime/character.ts";
-import { ValidationError } from "../runtime/errors.ts";
+import { ValidationError } from "../runtime/util/errors.ts";
 import { isPlainObject } from "./limits.ts";
 import { LEGACY_KEYS, characterV0Schema, type CharacterV0File } from "./schema-v0.ts";
 import { characterV1Schema, type CharacterV1File, type ExampleLineFile } from "./schema-v1.ts";

@@ -72,7 +72,7 @@ const memorySchema = z.strictObject(
   { error: (issue) => (issue.code === "unrecognized_keys" ? undefined : "expected an object") },
 );
 
-/** `settings.tasks`: how many of the agent's tasks run at once (default 2, src/runtime/task-types.ts). */
+/** `settings.tasks`: how many of the agent's tasks run at once (default 2, src/runtime/tasks/task-types.ts). */
 const tasksSchema = z.strictObject(
   { concurrency: z.int().min(1).max(MAX_TASK_CONCURRENCY).optional() },
   { error: (issue) => (issue.code === "unrecognized_keys" ? undefined : "expected an object") },

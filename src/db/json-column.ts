@@ -2,7 +2,7 @@
 // parsed with its zod schema instead of `JSON.parse(x) as T`. A bad value is reported by where it
 // lives (table, column, row), never by its content, which may hold a secret.
 import type { z } from "zod";
-import { InternalError } from "../runtime/errors.ts";
+import { InternalError } from "../runtime/util/errors.ts";
 
 /** `where` names the value for the error, e.g. `api_tokens.scopes of tok_1234`. */
 export function readJsonColumn<Schema extends z.ZodType>(

@@ -14,7 +14,7 @@ import { errorField, log } from "../log.ts";
 import { SHIPPED_CHARACTERS } from "../characters/shipped-characters.ts";
 import { stores } from "./stores/index.ts";
 import { seedShippedCharacters } from "./seed-characters.ts";
-import { loadTokenCounter } from "../runtime/tokens.ts";
+import { loadTokenCounter } from "../runtime/util/tokens.ts";
 
 const SEEDED_KEY = "seeded-at";
 

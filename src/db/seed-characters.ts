@@ -4,7 +4,7 @@
 // alone, so running it again changes nothing.
 import { parseCharacter } from "../characters/parse-character.ts";
 import type { ShippedCharacter } from "../characters/shipped-characters.ts";
-import type { TokenCounter } from "../runtime/tokens.ts";
+import type { TokenCounter } from "../runtime/util/tokens.ts";
 import { agentIdFor, type AgentStore } from "./stores/agent-store.ts";
 import type { Db } from "./db.ts";
 import type { EmbeddingPipeline } from "../memory/embedding-pipeline.ts";

@@ -5,7 +5,7 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
 import type { MiddlewareHandler } from "hono";
 import { bodyLimit } from "hono/body-limit";
-import { NotFoundError, PayloadTooLargeError } from "../runtime/errors.ts";
+import { NotFoundError, PayloadTooLargeError } from "../runtime/util/errors.ts";
 import type { AppEnv } from "./app-env.ts";
 import { handleError } from "./errors.ts";
 import { ensureSchema } from "../db/schema-ready.ts";

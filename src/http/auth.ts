@@ -14,12 +14,12 @@ import {
   type TokenRecord,
 } from "../db/stores/token-store.ts";
 import { findToken, noteTokenUse } from "./known-tokens.ts";
-import { ForbiddenError, NotConfiguredError, UnauthorizedError } from "../runtime/errors.ts";
+import { ForbiddenError, NotConfiguredError, UnauthorizedError } from "../runtime/util/errors.ts";
 import { parseRateRule } from "../rate-limits/token-bucket.ts";
 import type { AppEnv, Principal } from "./app-env.ts";
 import { enforceRate, type KeepAlive } from "../rate-limits/admission.ts";
 import { errorField, log } from "../log.ts";
-import { sha256 } from "../runtime/hashing.ts";
+import { sha256 } from "../runtime/util/hashing.ts";
 import {
   ADMIN_TOKEN_ID,
   hasScope as tokenHasScope,

@@ -4,7 +4,7 @@
 import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
-import { AppError, type ErrorCode } from "../runtime/errors.ts";
+import { AppError, type ErrorCode } from "../runtime/util/errors.ts";
 import { errorField, log } from "../log.ts";
 
 export function errorBody(code: ErrorCode, message: string, details?: unknown) {

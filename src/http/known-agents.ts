@@ -3,7 +3,7 @@
 // the room re-reads the agent's version itself on every turn, so a deleted or edited agent is
 // never served stale; at worst a just-deleted agent gets its 404 from the room instead.
 import type { Env } from "../env.ts";
-import { NotFoundError } from "../runtime/errors.ts";
+import { NotFoundError } from "../runtime/util/errors.ts";
 import { stores } from "../db/stores/index.ts";
 
 const KNOWN_AGENT_TTL_MS = 30_000;

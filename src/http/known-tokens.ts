@@ -4,7 +4,7 @@
 // within TOKEN_CACHE_MS (docs/api.md). Unknown tokens are not cached: each one is looked up.
 import { stores } from "../db/stores/index.ts";
 import type { TokenRecord } from "../db/stores/token-store.ts";
-import { sha256Hex } from "../runtime/hashing.ts";
+import { sha256Hex } from "../runtime/util/hashing.ts";
 import type { Env } from "../env.ts";
 
 /** How long a revocation may take to reach an isolate that has the token cached. */

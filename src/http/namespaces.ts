@@ -10,7 +10,7 @@ import {
   USER_ROOM_PREFIX,
   type Action,
 } from "../runtime/access/index.ts";
-import { ForbiddenError } from "../runtime/errors.ts";
+import { ForbiddenError } from "../runtime/util/errors.ts";
 import type { Principal } from "./app-env.ts";
 
 export { RESERVED_NAMESPACES, USER_ROOM_PREFIX };

@@ -1,6 +1,6 @@
 // Turns failed request validation (params, query, headers, JSON bodies) into the house error
 // shape, listing every failing field by dotted path, the same way character files are reported.
-import { ValidationError } from "../runtime/errors.ts";
+import { ValidationError } from "../runtime/util/errors.ts";
 
 interface IssueLike {
   path: readonly PropertyKey[];

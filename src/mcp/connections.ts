@@ -16,8 +16,8 @@ import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { ErrorCode, McpError, type Tool } from "@modelcontextprotocol/sdk/types.js";
 import { CfWorkerJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/cfworker-provider.js";
 import { assertSafeServerUrl, type UrlPolicy } from "../net/url-safety.ts";
-import { AppError } from "../runtime/errors.ts";
-import { quoteInline } from "../runtime/quoted-data.ts";
+import { AppError } from "../runtime/util/errors.ts";
+import { quoteInline } from "../runtime/context/quoted-data.ts";
 import type {
   ToolContext,
   ToolDefinition,

@@ -13,8 +13,8 @@ import type {
   OAuthClientMetadata,
   OAuthTokens,
 } from "@modelcontextprotocol/sdk/shared/auth.js";
-import { ConflictError, NotConfiguredError, ValidationError } from "../runtime/errors.ts";
-import { sha256Hex, toBase64Url } from "../runtime/hashing.ts";
+import { ConflictError, NotConfiguredError, ValidationError } from "../runtime/util/errors.ts";
+import { sha256Hex, toBase64Url } from "../runtime/util/hashing.ts";
 import type { McpCredentialRow, McpCredentialStore } from "../db/stores/mcp-credential-store.ts";
 
 /** How long a consent link stays usable. */

@@ -5,7 +5,7 @@
 // failed (and the HTTP status), never what a remote server answered.
 import { auth } from "@modelcontextprotocol/sdk/client/auth.js";
 import { assertSafeServerUrl } from "../net/url-safety.ts";
-import { AppError, NotConfiguredError } from "../runtime/errors.ts";
+import { AppError, NotConfiguredError } from "../runtime/util/errors.ts";
 import { McpConnections, type ServerState } from "./connections.ts";
 import { AgentOAuthProvider } from "./oauth-provider.ts";
 import type { McpPlatform } from "./platform.ts";

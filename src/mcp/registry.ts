@@ -6,7 +6,7 @@
 // own servers' origins); nowhere else.
 import { z } from "zod";
 import registryFile from "../../mcp-servers.json";
-import { NotConfiguredError, NotFoundError, ValidationError } from "../runtime/errors.ts";
+import { NotConfiguredError, NotFoundError, ValidationError } from "../runtime/util/errors.ts";
 
 /** Lower-case, no underscores: `__` separates server and tool in the model's tool names. */
 export const SERVER_NAME = /^[a-z0-9][a-z0-9-]{0,31}$/;

@@ -8,7 +8,7 @@ import { SseError } from "@modelcontextprotocol/sdk/client/sse.js";
 import { StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { OAuthError } from "@modelcontextprotocol/sdk/server/auth/errors.js";
 import { McpError } from "@modelcontextprotocol/sdk/types.js";
-import { AppError } from "../runtime/errors.ts";
+import { AppError } from "../runtime/util/errors.ts";
 
 export interface ResponseTrace {
   fetch: typeof fetch;

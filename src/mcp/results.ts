@@ -4,7 +4,7 @@
 // The whole result is quoted as untrusted data with its source, and capped; so is a failure the
 // server describes (`isError`, or a JSON-RPC error): the server's words never read as ours.
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
-import { quoteData, TOOL_ERROR_PREAMBLE, TOOL_RESULT_PREAMBLE } from "../runtime/quoted-data.ts";
+import { quoteData, TOOL_ERROR_PREAMBLE, TOOL_RESULT_PREAMBLE } from "../runtime/context/quoted-data.ts";
 import type { ToolOutput } from "../runtime/types.ts";
 
 /** Far above what the tool executor passes on (it truncates further); bounds memory only. */

@@ -3,7 +3,7 @@
 // memory whole. Only the bytes that could still be the start of a boundary are kept between reads.
 // Strict where browsers and curl are strict: CRLF line breaks, a Content-Disposition of form-data
 // with a name on every part, a closing boundary. Anything else is a 400 naming what is wrong.
-import { PayloadTooLargeError, ValidationError } from "../runtime/errors.ts";
+import { PayloadTooLargeError, ValidationError } from "../runtime/util/errors.ts";
 
 export interface MultipartPart {
   name: string;

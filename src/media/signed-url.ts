@@ -10,7 +10,7 @@ export const MEDIA_KEY = /^(?!.*\.\.)[A-Za-z0-9][A-Za-z0-9._\-/]{0,511}$/;
 /** The longest a signed media link may live. */
 export const MAX_MEDIA_URL_LIFETIME_S = 7 * 24 * 3600;
 
-import { fromBase64Url, toBase64Url } from "../runtime/hashing.ts";
+import { fromBase64Url, toBase64Url } from "../runtime/util/hashing.ts";
 
 const keys = new Map<string, Promise<CryptoKey>>();
 

@@ -2,7 +2,7 @@
 // SHA-256 (hex) in the object's metadata, so a copy can be verified and a re-upload recognised.
 // Uploads stream in through StreamedMediaWrite, which never holds more than one R2 part in memory
 // and hashes with workerd's crypto.DigestStream.
-import { sha256Hex, toHex } from "../runtime/hashing.ts";
+import { sha256Hex, toHex } from "../runtime/util/hashing.ts";
 
 /** `sha256` when the caller already hashed the bytes (it is not computed twice). */
 export async function storeMedia(

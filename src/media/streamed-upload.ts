@@ -3,7 +3,7 @@
 // so a file is never in memory whole. The verdicts that need the whole file (empty, truncated)
 // come at its end; a refusal at any point aborts the write, leaving nothing in R2.
 import type { PostItem } from "../db/stores/post-store.ts";
-import { ValidationError } from "../runtime/errors.ts";
+import { ValidationError } from "../runtime/util/errors.ts";
 import { StreamedMediaWrite } from "./store.ts";
 import { MediaCheckStream } from "./validate.ts";
 

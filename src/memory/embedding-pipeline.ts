@@ -4,7 +4,7 @@
 // text) for the next run. Also removes the vectors of deleted memories from Vectorize, and the
 // vectors written there under old, global ids before migration 0013 (their memories were made
 // pending again by that migration, so embedding them writes their new vectors).
-import { DimensionMismatchError } from "../runtime/errors.ts";
+import { DimensionMismatchError } from "../runtime/util/errors.ts";
 import type { Embedder, Memory, VectorIndex } from "../runtime/types.ts";
 import type { Db } from "../db/db.ts";
 import { markEmbedded, pendingEmbeddings } from "./memory-repo.ts";

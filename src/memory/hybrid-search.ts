@@ -1,5 +1,5 @@
 // Hybrid retrieval over D1 and the vector index: the FTS5 leg and the vector leg run at once and
-// are fused by reciprocal rank (src/runtime/fusion.ts). A memory not embedded yet is still found by
+// are fused by reciprocal rank (src/runtime/retrieval/fusion.ts). A memory not embedded yet is still found by
 // its text; a vector index that fails or no longer fits the embedder degrades the search to text
 // alone (logged) instead of failing the turn. Message hits bring their neighbouring messages.
 // The full-text statement returns its hits' rows and their neighbours; a local vector index ranks
@@ -7,7 +7,7 @@
 // Rows the fusion needs beyond these are read after, in one more batch. Scoped to one agent.
 import { and, eq, inArray, sql } from "drizzle-orm";
 import { SQLiteAsyncDialect } from "drizzle-orm/sqlite-core";
-import { dedupeByText, fuseRankings, type FusedHit } from "../runtime/fusion.ts";
+import { dedupeByText, fuseRankings, type FusedHit } from "../runtime/retrieval/fusion.ts";
 import type {
   Embedder,
   Memory,

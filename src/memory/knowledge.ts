@@ -3,15 +3,15 @@
 // earlier version of the same document, so re-ingesting replaces it and a failure leaves the old
 // version whole. Fragments are then embedded in batches; any that fail stay pending (found by text).
 import { and, eq, or } from "drizzle-orm";
-import { chunkDocument, DEFAULT_CHUNK_OPTIONS } from "../runtime/chunking.ts";
-import type { TokenCounter } from "../runtime/tokens.ts";
+import { chunkDocument, DEFAULT_CHUNK_OPTIONS } from "../runtime/retrieval/chunking.ts";
+import type { TokenCounter } from "../runtime/util/tokens.ts";
 import type { Character } from "../runtime/character.ts";
 import type { Memory } from "../runtime/types.ts";
 import type { Db } from "../db/db.ts";
 import type { EmbeddingPipeline } from "./embedding-pipeline.ts";
 import { overwriteMemoriesStatements } from "./memory-repo.ts";
 import { memories } from "../db/schema.ts";
-import { sha256Hex } from "../runtime/hashing.ts";
+import { sha256Hex } from "../runtime/util/hashing.ts";
 
 /** A document's longest text, in characters (its request body is also capped at 512 KiB). */
 export const MAX_DOCUMENT_CHARS = 500_000;

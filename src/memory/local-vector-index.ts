@@ -6,7 +6,7 @@
 // elsewhere (another isolate, a cascade) leaves this cache when search finds its memory gone and
 // calls forget().
 import { and, eq, gt, sql } from "drizzle-orm";
-import { DimensionMismatchError } from "../runtime/errors.ts";
+import { DimensionMismatchError } from "../runtime/util/errors.ts";
 import type {
   MemoryType,
   VectorIndex,

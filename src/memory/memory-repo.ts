@@ -17,7 +17,7 @@ import {
   type SQL,
   type SQLWrapper,
 } from "drizzle-orm";
-import { ValidationError } from "../runtime/errors.ts";
+import { ValidationError } from "../runtime/util/errors.ts";
 import { alias } from "drizzle-orm/sqlite-core";
 import type { Memory, MemoryType } from "../runtime/types.ts";
 import { compiled } from "./compiled.ts";

@@ -2,7 +2,7 @@
 // (a hand edit, an older version's shape), so they are parsed with zod; a bad row is reported with
 // its id rather than crashing a whole listing with an opaque error.
 import { z } from "zod";
-import { InternalError } from "../runtime/errors.ts";
+import { InternalError } from "../runtime/util/errors.ts";
 import type { Memory, MemoryType } from "../runtime/types.ts";
 import type { memories } from "../db/schema.ts";
 

@@ -12,7 +12,7 @@ import {
   sqliteTable,
   text as textColumn,
 } from "drizzle-orm/sqlite-core";
-import { queryTerms } from "../runtime/query-terms.ts";
+import { queryTerms } from "../runtime/retrieval/query-terms.ts";
 import { compiled, type Compiled } from "./compiled.ts";
 import type { Db } from "../db/db.ts";
 import { nearestMessage, type MemoryFilter } from "./memory-repo.ts";

@@ -2,10 +2,10 @@
 // for filters and memoryId to map hits back (their metadata indexes must exist before vectors are
 // written; see docs/deploying.md), the dimension checked against the index before every write. Vectorize
 // applies writes asynchronously: callers never rely on reading their own writes.
-import { DimensionMismatchError } from "../runtime/errors.ts";
+import { DimensionMismatchError } from "../runtime/util/errors.ts";
 import type { VectorIndex, VectorMatch, VectorQuery, VectorRecord } from "../runtime/types.ts";
 import { log as logLine } from "../log.ts";
-import { sha256, toBase64Url } from "../runtime/hashing.ts";
+import { sha256, toBase64Url } from "../runtime/util/hashing.ts";
 
 /** Vectorize's limits from a Worker: 1,000 vectors per upsert/delete, topK 100 without values. */
 const MAX_WRITE = 1_000;

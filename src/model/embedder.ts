@@ -4,7 +4,7 @@
 // EMBEDDING_MODEL the index decides: an index that already holds vectors of another size keeps
 // the embedder that wrote them (changing embedders stays an explicit re-embed).
 import type { Config } from "../config.ts";
-import { createHashEmbedder } from "../runtime/hash-embedder.ts";
+import { createHashEmbedder } from "../runtime/retrieval/hash-embedder.ts";
 import type { Embedder } from "../runtime/types.ts";
 import { createOpenAIEmbedder } from "./openai-embedder.ts";
 import { createWorkersAIEmbedder } from "./workers-ai-embedder.ts";

@@ -9,7 +9,7 @@ import OpenAI, {
   APIUserAbortError,
 } from "openai";
 import type { ChatCompletionCreateParamsNonStreaming } from "openai/resources/chat/completions";
-import { ModelCallError, ModelNotConfiguredError } from "../runtime/errors.ts";
+import { ModelCallError, ModelNotConfiguredError } from "../runtime/util/errors.ts";
 import type { ChatModel, ChatRequest, ChatResponse } from "../runtime/types.ts";
 import { parseOpenAICompletion, toOpenAIMessages, toOpenAITools } from "./openai-mapping.ts";
 import { collectStream } from "./openai-stream.ts";

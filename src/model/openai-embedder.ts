@@ -6,8 +6,8 @@ import type OpenAI from "openai";
 import { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from "openai";
 import { createOpenAIClient } from "./openai-chat.ts";
 import { z } from "zod";
-import { EmbeddingError } from "../runtime/errors.ts";
-import { unitVector } from "../runtime/hash-embedder.ts";
+import { EmbeddingError } from "../runtime/util/errors.ts";
+import { unitVector } from "../runtime/retrieval/hash-embedder.ts";
 import type { Embedder } from "../runtime/types.ts";
 import {
   MAX_SERVER_RETRY_DELAY_MS,

@@ -3,7 +3,7 @@
 // The binding has no status codes, so any failure after one retry means "try another model".
 
 import { z } from "zod";
-import { ModelCallError } from "../runtime/errors.ts";
+import { ModelCallError } from "../runtime/util/errors.ts";
 import type { ChatModel, ChatRequest, ChatResponse } from "../runtime/types.ts";
 import {
   WireUsage,

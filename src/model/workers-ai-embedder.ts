@@ -3,8 +3,8 @@
 // binding has no local simulator and no status codes: one retry, then an EmbeddingError; locally
 // and in tests the hashed embedder serves instead.
 import { z } from "zod";
-import { EmbeddingError } from "../runtime/errors.ts";
-import { unitVector } from "../runtime/hash-embedder.ts";
+import { EmbeddingError } from "../runtime/util/errors.ts";
+import { unitVector } from "../runtime/retrieval/hash-embedder.ts";
 import type { Embedder } from "../runtime/types.ts";
 import { runAbortably, truncate, type WorkersAIBinding } from "./workers-ai-chat.ts";
 

@@ -4,7 +4,7 @@
 // back when the caller asked for `redirect: "manual"`; the answer is capped in time and size while
 // it is read, whatever Content-Length says. Refusals are OutboundRequestError: they name the
 // origin and the rule, never what a remote service answered.
-import { AppError } from "../runtime/errors.ts";
+import { AppError } from "../runtime/util/errors.ts";
 import { urlRefusal, type UrlPolicy } from "./url-safety.ts";
 
 export interface FetchCaps {

@@ -4,7 +4,7 @@
 // against allow-lists of global ranges, names are resolved with DNS over HTTPS (Workers have no
 // resolver) and fail closed. ALLOW_LOOPBACK_FETCH (development only) lets loopback through over
 // http; operator-configured origins (a stand-in's DISCORD_API_BASE) can be trusted per use.
-import { ValidationError } from "../runtime/errors.ts";
+import { ValidationError } from "../runtime/util/errors.ts";
 
 export type Resolver = (hostname: string) => Promise<string[]>;
 

@@ -8,7 +8,7 @@ import { errorField, log } from "../log.ts";
 import { agentServersOf } from "../mcp/agent-servers.ts";
 import type { Registry } from "../mcp/registry.ts";
 import type { Character } from "../runtime/character.ts";
-import { readOncePer } from "../runtime/per-character.ts";
+import { readOncePer } from "../runtime/util/per-character.ts";
 import type { ProposalDesk } from "./proposal-desk.ts";
 import type {
   CatalogServer,
@@ -44,7 +44,7 @@ export function createHostServices(
 /**
  * Reads made for a character, shared by every object of the isolate: characters are shared per
  * isolate and version (src/objects/shared/character-source.ts), so a new room of an agent finds its skills
- * already read (its servers: src/mcp/agent-servers.ts; both through src/runtime/per-character.ts).
+ * already read (its servers: src/mcp/agent-servers.ts; both through src/runtime/util/per-character.ts).
  */
 const skillsByCharacter = new WeakMap<Character, Promise<SkillEntry[]>>();
 

@@ -5,8 +5,8 @@
 // the character of that turn and where it came from.
 import { errorField, log } from "../log.ts";
 import type { Character } from "../runtime/character.ts";
-import type { Evaluator } from "../runtime/evaluators.ts";
-import type { Provider } from "../runtime/providers.ts";
+import type { Evaluator } from "../runtime/after-reply/evaluators.ts";
+import type { Provider } from "../runtime/context/compose-state.ts";
 import type { Clock, MemoryStore, ToolDefinition, ToolHost } from "../runtime/types.ts";
 import type { Plugin, PluginDeployment, PluginScope, PluginTool } from "./plugin-api.ts";
 import type { PluginServices, TurnOrigin } from "./plugin-services.ts";

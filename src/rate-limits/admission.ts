@@ -10,7 +10,7 @@
 // requests are let through (and logged): an outage of the limiter must not become an outage of
 // the API.
 import type { Env } from "../env.ts";
-import { RateLimitedError } from "../runtime/errors.ts";
+import { RateLimitedError } from "../runtime/util/errors.ts";
 import { takeFromBucket, type BucketState, type RateRule } from "./token-bucket.ts";
 import { errorField, log } from "../log.ts";
 

@@ -12,7 +12,7 @@ import type {
   MemoryStore,
   RuntimeEvent,
 } from "../../src/runtime/types.ts";
-import type { TurnInput } from "../../src/runtime/turn-types.ts";
+import type { TurnInput } from "../../src/runtime/turn/turn-types.ts";
 
 export class FakeMemoryStore implements MemoryStore {
   readonly memories: Memory[] = [];

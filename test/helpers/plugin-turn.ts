@@ -2,10 +2,10 @@
 // host with the plugins under test, and the scripted model. Services a test does not give are
 // empty (no skills, nothing in the catalog) or refuse (filing a proposal). docs/plugins.md
 // shows it in use.
-import { combineToolHosts, createBuiltinToolHost } from "../../src/runtime/builtin-tools.ts";
-import { loadTokenCounter } from "../../src/runtime/tokens.ts";
-import { createTurnRunner } from "../../src/runtime/turn-runner.ts";
-import { DEFAULT_LIMITS, type TurnInput, type TurnOutcome } from "../../src/runtime/turn-types.ts";
+import { combineToolHosts, createBuiltinToolHost } from "../../src/runtime/turn/builtin-tools.ts";
+import { loadTokenCounter } from "../../src/runtime/util/tokens.ts";
+import { createTurnRunner } from "../../src/runtime/turn/turn-runner.ts";
+import { DEFAULT_LIMITS, type TurnInput, type TurnOutcome } from "../../src/runtime/turn/turn-types.ts";
 import type { ChatModel } from "../../src/runtime/types.ts";
 import type { Plugin } from "../../src/plugins/plugin-api.ts";
 import { createPluginHost } from "../../src/plugins/plugin-host.ts";

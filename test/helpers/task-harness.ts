@@ -1,7 +1,7 @@
 // The task loop's host for pure tests: a scripted model (task-script.ts), two in-memory tools
 // (`search`, `fetch_page`), a ticking clock, and the events and audit entries collected. No
 // vitest or platform imports, so it runs in the Node `runtime` project.
-import { runTask, type TaskLoopDeps } from "../../src/runtime/task-loop.ts";
+import { runTask, type TaskLoopDeps } from "../../src/runtime/tasks/advance-task.ts";
 import {
   DEFAULT_TASK_LIMITS,
   newTaskState,
@@ -10,7 +10,7 @@ import {
   type TaskEventBody,
   type TaskLimits,
   type TaskState,
-} from "../../src/runtime/task-types.ts";
+} from "../../src/runtime/tasks/task-types.ts";
 import type { ToolHost } from "../../src/runtime/types.ts";
 import { character, tickingClock } from "./fakes.ts";
 import { scriptTask, taskChatModel, type TaskScript } from "./task-script.ts";

@@ -8,8 +8,8 @@ import {
   PLANNER_INSTRUCTIONS,
   REFLECTION_INSTRUCTIONS,
   SUMMARY_INSTRUCTIONS,
-} from "../../src/runtime/task-plan.ts";
-import { SPEC_INSTRUCTIONS } from "../../src/runtime/task-spec.ts";
+} from "../../src/runtime/tasks/task-plan.ts";
+import { SPEC_INSTRUCTIONS } from "../../src/runtime/tasks/task-spec.ts";
 import type { ChatModel, ChatRequest, ChatResponse } from "../../src/runtime/types.ts";
 
 export type TaskRole = "spec" | "plan" | "act" | "reflect" | "summary" | "evaluate";

@@ -1,5 +1,5 @@
 // Runs in the `limits` project, where DAILY_TOKEN_LIMIT is 200,000 tokens per agent and UTC day.
-// The daily ceiling (src/runtime/spend.ts) refuses a turn once the day's spend has reached it,
+// The daily ceiling (src/runtime/turn/spend.ts) refuses a turn once the day's spend has reached it,
 // reaching included: spend equal to the ceiling is refused, one token under it is not. The ceiling
 // is DAILY_TOKEN_LIMIT unless the character's settings.dailyTokens sets its own, lower or higher.
 import { env } from "cloudflare:workers";

@@ -40,8 +40,8 @@ describe("src/ layering, read from the import graph", () => {
     expect(edges.length).toBeGreaterThan(500);
     expect(edges).toContainEqual(
       expect.objectContaining({
-        from: "src/runtime/task-step.ts",
-        target: "src/runtime/task-deps.ts",
+        from: "src/runtime/tasks/act-step.ts",
+        target: "src/runtime/tasks/task-deps.ts",
         typeOnly: true,
       }),
     );
@@ -54,7 +54,7 @@ describe("src/ layering, read from the import graph", () => {
     );
     expect(edges).toContainEqual(
       expect.objectContaining({
-        from: "src/runtime/tokens.ts",
+        from: "src/runtime/util/tokens.ts",
         specifier: "gpt-tokenizer/encoding/o200k_base",
         target: null,
       }),

@@ -10,7 +10,7 @@ import {
   TaskEventFeed,
   type TaskEventSource,
 } from "../../src/objects/tasks/event-feed.ts";
-import type { TaskEvent } from "../../src/runtime/task-types.ts";
+import type { TaskEvent } from "../../src/runtime/tasks/task-types.ts";
 
 /** An in-memory task with events; counts how often the feed reads it. */
 function fakeTask() {

@@ -11,8 +11,8 @@ import {
   delegationRefusal,
   MAX_DELEGATION_DEPTH,
   withDelegatedUsage,
-} from "../../src/runtime/delegation.ts";
-import { answerDelegation } from "../../src/runtime/task-loop.ts";
+} from "../../src/runtime/turn/delegation.ts";
+import { answerDelegation } from "../../src/runtime/tasks/advance-task.ts";
 import type { TokenPrincipal } from "../../src/runtime/access/principal.ts";
 import { character } from "../helpers/fakes.ts";
 import { newTask, runToPause, taskHarness } from "../helpers/task-harness.ts";

@@ -1,8 +1,8 @@
 // The memory evaluators on their own, with in-memory fakes: when the reflection and the summary
 // call the small model, and that a summary due on a reflection's turn shares its one call.
 import { describe, expect, it } from "vitest";
-import { type EvaluatorContext, runEvaluators } from "../../src/runtime/evaluators.ts";
-import { reflectionEvaluator, summaryEvaluator } from "../../src/runtime/memory-evaluators.ts";
+import { type EvaluatorContext, runEvaluators } from "../../src/runtime/after-reply/evaluators.ts";
+import { reflectionEvaluator, summaryEvaluator } from "../../src/runtime/after-reply/memory-evaluators.ts";
 import type { ChatRequest, MemoryRetriever } from "../../src/runtime/types.ts";
 import {
   character,

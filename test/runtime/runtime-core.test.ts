@@ -1,14 +1,14 @@
 // The runtime core on its own, with in-memory fakes: no worker, no D1, no Durable Object.
 import { describe, expect, it } from "vitest";
-import { createBuiltinToolHost } from "../../src/runtime/builtin-tools.ts";
-import { interactionEvaluator, type Evaluator } from "../../src/runtime/evaluators.ts";
-import { transcriptForFallback, FAILOVER_NOTE } from "../../src/runtime/model-session.ts";
-import { composeState, type Provider, type ProviderContext } from "../../src/runtime/providers.ts";
-import { historyProvider } from "../../src/runtime/providers/history-provider.ts";
-import { decideByRules } from "../../src/runtime/respond-decision.ts";
-import { loadTokenCounter } from "../../src/runtime/tokens.ts";
-import { createTurnRunner, type TurnRunnerDeps } from "../../src/runtime/turn-runner.ts";
-import { DEFAULT_LIMITS } from "../../src/runtime/turn-types.ts";
+import { createBuiltinToolHost } from "../../src/runtime/turn/builtin-tools.ts";
+import { interactionEvaluator, type Evaluator } from "../../src/runtime/after-reply/evaluators.ts";
+import { transcriptForFallback, FAILOVER_NOTE } from "../../src/runtime/turn/model-session.ts";
+import { composeState, type Provider, type ProviderContext } from "../../src/runtime/context/compose-state.ts";
+import { historyProvider } from "../../src/runtime/context/history-provider.ts";
+import { decideByRules } from "../../src/runtime/turn/respond-decision.ts";
+import { loadTokenCounter } from "../../src/runtime/util/tokens.ts";
+import { createTurnRunner, type TurnRunnerDeps } from "../../src/runtime/turn/turn-runner.ts";
+import { DEFAULT_LIMITS } from "../../src/runtime/turn/turn-types.ts";
 import type { ChatMessage } from "../../src/runtime/types.ts";
 import {
   character,
@@ -267,7 +267,7 @@ describe("turn deadline", () => {
 describe("token counting", () => {
   it("counts a 100,000-character word in pieces (the whole word at once is quadratic), close to the exact count", async () => {
     const { loadTokenCounter, countInPieces, MAX_RUN_CHARS } = await import(
-      "../../src/runtime/tokens.ts"
+      "../../src/runtime/util/tokens.ts"
     );
     const counter = await loadTokenCounter();
     const pieces = counter.count("a".repeat(100_000));

@@ -3,14 +3,14 @@
 // character's ceiling never hides that the character changed (issue 38, hole 6; the end-to-end
 // attack is test/security/spend-ceiling-update.test.ts).
 import { describe, expect, it } from "vitest";
-import { createBuiltinToolHost } from "../../src/runtime/builtin-tools.ts";
-import { AppError, RateLimitedError } from "../../src/runtime/errors.ts";
-import { interactionEvaluator } from "../../src/runtime/evaluators.ts";
-import { historyProvider } from "../../src/runtime/providers/history-provider.ts";
-import type { SpendLedger } from "../../src/runtime/spend.ts";
-import { loadTokenCounter } from "../../src/runtime/tokens.ts";
-import { createTurnRunner, type TurnRunnerDeps } from "../../src/runtime/turn-runner.ts";
-import { DEFAULT_LIMITS } from "../../src/runtime/turn-types.ts";
+import { createBuiltinToolHost } from "../../src/runtime/turn/builtin-tools.ts";
+import { AppError, RateLimitedError } from "../../src/runtime/util/errors.ts";
+import { interactionEvaluator } from "../../src/runtime/after-reply/evaluators.ts";
+import { historyProvider } from "../../src/runtime/context/history-provider.ts";
+import type { SpendLedger } from "../../src/runtime/turn/spend.ts";
+import { loadTokenCounter } from "../../src/runtime/util/tokens.ts";
+import { createTurnRunner, type TurnRunnerDeps } from "../../src/runtime/turn/turn-runner.ts";
+import { DEFAULT_LIMITS } from "../../src/runtime/turn/turn-types.ts";
 import {
   character,
   eventRecorder,

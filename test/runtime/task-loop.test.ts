@@ -2,15 +2,15 @@
 // retry differently on failure, stop honestly at a bound, re-ask invalid output, resume from a
 // persisted state without redoing finished steps.
 import { describe, expect, it } from "vitest";
-import { ModelCallError } from "../../src/runtime/errors.ts";
-import { FAILOVER_NOTE } from "../../src/runtime/model-session.ts";
+import { ModelCallError } from "../../src/runtime/util/errors.ts";
+import { FAILOVER_NOTE } from "../../src/runtime/turn/model-session.ts";
 import {
   advanceTask,
   answerApproval,
   runTask,
   type TaskLoopDeps,
-} from "../../src/runtime/task-loop.ts";
-import { TASK_SWITCH_NOTE } from "../../src/runtime/task-step.ts";
+} from "../../src/runtime/tasks/advance-task.ts";
+import { TASK_SWITCH_NOTE } from "../../src/runtime/tasks/act-step.ts";
 import {
   DEFAULT_TASK_LIMITS,
   newTaskState,
@@ -18,7 +18,7 @@ import {
   type TaskEventBody,
   type TaskLimits,
   type TaskState,
-} from "../../src/runtime/task-types.ts";
+} from "../../src/runtime/tasks/task-types.ts";
 import type { ChatModel, ToolHost } from "../../src/runtime/types.ts";
 import { character, tickingClock } from "../helpers/fakes.ts";
 import {

@@ -3,9 +3,9 @@
 // goal when it stays invalid (said in the events and the audit trail), and `needs_input` when the
 // goal lacks an input only a person can give.
 import { describe, expect, it } from "vitest";
-import { ModelCallError } from "../../src/runtime/errors.ts";
-import { advanceTask, answerInput } from "../../src/runtime/task-loop.ts";
-import { SPEC_INSTRUCTIONS } from "../../src/runtime/task-spec.ts";
+import { ModelCallError } from "../../src/runtime/util/errors.ts";
+import { advanceTask, answerInput } from "../../src/runtime/tasks/advance-task.ts";
+import { SPEC_INSTRUCTIONS } from "../../src/runtime/tasks/task-spec.ts";
 import { newTask, runToPause, taskHarness } from "../helpers/task-harness.ts";
 import { evaluateReply, planReply, reflectReply, specReply } from "../helpers/task-script.ts";
 

@@ -2,9 +2,9 @@
 // pauses the turn with a plain-data checkpoint, and the turn resumes from it with the person's
 // decision. No worker or Durable Object here; the Discord side is in discord-approval.test.ts.
 import { describe, expect, it } from "vitest";
-import { loadTokenCounter } from "../../src/runtime/tokens.ts";
-import { createTurnRunner, type TurnRunnerDeps } from "../../src/runtime/turn-runner.ts";
-import { DEFAULT_LIMITS, type TurnOutcome, type TurnPause } from "../../src/runtime/turn-types.ts";
+import { loadTokenCounter } from "../../src/runtime/util/tokens.ts";
+import { createTurnRunner, type TurnRunnerDeps } from "../../src/runtime/turn/turn-runner.ts";
+import { DEFAULT_LIMITS, type TurnOutcome, type TurnPause } from "../../src/runtime/turn/turn-types.ts";
 import type {
   ChatRequest,
   ChatResponse,

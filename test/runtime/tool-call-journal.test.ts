@@ -7,7 +7,7 @@ import {
   ToolExecutor,
   toolCallKey,
   UNFINISHED_CALL_ERROR,
-} from "../../src/runtime/tool-executor.ts";
+} from "../../src/runtime/turn/tool-executor.ts";
 import type { ToolDefinition, ToolHost, ToolOutput } from "../../src/runtime/types.ts";
 
 const READ: ToolDefinition = {

@@ -8,7 +8,7 @@
 // answer A got carried any of B's secrets. An operation missing from ATTACKS fails the test.
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
-import { BUILTIN_TOOL_DEFINITIONS } from "../../src/runtime/builtin-tools.ts";
+import { BUILTIN_TOOL_DEFINITIONS } from "../../src/runtime/turn/builtin-tools.ts";
 import type { StandInCall } from "../stand-ins/openai-stand-in.ts";
 import { api, createTestAgent, json, mintToken, useModelStandIn } from "../helpers/api.ts";
 

@@ -7,7 +7,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import { CHARACTER_DOCUMENT_ID, documentMemoryId } from "../../src/memory/knowledge.ts";
-import { profileId } from "../../src/runtime/memory-evaluators.ts";
+import { profileId } from "../../src/runtime/after-reply/memory-evaluators.ts";
 import { api, createTestAgent, json, useModelStandIn } from "../helpers/api.ts";
 
 const model = useModelStandIn();
@@ -36,7 +36,7 @@ async function list(agentId: string, type: string, token?: string): Promise<List
   return (await json<{ memories: Listed[] }>(response)).memories;
 }
 
-/** The summary evaluator's id for a room's summary ending at `lastMs` (src/runtime/memory-evaluators.ts). */
+/** The summary evaluator's id for a room's summary ending at `lastMs` (src/runtime/after-reply/memory-evaluators.ts). */
 async function summaryId(agentId: string, roomId: string, lastMs: number): Promise<string> {
   const digest = await crypto.subtle.digest(
     "SHA-256",

@@ -7,7 +7,7 @@ import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, inject, it, vi } from "vitest";
 import { TurnJournal } from "../../src/objects/conversation/turn-journal.ts";
-import { toolCallKey } from "../../src/runtime/tool-executor.ts";
+import { toolCallKey } from "../../src/runtime/turn/tool-executor.ts";
 import { api, createTestAgent, useModelStandIn } from "../helpers/api.ts";
 
 const model = useModelStandIn();

@@ -10,7 +10,7 @@ import { outboundFetch } from "../../net/outbound.ts";
 import { dataUrl } from "../../media/data-url.ts";
 import { sniffType } from "../../media/sniff.ts";
 import { storeMedia } from "../../media/store.ts";
-import { ATTACHMENT_PREAMBLE, quoteData } from "../../runtime/quoted-data.ts";
+import { ATTACHMENT_PREAMBLE, quoteData } from "../../runtime/context/quoted-data.ts";
 import type { Attachment } from "../../runtime/types.ts";
 
 export const MAX_ATTACHMENTS = 4;

@@ -4,7 +4,7 @@
 // message, so a delivery resumed after an eviction sends none twice. The delivery target and the
 // posted message are kept by the room as opaque JSON: their shapes are checked here on the way back.
 import { z } from "zod";
-import type { SerializedError } from "../../runtime/errors.ts";
+import type { SerializedError } from "../../runtime/util/errors.ts";
 import {
   DiscordApiError,
   INTERACTION_TOKEN_LIFETIME_MS,

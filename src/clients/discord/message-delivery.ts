@@ -3,7 +3,7 @@
 // the channel; a prompt with approval buttons is a reply too. Messages the agent chose not to
 // answer send nothing, and neither do failures of messages nobody addressed to the bot.
 import { z } from "zod";
-import type { SerializedError } from "../../runtime/errors.ts";
+import type { SerializedError } from "../../runtime/util/errors.ts";
 import { deliveryText, type PostedMessage } from "./delivery.ts";
 import type { DiscordMessageBody, DiscordRest } from "./rest.ts";
 import { splitMessage } from "./split.ts";

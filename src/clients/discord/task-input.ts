@@ -2,7 +2,7 @@
 // button opens (interaction response type 9, one paragraph text input), and the custom ids that
 // route the click (`tin:`) and the modal's submission (`tinm:`) back to the agent's AgentTasks
 // object, which checks that the person answering is the one who started the task.
-import { INPUT_WINDOW_MS } from "../../runtime/task-types.ts";
+import { INPUT_WINDOW_MS } from "../../runtime/tasks/task-types.ts";
 import type { DiscordMessageBody } from "./rest.ts";
 import { ResponseType } from "./interaction.ts";
 

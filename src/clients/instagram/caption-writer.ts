@@ -3,7 +3,7 @@
 // and the first photo when the model can look at it. The answer is checked like any caption
 // (length, hashtags); a caption that breaks a rule is asked for again once, with the reason.
 import type { Character } from "../../runtime/character.ts";
-import { quoteData } from "../../runtime/quoted-data.ts";
+import { quoteData } from "../../runtime/context/quoted-data.ts";
 import type { ChatMessage, ChatModel } from "../../runtime/types.ts";
 
 export interface CaptionRequest {

@@ -5,14 +5,14 @@
 import { loadConfig } from "../../config.ts";
 import type { Env } from "../../env.ts";
 import { stores } from "../../db/stores/index.ts";
-import { assertWithinDailyBudget, dailyCeiling, utcDay } from "../../runtime/spend.ts";
+import { assertWithinDailyBudget, dailyCeiling, utcDay } from "../../runtime/turn/spend.ts";
 import { dataUrl } from "../../media/data-url.ts";
 import { mediaPostStore, publisherDeps, rememberPost } from "./platform.ts";
 import { publishStep, type PostState } from "./publisher.ts";
 import { checkCaption } from "../../media/validate.ts";
 import { writeCaption } from "./caption-writer.ts";
 import type { Character } from "../../runtime/character.ts";
-import { modelChoiceFor } from "../../runtime/turn-runner.ts";
+import { modelChoiceFor } from "../../runtime/turn/turn-runner.ts";
 import type { ChatModel, ModelChoice } from "../../runtime/types.ts";
 
 /** A publishing step cut off by an eviction is run again after this long. */

@@ -5,7 +5,7 @@
 // registry's) and listed with origin `registry`.
 import { and, asc, eq } from "drizzle-orm";
 import { McpServerConfig, registryServers, type McpServerEntry } from "../../mcp/registry.ts";
-import { ConflictError } from "../../runtime/errors.ts";
+import { ConflictError } from "../../runtime/util/errors.ts";
 import type { Db } from "../db.ts";
 import { readJsonColumn } from "../json-column.ts";
 import { agentCatalogServers, agentMcpServers } from "../schema.ts";

@@ -12,7 +12,7 @@ import {
   NotConfiguredError,
   NotFoundError,
   ValidationError,
-} from "../../runtime/errors.ts";
+} from "../../runtime/util/errors.ts";
 import type { Memory } from "../../runtime/types.ts";
 import { compiled } from "../../memory/compiled.ts";
 import type { Db } from "../db.ts";

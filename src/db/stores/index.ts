@@ -6,7 +6,7 @@
 import { loadConfig } from "../../config.ts";
 import type { Env } from "../../env.ts";
 import { createEmbedder } from "../../model/embedder.ts";
-import type { SpendLedger } from "../../runtime/spend.ts";
+import type { SpendLedger } from "../../runtime/turn/spend.ts";
 import type { Embedder, MemoryRetriever, MemoryStore, VectorIndex } from "../../runtime/types.ts";
 import { createAgentServerStore, type AgentServerStore } from "./agent-server-store.ts";
 import { createAgentStore, type AgentStore } from "./agent-store.ts";

@@ -4,9 +4,9 @@
 // name the character uses (the callers check, since only they hold the character).
 import { and, asc, count, eq } from "drizzle-orm";
 import { MAX_SKILLS, SkillSchema, type Skill } from "../../characters/skills.ts";
-import { ConflictError } from "../../runtime/errors.ts";
+import { ConflictError } from "../../runtime/util/errors.ts";
 import type { Db } from "../db.ts";
-import { InternalError } from "../../runtime/errors.ts";
+import { InternalError } from "../../runtime/util/errors.ts";
 import { agentSkills } from "../schema.ts";
 
 export interface StoredSkill extends Skill {

@@ -1,7 +1,7 @@
 // Model tokens spent per agent per UTC day, in D1, for the daily ceiling
 // (DAILY_TOKEN_LIMIT / a character's settings.dailyTokens). One upsert per turn, off the reply path.
 import { and, eq, sql } from "drizzle-orm";
-import type { SpendLedger } from "../../runtime/spend.ts";
+import type { SpendLedger } from "../../runtime/turn/spend.ts";
 import { compiled } from "../../memory/compiled.ts";
 import type { Db } from "../db.ts";
 import { modelUsageDaily } from "../schema.ts";

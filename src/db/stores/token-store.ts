@@ -6,7 +6,7 @@ import { z } from "zod";
 import type { Db } from "../db.ts";
 import { readJsonColumn } from "../json-column.ts";
 import { apiTokens } from "../schema.ts";
-import { sha256Hex, toBase64Url, toHex } from "../../runtime/hashing.ts";
+import { sha256Hex, toBase64Url, toHex } from "../../runtime/util/hashing.ts";
 import { SCOPES, type Scope } from "../../runtime/access/principal.ts";
 
 export { SCOPES, type Scope };

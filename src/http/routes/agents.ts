@@ -9,16 +9,16 @@ import type { AppEnv, Principal } from "../app-env.ts";
 import { assertMayActFor, guard } from "../auth.ts";
 import { agentIdFor, type AgentRecord } from "../../db/stores/agent-store.ts";
 import { stopAgentTasks } from "../../objects/tasks/task-client.ts";
-import { ForbiddenError, NotFoundError } from "../../runtime/errors.ts";
+import { ForbiddenError, NotFoundError } from "../../runtime/util/errors.ts";
 import { decide } from "../../runtime/access/index.ts";
-import { delegatesOf } from "../../runtime/delegation.ts";
+import { delegatesOf } from "../../runtime/turn/delegation.ts";
 import { AgentIdParam, errorContent, jsonContent } from "../schemas.ts";
 import { pathNestedDeeperThan } from "../json-depth.ts";
 import { forgetAgent } from "../known-agents.ts";
 import { characterKnowledge } from "../../memory/knowledge.ts";
 import { stores } from "../../db/stores/index.ts";
 import type { KnowledgeBuilder } from "../../db/stores/agent-store.ts";
-import { loadTokenCounter } from "../../runtime/tokens.ts";
+import { loadTokenCounter } from "../../runtime/util/tokens.ts";
 import { mcpPlatform } from "../../mcp/platform.ts";
 import { assertKnownServers } from "../../mcp/registry.ts";
 import { errorField, log } from "../../log.ts";
@@ -26,7 +26,7 @@ import { PLUGINS } from "../../plugins/index.ts";
 import { pluginDeployment } from "../../plugins/room-plugins.ts";
 import { resolvePlugins } from "../../plugins/plugin-settings.ts";
 import type { Character } from "../../runtime/character.ts";
-import { ValidationError } from "../../runtime/errors.ts";
+import { ValidationError } from "../../runtime/util/errors.ts";
 
 /**
  * The file is stored as written, keys the schema does not know included, so its nesting is bounded

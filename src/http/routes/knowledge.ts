@@ -13,8 +13,8 @@ import {
   MAX_DOCUMENT_CHARS,
 } from "../../memory/knowledge.ts";
 import { stores } from "../../db/stores/index.ts";
-import { NotFoundError } from "../../runtime/errors.ts";
-import { loadTokenCounter } from "../../runtime/tokens.ts";
+import { NotFoundError } from "../../runtime/util/errors.ts";
+import { loadTokenCounter } from "../../runtime/util/tokens.ts";
 import { assertAgentExists } from "../known-agents.ts";
 import { AgentIdParam, errorContent } from "../schemas.ts";
 

@@ -12,7 +12,7 @@ import {
   ForbiddenError,
   NotConfiguredError,
   NotFoundError,
-} from "../../runtime/errors.ts";
+} from "../../runtime/util/errors.ts";
 import type { AppEnv } from "../app-env.ts";
 import { errorContent } from "../schemas.ts";
 

@@ -16,7 +16,7 @@ import {
   memoryStats,
 } from "../../memory/memory-repo.ts";
 import { forgetRoomHistory } from "../../objects/conversation/room-client.ts";
-import { ValidationError } from "../../runtime/errors.ts";
+import { ValidationError } from "../../runtime/util/errors.ts";
 import type { Memory, MemoryType, SearchTimings } from "../../runtime/types.ts";
 import { pathNestedDeeperThan } from "../json-depth.ts";
 import { assertAgentExists } from "../known-agents.ts";

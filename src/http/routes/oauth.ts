@@ -7,7 +7,7 @@
 import { auth } from "@modelcontextprotocol/sdk/client/auth.js";
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
-import { sha256Hex } from "../../runtime/hashing.ts";
+import { sha256Hex } from "../../runtime/util/hashing.ts";
 import { AgentOAuthProvider } from "../../mcp/oauth-provider.ts";
 import { describeServers } from "../../mcp/overview.ts";
 import { mcpPlatform, OAUTH_CALLBACK_PATH } from "../../mcp/platform.ts";
@@ -15,7 +15,7 @@ import { findServer } from "../../mcp/registry.ts";
 import { describeRemoteError, traceResponses } from "../../mcp/remote-errors.ts";
 import type { McpAuthData } from "../../db/stores/mcp-credential-store.ts";
 import { assertSafeServerUrl } from "../../net/url-safety.ts";
-import { AppError, NotConfiguredError, ValidationError } from "../../runtime/errors.ts";
+import { AppError, NotConfiguredError, ValidationError } from "../../runtime/util/errors.ts";
 import type { AppEnv } from "../app-env.ts";
 import { errorBody } from "../errors.ts";
 import { errorContent } from "../schemas.ts";

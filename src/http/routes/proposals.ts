@@ -10,7 +10,7 @@ import type { Proposal } from "../../db/stores/proposal-store.ts";
 import { stores } from "../../db/stores/index.ts";
 import { PROPOSAL_STATUSES } from "../../db/schema.ts";
 import { proposalDesk } from "../../plugins/room-plugins.ts";
-import { NotFoundError } from "../../runtime/errors.ts";
+import { NotFoundError } from "../../runtime/util/errors.ts";
 import type { AppEnv } from "../app-env.ts";
 import { assertScope, guard, guardAnyOf } from "../auth.ts";
 import { AgentIdParam, errorContent, jsonContent } from "../schemas.ts";

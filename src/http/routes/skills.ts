@@ -11,7 +11,7 @@ import {
   SkillSchema,
 } from "../../characters/skills.ts";
 import { stores } from "../../db/stores/index.ts";
-import { ConflictError, NotFoundError, ValidationError } from "../../runtime/errors.ts";
+import { ConflictError, NotFoundError, ValidationError } from "../../runtime/util/errors.ts";
 import type { AppEnv } from "../app-env.ts";
 import { guard } from "../auth.ts";
 import { AgentIdParam, errorContent, jsonContent } from "../schemas.ts";

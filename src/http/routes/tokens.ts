@@ -5,7 +5,7 @@
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import { stores } from "../../db/stores/index.ts";
 import { SCOPES } from "../../db/stores/token-store.ts";
-import { NotFoundError, ValidationError } from "../../runtime/errors.ts";
+import { NotFoundError, ValidationError } from "../../runtime/util/errors.ts";
 import { parseRateRule, RATE_RULE_FORMAT } from "../../rate-limits/token-bucket.ts";
 import type { AppEnv } from "../app-env.ts";
 import { guard } from "../auth.ts";

@@ -16,9 +16,9 @@ import {
   SERVER_NAME_RULE,
 } from "../../mcp/registry.ts";
 import { assertSafeServerUrl } from "../../net/url-safety.ts";
-import { BUILTIN_TOOL_DEFINITIONS } from "../../runtime/builtin-tools.ts";
+import { BUILTIN_TOOL_DEFINITIONS } from "../../runtime/turn/builtin-tools.ts";
 import { pluginTools } from "../../plugins/room-plugins.ts";
-import { ConflictError, NotFoundError } from "../../runtime/errors.ts";
+import { ConflictError, NotFoundError } from "../../runtime/util/errors.ts";
 import type { AppEnv } from "../app-env.ts";
 import { guard, hasScope } from "../auth.ts";
 import { AgentIdParam, errorContent, jsonContent } from "../schemas.ts";

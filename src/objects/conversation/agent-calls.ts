@@ -1,19 +1,19 @@
-// The platform side of ask_agent (src/runtime/delegation.ts): one journalled turn in the other
+// The platform side of ask_agent (src/runtime/turn/delegation.ts): one journalled turn in the other
 // agent's room for the asking conversation (`agent:<caller>:<hash>`, also its user), acting for
 // the asking conversation's principal, through the room's own submitTurn, so the turn is
 // journalled, answered exactly once and kept in both agents' histories. The
 // idempotency key comes from the caller's turn and call: a repeat (a retried RPC after the other
 // room was evicted, or the caller's turn replayed after its own eviction) gets the first answer.
 import type { Env } from "../../env.ts";
-import type { AgentAnswer, AgentAsker, AgentQuestion } from "../../runtime/delegation.ts";
-import { delegatedPrincipal, delegatedRoomOf } from "../../runtime/delegation.ts";
-import { sha256Hex } from "../../runtime/hashing.ts";
+import type { AgentAnswer, AgentAsker, AgentQuestion } from "../../runtime/turn/delegation.ts";
+import { delegatedPrincipal, delegatedRoomOf } from "../../runtime/turn/delegation.ts";
+import { sha256Hex } from "../../runtime/util/hashing.ts";
 import type { ModelUsage } from "../../runtime/types.ts";
-import type { TurnUsage } from "../../runtime/turn-types.ts";
+import type { TurnUsage } from "../../runtime/turn/turn-types.ts";
 import { errorField, log } from "../../log.ts";
 import { submitTurn } from "./room-client.ts";
 import { stores } from "../../db/stores/index.ts";
-import { utcDay } from "../../runtime/spend.ts";
+import { utcDay } from "../../runtime/turn/spend.ts";
 import type { TurnResult } from "./room-types.ts";
 
 /** RPC attempts per question: a room reset mid-turn (eviction, deploy) is asked again. */

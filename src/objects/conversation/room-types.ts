@@ -1,7 +1,7 @@
 // What callers hand an AgentRoom over RPC and what it answers: plain data, so it crosses the
 // boundary intact (class identity does not survive RPC).
-import type { SerializedError } from "../../runtime/errors.ts";
-import type { TurnInput, TurnOutcome } from "../../runtime/turn-types.ts";
+import type { SerializedError } from "../../runtime/util/errors.ts";
+import type { TurnInput, TurnOutcome } from "../../runtime/turn/turn-types.ts";
 import type { DeliveryTarget } from "../shared/reply-surface.ts";
 
 export interface SubmitTurnRequest {

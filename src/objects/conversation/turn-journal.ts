@@ -7,13 +7,13 @@
 // an attempt after a crash reuses the outputs instead of calling those tools again, and refuses
 // the calls that started and never finished (one that exceeds the CPU limit would again).
 import { z } from "zod";
-import type { SerializedError } from "../../runtime/errors.ts";
+import type { SerializedError } from "../../runtime/util/errors.ts";
 import type {
   ApprovalDecision,
   ToolLoopCheckpoint,
   TurnInput,
   TurnOutcome,
-} from "../../runtime/turn-types.ts";
+} from "../../runtime/turn/turn-types.ts";
 import type { ToolOutput } from "../../runtime/types.ts";
 import type { DeliveryTarget, PostedPrompt } from "../shared/reply-surface.ts";
 import {

@@ -1,13 +1,13 @@
 // Runs a room's journalled turns one at a time, in arrival order: reads the agent's version and
 // character, connects its tools, reads the message's attachments, and hands the turn to the
-// runtime (src/runtime/turn-runner.ts). A turn that reaches a tool needing a person's approval is
+// runtime (src/runtime/turn/turn-runner.ts). A turn that reaches a tool needing a person's approval is
 // journalled as paused until the answer (or the deadline) comes. Once the caller has its reply,
 // the reply is stored in D1 and evaluated, chained in turn order. The Durable Object decides when
 // this runs (agent-room.ts); the driver only takes interfaces.
 import type { Character } from "../../runtime/character.ts";
-import { decideByRules } from "../../runtime/respond-decision.ts";
-import { AppError, NotFoundError, type SerializedError } from "../../runtime/errors.ts";
-import type { TurnObserver, TurnPause } from "../../runtime/turn-types.ts";
+import { decideByRules } from "../../runtime/turn/respond-decision.ts";
+import { AppError, NotFoundError, type SerializedError } from "../../runtime/util/errors.ts";
+import type { TurnObserver, TurnPause } from "../../runtime/turn/turn-types.ts";
 import type { ToolOutput } from "../../runtime/types.ts";
 import { errorField, log } from "../../log.ts";
 import { APPROVAL_WINDOW_MS, newApprovalId } from "../shared/approvals.ts";

@@ -7,7 +7,7 @@ import { agentServersOf } from "../../mcp/agent-servers.ts";
 import { effectiveServers } from "../../mcp/registry.ts";
 import type { TurnOrigin } from "../../plugins/plugin-services.ts";
 import type { Character } from "../../runtime/character.ts";
-import type { TurnRunner } from "../../runtime/turn-runner.ts";
+import type { TurnRunner } from "../../runtime/turn/turn-runner.ts";
 import { createCharacterSource, type CharacterSource } from "../shared/character-source.ts";
 import type { RoomHistoryStore } from "./history-cache.ts";
 import type { RoomRuntime } from "../shared/agent-wiring.ts";

@@ -4,13 +4,13 @@
 // the reply is still journalled and stored. Event names and shapes are in docs/streaming.md.
 // The memories a turn used (a person's facts among them) are told only to a caller allowed to read
 // memories: for anyone else the `memories` event and field are left out.
-import type { SerializedError } from "../../runtime/errors.ts";
+import type { SerializedError } from "../../runtime/util/errors.ts";
 import type {
   ToolCallRecord,
   TurnObserver,
   TurnOutcome,
   UsedMemory,
-} from "../../runtime/turn-types.ts";
+} from "../../runtime/turn/turn-types.ts";
 import { log } from "../../log.ts";
 
 /** A comment line this often keeps proxies and browsers from closing a quiet stream. */

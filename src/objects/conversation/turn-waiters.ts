@@ -1,8 +1,8 @@
 // Who waits for a room's turns in this instance: RPC callers of submitTurn, and streaming clients
 // of streamTurn. Kept in memory only: after an eviction the caller's RPC is gone too, and a retry
 // with the same Idempotency-Key finds the result in the journal.
-import { AppError } from "../../runtime/errors.ts";
-import type { TurnInput, TurnObserver, TurnOutcome } from "../../runtime/turn-types.ts";
+import { AppError } from "../../runtime/util/errors.ts";
+import type { TurnInput, TurnObserver, TurnOutcome } from "../../runtime/turn/turn-types.ts";
 import type { StreamedTurnResult, TurnResult } from "./room-types.ts";
 import type { JournalEntry } from "./turn-journal.ts";
 import { TurnStream } from "./turn-stream.ts";

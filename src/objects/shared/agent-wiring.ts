@@ -8,27 +8,27 @@ import type { AgentStore } from "../../db/stores/agent-store.ts";
 import type { MessageHistory } from "../../memory/message-history.ts";
 import { createOpenAIChatModel } from "../../model/openai-chat.ts";
 import { createWorkersAIChatModel } from "../../model/workers-ai-chat.ts";
-import { combineToolHosts, createBuiltinToolHost } from "../../runtime/builtin-tools.ts";
-import { createDelegationToolHost, type DelegationToolHost } from "../../runtime/delegation.ts";
-import { interactionEvaluator } from "../../runtime/evaluators.ts";
-import { reflectionEvaluator, summaryEvaluator } from "../../runtime/memory-evaluators.ts";
+import { combineToolHosts, createBuiltinToolHost } from "../../runtime/turn/builtin-tools.ts";
+import { createDelegationToolHost, type DelegationToolHost } from "../../runtime/turn/delegation.ts";
+import { interactionEvaluator } from "../../runtime/after-reply/evaluators.ts";
+import { reflectionEvaluator, summaryEvaluator } from "../../runtime/after-reply/memory-evaluators.ts";
 import {
   knowledgeProvider,
   recallProvider,
   userFactsProvider,
-} from "../../runtime/providers/memory-providers.ts";
+} from "../../runtime/context/memory-providers.ts";
 import { stores } from "../../db/stores/index.ts";
 import type { EmbeddingPipeline } from "../../memory/embedding-pipeline.ts";
-import { createEventBus, type EventBus } from "../../runtime/events.ts";
-import { characterProvider } from "../../runtime/providers/character-provider.ts";
-import { historyProvider } from "../../runtime/providers/history-provider.ts";
-import { timeProvider } from "../../runtime/providers/time-provider.ts";
-import { toolsProvider } from "../../runtime/providers/tools-provider.ts";
-import { loadTokenCounter } from "../../runtime/tokens.ts";
-import { createTurnRunner, type TurnRunner } from "../../runtime/turn-runner.ts";
-import { DEFAULT_LIMITS } from "../../runtime/turn-types.ts";
+import { createEventBus, type EventBus } from "../../runtime/util/events.ts";
+import { characterProvider } from "../../runtime/context/character-provider.ts";
+import { historyProvider } from "../../runtime/context/history-provider.ts";
+import { timeProvider } from "../../runtime/context/time-provider.ts";
+import { toolsProvider } from "../../runtime/context/tools-provider.ts";
+import { loadTokenCounter } from "../../runtime/util/tokens.ts";
+import { createTurnRunner, type TurnRunner } from "../../runtime/turn/turn-runner.ts";
+import { DEFAULT_LIMITS } from "../../runtime/turn/turn-types.ts";
 import type { ChatModel, Clock, ModelChoice, ToolHost } from "../../runtime/types.ts";
-import type { SpendLedger } from "../../runtime/spend.ts";
+import type { SpendLedger } from "../../runtime/turn/spend.ts";
 import { createRoomHistoryStore, type RoomHistoryStore } from "../conversation/history-cache.ts";
 import { McpConnections } from "../../mcp/connections.ts";
 import { createRoomPlugins } from "../../plugins/room-plugins.ts";

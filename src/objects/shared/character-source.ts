@@ -4,7 +4,7 @@
 // a not-found error, not an empty character.
 import type { AgentStore } from "../../db/stores/agent-store.ts";
 import type { Character } from "../../runtime/character.ts";
-import { AppError, NotFoundError } from "../../runtime/errors.ts";
+import { AppError, NotFoundError } from "../../runtime/util/errors.ts";
 
 export interface KnownCharacter {
   version: number;

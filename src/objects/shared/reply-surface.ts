@@ -5,7 +5,7 @@
 // them when they come back. Discord's implementation is src/clients/discord/discord-surface.ts,
 // plugged in by src/durable-objects.ts.
 import type { Proposal } from "../../db/stores/proposal-store.ts";
-import type { SerializedError } from "../../runtime/errors.ts";
+import type { SerializedError } from "../../runtime/util/errors.ts";
 import type { Attachment } from "../../runtime/types.ts";
 
 /** Where a turn's or task's messages go besides the RPC caller, as the surface wrote it. */

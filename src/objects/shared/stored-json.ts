@@ -4,7 +4,7 @@
 // objects, so a field this version does not know is kept as it was; fields added after rows were
 // first written get the default older code assumed.
 import { z } from "zod";
-import { AppError, type ErrorCode, type SerializedError } from "../../runtime/errors.ts";
+import { AppError, type ErrorCode, type SerializedError } from "../../runtime/util/errors.ts";
 import type {
   ApprovalDecision,
   StopReason,
@@ -14,7 +14,7 @@ import type {
   TurnOutcome,
   TurnUsage,
   UsedMemory,
-} from "../../runtime/turn-types.ts";
+} from "../../runtime/turn/turn-types.ts";
 import type { Attachment, ChatMessage, Memory, MemoryType, ToolCall } from "../../runtime/types.ts";
 import type { DeliveryTarget, PostedPrompt } from "./reply-surface.ts";
 import { PrincipalShape } from "../../runtime/access/principal-shape.ts";

@@ -1,5 +1,5 @@
 // AgentTasks: one Durable Object per agent (named by the agent id) that owns its autonomous tasks
-// and their schedules. The loop itself is src/runtime/task-loop.ts; run-until-pause.ts runs one task and
+// and their schedules. The loop itself is src/runtime/tasks/advance-task.ts; run-until-pause.ts runs one task and
 // persists its state after every unit of work, and task-pool.ts runs up to the agent's
 // `settings.tasks.concurrency` of them at once (the rest wait in order, at most 50). While tasks
 // run, the SDK's keepAlive heartbeat holds an alarm, and that alarm (or any request) wakes a
@@ -9,7 +9,7 @@
 import { Agent } from "agents";
 import type { Env } from "../../env.ts";
 import { errorField, log } from "../../log.ts";
-import { stopTask } from "../../runtime/task-loop.ts";
+import { stopTask } from "../../runtime/tasks/advance-task.ts";
 import {
   DEFAULT_TASK_CONCURRENCY,
   DEFAULT_TASK_LIMITS,
@@ -19,7 +19,7 @@ import {
   newTaskState,
   type TaskEventBody,
   type TaskState,
-} from "../../runtime/task-types.ts";
+} from "../../runtime/tasks/task-types.ts";
 import type { ReplySurface } from "../shared/reply-surface.ts";
 import { createRoomRuntime, type RoomRuntime } from "../shared/agent-wiring.ts";
 import { turnOrigin } from "../shared/turn-origin.ts";

@@ -5,7 +5,7 @@
 // task finishes or after TASK_EVENTS_MAX_STREAM_MS (the client reconnects with Last-Event-ID).
 // Watchers are capped per object, so open streams cannot grow without bound.
 import { log } from "../../log.ts";
-import type { TaskEvent } from "../../runtime/task-types.ts";
+import type { TaskEvent } from "../../runtime/tasks/task-types.ts";
 
 /** A comment line this often keeps proxies from closing a quiet stream. */
 export const TASK_EVENTS_KEEP_ALIVE_MS = 15_000;

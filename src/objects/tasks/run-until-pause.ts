@@ -1,28 +1,28 @@
 // Runs one task in the AgentTasks object until it ends or pauses: one unit of work at a time
-// (src/runtime/task-loop.ts), its state and audit saved after each, the crash counter raised
+// (src/runtime/tasks/advance-task.ts), its state and audit saved after each, the crash counter raised
 // before each (a unit interrupted three times fails the task), and each unit's tokens added to
 // the agent's spend at once, so a task starting while others run is admitted against the
 // ceiling with their spend so far. A setup failure (or a spent ceiling) ends the task `failed`.
 import { MODEL_NOT_CONFIGURED_MESSAGE } from "../../config.ts";
 import { errorField, log } from "../../log.ts";
 import { effectiveServers } from "../../mcp/registry.ts";
-import { AppError, ModelNotConfiguredError, NotFoundError } from "../../runtime/errors.ts";
-import { assertWithinDailyBudget, dailyCeiling, utcDay } from "../../runtime/spend.ts";
+import { AppError, ModelNotConfiguredError, NotFoundError } from "../../runtime/util/errors.ts";
+import { assertWithinDailyBudget, dailyCeiling, utcDay } from "../../runtime/turn/spend.ts";
 import {
   advanceTask,
   markStarted,
   spentTokens,
   stopTask,
   type TaskLoopDeps,
-} from "../../runtime/task-loop.ts";
+} from "../../runtime/tasks/advance-task.ts";
 import {
   isPaused,
   isTerminal,
   type TaskEventBody,
   type TaskState,
-} from "../../runtime/task-types.ts";
-import { modelChoiceFor } from "../../runtime/turn-runner.ts";
-import { DEFAULT_LIMITS } from "../../runtime/turn-types.ts";
+} from "../../runtime/tasks/task-types.ts";
+import { modelChoiceFor } from "../../runtime/turn/turn-runner.ts";
+import { DEFAULT_LIMITS } from "../../runtime/turn/turn-types.ts";
 import { APPROVAL_WINDOW_MS, newApprovalId } from "../shared/approvals.ts";
 import type { TurnOrigin } from "../../plugins/plugin-services.ts";
 import type { RoomRuntime } from "../shared/agent-wiring.ts";

@@ -2,8 +2,8 @@
 // travels as data (a full queue) becomes its typed error here. The casts live here, once: workers-types maps RPC results through its Serializable type, which collapses on
 // `unknown` fields (tool arguments in the audit trail) although they are plain JSON at runtime.
 import type { Env } from "../../env.ts";
-import type { TaskEvent, TaskState } from "../../runtime/task-types.ts";
-import { RateLimitedError } from "../../runtime/errors.ts";
+import type { TaskEvent, TaskState } from "../../runtime/tasks/task-types.ts";
+import { RateLimitedError } from "../../runtime/util/errors.ts";
 import type {
   CreateTaskRequest,
   CreateTaskResult,

@@ -3,12 +3,12 @@
 // that makes a repeated request find the same task), and what the child's result becomes for the
 // parent's step (its result quoted as data, or why there is none, with its model use). The
 // peers are reached over RPC (TaskPeers, over the TASKS binding).
-import { delegatedPrincipal } from "../../runtime/delegation.ts";
+import { delegatedPrincipal } from "../../runtime/turn/delegation.ts";
 import type { Env } from "../../env.ts";
-import { quoteData, TOOL_RESULT_PREAMBLE } from "../../runtime/quoted-data.ts";
-import { clip } from "../../runtime/task-plan.ts";
-import { DEFAULT_TASK_LIMITS, type TaskLimits, type TaskState } from "../../runtime/task-types.ts";
-import { spentTokens } from "../../runtime/task-loop.ts";
+import { quoteData, TOOL_RESULT_PREAMBLE } from "../../runtime/context/quoted-data.ts";
+import { clip } from "../../runtime/tasks/task-plan.ts";
+import { DEFAULT_TASK_LIMITS, type TaskLimits, type TaskState } from "../../runtime/tasks/task-types.ts";
+import { spentTokens } from "../../runtime/tasks/advance-task.ts";
 import type { ModelUsage, ToolOutput } from "../../runtime/types.ts";
 import type { CreateTaskRequest, CreateTaskResult, DelegationNotice } from "./task-requests.ts";
 

@@ -1,7 +1,7 @@
 // What a task started from Discord posts in its channel: a line per plan, per finished step and
 // per delegated step while it works, then the result (or the honest report of why it stopped).
-import { clip } from "../../runtime/task-plan.ts";
-import type { TaskEventBody, TaskState } from "../../runtime/task-types.ts";
+import { clip } from "../../runtime/tasks/task-plan.ts";
+import type { TaskEventBody, TaskState } from "../../runtime/tasks/task-types.ts";
 
 /** One progress message, or null for events not worth a message. */
 export function taskProgressLine(event: TaskEventBody): string | null {

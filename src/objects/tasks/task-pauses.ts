@@ -4,7 +4,7 @@
 // task with its report), and a step delegated to another agent's task (started over RPC with a
 // key that makes a repeat find the same task; the child's result, a refusal or the wait's expiry
 // answers the step; a cancelled parent cancels its child). Each answer is a pure state change
-// (src/runtime/task-answers.ts) saved in one synchronous block, then the pool is pumped.
+// (src/runtime/tasks/pause-answers.ts) saved in one synchronous block, then the pool is pumped.
 import { errorField, log } from "../../log.ts";
 import {
   answerApproval,
@@ -12,10 +12,10 @@ import {
   answerInput,
   delegationStarted,
   stopTask,
-} from "../../runtime/task-loop.ts";
-import { clip } from "../../runtime/task-plan.ts";
-import type { TaskEventBody, TaskState } from "../../runtime/task-types.ts";
-import type { ApprovalDecision } from "../../runtime/turn-types.ts";
+} from "../../runtime/tasks/advance-task.ts";
+import { clip } from "../../runtime/tasks/task-plan.ts";
+import type { TaskEventBody, TaskState } from "../../runtime/tasks/task-types.ts";
+import type { ApprovalDecision } from "../../runtime/turn/turn-types.ts";
 import type { ToolOutput } from "../../runtime/types.ts";
 import type { ReplySurface } from "../shared/reply-surface.ts";
 import { childNotice, childRequest, type TaskPeers } from "./task-delegations.ts";

@@ -3,7 +3,7 @@
 // order. Paused tasks are not runnable, so they hold no slot. Each running task has its own abort
 // controller, so cancelling one never touches another, and its own keepAlive reference, so the
 // object's heartbeat alarm wakes it after an eviction while any task runs (onStart pumps again).
-import type { TaskState } from "../../runtime/task-types.ts";
+import type { TaskState } from "../../runtime/tasks/task-types.ts";
 import { errorField, log } from "../../log.ts";
 
 /** A cancelled step is given this long to stop before cancel answers with the state as it is. */

@@ -3,7 +3,7 @@
 // paused tasks (approval-prompts.ts, task-questions.ts), and after them each result,
 // delivered durably: a failure worth retrying is handed to `retryLater` (the object's queue
 // item), which calls retry().
-import type { TaskEventBody } from "../../runtime/task-types.ts";
+import type { TaskEventBody } from "../../runtime/tasks/task-types.ts";
 import { errorField, log } from "../../log.ts";
 import type { ReplySurface } from "../shared/reply-surface.ts";
 import { TaskApprovalPrompts } from "./approval-prompts.ts";

@@ -1,7 +1,7 @@
 // What callers hand an agent's AgentTasks object over RPC and what it answers: plain data, so it
 // crosses the boundary intact (class identity does not survive RPC).
 import type { Principal } from "../../runtime/access/principal.ts";
-import type { ApprovalDecision } from "../../runtime/turn-types.ts";
+import type { ApprovalDecision } from "../../runtime/turn/turn-types.ts";
 import type {
   AuditEntry,
   TaskEvent,
@@ -9,7 +9,7 @@ import type {
   TaskParent,
   TaskSource,
   TaskState,
-} from "../../runtime/task-types.ts";
+} from "../../runtime/tasks/task-types.ts";
 import type { ToolOutput } from "../../runtime/types.ts";
 import type { DeliveryTarget } from "../shared/reply-surface.ts";
 import type { ApprovalAnswer } from "../conversation/room-types.ts";

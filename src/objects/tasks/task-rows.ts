@@ -11,7 +11,7 @@ import type {
   TaskState,
   TaskStatus,
   TaskStopReason,
-} from "../../runtime/task-types.ts";
+} from "../../runtime/tasks/task-types.ts";
 import {
   ApprovalDecisionShape,
   CheckpointShape,

@@ -12,7 +12,7 @@ import {
   type TaskEvent,
   type TaskEventBody,
   type TaskState,
-} from "../../runtime/task-types.ts";
+} from "../../runtime/tasks/task-types.ts";
 import type { DeliveryTarget, PostedPrompt } from "../shared/reply-surface.ts";
 import { DeliveryTargetShape, PostedPromptShape, readStored } from "../shared/stored-json.ts";
 import { AuditEntryShape, TaskEventShape, TaskStateShape } from "./task-rows.ts";

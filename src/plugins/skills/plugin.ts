@@ -4,7 +4,7 @@
 // text the agent reads as data, never code; it is quoted as such wherever it enters a prompt.
 import { z } from "zod";
 import { SKILL_NAME, SkillSchema } from "../../characters/skills.ts";
-import { flatten, quoteData } from "../../runtime/quoted-data.ts";
+import { flatten, quoteData } from "../../runtime/context/quoted-data.ts";
 import { definePlugin } from "../plugin-api.ts";
 import { pendingProposalText } from "../proposal-text.ts";
 import type { SkillEntry } from "../plugin-services.ts";

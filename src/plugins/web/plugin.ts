@@ -3,7 +3,7 @@
 // What comes back is other people's text: it is quoted as data, never as instructions. Its route,
 // POST /plugins/web/read, shows what an agent would read from a URL.
 import { z } from "zod";
-import { quoteData } from "../../runtime/quoted-data.ts";
+import { quoteData } from "../../runtime/context/quoted-data.ts";
 import { definePlugin } from "../plugin-api.ts";
 import { readUrl, type ReadResult } from "./read-url.ts";
 import { webRoutes } from "./routes.ts";

@@ -2,7 +2,7 @@
 // only, redirects re-checked, 10 s, 2 MiB), HTML measured (page-shape.ts) and, within the limits,
 // turned into clean markdown (page-to-markdown.ts), plain text and JSON passed through, anything
 // else refused with the reason. Errors name the origin and the rule, never what the remote answered.
-import { AppError } from "../../runtime/errors.ts";
+import { AppError } from "../../runtime/util/errors.ts";
 import { pageToMarkdown } from "./page-to-markdown.ts";
 import { MAX_PAGE_DEPTH, MAX_PAGE_ELEMENTS, measurePage } from "./page-shape.ts";
 

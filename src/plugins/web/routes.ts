@@ -6,7 +6,7 @@ import type { AppEnv } from "../../http/app-env.ts";
 import { guard } from "../../http/auth.ts";
 import { errorContent, jsonContent } from "../../http/schemas.ts";
 import { OUTBOUND_CAPS, outboundFetch } from "../../net/outbound.ts";
-import { ValidationError } from "../../runtime/errors.ts";
+import { ValidationError } from "../../runtime/util/errors.ts";
 import { readUrl } from "./read-url.ts";
 
 const ReadBody = z

@@ -4,7 +4,7 @@
 // author cannot send the deployment's key elsewhere. The answer is checked with zod; results
 // come back as title, URL and snippet, markup removed.
 import { z } from "zod";
-import { AppError } from "../../runtime/errors.ts";
+import { AppError } from "../../runtime/util/errors.ts";
 
 export const SEARCH_KEY = "BRAVE_SEARCH_API_KEY";
 export const SEARCH_BASE = "BRAVE_SEARCH_BASE";

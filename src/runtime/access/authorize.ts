@@ -2,7 +2,7 @@
 // tools, delegations, reflections and task answers all ask here, so a new surface cannot forget a
 // rule: it names its principal and its action, and the answer (with the reason when it is no) is
 // the same everywhere. The table in docs/security.md is this file in prose.
-import { ForbiddenError } from "../errors.ts";
+import { ForbiddenError } from "../util/errors.ts";
 import {
   type MemberPrincipal,
   type Principal,

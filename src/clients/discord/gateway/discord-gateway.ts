@@ -10,7 +10,7 @@ import { loadConfig } from "../../../config.ts";
 import type { Env } from "../../../env.ts";
 import { errorField, log } from "../../../log.ts";
 import type { DiscordGatewayRpc, GatewayStatus } from "../../../rpc.ts";
-import { sha256Hex } from "../../../runtime/hashing.ts";
+import { sha256Hex } from "../../../runtime/util/hashing.ts";
 import { BotRoles, StoredBotRoles } from "./bot-roles.ts";
 import { GatewayEvents } from "./gateway-events.ts";
 import { fetchGatewayBot, gatewayUrlAllowed } from "./gateway-bot.ts";

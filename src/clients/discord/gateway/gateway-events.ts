@@ -11,7 +11,7 @@ import { errorField, log } from "../../../log.ts";
 import { stores } from "../../../db/stores/index.ts";
 import { enqueueTurn, roomName } from "../../../objects/conversation/room-client.ts";
 import type { DirectMessagePolicy } from "../../../runtime/character.ts";
-import { RateLimitedError } from "../../../runtime/errors.ts";
+import { RateLimitedError } from "../../../runtime/util/errors.ts";
 import { discordOwners } from "../owners.ts";
 import type { DiscordMessageDelivery } from "../message-delivery.ts";
 import { ExpiringCache } from "./expiring-cache.ts";

@@ -1,7 +1,7 @@
 // What a Gateway message event means for the rooms, decided without I/O: MESSAGE_CREATE becomes a
 // turn unless it is the bot's own message, a system message, or empty; it is "addressed" to the bot
 // when it mentions the bot or the bot's role, replies to one of the bot's messages, or is a DM
-// (the respond rules in src/runtime/respond-decision.ts treat those as mentions). Mentions are
+// (the respond rules in src/runtime/turn/respond-decision.ts treat those as mentions). Mentions are
 // rewritten to names so the model reads "@Ada" rather than "<@123>". Edits and deletes are keyed
 // by the message id, like the turn they amend.
 import { z } from "zod";

@@ -6,7 +6,7 @@ import { enforceRate } from "../../../rate-limits/admission.ts";
 import { keepAliveOf } from "../../auth.ts";
 import { COMMANDS } from "../../../clients/discord/commands.ts";
 import { createTask } from "../../../objects/tasks/task-client.ts";
-import { DEFAULT_TASK_LIMITS } from "../../../runtime/task-types.ts";
+import { DEFAULT_TASK_LIMITS } from "../../../runtime/tasks/task-types.ts";
 import { interactionDelivery } from "../../../clients/discord/delivery.ts";
 import {
   invoker,
@@ -23,12 +23,12 @@ import {
 import { stores } from "../../../db/stores/index.ts";
 import { insertMemories } from "../../../memory/memory-repo.ts";
 import { enqueueTurn } from "../../../objects/conversation/room-client.ts";
-import { BUILTIN_TOOL_DEFINITIONS } from "../../../runtime/builtin-tools.ts";
+import { BUILTIN_TOOL_DEFINITIONS } from "../../../runtime/turn/builtin-tools.ts";
 import { pluginTools } from "../../../plugins/room-plugins.ts";
 import { describeServers } from "../../../mcp/overview.ts";
 import { mcpPlatform } from "../../../mcp/platform.ts";
 import { effectiveServers } from "../../../mcp/registry.ts";
-import { RateLimitedError, ValidationError } from "../../../runtime/errors.ts";
+import { RateLimitedError, ValidationError } from "../../../runtime/util/errors.ts";
 import type { Attachment, Memory } from "../../../runtime/types.ts";
 import { type Ctx, message, owners, resolveAgent, userRateRefusal } from "./discord-replies.ts";
 

@@ -14,7 +14,7 @@ import { type ProposalButton, proposalResultText } from "../../../clients/discor
 import type { Env } from "../../../env.ts";
 import { stores } from "../../../db/stores/index.ts";
 import { proposalDesk } from "../../../plugins/room-plugins.ts";
-import { AppError } from "../../../runtime/errors.ts";
+import { AppError } from "../../../runtime/util/errors.ts";
 
 function privately(content: string) {
   return {

@@ -19,7 +19,7 @@ import {
   managersHere,
 } from "../../../clients/discord/permissions.ts";
 import { stores } from "../../../db/stores/index.ts";
-import { RateLimitedError } from "../../../runtime/errors.ts";
+import { RateLimitedError } from "../../../runtime/util/errors.ts";
 
 export type Ctx = Context<AppEnv>;
 

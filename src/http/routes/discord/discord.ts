@@ -33,7 +33,7 @@ import {
   NotFoundError,
   UnauthorizedError,
   ValidationError,
-} from "../../../runtime/errors.ts";
+} from "../../../runtime/util/errors.ts";
 import { errorContent } from "../../schemas.ts";
 import { validationError } from "../../validation.ts";
 import { taskQuestionClick, taskQuestionSubmit } from "./discord-task-input.ts";

@@ -5,7 +5,7 @@
 import { MultipartReader, multipartBoundary } from "../../../media/multipart.ts";
 import { receiveMedia, type ReceivedMedia } from "../../../media/streamed-upload.ts";
 import { checkCaption, MAX_UPLOAD_BODY_BYTES } from "../../../media/validate.ts";
-import { AppError, ValidationError } from "../../../runtime/errors.ts";
+import { AppError, ValidationError } from "../../../runtime/util/errors.ts";
 import { errorField, log } from "../../../log.ts";
 
 export const MAX_POST_FILES = 10;

@@ -6,8 +6,8 @@
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import type { PostState } from "../../../clients/instagram/publisher.ts";
 import { mediaPostStore } from "../../../clients/instagram/platform.ts";
-import { toHex } from "../../../runtime/hashing.ts";
-import { AppError, NotFoundError } from "../../../runtime/errors.ts";
+import { toHex } from "../../../runtime/util/hashing.ts";
+import { AppError, NotFoundError } from "../../../runtime/util/errors.ts";
 import type { AppEnv } from "../../app-env.ts";
 import { guard } from "../../auth.ts";
 import { assertAgentExists } from "../../known-agents.ts";

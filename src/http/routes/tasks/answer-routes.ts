@@ -7,7 +7,7 @@ import type { AppEnv } from "../../app-env.ts";
 import { guard } from "../../auth.ts";
 import { assertAgentExists } from "../../known-agents.ts";
 import { AgentIdParam, errorContent, jsonContent } from "../../schemas.ts";
-import { ConflictError, NotFoundError } from "../../../runtime/errors.ts";
+import { ConflictError, NotFoundError } from "../../../runtime/util/errors.ts";
 import { answerTaskApproval, answerTaskInput } from "../../../objects/tasks/task-client.ts";
 import { assertMayAnswerTask, TaskAnswerResponse, taskAfterAnswer } from "./task-access.ts";
 import { TaskIdParam } from "./tasks.ts";

@@ -8,8 +8,8 @@ import { guard } from "../../auth.ts";
 import { assertMayNameRoom } from "../../namespaces.ts";
 import { assertAgentExists } from "../../known-agents.ts";
 import { AgentIdParam, errorContent, ExternalId, jsonContent } from "../../schemas.ts";
-import { ConflictError, NotFoundError, ValidationError } from "../../../runtime/errors.ts";
-import { MAX_GOAL_CHARS } from "../../../runtime/task-types.ts";
+import { ConflictError, NotFoundError, ValidationError } from "../../../runtime/util/errors.ts";
+import { MAX_GOAL_CHARS } from "../../../runtime/tasks/task-types.ts";
 import type { ScheduleRequest } from "../../../objects/tasks/task-requests.ts";
 import { createSchedule, deleteSchedule, listSchedules } from "../../../objects/tasks/task-client.ts";
 

@@ -7,7 +7,7 @@ import type { Env } from "../../../env.ts";
 import type { Principal } from "../../app-env.ts";
 import { hasScope } from "../../auth.ts";
 import { authorize } from "../../../runtime/access/index.ts";
-import { NotFoundError } from "../../../runtime/errors.ts";
+import { NotFoundError } from "../../../runtime/util/errors.ts";
 import { getTask } from "../../../objects/tasks/task-client.ts";
 import { TASK_STATUSES, TaskResponse, taskJson } from "./task-json.ts";
 

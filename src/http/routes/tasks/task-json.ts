@@ -2,7 +2,7 @@
 // spec, the pending approval or question, the delegated step and the task that delegated this
 // one, plan, steps, audit trail, result or report, and usage (with what other agents spent).
 import { z } from "@hono/zod-openapi";
-import type { AuditEntry, TaskState } from "../../../runtime/task-types.ts";
+import type { AuditEntry, TaskState } from "../../../runtime/tasks/task-types.ts";
 
 const Usage = z.object({
   promptTokens: z.number(),

@@ -11,7 +11,7 @@ import { assertMayNameRoom } from "../../namespaces.ts";
 import { assertAgentExists } from "../../known-agents.ts";
 import { AgentIdParam, errorContent, ExternalId, jsonContent } from "../../schemas.ts";
 import { loadConfig, MODEL_NOT_CONFIGURED_MESSAGE } from "../../../config.ts";
-import { ModelNotConfiguredError, NotFoundError, RateLimitedError } from "../../../runtime/errors.ts";
+import { ModelNotConfiguredError, NotFoundError, RateLimitedError } from "../../../runtime/util/errors.ts";
 import {
   DEFAULT_TASK_LIMITS,
   MAX_GOAL_CHARS,
@@ -19,7 +19,7 @@ import {
   MAX_TASK_BUDGET_TOKENS,
   MAX_TASK_FAILURES,
   MAX_TASK_STEPS,
-} from "../../../runtime/task-types.ts";
+} from "../../../runtime/tasks/task-types.ts";
 import {
   cancelTask,
   createTask,

@@ -1,9 +1,9 @@
 // What the task loop needs from its host (the agent's model, character and tools, a clock, an
 // event sink, the cancel signal and its time limits). Its own file so that the loop
-// (task-loop.ts) and its act step (task-step.ts) both take it without importing each other.
-import type { Character } from "./character.ts";
+// (advance-task.ts) and its act step (act-step.ts) both take it without importing each other.
+import type { Character } from "../character.ts";
 import type { TaskEventBody } from "./task-types.ts";
-import type { ChatModel, ModelChoice, ToolHost } from "./types.ts";
+import type { ChatModel, ModelChoice, ToolHost } from "../types.ts";
 
 export interface TaskLoopDeps {
   model: ChatModel;

@@ -2,8 +2,8 @@
 // fence), parsed and validated with zod; an invalid reply is re-asked once with the exact problem
 // before giving up with a typed error. Used by side tasks (fact extraction, summaries).
 import type { z } from "zod";
-import { ModelCallError } from "./errors.ts";
-import type { ChatMessage, ChatModel, TokenUsage } from "./types.ts";
+import { ModelCallError } from "../util/errors.ts";
+import type { ChatMessage, ChatModel, TokenUsage } from "../types.ts";
 
 /**
  * The model answered, but its JSON stayed invalid after the re-asks (as opposed to a call that

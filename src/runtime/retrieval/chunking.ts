@@ -2,7 +2,7 @@
 // most natural boundary that fits: a markdown section, then a paragraph, a sentence, and only as a
 // last resort words. Each chunk carries its heading path so a fragment read alone still says
 // where it came from, and overlaps the previous one so a fact split across a boundary survives.
-import type { TokenCounter } from "./tokens.ts";
+import type { TokenCounter } from "../util/tokens.ts";
 
 export interface ChunkOptions {
   /** Largest chunk, in tokens. */

@@ -1,10 +1,10 @@
 // State composition: every provider runs at once, each bounded by a timeout, and the results are
 // assembled in provider position order, not completion order. A slow or failing provider is
 // skipped (and reported as an event) instead of stalling or failing the turn.
-import type { Character } from "./character.ts";
-import { withDeadline } from "./deadline.ts";
-import type { TokenCounter } from "./tokens.ts";
-import type { TurnInput, UsedMemory } from "./turn-types.ts";
+import type { Character } from "../character.ts";
+import { withDeadline } from "../util/deadline.ts";
+import type { TokenCounter } from "../util/tokens.ts";
+import type { TurnInput, UsedMemory } from "../turn/turn-types.ts";
 import type {
   ChatMessage,
   Clock,
@@ -13,7 +13,7 @@ import type {
   MemoryStore,
   ToolDefinition,
   ToolSourceStatus,
-} from "./types.ts";
+} from "../types.ts";
 
 /** Token budgets of the long-term memory sections of the prompt. */
 export interface MemoryBudgets {

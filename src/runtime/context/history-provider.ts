@@ -1,8 +1,8 @@
 // The room's recent conversation, newest kept first, cut to a token budget measured with the real
 // tokenizer. Token counts stored with each message (metadata.tokens) are reused so a long room
 // costs one indexed query, not a re-tokenization of its history.
-import type { Provider } from "../providers.ts";
-import type { TokenCounter } from "../tokens.ts";
+import type { Provider } from "./compose-state.ts";
+import type { TokenCounter } from "../util/tokens.ts";
 import type { ChatMessage, Memory } from "../types.ts";
 
 export const historyProvider: Provider = {

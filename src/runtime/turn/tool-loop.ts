@@ -7,7 +7,7 @@
 // output its host got for it (the other agent's task result).
 import { type ModelSession, transcriptForFallback } from "./model-session.ts";
 import type { ToolExecutor } from "./tool-executor.ts";
-import type { Principal } from "./access/principal.ts";
+import type { Principal } from "../access/principal.ts";
 import type {
   ApprovalDecision,
   StopReason,
@@ -22,7 +22,7 @@ import type {
   ToolCall,
   ToolOutput,
   ToolSpec,
-} from "./types.ts";
+} from "../types.ts";
 
 export interface ToolLoopInput {
   session: ModelSession;

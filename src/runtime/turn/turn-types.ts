@@ -10,8 +10,8 @@ import type {
   TokenUsage,
   ToolCall,
   ToolOutput,
-} from "./types.ts";
-import type { Principal } from "./access/principal.ts";
+} from "../types.ts";
+import type { Principal } from "../access/principal.ts";
 
 export interface TurnInput {
   turnId: string;

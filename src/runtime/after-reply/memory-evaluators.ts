@@ -9,13 +9,13 @@
 // Ids derive from the turn or the summarized range, so a replayed evaluation writes nothing twice.
 import { z } from "zod";
 import type { Evaluator, EvaluatorContext } from "./evaluators.ts";
-import { normalizeForDedup } from "./fusion.ts";
-import { queryTerms } from "./query-terms.ts";
-import { completeStructured } from "./structured-output.ts";
-import type { Memory } from "./types.ts";
-import { sha256Hex } from "./hashing.ts";
-import { decide } from "./access/authorize.ts";
-import type { TurnInput } from "./turn-types.ts";
+import { normalizeForDedup } from "../retrieval/fusion.ts";
+import { queryTerms } from "../retrieval/query-terms.ts";
+import { completeStructured } from "../turn/structured-output.ts";
+import type { Memory } from "../types.ts";
+import { sha256Hex } from "../util/hashing.ts";
+import { decide } from "../access/authorize.ts";
+import type { TurnInput } from "../turn/turn-types.ts";
 
 export const DEFAULT_FACTS_EVERY = 4;
 export const DEFAULT_SUMMARIZE_AFTER = 60;

@@ -1,7 +1,7 @@
 // Tools every agent has without any MCP server: what it can do, remembering a fact about the
 // person it talks to, reading back the room's history, and the current time. Side effects use ids
 // derived from the turn and call, so a replayed turn does not store a fact twice.
-import { CHAT_HISTORY_PREAMBLE, quoteData } from "./quoted-data.ts";
+import { CHAT_HISTORY_PREAMBLE, quoteData } from "../context/quoted-data.ts";
 import type {
   Clock,
   Memory,
@@ -11,7 +11,7 @@ import type {
   ToolHost,
   ToolOutput,
   ToolSourceStatus,
-} from "./types.ts";
+} from "../types.ts";
 
 const MAX_FACT_CHARS = 1_000;
 const MAX_HISTORY_LIMIT = 50;

@@ -5,10 +5,10 @@
 //   of the best hits so a passage cut at a chunk boundary reads whole;
 // - recall: older messages and summaries of this room that no longer fit the recent history.
 // Everything retrieved is quoted as data with its source (see quoted-data.ts).
-import type { Provider, ProviderContext } from "../providers.ts";
-import { quoteData, type QuotedEntry } from "../quoted-data.ts";
-import { queryTerms } from "../query-terms.ts";
-import type { UsedMemory } from "../turn-types.ts";
+import type { Provider, ProviderContext } from "./compose-state.ts";
+import { quoteData, type QuotedEntry } from "./quoted-data.ts";
+import { queryTerms } from "../retrieval/query-terms.ts";
+import type { UsedMemory } from "../turn/turn-types.ts";
 import type { Memory, RetrievedMemory } from "../types.ts";
 import { inboundMessageId } from "./history-provider.ts";
 

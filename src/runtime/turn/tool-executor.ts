@@ -7,11 +7,11 @@
 // Which tools need a person's approval is a required option: chat turns and task steps alike
 // must say, so no caller can hand the model a gated tool that runs unasked.
 import { Validator } from "@cfworker/json-schema";
-import { DeadlineExceeded, withDeadline } from "./deadline.ts";
-import { stableStringify } from "./stable-json.ts";
+import { DeadlineExceeded, withDeadline } from "../util/deadline.ts";
+import { stableStringify } from "../util/stable-json.ts";
 import type { ApprovalDecision, ToolCallRecord } from "./turn-types.ts";
 import { MAX_TOOL_RECORD_CHARS } from "./turn-types.ts";
-import type { ToolCall, ToolContext, ToolDefinition, ToolHost, ToolOutput } from "./types.ts";
+import type { ToolCall, ToolContext, ToolDefinition, ToolHost, ToolOutput } from "../types.ts";
 
 export interface ToolExecutorOptions {
   host: ToolHost;

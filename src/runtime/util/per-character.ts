@@ -2,7 +2,7 @@
 // Characters are shared per isolate and agent version (src/objects/shared/character-source.ts), and changing
 // what such a read depends on (an agent's MCP servers, its skills) bumps the version, so a result
 // is never used past the version it was read at. A failed read is dropped, to be made again.
-import type { Character } from "./character.ts";
+import type { Character } from "../character.ts";
 
 export function readOncePer<T>(
   shared: WeakMap<Character, Promise<T>>,

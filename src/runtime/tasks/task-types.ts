@@ -1,9 +1,9 @@
 // What an autonomous task is made of, as plain data: the goal and its bounds, the plan, every
 // step attempted, the usage and the result. The whole state is persisted after every step, so a
 // task cut off by eviction resumes from here without repeating a finished step.
-import type { Principal } from "./access/principal.ts";
-import type { ApprovalDecision, ToolLoopCheckpoint, TurnUsage } from "./turn-types.ts";
-import type { ModelUsage, ToolOutput } from "./types.ts";
+import type { Principal } from "../access/principal.ts";
+import type { ApprovalDecision, ToolLoopCheckpoint, TurnUsage } from "../turn/turn-types.ts";
+import type { ModelUsage, ToolOutput } from "../types.ts";
 
 export interface TaskLimits {
   /** Act steps (attempts) in all, including retries. */

@@ -2,9 +2,9 @@
 // mentions are always answered; other messages follow the character's `settings.respond`. Only
 // mode "llm" spends a model call (on SMALL_MODEL), so a busy channel does not cost a completion
 // per message.
-import type { Character } from "./character.ts";
+import type { Character } from "../character.ts";
 import type { TurnInput } from "./turn-types.ts";
-import type { ChatMessage, ChatModel, ChatResponse } from "./types.ts";
+import type { ChatMessage, ChatModel, ChatResponse } from "../types.ts";
 
 export type RespondDecision =
   | { respond: true; reason: string }

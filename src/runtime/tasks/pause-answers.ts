@@ -5,8 +5,8 @@
 // that comes twice changes nothing.
 import { withAnswer } from "./task-spec.ts";
 import type { TaskEventBody, TaskState } from "./task-types.ts";
-import type { ApprovalDecision } from "./turn-types.ts";
-import type { ToolOutput } from "./types.ts";
+import type { ApprovalDecision } from "../turn/turn-types.ts";
+import type { ToolOutput } from "../types.ts";
 
 type Emit = (event: TaskEventBody) => void;
 

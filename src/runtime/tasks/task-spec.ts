@@ -5,9 +5,9 @@
 // back to the raw goal (recorded, never blocking); a missing input marked required pauses the
 // task as `needs_input` with the question until a person answers.
 import { z } from "zod";
-import { InvalidStructuredReplyError, completeStructured } from "./structured-output.ts";
+import { InvalidStructuredReplyError, completeStructured } from "../turn/structured-output.ts";
 import type { TaskSpec } from "./task-types.ts";
-import type { ChatModel, ModelUsage } from "./types.ts";
+import type { ChatModel, ModelUsage } from "../types.ts";
 
 const Text = (max: number) => z.string().trim().min(1).max(max);
 const MAX_ITEMS = 10;

@@ -6,9 +6,9 @@
 // an honest report. The first unit compiles the goal into a spec (task-spec.ts) and plans from it;
 // a task pauses (holding no slot) for a missing input, a tool approval or a delegated step, and
 // carries on once task-answers.ts records the answer.
-import { AppError } from "./errors.ts";
-import { ModelSession } from "./model-session.ts";
-import { completeStructured } from "./structured-output.ts";
+import { AppError } from "../util/errors.ts";
+import { ModelSession } from "../turn/model-session.ts";
+import { completeStructured } from "../turn/structured-output.ts";
 import { compileSpec, questionFor, renderSpec, requiredMissing } from "./task-spec.ts";
 import {
   clip,
@@ -22,7 +22,7 @@ import {
   SUMMARY_INSTRUCTIONS,
 } from "./task-plan.ts";
 import type { TaskLoopDeps } from "./task-deps.ts";
-import { act, emitPlan, onRuntimeEvent, sessionModel, taskTools } from "./task-step.ts";
+import { act, emitPlan, onRuntimeEvent, sessionModel, taskTools } from "./act-step.ts";
 import {
   INPUT_WINDOW_MS,
   isPaused,
@@ -32,16 +32,16 @@ import {
   type TaskState,
   type TaskStopReason,
 } from "./task-types.ts";
-import type { ChatMessage } from "./types.ts";
+import type { ChatMessage } from "../types.ts";
 
-/** The loop's host interface, kept in its own file so task-step.ts needs no import of this one. */
+/** The loop's host interface, kept in its own file so act-step.ts needs no import of this one. */
 export type { TaskLoopDeps } from "./task-deps.ts";
 export {
   answerApproval,
   answerDelegation,
   answerInput,
   delegationStarted,
-} from "./task-answers.ts";
+} from "./pause-answers.ts";
 
 export interface TaskAdvance {
   state: TaskState;

@@ -4,11 +4,11 @@
 // attempt must take; a plan step's first failure is retried that way before it counts. A step
 // pauses (the task holds no slot) at a tool that needs a person's approval, or at delegate_task,
 // whose task the host starts on the other agent; it carries on from that point with the answer.
-import { addUsage, delegateTaskTool, delegatesOf, delegationRefusal } from "./delegation.ts";
-import { requesterKey } from "./access/principal.ts";
-import { renderCharacter } from "./providers/character-provider.ts";
-import type { ModelSession } from "./model-session.ts";
-import { completeStructured } from "./structured-output.ts";
+import { addUsage, delegateTaskTool, delegatesOf, delegationRefusal } from "../turn/delegation.ts";
+import { requesterKey } from "../access/principal.ts";
+import { renderCharacter } from "../context/character-provider.ts";
+import type { ModelSession } from "../turn/model-session.ts";
+import { completeStructured } from "../turn/structured-output.ts";
 import type { TaskLoopDeps } from "./task-deps.ts";
 import {
   clip,
@@ -26,9 +26,9 @@ import {
   type StepRecord,
   type TaskState,
 } from "./task-types.ts";
-import { ToolExecutor } from "./tool-executor.ts";
-import { runToolLoop } from "./tool-loop.ts";
-import type { ChatMessage, ChatModel, RuntimeEvent, ToolHost } from "./types.ts";
+import { ToolExecutor } from "../turn/tool-executor.ts";
+import { runToolLoop } from "../turn/tool-loop.ts";
+import type { ChatMessage, ChatModel, RuntimeEvent, ToolHost } from "../types.ts";
 
 /** Steps not yet folded into the rolling summary before one is written. */
 export const SUMMARY_EVERY_STEPS = 3;

@@ -5,12 +5,12 @@
 // task step hands the call to its host, which starts a task on the other agent and answers later).
 // The callee acts for the caller's principal (src/runtime/access/): a delegation never widens it,
 // and its room derives from the asking conversation, so no two conversations meet in it.
-import type { AgentPrincipal, Principal } from "./access/principal.ts";
-import type { Character } from "./character.ts";
-import { sha256Hex } from "./hashing.ts";
-import { quoteData, TOOL_RESULT_PREAMBLE } from "./quoted-data.ts";
+import type { AgentPrincipal, Principal } from "../access/principal.ts";
+import type { Character } from "../character.ts";
+import { sha256Hex } from "../util/hashing.ts";
+import { quoteData, TOOL_RESULT_PREAMBLE } from "../context/quoted-data.ts";
 import type { ToolCallRecord, TurnUsage } from "./turn-types.ts";
-import type { ModelUsage, ToolDefinition, ToolHost } from "./types.ts";
+import type { ModelUsage, ToolDefinition, ToolHost } from "../types.ts";
 
 /** Hops in one chain of delegations, counted from the first asker: A -> B -> C -> D is the deepest. */
 export const MAX_DELEGATION_DEPTH = 3;

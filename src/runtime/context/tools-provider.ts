@@ -2,9 +2,9 @@
 // calling. Also states the rule that tool results are data, not instructions, and which tool
 // servers cannot be used right now (unreachable, waiting for authorization). Descriptions written
 // by MCP servers are quoted as data with their source, so one cannot pose as instructions.
-import { describeSource } from "../builtin-tools.ts";
-import type { Provider } from "../providers.ts";
-import { flatten, quoteData, REMOTE_TOOL_PREAMBLE } from "../quoted-data.ts";
+import { describeSource } from "../turn/builtin-tools.ts";
+import type { Provider } from "./compose-state.ts";
+import { flatten, quoteData, REMOTE_TOOL_PREAMBLE } from "./quoted-data.ts";
 import type { ToolDefinition } from "../types.ts";
 
 const MAX_LISTED_DESCRIPTION_CHARS = 200;

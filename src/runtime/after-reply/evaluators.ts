@@ -1,10 +1,10 @@
 // Evaluators run after the reply has gone out, so they never delay it. Each is time-bounded and
 // isolated: one failing is reported as an event and does not stop the others or fail the turn.
 // They must be idempotent, since an evicted turn re-runs its evaluation phase.
-import type { Character } from "./character.ts";
-import { withDeadline } from "./deadline.ts";
-import type { TurnInput, TurnOutcome } from "./turn-types.ts";
-import type { ChatModel, Clock, EventSink, MemoryRetriever, MemoryStore } from "./types.ts";
+import type { Character } from "../character.ts";
+import { withDeadline } from "../util/deadline.ts";
+import type { TurnInput, TurnOutcome } from "../turn/turn-types.ts";
+import type { ChatModel, Clock, EventSink, MemoryRetriever, MemoryStore } from "../types.ts";
 
 export interface EvaluatorContext {
   character: Character;

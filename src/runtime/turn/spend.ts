@@ -4,8 +4,8 @@
 // ceiling finishes: the ceiling can be passed by at most one turn's worth per room. The ceiling is
 // the turn's character's: a room's copy of it must pass its version check before a refusal counts
 // (turn-runner.ts), so a changed ceiling applies from the next turn.
-import type { Character } from "./character.ts";
-import { RateLimitedError } from "./errors.ts";
+import type { Character } from "../character.ts";
+import { RateLimitedError } from "../util/errors.ts";
 
 export interface SpendLedger {
   spentOn(agentId: string, day: string): Promise<number>;

@@ -3,16 +3,16 @@
 // returning the reply (the caller journals it durably and answers at once); `afterReply` stores the
 // reply in D1 and runs the evaluators, off the caller's critical path. Every phase is safe to
 // repeat after an eviction: ids are derived from the turn, so nothing is written twice.
-import type { Character } from "./character.ts";
-import { AppError, ModelNotConfiguredError } from "./errors.ts";
-import { runEvaluators, type Evaluator } from "./evaluators.ts";
+import type { Character } from "../character.ts";
+import { AppError, ModelNotConfiguredError } from "../util/errors.ts";
+import { runEvaluators, type Evaluator } from "../after-reply/evaluators.ts";
 import { ModelSession } from "./model-session.ts";
 import { assertWithinDailyBudget, dailyCeiling, utcDay, type SpendLedger } from "./spend.ts";
-import { composeState, type Provider, type TurnRetrieval } from "./providers.ts";
-import { chatName, inboundMessageId, replyMessageId } from "./providers/history-provider.ts";
+import { composeState, type Provider, type TurnRetrieval } from "../context/compose-state.ts";
+import { chatName, inboundMessageId, replyMessageId } from "../context/history-provider.ts";
 import { withDelegatedUsage } from "./delegation.ts";
 import { decideByRules, decideWithModel } from "./respond-decision.ts";
-import type { TokenCounter } from "./tokens.ts";
+import type { TokenCounter } from "../util/tokens.ts";
 import { ToolExecutor } from "./tool-executor.ts";
 import { runToolLoop, type ToolLoopResult } from "./tool-loop.ts";
 import type {
@@ -33,7 +33,7 @@ import type {
   MemoryStore,
   ModelChoice,
   ToolHost,
-} from "./types.ts";
+} from "../types.ts";
 
 export interface TurnRunnerDeps {
   /** null when no model backend is configured: turns then fail with `model_not_configured`. */

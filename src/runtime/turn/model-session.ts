@@ -2,7 +2,7 @@
 // could fix, moves to the next of MODEL_FALLBACKS. A new model never inherits the previous one's
 // half-finished tool chain: the transcript is cut back to the people's messages plus a note, and the
 // turn's tool cache is dropped by the caller, so tool state is re-checked.
-import { ModelCallError } from "./errors.ts";
+import { ModelCallError } from "../util/errors.ts";
 import type {
   ChatMessage,
   ChatModel,
@@ -11,7 +11,7 @@ import type {
   EventSink,
   ModelChoice,
   TokenUsage,
-} from "./types.ts";
+} from "../types.ts";
 
 export const FAILOVER_NOTE =
   "Note: a different model started on this request and its tool calls were discarded. " +

@@ -2,7 +2,7 @@
 // example exchanges. Selection is deterministic (first N) so the prompt prefix stays stable from
 // turn to turn, which is what model APIs' prompt caching rewards.
 import type { Character, ExampleLine } from "../character.ts";
-import type { Provider } from "../providers.ts";
+import type { Provider } from "./compose-state.ts";
 
 const MAX_LORE_LINES = 8;
 const MAX_EXAMPLES = 3;
