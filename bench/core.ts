@@ -11,13 +11,8 @@ import { toolsProvider } from "../src/runtime/context/tools-provider.ts";
 import { loadTokenCounter } from "../src/runtime/util/tokens.ts";
 import { createTurnRunner } from "../src/runtime/turn/turn-runner.ts";
 import { DEFAULT_LIMITS, type TurnInput } from "../src/runtime/turn/turn-types.ts";
-import type {
-  ChatModel,
-  ChatResponse,
-  Memory,
-  MemoryStore,
-  ToolCall,
-} from "../src/runtime/types.ts";
+import type { Memory, MemoryStore } from "../src/runtime/ports/memory.ts";
+import type { ChatModel, ChatResponse, ToolCall } from "../src/runtime/ports/model.ts";
 import { summarize, type Summary } from "./stats.ts";
 
 export interface CoreRow {

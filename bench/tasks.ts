@@ -10,9 +10,14 @@
 import { cpus } from "node:os";
 import { parseCharacter } from "../src/characters/parse-character.ts";
 import { runTask, type TaskLoopDeps } from "../src/runtime/tasks/advance-task.ts";
-import { DEFAULT_TASK_LIMITS, newTaskState, type TaskState } from "../src/runtime/tasks/task-types.ts";
+import {
+  DEFAULT_TASK_LIMITS,
+  newTaskState,
+  type TaskState,
+} from "../src/runtime/tasks/task-types.ts";
 import { loadTokenCounter, type TokenCounter } from "../src/runtime/util/tokens.ts";
-import type { ChatModel, ChatRequest, ToolHost } from "../src/runtime/types.ts";
+import type { ChatModel, ChatRequest } from "../src/runtime/ports/model.ts";
+import type { ToolHost } from "../src/runtime/ports/tools.ts";
 import {
   evaluateReply,
   planReply,

@@ -4,7 +4,7 @@
 // bindings' type is `Env` in src/env.ts.
 import { z } from "zod";
 import { NotConfiguredError } from "./runtime/util/errors.ts";
-import type { ModelChoice } from "./runtime/types.ts";
+import type { ModelChoice } from "./runtime/ports/model.ts";
 import type { Env } from "./env.ts";
 import { parseRateRule, RATE_RULE_FORMAT, type RateRule } from "./rate-limits/token-bucket.ts";
 import {

@@ -15,7 +15,11 @@ import { signBits } from "../src/memory/vector-cache.ts";
 import { createVectorizeIndex, vectorizeId } from "../src/memory/vectorize-index.ts";
 import { createOpenAIEmbedder } from "../src/model/openai-embedder.ts";
 import { chunkDocument } from "../src/runtime/retrieval/chunking.ts";
-import { DimensionMismatchError, EmbeddingError, ModelCallError } from "../src/runtime/util/errors.ts";
+import {
+  DimensionMismatchError,
+  EmbeddingError,
+  ModelCallError,
+} from "../src/runtime/util/errors.ts";
 import { dedupeByText, fuseRankings } from "../src/runtime/retrieval/fusion.ts";
 import { createHashEmbedder, hashEmbed } from "../src/runtime/retrieval/hash-embedder.ts";
 import { dedupeFacts } from "../src/runtime/after-reply/memory-evaluators.ts";

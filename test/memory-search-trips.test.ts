@@ -23,7 +23,8 @@ import {
 } from "../src/memory/memory-repo.ts";
 import { rankText, rankTextWithRows } from "../src/memory/text-search.ts";
 import { hashEmbed, createHashEmbedder } from "../src/runtime/retrieval/hash-embedder.ts";
-import type { Memory, RetrievalQuery } from "../src/runtime/types.ts";
+import type { Memory } from "../src/runtime/ports/memory.ts";
+import type { RetrievalQuery } from "../src/runtime/ports/retrieval.ts";
 import { countTrips } from "./helpers/d1-trips.ts";
 
 const DIMS = 384;

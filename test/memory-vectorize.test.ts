@@ -11,7 +11,7 @@ import { createHybridSearch } from "../src/memory/hybrid-search.ts";
 import { deleteMemories, insertMemories, memoriesByIds } from "../src/memory/memory-repo.ts";
 import { createVectorizeIndex, vectorizeId } from "../src/memory/vectorize-index.ts";
 import { createHashEmbedder } from "../src/runtime/retrieval/hash-embedder.ts";
-import type { Memory } from "../src/runtime/types.ts";
+import type { Memory } from "../src/runtime/ports/memory.ts";
 import { fakeVectorize } from "./helpers/fake-vectorize.ts";
 
 const DIMENSIONS = 384;

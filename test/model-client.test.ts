@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { createOpenAIChatModel, type OpenAIChatModelOptions } from "../src/model/openai-chat.ts";
 import { createWorkersAIChatModel } from "../src/model/workers-ai-chat.ts";
 import { ModelCallError, ModelNotConfiguredError } from "../src/runtime/util/errors.ts";
-import type { ChatRequest } from "../src/runtime/types.ts";
+import type { ChatRequest } from "../src/runtime/ports/model.ts";
 import { createOpenAIStandIn } from "./stand-ins/openai-stand-in.ts";
 
 const API_KEY = "sk-test-5ecret-never-log-me";

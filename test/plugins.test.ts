@@ -6,7 +6,7 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { definePlugin } from "../src/plugins/plugin-api.ts";
-import type { ChatResponse } from "../src/runtime/types.ts";
+import type { ChatResponse } from "../src/runtime/ports/model.ts";
 import { api, createTestAgent, json } from "./helpers/api.ts";
 import { scriptedModel, textReply } from "./helpers/fakes.ts";
 import { runPluginTurn } from "./helpers/plugin-turn.ts";

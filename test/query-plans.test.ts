@@ -9,7 +9,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { createHybridSearch } from "../src/memory/hybrid-search.ts";
 import { insertMemories } from "../src/memory/memory-repo.ts";
 import { rankTextWithRows } from "../src/memory/text-search.ts";
-import type { Memory } from "../src/runtime/types.ts";
+import type { Memory } from "../src/runtime/ports/memory.ts";
 
 const agentId = "plans-agent";
 const db = () => drizzle(env.DB);

@@ -12,7 +12,7 @@ import {
   removeVector,
 } from "../src/memory/vector-cache.ts";
 import { hashEmbed } from "../src/runtime/retrieval/hash-embedder.ts";
-import type { MemoryType } from "../src/runtime/types.ts";
+import type { MemoryType } from "../src/runtime/ports/memory.ts";
 
 const DIMS = 384;
 const NAMES = ["Ana", "Ben", "Chen", "Dana", "Emeka", "Farah", "Goran", "Hana", "Ines", "Jon"];

@@ -24,7 +24,7 @@ import type {
   ToolHost,
   ToolOutput,
   ToolSourceStatus,
-} from "../runtime/types.ts";
+} from "../runtime/ports/tools.ts";
 import type { McpCredentialStore } from "../db/stores/mcp-credential-store.ts";
 import { namespacedToolNames } from "./names.ts";
 import { AgentOAuthProvider, TOKEN_REFRESH_MARGIN_MS } from "./oauth-provider.ts";

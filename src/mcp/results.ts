@@ -4,8 +4,12 @@
 // The whole result is quoted as untrusted data with its source, and capped; so is a failure the
 // server describes (`isError`, or a JSON-RPC error): the server's words never read as ours.
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
-import { quoteData, TOOL_ERROR_PREAMBLE, TOOL_RESULT_PREAMBLE } from "../runtime/context/quoted-data.ts";
-import type { ToolOutput } from "../runtime/types.ts";
+import {
+  quoteData,
+  TOOL_ERROR_PREAMBLE,
+  TOOL_RESULT_PREAMBLE,
+} from "../runtime/context/quoted-data.ts";
+import type { ToolOutput } from "../runtime/ports/tools.ts";
 
 /** Far above what the tool executor passes on (it truncates further); bounds memory only. */
 export const MAX_MCP_RESULT_CHARS = 100_000;

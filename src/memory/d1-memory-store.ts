@@ -3,7 +3,7 @@
 // idempotent by key (a memory's is its agent and id) so a replayed turn never duplicates a message.
 import { and, asc, desc, eq, gt, lt, sql } from "drizzle-orm";
 import type { Db } from "../db/db.ts";
-import type { InboundMessage, Memory, MemoryStore } from "../runtime/types.ts";
+import type { InboundMessage, Memory, MemoryStore } from "../runtime/ports/memory.ts";
 import { compiled } from "./compiled.ts";
 import { upsertMemory } from "./memory-repo.ts";
 import { fromMemoryRow, toMemoryRow } from "./rows.ts";

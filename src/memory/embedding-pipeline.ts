@@ -5,7 +5,8 @@
 // vectors written there under old, global ids before migration 0013 (their memories were made
 // pending again by that migration, so embedding them writes their new vectors).
 import { DimensionMismatchError } from "../runtime/util/errors.ts";
-import type { Embedder, Memory, VectorIndex } from "../runtime/types.ts";
+import type { Memory } from "../runtime/ports/memory.ts";
+import type { Embedder, VectorIndex } from "../runtime/ports/vectors.ts";
 import type { Db } from "../db/db.ts";
 import { markEmbedded, pendingEmbeddings } from "./memory-repo.ts";
 import {

@@ -8,17 +8,14 @@
 import { and, eq, inArray, sql } from "drizzle-orm";
 import { SQLiteAsyncDialect } from "drizzle-orm/sqlite-core";
 import { dedupeByText, fuseRankings, type FusedHit } from "../runtime/retrieval/fusion.ts";
+import type { Memory } from "../runtime/ports/memory.ts";
 import type {
-  Embedder,
-  Memory,
   MemoryRetriever,
   RetrievalQuery,
   RetrievedMemory,
   SearchTimings,
-  VectorIndex,
-  VectorMatch,
-  VectorQuery,
-} from "../runtime/types.ts";
+} from "../runtime/ports/retrieval.ts";
+import type { Embedder, VectorIndex, VectorMatch, VectorQuery } from "../runtime/ports/vectors.ts";
 import type { Db } from "../db/db.ts";
 import { memoryRowOf } from "./memory-repo.ts";
 import { compiled } from "./compiled.ts";

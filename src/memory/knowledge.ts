@@ -6,7 +6,7 @@ import { and, eq, or } from "drizzle-orm";
 import { chunkDocument, DEFAULT_CHUNK_OPTIONS } from "../runtime/retrieval/chunking.ts";
 import type { TokenCounter } from "../runtime/util/tokens.ts";
 import type { Character } from "../runtime/character.ts";
-import type { Memory } from "../runtime/types.ts";
+import type { Memory } from "../runtime/ports/memory.ts";
 import type { Db } from "../db/db.ts";
 import type { EmbeddingPipeline } from "./embedding-pipeline.ts";
 import { overwriteMemoriesStatements } from "./memory-repo.ts";

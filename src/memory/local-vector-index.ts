@@ -7,13 +7,13 @@
 // calls forget().
 import { and, eq, gt, sql } from "drizzle-orm";
 import { DimensionMismatchError } from "../runtime/util/errors.ts";
+import type { MemoryType } from "../runtime/ports/memory.ts";
 import type {
-  MemoryType,
   VectorIndex,
   VectorMatch,
   VectorQuery,
   VectorRecord,
-} from "../runtime/types.ts";
+} from "../runtime/ports/vectors.ts";
 import { compiled } from "./compiled.ts";
 import type { Db } from "../db/db.ts";
 import { markEmbeddedStatements } from "./memory-repo.ts";

@@ -19,7 +19,7 @@ import {
 } from "drizzle-orm";
 import { ValidationError } from "../runtime/util/errors.ts";
 import { alias } from "drizzle-orm/sqlite-core";
-import type { Memory, MemoryType } from "../runtime/types.ts";
+import type { Memory, MemoryType } from "../runtime/ports/memory.ts";
 import { compiled } from "./compiled.ts";
 import type { Db } from "../db/db.ts";
 import { fromMemoryRow, MEMORY_ROWS_PER_INSERT, toMemoryRow } from "./rows.ts";

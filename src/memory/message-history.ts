@@ -1,6 +1,6 @@
 // Reading a room's conversation for the API: newest first, paged with a `before` cursor that is
 // the createdAt of the oldest message already seen.
-import type { Memory } from "../runtime/types.ts";
+import type { Memory } from "../runtime/ports/memory.ts";
 import type { Db } from "../db/db.ts";
 import { selectRoomMessages } from "./d1-memory-store.ts";
 

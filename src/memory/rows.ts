@@ -3,7 +3,7 @@
 // its id rather than crashing a whole listing with an opaque error.
 import { z } from "zod";
 import { InternalError } from "../runtime/util/errors.ts";
-import type { Memory, MemoryType } from "../runtime/types.ts";
+import type { Memory, MemoryType } from "../runtime/ports/memory.ts";
 import type { memories } from "../db/schema.ts";
 
 const AttachmentRow = z.object({

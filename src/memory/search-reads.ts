@@ -2,7 +2,8 @@
 // statement (its hits' rows and the neighbours of the best few), and the rows and neighbourhoods
 // of given ids, each a batch through a reader (one call's own, or a turn's shared batch). Rows are
 // read raw and mapped by hand (memoryRowOf), not through drizzle's row mapping.
-import type { Memory, RetrievalQuery } from "../runtime/types.ts";
+import type { Memory } from "../runtime/ports/memory.ts";
+import type { RetrievalQuery } from "../runtime/ports/retrieval.ts";
 import type { Db } from "../db/db.ts";
 import {
   adjacentFromRows,

@@ -8,7 +8,8 @@
 // few hundred. The passes' loops are in src/memory/wasm/rank.wat (native popcount); this file keeps
 // the layout, the filters' numbering and the cuts between passes.
 import { MEMORY_TYPES } from "../db/schema.ts";
-import type { MemoryType, VectorMatch, VectorQuery } from "../runtime/types.ts";
+import type { MemoryType } from "../runtime/ports/memory.ts";
+import type { VectorMatch, VectorQuery } from "../runtime/ports/vectors.ts";
 import rankModule from "./wasm/rank.wasm";
 
 /** Below this many filtered vectors every one is scored exactly. */

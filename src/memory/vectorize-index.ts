@@ -3,7 +3,12 @@
 // written; see docs/deploying.md), the dimension checked against the index before every write. Vectorize
 // applies writes asynchronously: callers never rely on reading their own writes.
 import { DimensionMismatchError } from "../runtime/util/errors.ts";
-import type { VectorIndex, VectorMatch, VectorQuery, VectorRecord } from "../runtime/types.ts";
+import type {
+  VectorIndex,
+  VectorMatch,
+  VectorQuery,
+  VectorRecord,
+} from "../runtime/ports/vectors.ts";
 import { log as logLine } from "../log.ts";
 import { sha256, toBase64Url } from "../runtime/util/hashing.ts";
 

@@ -5,7 +5,7 @@
 // the embedder that wrote them (changing embedders stays an explicit re-embed).
 import type { Config } from "../config.ts";
 import { createHashEmbedder } from "../runtime/retrieval/hash-embedder.ts";
-import type { Embedder } from "../runtime/types.ts";
+import type { Embedder } from "../runtime/ports/vectors.ts";
 import { createOpenAIEmbedder } from "./openai-embedder.ts";
 import { createWorkersAIEmbedder } from "./workers-ai-embedder.ts";
 

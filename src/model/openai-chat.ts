@@ -10,7 +10,7 @@ import OpenAI, {
 } from "openai";
 import type { ChatCompletionCreateParamsNonStreaming } from "openai/resources/chat/completions";
 import { ModelCallError, ModelNotConfiguredError } from "../runtime/util/errors.ts";
-import type { ChatModel, ChatRequest, ChatResponse } from "../runtime/types.ts";
+import type { ChatModel, ChatRequest, ChatResponse } from "../runtime/ports/model.ts";
 import { parseOpenAICompletion, toOpenAIMessages, toOpenAITools } from "./openai-mapping.ts";
 import { collectStream } from "./openai-stream.ts";
 import {

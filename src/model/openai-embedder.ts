@@ -8,7 +8,7 @@ import { createOpenAIClient } from "./openai-chat.ts";
 import { z } from "zod";
 import { EmbeddingError } from "../runtime/util/errors.ts";
 import { unitVector } from "../runtime/retrieval/hash-embedder.ts";
-import type { Embedder } from "../runtime/types.ts";
+import type { Embedder } from "../runtime/ports/vectors.ts";
 import {
   MAX_SERVER_RETRY_DELAY_MS,
   abortableSleep,

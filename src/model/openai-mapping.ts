@@ -1,4 +1,4 @@
-// Translation between the runtime's chat vocabulary (runtime/types.ts) and the OpenAI Chat
+// Translation between the runtime's chat vocabulary (src/runtime/ports/model.ts) and the OpenAI Chat
 // Completions wire format, in both directions. Shared by the OpenAI client and the Workers AI
 // adapter (whose newer models answer in the same shape). Responses are untrusted: zod-checked.
 
@@ -7,7 +7,7 @@ import type {
   ChatCompletionFunctionTool,
   ChatCompletionMessageParam,
 } from "openai/resources/chat/completions";
-import type { ChatMessage, ChatResponse, ToolCall, ToolSpec } from "../runtime/types.ts";
+import type { ChatMessage, ChatResponse, ToolCall, ToolSpec } from "../runtime/ports/model.ts";
 
 /**
  * `images: false` for models that cannot see: a user message's images become a note in its text

@@ -3,7 +3,7 @@
 // zod-checked, and tool calls are rebuilt from their indexed fragments (OpenAI sends the id and
 // name once, then the arguments in pieces).
 import { z } from "zod";
-import type { ChatResponse } from "../runtime/types.ts";
+import type { ChatResponse } from "../runtime/ports/model.ts";
 import { describeIssues, toTokenUsage, toToolCalls, WireUsage } from "./openai-mapping.ts";
 
 const WireToolCallDelta = z.object({

@@ -4,7 +4,7 @@
 
 import { z } from "zod";
 import { ModelCallError } from "../runtime/util/errors.ts";
-import type { ChatModel, ChatRequest, ChatResponse } from "../runtime/types.ts";
+import type { ChatModel, ChatRequest, ChatResponse } from "../runtime/ports/model.ts";
 import {
   WireUsage,
   describeIssues,

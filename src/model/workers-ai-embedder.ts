@@ -5,7 +5,7 @@
 import { z } from "zod";
 import { EmbeddingError } from "../runtime/util/errors.ts";
 import { unitVector } from "../runtime/retrieval/hash-embedder.ts";
-import type { Embedder } from "../runtime/types.ts";
+import type { Embedder } from "../runtime/ports/vectors.ts";
 import { runAbortably, truncate, type WorkersAIBinding } from "./workers-ai-chat.ts";
 
 export const WORKERS_AI_EMBEDDING_MAX_BATCH = 100;

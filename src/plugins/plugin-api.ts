@@ -6,7 +6,9 @@
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import { z } from "zod";
 import type { AppEnv } from "../http/app-env.ts";
-import type { Clock, MemoryStore, ToolOutput } from "../runtime/types.ts";
+import type { Clock } from "../runtime/ports/events.ts";
+import type { MemoryStore } from "../runtime/ports/memory.ts";
+import type { ToolOutput } from "../runtime/ports/tools.ts";
 import type { PluginServices, TurnOrigin } from "./plugin-services.ts";
 
 /** Lower-case words joined by '-': a plugin's name in `plugins`, settings and its route prefix. */

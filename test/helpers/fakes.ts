@@ -2,16 +2,9 @@
 // bindings: a memory store, a fixed clock, an event recorder and a scripted chat model.
 import type { Character } from "../../src/runtime/character.ts";
 import { parseCharacter } from "../../src/characters/parse-character.ts";
-import type {
-  ChatModel,
-  ChatRequest,
-  ChatResponse,
-  Clock,
-  EventSink,
-  Memory,
-  MemoryStore,
-  RuntimeEvent,
-} from "../../src/runtime/types.ts";
+import type { Clock, EventSink, RuntimeEvent } from "../../src/runtime/ports/events.ts";
+import type { Memory, MemoryStore } from "../../src/runtime/ports/memory.ts";
+import type { ChatModel, ChatRequest, ChatResponse } from "../../src/runtime/ports/model.ts";
 import type { TurnInput } from "../../src/runtime/turn/turn-types.ts";
 
 export class FakeMemoryStore implements MemoryStore {

@@ -5,8 +5,12 @@
 import { combineToolHosts, createBuiltinToolHost } from "../../src/runtime/turn/builtin-tools.ts";
 import { loadTokenCounter } from "../../src/runtime/util/tokens.ts";
 import { createTurnRunner } from "../../src/runtime/turn/turn-runner.ts";
-import { DEFAULT_LIMITS, type TurnInput, type TurnOutcome } from "../../src/runtime/turn/turn-types.ts";
-import type { ChatModel } from "../../src/runtime/types.ts";
+import {
+  DEFAULT_LIMITS,
+  type TurnInput,
+  type TurnOutcome,
+} from "../../src/runtime/turn/turn-types.ts";
+import type { ChatModel } from "../../src/runtime/ports/model.ts";
 import type { Plugin } from "../../src/plugins/plugin-api.ts";
 import { createPluginHost } from "../../src/plugins/plugin-host.ts";
 import type { PluginServices, TurnOrigin } from "../../src/plugins/plugin-services.ts";

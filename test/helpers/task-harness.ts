@@ -11,7 +11,7 @@ import {
   type TaskLimits,
   type TaskState,
 } from "../../src/runtime/tasks/task-types.ts";
-import type { ToolHost } from "../../src/runtime/types.ts";
+import type { ToolHost } from "../../src/runtime/ports/tools.ts";
 import { character, tickingClock } from "./fakes.ts";
 import { scriptTask, taskChatModel, type TaskScript } from "./task-script.ts";
 

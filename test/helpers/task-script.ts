@@ -10,7 +10,7 @@ import {
   SUMMARY_INSTRUCTIONS,
 } from "../../src/runtime/tasks/task-plan.ts";
 import { SPEC_INSTRUCTIONS } from "../../src/runtime/tasks/task-spec.ts";
-import type { ChatModel, ChatRequest, ChatResponse } from "../../src/runtime/types.ts";
+import type { ChatModel, ChatRequest, ChatResponse } from "../../src/runtime/ports/model.ts";
 
 export type TaskRole = "spec" | "plan" | "act" | "reflect" | "summary" | "evaluate";
 

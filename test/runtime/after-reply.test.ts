@@ -9,7 +9,7 @@ import type { SpendLedger } from "../../src/runtime/turn/spend.ts";
 import { loadTokenCounter } from "../../src/runtime/util/tokens.ts";
 import { createTurnRunner } from "../../src/runtime/turn/turn-runner.ts";
 import { DEFAULT_LIMITS } from "../../src/runtime/turn/turn-types.ts";
-import type { Memory } from "../../src/runtime/types.ts";
+import type { Memory } from "../../src/runtime/ports/memory.ts";
 import {
   character,
   eventRecorder,

@@ -2,8 +2,12 @@
 // call the small model, and that a summary due on a reflection's turn shares its one call.
 import { describe, expect, it } from "vitest";
 import { type EvaluatorContext, runEvaluators } from "../../src/runtime/after-reply/evaluators.ts";
-import { reflectionEvaluator, summaryEvaluator } from "../../src/runtime/after-reply/memory-evaluators.ts";
-import type { ChatRequest, MemoryRetriever } from "../../src/runtime/types.ts";
+import {
+  reflectionEvaluator,
+  summaryEvaluator,
+} from "../../src/runtime/after-reply/memory-evaluators.ts";
+import type { ChatRequest } from "../../src/runtime/ports/model.ts";
+import type { MemoryRetriever } from "../../src/runtime/ports/retrieval.ts";
 import {
   character,
   eventRecorder,

@@ -3,7 +3,7 @@
 // always with what the store itself would answer. Plain Node: the cache is pure.
 import { describe, expect, it } from "vitest";
 import { createRoomHistoryStore } from "../../src/objects/conversation/history-cache.ts";
-import type { Memory } from "../../src/runtime/types.ts";
+import type { Memory } from "../../src/runtime/ports/memory.ts";
 import { FakeMemoryStore } from "../helpers/fakes.ts";
 
 const agentId = "a";

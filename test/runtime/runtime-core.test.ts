@@ -3,13 +3,17 @@ import { describe, expect, it } from "vitest";
 import { createBuiltinToolHost } from "../../src/runtime/turn/builtin-tools.ts";
 import { interactionEvaluator, type Evaluator } from "../../src/runtime/after-reply/evaluators.ts";
 import { transcriptForFallback, FAILOVER_NOTE } from "../../src/runtime/turn/model-session.ts";
-import { composeState, type Provider, type ProviderContext } from "../../src/runtime/context/compose-state.ts";
+import {
+  composeState,
+  type Provider,
+  type ProviderContext,
+} from "../../src/runtime/context/compose-state.ts";
 import { historyProvider } from "../../src/runtime/context/history-provider.ts";
 import { decideByRules } from "../../src/runtime/turn/respond-decision.ts";
 import { loadTokenCounter } from "../../src/runtime/util/tokens.ts";
 import { createTurnRunner, type TurnRunnerDeps } from "../../src/runtime/turn/turn-runner.ts";
 import { DEFAULT_LIMITS } from "../../src/runtime/turn/turn-types.ts";
-import type { ChatMessage } from "../../src/runtime/types.ts";
+import type { ChatMessage } from "../../src/runtime/ports/model.ts";
 import {
   character,
   eventRecorder,

@@ -19,7 +19,8 @@ import {
   type TaskLimits,
   type TaskState,
 } from "../../src/runtime/tasks/task-types.ts";
-import type { ChatModel, ToolHost } from "../../src/runtime/types.ts";
+import type { ChatModel } from "../../src/runtime/ports/model.ts";
+import type { ToolHost } from "../../src/runtime/ports/tools.ts";
 import { character, tickingClock } from "../helpers/fakes.ts";
 import {
   evaluateReply,

@@ -4,14 +4,13 @@
 import { describe, expect, it } from "vitest";
 import { loadTokenCounter } from "../../src/runtime/util/tokens.ts";
 import { createTurnRunner, type TurnRunnerDeps } from "../../src/runtime/turn/turn-runner.ts";
-import { DEFAULT_LIMITS, type TurnOutcome, type TurnPause } from "../../src/runtime/turn/turn-types.ts";
-import type {
-  ChatRequest,
-  ChatResponse,
-  ToolCall,
-  ToolDefinition,
-  ToolHost,
-} from "../../src/runtime/types.ts";
+import {
+  DEFAULT_LIMITS,
+  type TurnOutcome,
+  type TurnPause,
+} from "../../src/runtime/turn/turn-types.ts";
+import type { ChatRequest, ChatResponse, ToolCall } from "../../src/runtime/ports/model.ts";
+import type { ToolDefinition, ToolHost } from "../../src/runtime/ports/tools.ts";
 import {
   character,
   eventRecorder,

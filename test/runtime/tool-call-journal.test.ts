@@ -8,7 +8,7 @@ import {
   toolCallKey,
   UNFINISHED_CALL_ERROR,
 } from "../../src/runtime/turn/tool-executor.ts";
-import type { ToolDefinition, ToolHost, ToolOutput } from "../../src/runtime/types.ts";
+import type { ToolDefinition, ToolHost, ToolOutput } from "../../src/runtime/ports/tools.ts";
 
 const READ: ToolDefinition = {
   name: "read_url",

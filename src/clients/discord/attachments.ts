@@ -11,7 +11,7 @@ import { dataUrl } from "../../media/data-url.ts";
 import { sniffType } from "../../media/sniff.ts";
 import { storeMedia } from "../../media/store.ts";
 import { ATTACHMENT_PREAMBLE, quoteData } from "../../runtime/context/quoted-data.ts";
-import type { Attachment } from "../../runtime/types.ts";
+import type { Attachment } from "../../runtime/ports/memory.ts";
 
 export const MAX_ATTACHMENTS = 4;
 /** Where Discord serves attachments (besides DISCORD_API_BASE's host, for stand-ins). */

@@ -4,7 +4,7 @@
 // (length, hashtags); a caption that breaks a rule is asked for again once, with the reason.
 import type { Character } from "../../runtime/character.ts";
 import { quoteData } from "../../runtime/context/quoted-data.ts";
-import type { ChatMessage, ChatModel } from "../../runtime/types.ts";
+import type { ChatMessage, ChatModel } from "../../runtime/ports/model.ts";
 
 export interface CaptionRequest {
   kinds: Array<"image" | "video">;

@@ -5,7 +5,7 @@
 import { Agent } from "agents";
 import type { Env } from "../../env.ts";
 import type { Character } from "../../runtime/character.ts";
-import type { ChatModel, ModelChoice } from "../../runtime/types.ts";
+import type { ChatModel, ModelChoice } from "../../runtime/ports/model.ts";
 import {
   createCharacterSource,
   type CharacterSource,

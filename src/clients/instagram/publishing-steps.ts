@@ -13,7 +13,7 @@ import { checkCaption } from "../../media/validate.ts";
 import { writeCaption } from "./caption-writer.ts";
 import type { Character } from "../../runtime/character.ts";
 import { modelChoiceFor } from "../../runtime/turn/turn-runner.ts";
-import type { ChatModel, ModelChoice } from "../../runtime/types.ts";
+import type { ChatModel, ModelChoice } from "../../runtime/ports/model.ts";
 
 /** A publishing step cut off by an eviction is run again after this long. */
 export const PUBLISH_WATCHDOG_S = 120;

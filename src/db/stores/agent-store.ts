@@ -13,7 +13,7 @@ import {
   NotFoundError,
   ValidationError,
 } from "../../runtime/util/errors.ts";
-import type { Memory } from "../../runtime/types.ts";
+import type { Memory } from "../../runtime/ports/memory.ts";
 import { compiled } from "../../memory/compiled.ts";
 import type { Db } from "../db.ts";
 import { readJsonColumn } from "../json-column.ts";

@@ -17,7 +17,8 @@ import {
 } from "../../memory/memory-repo.ts";
 import { forgetRoomHistory } from "../../objects/conversation/room-client.ts";
 import { ValidationError } from "../../runtime/util/errors.ts";
-import type { Memory, MemoryType, SearchTimings } from "../../runtime/types.ts";
+import type { Memory, MemoryType } from "../../runtime/ports/memory.ts";
+import type { SearchTimings } from "../../runtime/ports/retrieval.ts";
 import { pathNestedDeeperThan } from "../json-depth.ts";
 import { assertAgentExists } from "../known-agents.ts";
 import { AGENT_ID, errorContent, jsonContent, ExternalId } from "../schemas.ts";

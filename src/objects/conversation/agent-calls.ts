@@ -8,7 +8,7 @@ import type { Env } from "../../env.ts";
 import type { AgentAnswer, AgentAsker, AgentQuestion } from "../../runtime/turn/delegation.ts";
 import { delegatedPrincipal, delegatedRoomOf } from "../../runtime/turn/delegation.ts";
 import { sha256Hex } from "../../runtime/util/hashing.ts";
-import type { ModelUsage } from "../../runtime/types.ts";
+import type { ModelUsage } from "../../runtime/ports/tools.ts";
 import type { TurnUsage } from "../../runtime/turn/turn-types.ts";
 import { errorField, log } from "../../log.ts";
 import { submitTurn } from "./room-client.ts";

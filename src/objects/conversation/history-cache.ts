@@ -5,7 +5,7 @@
 // The same cache answers the summary evaluator (the messages since the last summary, and that
 // summary) without D1 when it holds them. The memory API, which can add or delete a room's
 // messages and summaries, tells the room to drop this cache.
-import type { InboundMessage, Memory, MemoryStore } from "../../runtime/types.ts";
+import type { InboundMessage, Memory, MemoryStore } from "../../runtime/ports/memory.ts";
 
 /** More than the runtime's history fetch limit, so a warm cache answers every turn. */
 export const ROOM_HISTORY_CAPACITY = 100;

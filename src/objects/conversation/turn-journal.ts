@@ -14,7 +14,7 @@ import type {
   TurnInput,
   TurnOutcome,
 } from "../../runtime/turn/turn-types.ts";
-import type { ToolOutput } from "../../runtime/types.ts";
+import type { ToolOutput } from "../../runtime/ports/tools.ts";
 import type { DeliveryTarget, PostedPrompt } from "../shared/reply-surface.ts";
 import {
   CheckpointShape,

@@ -8,7 +8,7 @@ import type { Character } from "../../runtime/character.ts";
 import { decideByRules } from "../../runtime/turn/respond-decision.ts";
 import { AppError, NotFoundError, type SerializedError } from "../../runtime/util/errors.ts";
 import type { TurnObserver, TurnPause } from "../../runtime/turn/turn-types.ts";
-import type { ToolOutput } from "../../runtime/types.ts";
+import type { ToolOutput } from "../../runtime/ports/tools.ts";
 import { errorField, log } from "../../log.ts";
 import { APPROVAL_WINDOW_MS, newApprovalId } from "../shared/approvals.ts";
 import { CharacterChangedError } from "../shared/character-source.ts";

@@ -9,9 +9,15 @@ import type { MessageHistory } from "../../memory/message-history.ts";
 import { createOpenAIChatModel } from "../../model/openai-chat.ts";
 import { createWorkersAIChatModel } from "../../model/workers-ai-chat.ts";
 import { combineToolHosts, createBuiltinToolHost } from "../../runtime/turn/builtin-tools.ts";
-import { createDelegationToolHost, type DelegationToolHost } from "../../runtime/turn/delegation.ts";
+import {
+  createDelegationToolHost,
+  type DelegationToolHost,
+} from "../../runtime/turn/delegation.ts";
 import { interactionEvaluator } from "../../runtime/after-reply/evaluators.ts";
-import { reflectionEvaluator, summaryEvaluator } from "../../runtime/after-reply/memory-evaluators.ts";
+import {
+  reflectionEvaluator,
+  summaryEvaluator,
+} from "../../runtime/after-reply/memory-evaluators.ts";
 import {
   knowledgeProvider,
   recallProvider,
@@ -27,7 +33,9 @@ import { toolsProvider } from "../../runtime/context/tools-provider.ts";
 import { loadTokenCounter } from "../../runtime/util/tokens.ts";
 import { createTurnRunner, type TurnRunner } from "../../runtime/turn/turn-runner.ts";
 import { DEFAULT_LIMITS } from "../../runtime/turn/turn-types.ts";
-import type { ChatModel, Clock, ModelChoice, ToolHost } from "../../runtime/types.ts";
+import type { Clock } from "../../runtime/ports/events.ts";
+import type { ChatModel, ModelChoice } from "../../runtime/ports/model.ts";
+import type { ToolHost } from "../../runtime/ports/tools.ts";
 import type { SpendLedger } from "../../runtime/turn/spend.ts";
 import { createRoomHistoryStore, type RoomHistoryStore } from "../conversation/history-cache.ts";
 import { McpConnections } from "../../mcp/connections.ts";

@@ -6,7 +6,7 @@
 // plugged in by src/durable-objects.ts.
 import type { Proposal } from "../../db/stores/proposal-store.ts";
 import type { SerializedError } from "../../runtime/util/errors.ts";
-import type { Attachment } from "../../runtime/types.ts";
+import type { Attachment } from "../../runtime/ports/memory.ts";
 
 /** Where a turn's or task's messages go besides the RPC caller, as the surface wrote it. */
 export interface DeliveryTarget {

@@ -15,7 +15,8 @@ import type {
   TurnUsage,
   UsedMemory,
 } from "../../runtime/turn/turn-types.ts";
-import type { Attachment, ChatMessage, Memory, MemoryType, ToolCall } from "../../runtime/types.ts";
+import type { Attachment, Memory, MemoryType } from "../../runtime/ports/memory.ts";
+import type { ChatMessage, ToolCall } from "../../runtime/ports/model.ts";
 import type { DeliveryTarget, PostedPrompt } from "./reply-surface.ts";
 import { PrincipalShape } from "../../runtime/access/principal-shape.ts";
 

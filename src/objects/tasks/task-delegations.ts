@@ -7,9 +7,13 @@ import { delegatedPrincipal } from "../../runtime/turn/delegation.ts";
 import type { Env } from "../../env.ts";
 import { quoteData, TOOL_RESULT_PREAMBLE } from "../../runtime/context/quoted-data.ts";
 import { clip } from "../../runtime/tasks/task-plan.ts";
-import { DEFAULT_TASK_LIMITS, type TaskLimits, type TaskState } from "../../runtime/tasks/task-types.ts";
+import {
+  DEFAULT_TASK_LIMITS,
+  type TaskLimits,
+  type TaskState,
+} from "../../runtime/tasks/task-types.ts";
 import { spentTokens } from "../../runtime/tasks/advance-task.ts";
-import type { ModelUsage, ToolOutput } from "../../runtime/types.ts";
+import type { ModelUsage, ToolOutput } from "../../runtime/ports/tools.ts";
 import type { CreateTaskRequest, CreateTaskResult, DelegationNotice } from "./task-requests.ts";
 
 /** The smallest budget a delegated task gets, whatever the parent has left. */

@@ -16,7 +16,7 @@ import {
 import { clip } from "../../runtime/tasks/task-plan.ts";
 import type { TaskEventBody, TaskState } from "../../runtime/tasks/task-types.ts";
 import type { ApprovalDecision } from "../../runtime/turn/turn-types.ts";
-import type { ToolOutput } from "../../runtime/types.ts";
+import type { ToolOutput } from "../../runtime/ports/tools.ts";
 import type { ReplySurface } from "../shared/reply-surface.ts";
 import { childNotice, childRequest, type TaskPeers } from "./task-delegations.ts";
 import type { TaskReports } from "./task-reports.ts";

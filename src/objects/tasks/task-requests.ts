@@ -10,7 +10,7 @@ import type {
   TaskSource,
   TaskState,
 } from "../../runtime/tasks/task-types.ts";
-import type { ToolOutput } from "../../runtime/types.ts";
+import type { ToolOutput } from "../../runtime/ports/tools.ts";
 import type { DeliveryTarget } from "../shared/reply-surface.ts";
 import type { ApprovalAnswer } from "../conversation/room-types.ts";
 import type { ScheduleRecord, ScheduleSpec } from "./schedule-store.ts";

@@ -4,7 +4,10 @@
 import type { Character } from "../character.ts";
 import { withDeadline } from "../util/deadline.ts";
 import type { TurnInput, TurnOutcome } from "../turn/turn-types.ts";
-import type { ChatModel, Clock, EventSink, MemoryRetriever, MemoryStore } from "../types.ts";
+import type { Clock, EventSink } from "../ports/events.ts";
+import type { MemoryStore } from "../ports/memory.ts";
+import type { ChatModel } from "../ports/model.ts";
+import type { MemoryRetriever } from "../ports/retrieval.ts";
 
 export interface EvaluatorContext {
   character: Character;

@@ -12,7 +12,7 @@ import type { Evaluator, EvaluatorContext } from "./evaluators.ts";
 import { normalizeForDedup } from "../retrieval/fusion.ts";
 import { queryTerms } from "../retrieval/query-terms.ts";
 import { completeStructured } from "../turn/structured-output.ts";
-import type { Memory } from "../types.ts";
+import type { Memory } from "../ports/memory.ts";
 import { sha256Hex } from "../util/hashing.ts";
 import { decide } from "../access/authorize.ts";
 import type { TurnInput } from "../turn/turn-types.ts";

@@ -5,15 +5,11 @@ import type { Character } from "../character.ts";
 import { withDeadline } from "../util/deadline.ts";
 import type { TokenCounter } from "../util/tokens.ts";
 import type { TurnInput, UsedMemory } from "../turn/turn-types.ts";
-import type {
-  ChatMessage,
-  Clock,
-  EventSink,
-  MemoryRetriever,
-  MemoryStore,
-  ToolDefinition,
-  ToolSourceStatus,
-} from "../types.ts";
+import type { Clock, EventSink } from "../ports/events.ts";
+import type { MemoryStore } from "../ports/memory.ts";
+import type { ChatMessage } from "../ports/model.ts";
+import type { MemoryRetriever } from "../ports/retrieval.ts";
+import type { ToolDefinition, ToolSourceStatus } from "../ports/tools.ts";
 
 /** Token budgets of the long-term memory sections of the prompt. */
 export interface MemoryBudgets {

@@ -3,7 +3,8 @@
 // costs one indexed query, not a re-tokenization of its history.
 import type { Provider } from "./compose-state.ts";
 import type { TokenCounter } from "../util/tokens.ts";
-import type { ChatMessage, Memory } from "../types.ts";
+import type { Memory } from "../ports/memory.ts";
+import type { ChatMessage } from "../ports/model.ts";
 
 export const historyProvider: Provider = {
   name: "history",

@@ -9,7 +9,8 @@ import type { Provider, ProviderContext } from "./compose-state.ts";
 import { quoteData, type QuotedEntry } from "./quoted-data.ts";
 import { queryTerms } from "../retrieval/query-terms.ts";
 import type { UsedMemory } from "../turn/turn-types.ts";
-import type { Memory, RetrievedMemory } from "../types.ts";
+import type { Memory } from "../ports/memory.ts";
+import type { RetrievedMemory } from "../ports/retrieval.ts";
 import { inboundMessageId } from "./history-provider.ts";
 
 const MAX_USER_MEMORIES = 60;

@@ -5,7 +5,7 @@
 import { describeSource } from "../turn/builtin-tools.ts";
 import type { Provider } from "./compose-state.ts";
 import { flatten, quoteData, REMOTE_TOOL_PREAMBLE } from "./quoted-data.ts";
-import type { ToolDefinition } from "../types.ts";
+import type { ToolDefinition } from "../ports/tools.ts";
 
 const MAX_LISTED_DESCRIPTION_CHARS = 200;
 

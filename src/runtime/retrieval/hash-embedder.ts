@@ -3,7 +3,7 @@
 // and character n-grams join inflections and near-spellings ("puppies" ~ "puppy", "synthesiser" ~
 // "synthesizers"), word pairs reward phrases. Signed feature hashing, sublinear weights, unit length.
 import { isStopword } from "./query-terms.ts";
-import type { Embedder } from "../types.ts";
+import type { Embedder } from "../ports/vectors.ts";
 
 export const DEFAULT_HASH_DIMENSIONS = 384;
 export const HASH_EMBEDDER_ID = "local:hash-v1";

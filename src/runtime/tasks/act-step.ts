@@ -28,7 +28,9 @@ import {
 } from "./task-types.ts";
 import { ToolExecutor } from "../turn/tool-executor.ts";
 import { runToolLoop } from "../turn/tool-loop.ts";
-import type { ChatMessage, ChatModel, RuntimeEvent, ToolHost } from "../types.ts";
+import type { RuntimeEvent } from "../ports/events.ts";
+import type { ChatMessage, ChatModel } from "../ports/model.ts";
+import type { ToolHost } from "../ports/tools.ts";
 
 /** Steps not yet folded into the rolling summary before one is written. */
 export const SUMMARY_EVERY_STEPS = 3;

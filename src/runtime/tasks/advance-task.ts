@@ -32,7 +32,7 @@ import {
   type TaskState,
   type TaskStopReason,
 } from "./task-types.ts";
-import type { ChatMessage } from "../types.ts";
+import type { ChatMessage } from "../ports/model.ts";
 
 /** The loop's host interface, kept in its own file so act-step.ts needs no import of this one. */
 export type { TaskLoopDeps } from "./task-deps.ts";

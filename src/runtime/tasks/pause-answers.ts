@@ -6,7 +6,7 @@
 import { withAnswer } from "./task-spec.ts";
 import type { TaskEventBody, TaskState } from "./task-types.ts";
 import type { ApprovalDecision } from "../turn/turn-types.ts";
-import type { ToolOutput } from "../types.ts";
+import type { ToolOutput } from "../ports/tools.ts";
 
 type Emit = (event: TaskEventBody) => void;
 

@@ -3,7 +3,8 @@
 // (advance-task.ts) and its act step (act-step.ts) both take it without importing each other.
 import type { Character } from "../character.ts";
 import type { TaskEventBody } from "./task-types.ts";
-import type { ChatModel, ModelChoice, ToolHost } from "../types.ts";
+import type { ChatModel, ModelChoice } from "../ports/model.ts";
+import type { ToolHost } from "../ports/tools.ts";
 
 export interface TaskLoopDeps {
   model: ChatModel;

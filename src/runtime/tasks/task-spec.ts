@@ -7,7 +7,8 @@
 import { z } from "zod";
 import { InvalidStructuredReplyError, completeStructured } from "../turn/structured-output.ts";
 import type { TaskSpec } from "./task-types.ts";
-import type { ChatModel, ModelUsage } from "../types.ts";
+import type { ChatModel } from "../ports/model.ts";
+import type { ModelUsage } from "../ports/tools.ts";
 
 const Text = (max: number) => z.string().trim().min(1).max(max);
 const MAX_ITEMS = 10;

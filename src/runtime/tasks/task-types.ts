@@ -3,7 +3,7 @@
 // task cut off by eviction resumes from here without repeating a finished step.
 import type { Principal } from "../access/principal.ts";
 import type { ApprovalDecision, ToolLoopCheckpoint, TurnUsage } from "../turn/turn-types.ts";
-import type { ModelUsage, ToolOutput } from "../types.ts";
+import type { ModelUsage, ToolOutput } from "../ports/tools.ts";
 
 export interface TaskLimits {
   /** Act steps (attempts) in all, including retries. */

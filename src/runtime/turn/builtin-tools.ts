@@ -2,16 +2,15 @@
 // person it talks to, reading back the room's history, and the current time. Side effects use ids
 // derived from the turn and call, so a replayed turn does not store a fact twice.
 import { CHAT_HISTORY_PREAMBLE, quoteData } from "../context/quoted-data.ts";
+import type { Clock } from "../ports/events.ts";
+import type { Memory, MemoryStore } from "../ports/memory.ts";
 import type {
-  Clock,
-  Memory,
-  MemoryStore,
   ToolContext,
   ToolDefinition,
   ToolHost,
   ToolOutput,
   ToolSourceStatus,
-} from "../types.ts";
+} from "../ports/tools.ts";
 
 const MAX_FACT_CHARS = 1_000;
 const MAX_HISTORY_LIMIT = 50;

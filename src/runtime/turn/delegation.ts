@@ -10,7 +10,7 @@ import type { Character } from "../character.ts";
 import { sha256Hex } from "../util/hashing.ts";
 import { quoteData, TOOL_RESULT_PREAMBLE } from "../context/quoted-data.ts";
 import type { ToolCallRecord, TurnUsage } from "./turn-types.ts";
-import type { ModelUsage, ToolDefinition, ToolHost } from "../types.ts";
+import type { ModelUsage, ToolDefinition, ToolHost } from "../ports/tools.ts";
 
 /** Hops in one chain of delegations, counted from the first asker: A -> B -> C -> D is the deepest. */
 export const MAX_DELEGATION_DEPTH = 3;

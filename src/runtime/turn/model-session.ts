@@ -3,15 +3,15 @@
 // half-finished tool chain: the transcript is cut back to the people's messages plus a note, and the
 // turn's tool cache is dropped by the caller, so tool state is re-checked.
 import { ModelCallError } from "../util/errors.ts";
+import type { EventSink } from "../ports/events.ts";
 import type {
   ChatMessage,
   ChatModel,
   ChatRequest,
   ChatResponse,
-  EventSink,
   ModelChoice,
   TokenUsage,
-} from "../types.ts";
+} from "../ports/model.ts";
 
 export const FAILOVER_NOTE =
   "Note: a different model started on this request and its tool calls were discarded. " +

@@ -4,7 +4,7 @@
 // per message.
 import type { Character } from "../character.ts";
 import type { TurnInput } from "./turn-types.ts";
-import type { ChatMessage, ChatModel, ChatResponse } from "../types.ts";
+import type { ChatMessage, ChatModel, ChatResponse } from "../ports/model.ts";
 
 export type RespondDecision =
   | { respond: true; reason: string }

@@ -3,7 +3,7 @@
 // before giving up with a typed error. Used by side tasks (fact extraction, summaries).
 import type { z } from "zod";
 import { ModelCallError } from "../util/errors.ts";
-import type { ChatMessage, ChatModel, TokenUsage } from "../types.ts";
+import type { ChatMessage, ChatModel, TokenUsage } from "../ports/model.ts";
 
 /**
  * The model answered, but its JSON stayed invalid after the re-asks (as opposed to a call that

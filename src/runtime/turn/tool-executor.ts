@@ -11,7 +11,8 @@ import { DeadlineExceeded, withDeadline } from "../util/deadline.ts";
 import { stableStringify } from "../util/stable-json.ts";
 import type { ApprovalDecision, ToolCallRecord } from "./turn-types.ts";
 import { MAX_TOOL_RECORD_CHARS } from "./turn-types.ts";
-import type { ToolCall, ToolContext, ToolDefinition, ToolHost, ToolOutput } from "../types.ts";
+import type { ToolCall } from "../ports/model.ts";
+import type { ToolContext, ToolDefinition, ToolHost, ToolOutput } from "../ports/tools.ts";
 
 export interface ToolExecutorOptions {
   host: ToolHost;

@@ -15,14 +15,9 @@ import type {
   ToolLoopCheckpoint,
   TurnObserver,
 } from "./turn-types.ts";
-import type {
-  ChatMessage,
-  DelegationContext,
-  EventSink,
-  ToolCall,
-  ToolOutput,
-  ToolSpec,
-} from "../types.ts";
+import type { EventSink } from "../ports/events.ts";
+import type { ChatMessage, ToolCall, ToolSpec } from "../ports/model.ts";
+import type { DelegationContext, ToolOutput } from "../ports/tools.ts";
 
 export interface ToolLoopInput {
   session: ModelSession;

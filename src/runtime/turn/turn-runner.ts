@@ -23,17 +23,11 @@ import type {
   TurnPause,
   UsedMemory,
 } from "./turn-types.ts";
-import type {
-  ChatMessage,
-  ChatModel,
-  Clock,
-  EventSink,
-  Memory,
-  MemoryRetriever,
-  MemoryStore,
-  ModelChoice,
-  ToolHost,
-} from "../types.ts";
+import type { Clock, EventSink } from "../ports/events.ts";
+import type { Memory, MemoryStore } from "../ports/memory.ts";
+import type { ChatMessage, ChatModel, ModelChoice } from "../ports/model.ts";
+import type { MemoryRetriever } from "../ports/retrieval.ts";
+import type { ToolHost } from "../ports/tools.ts";
 
 export interface TurnRunnerDeps {
   /** null when no model backend is configured: turns then fail with `model_not_configured`. */

@@ -1,16 +1,8 @@
 // What goes into a turn and what comes out of it, plus the bounds that keep a turn finite.
 // These shapes cross the worker -> Durable Object RPC boundary, so they hold plain data only.
-import type {
-  Attachment,
-  ChatMessage,
-  DelegationContext,
-  Memory,
-  MemoryType,
-  ModelUsage,
-  TokenUsage,
-  ToolCall,
-  ToolOutput,
-} from "../types.ts";
+import type { Attachment, Memory, MemoryType } from "../ports/memory.ts";
+import type { ChatMessage, TokenUsage, ToolCall } from "../ports/model.ts";
+import type { DelegationContext, ModelUsage, ToolOutput } from "../ports/tools.ts";
 import type { Principal } from "../access/principal.ts";
 
 export interface TurnInput {

@@ -1,7 +1,7 @@
 // Lifecycle events of a turn go to subscribers (the room, future streaming clients) and to the log
 // as one JSON line each, so a deployed worker's `wrangler tail` shows what every turn did. Event
 // payloads never carry message text, tool arguments or secrets.
-import type { EventSink, RuntimeEvent } from "../types.ts";
+import type { EventSink, RuntimeEvent } from "../ports/events.ts";
 
 export type EventListener = (event: RuntimeEvent) => void;
 

@@ -5,7 +5,7 @@
 // rewritten to names so the model reads "@Ada" rather than "<@123>". Edits and deletes are keyed
 // by the message id, like the turn they amend.
 import { z } from "zod";
-import type { Attachment } from "../../../runtime/types.ts";
+import type { Attachment } from "../../../runtime/ports/memory.ts";
 
 const Snowflake = z.string().regex(/^\d{1,20}$/);
 

@@ -29,7 +29,7 @@ import { describeServers } from "../../../mcp/overview.ts";
 import { mcpPlatform } from "../../../mcp/platform.ts";
 import { effectiveServers } from "../../../mcp/registry.ts";
 import { RateLimitedError, ValidationError } from "../../../runtime/util/errors.ts";
-import type { Attachment, Memory } from "../../../runtime/types.ts";
+import type { Attachment, Memory } from "../../../runtime/ports/memory.ts";
 import { type Ctx, message, owners, resolveAgent, userRateRefusal } from "./discord-replies.ts";
 
 const MAX_FACTS_SHOWN = 15;

@@ -10,7 +10,10 @@ import {
 } from "../../../clients/discord/interaction.ts";
 import type { DiscordOwners } from "../../../clients/discord/owners.ts";
 import { isManager, managersHere } from "../../../clients/discord/permissions.ts";
-import { type ProposalButton, proposalResultText } from "../../../clients/discord/proposal-prompt.ts";
+import {
+  type ProposalButton,
+  proposalResultText,
+} from "../../../clients/discord/proposal-prompt.ts";
 import type { Env } from "../../../env.ts";
 import { stores } from "../../../db/stores/index.ts";
 import { proposalDesk } from "../../../plugins/room-plugins.ts";

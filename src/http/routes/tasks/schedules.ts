@@ -11,7 +11,11 @@ import { AgentIdParam, errorContent, ExternalId, jsonContent } from "../../schem
 import { ConflictError, NotFoundError, ValidationError } from "../../../runtime/util/errors.ts";
 import { MAX_GOAL_CHARS } from "../../../runtime/tasks/task-types.ts";
 import type { ScheduleRequest } from "../../../objects/tasks/task-requests.ts";
-import { createSchedule, deleteSchedule, listSchedules } from "../../../objects/tasks/task-client.ts";
+import {
+  createSchedule,
+  deleteSchedule,
+  listSchedules,
+} from "../../../objects/tasks/task-client.ts";
 
 /** Longest interval: a year. */
 export const MAX_EVERY_SECONDS = 365 * 24 * 60 * 60;

@@ -11,7 +11,11 @@ import { assertMayNameRoom } from "../../namespaces.ts";
 import { assertAgentExists } from "../../known-agents.ts";
 import { AgentIdParam, errorContent, ExternalId, jsonContent } from "../../schemas.ts";
 import { loadConfig, MODEL_NOT_CONFIGURED_MESSAGE } from "../../../config.ts";
-import { ModelNotConfiguredError, NotFoundError, RateLimitedError } from "../../../runtime/util/errors.ts";
+import {
+  ModelNotConfiguredError,
+  NotFoundError,
+  RateLimitedError,
+} from "../../../runtime/util/errors.ts";
 import {
   DEFAULT_TASK_LIMITS,
   MAX_GOAL_CHARS,

@@ -1,0 +1,90 @@
+// Time and lifecycle events: the Clock the runtime reads, every RuntimeEvent a turn or task emits,
+// and the EventSink that receives them.
+import type { TokenUsage } from "./model.ts";
+
+export interface Clock {
+  now(): number;
+}
+
+export type RuntimeEvent =
+  | { type: "run_started"; turnId: string; agentId: string; roomId: string; at: number }
+  | {
+      type: "run_ended";
+      turnId: string;
+      agentId: string;
+      roomId: string;
+      at: number;
+      durationMs: number;
+      status: "replied" | "ignored" | "failed" | "paused";
+      modelCalls: number;
+      usage: TokenUsage;
+    }
+  | {
+      type: "run_timed_out";
+      turnId: string;
+      agentId: string;
+      roomId: string;
+      at: number;
+      limitMs: number;
+    }
+  | {
+      type: "tool_called";
+      turnId: string;
+      agentId: string;
+      roomId: string;
+      at: number;
+      tool: string;
+      ok: boolean;
+      cached: boolean;
+      durationMs: number;
+    }
+  | {
+      type: "tool_approval_requested";
+      turnId: string;
+      agentId: string;
+      roomId: string;
+      at: number;
+      tool: string;
+    }
+  | {
+      type: "model_failover";
+      turnId: string;
+      agentId: string;
+      roomId: string;
+      at: number;
+      from: string;
+      to: string;
+      reason: string;
+    }
+  | {
+      type: "provider_skipped";
+      turnId: string;
+      agentId: string;
+      roomId: string;
+      at: number;
+      provider: string;
+      reason: string;
+    }
+  | {
+      type: "evaluator_failed";
+      turnId: string;
+      agentId: string;
+      roomId: string;
+      at: number;
+      evaluator: string;
+      reason: string;
+    }
+  | {
+      type: "run_failed";
+      turnId: string;
+      agentId: string;
+      roomId: string;
+      at: number;
+      code: string;
+      reason: string;
+    }
+  | { type: "spend_not_recorded"; agentId: string; at: number; tokens: number; reason: string };
+
+export interface EventSink {
+  emit(event: RuntimeEvent): void;
+}
