@@ -1,9 +1,11 @@
 // The layering of src/ as checks, not wishes: the pure runtime imports no platform and no other
-// folder, only src/memory/ touches drizzle, memory knows nothing of rooms or HTTP, rooms nothing of
-// Discord, and no file imports itself through others (type-only imports count). Known violations
+// folder, only storage (src/db/, src/memory/) touches drizzle and it knows nothing built on it, the
+// objects know no client, only the edges import a client, no file imports itself through others
+// (type-only imports count), and no folder grows into a grab-bag of more than 20 files. Known violations
 // that another change is removing are allow-listed exactly: a new one fails, and so does an
 // allow-listed one that has gone, so the list only ever shrinks.
-import { resolve } from "node:path";
+import { readdirSync } from "node:fs";
+import { join, relative, resolve } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import {
   cycleViolations,
@@ -87,6 +89,25 @@ describe("src/ layering, read from the import graph", () => {
   });
 });
 
+/** The most source files one folder of src/ may hold before it is split by what its files serve. */
+const MAX_FILES_PER_FOLDER = 20;
+
+describe("src/ folders", () => {
+  it(`hold at most ${MAX_FILES_PER_FOLDER} files each (a folder's README aside)`, () => {
+    const root = resolve(import.meta.dirname, "../..");
+    const crowded: string[] = [];
+    const visit = (folder: string) => {
+      const entries = readdirSync(folder, { withFileTypes: true });
+      const files = entries.filter((entry) => entry.isFile() && entry.name !== "README.md");
+      if (files.length > MAX_FILES_PER_FOLDER)
+        crowded.push(`${relative(root, folder)}: ${files.length} files`);
+      for (const entry of entries) if (entry.isDirectory()) visit(join(folder, entry.name));
+    };
+    visit(join(root, "src"));
+    expect(crowded, "split these folders by what their files serve").toEqual([]);
+  });
+});
+
 describe("the boundary rules themselves, on a made-up graph", () => {
   const edge = (
     from: string,
@@ -109,6 +130,12 @@ describe("the boundary rules themselves, on a made-up graph", () => {
       edge("src/db/f.ts", "../http/g.ts", "src/http/g.ts"),
       edge("src/db/f.ts", "../clients/instagram/h.ts", "src/clients/instagram/h.ts", true),
       edge("src/memory/b.ts", "../clients/discord/e.ts", "src/clients/discord/e.ts"),
+      edge("src/db/f.ts", "../mcp/registry.ts", "src/mcp/registry.ts"),
+      edge("src/db/f.ts", "../mcp/connections.ts", "src/mcp/connections.ts"),
+      edge("src/media/i.ts", "../clients/instagram/h.ts", "src/clients/instagram/h.ts", true),
+      edge("src/plugins/j.ts", "../clients/instagram/h.ts", "src/clients/instagram/h.ts"),
+      edge("src/clients/discord/gateway/k.ts", "../../../http/l.ts", "src/http/l.ts"),
+      edge("src/http/l.ts", "../clients/discord/e.ts", "src/clients/discord/e.ts"),
     ];
     expect(layerViolations(made).map((violation) => violation.where)).toEqual([
       'src/runtime/a.ts:7 imports "hono"',
@@ -117,9 +144,15 @@ describe("the boundary rules themselves, on a made-up graph", () => {
       'src/http/c.ts:7 imports "drizzle-orm/d1"',
       'src/memory/b.ts:7 imports "../objects/d.ts" (type only)',
       'src/objects/d.ts:7 imports "../clients/discord/e.ts"',
+      'src/objects/d.ts:7 imports "../clients/discord/e.ts"',
       'src/db/f.ts:7 imports "../http/g.ts"',
       'src/db/f.ts:7 imports "../clients/instagram/h.ts" (type only)',
+      'src/db/f.ts:7 imports "../clients/instagram/h.ts" (type only)',
       'src/memory/b.ts:7 imports "../clients/discord/e.ts"',
+      'src/memory/b.ts:7 imports "../clients/discord/e.ts"',
+      'src/db/f.ts:7 imports "../mcp/connections.ts"',
+      'src/media/i.ts:7 imports "../clients/instagram/h.ts" (type only)',
+      'src/clients/discord/gateway/k.ts:7 imports "../../../http/l.ts"',
     ]);
   });
 
