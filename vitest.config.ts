@@ -57,7 +57,7 @@ async function discordKeys(): Promise<{ publicKey: string; privateKey: string }>
 
 export default defineConfig(async () => {
   const migrations = await readD1Migrations("migrations");
-  // The worker-first routes of wrangler.toml, for test/wrangler-config.test.ts to hold against the API.
+  // The worker-first routes of wrangler.toml, for test/surfaces/wrangler-config.test.ts to hold against the API.
   const runWorkerFirst = JSON.stringify(
     unstable_readConfig({ config: "./wrangler.toml" }).assets?.run_worker_first ?? null,
   );
@@ -80,7 +80,7 @@ export default defineConfig(async () => {
             TEST_MIGRATIONS: migrations,
             TEST_RUN_WORKER_FIRST: runWorkerFirst,
           },
-          // An empty database for test/migrations.test.ts, which applies the migrations in steps.
+          // An empty database for test/db/migrations.test.ts, which applies the migrations in steps.
           d1Databases: { TEST_MIGRATION_DB: "test-migration-db" },
           // The tokenizer's 2.4 MB rank table must not travel through Vitest's module WebSocket:
           // workerd caps a WebSocket message at 1 MiB, and a worker's warm-module snapshot bundles

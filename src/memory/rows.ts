@@ -69,7 +69,7 @@ type Content = Memory["content"];
  * MemoryContentRow's answer, without zod for the common shape: a turn reads dozens of rows, and
  * zod's parse was most of the time spent turning them into memories. Content with attachments (whose
  * unknown keys zod strips) and anything the quick check does not accept go through zod itself, so
- * both always agree (test/runtime/memory-rows.test.ts compares them).
+ * both always agree (test/memory/rows.test.ts compares them).
  */
 export function parseContent(value: unknown): Content | null {
   if (isPlainObject(value) && value.attachments === undefined) {

@@ -1,7 +1,7 @@
 // Issue 38, hole 3 on Discord: a member's "I want everyone to know: …" in /chat is a shared fact
 // only when they may share (a server manager, an owner); anyone else's stays their own fact and
 // reaches nobody else's prompt. (Over the Gateway nobody is a manager: test/gateway holds that
-// messages carry the member principal; the rule itself is test/runtime/access.test.ts.)
+// messages carry the member principal; the rule itself is test/runtime/access/access.test.ts.)
 import { describe, expect, it, vi } from "vitest";
 import { api, json } from "../helpers/api.ts";
 import { chat, post, snowflake, useAgentIn, useDiscordStandIns } from "../helpers/discord.ts";

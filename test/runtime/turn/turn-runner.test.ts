@@ -1,0 +1,294 @@
+// The runtime core on its own, with in-memory fakes: no worker, no D1, no Durable Object.
+import { describe, expect, it } from "vitest";
+import { createBuiltinToolHost } from "../../../src/runtime/turn/builtin-tools.ts";
+import { interactionEvaluator, type Evaluator } from "../../../src/runtime/after-reply/evaluators.ts";
+import { transcriptForFallback, FAILOVER_NOTE } from "../../../src/runtime/turn/model-session.ts";
+import {
+  composeState,
+  type Provider,
+  type ProviderContext,
+} from "../../../src/runtime/context/compose-state.ts";
+import { historyProvider } from "../../../src/runtime/context/history-provider.ts";
+import { decideByRules } from "../../../src/runtime/turn/respond-decision.ts";
+import { loadTokenCounter } from "../../../src/runtime/util/tokens.ts";
+import { createTurnRunner, type TurnRunnerDeps } from "../../../src/runtime/turn/turn-runner.ts";
+import { DEFAULT_LIMITS } from "../../../src/runtime/turn/turn-types.ts";
+import type { ChatMessage } from "../../../src/runtime/ports/model.ts";
+import {
+  character,
+  eventRecorder,
+  FakeMemoryStore,
+  scriptedModel,
+  textReply,
+  tickingClock,
+  turnInput,
+} from "../../helpers/fakes.ts";
+
+async function deps(
+  overrides: Partial<TurnRunnerDeps> = {},
+): Promise<TurnRunnerDeps & { memory: FakeMemoryStore }> {
+  const memory = new FakeMemoryStore();
+  const clock = tickingClock();
+  const tools = createBuiltinToolHost({ memory, clock, listAll: async () => [] });
+  return {
+    model: scriptedModel([textReply("hi")]),
+    modelNotConfiguredMessage: "no model",
+    models: { primary: "big", fallbacks: [], small: "small" },
+    memory,
+    tools,
+    providers: [historyProvider],
+    evaluators: [interactionEvaluator],
+    clock,
+    events: eventRecorder(),
+    tokens: await loadTokenCounter(),
+    limits: DEFAULT_LIMITS,
+    ...overrides,
+  } as TurnRunnerDeps & { memory: FakeMemoryStore };
+}
+
+describe("deciding whether to respond", () => {
+  const nova = character({
+    username: "nova_bot",
+    settings: { respond: { mode: "mentions", keywords: ["helper"] } },
+  });
+
+  it("always answers REST calls, direct messages and mentions", () => {
+    expect(decideByRules(turnInput({ source: "rest" }), nova)).toMatchObject({
+      respond: true,
+      reason: "rest",
+    });
+    expect(decideByRules(turnInput({ isDirect: true }), nova)).toMatchObject({ respond: true });
+    expect(decideByRules(turnInput({ mentioned: true }), nova)).toMatchObject({ respond: true });
+  });
+
+  it("counts the name, the username and keywords as mentions, as whole words only", () => {
+    expect(decideByRules(turnInput({ text: "hey Nova, got a sec?" }), nova)).toMatchObject({
+      respond: true,
+      reason: "mentioned",
+    });
+    expect(decideByRules(turnInput({ text: "ask the HELPER" }), nova)).toMatchObject({
+      respond: true,
+    });
+    expect(decideByRules(turnInput({ text: "supernova explosions" }), nova)).toMatchObject({
+      respond: false,
+      reason: "not_mentioned",
+    });
+  });
+
+  it("ignores other bots unless told otherwise, and follows the mode", () => {
+    expect(decideByRules(turnInput({ fromBot: true, isDirect: true }), nova)).toMatchObject({
+      respond: false,
+      reason: "from_bot",
+    });
+    expect(
+      decideByRules(turnInput(), character({ settings: { respond: { mode: "always" } } })),
+    ).toMatchObject({ respond: true });
+    expect(
+      decideByRules(
+        turnInput({ text: "Nova?" }),
+        character({ settings: { respond: { mode: "never" } } }),
+      ),
+    ).toMatchObject({ respond: true });
+    expect(decideByRules(turnInput(), character({ settings: { respond: { mode: "llm" } } }))).toBe(
+      "ask",
+    );
+  });
+
+  it("asks SMALL_MODEL only in llm mode, and stays quiet unless it says RESPOND", async () => {
+    const model = scriptedModel([textReply("IGNORE", "small")]);
+    const d = await deps({ model });
+    const runner = createTurnRunner(d);
+    const input = turnInput();
+    await runner.receive(input);
+    const outcome = await runner.respond(
+      character({ settings: { respond: { mode: "llm" } } }),
+      input,
+    );
+    expect(outcome.status).toBe("ignored");
+    expect(model.requests.map((r) => r.model)).toEqual(["small"]);
+    expect(d.memory.memories.filter((m) => m.content.role === "agent")).toHaveLength(0);
+  });
+
+  it("does not call any model for a message it was not asked to answer", async () => {
+    const model = scriptedModel([]);
+    const d = await deps({ model });
+    const outcome = await createTurnRunner(d).respond(
+      character(),
+      turnInput({ text: "just chatting" }),
+    );
+    expect(outcome).toMatchObject({
+      status: "ignored",
+      stopReason: "ignored",
+      usage: { modelCalls: 0 },
+    });
+  });
+});
+
+describe("state composition", () => {
+  const base = async (): Promise<ProviderContext> => ({
+    character: character(),
+    input: turnInput({ turnId: "now" }),
+    memory: new FakeMemoryStore(),
+    clock: tickingClock(),
+    toolSources: [],
+    tokens: await loadTokenCounter(),
+    tools: [],
+    retrieval: null,
+    historyTokens: 50,
+    historyFetchLimit: 60,
+    signal: new AbortController().signal,
+  });
+
+  it("orders sections by position, whatever order providers finish in, and skips a slow one", async () => {
+    const slow: Provider = {
+      name: "slow",
+      position: 0,
+      get: () => new Promise((resolve) => setTimeout(() => resolve({ text: "late" }), 200)),
+    };
+    const later: Provider = { name: "b", position: 20, get: async () => ({ text: "second" }) };
+    const first: Provider = {
+      name: "a",
+      position: 10,
+      get: () => new Promise((resolve) => setTimeout(() => resolve({ text: "first" }), 5)),
+    };
+    const events = eventRecorder();
+    const state = await composeState([later, slow, first], await base(), {
+      timeoutMs: 50,
+      events,
+      turnId: "t",
+    });
+    expect(state.sections).toEqual(["first", "second"]);
+    expect(events.events).toEqual([
+      expect.objectContaining({
+        type: "provider_skipped",
+        provider: "slow",
+        reason: "timed out after 50 ms",
+      }),
+    ]);
+  });
+
+  it("keeps the newest history that fits the token budget, oldest first", async () => {
+    const context = await base();
+    const store = context.memory as FakeMemoryStore;
+    const words = (n: number) => Array.from({ length: n }, (_, i) => `word${i}`).join(" ");
+    for (let i = 0; i < 5; i++) {
+      await store.saveMemory({
+        id: `m${i}`,
+        type: "message",
+        agentId: "nova",
+        roomId: "room-1",
+        userId: "user-1",
+        content: { text: `${i}: ${words(8)}`, role: i % 2 ? "agent" : "user" },
+        metadata: {},
+        createdAt: 1000 + i,
+      });
+    }
+    const result = await historyProvider.get(context);
+    const texts = (result?.messages ?? []).map((m) =>
+      ("content" in m ? String(m.content) : "").slice(0, 1),
+    );
+    const perMessage = context.tokens.count(`4: ${words(8)}`);
+    expect(texts).toEqual(
+      ["4", "3", "2", "1", "0"].slice(0, Math.floor(50 / perMessage)).reverse(),
+    );
+    expect(texts.length).toBeLessThan(5);
+  });
+});
+
+describe("failover transcript", () => {
+  it("keeps the conversation before the turn and the people's messages, drops the tool chain, adds the note", () => {
+    const messages: ChatMessage[] = [
+      { role: "system", content: "sys" },
+      { role: "user", content: "earlier" },
+      { role: "assistant", content: "earlier reply" },
+      { role: "user", content: "now" },
+      {
+        role: "assistant",
+        content: null,
+        toolCalls: [{ id: "c1", name: "remember", arguments: "{}" }],
+      },
+      { role: "tool", toolCallId: "c1", content: "ok" },
+    ];
+    expect(transcriptForFallback(messages, 3)).toEqual([
+      ...messages.slice(0, 4),
+      { role: "system", content: FAILOVER_NOTE },
+    ]);
+    expect(transcriptForFallback(messages.slice(0, 4), 3)).toEqual(messages.slice(0, 4));
+  });
+});
+
+describe("evaluators", () => {
+  it("run after the reply, and one failing does not stop the others or fail the turn", async () => {
+    const ran: string[] = [];
+    const broken: Evaluator = {
+      name: "broken",
+      shouldRun: () => true,
+      run: async () => Promise.reject(new Error("boom")),
+    };
+    const fine: Evaluator = {
+      name: "fine",
+      shouldRun: () => true,
+      run: async () => void ran.push("fine"),
+    };
+    const events = eventRecorder();
+    const d = await deps({ evaluators: [broken, fine, interactionEvaluator], events });
+    const runner = createTurnRunner(d);
+    const input = turnInput({ source: "rest" });
+    await runner.receive(input);
+    const outcome = await runner.respond(character(), input);
+    await runner.afterReply(character(), input, outcome);
+    expect(ran).toEqual(["fine"]);
+    expect(d.memory.memories.map((m) => m.content.role)).toEqual(["user", "agent"]);
+    expect(d.memory.interactions).toEqual([
+      { agentId: "nova", userId: "user-1", turnId: "turn-1", at: expect.any(Number) },
+    ]);
+    expect(events.events).toContainEqual(
+      expect.objectContaining({ type: "evaluator_failed", evaluator: "broken", reason: "boom" }),
+    );
+  });
+});
+
+describe("turn deadline", () => {
+  it("ends a turn that runs past its time limit with a clear message and a run_timed_out event", async () => {
+    const model = scriptedModel([
+      (request) =>
+        new Promise((_, reject) =>
+          request.signal?.addEventListener("abort", () => reject(request.signal?.reason), {
+            once: true,
+          }),
+        ),
+    ]);
+    const events = eventRecorder();
+    const d = await deps({ model, events, limits: { ...DEFAULT_LIMITS, turnTimeoutMs: 30 } });
+    const input = turnInput({ source: "rest" });
+    const outcome = await createTurnRunner(d).respond(character(), input);
+    expect(outcome).toMatchObject({ status: "replied", stopReason: "timeout" });
+    expect(outcome.reply?.text).toContain("ran out of time");
+    expect(events.events.map((e) => e.type)).toContain("run_timed_out");
+  });
+});
+
+describe("token counting", () => {
+  it("counts a 100,000-character word in pieces (the whole word at once is quadratic), close to the exact count", async () => {
+    const { loadTokenCounter, countInPieces, MAX_RUN_CHARS } = await import(
+      "../../../src/runtime/util/tokens.ts"
+    );
+    const counter = await loadTokenCounter();
+    const pieces = counter.count("a".repeat(100_000));
+    // Compared with the exact count of a shorter run, scaled: "a" x 256 is a fixed number of tokens.
+    const perPiece = counter.count("a".repeat(MAX_RUN_CHARS));
+    expect(pieces).toBeGreaterThanOrEqual(Math.floor(100_000 / MAX_RUN_CHARS) * perPiece);
+    // Ordinary text is counted in one piece, exactly as before.
+    const calls: string[] = [];
+    countInPieces("Hello there, how are you?", (text) => {
+      calls.push(text);
+      return 1;
+    });
+    expect(calls).toEqual(["Hello there, how are you?"]);
+    countInPieces(`start ${"b".repeat(600)} end`, (text) => {
+      calls.push(text);
+      return 1;
+    });
+    expect(calls.slice(1).join("")).toBe(`start ${"b".repeat(600)} end`);
+  });
+});
