@@ -21,11 +21,12 @@ import {
   DecisionShape,
   DeliveryTargetShape,
   PostedPromptShape,
-  readStored,
+  inObjectStorage,
   SerializedErrorShape,
   TurnInputShape,
   TurnOutcomeShape,
 } from "../shared/stored-json.ts";
+import { readJsonColumn } from "../../db/json-column.ts";
 
 export type TurnStatus =
   | "received"
@@ -413,16 +414,16 @@ export class TurnJournal {
 
 function toEntry(raw: unknown): JournalEntry {
   const row = Row.parse(raw);
-  // Written by this class only, and checked again on the way back (stored-json.ts).
+  // Written by this class only, and checked again on the way back (src/db/json-column.ts).
   const column = <T>(shape: z.ZodType<T>, json: string | null, name: string): T | null =>
-    json ? readStored(shape, json, `turn ${row.turn_id}: ${name}`) : null;
+    json ? readJsonColumn(shape, json, inObjectStorage(`turn ${row.turn_id}: ${name}`)) : null;
   return {
     seq: row.seq,
     turnId: row.turn_id,
     idempotencyKey: row.idempotency_key,
     fingerprint: row.fingerprint,
     status: row.status,
-    input: readStored(TurnInputShape, row.input, `turn ${row.turn_id}: input`),
+    input: readJsonColumn(TurnInputShape, row.input, inObjectStorage(`turn ${row.turn_id}: input`)),
     outcome: column(TurnOutcomeShape, row.outcome, "outcome"),
     error: column(SerializedErrorShape, row.error, "error"),
     attempts: row.attempts,

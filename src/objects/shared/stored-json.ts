@@ -1,10 +1,10 @@
-// JSON columns read back from a Durable Object's SQLite (the turn journal, the task store) are
-// checked against the shapes this version writes, not cast: a row that does not match is a clear
-// error naming the row and the field, not a crash deep inside a turn. The schemas are loose
-// objects, so a field this version does not know is kept as it was; fields added after rows were
-// first written get the default older code assumed.
+// The shapes of the JSON columns a Durable Object keeps in its SQLite (the turn journal, the task
+// store), checked when read back by the one JSON-column checker (src/db/json-column.ts), not cast:
+// a row that does not match is a clear error naming the row and the field, not a crash deep inside
+// a turn. The schemas are loose objects, so a field this version does not know is kept as it was;
+// fields added after rows were first written get the default older code assumed.
 import { z } from "zod";
-import { AppError, type ErrorCode, type SerializedError } from "../../runtime/util/errors.ts";
+import type { ErrorCode, SerializedError } from "../../runtime/util/errors.ts";
 import type {
   ApprovalDecision,
   StopReason,
@@ -20,32 +20,9 @@ import type { ChatMessage, ToolCall } from "../../runtime/ports/model.ts";
 import type { DeliveryTarget, PostedPrompt } from "./reply-surface.ts";
 import { PrincipalShape } from "../../runtime/access/principal-shape.ts";
 
-/** A stored JSON value that is not in the shape this version wrote. */
-export class StoredShapeError extends AppError {
-  constructor(what: string, problem: string) {
-    super(
-      "internal",
-      500,
-      `${what} in this object's storage is not in the expected shape (${problem})`,
-    );
-  }
-}
-
-/** Parses and checks a JSON column; `what` names it in the error ("turn <id>: outcome"). */
-export function readStored<T>(schema: z.ZodType<T>, json: string, what: string): T {
-  let value: unknown;
-  try {
-    value = JSON.parse(json);
-  } catch {
-    throw new StoredShapeError(what, "not JSON");
-  }
-  const parsed = schema.safeParse(value);
-  if (parsed.success) return parsed.data;
-  const issue = parsed.error.issues[0];
-  throw new StoredShapeError(
-    what,
-    `${issue?.path.join(".") || "the value"}: ${issue?.message ?? "invalid"}`,
-  );
+/** Names a column of this object's storage for the checker's errors: `turn t1: outcome`. */
+export function inObjectStorage(what: string): string {
+  return `${what} in this object's storage`;
 }
 
 /** z.enum over every member of a string union (the mapped type makes a missing one an error). */

@@ -1,8 +1,9 @@
 // An agent's task schedules in the AgentTasks Durable Object's SQLite: what each fires (a goal,
 // an optional room), the agents SDK schedule that fires it, and its runs, skipped firings and
-// last outcome. The spec column is JSON, checked with zod when read back (stored-json.ts).
+// last outcome. The spec column is JSON, checked with zod when read back (src/db/json-column.ts).
 import { z } from "zod";
-import { readStored } from "../shared/stored-json.ts";
+import { readJsonColumn } from "../../db/json-column.ts";
+import { inObjectStorage } from "../shared/stored-json.ts";
 import type { Principal } from "../../runtime/access/principal.ts";
 import { PrincipalShape } from "../../runtime/access/principal-shape.ts";
 
@@ -130,7 +131,11 @@ export class TaskScheduleStore {
 
 function toSchedule(row: Record<string, SqlStorageValue>): ScheduleRecord {
   const parsed = ScheduleRow.parse(row);
-  const spec = readStored(ScheduleSpecShape, parsed.spec, `schedule ${parsed.schedule_id}: spec`);
+  const spec = readJsonColumn(
+    ScheduleSpecShape,
+    parsed.spec,
+    inObjectStorage(`schedule ${parsed.schedule_id}: spec`),
+  );
   return {
     ...spec,
     sdkScheduleId: parsed.sdk_schedule_id,

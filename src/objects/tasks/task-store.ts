@@ -14,7 +14,8 @@ import {
   type TaskState,
 } from "../../runtime/tasks/task-types.ts";
 import type { DeliveryTarget, PostedPrompt } from "../shared/reply-surface.ts";
-import { DeliveryTargetShape, PostedPromptShape, readStored } from "../shared/stored-json.ts";
+import { readJsonColumn } from "../../db/json-column.ts";
+import { DeliveryTargetShape, inObjectStorage, PostedPromptShape } from "../shared/stored-json.ts";
 import { AuditEntryShape, TaskEventShape, TaskStateShape } from "./task-rows.ts";
 
 /** A task that crashed its object this many times in one step is failed instead of retried forever. */
@@ -210,14 +211,26 @@ export class TaskStore {
       state: readState(parsed.state, taskId),
       attempts: parsed.attempts,
       delivery: parsed.delivery
-        ? readStored(DeliveryTargetShape, parsed.delivery, `task ${taskId}: delivery`)
+        ? readJsonColumn(
+            DeliveryTargetShape,
+            parsed.delivery,
+            inObjectStorage(`task ${taskId}: delivery`),
+          )
         : null,
       delivered: parsed.delivered === 1,
       prompt: parsed.approval_prompt
-        ? readStored(ApprovalPromptShape, parsed.approval_prompt, `task ${taskId}: approval prompt`)
+        ? readJsonColumn(
+            ApprovalPromptShape,
+            parsed.approval_prompt,
+            inObjectStorage(`task ${taskId}: approval prompt`),
+          )
         : null,
       inputPrompt: parsed.input_prompt
-        ? readStored(InputPromptShape, parsed.input_prompt, `task ${taskId}: input prompt`)
+        ? readJsonColumn(
+            InputPromptShape,
+            parsed.input_prompt,
+            inObjectStorage(`task ${taskId}: input prompt`),
+          )
         : null,
     };
   }
@@ -280,7 +293,13 @@ export class TaskStore {
     return this.sql
       .exec("SELECT entry FROM task_audit WHERE task_id = ? ORDER BY id", taskId)
       .toArray()
-      .map((row) => readStored(AuditEntryShape, String(row.entry), `task ${taskId}: audit entry`));
+      .map((row) =>
+        readJsonColumn(
+          AuditEntryShape,
+          String(row.entry),
+          inObjectStorage(`task ${taskId}: audit entry`),
+        ),
+      );
   }
 
   appendEvent(taskId: string, body: TaskEventBody, at: number): number {
@@ -310,7 +329,11 @@ export class TaskStore {
         const parsed = EventRow.parse(row);
         return {
           id: parsed.id,
-          event: readStored(TaskEventShape, parsed.data, `task ${taskId}: event ${parsed.id}`),
+          event: readJsonColumn(
+            TaskEventShape,
+            parsed.data,
+            inObjectStorage(`task ${taskId}: event ${parsed.id}`),
+          ),
         };
       });
   }
@@ -329,7 +352,11 @@ export class TaskStore {
   delivery(taskId: string): DeliveryTarget | null {
     const row = this.sql.exec("SELECT delivery FROM tasks WHERE task_id = ?", taskId).toArray()[0];
     return row?.delivery
-      ? readStored(DeliveryTargetShape, String(row.delivery), `task ${taskId}: delivery`)
+      ? readJsonColumn(
+          DeliveryTargetShape,
+          String(row.delivery),
+          inObjectStorage(`task ${taskId}: delivery`),
+        )
       : null;
   }
 
@@ -362,5 +389,5 @@ export class TaskStore {
 
 /** A stored state; fields added since it was written get their defaults (task-rows.ts). */
 function readState(json: string, taskId: string): TaskState {
-  return readStored(TaskStateShape, json, `task ${taskId}: state`);
+  return readJsonColumn(TaskStateShape, json, inObjectStorage(`task ${taskId}: state`));
 }

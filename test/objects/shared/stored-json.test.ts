@@ -5,7 +5,7 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { StoredShapeError } from "../../../src/objects/shared/stored-json.ts";
+import { JsonColumnError } from "../../../src/db/json-column.ts";
 import { TaskStore } from "../../../src/objects/tasks/task-store.ts";
 import { TurnJournal } from "../../../src/objects/conversation/turn-journal.ts";
 import { newTaskState } from "../../../src/runtime/tasks/task-types.ts";
@@ -101,7 +101,7 @@ describe("the turn journal's JSON columns", () => {
         return null;
       } catch (error) {
         return {
-          isShapeError: error instanceof StoredShapeError,
+          isShapeError: error instanceof JsonColumnError,
           message: error instanceof Error ? error.message : String(error),
         };
       }
@@ -154,7 +154,7 @@ describe("the task store's JSON columns", () => {
         store.events("task-1", 0, 10);
         return null;
       } catch (error) {
-        return error instanceof StoredShapeError
+        return error instanceof JsonColumnError
           ? error.message
           : `not a shape error: ${String(error)}`;
       }

@@ -1,0 +1,69 @@
+// The one JSON-column checker (src/db/json-column.ts), used for D1's columns and for the Durable
+// Objects' SQLite alike: a value that is not JSON, or not in the shape, is an internal error that
+// names where it lives, the field and what was expected there, and never repeats what is stored.
+import { describe, expect, it } from "vitest";
+import { z } from "zod";
+import { JsonColumnError, readJsonColumn } from "../../src/db/json-column.ts";
+import { inObjectStorage } from "../../src/objects/shared/stored-json.ts";
+import { InternalError } from "../../src/runtime/util/errors.ts";
+
+const Secrets = z.object({
+  scopes: z.array(z.enum(["agents:read", "agents:write"])),
+  apiKey: z.string().refine((key) => key.startsWith("sk-"), { message: "bad key" }),
+  nested: z.strictObject({ depth: z.number() }).optional(),
+});
+
+function failure(text: string, where = "api_tokens.secrets of tok_1"): JsonColumnError {
+  try {
+    readJsonColumn(Secrets, text, where);
+  } catch (error) {
+    if (error instanceof JsonColumnError) return error;
+    throw error;
+  }
+  throw new Error("the value was accepted");
+}
+
+describe("the JSON-column checker", () => {
+  it("returns a value in the shape as it was stored", () => {
+    const value = { scopes: ["agents:read"], apiKey: "sk-1" };
+    expect(readJsonColumn(Secrets, JSON.stringify(value), "x")).toEqual(value);
+  });
+
+  it("reports a value that is not JSON by where it lives, as an internal error", () => {
+    const error = failure("{SECRET-not-json");
+    expect(error).toBeInstanceOf(InternalError);
+    expect(error.code).toBe("internal");
+    expect(error.status).toBe(500);
+    expect(error.message).toBe("api_tokens.secrets of tok_1 is not valid JSON");
+  });
+
+  it("names the field and what was expected, never the stored content", () => {
+    const cases: Array<[unknown, string]> = [
+      [
+        { scopes: ["agents:read", "SECRET-scope"], apiKey: "sk-1" },
+        "scopes.1: not one of the values this version knows",
+      ],
+      [{ scopes: [], apiKey: 42 }, "apiKey: expected string"],
+      [{ scopes: [], apiKey: "SECRET-key" }, "apiKey: fails this version's check"],
+      [
+        { scopes: [], apiKey: "sk-1", nested: { depth: 1, SECRET: "SECRET-value" } },
+        "nested: has fields this version does not allow",
+      ],
+      ["SECRET-string", "the value: expected object"],
+    ];
+    for (const [value, problem] of cases) {
+      const error = failure(JSON.stringify(value));
+      expect(error.message).toBe(
+        `api_tokens.secrets of tok_1 is not in the expected shape (${problem})`,
+      );
+      expect(error.message).not.toContain("SECRET");
+    }
+  });
+
+  it("names a Durable Object's column the same way, with its place", () => {
+    const error = failure('{"scopes":"all"}', inObjectStorage("turn t1: outcome"));
+    expect(error.message).toBe(
+      "turn t1: outcome in this object's storage is not in the expected shape (scopes: expected array)",
+    );
+  });
+});
