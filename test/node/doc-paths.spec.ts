@@ -1,8 +1,10 @@
-// Every path the docs name exists: README.md, docs/*.md and bench/RESULTS.md are read for
-// repository paths in backticks (`src/…`, `test/…`, `scripts/…`, …) and relative links, and
-// README's layout block for its folders and files under src/. A doc that names a file that moved
-// fails here, so a layout change cannot leave a guide pointing at nothing. Fenced examples (files
-// the reader is to write, commands) are skipped, except README's layout, which is the tree.
+// Every path the docs name exists: README.md, docs/*.md, bench/RESULTS.md and every folder's
+// README.md under src/ are read for repository paths in backticks (`src/…`, `test/…`, `scripts/…`,
+// …) and relative links, and README's layout block for its folders and files under src/. A folder
+// README may also name its own files relative to its folder (`turn/turn-runner.ts`, `stores/`). A
+// doc that names a file that moved fails here, so a layout change cannot leave a guide pointing at
+// nothing. Fenced examples (files the reader is to write, commands) are skipped, except README's
+// layout, which is the tree.
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -27,11 +29,24 @@ function ignoredFolders(): string[] {
     .filter((line) => line.endsWith("/") && !/[*!#]/.test(line));
 }
 
+/** Every README.md under src/, at any depth: the guide of the folder it sits in. */
+function folderReadmes(): string[] {
+  const found: string[] = [];
+  const visit = (folder: string) => {
+    for (const entry of readdirSync(join(ROOT, folder), { withFileTypes: true })) {
+      if (entry.isDirectory()) visit(`${folder}/${entry.name}`);
+      else if (entry.name === "README.md") found.push(`${folder}/README.md`);
+    }
+  };
+  visit("src");
+  return found.sort();
+}
+
 function docs(): string[] {
   const inDocs = readdirSync(join(ROOT, "docs"))
     .filter((name) => name.endsWith(".md"))
     .map((name) => `docs/${name}`);
-  return ["README.md", "bench/RESULTS.md", ...inDocs];
+  return ["README.md", "bench/RESULTS.md", ...inDocs, ...folderReadmes()];
 }
 
 /** The text outside fenced code blocks. */
@@ -39,16 +54,27 @@ function prose(text: string): string {
   return text.replace(/^```[\s\S]*?^```/gm, "");
 }
 
-/** Backticked repository paths: `src/http/auth.ts`, `test/security/`, `scripts/deploy.ts:12`. */
-function backtickedPaths(text: string): string[] {
+/**
+ * A name a folder README gives relative to its own folder: a source or doc file (`agent-room.ts`,
+ * `wasm/rank.wat`) or a folder (`conversation/`). Packages (`drizzle-orm/d1`, `@hono/zod-openapi`),
+ * settings (`settings.tasks`) and root files (`mcp-servers.json`) are none of these.
+ */
+const FOLDER_RELATIVE = /^[\w-][\w.-]*(\/[\w.-]+)*(\.(ts|wat|wasm|md)|\/)$/;
+
+/**
+ * Backticked repository paths: `src/http/auth.ts`, `test/security/`, `scripts/deploy.ts:12`. In a
+ * README under src/ (`doc`), a name relative to its folder is resolved from there.
+ */
+function backtickedPaths(text: string, doc = "README.md"): string[] {
+  const folder = doc.startsWith("src/") ? dirname(doc) : null;
   const found: string[] = [];
   for (const [, raw] of prose(text).matchAll(/`([^`\s]+)`/g)) {
     const path = raw!.replace(/[:#].*$/, "").replace(/[.,;)]+$/, "");
-    const top = path.split("/")[0]!;
-    if (!TOP_FOLDERS.includes(top) || !path.includes("/")) continue;
     // Patterns and placeholders name no one file.
     if (/[*<>{}$]|\.\.\./.test(path)) continue;
-    found.push(path);
+    const top = path.split("/")[0]!;
+    if (TOP_FOLDERS.includes(top) && path.includes("/")) found.push(path);
+    else if (folder && FOLDER_RELATIVE.test(path)) found.push(`${folder}/${path}`);
   }
   return found;
 }
@@ -88,7 +114,7 @@ describe("paths named in the docs", () => {
     const ignored = ignoredFolders();
     for (const doc of docs()) {
       const text = readFileSync(join(ROOT, doc), "utf8");
-      for (const path of [...backtickedPaths(text), ...linkedPaths(doc, text)]) {
+      for (const path of [...backtickedPaths(text, doc), ...linkedPaths(doc, text)]) {
         // Made by a run (the browser test's screenshots, the docs viewer's copy), not committed.
         if (ignored.some((folder) => `${path}/`.startsWith(folder))) continue;
         if (!existsSync(join(ROOT, path))) missing.push(`${doc}: ${path}`);
@@ -108,10 +134,34 @@ describe("paths named in the docs", () => {
     expect(ignoredFolders()).not.toContain("src/");
   });
 
+  it("reads the README of every top folder of src/", () => {
+    const folders = readdirSync(join(ROOT, "src"), { withFileTypes: true })
+      .filter((entry) => entry.isDirectory())
+      .map((entry) => `src/${entry.name}/README.md`);
+    expect(folders.length).toBeGreaterThan(10);
+    expect(docs()).toEqual(expect.arrayContaining(folders));
+  });
+
   it("notices a path that does not exist", () => {
     expect(backtickedPaths("see `src/http/no-such-file.ts` and `npm test`")).toEqual([
       "src/http/no-such-file.ts",
     ]);
+    // A folder README's own names resolve from its folder; packages, settings and root files do not.
+    const inFolder = backtickedPaths(
+      "`turn/no-such-file.ts`, `ports/`, `src/db/db.ts`, `drizzle-orm/d1`, `@hono/zod-openapi`, " +
+        "`settings.tasks`, `mcp-servers.json`, `cloudflare:*`",
+      "src/runtime/README.md",
+    );
+    expect(inFolder).toEqual([
+      "src/runtime/turn/no-such-file.ts",
+      "src/runtime/ports/",
+      "src/db/db.ts",
+    ]);
+    expect(inFolder.filter((path) => !existsSync(join(ROOT, path)))).toEqual([
+      "src/runtime/turn/no-such-file.ts",
+    ]);
+    // Outside src/, only paths from the repository root count.
+    expect(backtickedPaths("`turn/no-such-file.ts` and `ports/`", "docs/api.md")).toEqual([]);
     expect(linkedPaths("docs/api.md", "[x](memory.md#top) [y](https://example.com)")).toEqual([
       "docs/memory.md",
     ]);
