@@ -4,6 +4,13 @@
 // answer) so a busy channel cannot grow without bound. Deleted messages go through deleteMemories.
 import { sql } from "drizzle-orm";
 import type { Db } from "../db/db.ts";
+import { INBOUND_SUFFIX, REPLY_SUFFIX } from "../runtime/turn/message-ids.ts";
+
+// The message-id scheme as SQL text (literals, not bound values, so the statement is the same
+// one every time and the planner sees the LIKE pattern).
+const INBOUND_LIKE = sql.raw(`'%${INBOUND_SUFFIX}'`);
+const INBOUND_LENGTH = sql.raw(String(INBOUND_SUFFIX.length));
+const REPLY_LITERAL = sql.raw(`'${REPLY_SUFFIX}'`);
 
 /** Updates a stored message's text; false when the agent holds no such message. */
 export async function editStoredMessage(
@@ -21,7 +28,8 @@ export async function editStoredMessage(
 
 /**
  * Deletes a room's unanswered inbound messages beyond the newest `keep` (a message is unanswered
- * when its turn stored no reply, `<turn>:out`). Returns how many went.
+ * when its turn stored no reply: src/runtime/turn/message-ids.ts pairs the two ids). Returns how
+ * many went.
  */
 export async function pruneUnansweredMessages(
   db: Db,
@@ -30,11 +38,11 @@ export async function pruneUnansweredMessages(
   const { agentId, roomId, keep } = room;
   const unanswered = sql`
     m.agent_id = ${agentId} AND m.room_id = ${roomId} AND m.type = 'message'
-    AND m.id LIKE '%:in' AND json_extract(m.content, '$.role') = 'user'
+    AND m.id LIKE ${INBOUND_LIKE} AND json_extract(m.content, '$.role') = 'user'
     AND NOT EXISTS (
       SELECT 1 FROM memories r
        WHERE r.agent_id = m.agent_id
-         AND r.id = substr(m.id, 1, length(m.id) - 3) || ':out')`;
+         AND r.id = substr(m.id, 1, length(m.id) - ${INBOUND_LENGTH}) || ${REPLY_LITERAL})`;
   const result = await db.run(sql`
     DELETE FROM memories WHERE seq IN (
       SELECT m.seq FROM memories m WHERE ${unanswered}

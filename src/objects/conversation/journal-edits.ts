@@ -5,7 +5,7 @@
 import { editStoredMessage } from "../../memory/message-amendments.ts";
 import { deleteMemories } from "../../memory/memory-repo.ts";
 import type { Db } from "../../db/db.ts";
-import { inboundMessageId } from "../../runtime/context/history-provider.ts";
+import { inboundMessageId } from "../../runtime/turn/message-ids.ts";
 import type { AmendmentResult, MessageAmendment } from "./room-types.ts";
 import type { TurnJournal } from "./turn-journal.ts";
 

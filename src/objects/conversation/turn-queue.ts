@@ -5,7 +5,6 @@
 // the reply is stored in D1 and evaluated, chained in turn order. The Durable Object decides when
 // this runs (agent-room.ts); the driver only takes interfaces.
 import type { Character } from "../../runtime/character.ts";
-import { decideByRules } from "../../runtime/turn/respond-decision.ts";
 import { AppError, NotFoundError, type SerializedError } from "../../runtime/util/errors.ts";
 import type { TurnObserver, TurnPause } from "../../runtime/turn/turn-types.ts";
 import type { ToolOutput } from "../../runtime/ports/tools.ts";
@@ -13,7 +12,7 @@ import { errorField, log } from "../../log.ts";
 import { APPROVAL_WINDOW_MS, newApprovalId } from "../shared/approvals.ts";
 import { CharacterChangedError } from "../shared/character-source.ts";
 import type { AttachmentIngest, ReplySurface } from "../shared/reply-surface.ts";
-import type { ApprovalAnswer, ApprovalAnswerResult, TurnResult } from "./room-types.ts";
+import type { ApprovalAnswer, ApprovalAnswerResult } from "./room-types.ts";
 import {
   MAX_TURN_ATTEMPTS,
   type ApprovalPause,
@@ -22,29 +21,24 @@ import {
 } from "./turn-journal.ts";
 import { turnOrigin } from "../shared/turn-origin.ts";
 import type { TurnServices } from "./turn-services.ts";
-
-/** What the Durable Object does around a turn. */
-export interface TurnDriverHost {
-  /** The room's name, for logs. */
-  readonly room: string;
-  /** The turn's streaming client in this instance, if any. */
-  observer(turnId: string): TurnObserver | undefined;
-  /** Answers whoever waits for the turn. */
-  settle(turnId: string, result: TurnResult): void;
-  /** A turn with a surface has something for it (a reply, an error, a prompt): send it. */
-  deliver(): void;
-  /** The turn paused for approval: arm its deadline. */
-  paused(entry: JournalEntry): void;
-  /** A reply reached D1 and was evaluated: the room's new memories want vectors. */
-  evaluated(agentId: string, roomId: string): void;
-}
+import type { AfterReplyChain } from "./after-reply-chain.ts";
+import type { RoomUpkeep } from "./room-upkeep.ts";
+import type { TurnWaiters } from "./turn-waiters.ts";
 
 interface TurnDriverOptions {
+  /** The room's name, for logs. */
+  room: string;
   journal: TurnJournal;
+  /** What a turn runs on (the room's runtime), built without reference to this driver. */
   services(): Promise<TurnServices>;
   attachments: AttachmentIngest;
   surface: ReplySurface;
-  host: TurnDriverHost;
+  /** Who waits for a turn in this instance: its streaming client, and whoever is answered. */
+  waiters: Pick<TurnWaiters, "observer" | "settle">;
+  /** Where each reply's write and evaluation are chained, in turn order. */
+  replies: AfterReplyChain;
+  /** Delivery to the surface, approval deadlines and the upkeep after an evaluated turn. */
+  upkeep: Pick<RoomUpkeep, "deliver" | "paused" | "evaluated">;
 }
 
 /** The surface's typing indicator around one turn (TurnDriver.typing). */
@@ -53,17 +47,10 @@ type Typing = ReturnType<TurnDriver["typing"]>;
 export class TurnDriver {
   private readonly options: TurnDriverOptions;
   private draining: Promise<void> | null = null;
-  /** Reply writes and evaluations, chained so they reach D1 in turn order. */
-  private afterReplies: Promise<void> = Promise.resolve();
   private readonly finishing = new Set<string>();
 
   constructor(options: TurnDriverOptions) {
     this.options = options;
-  }
-
-  /** Resolves once the replies given so far are in D1 (and evaluated, or left for a retry). */
-  settled(): Promise<void> {
-    return this.afterReplies;
   }
 
   /** Runs every turn waiting in the journal; one loop at a time. */
@@ -121,7 +108,7 @@ export class TurnDriver {
 
   /** received/running -> replied (or failed, or awaiting_approval). The caller is answered here. */
   private async run(entry: JournalEntry): Promise<void> {
-    const { journal, host } = this.options;
+    const { journal, waiters, upkeep } = this.options;
     const { turnId, agentId } = entry.input;
     const typing = this.typing(entry);
     let received: Promise<void> = Promise.resolve();
@@ -148,8 +135,8 @@ export class TurnDriver {
       if (outcome.status === "awaiting_approval") return this.pause(entry, outcome);
       journal.markReplied(turnId, outcome, Date.now());
       if (outcome.replyMemory) history.remember(outcome.replyMemory);
-      host.settle(turnId, { ok: true, replayed: false, outcome });
-      if (entry.delivery) host.deliver();
+      waiters.settle(turnId, { ok: true, replayed: false, outcome });
+      if (entry.delivery) upkeep.deliver();
       this.finish({ ...entry, status: "replied", outcome }, character);
     } catch (error) {
       // A turn that fails before the model (no model configured, the daily budget) still has its
@@ -158,8 +145,8 @@ export class TurnDriver {
       // A missing agent makes the inbound write fail on its foreign key; report the cause.
       const serialized = serializeError(await this.explain(agentId, error));
       journal.markFailed(turnId, serialized, Date.now());
-      host.settle(turnId, { ok: false, replayed: false, turnId, error: serialized });
-      if (entry.delivery) host.deliver();
+      waiters.settle(turnId, { ok: false, replayed: false, turnId, error: serialized });
+      if (entry.delivery) upkeep.deliver();
     } finally {
       typing.stop();
     }
@@ -197,7 +184,7 @@ export class TurnDriver {
     onKnown: boolean,
     typing: Typing,
   ) {
-    const { journal, host } = this.options;
+    const { journal } = this.options;
     const { turnId, agentId } = entry.input;
     const { runner, characters, tools } = await this.options.services();
     const known = onKnown ? characters.known(agentId) : null;
@@ -222,11 +209,7 @@ export class TurnDriver {
     const resume = pause?.decision
       ? { checkpoint: pause.checkpoint, decision: pause.decision.value }
       : undefined;
-    // A message the respond rules already decline needs no tools and no attachments read.
-    const rules = resume ? null : decideByRules(entry.input, character);
-    const declined = rules !== null && rules !== "ask" && !rules.respond;
     const origin = turnOrigin(entry.input.source, this.options.surface, entry.delivery);
-    if (!declined) await tools.prepare(agentId, character, origin);
     if (resume) typing.start();
     const outcome = await runner.respondOrPause(character, entry.input, {
       // Only a surface with buttons can ask a person; elsewhere such tools are refused.
@@ -234,8 +217,12 @@ export class TurnDriver {
         ? this.options.surface.canAskApproval(entry.delivery, agentId)
         : false,
       resume,
-      attachments: resume || declined ? undefined : await this.readAttachments(entry),
-      observer: typing.observe(host.observer(turnId)),
+      // Only for a turn the runtime's respond rules let go on.
+      prepare: async () => {
+        await tools.prepare(agentId, character, origin);
+        return resume ? undefined : await this.readAttachments(entry);
+      },
+      observer: typing.observe(this.options.waiters.observer(turnId)),
       beforeModel,
       toolOutputs: {
         remembered: journal.toolOutputs(turnId),
@@ -269,8 +256,8 @@ export class TurnDriver {
       prompt: null,
     };
     this.options.journal.markAwaitingApproval(entry.turnId, pause, now);
-    this.options.host.paused({ ...entry, pause });
-    if (entry.delivery) this.options.host.deliver();
+    this.options.upkeep.paused({ ...entry, pause });
+    if (entry.delivery) this.options.upkeep.deliver();
   }
 
   /** replied -> evaluated: the reply reaches D1, then evaluators run. Chained in turn order. */
@@ -279,25 +266,22 @@ export class TurnDriver {
     this.finishing.add(entry.turnId);
     const outcome = entry.outcome;
     const { agentId, roomId } = entry.input;
-    this.afterReplies = this.afterReplies
-      .then(async () => {
+    this.options.replies.add(async () => {
+      try {
         const { runner, characters } = await this.options.services();
         const current =
           character ?? (await characters.character(agentId, await characters.version(agentId)));
         await runner.afterReply(current, entry.input, outcome);
         this.options.journal.markEvaluated(entry.turnId, Date.now());
-        this.options.host.evaluated(agentId, roomId);
-      })
-      .catch((error: unknown) => {
+        this.options.upkeep.evaluated(agentId, roomId);
+      } catch (error) {
         // Left as `replied`: the resume item, or the next start, tries again.
-        const fields = {
-          room: this.options.host.room,
-          turnId: entry.turnId,
-          error: errorField(error),
-        };
+        const fields = { room: this.options.room, turnId: entry.turnId, error: errorField(error) };
         log.error("after_reply_failed", fields);
-      })
-      .finally(() => this.finishing.delete(entry.turnId));
+      } finally {
+        this.finishing.delete(entry.turnId);
+      }
+    });
   }
 
   private async explain(agentId: string, error: unknown): Promise<unknown> {

@@ -5,6 +5,7 @@ import type { Provider } from "./compose-state.ts";
 import type { TokenCounter } from "../util/tokens.ts";
 import type { Memory } from "../ports/memory.ts";
 import type { ChatMessage } from "../ports/model.ts";
+import { inboundMessageId } from "../turn/message-ids.ts";
 
 export const historyProvider: Provider = {
   name: "history",
@@ -27,15 +28,6 @@ export const historyProvider: Provider = {
     return { messages: kept.reverse().map(toChatMessage) };
   },
 };
-
-/** Ids are derived from the turn so a replayed turn writes the same rows. */
-export function inboundMessageId(turnId: string): string {
-  return `${turnId}:in`;
-}
-
-export function replyMessageId(turnId: string): string {
-  return `${turnId}:out`;
-}
 
 function messageTokens(message: Memory, tokens: TokenCounter): number {
   const stored = message.metadata.tokens;

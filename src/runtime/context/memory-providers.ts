@@ -11,7 +11,7 @@ import { queryTerms } from "../retrieval/query-terms.ts";
 import type { UsedMemory } from "../turn/turn-types.ts";
 import type { Memory } from "../ports/memory.ts";
 import type { RetrievedMemory } from "../ports/retrieval.ts";
-import { inboundMessageId } from "./history-provider.ts";
+import { inboundMessageId } from "../turn/message-ids.ts";
 
 const MAX_USER_MEMORIES = 60;
 const KNOWLEDGE_HITS = 8;

@@ -9,9 +9,10 @@ import { runEvaluators, type Evaluator } from "../after-reply/evaluators.ts";
 import { ModelSession } from "./model-session.ts";
 import { assertWithinDailyBudget, dailyCeiling, utcDay, type SpendLedger } from "./spend.ts";
 import { composeState, type Provider, type TurnRetrieval } from "../context/compose-state.ts";
-import { chatName, inboundMessageId, replyMessageId } from "../context/history-provider.ts";
+import { chatName } from "../context/history-provider.ts";
+import { inboundMessageId, replyMessageId } from "./message-ids.ts";
 import { withDelegatedUsage } from "./delegation.ts";
-import { decideByRules, decideWithModel } from "./respond-decision.ts";
+import { decideByRules, decideWithModel, type RespondDecision } from "./respond-decision.ts";
 import type { TokenCounter } from "../util/tokens.ts";
 import { ToolExecutor } from "./tool-executor.ts";
 import { runToolLoop, type ToolLoopResult } from "./tool-loop.ts";
@@ -170,6 +171,8 @@ async function respondOrPause(
       return ignoredOutcome(input, { promptTokens: 0, completionTokens: 0, modelCalls: 0 });
     }
     if (!deps.model) throw new ModelNotConfiguredError(deps.modelNotConfiguredMessage);
+    // What only a turn that goes on needs (its tools connected, its attachments read).
+    const extra = (await options.prepare?.()) ?? options.attachments;
     // The daily budget is read while the context is composed; the model is asked only once it
     // (and the caller's own work) has passed. A turn resuming after an approval was admitted when
     // it started.
@@ -208,7 +211,8 @@ async function respondOrPause(
       session,
       controller.signal,
       options,
-      admitted,
+      // A resumed turn was answered when it started.
+      { admitted, rules: rules ?? { respond: true, reason: "resumed" }, extra },
     );
     emitEnded(
       deps,
@@ -273,8 +277,16 @@ async function respondWith(
   session: ModelSession,
   signal: AbortSignal,
   options: RespondOptions,
-  admitted: Promise<unknown>,
+  decided: {
+    /** The caller's own work and the daily budget, awaited before the first model request. */
+    admitted: Promise<unknown>;
+    /** The respond rules' verdict, made once in respondOrPause. */
+    rules: RespondDecision | "ask";
+    /** What the attachments add to the person's message. */
+    extra: { text: string; images: string[] } | undefined;
+  },
 ): Promise<TurnOutcome | TurnPause> {
+  const { admitted, rules, extra } = decided;
   const executor = new ToolExecutor({
     host: deps.tools,
     tools: await deps.tools.list(),
@@ -352,7 +364,6 @@ async function respondWith(
 
   await admitted;
   options.observer?.memories?.(state.memories);
-  const rules = decideByRules(input, character);
   const decision =
     rules === "ask"
       ? (
@@ -370,7 +381,6 @@ async function respondWith(
   options.observer?.replying?.();
 
   const name = chatName(input.userName ?? input.userId);
-  const extra = options.attachments;
   const content = extra?.text ? `${input.text}\n\n${extra.text}` : input.text;
   const current: ChatMessage = {
     role: "user",

@@ -119,6 +119,13 @@ export interface RespondOptions {
   canAskApproval?: boolean;
   /** What the turn's attachments add to the person's message (read and checked by the surface). */
   attachments?: { text: string; images: string[] };
+  /**
+   * The caller's work for a turn that goes on: connect the tools the agent may use, read the
+   * attachments (its answer takes the place of `attachments`). Called once the respond rules,
+   * which are decided here and nowhere else, have not declined the message; a declined one
+   * costs no tool connection and no attachment read.
+   */
+  prepare?: () => Promise<{ text: string; images: string[] } | undefined>;
   /** Carry on from a pause with the person's decision on its pending call. */
   resume?: { checkpoint: ToolLoopCheckpoint; decision: ApprovalDecision };
   /**

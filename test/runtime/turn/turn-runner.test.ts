@@ -124,6 +124,35 @@ describe("deciding whether to respond", () => {
   });
 });
 
+describe("the one respond decision", () => {
+  it("prepares a turn (tools, attachments) only when the rules let it go on, and once", async () => {
+    const model = scriptedModel([textReply("IGNORE", "small"), textReply("Hello there.")]);
+    const d = await deps({ model });
+    const runner = createTurnRunner(d);
+    const prepared: string[] = [];
+    const prepare = (text: string) => async () => {
+      prepared.push(text);
+      return { text: `[file for ${text}]`, images: [] };
+    };
+    const declined = turnInput({ text: "just chatting" });
+    const outcome = await runner.respondOrPause(character(), declined, {
+      prepare: prepare("declined"),
+    });
+    expect(outcome).toMatchObject({ status: "ignored", usage: { modelCalls: 0 } });
+    // In llm mode the rules ask the small model, which says no: prepared, then ignored.
+    const asked = turnInput({ text: "anyone here?" });
+    const llm = character({ settings: { respond: { mode: "llm" } } });
+    expect(await runner.respondOrPause(llm, asked, { prepare: prepare("asked") })).toMatchObject({
+      status: "ignored",
+    });
+    const mentioned = turnInput({ text: "hi", mentioned: true });
+    await runner.respondOrPause(character(), mentioned, { prepare: prepare("mentioned") });
+    expect(prepared).toEqual(["asked", "mentioned"]);
+    // What prepare read joined the person's message.
+    expect(JSON.stringify(model.requests.at(-1)!.messages)).toContain("[file for mentioned]");
+  });
+});
+
 describe("state composition", () => {
   const base = async (): Promise<ProviderContext> => ({
     character: character(),

@@ -1,0 +1,71 @@
+// The parts of one room object, put together when it starts: its turn journal (migrated and
+// pruned), the delivery of replies to the surface, the upkeep around turns and the turn queue,
+// each handed what it needs and none reaching back into the object. agent-room.ts answers RPC,
+// schedules and queue items with them.
+import type { Env } from "../../env.ts";
+import { stores } from "../../db/stores/index.ts";
+import type { RoomRuntime } from "../shared/agent-wiring.ts";
+import type { RoomPlatform } from "../shared/reply-surface.ts";
+import type { AfterReplyChain } from "./after-reply-chain.ts";
+import { RoomDelivery } from "./reply-delivery.ts";
+import { RoomUpkeep, type RoomUpkeepOptions } from "./room-upkeep.ts";
+import { TurnJournal } from "./turn-journal.ts";
+import { TurnDriver } from "./turn-queue.ts";
+import { turnServicesFor } from "./turn-services.ts";
+import type { TurnWaiters } from "./turn-waiters.ts";
+
+export interface RoomParts {
+  journal: TurnJournal;
+  delivery: RoomDelivery;
+  upkeep: RoomUpkeep;
+  driver: TurnDriver;
+}
+
+/** What the object gives its parts: its storage and platform, and its durable scheduling. */
+export interface RoomSource extends Pick<RoomUpkeepOptions, "queue" | "expireAt"> {
+  name: string;
+  env: Env;
+  sql: SqlStorage;
+  platform: RoomPlatform;
+  waiters: TurnWaiters;
+  replies: AfterReplyChain;
+  /** The room's runtime, built on first use; it waits on `replies`, never on the parts. */
+  runtime(): Promise<RoomRuntime>;
+  forgetHistory(): Promise<void>;
+  expireApproval(payload: { turnId: string; approvalId: string }): Promise<void>;
+}
+
+export function buildRoomParts(source: RoomSource): RoomParts {
+  const { surface, attachments } = source.platform;
+  const journal = new TurnJournal(source.sql);
+  journal.migrate();
+  journal.prune(Date.now());
+  const delivery = new RoomDelivery({
+    surface,
+    journal,
+    room: source.name,
+    agentName: async (agentId) =>
+      (await (await source.runtime()).agents.get(agentId))?.character.name ?? agentId,
+    expireApproval: (payload) => source.expireApproval(payload),
+  });
+  const upkeep = new RoomUpkeep({
+    room: source.name,
+    delivery,
+    db: () => stores(source.env).db,
+    embeddings: async () => (await source.runtime()).embeddings,
+    forgetHistory: () => source.forgetHistory(),
+    queue: source.queue,
+    expireAt: source.expireAt,
+  });
+  const driver = new TurnDriver({
+    room: source.name,
+    journal,
+    services: async () => turnServicesFor(await source.runtime()),
+    attachments,
+    surface,
+    waiters: source.waiters,
+    replies: source.replies,
+    upkeep,
+  });
+  return { journal, delivery, upkeep, driver };
+}
