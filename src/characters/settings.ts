@@ -58,7 +58,7 @@ const modelListSchema = z.preprocess(
 
 const tokenCount = z.int().positive().max(MAX_TOKENS_SETTING);
 
-/** Long-term memory knobs; each has a runtime default (src/runtime/memory-settings.ts). */
+/** Long-term memory knobs; unset ones take the runtime's defaults (src/runtime/character.ts). */
 const memorySchema = z.strictObject(
   {
     factsEvery: z.int().min(1).max(1_000).optional(),

@@ -1,5 +1,5 @@
 // The MCP SDK's OAuthClientProvider for one agent and one server, over the sealed D1 row
-// (credentials.ts). The SDK does discovery (RFC 9728, RFC 8414 with the OpenID fallback), dynamic
+// (src/db/stores/mcp-credential-store.ts). The SDK does discovery (RFC 9728, RFC 8414 with the OpenID fallback), dynamic
 // registration (RFC 7591), PKCE S256, resource indicators (RFC 8707) and refresh; this class keeps
 // what it produces. Every change is written at once, so a room evicted mid-flow loses nothing.
 // Every room of an agent shares the tokens, so refreshes go one at a time (refreshingFetch): a

@@ -71,10 +71,10 @@ export abstract class AgentRoomBase extends Agent<Env> implements AgentRoomRpc {
       queue: (callback, payload, item) => this.queue(callback, payload, item),
       expireAt: (at, payload) => this.schedule(at, "expireApproval", payload, { idempotent: true }),
     });
-    const { journal, driver, upkeep } = this.parts;
+    const { journal, turns, upkeep } = this.parts;
     // Work left by an earlier instance (eviction, crash, deploy) resumes on first contact.
-    driver.finishReplied();
-    if (journal.nextToRun()) void driver.drain();
+    turns.finishReplied();
+    if (journal.nextToRun()) void turns.drain();
     if (journal.undelivered().length > 0) upkeep.deliver();
     for (const entry of journal.awaitingApproval()) upkeep.paused(entry);
   }
@@ -87,7 +87,7 @@ export abstract class AgentRoomBase extends Agent<Env> implements AgentRoomRpc {
       const known = repeatedKeyResult(existing, fingerprint);
       if (known) return known;
       const result = this.waiters.wait(existing.turnId, true);
-      void this.parts.driver.drain();
+      void this.parts.turns.drain();
       return result;
     }
     // Journal first, synchronously: arrival order is journal order, and nothing can interleave.
@@ -142,7 +142,7 @@ export abstract class AgentRoomBase extends Agent<Env> implements AgentRoomRpc {
 
   /** A person answered an approval prompt: the turn resumes at once with the decision. */
   async resolveApproval(answer: ApprovalAnswer): Promise<ApprovalAnswerResult> {
-    const result = this.parts.driver.answer(answer);
+    const result = this.parts.turns.answer(answer);
     if (result.status === "resolved") this.resume();
     return result;
   }
@@ -164,7 +164,7 @@ export abstract class AgentRoomBase extends Agent<Env> implements AgentRoomRpc {
 
   /** Schedule callback: nobody answered in time, so the turn goes on without the tool. */
   async expireApproval(payload: { turnId: string; approvalId: string }): Promise<void> {
-    const pause = this.parts.driver.expire(payload);
+    const pause = this.parts.turns.expire(payload);
     if (!pause) return;
     this.resume();
     // The buttons would still look answerable: say what happened (best effort, the reply follows).
@@ -201,8 +201,8 @@ export abstract class AgentRoomBase extends Agent<Env> implements AgentRoomRpc {
 
   /** Replied turns stored and evaluated, waiting ones run; resolves when all of it is done. */
   private async finishJournal(): Promise<void> {
-    this.parts.driver.finishReplied();
-    await this.parts.driver.drain();
+    this.parts.turns.finishReplied();
+    await this.parts.turns.drain();
     await this.replies.settled();
   }
 
@@ -230,7 +230,7 @@ export abstract class AgentRoomBase extends Agent<Env> implements AgentRoomRpc {
         log.error("resume_wake_failed", { room: this.name, error: errorField(error) });
       });
     }
-    void this.parts.driver.drain();
+    void this.parts.turns.drain();
   }
 
   private agentId(): string {

@@ -10,7 +10,7 @@ import type { AfterReplyChain } from "./after-reply-chain.ts";
 import { RoomDelivery } from "./reply-delivery.ts";
 import { RoomUpkeep, type RoomUpkeepOptions } from "./room-upkeep.ts";
 import { TurnJournal } from "./turn-journal.ts";
-import { TurnDriver } from "./turn-queue.ts";
+import { TurnQueue } from "./turn-queue.ts";
 import { turnServicesFor } from "./turn-services.ts";
 import type { TurnWaiters } from "./turn-waiters.ts";
 
@@ -18,7 +18,7 @@ export interface RoomParts {
   journal: TurnJournal;
   delivery: RoomDelivery;
   upkeep: RoomUpkeep;
-  driver: TurnDriver;
+  turns: TurnQueue;
 }
 
 /** What the object gives its parts: its storage and platform, and its durable scheduling. */
@@ -57,7 +57,7 @@ export function buildRoomParts(source: RoomSource): RoomParts {
     queue: source.queue,
     expireAt: source.expireAt,
   });
-  const driver = new TurnDriver({
+  const turns = new TurnQueue({
     room: source.name,
     journal,
     services: async () => turnServicesFor(await source.runtime()),
@@ -67,5 +67,5 @@ export function buildRoomParts(source: RoomSource): RoomParts {
     replies: source.replies,
     upkeep,
   });
-  return { journal, delivery, upkeep, driver };
+  return { journal, delivery, upkeep, turns };
 }

@@ -3,7 +3,7 @@
 // runtime (src/runtime/turn/turn-runner.ts). A turn that reaches a tool needing a person's approval is
 // journalled as paused until the answer (or the deadline) comes. Once the caller has its reply,
 // the reply is stored in D1 and evaluated, chained in turn order. The Durable Object decides when
-// this runs (agent-room.ts); the driver only takes interfaces.
+// this runs (agent-room.ts); the queue only takes interfaces.
 import type { Character } from "../../runtime/character.ts";
 import { AppError, NotFoundError, type SerializedError } from "../../runtime/util/errors.ts";
 import type { TurnObserver, TurnPause } from "../../runtime/turn/turn-types.ts";
@@ -25,11 +25,11 @@ import type { AfterReplyChain } from "./after-reply-chain.ts";
 import type { RoomUpkeep } from "./room-upkeep.ts";
 import type { TurnWaiters } from "./turn-waiters.ts";
 
-interface TurnDriverOptions {
+interface TurnQueueOptions {
   /** The room's name, for logs. */
   room: string;
   journal: TurnJournal;
-  /** What a turn runs on (the room's runtime), built without reference to this driver. */
+  /** What a turn runs on (the room's runtime), built without reference to this queue. */
   services(): Promise<TurnServices>;
   attachments: AttachmentIngest;
   surface: ReplySurface;
@@ -41,15 +41,15 @@ interface TurnDriverOptions {
   upkeep: Pick<RoomUpkeep, "deliver" | "paused" | "evaluated">;
 }
 
-/** The surface's typing indicator around one turn (TurnDriver.typing). */
-type Typing = ReturnType<TurnDriver["typing"]>;
+/** The surface's typing indicator around one turn (TurnQueue.typing). */
+type Typing = ReturnType<TurnQueue["typing"]>;
 
-export class TurnDriver {
-  private readonly options: TurnDriverOptions;
+export class TurnQueue {
+  private readonly options: TurnQueueOptions;
   private draining: Promise<void> | null = null;
   private readonly finishing = new Set<string>();
 
-  constructor(options: TurnDriverOptions) {
+  constructor(options: TurnQueueOptions) {
     this.options = options;
   }
 
@@ -124,7 +124,7 @@ export class TurnDriver {
       // reads. A turn resuming after an approval stored it the first time.
       if (!resume) received = runner.receive(entry.input);
       received.catch(() => undefined);
-      let answered: Awaited<ReturnType<TurnDriver["respond"]>>;
+      let answered: Awaited<ReturnType<TurnQueue["respond"]>>;
       try {
         answered = await this.respond(entry, received, true, typing);
       } catch (error) {

@@ -1,4 +1,4 @@
-// What the room's turn driver needs from the platform, as interfaces: the runtime's turn runner,
+// What the room's turn queue needs from the platform, as interfaces: the runtime's turn runner,
 // the room's message history, the agent's character and its tools. Built once per room runtime;
 // the MCP servers an agent added at runtime are read once per character version and isolate
 // (src/mcp/agent-servers.ts), and the character's delegates (ask_agent) are set before every turn.

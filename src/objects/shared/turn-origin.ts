@@ -1,6 +1,6 @@
 // Where a turn or task step came from, for the plugins (src/plugins/plugin-services.ts): the
 // surface's name, and, when the request came through a surface that can post (Discord), how to
-// show a proposal the agent files there. Used by the turn driver and the agent's task object.
+// show a proposal the agent files there. Used by the turn queue and the agent's task object.
 import type { TurnOrigin } from "../../plugins/plugin-services.ts";
 import type { DeliveryTarget, ReplySurface } from "./reply-surface.ts";
 

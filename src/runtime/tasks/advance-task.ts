@@ -5,7 +5,7 @@
 // steps, consecutive counted failures, tokens and wall-clock time; a stop without success carries
 // an honest report. The first unit compiles the goal into a spec (task-spec.ts) and plans from it;
 // a task pauses (holding no slot) for a missing input, a tool approval or a delegated step, and
-// carries on once task-answers.ts records the answer.
+// carries on once pause-answers.ts records the answer.
 import { AppError } from "../util/errors.ts";
 import { ModelSession } from "../turn/model-session.ts";
 import { completeStructured } from "../turn/structured-output.ts";
@@ -65,7 +65,7 @@ export function markStarted(
 
 /** One unit of work: a plan, a summary, an act step with its reflection, or the completion check. */
 export async function advanceTask(previous: TaskState, deps: TaskLoopDeps): Promise<TaskAdvance> {
-  // Terminal, or waiting for a person or another agent: nothing to do until task-answers.ts
+  // Terminal, or waiting for a person or another agent: nothing to do until pause-answers.ts
   // records the answer.
   if (isTerminal(previous.status) || isPaused(previous.status))
     return { state: previous, audit: [] };

@@ -1,6 +1,6 @@
 // The room's in-memory history (src/objects/conversation/history-cache.ts) answers the summary evaluator's reads
 // (messages since the last summary, and that summary) without the store when it holds them, and
-// always with what the store itself would answer. Plain Node: the cache is pure.
+// always with what the store itself would answer. The cache is pure (no platform), tested here beside the room object it serves.
 import { describe, expect, it } from "vitest";
 import { createRoomHistoryStore } from "../../../src/objects/conversation/history-cache.ts";
 import type { Memory } from "../../../src/runtime/ports/memory.ts";

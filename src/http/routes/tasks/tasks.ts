@@ -2,7 +2,7 @@
 // state, plan, steps, audit trail and result, cancel it, and watch its progress as server-sent
 // events. The event stream replays everything after `Last-Event-ID` (ids grow monotonically per
 // agent), so a client that lost its connection reconnects without missing or repeating an event.
-// A task's pauses (an approval, a question) are answered in task-answers.ts; an agent with 50
+// A task's pauses (an approval, a question) are answered in answer-routes.ts; an agent with 50
 // tasks already waiting refuses a new one (429).
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import { type AppEnv, tokenPrincipalOf } from "../../app-env.ts";
