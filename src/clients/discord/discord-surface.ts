@@ -19,7 +19,7 @@ import {
   editPosted,
   PostedMessage,
   postForInteraction,
-} from "./delivery.ts";
+} from "./interaction-delivery.ts";
 import { createDiscordRest, DiscordApiError, type DiscordRest } from "./rest.ts";
 import {
   deliverMessageReply,

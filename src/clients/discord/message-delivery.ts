@@ -4,7 +4,7 @@
 // answer send nothing, and neither do failures of messages nobody addressed to the bot.
 import { z } from "zod";
 import type { SerializedError } from "../../runtime/util/errors.ts";
-import { deliveryText, type PostedMessage } from "./delivery.ts";
+import { deliveryText, type PostedMessage } from "./interaction-delivery.ts";
 import type { DiscordMessageBody, DiscordRest } from "./rest.ts";
 import { splitMessage } from "./split.ts";
 

@@ -7,7 +7,7 @@ import { keepAliveOf } from "../../auth.ts";
 import { COMMANDS } from "../../../clients/discord/commands.ts";
 import { createTask } from "../../../objects/tasks/task-client.ts";
 import { DEFAULT_TASK_LIMITS } from "../../../runtime/tasks/task-types.ts";
-import { interactionDelivery } from "../../../clients/discord/delivery.ts";
+import { interactionDelivery } from "../../../clients/discord/interaction-delivery.ts";
 import {
   invoker,
   ResponseType,

@@ -4,7 +4,7 @@
 // agent's AgentTasks object, and the question message is replaced by the answer (type 7).
 import type { Context } from "hono";
 import type { AppEnv } from "../../app-env.ts";
-import { interactionDelivery } from "../../../clients/discord/delivery.ts";
+import { interactionDelivery } from "../../../clients/discord/interaction-delivery.ts";
 import {
   EPHEMERAL,
   invoker,

@@ -9,7 +9,7 @@ import { verifyKey } from "discord-interactions";
 import type { AppEnv } from "../../app-env.ts";
 import { guard } from "../../auth.ts";
 import { answerTaskApprovalClick } from "../../../objects/tasks/task-client.ts";
-import { interactionDelivery } from "../../../clients/discord/delivery.ts";
+import { interactionDelivery } from "../../../clients/discord/interaction-delivery.ts";
 import {
   Interaction,
   InteractionType,
