@@ -14,7 +14,7 @@ import { AppError, fromSerialized } from "../../runtime/util/errors.ts";
 import type { TurnInput } from "../../runtime/turn/turn-types.ts";
 import type { StreamedTurnResult, TurnResult } from "../../objects/conversation/room-types.ts";
 import { readHistory, streamTurn, submitTurn } from "../../objects/conversation/room-client.ts";
-import { turnBody } from "../../objects/conversation/turn-stream.ts";
+import { clientTurnStream, turnBody } from "../turn-body.ts";
 import { AgentIdParam, errorContent, ExternalId, RoomIdParam } from "../schemas.ts";
 import { assertAgentExists } from "../known-agents.ts";
 import { sha256Hex } from "../../runtime/util/hashing.ts";
@@ -216,7 +216,7 @@ export function messageRoutes(): OpenAPIHono<AppEnv> {
         }
         markReplayed(streamed);
         if (!streamed.ok) throw fromSerialized(streamed.error);
-        return c.body(streamed.stream, 200, {
+        return c.body(clientTurnStream(streamed.stream, roomId, showMemories), 200, {
           "content-type": "text/event-stream; charset=utf-8",
           "cache-control": "no-cache, no-transform",
         });

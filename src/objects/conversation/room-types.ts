@@ -45,7 +45,14 @@ export type TurnResult =
  * A streamed turn: the events as server-sent-event bytes once the turn has started, or, when it
  * failed before starting (no model, spend ceiling, unknown agent, a reused key), the failure.
  */
+/**
+ * The last event of a room's turn stream: the bare TurnOutcome, which the worker turns into the
+ * client's `done` event (src/http/turn-body.ts), so what a client is told is built at the edge.
+ */
+export const TURN_OUTCOME_EVENT = "outcome";
+
 export type StreamedTurnResult =
+  /** `stream`: the turn's server-sent events, ending with TURN_OUTCOME_EVENT when it replied. */
   | { ok: true; replayed: boolean; stream: ReadableStream<Uint8Array> }
   | { ok: false; replayed: boolean; turnId: string; error: SerializedError };
 

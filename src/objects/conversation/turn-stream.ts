@@ -1,5 +1,6 @@
 // One streamed turn as server-sent events: the room writes what the turn does (memories used,
-// text as the model writes it, tool calls, the outcome) and the worker passes the bytes on. The
+// text as the model writes it, tool calls) and the worker passes the bytes on; the last event,
+// the bare outcome, the worker turns into the client's `done` (src/http/turn-body.ts). The
 // turn never depends on the stream: a client that goes away only makes writes fail quietly, and
 // the reply is still journalled and stored. Event names and shapes are in docs/streaming.md.
 // The memories a turn used (a person's facts among them) are told only to a caller allowed to read
@@ -12,25 +13,10 @@ import type {
   UsedMemory,
 } from "../../runtime/turn/turn-types.ts";
 import { log } from "../../log.ts";
+import { TURN_OUTCOME_EVENT } from "./room-types.ts";
 
 /** A comment line this often keeps proxies and browsers from closing a quiet stream. */
 export const KEEP_ALIVE_MS = 15_000;
-
-/** What a client is told of a finished turn: the JSON answer's body, and the stream's `done`. */
-export function turnBody(outcome: TurnOutcome, roomId: string, showMemories: boolean) {
-  const body = {
-    turnId: outcome.turnId,
-    roomId,
-    reply: outcome.reply,
-    actions: outcome.actions,
-    toolCalls: outcome.toolCalls,
-    usage: outcome.usage,
-    model: outcome.model,
-    stopReason: outcome.stopReason,
-  };
-  // Outcomes journalled before the field existed replay without it.
-  return showMemories ? { ...body, memories: outcome.memories ?? [] } : body;
-}
 
 export class TurnStream {
   readonly readable: ReadableStream<Uint8Array>;
@@ -43,12 +29,10 @@ export class TurnStream {
   private readonly keepAlive: ReturnType<typeof setInterval>;
 
   private readonly turnId: string;
-  private readonly roomId: string;
   private readonly showMemories: boolean;
 
   constructor(turnId: string, roomId: string, showMemories: boolean) {
     this.turnId = turnId;
-    this.roomId = roomId;
     this.showMemories = showMemories;
     const pipe = new TransformStream<Uint8Array, Uint8Array>();
     this.readable = pipe.readable;
@@ -77,9 +61,9 @@ export class TurnStream {
       }),
   };
 
-  /** The last event: the same body the JSON answer has, then the stream ends. */
+  /** The last event: the outcome, which the worker turns into the client's `done`; then the end. */
   done(outcome: TurnOutcome): void {
-    this.send("done", turnBody(outcome, this.roomId, this.showMemories));
+    this.send(TURN_OUTCOME_EVENT, outcome);
     this.close();
   }
 
