@@ -251,16 +251,17 @@ function chooseModel(
 ): Pick<Config, "model" | "models"> {
   // An explicit base URL without a key is a local endpoint (Ollama, vLLM) that needs none.
   if (vars.OPENAI_API_KEY || vars.OPENAI_BASE_URL) {
+    const baseURL = vars.OPENAI_BASE_URL ?? DEFAULT_OPENAI_BASE_URL;
+    const primary = vars.MODEL ?? DEFAULT_OPENAI_MODEL;
+    // Another endpoint (Ollama, vLLM, a gateway) knows its own models, not OpenAI's small one:
+    // there, side prompts (facts, summaries, respond decisions) use MODEL unless SMALL_MODEL is set.
+    const openAi = baseURL.replace(/\/+$/, "") === DEFAULT_OPENAI_BASE_URL;
     return {
-      model: {
-        kind: "openai",
-        apiKey: vars.OPENAI_API_KEY ?? "not-needed",
-        baseURL: vars.OPENAI_BASE_URL ?? DEFAULT_OPENAI_BASE_URL,
-      },
+      model: { kind: "openai", apiKey: vars.OPENAI_API_KEY ?? "not-needed", baseURL },
       models: {
-        primary: vars.MODEL ?? DEFAULT_OPENAI_MODEL,
+        primary,
         fallbacks: vars.MODEL_FALLBACKS,
-        small: vars.SMALL_MODEL ?? DEFAULT_OPENAI_SMALL_MODEL,
+        small: vars.SMALL_MODEL ?? (openAi ? DEFAULT_OPENAI_SMALL_MODEL : primary),
       },
     };
   }
