@@ -4,7 +4,7 @@
 // edit, an older version's shape), so it is parsed with its zod schema instead of
 // `JSON.parse(x) as T`. A bad value is reported by where it lives (table, column, row, and the
 // path of the field inside it) and by what was expected there, never by its content, which may
-// hold a secret.
+// hold a secret. What the objects keep across deploys also carries a saved-state version (below).
 import type { z } from "zod";
 import { InternalError } from "../runtime/util/errors.ts";
 
@@ -68,4 +68,79 @@ function expected(issue: z.core.$ZodIssue): string {
     default:
       return issue.code.replaceAll("_", " ");
   }
+}
+
+// ---- saved-state versions -------------------------------------------------------------------
+// What outlives a deploy (a Durable Object's journal, tasks and schedules) carries the version of
+// its shape in a `v` field beside its own fields, as the turn journal's tool-call rows first did.
+// A value without one was written before versions were recorded: it is version 1. A reader
+// accepts every version ever written, upgrading an older one step by step to the shape this code
+// uses, and refuses a version newer than it knows (a rollback, say) instead of guessing at it.
+
+/** Turns a value of one saved-state version into the next version's shape. */
+export type SavedStateUpgrade = (value: Record<string, unknown>) => Record<string, unknown>;
+
+export interface SavedShape<T extends object> {
+  /** The shape of the version this code writes, without `v`. */
+  readonly shape: z.ZodType<T>;
+  /** The version this code writes. */
+  readonly version: number;
+  /** `upgrades[n]` turns a version-n value into version n + 1's shape, for every n < version. */
+  readonly upgrades: Readonly<Record<number, SavedStateUpgrade>>;
+}
+
+/** A value stored by a version of the code newer than this one. */
+export class NewerSavedStateError extends JsonColumnError {}
+
+export function savedShape<T extends object>(
+  shape: z.ZodType<T>,
+  history: { version: number; upgrades: Record<number, SavedStateUpgrade> } = {
+    version: 1,
+    upgrades: {},
+  },
+): SavedShape<T> {
+  for (let n = 1; n < history.version; n++)
+    if (!history.upgrades[n]) throw new Error(`saved-state version ${n} has no upgrade`);
+  return { shape, ...history };
+}
+
+/** The value as it is stored: its fields and this code's version. */
+export function withSavedVersion<T extends object>(
+  saved: SavedShape<T>,
+  value: T,
+): T & { v: number } {
+  // `v` first, for whoever reads the row, and last, so that it is this code's.
+  return Object.assign({ v: saved.version }, value, { v: saved.version });
+}
+
+/** The JSON text of a value as it is stored, with this code's version. */
+export function writeSaved<T extends object>(saved: SavedShape<T>, value: T): string {
+  return JSON.stringify(withSavedVersion(saved, value));
+}
+
+/** Parses a stored value, upgrades it from its version and checks it; `where` names it. */
+export function readSaved<T extends object>(saved: SavedShape<T>, text: string, where: string): T {
+  return checkSaved(saved, parseJson(text, where), where);
+}
+
+/** Like readSaved, for a value already parsed (a schedule's payload the SDK parsed). */
+export function checkSaved<T extends object>(
+  saved: SavedShape<T>,
+  value: unknown,
+  where: string,
+): T {
+  if (typeof value !== "object" || value === null || Array.isArray(value))
+    return checkJsonValue(saved.shape, value, where);
+  const { v = 1, ...fields } = value as Record<string, unknown>;
+  if (typeof v !== "number" || !Number.isInteger(v) || v < 1)
+    throw new JsonColumnError(
+      `${where} is not in the expected shape (v: not a saved-state version)`,
+    );
+  if (v > saved.version)
+    throw new NewerSavedStateError(
+      `${where} was written by a newer version of the code (saved-state version ${v}; this version reads versions 1 to ${saved.version})`,
+    );
+  let upgraded = fields;
+  for (let n = v; n < saved.version; n++) upgraded = saved.upgrades[n]!(upgraded);
+  return checkJsonValue(saved.shape, upgraded, where);
 }

@@ -30,12 +30,13 @@ import {
   type StandInResponder,
   type StandInStep,
 } from "../stand-ins/openai-stand-in.ts";
-import type {
-  FixtureAgent,
-  FixtureFile,
-  FixtureObject,
-  Row,
-  SavedStateFixture,
+import {
+  type FixtureAgent,
+  type FixtureFile,
+  type FixtureObject,
+  type Row,
+  type SavedStateFixture,
+  savedValues,
 } from "./saved-state-fixtures.ts";
 
 /** Set to print the captured rows (one `saved-state <file> <json>` line per fixture file). */
@@ -290,9 +291,9 @@ describe("saved state as this version writes it", () => {
     await waitFor(async () => expect(await postStatus(rest.id, waiting)).toBe("processing"));
     const publisher = await waitFor(async () => {
       const captured = await capture(env.PUBLISHER.getByName(rest.id), rest.id, []);
-      expect(captured.schedules.map((schedule) => schedule.payload)).toContainEqual({
-        postId: waiting,
-      });
+      expect(captured.schedules.map((schedule) => schedule.payload)).toContainEqual(
+        expect.objectContaining({ postId: waiting }),
+      );
       return captured;
     });
 
@@ -409,6 +410,18 @@ describe("saved state as this version writes it", () => {
       objects: [publisher],
       d1: { media_posts: posts.results },
     };
+    // What this version writes is the version of its shape it reads as current, and every JSON
+    // column says so itself (the publisher's step payload is written untagged at version 1).
+    const written = [agentRoom, agentTasks, postPublisher].flatMap(savedValues);
+    expect(written.length).toBeGreaterThan(40);
+    expect(
+      written.filter((value) => value.version !== value.shape.version).map((value) => value.where),
+    ).toEqual([]);
+    expect(
+      written
+        .filter((value) => value.kind === "column" && !value.tagged)
+        .map((value) => value.where),
+    ).toEqual([]);
     print("agent-room", agentRoom);
     print("agent-tasks", agentTasks);
     print("post-publisher", postPublisher);

@@ -8,6 +8,8 @@ import { runInDurableObject } from "cloudflare:test";
 import { env, exports } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { approvalCustomId } from "../../src/clients/discord/approval.ts";
+import { PUBLISH_STEP_SAVED_STATE } from "../../src/clients/instagram/post-publisher.ts";
+import { NewerSavedStateError } from "../../src/db/json-column.ts";
 import { ANSWER_FIELD, taskInputCustomId } from "../../src/clients/discord/task-input.ts";
 import type { PostPublisher } from "../../src/durable-objects.ts";
 import { TurnJournal } from "../../src/objects/conversation/turn-journal.ts";
@@ -36,15 +38,19 @@ import {
   fixture,
   insertRows,
   type Row,
+  SAVED_STATE,
   type SavedStateFixture,
+  savedValues,
 } from "./saved-state-fixtures.ts";
 
 const model = createOpenAIStandIn();
 const discord = createDiscordStandIn();
-const graph = createGraphStandIn({
-  userId: "17841400000000001",
-  fetchMedia: (url) => exports.default.fetch(new Request(url)),
-});
+const newGraph = () =>
+  createGraphStandIn({
+    userId: "17841400000000001",
+    fetchMedia: (url) => exports.default.fetch(new Request(url)),
+  });
+let graph = newGraph();
 /** Requests that left for anywhere else (a page a refused tool call would have read). */
 const elsewhere: string[] = [];
 vi.spyOn(globalThis, "fetch").mockImplementation(async (input, init) => {
@@ -279,9 +285,9 @@ for (const capture of captures()) {
       const done = tasks.find((row) => row.status === "completed")!;
       const paused = tasks.find((row) => row.status === "awaiting_approval")!;
 
-      const listed = await json<{ tasks: { taskId: string; status: string }[] }>(
-        await api("GET", `/agents/${rest.id}/tasks`),
-      );
+      const listing = await api("GET", `/agents/${rest.id}/tasks`);
+      const listed = await json<{ tasks: { taskId: string; status: string }[] }>(listing);
+      expect(listing.status, JSON.stringify(listed)).toBe(200);
       expect(listed.tasks.map((task) => [task.taskId, task.status])).toEqual([
         [paused.task_id, "awaiting_approval"],
         [done.task_id, "completed"],
@@ -423,6 +429,7 @@ for (const capture of captures()) {
       const publisher = saved.objects[0]!;
       const step = publisher.schedules.find((schedule) => schedule.callback === "publishStep")!;
       const processing = posts.find((row) => row.status === "processing")!;
+      graph = newGraph();
       (graph.containers as unknown[]).push({
         id: String(processing.container_id),
         params: {},
@@ -441,7 +448,96 @@ for (const capture of captures()) {
 }
 
 describe("the saved-state fixtures", () => {
-  it("hold at least one capture", () => {
-    expect(captures().length).toBeGreaterThan(0);
+  const held = captures().flatMap((capture) =>
+    (["agent-room", "agent-tasks", "post-publisher"] as const).flatMap((file) =>
+      savedValues(fixture(capture, file)),
+    ),
+  );
+
+  it("hold every stored shape at the version this code writes (a new version needs a new capture)", () => {
+    const shapes = [...Object.values(SAVED_STATE).flatMap(Object.values), PUBLISH_STEP_SAVED_STATE];
+    const missing = shapes.filter(
+      (shape) => !held.some((value) => value.shape === shape && value.version === shape.version),
+    );
+    expect(missing.map((shape) => shape.version)).toEqual([]);
+    expect(held.filter((value) => value.version > value.shape.version)).toEqual([]);
+  });
+});
+
+describe("a row written by a newer version of the code", () => {
+  const latest = captures().at(-1)!;
+
+  /** The row's JSON column with its version raised past what this code reads. */
+  function newer(text: unknown): string {
+    const value = JSON.parse(String(text)) as Record<string, unknown>;
+    return JSON.stringify({ ...value, v: 99 });
+  }
+
+  it("is refused with an error naming the row, its version and what this code reads", async () => {
+    const saved = fixture(latest, "agent-room");
+    const room = objectOf(saved, `${agentOf(saved, false).id}:answered`);
+    const turn = rowsOf(room, "turn_journal")[0]!;
+    const thrown = await runInDurableObject(
+      env.ROOMS.getByName(`refused:${latest}`),
+      (_instance, state) => {
+        const journal = new TurnJournal(state.storage.sql);
+        journal.migrate();
+        insertRows(state.storage.sql, "turn_journal", [{ ...turn, outcome: newer(turn.outcome) }]);
+        try {
+          journal.byTurnId(String(turn.turn_id));
+          return null;
+        } catch (error) {
+          return error instanceof NewerSavedStateError ? error.message : String(error);
+        }
+      },
+    );
+    expect(thrown).toBe(
+      `turn ${turn.turn_id}: outcome in this object's storage was written by a newer version of the code (saved-state version 99; this version reads versions 1 to 1)`,
+    );
+  });
+
+  it("makes a task unreadable (an internal error over the API), and a scheduled step fail", async () => {
+    const saved = fixture(latest, "agent-tasks");
+    await ensureAgents(saved);
+    const agent = agentOf(saved, false);
+    const object = objectOf(saved, agent.id);
+    const stored = rowsOf(object, "tasks").find((row) => row.status === "completed")!;
+    // Beside the capture's own rows, if the object already holds them.
+    const task: Row = { ...stored, seq: 1_000, task_id: crypto.randomUUID() };
+    await restore(env.TASKS.getByName(agent.id), {
+      ...object,
+      tables: { tasks: [{ ...task, state: newer(task.state) }] },
+    });
+    // Over the API it is an internal error (the message stays in the object's log)...
+    const response = await api("GET", `/agents/${agent.id}/tasks/${task.task_id}`);
+    expect(response.status).toBe(500);
+    expect(await json(response)).toMatchObject({ error: { code: "internal" } });
+    // ...which names the task, the column and the versions.
+    const message = await runInDurableObject(env.TASKS.getByName(agent.id), (_i, state) => {
+      try {
+        new TaskStore(state.storage.sql).get(String(task.task_id));
+        return null;
+      } catch (error) {
+        return error instanceof NewerSavedStateError ? error.message : String(error);
+      }
+    });
+    expect(message).toBe(
+      `task ${task.task_id}: state in this object's storage was written by a newer version of the code (saved-state version 99; this version reads versions 1 to 1)`,
+    );
+
+    const refused = await runInDurableObject(
+      env.PUBLISHER.getByName(agent.id),
+      async (instance: PostPublisher) => {
+        try {
+          await instance.publishStep({ v: 99, postId: "post_0000000000000000" });
+          return null;
+        } catch (error) {
+          return error instanceof NewerSavedStateError ? error.message : String(error);
+        }
+      },
+    );
+    expect(refused).toBe(
+      "a scheduled publishing step in this object's storage was written by a newer version of the code (saved-state version 99; this version reads versions 1 to 1)",
+    );
   });
 });

@@ -26,7 +26,14 @@ import {
   TurnInputShape,
   TurnOutcomeShape,
 } from "../shared/stored-json.ts";
-import { readJsonColumn } from "../../db/json-column.ts";
+import {
+  checkSaved,
+  JsonColumnError,
+  readSaved,
+  type SavedShape,
+  savedShape,
+  writeSaved,
+} from "../../db/json-column.ts";
 
 export type TurnStatus =
   | "received"
@@ -64,6 +71,12 @@ const ApprovalPauseShape: z.ZodType<ApprovalPause> = z.looseObject({
   prompt: PostedPromptShape.nullable(),
   decision: DecisionShape.optional(),
 });
+
+const INPUT = savedShape(TurnInputShape);
+const OUTCOME = savedShape(TurnOutcomeShape);
+const ERROR = savedShape(SerializedErrorShape);
+const DELIVERY = savedShape(DeliveryTargetShape);
+const PAUSE = savedShape(ApprovalPauseShape);
 
 export const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;
 /** A turn that crashed the object this many times is failed instead of retried forever. */
@@ -189,14 +202,12 @@ export class TurnJournal {
       return;
     }
     const stored: StoredToolCall =
-      entry === "started"
-        ? { v: TOOL_CALL_VERSION, call: "started" }
-        : { v: TOOL_CALL_VERSION, call: "finished", output: entry };
+      entry === "started" ? { call: "started" } : { call: "finished", output: entry };
     this.sql.exec(
       "INSERT OR REPLACE INTO turn_tool_outputs (turn_id, call_key, output) VALUES (?, ?, ?)",
       turnId,
       key,
-      JSON.stringify(stored),
+      writeSaved(TOOL_CALL, stored),
     );
   }
 
@@ -214,10 +225,10 @@ export class TurnJournal {
       entry.input.turnId,
       entry.idempotencyKey ?? null,
       entry.fingerprint ?? null,
-      JSON.stringify(entry.input),
+      writeSaved(INPUT, entry.input),
       entry.now,
       entry.now,
-      entry.delivery ? JSON.stringify(entry.delivery) : null,
+      entry.delivery ? writeSaved(DELIVERY, entry.delivery) : null,
       entry.delivery ? "pending" : null,
     );
   }
@@ -241,7 +252,7 @@ export class TurnJournal {
   markAwaitingApproval(turnId: string, pause: ApprovalPause, now: number): void {
     this.sql.exec(
       "UPDATE turn_journal SET status = 'awaiting_approval', pause = ?, attempts = 0, updated_at = ? WHERE turn_id = ?",
-      JSON.stringify(pause),
+      writeSaved(PAUSE, pause),
       now,
       turnId,
     );
@@ -256,8 +267,8 @@ export class TurnJournal {
   ): void {
     this.sql.exec(
       "UPDATE turn_journal SET pause = ?, delivery = ?, updated_at = ? WHERE turn_id = ?",
-      JSON.stringify(pause),
-      JSON.stringify(delivery),
+      writeSaved(PAUSE, pause),
+      writeSaved(DELIVERY, delivery),
       now,
       turnId,
     );
@@ -272,8 +283,8 @@ export class TurnJournal {
   ): void {
     this.sql.exec(
       "UPDATE turn_journal SET status = 'received', pause = ?, delivery = ?, updated_at = ? WHERE turn_id = ? AND status = 'awaiting_approval'",
-      JSON.stringify(pause),
-      delivery ? JSON.stringify(delivery) : null,
+      writeSaved(PAUSE, pause),
+      delivery ? writeSaved(DELIVERY, delivery) : null,
       now,
       turnId,
     );
@@ -346,7 +357,7 @@ export class TurnJournal {
     this.sql.exec("DELETE FROM turn_tool_outputs WHERE turn_id = ?", turnId);
     this.sql.exec(
       "UPDATE turn_journal SET status = 'replied', outcome = ?, updated_at = ? WHERE turn_id = ?",
-      JSON.stringify(outcome),
+      writeSaved(OUTCOME, outcome),
       now,
       turnId,
     );
@@ -364,7 +375,7 @@ export class TurnJournal {
     this.sql.exec("DELETE FROM turn_tool_outputs WHERE turn_id = ?", turnId);
     this.sql.exec(
       "UPDATE turn_journal SET status = 'failed', error = ?, updated_at = ? WHERE turn_id = ?",
-      JSON.stringify(error),
+      writeSaved(ERROR, error),
       now,
       turnId,
     );
@@ -390,7 +401,7 @@ export class TurnJournal {
     return (
       this.sql.exec(
         "UPDATE turn_journal SET status = 'failed', error = ?, delivery_status = NULL, updated_at = ? WHERE turn_id = ? AND status = 'received' AND attempts = 0 AND pause IS NULL",
-        JSON.stringify(error),
+        writeSaved(ERROR, error),
         now,
         turnId,
       ).rowsWritten > 0
@@ -415,24 +426,28 @@ export class TurnJournal {
 function toEntry(raw: unknown): JournalEntry {
   const row = Row.parse(raw);
   // Written by this class only, and checked again on the way back (src/db/json-column.ts).
-  const column = <T>(shape: z.ZodType<T>, json: string | null, name: string): T | null =>
-    json ? readJsonColumn(shape, json, inObjectStorage(`turn ${row.turn_id}: ${name}`)) : null;
+  const where = (name: string) => inObjectStorage(`turn ${row.turn_id}: ${name}`);
+  const column = <T extends object>(
+    saved: SavedShape<T>,
+    json: string | null,
+    name: string,
+  ): T | null => (json ? readSaved(saved, json, where(name)) : null);
   return {
     seq: row.seq,
     turnId: row.turn_id,
     idempotencyKey: row.idempotency_key,
     fingerprint: row.fingerprint,
     status: row.status,
-    input: readJsonColumn(TurnInputShape, row.input, inObjectStorage(`turn ${row.turn_id}: input`)),
-    outcome: column(TurnOutcomeShape, row.outcome, "outcome"),
-    error: column(SerializedErrorShape, row.error, "error"),
+    input: readSaved(INPUT, row.input, where("input")),
+    outcome: column(OUTCOME, row.outcome, "outcome"),
+    error: column(ERROR, row.error, "error"),
     attempts: row.attempts,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
-    delivery: column(DeliveryTargetShape, row.delivery, "delivery"),
+    delivery: column(DELIVERY, row.delivery, "delivery"),
     deliveryStatus: row.delivery_status,
     deliveredParts: row.delivered_parts,
-    pause: column(ApprovalPauseShape, row.pause, "pause"),
+    pause: column(PAUSE, row.pause, "pause"),
   };
 }
 
@@ -446,24 +461,44 @@ const StoredToolOutput = z.union([
  * journalled as they start, is the bare output of a successful call and still reads as one;
  * version 2 says whether the call has started or finished.
  */
-const TOOL_CALL_VERSION = 2;
 const StoredToolCallShape = z.discriminatedUnion("call", [
-  z.object({ v: z.literal(TOOL_CALL_VERSION), call: z.literal("started") }),
-  z.object({
-    v: z.literal(TOOL_CALL_VERSION),
-    call: z.literal("finished"),
-    output: StoredToolOutput,
-  }),
+  z.object({ call: z.literal("started") }),
+  z.object({ call: z.literal("finished"), output: StoredToolOutput }),
 ]);
 type StoredToolCall = z.infer<typeof StoredToolCallShape>;
+const TOOL_CALL = savedShape(StoredToolCallShape, {
+  version: 2,
+  upgrades: { 1: (output) => ({ call: "finished", output }) },
+});
 
-/** A journalled call as the executor takes it, or null when the row cannot be read. */
+/**
+ * The journal's JSON columns and their saved-state versions (src/db/json-column.ts says how they
+ * are read; docs/architecture.md, "Saved state", lists them). A row written before versions were
+ * recorded has none and reads as version 1.
+ */
+export const JOURNAL_SAVED_STATE = {
+  turn_journal: {
+    input: INPUT,
+    outcome: OUTCOME,
+    error: ERROR,
+    delivery: DELIVERY,
+    pause: PAUSE,
+  },
+  turn_tool_outputs: { output: TOOL_CALL },
+};
+
+/**
+ * A journalled call as the executor takes it, or null when the row cannot be read (one from a
+ * newer version included): that call only runs again.
+ */
 export function readToolCall(text: string): ToolOutput | "started" | null {
-  const json = safeJson(text);
-  const current = StoredToolCallShape.safeParse(json);
-  if (current.success) return current.data.call === "started" ? "started" : current.data.output;
-  const first = StoredToolOutput.safeParse(json);
-  return first.success ? first.data : null;
+  try {
+    const stored = checkSaved(TOOL_CALL, safeJson(text), "a journalled tool call");
+    return stored.call === "started" ? "started" : stored.output;
+  } catch (error) {
+    if (error instanceof JsonColumnError) return null;
+    throw error;
+  }
 }
 
 function safeJson(text: string): unknown {

@@ -2,7 +2,8 @@
 // store), checked when read back by the one JSON-column checker (src/db/json-column.ts), not cast:
 // a row that does not match is a clear error naming the row and the field, not a crash deep inside
 // a turn. The schemas are loose objects, so a field this version does not know is kept as it was;
-// fields added after rows were first written get the default older code assumed.
+// fields added after rows were first written get the default older code assumed. The stores give
+// each column's shape its saved-state version (turn-journal.ts, task-store.ts, schedule-store.ts).
 import { z } from "zod";
 import type { ErrorCode, SerializedError } from "../../runtime/util/errors.ts";
 import type {

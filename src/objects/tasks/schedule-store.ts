@@ -2,7 +2,7 @@
 // an optional room), the agents SDK schedule that fires it, and its runs, skipped firings and
 // last outcome. The spec column is JSON, checked with zod when read back (src/db/json-column.ts).
 import { z } from "zod";
-import { readJsonColumn } from "../../db/json-column.ts";
+import { readSaved, savedShape, writeSaved } from "../../db/json-column.ts";
 import { inObjectStorage } from "../shared/stored-json.ts";
 import type { Principal } from "../../runtime/access/principal.ts";
 import { PrincipalShape } from "../../runtime/access/principal-shape.ts";
@@ -39,6 +39,11 @@ const ScheduleSpecShape: z.ZodType<ScheduleSpec> = z.looseObject({
   roomId: z.string().nullable(),
   createdBy: PrincipalShape.nullable().optional(),
 });
+const SPEC = savedShape(ScheduleSpecShape);
+
+/** The schedule store's JSON column and its saved-state version (docs/architecture.md, "Saved state"). */
+export const SCHEDULE_SAVED_STATE = { task_schedules: { spec: SPEC } };
+
 const ScheduleRow = z.object({
   schedule_id: z.string(),
   spec: z.string(),
@@ -78,7 +83,7 @@ export class TaskScheduleStore {
     this.sql.exec(
       "INSERT INTO task_schedules (schedule_id, spec, sdk_schedule_id, created_at) VALUES (?, ?, ?, ?)",
       spec.scheduleId,
-      JSON.stringify(spec),
+      writeSaved(SPEC, spec),
       sdkScheduleId,
       now,
     );
@@ -131,8 +136,8 @@ export class TaskScheduleStore {
 
 function toSchedule(row: Record<string, SqlStorageValue>): ScheduleRecord {
   const parsed = ScheduleRow.parse(row);
-  const spec = readJsonColumn(
-    ScheduleSpecShape,
+  const spec = readSaved(
+    SPEC,
     parsed.spec,
     inObjectStorage(`schedule ${parsed.schedule_id}: spec`),
   );

@@ -14,7 +14,7 @@ import {
   type TaskState,
 } from "../../runtime/tasks/task-types.ts";
 import type { DeliveryTarget, PostedPrompt } from "../shared/reply-surface.ts";
-import { readJsonColumn } from "../../db/json-column.ts";
+import { readSaved, savedShape, writeSaved } from "../../db/json-column.ts";
 import { DeliveryTargetShape, inObjectStorage, PostedPromptShape } from "../shared/stored-json.ts";
 import { AuditEntryShape, TaskEventShape, TaskStateShape } from "./task-rows.ts";
 
@@ -52,6 +52,29 @@ const InputPromptShape: z.ZodType<InputPrompt> = z.looseObject({
   inputId: z.string(),
   message: PostedPromptShape.nullable(),
 });
+
+const STATE = savedShape(TaskStateShape);
+const DELIVERY = savedShape(DeliveryTargetShape);
+const APPROVAL_PROMPT = savedShape(ApprovalPromptShape);
+const INPUT_PROMPT = savedShape(InputPromptShape);
+const EVENT = savedShape(TaskEventShape);
+const AUDIT_ENTRY = savedShape(AuditEntryShape);
+
+/**
+ * The task store's JSON columns and their saved-state versions (src/db/json-column.ts says how
+ * they are read; docs/architecture.md, "Saved state", lists them). A row written before versions
+ * were recorded has none and reads as version 1.
+ */
+export const TASK_SAVED_STATE = {
+  tasks: {
+    state: STATE,
+    delivery: DELIVERY,
+    approval_prompt: APPROVAL_PROMPT,
+    input_prompt: INPUT_PROMPT,
+  },
+  task_events: { data: EVENT },
+  task_audit: { entry: AUDIT_ENTRY },
+};
 
 const TaskRow = z.object({
   state: z.string(),
@@ -128,8 +151,8 @@ export class TaskStore {
       "INSERT INTO tasks (task_id, status, state, delivery, created_at, updated_at, origin_key) VALUES (?, ?, ?, ?, ?, ?, ?)",
       state.taskId,
       state.status,
-      JSON.stringify(state),
-      delivery ? JSON.stringify(delivery) : null,
+      writeSaved(STATE, state),
+      delivery ? writeSaved(DELIVERY, delivery) : null,
       now,
       now,
       originKey,
@@ -178,7 +201,7 @@ export class TaskStore {
   setInputPrompt(taskId: string, prompt: InputPrompt): void {
     this.sql.exec(
       "UPDATE tasks SET input_prompt = ? WHERE task_id = ?",
-      JSON.stringify(prompt),
+      writeSaved(INPUT_PROMPT, prompt),
       taskId,
     );
   }
@@ -211,23 +234,19 @@ export class TaskStore {
       state: readState(parsed.state, taskId),
       attempts: parsed.attempts,
       delivery: parsed.delivery
-        ? readJsonColumn(
-            DeliveryTargetShape,
-            parsed.delivery,
-            inObjectStorage(`task ${taskId}: delivery`),
-          )
+        ? readSaved(DELIVERY, parsed.delivery, inObjectStorage(`task ${taskId}: delivery`))
         : null,
       delivered: parsed.delivered === 1,
       prompt: parsed.approval_prompt
-        ? readJsonColumn(
-            ApprovalPromptShape,
+        ? readSaved(
+            APPROVAL_PROMPT,
             parsed.approval_prompt,
             inObjectStorage(`task ${taskId}: approval prompt`),
           )
         : null,
       inputPrompt: parsed.input_prompt
-        ? readJsonColumn(
-            InputPromptShape,
+        ? readSaved(
+            INPUT_PROMPT,
             parsed.input_prompt,
             inObjectStorage(`task ${taskId}: input prompt`),
           )
@@ -258,7 +277,7 @@ export class TaskStore {
   setPrompt(taskId: string, prompt: ApprovalPrompt): void {
     this.sql.exec(
       "UPDATE tasks SET approval_prompt = ? WHERE task_id = ?",
-      JSON.stringify(prompt),
+      writeSaved(APPROVAL_PROMPT, prompt),
       taskId,
     );
   }
@@ -276,7 +295,7 @@ export class TaskStore {
     this.sql.exec(
       "UPDATE tasks SET status = ?, state = ?, attempts = 0, updated_at = ? WHERE task_id = ?",
       state.status,
-      JSON.stringify(state),
+      writeSaved(STATE, state),
       now,
       state.taskId,
     );
@@ -284,7 +303,7 @@ export class TaskStore {
       this.sql.exec(
         "INSERT INTO task_audit (task_id, entry) VALUES (?, ?)",
         state.taskId,
-        JSON.stringify(entry),
+        writeSaved(AUDIT_ENTRY, entry),
       );
     this.onChange(state.taskId);
   }
@@ -294,11 +313,7 @@ export class TaskStore {
       .exec("SELECT entry FROM task_audit WHERE task_id = ? ORDER BY id", taskId)
       .toArray()
       .map((row) =>
-        readJsonColumn(
-          AuditEntryShape,
-          String(row.entry),
-          inObjectStorage(`task ${taskId}: audit entry`),
-        ),
+        readSaved(AUDIT_ENTRY, String(row.entry), inObjectStorage(`task ${taskId}: audit entry`)),
       );
   }
 
@@ -308,7 +323,7 @@ export class TaskStore {
       .exec(
         "INSERT INTO task_events (task_id, data) VALUES (?, ?) RETURNING id",
         taskId,
-        JSON.stringify(event),
+        writeSaved(EVENT, event),
       )
       .toArray()[0];
     this.onChange(taskId);
@@ -329,8 +344,8 @@ export class TaskStore {
         const parsed = EventRow.parse(row);
         return {
           id: parsed.id,
-          event: readJsonColumn(
-            TaskEventShape,
+          event: readSaved(
+            EVENT,
             parsed.data,
             inObjectStorage(`task ${taskId}: event ${parsed.id}`),
           ),
@@ -352,18 +367,14 @@ export class TaskStore {
   delivery(taskId: string): DeliveryTarget | null {
     const row = this.sql.exec("SELECT delivery FROM tasks WHERE task_id = ?", taskId).toArray()[0];
     return row?.delivery
-      ? readJsonColumn(
-          DeliveryTargetShape,
-          String(row.delivery),
-          inObjectStorage(`task ${taskId}: delivery`),
-        )
+      ? readSaved(DELIVERY, String(row.delivery), inObjectStorage(`task ${taskId}: delivery`))
       : null;
   }
 
   setDelivery(taskId: string, delivery: DeliveryTarget): void {
     this.sql.exec(
       "UPDATE tasks SET delivery = ? WHERE task_id = ?",
-      JSON.stringify(delivery),
+      writeSaved(DELIVERY, delivery),
       taskId,
     );
   }
@@ -389,5 +400,5 @@ export class TaskStore {
 
 /** A stored state; fields added since it was written get their defaults (task-rows.ts). */
 function readState(json: string, taskId: string): TaskState {
-  return readJsonColumn(TaskStateShape, json, inObjectStorage(`task ${taskId}: state`));
+  return readSaved(STATE, json, inObjectStorage(`task ${taskId}: state`));
 }
