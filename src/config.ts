@@ -194,7 +194,7 @@ export interface Config {
 }
 
 export const MODEL_NOT_CONFIGURED_MESSAGE =
-  "no model is configured: set OPENAI_API_KEY (and OPENAI_BASE_URL for a non-OpenAI endpoint), or add an `AI` (Workers AI) binding";
+  "no model is configured: set OPENAI_API_KEY for OpenAI, or OPENAI_BASE_URL (and MODEL) for another OpenAI-compatible endpoint such as a local server, which needs no key; or, deployed, Workers AI through the AI binding (npm run dev sets WORKERS_AI=false: it answers only remotely)";
 
 const cache = new WeakMap<object, Config>();
 

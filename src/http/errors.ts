@@ -35,7 +35,12 @@ export function handleError(error: unknown, c: Context): Response {
           : status === 413
             ? "payload_too_large"
             : "validation";
-    return c.json(errorBody(code, error.message || "bad request"), status as ContentfulStatusCode);
+    // The OpenAPI router's own 415 says only "Unsupported Media Type": say what to send.
+    const message =
+      status === 415
+        ? 'the body must be JSON, sent with the header "content-type: application/json"'
+        : error.message || "bad request";
+    return c.json(errorBody(code, message), status as ContentfulStatusCode);
   }
   log.error("unhandled_error", { path: c.req.path, error: errorField(error, true) });
   return c.json(errorBody("internal", "internal error; see the worker logs"), 500);

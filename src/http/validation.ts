@@ -11,7 +11,9 @@ export function validationError(target: string, issues: readonly IssueLike[]): V
   const where = target === "json" ? "request body" : target;
   const listed = issues.map((issue) => ({
     path: issue.path.map(String).join("."),
-    message: issue.message,
+    // A missing field is "required", as the character check says, not zod's "expected string,
+    // received undefined".
+    message: /received undefined$/.test(issue.message) ? "required" : issue.message,
   }));
   const first = listed[0];
   const summary = first ? `${first.path || where}: ${first.message}` : "invalid request";

@@ -16,6 +16,9 @@ describe("with no model configured", () => {
     expect(body.error.code).toBe("model_not_configured");
     expect(body.error.message).toContain("OPENAI_API_KEY");
     expect(body.error.message).toContain("AI");
+    // A local server needs no key: the hint says so, and how to name its model.
+    expect(body.error.message).toContain("OPENAI_BASE_URL (and MODEL)");
+    expect(body.error.message).toContain("needs no key");
     const stored = await env.DB.prepare(
       "SELECT content FROM memories WHERE agent_id = 'mute' AND type = 'message'",
     ).all<{ content: string }>();

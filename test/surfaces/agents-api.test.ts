@@ -177,7 +177,12 @@ describe("request validation and errors", () => {
       }),
     );
     expect(noType.status).toBe(415);
-    expect((await json<Problem>(noType)).error).toBeDefined();
+    expect((await json<Problem>(noType)).error.message).toContain("content-type: application/json");
+    const noUser = await api("POST", "/agents/json-agent/messages", { body: { text: "hi" } });
+    expect(noUser.status).toBe(400);
+    expect((await json<Problem>(noUser)).error.message).toBe(
+      "invalid request body: userId: required",
+    );
   });
 
   // Found by the fuzz test's requests (seed 202): a key the character schema does not know is
