@@ -1,6 +1,6 @@
 // The one checker for JSON columns read back from storage: D1's tables and the SQLite of the
 // Durable Objects (the turn journal, the task store, whose shapes are in
-// src/objects/shared/stored-json.ts and beside their stores). A stored value is untrusted (a hand
+// src/objects/shared/stored-shapes.ts and beside their stores). A stored value is untrusted (a hand
 // edit, an older version's shape), so it is parsed with its zod schema instead of
 // `JSON.parse(x) as T`. A bad value is reported by where it lives (table, column, row, and the
 // path of the field inside it) and by what was expected there, never by its content, which may

@@ -12,7 +12,7 @@ import {
   savedShape,
   writeSaved,
 } from "../../src/db/json-column.ts";
-import { inObjectStorage } from "../../src/objects/shared/stored-json.ts";
+import { inObjectStorage } from "../../src/objects/shared/stored-shapes.ts";
 import { InternalError } from "../../src/runtime/util/errors.ts";
 
 const Secrets = z.object({

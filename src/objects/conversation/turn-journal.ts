@@ -25,7 +25,7 @@ import {
   SerializedErrorShape,
   TurnInputShape,
   TurnOutcomeShape,
-} from "../shared/stored-json.ts";
+} from "../shared/stored-shapes.ts";
 import {
   checkSaved,
   JsonColumnError,

@@ -3,7 +3,7 @@
 // last outcome. The spec column is JSON, checked with zod when read back (src/db/json-column.ts).
 import { z } from "zod";
 import { readSaved, savedShape, writeSaved } from "../../db/json-column.ts";
-import { inObjectStorage } from "../shared/stored-json.ts";
+import { inObjectStorage } from "../shared/stored-shapes.ts";
 import type { Principal } from "../../runtime/access/principal.ts";
 import { PrincipalShape } from "../../runtime/access/principal-shape.ts";
 

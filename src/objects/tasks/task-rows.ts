@@ -1,5 +1,5 @@
 // The shapes of the task store's JSON columns (task-store.ts): a task's whole state, its audit
-// entries and its events, checked when read back (src/db/json-column.ts; stored-json.ts says why).
+// entries and its events, checked when read back (src/db/json-column.ts; stored-shapes.ts says why).
 // Fields added to the task state after the first tasks were stored get the defaults those tasks had.
 import { PrincipalShape } from "../../runtime/access/principal-shape.ts";
 import { z } from "zod";
@@ -18,7 +18,7 @@ import {
   DecisionShape,
   everyOf,
   TurnUsageShape,
-} from "../shared/stored-json.ts";
+} from "../shared/stored-shapes.ts";
 
 const TaskStatusShape = everyOf<TaskStatus>({
   queued: "queued",
