@@ -8,7 +8,10 @@ import { env } from "cloudflare:workers";
 import { drizzle } from "drizzle-orm/d1";
 import { beforeAll, describe, expect, it } from "vitest";
 import { createHybridSearch } from "../../src/memory/hybrid-search.ts";
-import { createLocalVectorIndex, resetLocalVectorCache } from "../../src/memory/local-vector-index.ts";
+import {
+  createLocalVectorIndex,
+  resetLocalVectorCache,
+} from "../../src/memory/local-vector-index.ts";
 import { rankText } from "../../src/memory/text-search.ts";
 import { createHashEmbedder } from "../../src/runtime/retrieval/hash-embedder.ts";
 

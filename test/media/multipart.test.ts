@@ -4,7 +4,11 @@
 // malformed body is a ValidationError saying what is wrong, never a hang or a crash.
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { MultipartReader, multipartBoundary, type MultipartPart } from "../../src/media/multipart.ts";
+import {
+  MultipartReader,
+  multipartBoundary,
+  type MultipartPart,
+} from "../../src/media/multipart.ts";
 import { PayloadTooLargeError, ValidationError } from "../../src/runtime/util/errors.ts";
 
 const BOUNDARY = "----edgeAgentsBoundary7MA4YWxk";

@@ -9,7 +9,10 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { createEmbeddingPipeline } from "../../src/memory/embedding-pipeline.ts";
 import { createHybridSearch } from "../../src/memory/hybrid-search.ts";
 import { sharedTrips } from "../../src/db/shared-trips.ts";
-import { createLocalVectorIndex, resetLocalVectorCache } from "../../src/memory/local-vector-index.ts";
+import {
+  createLocalVectorIndex,
+  resetLocalVectorCache,
+} from "../../src/memory/local-vector-index.ts";
 import {
   adjacentFromRows,
   adjacentMessages,

@@ -2,7 +2,10 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { loadConfig } from "../../src/config.ts";
 import type { Env } from "../../src/env.ts";
 import { createEmbedder, describeEmbedder } from "../../src/model/embedder.ts";
-import { createOpenAIEmbedder, type OpenAIEmbedderOptions } from "../../src/model/openai-embedder.ts";
+import {
+  createOpenAIEmbedder,
+  type OpenAIEmbedderOptions,
+} from "../../src/model/openai-embedder.ts";
 import { createWorkersAIEmbedder } from "../../src/model/workers-ai-embedder.ts";
 import { EmbeddingError, NotConfiguredError } from "../../src/runtime/util/errors.ts";
 import { cosine, createHashEmbedder, stem } from "../../src/runtime/retrieval/hash-embedder.ts";

@@ -15,7 +15,11 @@ import {
 } from "../../runtime/tasks/task-types.ts";
 import type { DeliveryTarget, PostedPrompt } from "../shared/reply-surface.ts";
 import { readSaved, savedShape, writeSaved } from "../../db/json-column.ts";
-import { DeliveryTargetShape, inObjectStorage, PostedPromptShape } from "../shared/stored-shapes.ts";
+import {
+  DeliveryTargetShape,
+  inObjectStorage,
+  PostedPromptShape,
+} from "../shared/stored-shapes.ts";
 import { AuditEntryShape, TaskEventShape, TaskStateShape } from "./task-rows.ts";
 
 /** A task that crashed its object this many times in one step is failed instead of retried forever. */

@@ -3,7 +3,10 @@
 // round trip (a room's D1, src/db/shared-trips.ts) makes one of them; the evaluators that may
 // read the conversation run only once the reply is stored, and not at all if it could not be.
 import { describe, expect, it } from "vitest";
-import { interactionEvaluator, type Evaluator } from "../../../src/runtime/after-reply/evaluators.ts";
+import {
+  interactionEvaluator,
+  type Evaluator,
+} from "../../../src/runtime/after-reply/evaluators.ts";
 import { historyProvider } from "../../../src/runtime/context/history-provider.ts";
 import type { SpendLedger } from "../../../src/runtime/turn/spend.ts";
 import { loadTokenCounter } from "../../../src/runtime/util/tokens.ts";

@@ -1,7 +1,10 @@
 // The memory evaluators on their own, with in-memory fakes: when the reflection and the summary
 // call the small model, and that a summary due on a reflection's turn shares its one call.
 import { describe, expect, it } from "vitest";
-import { type EvaluatorContext, runEvaluators } from "../../../src/runtime/after-reply/evaluators.ts";
+import {
+  type EvaluatorContext,
+  runEvaluators,
+} from "../../../src/runtime/after-reply/evaluators.ts";
 import {
   reflectionEvaluator,
   summaryEvaluator,

@@ -1,7 +1,10 @@
 // The runtime core on its own, with in-memory fakes: no worker, no D1, no Durable Object.
 import { describe, expect, it } from "vitest";
 import { createBuiltinToolHost } from "../../../src/runtime/turn/builtin-tools.ts";
-import { interactionEvaluator, type Evaluator } from "../../../src/runtime/after-reply/evaluators.ts";
+import {
+  interactionEvaluator,
+  type Evaluator,
+} from "../../../src/runtime/after-reply/evaluators.ts";
 import { transcriptForFallback, FAILOVER_NOTE } from "../../../src/runtime/turn/model-session.ts";
 import {
   composeState,
