@@ -35,6 +35,8 @@ const baseBindings = {
   SEED_CHARACTERS: "false",
   // wrangler.toml declares the AI binding; Miniflare creates it, but it answers only remotely.
   WORKERS_AI: "false",
+  // Unset: the memory tests bind a stand-in Vectorize index and expect it used.
+  VECTORIZE: "",
   SECRETS_KEY: "test-secrets-key-0123456789abcdef0123456789",
   MODEL: "test-primary",
   SMALL_MODEL: "test-small",

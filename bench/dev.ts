@@ -59,6 +59,7 @@ async function main(): Promise<void> {
     OPENAI_BASE_URL: `${model.url}/v1`,
     MODEL: "bench-model",
     WORKERS_AI: "false",
+    VECTORIZE: "false",
     SEED_CHARACTERS: "false",
     RATE_LIMIT_PER_TOKEN: "1000000/s",
     RATE_LIMIT_PER_USER: "1000000/s",

@@ -116,6 +116,7 @@ export async function startBenchWorker(
           SECRETS_KEY: randomBytes(32).toString("base64url"),
           // The AI binding answers only remotely; benchmarks make their own agents.
           WORKERS_AI: "false",
+          VECTORIZE: "false",
           SEED_CHARACTERS: "false",
           ...bindings,
         },

@@ -1,6 +1,6 @@
 // Makes sure .dev.vars exists for `npm run dev`, with a random ADMIN_TOKEN and SECRETS_KEY (and
-// ALLOW_LOOPBACK_FETCH=true, for MCP servers on localhost; WORKERS_AI=false, which runs remotely
-// only), and
+// ALLOW_LOOPBACK_FETCH=true, for MCP servers on localhost; WORKERS_AI=false and VECTORIZE=false,
+// which answer only remotely), and
 // prints the admin token so the README's curl examples work at once. Never overwrites a value
 // you set; only adds what is missing. .dev.vars is git-ignored: it holds local secrets.
 import { randomBytes } from "node:crypto";
@@ -28,6 +28,9 @@ if (!has("ALLOW_LOOPBACK_FETCH") && !has("MCP_ALLOW_LOOPBACK"))
 // Workers AI answers only remotely (after `npx wrangler login`): off locally, so the dev server
 // starts and runs offline. Set it to true to use Workers AI from a logged-in machine.
 if (!has("WORKERS_AI")) additions.push("WORKERS_AI=false");
+// Vectorize too answers only remotely: a VECTORS binding that `npm run deploy -- --vectorize`
+// added to wrangler.toml is left unused locally, where the local index in D1 serves.
+if (!has("VECTORIZE")) additions.push("VECTORIZE=false");
 if (additions.length > 0 || !existsSync(PATH)) {
   writeFileSync(PATH, `${existing.trimEnd()}\n${additions.join("\n")}\n`);
 }

@@ -115,6 +115,10 @@ const VarsSchema = z.object({
     unset,
     z.enum(["true", "false"], { error: 'must be "true" or "false"' }).optional(),
   ),
+  VECTORIZE: z.preprocess(
+    unset,
+    z.enum(["true", "false"], { error: 'must be "true" or "false"' }).optional(),
+  ),
   DISCORD_GATEWAY: z.preprocess(
     unset,
     z.enum(["true", "false"], { error: 'must be "true" or "false"' }).optional(),
@@ -172,6 +176,13 @@ export interface Config {
    * binding never switches an index's vectors by itself. Empty when EMBEDDING_MODEL names one.
    */
   embeddingAlternatives: EmbeddingBackend[];
+  /**
+   * The Vectorize index memories' vectors go to; null without the VECTORS binding, or with
+   * VECTORIZE=false (.dev.vars sets it: Vectorize answers only remotely, and a binding that
+   * `npm run deploy -- --vectorize` added must not break local development), and then the local
+   * index in D1 serves.
+   */
+  vectors: Vectorize | null;
   /** Prompt budget in tokens; long-term memory sections take shares of it. */
   maxContextTokens: number;
   adminToken?: string;
@@ -221,6 +232,7 @@ export function loadConfig(env: Env): Config {
     ...chooseModel(vars, ai),
     embedding: chooseEmbedding(vars, ai),
     embeddingAlternatives: embeddingAlternatives(vars, ai),
+    vectors: vars.VECTORIZE === "false" ? null : (env.VECTORS ?? null),
     maxContextTokens: vars.MAX_CONTEXT_TOKENS ?? DEFAULT_MAX_CONTEXT_TOKENS,
     adminToken: vars.ADMIN_TOKEN,
     secretsKey: vars.SECRETS_KEY,

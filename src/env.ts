@@ -52,6 +52,8 @@ export interface Env {
   SEED_CHARACTERS?: string;
   /** "false" ignores the AI binding (local development without a Cloudflare login, tests). */
   WORKERS_AI?: string;
+  /** "false": leave the VECTORS binding unused (local development; see config.ts). */
+  VECTORIZE?: string;
   ALLOW_LOOPBACK_FETCH?: string;
   /** The old name of ALLOW_LOOPBACK_FETCH, still honoured. */
   MCP_ALLOW_LOOPBACK?: string;

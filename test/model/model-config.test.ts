@@ -1,8 +1,10 @@
-// Which chat models the configuration picks (src/config.ts): the small model for side prompts
-// (facts, summaries, respond decisions) must be one the configured endpoint serves.
+// What the configuration picks (src/config.ts): the small model for side prompts (facts,
+// summaries, respond decisions) must be one the configured endpoint serves; a Vectorize binding is
+// used unless VECTORIZE=false, which local development sets (it answers only remotely).
 import { describe, expect, it } from "vitest";
 import { loadConfig } from "../../src/config.ts";
 import type { Env } from "../../src/env.ts";
+import { stores } from "../../src/db/stores/index.ts";
 import { requiredBindings, type RequiredBindings } from "../helpers/bindings.ts";
 
 /** A fresh env object each time (loadConfig caches per object), with only the named variables. */
@@ -28,5 +30,22 @@ describe("chat model configuration", () => {
       primary: "gpt-4.1-mini",
       small: "gpt-4.1-mini",
     });
+  });
+});
+
+describe("vector index configuration", () => {
+  const binding = { describe: async () => ({}) } as unknown as Vectorize;
+
+  it("uses the VECTORS binding when there is one, and not with VECTORIZE=false", () => {
+    expect(loadConfig({ ...requiredBindings() }).vectors).toBeNull();
+    expect(loadConfig({ ...requiredBindings(), VECTORS: binding }).vectors).toBe(binding);
+    const local = loadConfig({ ...requiredBindings(), VECTORS: binding, VECTORIZE: "false" });
+    expect(local.vectors).toBeNull();
+  });
+
+  it("leaves the binding unused in stores too: the local index in D1 serves", () => {
+    const local = { ...requiredBindings(), VECTORS: binding, VECTORIZE: "false" };
+    expect(stores(local).index.kind).toBe("local");
+    expect(stores({ ...requiredBindings(), VECTORS: binding }).index.kind).toBe("vectorize");
   });
 });

@@ -68,7 +68,7 @@ export function stores(env: Env): Stores {
   const config = loadConfig(env);
   const db = openDb(env.DB);
   const box = config.secretsKey ? createSecretBox(config.secretsKey) : null;
-  const vectorize = env.VECTORS ? createVectorizeIndex(env.VECTORS) : null;
+  const vectorize = config.vectors ? createVectorizeIndex(config.vectors) : null;
   const index = vectorize ?? createLocalVectorIndex(db);
   // Without EMBEDDING_MODEL, the embedder whose size the index already holds keeps serving it.
   const embedder = createEmbedder(config, () => index.dimensions());
