@@ -19,7 +19,7 @@ export function createEventBus(options: EventBusOptions = {}): EventBus {
   const log = options.log === undefined ? (line: string) => console.log(line) : options.log;
   return {
     emit(event) {
-      if (log) log(JSON.stringify({ level: "info", msg: "runtime_event", ...event }));
+      if (log) log(JSON.stringify({ level: levelOf(event), msg: "runtime_event", ...event }));
       for (const listener of listeners) {
         try {
           listener(event);
@@ -42,4 +42,12 @@ export function createEventBus(options: EventBusOptions = {}): EventBus {
       return () => listeners.delete(listener);
     },
   };
+}
+
+/**
+ * A failed evaluator loses what the turn should have remembered (facts, a summary) while the
+ * reply looks fine, e.g. a SMALL_MODEL the endpoint does not serve: a warning, not news.
+ */
+function levelOf(event: RuntimeEvent): "info" | "warn" {
+  return event.type === "evaluator_failed" ? "warn" : "info";
 }

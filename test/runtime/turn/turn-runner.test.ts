@@ -15,6 +15,7 @@ import { historyProvider } from "../../../src/runtime/context/history-provider.t
 import { decideByRules } from "../../../src/runtime/turn/respond-decision.ts";
 import { loadTokenCounter } from "../../../src/runtime/util/tokens.ts";
 import { createTurnRunner, type TurnRunnerDeps } from "../../../src/runtime/turn/turn-runner.ts";
+import { createEventBus } from "../../../src/runtime/util/events.ts";
 import { DEFAULT_LIMITS } from "../../../src/runtime/turn/turn-types.ts";
 import type { ChatMessage } from "../../../src/runtime/ports/model.ts";
 import {
@@ -277,6 +278,15 @@ describe("evaluators", () => {
     expect(events.events).toContainEqual(
       expect.objectContaining({ type: "evaluator_failed", evaluator: "broken", reason: "boom" }),
     );
+  });
+
+  it("log a failed evaluator as a warning: the reply looked fine, but nothing was remembered", () => {
+    const lines: string[] = [];
+    const bus = createEventBus({ log: (line) => lines.push(line) });
+    const ids = { turnId: "t", agentId: "a", roomId: "r", at: 1 };
+    bus.emit({ type: "evaluator_failed", ...ids, evaluator: "reflection", reason: "404" });
+    bus.emit({ type: "run_started", ...ids });
+    expect(lines.map((line) => JSON.parse(line).level)).toEqual(["warn", "info"]);
   });
 });
 
