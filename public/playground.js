@@ -465,6 +465,11 @@ $("room-form").addEventListener("submit", (event) => {
   openRoom();
 });
 
+/** "1 model call", "3 model calls". */
+function plural(count, noun) {
+  return `${count} ${noun}${count === 1 ? "" : "s"}`;
+}
+
 function scrollLog() {
   const log = $("log");
   log.scrollTop = log.scrollHeight;
@@ -574,7 +579,7 @@ function turnView() {
       text.classList.remove("streaming");
       text.textContent = outcome.reply?.text ?? `(no reply: ${outcome.stopReason})`;
       const usage = outcome.usage ?? {};
-      foot.textContent = `${outcome.model ?? "no model"} · ${usage.promptTokens ?? 0}+${usage.completionTokens ?? 0} tokens · ${usage.modelCalls ?? 0} model calls · ${outcome.stopReason}`;
+      foot.textContent = `${outcome.model ?? "no model"} · ${usage.promptTokens ?? 0}+${usage.completionTokens ?? 0} tokens · ${plural(usage.modelCalls ?? 0, "model call")} · ${outcome.stopReason}`;
     },
     fail(message) {
       item.setAttribute("aria-busy", "false");

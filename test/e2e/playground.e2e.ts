@@ -200,6 +200,9 @@ async function main(): Promise<void> {
     await step("asks for a token and says clearly when the server refuses it", async () => {
       await page.goto(base);
       check(await focused(page, "#token"), "the token field does not have focus");
+      // Where the token comes from, said next to the field.
+      const hint = await page.locator("#token-hint").textContent();
+      check(hint?.includes(".dev.vars") && hint.includes("POST /auth/tokens"), `hint: "${hint}"`);
       await page.fill("#token", "not-the-token");
       await page.press("#token", "Enter");
       await page.locator("#token-status", { hasText: "refused" }).waitFor();
@@ -327,6 +330,11 @@ async function main(): Promise<void> {
           "the tool result is not marked ok",
         );
         check(await focused(page, "#message"), "focus did not return to the message field");
+        const foot = await page.locator("#log .msg.agent .muted.small").last().textContent();
+        check(
+          / · (1 model call|([02-9]|\d\d+) model calls) · /.test(foot ?? ""),
+          `footer: "${foot}"`,
+        );
         deltaRenders = await inPage<number>(page, "window.__deltaRenders ?? 0");
         const memories = page.locator("#log .msg.agent details.memories").first();
         await memories.locator("summary").click();
