@@ -20,6 +20,11 @@ export interface ModelServer {
   sideCalls(): number;
   /** Milliseconds spent inside the stand-in per call since the last take. */
   takeServiceTimes(): number[];
+  /**
+   * Side prompts answered with this HTTP status instead (null: answered again), as an endpoint
+   * that does not serve SMALL_MODEL would.
+   */
+  failSideTasks(status: number | null): void;
   close(): Promise<void>;
 }
 
@@ -34,11 +39,12 @@ export async function startModelServer(options: ModelServerOptions = {}): Promis
   let count = 0;
   let sideCount = 0;
   let responder: StandInResponder = () => ({ text: "ok" });
+  let sideFailure: number | null = null;
   standIn.respondWith((call) => {
     const side = sideTaskAnswer(call);
     if (!side) return responder(call);
     sideCount += 1;
-    return side;
+    return sideFailure === null ? side : { status: sideFailure };
   });
   const server = createServer(async (req, res) => {
     const started = performance.now();
@@ -74,6 +80,9 @@ export async function startModelServer(options: ModelServerOptions = {}): Promis
       const taken = serviceTimes;
       serviceTimes = [];
       return taken;
+    },
+    failSideTasks: (status) => {
+      sideFailure = status;
     },
     close: () => new Promise((resolve) => server.close(() => resolve())),
   };

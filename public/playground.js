@@ -113,6 +113,7 @@ async function connect() {
     await loadAgents(sessionStorage.getItem(AGENT_KEY) ?? "");
     setStatus("token-status", "");
     showSignedIn(true);
+    checkEvaluators();
   } catch (error) {
     showSignedIn(false);
     const message = explain(error);
@@ -136,6 +137,30 @@ $("token-forget").addEventListener("click", () => {
   setStatus("token-status", "Token forgotten.");
   $("token").focus();
 });
+
+// ---- memory health -----------------------------------------------------------------------------
+
+/**
+ * Says when after-reply evaluators (facts, summaries) failed today, from /health: the replies look
+ * fine then, but nothing is remembered. Checked on sign-in and a moment after each reply.
+ */
+async function checkEvaluators() {
+  let evaluators = null;
+  try {
+    evaluators = (await (await fetch("/health")).json())?.evaluators ?? null;
+  } catch {
+    return; // /health unreachable: the chat says so on its own.
+  }
+  const failed = evaluators?.failedToday ?? 0;
+  const last = evaluators?.last;
+  setStatus(
+    "memory-warning",
+    failed === 0
+      ? ""
+      : `${plural(failed, "memory step")} failed today (last: ${last?.evaluator ?? "unknown"}${last ? ` at ${time(last.at)}` : ""}): replies still work, but facts and summaries are not being saved. Usually SMALL_MODEL names a model the endpoint does not serve (docs/configuration.md).`,
+    failed === 0 ? "info" : "error",
+  );
+}
 
 // ---- agents ------------------------------------------------------------------------------------
 
@@ -662,7 +687,11 @@ async function send(text) {
         "The connection closed before the reply finished. The turn still completes on the server: reloading the room's history.",
       );
       setTimeout(openRoom, 2000);
-    } else setStatus("chat-status", "");
+    } else {
+      setStatus("chat-status", "");
+      // The reply's evaluators run after it: look once they have had a moment.
+      setTimeout(checkEvaluators, 1500);
+    }
   } catch (error) {
     turn.fail(explain(error));
     setStatus("chat-status", "The message was not answered.", "error");

@@ -270,6 +270,26 @@ export const modelUsageDaily = sqliteTable(
 );
 
 /**
+ * After-reply evaluators (fact extraction, summaries) that failed, per agent, UTC day and
+ * evaluator: a reply looks fine while nothing is remembered (a SMALL_MODEL the endpoint does not
+ * serve, say), so `/health` counts them and the playground says so.
+ */
+export const evaluatorFailuresDaily = sqliteTable(
+  "evaluator_failures_daily",
+  {
+    agentId: text("agent_id")
+      .notNull()
+      .references(() => agents.id, { onDelete: "cascade" }),
+    /** YYYY-MM-DD, UTC. */
+    day: text("day").notNull(),
+    evaluator: text("evaluator").notNull(),
+    count: integer("count").notNull().default(0),
+    lastAt: integer("last_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.agentId, t.day, t.evaluator] })],
+);
+
+/**
  * MCP servers added to one agent at runtime (`POST /agents/:agentId/tools`). Servers in the
  * checked-in registry (mcp-servers.json) are not copied here; a character names those.
  */

@@ -646,6 +646,34 @@ async function main(): Promise<void> {
       await page.selectOption("#agent-select", AGENT_ID);
     });
 
+    await step("says when memory steps fail today although the replies still come", async () => {
+      const created = await worker!.call("POST", "/agents", {
+        id: "forgetful-e2e",
+        name: "Forgetful",
+        bio: ["Answers, but remembers nothing."],
+        settings: { memory: { factsEvery: 1 } },
+      });
+      check(created.status === 201, `creating the forgetful agent: HTTP ${created.status}`);
+      await page.click("#agents-refresh");
+      await page
+        .locator("#agent-select option[value='forgetful-e2e']")
+        .waitFor({ state: "attached" });
+      await page.selectOption("#agent-select", "forgetful-e2e");
+      // The endpoint refuses fact extraction, as one that does not serve SMALL_MODEL would.
+      model.failSideTasks(404);
+      await page.fill("#message", "echo: noted");
+      await page.press("#message", "Enter");
+      await page.locator("#log .msg.agent .text:not(.streaming)", { hasText: "noted" }).waitFor();
+      const warning = page.locator("#memory-warning", { hasText: "failed today" });
+      await warning.waitFor({ timeout: 10_000 });
+      check(
+        (await warning.textContent())?.includes("SMALL_MODEL"),
+        `the warning does not say where to look: ${await warning.textContent()}`,
+      );
+      model.failSideTasks(null);
+      await page.selectOption("#agent-select", AGENT_ID);
+    });
+
     await step("says in words when a token lacks the scope for an action", async () => {
       const minted = await worker!.call("POST", "/auth/tokens", {
         name: "e2e-reader",

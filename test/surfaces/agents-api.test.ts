@@ -264,6 +264,10 @@ describe("authentication", () => {
       schema: { version: LATEST_MIGRATION, latest: LATEST_MIGRATION, pending: [], error: null },
       embedding: { backend: "local", id: "local:hash-v1", dimensions: 384 },
       vectors: { backend: "local", dimensions: expect.toBeOneOf([null, 384]), status: "ok" },
+      evaluators: {
+        failedToday: expect.any(Number),
+        last: expect.toBeOneOf([null, expect.any(Object)]),
+      },
     });
     expect(JSON.stringify(healthBody)).not.toContain("sk-test");
     const spec = await json<{

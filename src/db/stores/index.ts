@@ -29,6 +29,7 @@ import { createProposalStore, type ProposalStore } from "./proposal-store.ts";
 import { createSecretBox } from "../secret-box.ts";
 import { createSkillStore, type SkillStore } from "./skill-store.ts";
 import { createD1SpendLedger } from "./spend-ledger.ts";
+import { createEvaluatorFailures, type EvaluatorFailures } from "./evaluator-failures.ts";
 import { createTokenStore, type TokenStore } from "./token-store.ts";
 import { createVectorizeIndex } from "../../memory/vectorize-index.ts";
 
@@ -39,6 +40,8 @@ export interface Stores {
   tokens: TokenStore;
   /** Model spend against the daily ceiling. */
   spend: SpendLedger;
+  /** After-reply evaluators that failed, per day (for /health). */
+  evaluatorFailures: EvaluatorFailures;
   /** The runtime's MemoryStore (messages, facts, rooms, relationships). */
   memories: MemoryStore;
   messages: MessageHistory;
@@ -77,6 +80,7 @@ export function stores(env: Env): Stores {
     agents: createAgentStore(db, box),
     tokens: createTokenStore(db),
     spend: createD1SpendLedger(db),
+    evaluatorFailures: createEvaluatorFailures(db),
     memories: createD1MemoryStore(db),
     messages: createMessageHistory(db),
     posts: createMediaPostStore(db),

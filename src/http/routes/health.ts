@@ -1,8 +1,9 @@
 // Liveness and what backs this deployment: which model backend serves turns (and with which
 // models), which embedder and vector index serve memory (and whether their dimensions agree),
 // that D1 answers, and which schema version it holds (the migrations the worker applied itself,
-// or the one that failed), and with DISCORD_GATEWAY=true the Gateway connection's state. Public (no
-// token): it names backends, never keys, session ids or URLs with credentials.
+// or the one that failed), with DISCORD_GATEWAY=true the Gateway connection's state, and how
+// many after-reply evaluators failed today (facts and summaries lost while replies look fine).
+// Public (no token): it names backends, never keys, session ids or URLs with credentials.
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import { loadConfig } from "../../config.ts";
 import type { Env } from "../../env.ts";
@@ -81,6 +82,21 @@ const Health = z
       status: z.enum(["ok", "dimension_mismatch", "unavailable"]),
     }),
     gateway: GatewayHealth,
+    evaluators: z
+      .object({
+        failedToday: z.number().int(),
+        last: z
+          .object({
+            evaluator: z.string(),
+            at: z.number().openapi({ description: "Milliseconds since the epoch" }),
+          })
+          .nullable(),
+      })
+      .nullable()
+      .openapi({
+        description:
+          "After-reply evaluators (facts, summaries) that failed today (UTC): the replies looked fine, but nothing was remembered. Usually SMALL_MODEL names a model the endpoint does not serve. null: D1 could not be read",
+      }),
   })
   .openapi("Health");
 
@@ -103,7 +119,7 @@ export function healthRoutes(): OpenAPIHono<{ Bindings: Env }> {
       const config = loadConfig(c.env);
       const { embedder, index } = stores(c.env);
       const gatewayStub = gatewayObject(c.env);
-      const [database, indexDimensions, schemaNow, , gateway] = await Promise.all([
+      const [database, indexDimensions, schemaNow, , gateway, evaluators] = await Promise.all([
         stores(c.env)
           .reachable()
           .then((ok) => (ok ? ("ok" as const) : ("unavailable" as const))),
@@ -116,6 +132,10 @@ export function healthRoutes(): OpenAPIHono<{ Bindings: Env }> {
               () => null,
             )
           : null,
+        stores(c.env)
+          .evaluatorFailures.today(Date.now())
+          .then(({ failed, last }) => ({ failedToday: failed, last }))
+          .catch(() => null),
       ]);
       const schema = schemaNow
         ? {
@@ -154,6 +174,7 @@ export function healthRoutes(): OpenAPIHono<{ Bindings: Env }> {
         embedding: describeEmbedder(embedder),
         vectors,
         ...(gatewayStub ? { gateway } : {}),
+        evaluators,
       };
       return c.json(body, healthy ? 200 : 503);
     },

@@ -4,6 +4,7 @@
 // This is the only place that knows which concrete implementation backs each interface.
 import { loadConfig, MODEL_NOT_CONFIGURED_MESSAGE, type Config } from "../../config.ts";
 import type { Env } from "../../env.ts";
+import { errorField, log } from "../../log.ts";
 import type { AgentStore } from "../../db/stores/agent-store.ts";
 import type { MessageHistory } from "../../memory/message-history.ts";
 import { createOpenAIChatModel } from "../../model/openai-chat.ts";
@@ -97,6 +98,14 @@ export async function createRoomRuntime(
   const backends = stores(env);
   const memory = createRoomHistoryStore(backends.memories, options);
   const events = createEventBus();
+  // A failed evaluator is counted for /health, off the reply path; a count that fails is logged.
+  events.subscribe((event) => {
+    if (event.type !== "evaluator_failed") return;
+    const failure = { agentId: event.agentId, evaluator: event.evaluator, at: event.at };
+    backends.evaluatorFailures.record(failure).catch((error: unknown) => {
+      log.warn("evaluator_failure_not_counted", { agentId, error: errorField(error) });
+    });
+  });
   let tools: ToolHost;
   const platform = mcpPlatform(env);
   const mcp = new McpConnections({
