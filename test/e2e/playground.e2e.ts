@@ -510,6 +510,19 @@ async function main(): Promise<void> {
       await page.click("#browse-form button[type=submit]");
       await page.locator("#memories .card", { hasText: "What time is it in Paris?" }).waitFor();
       await page.screenshot({ path: `${ARTIFACTS}/playground-desktop.png`, fullPage: true });
+      // The skills panel sits under the servers in the first column, not in a row of its own.
+      const tools = await page.locator("#tools-panel").boundingBox();
+      const skills = await page.locator("#skills-panel").boundingBox();
+      const chat = await page.locator("#chat-panel").boundingBox();
+      check(
+        tools &&
+          skills &&
+          chat &&
+          skills.x === tools.x &&
+          skills.y > tools.y &&
+          skills.y < chat.y + chat.height,
+        `the skills panel is not under the servers beside the chat: ${JSON.stringify({ tools, skills, chat })}`,
+      );
     });
 
     await step("forgets one memory on a second click, and search no longer finds it", async () => {
