@@ -33,6 +33,11 @@ const unset = (value: unknown) =>
   typeof value === "string" && value.trim() === "" ? undefined : value;
 const optionalString = z.preprocess(unset, z.string().trim().optional());
 const optionalUrl = z.preprocess(unset, z.url({ protocol: /^https?$/ }).optional());
+/** A switch: "true", "false" or unset. */
+const trueOrFalse = z.preprocess(
+  unset,
+  z.enum(["true", "false"], { error: 'must be "true" or "false"' }).optional(),
+);
 const commaList = z.preprocess(
   unset,
   z
@@ -103,30 +108,12 @@ const VarsSchema = z.object({
   DISCORD_OWNER_IDS: commaList.pipe(
     z.array(z.string().regex(/^\d{1,20}$/, "must be a comma list of Discord user ids")),
   ),
-  ALLOW_LOOPBACK_FETCH: z.preprocess(
-    unset,
-    z.enum(["true", "false"], { error: 'must be "true" or "false"' }).optional(),
-  ),
-  MCP_ALLOW_LOOPBACK: z.preprocess(
-    unset,
-    z.enum(["true", "false"], { error: 'must be "true" or "false"' }).optional(),
-  ),
-  WORKERS_AI: z.preprocess(
-    unset,
-    z.enum(["true", "false"], { error: 'must be "true" or "false"' }).optional(),
-  ),
-  VECTORIZE: z.preprocess(
-    unset,
-    z.enum(["true", "false"], { error: 'must be "true" or "false"' }).optional(),
-  ),
-  DISCORD_GATEWAY: z.preprocess(
-    unset,
-    z.enum(["true", "false"], { error: 'must be "true" or "false"' }).optional(),
-  ),
-  SEED_CHARACTERS: z.preprocess(
-    unset,
-    z.enum(["true", "false"], { error: 'must be "true" or "false"' }).optional(),
-  ),
+  ALLOW_LOOPBACK_FETCH: trueOrFalse,
+  MCP_ALLOW_LOOPBACK: trueOrFalse,
+  WORKERS_AI: trueOrFalse,
+  VECTORIZE: trueOrFalse,
+  DISCORD_GATEWAY: trueOrFalse,
+  SEED_CHARACTERS: trueOrFalse,
   DAILY_TOKEN_LIMIT: z.preprocess(
     unset,
     z.coerce

@@ -85,9 +85,12 @@ export function clientTurnStream(
 
 /** Where the event after the one at `from` starts (after its blank line), or -1 in this chunk. */
 function nextEventStart(bytes: Uint8Array, from: number): number {
-  for (let i = from; i + 1 < bytes.length; i++) {
-    if (bytes[i] === NL && bytes[i + 1] === NL) return i + 2 < bytes.length ? i + 2 : -1;
-  }
+  for (
+    let i = bytes.indexOf(NL, from);
+    i >= 0 && i + 1 < bytes.length;
+    i = bytes.indexOf(NL, i + 1)
+  )
+    if (bytes[i + 1] === NL) return i + 2 < bytes.length ? i + 2 : -1;
   return -1;
 }
 
