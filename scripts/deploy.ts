@@ -1,23 +1,38 @@
-// `npm run deploy [-- --vectorize]`: the one deploy command. It runs `wrangler deploy` (which
-// creates the D1 database and R2 bucket on a first deploy), sets the secrets a worker cannot do
-// without when they are missing (through `wrangler secret put` on stdin), opens the worker's
-// /health (its first request applies the migrations and seeds the shipped characters), and
-// registers the Discord commands when Discord is configured in this shell. With --vectorize it
-// moves memory vectors to Vectorize. Running it again changes nothing that exists.
+// `npm run deploy [-- --var NAME=value] [--discord] [--vectorize]`: the one deploy command. It
+// runs `wrangler deploy` (which creates the D1 database and R2 bucket on a first deploy) with the
+// secrets the worker lacks in the same upload (`--secrets-file`, so a new worker never serves a
+// moment without them), opens the worker's /health (its first request applies the migrations and
+// seeds the shipped characters), and registers the Discord commands when Discord is configured.
+// --var sets plain variables (wrangler.toml has no [vars] and keeps those set earlier);
+// --discord sets up the bot from its token alone; --vectorize moves memory vectors to Vectorize.
+// Running it again changes nothing that exists.
 // The admin token never travels on a command line (`ps` and shell history keep those) and is
 // printed only to a terminal (CI logs keep everything else): see docs/deploying.md.
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { MIN_ADMIN_TOKEN_CHARS } from "../src/config.ts";
+import { PermissionFlagsBits } from "discord-api-types/v10";
+import { z } from "zod";
+import { DEPLOYMENT_VARIABLES, MIN_ADMIN_TOKEN_CHARS, variableIssues } from "../src/config.ts";
 
-const HELP = `Usage: npm run deploy [-- --vectorize] [--url https://your-worker.example]
-  --vectorize  create the Vectorize index (the embedder's dimension, metadata indexes), bind it,
-               deploy again and re-embed existing memories into it
-  --url        where the worker answers, when it is not the workers.dev address wrangler prints
-The admin token comes from ADMIN_TOKEN in the environment, or is asked for on a terminal; it is
-never an option, since a command line stays in \`ps\` and in shell history.`;
+const HELP = `Usage: npm run deploy [-- options]
+  --var NAME=value  set a variable on the worker; repeat it for more. Later deploys keep it;
+                    NAME= unsets it. For example, another OpenAI-compatible endpoint:
+                      --var OPENAI_BASE_URL=https://api.groq.com/openai/v1 --var MODEL=<model>
+                    (its key: OPENAI_API_KEY in this shell). The variables: docs/configuration.md
+  --discord         set up the Discord bot from its token (DISCORD_BOT_TOKEN in this shell, or
+                    asked for): secrets, commands, interactions endpoint, default agent, invite URL
+  --agent ID        with --discord: the agent every channel talks to until one picks another
+                    (default: the one already chosen, else the first agent)
+  --vectorize       create the Vectorize index (the embedder's dimension, metadata indexes), bind it,
+                    deploy again and re-embed existing memories into it
+  --url URL         where the worker answers, when it is not the workers.dev address wrangler prints
+Secrets (OPENAI_API_KEY, DISCORD_BOT_TOKEN, INSTAGRAM_ACCESS_TOKEN, ...) are read from this shell's
+environment when the worker lacks them; never from the command line. The admin token comes from
+ADMIN_TOKEN in the environment, or is made (on a terminal) or asked for when it is needed.`;
 
 /** Said when someone passes the admin token as an option; never repeats what they passed. */
 const TOKEN_OPTION_REFUSED =
@@ -35,25 +50,51 @@ const OPTIONAL_SECRETS = [
   "DISCORD_PUBLIC_KEY",
   "DISCORD_BOT_TOKEN",
   "INSTAGRAM_ACCESS_TOKEN",
+  "BRAVE_SEARCH_API_KEY",
 ];
+/** Every secret the worker reads: refused as --var, which would show it on a command line. */
+const SECRET_NAMES = new Set(["ADMIN_TOKEN", "SECRETS_KEY", ...OPTIONAL_SECRETS]);
+const DISCORD_API = "https://discord.com/api/v10";
+/**
+ * What the bot asks for when invited: to see and answer in channels and threads, and to read the
+ * history a reply refers to. Slash commands and their replies need no permission.
+ */
+const BOT_PERMISSIONS =
+  PermissionFlagsBits.ViewChannel |
+  PermissionFlagsBits.SendMessages |
+  PermissionFlagsBits.SendMessagesInThreads |
+  PermissionFlagsBits.ReadMessageHistory;
 
 interface Run {
   code: number;
   stdout: string;
+  stderr: string;
 }
 
-/** Runs wrangler (node_modules/.bin under npm), echoing what it prints; `input` goes to stdin. */
-function wrangler(args: string[], options: { input?: string; quiet?: boolean } = {}): Promise<Run> {
+/**
+ * Runs wrangler (node_modules/.bin under npm), echoing what it prints; `input` goes to stdin. With
+ * `keepStderr` its errors are kept for the caller to read rather than shown.
+ */
+function wrangler(
+  args: string[],
+  options: { input?: string; quiet?: boolean; keepStderr?: boolean } = {},
+): Promise<Run> {
   return new Promise((resolve, reject) => {
-    const child = spawn("wrangler", args, { stdio: ["pipe", "pipe", "inherit"] });
+    const child = spawn("wrangler", args, {
+      stdio: ["pipe", "pipe", options.keepStderr ? "pipe" : "inherit"],
+    });
     let stdout = "";
-    child.stdout.on("data", (chunk: Buffer) => {
+    let stderr = "";
+    child.stdout?.on("data", (chunk: Buffer) => {
       stdout += chunk.toString();
       if (!options.quiet) process.stdout.write(chunk);
     });
+    child.stderr?.on("data", (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
     child.on("error", reject);
-    child.on("close", (code) => resolve({ code: code ?? 1, stdout }));
-    child.stdin.end(options.input ?? "");
+    child.on("close", (code) => resolve({ code: code ?? 1, stdout, stderr }));
+    child.stdin?.end(options.input ?? "");
   });
 }
 
@@ -69,15 +110,50 @@ async function must(
   return run.stdout;
 }
 
-async function remoteSecrets(): Promise<Set<string>> {
-  const out = await must(["secret", "list", "--format", "json"], { quiet: true });
-  const listed = JSON.parse(out.slice(out.indexOf("["))) as Array<{ name: string }>;
-  return new Set(listed.map((secret) => secret.name));
+/**
+ * The secrets the worker holds, or "no worker" on a first deploy (wrangler says the Worker is not
+ * found). Any other failure stops the deploy before it changes anything: guessing "none" there
+ * would overwrite the live admin token.
+ */
+async function remoteSecrets(): Promise<Set<string> | "no worker"> {
+  const run = await wrangler(["secret", "list", "--format", "json"], {
+    quiet: true,
+    keepStderr: true,
+  });
+  if (run.code === 0) {
+    const listed = JSON.parse(run.stdout.slice(run.stdout.indexOf("["))) as Array<{
+      name: string;
+    }>;
+    return new Set(listed.map((secret) => secret.name));
+  }
+  if (/not found/i.test(run.stderr) && /new Worker/i.test(run.stderr)) return "no worker";
+  process.stderr.write(run.stderr);
+  throw new Error(
+    `wrangler secret list failed (exit ${run.code}); see its output above. Nothing was deployed.`,
+  );
 }
 
-async function putSecret(name: string, value: string): Promise<void> {
-  await must(["secret", "put", name], { input: value, quiet: true });
+/**
+ * `wrangler deploy`, with the secrets in the same upload (a file only this user can read, removed
+ * after) and the variables as `--var`: wrangler.toml's keep_vars keeps those of earlier deploys.
+ */
+async function deploy(secrets: Record<string, string>, vars: Record<string, string>) {
+  const args = [
+    "deploy",
+    ...Object.entries(vars).flatMap(([name, value]) => ["--var", `${name}:${value}`]),
+  ];
+  if (Object.keys(secrets).length === 0) return must(args);
+  const dir = mkdtempSync(join(tmpdir(), "edge-agents-secrets-"));
+  const file = join(dir, "secrets.json");
+  try {
+    writeFileSync(file, JSON.stringify(secrets), { mode: 0o600 });
+    return await must([...args, "--secrets-file", file]);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
+
+class Refused extends Error {}
 
 /** GET a JSON path on the worker, a few times: a new worker takes a moment to answer everywhere. */
 async function workerJson(
@@ -90,8 +166,12 @@ async function workerJson(
     try {
       const response = await fetch(new URL(path, base), init);
       if (response.ok) return (await response.json()) as Record<string, unknown>;
+      // A refusal (a wrong token, say) is not a worker still starting: no point asking again.
+      if (response.status < 500)
+        throw new Refused(`${base}${path} answered HTTP ${response.status}`);
       last = `HTTP ${response.status}`;
     } catch (error) {
+      if (error instanceof Refused) throw error;
       last = error instanceof Error ? error.message : String(error);
     }
     await new Promise((resolve) => setTimeout(resolve, 1_000 * (attempt + 1)));
@@ -143,45 +223,104 @@ function adminTokenFromEnv(): string | undefined {
   return token;
 }
 
-/**
- * Gives the worker an admin token when it has none: the shell's ADMIN_TOKEN, else a random one
- * printed once, and only to a terminal. Off a terminal (CI) a printed token would stay in a log,
- * so none is made: the worker then refuses every API call until one is set, and the operator is
- * told how. Returns the token the worker now holds, when this run knows it.
- */
-async function ensureAdminToken(fromEnv: string | undefined): Promise<string | undefined> {
-  if (fromEnv) {
-    await putSecret("ADMIN_TOKEN", fromEnv);
-    console.log("Set ADMIN_TOKEN from this shell.");
-    return fromEnv;
-  }
-  if (!process.stdout.isTTY) {
-    console.error(
-      [
-        "",
-        "  ADMIN_TOKEN is not set on the worker, and none was made: this output is not a terminal,",
-        "  so a new token would be kept in a log. Until one is set the API refuses every request.",
-        "  Set it without it touching a log or a command line, either on a terminal:",
-        "    openssl rand -hex 24                  (keep it somewhere safe)",
-        "    npx wrangler secret put ADMIN_TOKEN   (paste it when asked)",
-        "  or run the deploy again with ADMIN_TOKEN in its environment (a CI secret, say).",
-        "",
-      ].join("\n"),
-    );
-    return undefined;
-  }
-  // Hex: a token starting with "-" would read as an option on command lines.
-  const token = randomBytes(24).toString("hex");
-  await putSecret("ADMIN_TOKEN", token);
-  console.log(`\n  Your admin token (shown once; keep it somewhere safe):\n\n    ${token}\n`);
-  return token;
+/** The secrets this deploy uploads, and what it tells the operator once the upload succeeded. */
+interface SecretPlan {
+  secrets: Record<string, string>;
+  /** The admin token the worker holds after the deploy, when this run knows it. */
+  adminToken?: string;
+  /** A token made here, shown once after the deploy (only ever on a terminal). */
+  madeToken?: string;
+  said: string[];
 }
 
+/**
+ * The secrets the worker lacks: the admin token (the shell's ADMIN_TOKEN, else a random one shown
+ * once and only on a terminal: off a terminal a printed token would stay in a log, so none is made
+ * and the operator is told how to set one), SECRETS_KEY (random), the optional ones set in this
+ * shell. `always` (the Discord secrets under --discord) are uploaded even when the worker has them:
+ * the operator asked for them.
+ */
+function planSecrets(
+  present: Set<string>,
+  fromEnv: string | undefined,
+  always: Record<string, string>,
+): SecretPlan {
+  const plan: SecretPlan = { secrets: {}, said: [] };
+  if (!present.has("ADMIN_TOKEN")) {
+    if (fromEnv) {
+      plan.secrets.ADMIN_TOKEN = plan.adminToken = fromEnv;
+      plan.said.push("Set ADMIN_TOKEN from this shell.");
+    } else if (process.stdout.isTTY) {
+      // Hex: a token starting with "-" would read as an option on command lines.
+      plan.secrets.ADMIN_TOKEN = plan.adminToken = plan.madeToken = randomBytes(24).toString("hex");
+    }
+  }
+  if (!present.has("SECRETS_KEY")) {
+    plan.secrets.SECRETS_KEY = randomBytes(32).toString("base64url");
+    plan.said.push("Set SECRETS_KEY (random; it encrypts stored secrets and OAuth tokens).");
+  }
+  for (const name of OPTIONAL_SECRETS) {
+    const value = process.env[name]?.trim();
+    if (value && !present.has(name) && !(name in always)) {
+      plan.secrets[name] = value;
+      plan.said.push(`Set ${name} from this shell.`);
+    }
+  }
+  for (const [name, value] of Object.entries(always)) {
+    plan.secrets[name] = value;
+    plan.said.push(`Set ${name}${present.has(name) ? " (replaced)" : ""}.`);
+  }
+  return plan;
+}
+
+const NO_ADMIN_TOKEN = [
+  "",
+  "  ADMIN_TOKEN is not set on the worker, and none was made: this output is not a terminal,",
+  "  so a new token would be kept in a log. Until one is set the API refuses every request.",
+  "  Set it without it touching a log or a command line, either on a terminal:",
+  "    openssl rand -hex 24                  (keep it somewhere safe)",
+  "    npx wrangler secret put ADMIN_TOKEN   (paste it when asked)",
+  "  or run the deploy again with ADMIN_TOKEN in its environment (a CI secret, say).",
+  "",
+].join("\n");
+
 /** The admin token for the deploy's own API calls: ADMIN_TOKEN, else asked for on a terminal. */
-async function adminTokenForApi(fromEnv: string | undefined): Promise<string | undefined> {
+async function adminTokenForApi(
+  fromEnv: string | undefined,
+  purpose: string,
+): Promise<string | undefined> {
   if (fromEnv || !onTerminal()) return fromEnv;
-  const typed = await askHidden("Admin token, to re-embed memories (not shown; Enter skips): ");
+  const typed = await askHidden(`Admin token, to ${purpose} (not shown; Enter skips): `);
   return typed || undefined;
+}
+
+/** --var NAME=value options, checked as the worker checks them; secrets are refused. */
+function parseVars(options: string[]): Record<string, string> {
+  const known = new Set<string>(DEPLOYMENT_VARIABLES);
+  const vars: Record<string, string> = {};
+  for (const option of options) {
+    const at = option.indexOf("=");
+    const name = at < 0 ? option : option.slice(0, at);
+    if (at < 0) throw new Error(`--var ${name}: write it NAME=value (NAME= unsets it)`);
+    if (SECRET_NAMES.has(name))
+      throw new Error(
+        `--var ${name}: that is a secret, and a command line stays in \`ps\` and shell history. ` +
+          `Set ${name} in this shell's environment and deploy again (it is uploaded as a secret ` +
+          `when the worker lacks it), or \`npx wrangler secret put ${name}\` to replace it.`,
+      );
+    if (!known.has(name))
+      throw new Error(
+        `--var ${name}: not a variable the worker reads. It reads: ${DEPLOYMENT_VARIABLES.join(", ")}`,
+      );
+    vars[name] = option.slice(at + 1).trim();
+  }
+  const issues = variableIssues(vars);
+  if (vars.DISCORD_APPLICATION_ID && !/^\d{17,20}$/.test(vars.DISCORD_APPLICATION_ID))
+    issues.push("DISCORD_APPLICATION_ID must be the application id (digits)");
+  for (const name of ["DISCORD_API_BASE", "BRAVE_SEARCH_BASE"])
+    if (vars[name] && !URL.canParse(vars[name])) issues.push(`${name} must be a URL`);
+  if (issues.length > 0) throw new Error(`--var: ${issues.join("; ")}`);
+  return vars;
 }
 
 async function vectorize(base: string, adminToken: string | undefined): Promise<void> {
@@ -264,12 +403,158 @@ async function vectorize(base: string, adminToken: string | undefined): Promise<
   }
 }
 
+// ---- Discord -----------------------------------------------------------------------------------
+
+const DiscordApplication = z.object({
+  id: z.string().regex(/^\d{17,20}$/),
+  name: z.string(),
+  verify_key: z.string().regex(/^[0-9a-f]{64}$/i),
+  interactions_endpoint_url: z.string().nullish(),
+});
+type DiscordApplication = z.infer<typeof DiscordApplication>;
+
+const discordBase = (): string =>
+  (process.env.DISCORD_API_BASE?.trim() || DISCORD_API).replace(/\/+$/, "");
+
+/** Discord's one-line reason from an error answer, never the whole body. */
+async function discordSays(response: Response): Promise<string> {
+  try {
+    const body = (await response.json()) as { message?: unknown };
+    if (typeof body.message === "string") return `: ${body.message.slice(0, 200)}`;
+  } catch {}
+  return "";
+}
+
+async function discordBotToken(): Promise<string> {
+  const fromEnv = process.env.DISCORD_BOT_TOKEN?.trim();
+  if (fromEnv) return fromEnv;
+  if (!onTerminal())
+    throw new Error(
+      "--discord needs the bot token: set DISCORD_BOT_TOKEN in this shell (developer portal, " +
+        "your application's Bot page, Reset Token), or run on a terminal to be asked for it",
+    );
+  const typed = await askHidden(
+    "Discord bot token (developer portal, your application's Bot page, Reset Token; not shown): ",
+  );
+  if (!typed) throw new Error("--discord needs the bot token");
+  return typed;
+}
+
+/** The application the bot token belongs to: its id and public key come with it. */
+async function discordApplication(token: string): Promise<DiscordApplication> {
+  const response = await fetch(`${discordBase()}/applications/@me`, {
+    headers: { authorization: `Bot ${token}` },
+  });
+  if (response.status === 401)
+    throw new Error(
+      "Discord refused the bot token (HTTP 401): copy it again from your application's Bot page " +
+        "(Reset Token)",
+    );
+  if (!response.ok)
+    throw new Error(
+      `Discord did not say which application the bot token belongs to (HTTP ${response.status}${await discordSays(response)})`,
+    );
+  const parsed = DiscordApplication.safeParse(await response.json());
+  if (!parsed.success)
+    throw new Error("Discord's description of the application is not in the shape expected");
+  const app = parsed.data;
+  const mine = process.env.DISCORD_APPLICATION_ID?.trim();
+  if (mine && mine !== app.id)
+    throw new Error(
+      `DISCORD_APPLICATION_ID in this shell (${mine}) is not the bot token's application (${app.id}): ` +
+        "unset it, or use that application's bot token",
+    );
+  const key = process.env.DISCORD_PUBLIC_KEY?.trim();
+  if (key && key.toLowerCase() !== app.verify_key.toLowerCase())
+    throw new Error(
+      "DISCORD_PUBLIC_KEY in this shell is not the bot token's application's public key: unset it",
+    );
+  return app;
+}
+
+function registerCommands(env: Record<string, string>): Promise<void> {
+  console.log("Registering the Discord commands (global)...");
+  return new Promise<void>((resolve, reject) => {
+    const child = spawn(
+      process.execPath,
+      [new URL("./discord-register.ts", import.meta.url).pathname],
+      { stdio: "inherit", env: { ...process.env, ...env } },
+    );
+    child.on("close", (code) =>
+      code === 0 ? resolve() : reject(new Error(`discord:register failed (exit ${code})`)),
+    );
+  });
+}
+
+/**
+ * Points the application's Interactions Endpoint URL at the worker. Discord checks it first with a
+ * signed PING, which the worker answers with the public key this deploy uploaded.
+ */
+async function setInteractionsEndpoint(
+  app: DiscordApplication,
+  token: string,
+  base: string,
+): Promise<string> {
+  const url = `${base.replace(/\/+$/, "")}/discord/interactions`;
+  if (app.interactions_endpoint_url === url) return `Interactions endpoint: ${url} (already set).`;
+  const response = await fetch(`${discordBase()}/applications/@me`, {
+    method: "PATCH",
+    headers: { authorization: `Bot ${token}`, "content-type": "application/json" },
+    body: JSON.stringify({ interactions_endpoint_url: url }),
+  });
+  if (response.ok) return `Interactions endpoint: ${url} (set; Discord checked it).`;
+  return [
+    `Interactions endpoint: Discord did not take ${url} (HTTP ${response.status}${await discordSays(response)}).`,
+    "  Paste it yourself: developer portal, General Information, Interactions Endpoint URL.",
+  ].join("\n");
+}
+
+/** Chooses the agent channels talk to until one picks another with /agent (keeps a chosen one). */
+async function bindDefaultAgent(
+  base: string,
+  adminToken: string,
+  wanted: string | undefined,
+): Promise<string> {
+  const headers = { authorization: `Bearer ${adminToken}`, "content-type": "application/json" };
+  const config = (await workerJson(base, "/clients/discord/config", { headers })) as {
+    defaultAgentId: string | null;
+  };
+  if (!wanted && config.defaultAgentId)
+    return `Default agent: ${config.defaultAgentId} (chosen before; --agent <id> changes it).`;
+  let agentId = wanted;
+  if (!agentId) {
+    const { agents } = (await workerJson(base, "/agents?limit=100", { headers })) as {
+      agents: Array<{ id: string }>;
+    };
+    agentId = agents[0]?.id;
+    if (!agentId)
+      return "Default agent: none (the worker has no agent yet): create one, then run again with --agent <id>.";
+  }
+  if (agentId === config.defaultAgentId) return `Default agent: ${agentId}.`;
+  const response = await fetch(new URL("/clients/discord/config", base), {
+    method: "POST",
+    headers,
+    body: JSON.stringify({ ...config, defaultAgentId: agentId }),
+  });
+  if (response.status === 404) throw new Error(`--agent ${agentId}: the worker has no such agent`);
+  if (!response.ok) throw new Error(`setting the default agent failed (HTTP ${response.status})`);
+  return `Default agent: ${agentId}${wanted ? "" : " (the first agent; --agent <id> picks another)"}.`;
+}
+
+const inviteUrl = (appId: string): string =>
+  `https://discord.com/oauth2/authorize?client_id=${appId}&scope=bot+applications.commands&permissions=${BOT_PERMISSIONS}`;
+
+// ---- the deploy --------------------------------------------------------------------------------
+
 async function main(): Promise<void> {
   // Before parsing, so the refusal says what to do instead of "unknown option".
   if (process.argv.some((arg) => arg === "--token" || arg.startsWith("--token=")))
     throw new Error(TOKEN_OPTION_REFUSED);
   const { values } = parseArgs({
     options: {
+      var: { type: "string", multiple: true },
+      discord: { type: "boolean" },
+      agent: { type: "string" },
       vectorize: { type: "boolean" },
       url: { type: "string" },
       help: { type: "boolean" },
@@ -282,24 +567,33 @@ async function main(): Promise<void> {
   }
   if (!existsSync("wrangler.toml"))
     throw new Error("run it from the project's folder (where wrangler.toml is)");
+  if (values.agent !== undefined && !values.discord)
+    throw new Error("--agent goes with --discord (it picks the bot's default agent)");
   const envToken = adminTokenFromEnv();
+  const vars = parseVars(values.var ?? []);
 
-  const deployed = await must(["deploy"]);
+  // Discord first: a wrong token stops the deploy before it changes anything.
+  const discord = values.discord ? await discordSetup() : undefined;
+  if (discord) vars.DISCORD_APPLICATION_ID = discord.app.id;
+
+  const listed = await remoteSecrets();
+  const present = listed === "no worker" ? new Set<string>() : listed;
+  const plan = planSecrets(
+    present,
+    envToken,
+    discord ? { DISCORD_BOT_TOKEN: discord.token, DISCORD_PUBLIC_KEY: discord.app.verify_key } : {},
+  );
+  const deployed = await deploy(plan.secrets, vars);
   const base = values.url ?? /https:\/\/[a-z0-9.-]+\.workers\.dev/i.exec(deployed)?.[0];
-
-  const present = await remoteSecrets();
-  const adminToken = present.has("ADMIN_TOKEN") ? undefined : await ensureAdminToken(envToken);
-  if (!present.has("SECRETS_KEY")) {
-    await putSecret("SECRETS_KEY", randomBytes(32).toString("base64url"));
-    console.log("Set SECRETS_KEY (random; it encrypts stored secrets and OAuth tokens).");
-  }
-  for (const name of OPTIONAL_SECRETS) {
-    const value = process.env[name]?.trim();
-    if (value && !present.has(name)) {
-      await putSecret(name, value);
-      console.log(`Set ${name} from this shell.`);
-    }
-  }
+  for (const line of plan.said) console.log(line);
+  for (const name of Object.keys(vars))
+    console.log(`Set ${name}${vars[name] ? "" : " (unset)"}; later deploys keep it.`);
+  if (plan.madeToken)
+    console.log(
+      `\n  Your admin token (shown once; keep it somewhere safe):\n\n    ${plan.madeToken}\n`,
+    );
+  const tokenSet = present.has("ADMIN_TOKEN") || plan.adminToken !== undefined;
+  if (!tokenSet) console.error(NO_ADMIN_TOKEN);
 
   if (base) {
     // The first request applies pending migrations and, on a new deployment, seeds the characters.
@@ -318,26 +612,43 @@ async function main(): Promise<void> {
     );
   }
 
-  if (process.env.DISCORD_APPLICATION_ID && process.env.DISCORD_BOT_TOKEN) {
-    console.log("Registering the Discord commands (global)...");
-    await new Promise<void>((resolve, reject) => {
-      const child = spawn(
-        process.execPath,
-        [new URL("./discord-register.ts", import.meta.url).pathname],
-        { stdio: "inherit" },
-      );
-      child.on("close", (code) =>
-        code === 0 ? resolve() : reject(new Error(`discord:register failed (exit ${code})`)),
-      );
+  if (discord) {
+    await registerCommands({
+      DISCORD_APPLICATION_ID: discord.app.id,
+      DISCORD_BOT_TOKEN: discord.token,
     });
+    const lines = [`Discord: ${discord.app.name} (application ${discord.app.id})`];
+    if (base) {
+      lines.push(await setInteractionsEndpoint(discord.app, discord.token, base));
+      const token =
+        plan.adminToken ?? (await adminTokenForApi(envToken, "choose the default agent"));
+      lines.push(
+        token
+          ? await bindDefaultAgent(base, token, values.agent)
+          : "Default agent: not chosen (no admin token): run again with ADMIN_TOKEN set, or `/agent` in a channel.",
+      );
+    } else {
+      lines.push("Interactions endpoint and default agent: not set (pass --url).");
+    }
+    lines.push(`Invite the bot to a server: ${inviteUrl(discord.app.id)}`);
+    console.log(lines.join("\n"));
+  } else if (process.env.DISCORD_APPLICATION_ID && process.env.DISCORD_BOT_TOKEN) {
+    await registerCommands({});
   }
 
   if (values.vectorize) {
     if (!base) throw new Error("--vectorize needs the worker's address: pass --url");
-    await vectorize(base, adminToken ?? (await adminTokenForApi(envToken)));
+    await vectorize(
+      base,
+      plan.adminToken ?? (await adminTokenForApi(envToken, "re-embed memories")),
+    );
   }
-  const tokenSet = present.has("ADMIN_TOKEN") || adminToken !== undefined;
   console.log(tokenSet ? "Deployed." : "Deployed; ADMIN_TOKEN is still to set (see above).");
+}
+
+async function discordSetup(): Promise<{ token: string; app: DiscordApplication }> {
+  const token = await discordBotToken();
+  return { token, app: await discordApplication(token) };
 }
 
 main().catch((error: unknown) => {

@@ -1,6 +1,6 @@
 // Environment and bindings, parsed once per env object with zod. A missing binding or a malformed
 // variable is a clear error naming the variable (never its value). Empty strings count as unset,
-// so `[vars]` can list every variable for discoverability without forcing a value. The raw
+// so a variable set to "" is as good as absent (`npm run deploy -- --var NAME=` unsets one). The raw
 // bindings' type is `Env` in src/env.ts.
 import { z } from "zod";
 import { NotConfiguredError } from "./runtime/util/errors.ts";
@@ -191,6 +191,44 @@ export interface Config {
   instagram: { userId: string; accessToken: string; graphBase?: string } | null;
 }
 
+/**
+ * The plain (not secret) variables a deployment sets with `npm run deploy -- --var NAME=value`.
+ * wrangler.toml has no `[vars]` and sets `keep_vars`, so a value set once stays through later
+ * deploys. ALLOW_LOOPBACK_FETCH is development only and not among them.
+ */
+export const DEPLOYMENT_VARIABLES = [
+  "OPENAI_BASE_URL",
+  "MODEL",
+  "MODEL_FALLBACKS",
+  "SMALL_MODEL",
+  "EMBEDDING_MODEL",
+  "EMBEDDING_DIMENSIONS",
+  "MAX_CONTEXT_TOKENS",
+  "DISCORD_APPLICATION_ID",
+  "DISCORD_API_BASE",
+  "DISCORD_OWNER_IDS",
+  "DISCORD_GATEWAY",
+  "INSTAGRAM_USER_ID",
+  "INSTAGRAM_GRAPH_BASE",
+  "PUBLIC_BASE_URL",
+  "BRAVE_SEARCH_BASE",
+  "RATE_LIMIT_PER_TOKEN",
+  "RATE_LIMIT_PER_USER",
+  "DAILY_TOKEN_LIMIT",
+  "SEED_CHARACTERS",
+  "WORKERS_AI",
+  "VECTORIZE",
+] as const;
+
+/** What the worker would say of these variables: each bad one's name and rule, never its value. */
+export function variableIssues(vars: Readonly<Record<string, string>>): string[] {
+  const parsed = VarsSchema.safeParse(vars);
+  return parsed.success ? [] : issueList(parsed.error);
+}
+
+const issueList = (error: z.ZodError): string[] =>
+  error.issues.map((issue) => `${issue.path.join(".")} ${issue.message}`);
+
 export const MODEL_NOT_CONFIGURED_MESSAGE =
   "no model is configured: set OPENAI_API_KEY for OpenAI, or OPENAI_BASE_URL (and MODEL) for another OpenAI-compatible endpoint such as a local server, which needs no key; or, deployed, Workers AI through the AI binding (npm run dev sets WORKERS_AI=false: it answers only remotely)";
 
@@ -208,8 +246,7 @@ export function loadConfig(env: Env): Config {
   const parsed = VarsSchema.safeParse(env);
   if (!parsed.success) {
     // Name the variable and the rule; never echo the value (it may be a secret).
-    const problems = parsed.error.issues.map((issue) => `${issue.path.join(".")} ${issue.message}`);
-    throw new NotConfiguredError(`configuration: ${problems.join("; ")}`);
+    throw new NotConfiguredError(`configuration: ${issueList(parsed.error).join("; ")}`);
   }
   const vars = parsed.data;
   // The AI binding is declared for deployments; locally it answers only when logged in, so

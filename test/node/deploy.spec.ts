@@ -1,11 +1,21 @@
-// `npm run deploy` against a stub `wrangler` first on PATH that records every call (and what it
-// read on stdin) and plays a Cloudflare account's state, and a stand-in worker on loopback for the
-// requests the script makes after deploying. A fresh account gets exactly the calls it needs; a
-// second run overwrites nothing; --vectorize creates the index once, with the embedder's size.
+// `npm run deploy` against a stub `wrangler` first on PATH that records every call (what it read on
+// stdin, and the secrets file a deploy uploads) and plays a Cloudflare account's state, and one
+// loopback server standing in for the worker after deploying and for Discord's API. A fresh account
+// gets exactly the calls it needs, with its secrets in the first upload; a second run overwrites
+// nothing; --var passes checked variables; --discord sets the bot up from its token; --vectorize
+// creates the index once, with the embedder's size.
 // The admin token never rides on a command line and is printed only to a terminal: runs "on a
 // terminal" go through util-linux `script`, which gives the deploy a pseudo-terminal.
 import { execFile, execFileSync, spawn } from "node:child_process";
-import { chmodSync, copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  copyFileSync,
+  existsSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
@@ -17,12 +27,21 @@ const run = promisify(execFile);
 const SCRIPT = resolve("scripts/deploy.ts");
 
 interface StubState {
+  /** false: the worker does not exist yet (`secret list` says so, as wrangler does). */
+  exists: boolean;
+  /** `secret list` fails for another reason (a login that expired, say). */
+  listFails?: boolean;
   secrets: string[];
+  vars: Record<string, string>;
   vectorize: { dimensions: number; metadata: string[] } | null;
 }
 interface Call {
   args: string[];
   stdin: string;
+  /** What a deploy's --secrets-file held, its mode, and its path. */
+  secrets?: Record<string, string>;
+  secretsMode?: string;
+  secretsPath?: string;
 }
 
 // The stub: plays wrangler's answers from a state file and keeps that state up to date.
@@ -32,12 +51,29 @@ const args = process.argv.slice(2);
 const state = JSON.parse(fs.readFileSync(process.env.STUB_STATE, "utf8"));
 let stdin = "";
 try { stdin = fs.readFileSync(0, "utf8"); } catch {}
-fs.appendFileSync(process.env.STUB_LOG, JSON.stringify({ args, stdin }) + "\\n");
+const call = { args, stdin };
+process.on("exit", () => fs.appendFileSync(process.env.STUB_LOG, JSON.stringify(call) + "\\n"));
 const save = () => fs.writeFileSync(process.env.STUB_STATE, JSON.stringify(state));
 const [a, b] = args;
-if (a === "deploy") console.log("Uploaded edge-agents\\nDeployed edge-agents triggers\\n  " + process.env.STUB_URL);
-else if (a === "secret" && b === "list") console.log(JSON.stringify(state.secrets.map((name) => ({ name, type: "secret_text" }))));
-else if (a === "secret" && b === "put") { state.secrets.push(args[2]); save(); }
+if (a === "deploy") {
+  const at = args.indexOf("--secrets-file");
+  if (at >= 0) {
+    const path = args[at + 1];
+    call.secretsPath = path;
+    call.secrets = JSON.parse(fs.readFileSync(path, "utf8"));
+    call.secretsMode = (fs.statSync(path).mode & 0o777).toString(8);
+    for (const name of Object.keys(call.secrets)) if (!state.secrets.includes(name)) state.secrets.push(name);
+  }
+  args.forEach((arg, i) => { if (arg === "--var") { const [k, ...v] = args[i + 1].split(":"); state.vars[k] = v.join(":"); } });
+  state.exists = true;
+  save();
+  console.log("Uploaded edge-agents\\nDeployed edge-agents triggers\\n  " + process.env.STUB_URL);
+}
+else if (a === "secret" && b === "list") {
+  if (state.listFails) { console.error("✘ [ERROR] A request to the Cloudflare API failed. Authentication error [code: 10000]"); process.exit(1); }
+  if (!state.exists) { console.error('✘ [ERROR] Worker "edge-agents" not found.\\n\\nIf this is a new Worker, run \\u0060wrangler deploy\\u0060 first to create it.'); process.exit(1); }
+  console.log(JSON.stringify(state.secrets.map((name) => ({ name, type: "secret_text" }))));
+}
 else if (a === "vectorize" && b === "get") { if (!state.vectorize) { console.error("not found"); process.exit(1); } console.log(JSON.stringify({ name: args[2], config: { dimensions: state.vectorize.dimensions, metric: "cosine" } })); }
 else if (a === "vectorize" && b === "create") { state.vectorize = { dimensions: Number(args.find((x) => x.startsWith("--dimensions=")).split("=")[1]), metadata: [] }; save(); }
 else if (a === "vectorize" && b === "list-metadata-index") console.log(JSON.stringify((state.vectorize?.metadata ?? []).map((propertyName) => ({ propertyName, indexType: "String" }))));
@@ -45,40 +81,85 @@ else if (a === "vectorize" && b === "create-metadata-index") { state.vectorize.m
 else { console.error("stub: unexpected call " + args.join(" ")); process.exit(2); }
 `;
 
+/** The Discord application the stand-in plays. */
+const APP_ID = "1234567890123456789";
+const PUBLIC_KEY = "ab".repeat(32);
+const BOT_TOKEN = "bot-token-MTIzNDU2.secret-part-0123456789";
+
 let work: string;
 let bin: string;
 let server: Server;
 let url: string;
 let requests: string[] = [];
+let bodies: Record<string, unknown>[] = [];
 let authorizations: string[] = [];
 let embedDimensions = 768;
+/** The worker's Discord settings and the application's endpoint, as the stand-ins hold them. */
+let discordConfig: { defaultAgentId: string | null; allowedChannels: string[] };
+let endpoint: string | null;
+let registered: unknown[];
+let refuseEndpoint = false;
 
 beforeAll(async () => {
   bin = mkdtempSync(join(tmpdir(), "edge-agents-stub-"));
   writeFileSync(join(bin, "wrangler"), STUB);
   chmodSync(join(bin, "wrangler"), 0o755);
-  // The worker as the script sees it after deploying.
-  server = createServer((req, res) => {
+  // The worker as the script sees it after deploying, and Discord's API under /discord-api.
+  server = createServer(async (req, res) => {
+    let text = "";
+    for await (const chunk of req) text += chunk;
+    const body = text ? (JSON.parse(text) as Record<string, unknown>) : undefined;
     requests.push(`${req.method} ${req.url}`);
+    if (body) bodies.push(body);
     if (req.headers.authorization) authorizations.push(req.headers.authorization);
     res.setHeader("content-type", "application/json");
-    if (req.url === "/health")
-      res.end(
-        JSON.stringify({
-          status: "ok",
-          schema: { version: "0013_x.sql", error: null },
-          model: { backend: "workers-ai" },
-          embedding: { dimensions: embedDimensions },
-        }),
-      );
-    else if (req.url?.startsWith("/agents"))
-      res.end(JSON.stringify({ agents: [{ id: "ada" }, { id: "marlowe" }] }));
-    else if (req.url === "/memories/embed")
-      res.end(JSON.stringify({ embedded: 3, pending: false }));
-    else {
-      res.statusCode = 404;
-      res.end("{}");
+    const answer = (status: number, value: unknown) => {
+      res.statusCode = status;
+      res.end(JSON.stringify(value));
+    };
+    if (req.url?.startsWith("/discord-api/")) {
+      if (req.headers.authorization !== `Bot ${BOT_TOKEN}`)
+        return answer(401, { message: "401: Unauthorized", code: 0 });
+      const path = req.url.slice("/discord-api".length);
+      if (path === "/applications/@me" && req.method === "GET")
+        return answer(200, {
+          id: APP_ID,
+          name: "Ada's bot",
+          verify_key: PUBLIC_KEY,
+          interactions_endpoint_url: endpoint,
+        });
+      if (path === "/applications/@me" && req.method === "PATCH") {
+        if (refuseEndpoint)
+          return answer(400, {
+            message: "Invalid Form Body",
+            errors: { interactions_endpoint_url: "could not be verified" },
+          });
+        endpoint = String(body?.interactions_endpoint_url);
+        return answer(200, { id: APP_ID });
+      }
+      if (path === `/applications/${APP_ID}/commands`) {
+        if (req.method === "PUT") registered = body as unknown as unknown[];
+        return answer(200, registered);
+      }
+      return answer(404, { message: "Unknown" });
     }
+    if (req.url === "/health")
+      return answer(200, {
+        status: "ok",
+        schema: { version: "0013_x.sql", error: null },
+        model: { backend: "workers-ai" },
+        embedding: { dimensions: embedDimensions },
+      });
+    if (req.url === "/clients/discord/config") {
+      if (req.method === "GET") return answer(200, discordConfig);
+      if (body?.defaultAgentId === "nobody") return answer(404, { error: { code: "not_found" } });
+      discordConfig = body as typeof discordConfig;
+      return answer(200, discordConfig);
+    }
+    if (req.url?.startsWith("/agents"))
+      return answer(200, { agents: [{ id: "ada" }, { id: "marlowe" }] });
+    if (req.url === "/memories/embed") return answer(200, { embedded: 3, pending: false });
+    answer(404, {});
   });
   await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));
   url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -93,14 +174,32 @@ beforeEach(() => {
   work = mkdtempSync(join(tmpdir(), "edge-agents-deploy-"));
   copyFileSync("wrangler.toml", join(work, "wrangler.toml"));
   requests = [];
+  bodies = [];
   authorizations = [];
   embedDimensions = 768;
-  setState({ secrets: [], vectorize: null });
+  discordConfig = { defaultAgentId: null, allowedChannels: [] };
+  endpoint = null;
+  registered = [];
+  refuseEndpoint = false;
+  setState({ exists: false, secrets: [], vars: {}, vectorize: null });
 });
 
 function setState(state: StubState): void {
   writeFileSync(join(work, "state.json"), JSON.stringify(state));
 }
+
+function state(): StubState {
+  return JSON.parse(readFileSync(join(work, "state.json"), "utf8")) as StubState;
+}
+
+/** An account whose worker exists with these secrets. */
+function deployedBefore(secrets = ["ADMIN_TOKEN", "SECRETS_KEY"]): void {
+  setState({ exists: true, secrets, vars: {}, vectorize: null });
+}
+
+/** A call's arguments on one line, the secrets file's (random) path shown as <file>. */
+const line = (call: Call): string =>
+  call.args.join(" ").replace(call.secretsPath ?? "\0", "<file>");
 
 function calls(): Call[] {
   try {
@@ -129,9 +228,10 @@ function deployEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
     "DISCORD_BOT_TOKEN",
     "DISCORD_PUBLIC_KEY",
     "INSTAGRAM_ACCESS_TOKEN",
+    "BRAVE_SEARCH_API_KEY",
   ])
     delete env[name];
-  return { ...env, ...extra };
+  return { ...env, DISCORD_API_BASE: `${url}/discord-api`, ...extra };
 }
 
 /** The deploy with its output going to a pipe, as in CI. */
@@ -162,26 +262,28 @@ const hasScript = (() => {
 const shellQuote = (word: string) => `'${word.replaceAll("'", "'\\''")}'`;
 
 /**
- * The deploy on a pseudo-terminal (stdin and stdout both TTYs). When the output shows `prompt`,
- * `answer` is typed, followed by Enter.
+ * The deploy on a pseudo-terminal (stdin and stdout both TTYs). When the output shows a `prompt`,
+ * its `answer` is typed, followed by Enter.
  */
 function deployOnTerminal(
   args: string[] = [],
-  typing?: { prompt: string; answer: string },
+  typing: Array<{ prompt: string; answer: string }> = [],
+  extraEnv: Record<string, string> = {},
 ): Promise<{ code: number; out: string }> {
   const command = [process.execPath, SCRIPT, "--url", url, ...args].map(shellQuote).join(" ");
   const child = spawn("script", ["-qec", command, "/dev/null"], {
     cwd: work,
-    env: deployEnv({}),
+    env: deployEnv(extraEnv),
     stdio: ["pipe", "pipe", "pipe"],
   });
   let out = "";
-  let typed = false;
+  const waiting = [...typing];
   const collect = (chunk: Buffer) => {
     out += chunk.toString();
-    if (typing && !typed && out.includes(typing.prompt)) {
-      typed = true;
-      child.stdin.write(`${typing.answer}\r`);
+    const next = waiting[0];
+    if (next && out.includes(next.prompt)) {
+      waiting.shift();
+      child.stdin.write(`${next.answer}\r`);
     }
   };
   child.stdout.on("data", collect);
@@ -191,20 +293,20 @@ function deployOnTerminal(
 
 describe("npm run deploy", () => {
   it.skipIf(!hasScript)(
-    "on a fresh account, on a terminal: deploys, sets ADMIN_TOKEN and SECRETS_KEY through stdin, prints the token once, wakes the worker",
+    "on a fresh account, on a terminal: one deploy uploads ADMIN_TOKEN and SECRETS_KEY with the worker, prints the token once, wakes the worker",
     async () => {
       const { code, out } = await deployOnTerminal();
       expect(code, out).toBe(0);
       const made = calls();
-      expect(made.map((c) => c.args.join(" "))).toEqual([
-        "deploy",
-        "secret list --format json",
-        "secret put ADMIN_TOKEN",
-        "secret put SECRETS_KEY",
-      ]);
-      const token = made[2]!.stdin;
+      expect(made.map(line)).toEqual(["secret list --format json", "deploy --secrets-file <file>"]);
+      const secrets = made[1]!.secrets!;
+      expect(Object.keys(secrets).sort()).toEqual(["ADMIN_TOKEN", "SECRETS_KEY"]);
+      const token = secrets.ADMIN_TOKEN!;
       expect(token).toMatch(/^[0-9a-f]{48}$/);
-      expect(made[3]!.stdin).toMatch(/^[A-Za-z0-9_-]{43}$/);
+      expect(secrets.SECRETS_KEY).toMatch(/^[A-Za-z0-9_-]{43}$/);
+      // Only this user could read the file, and it is gone.
+      expect(made[1]!.secretsMode).toBe("600");
+      expect(existsSync(made[1]!.secretsPath!)).toBe(false);
       // The token is on the terminal once, and never on a command line.
       expect(out.split(token).length - 1).toBe(1);
       expect(made.every((c) => !c.args.join(" ").includes(token))).toBe(true);
@@ -216,11 +318,9 @@ describe("npm run deploy", () => {
   it("on a fresh account, off a terminal (CI): makes no admin token, prints none, and says how to set one", async () => {
     const { code, out } = await deploy();
     expect(code, out).toBe(0);
-    expect(calls().map((c) => c.args.join(" "))).toEqual([
-      "deploy",
-      "secret list --format json",
-      "secret put SECRETS_KEY",
-    ]);
+    const made = calls();
+    expect(made.map(line)).toEqual(["secret list --format json", "deploy --secrets-file <file>"]);
+    expect(Object.keys(made[1]!.secrets!)).toEqual(["SECRETS_KEY"]);
     // Nothing that looks like a token made here reaches the log.
     expect(out).not.toMatch(/[0-9a-f]{48}/);
     expect(out).toContain("ADMIN_TOKEN is not set on the worker");
@@ -228,20 +328,18 @@ describe("npm run deploy", () => {
     expect(out).toContain("Deployed; ADMIN_TOKEN is still to set");
   });
 
-  it("on a fresh account, with ADMIN_TOKEN in the environment: puts that one through stdin and never prints it", async () => {
+  it("on a fresh account, with secrets in the environment: uploads them with the deploy and never prints them", async () => {
     const token = "operator-chosen-admin-token-0123456789";
-    const { code, out } = await deploy([], { ADMIN_TOKEN: token });
+    const key = "sk-test-openai-key-0123456789";
+    const { code, out } = await deploy([], { ADMIN_TOKEN: token, OPENAI_API_KEY: key });
     expect(code, out).toBe(0);
     const made = calls();
-    expect(made.map((c) => c.args.join(" "))).toEqual([
-      "deploy",
-      "secret list --format json",
-      "secret put ADMIN_TOKEN",
-      "secret put SECRETS_KEY",
-    ]);
-    expect(made[2]!.stdin).toBe(token);
+    expect(made.map(line)).toEqual(["secret list --format json", "deploy --secrets-file <file>"]);
+    expect(made[1]!.secrets).toMatchObject({ ADMIN_TOKEN: token, OPENAI_API_KEY: key });
     expect(out).not.toContain(token);
+    expect(out).not.toContain(key);
     expect(out).toContain("Set ADMIN_TOKEN from this shell.");
+    expect(out).toContain("Set OPENAI_API_KEY from this shell.");
   });
 
   it("refuses --token before touching the account: says to use ADMIN_TOKEN, never repeats the value", async () => {
@@ -266,22 +364,200 @@ describe("npm run deploy", () => {
     expect(calls()).toEqual([]);
   });
 
-  it("run again: overwrites no secret and creates nothing", async () => {
-    setState({ secrets: ["ADMIN_TOKEN", "SECRETS_KEY"], vectorize: null });
-    const { code, out } = await deploy();
+  it("run again: uploads no secret, so none is overwritten, and creates nothing", async () => {
+    deployedBefore();
+    const { code, out } = await deploy([], { ADMIN_TOKEN: "a-different-admin-token-0123456789" });
     expect(code, out).toBe(0);
-    expect(calls().map((c) => c.args.join(" "))).toEqual(["deploy", "secret list --format json"]);
-    expect(out).not.toContain("admin token");
+    expect(calls().map(line)).toEqual(["secret list --format json", "deploy"]);
+    expect(out).not.toContain("admin token (shown once");
+  });
+
+  it("when the secrets cannot be listed (not a new worker): deploys nothing, rather than guess and overwrite", async () => {
+    setState({
+      exists: true,
+      listFails: true,
+      secrets: ["ADMIN_TOKEN"],
+      vars: {},
+      vectorize: null,
+    });
+    const { code, out } = await deploy([], { ADMIN_TOKEN: "a-different-admin-token-0123456789" });
+    expect(code).not.toBe(0);
+    expect(out).toContain("Authentication error");
+    expect(out).toContain("Nothing was deployed");
+    expect(calls().map(line)).toEqual(["secret list --format json"]);
+  });
+
+  it("--var: sets checked variables with the deploy, and later deploys keep them (keep_vars)", async () => {
+    deployedBefore();
+    const { code, out } = await deploy([
+      "--var",
+      "OPENAI_BASE_URL=https://api.groq.com/openai/v1",
+      "--var",
+      "MODEL=llama-3.3-70b-versatile",
+      "--var",
+      "DAILY_TOKEN_LIMIT=",
+    ]);
+    expect(code, out).toBe(0);
+    expect(calls().map(line)).toEqual([
+      "secret list --format json",
+      "deploy --var OPENAI_BASE_URL:https://api.groq.com/openai/v1 --var MODEL:llama-3.3-70b-versatile --var DAILY_TOKEN_LIMIT:",
+    ]);
+    expect(out).toContain("Set MODEL; later deploys keep it.");
+    expect(out).toContain("Set DAILY_TOKEN_LIMIT (unset)");
+    // The tracked file sets no variable and keeps the deployment's.
+    const toml = readFileSync(join(work, "wrangler.toml"), "utf8");
+    expect(toml).toMatch(/^keep_vars = true$/m);
+    expect(toml).not.toMatch(/^\[vars\]/m);
+    expect(state().vars.MODEL).toBe("llama-3.3-70b-versatile");
+  });
+
+  it("--var refuses, before touching the account: a secret (never echoing it), an unknown name, a bad value, a development-only switch", async () => {
+    deployedBefore();
+    const cases: Array<[string, string]> = [
+      ["OPENAI_API_KEY=sk-secret-value-0123", "that is a secret"],
+      ["MODLE=gpt-4.1", "not a variable the worker reads"],
+      ["DAILY_TOKEN_LIMIT=lots", "DAILY_TOKEN_LIMIT must be a whole number"],
+      ["OPENAI_BASE_URL=not a url", "OPENAI_BASE_URL"],
+      ["ALLOW_LOOPBACK_FETCH=true", "not a variable the worker reads"],
+      ["MODEL", "write it NAME=value"],
+    ];
+    for (const [option, said] of cases) {
+      const { code, out } = await deploy(["--var", option]);
+      expect(code, option).not.toBe(0);
+      expect(out, option).toContain(said);
+    }
+    const secret = await deploy(["--var", "OPENAI_API_KEY=sk-secret-value-0123"]);
+    expect(secret.out).not.toContain("sk-secret-value-0123");
+    expect(calls()).toEqual([]);
+  });
+
+  describe("--discord", () => {
+    const withBot = { DISCORD_BOT_TOKEN: BOT_TOKEN, ADMIN_TOKEN: "admin-token-for-the-test" };
+
+    it("from the bot token alone, on a fresh account: one deploy with the id, key and token; commands, endpoint, default agent, invite URL", async () => {
+      const { code, out } = await deploy(["--discord"], withBot);
+      expect(code, out).toBe(0);
+      const made = calls();
+      expect(made.map(line)).toEqual([
+        "secret list --format json",
+        `deploy --var DISCORD_APPLICATION_ID:${APP_ID} --secrets-file <file>`,
+      ]);
+      expect(made[1]!.secrets).toMatchObject({
+        DISCORD_BOT_TOKEN: BOT_TOKEN,
+        DISCORD_PUBLIC_KEY: PUBLIC_KEY,
+        ADMIN_TOKEN: "admin-token-for-the-test",
+      });
+      expect(requests).toEqual([
+        "GET /discord-api/applications/@me",
+        "GET /health",
+        `GET /discord-api/applications/${APP_ID}/commands`,
+        `PUT /discord-api/applications/${APP_ID}/commands`,
+        "PATCH /discord-api/applications/@me",
+        "GET /clients/discord/config",
+        "GET /agents?limit=100",
+        "POST /clients/discord/config",
+      ]);
+      expect(registered.length).toBeGreaterThan(0);
+      expect(endpoint).toBe(`${url}/discord/interactions`);
+      expect(discordConfig).toEqual({ defaultAgentId: "ada", allowedChannels: [] });
+      expect(out).toContain(`Discord: Ada's bot (application ${APP_ID})`);
+      expect(out).toContain("Default agent: ada (the first agent");
+      const invite = /https:\/\/discord\.com\/oauth2\/authorize\S+/.exec(out)?.[0];
+      expect(invite).toBeDefined();
+      const params = new URL(invite!).searchParams;
+      expect(params.get("client_id")).toBe(APP_ID);
+      expect(params.get("scope")).toBe("bot applications.commands");
+      // View Channel, Send Messages, Send Messages in Threads, Read Message History.
+      expect(BigInt(params.get("permissions")!)).toBe(
+        (1n << 10n) | (1n << 11n) | (1n << 38n) | (1n << 16n),
+      );
+      // The bot token is on no command line and in no output.
+      expect(out).not.toContain(BOT_TOKEN);
+      expect(made.every((c) => !c.args.join(" ").includes(BOT_TOKEN))).toBe(true);
+
+      // Again: nothing to register, the endpoint is set, the default agent stays.
+      requests = [];
+      const again = await deploy(["--discord"], withBot);
+      expect(again.code, again.out).toBe(0);
+      expect(requests).toEqual([
+        "GET /discord-api/applications/@me",
+        "GET /health",
+        `GET /discord-api/applications/${APP_ID}/commands`,
+        "GET /clients/discord/config",
+      ]);
+      expect(again.out).toContain("(already set)");
+      expect(again.out).toContain("Default agent: ada (chosen before");
+    });
+
+    it("--agent picks another default agent; an agent the worker lacks stops with a clear error", async () => {
+      deployedBefore();
+      discordConfig = { defaultAgentId: "ada", allowedChannels: ["111"] };
+      const { code, out } = await deploy(["--discord", "--agent", "marlowe"], withBot);
+      expect(code, out).toBe(0);
+      expect(discordConfig).toEqual({ defaultAgentId: "marlowe", allowedChannels: ["111"] });
+      const missing = await deploy(["--discord", "--agent", "nobody"], withBot);
+      expect(missing.code).not.toBe(0);
+      expect(missing.out).toContain("--agent nobody: the worker has no such agent");
+    });
+
+    it("a bot token Discord refuses stops everything before the account is touched, and is not echoed", async () => {
+      const wrong = "wrong-bot-token-0123456789";
+      const { code, out } = await deploy(["--discord"], { DISCORD_BOT_TOKEN: wrong });
+      expect(code).not.toBe(0);
+      expect(out).toContain("Discord refused the bot token (HTTP 401)");
+      expect(out).not.toContain(wrong);
+      expect(calls()).toEqual([]);
+    });
+
+    it("off a terminal without DISCORD_BOT_TOKEN: says where the token comes from, touches nothing", async () => {
+      const { code, out } = await deploy(["--discord"]);
+      expect(code).not.toBe(0);
+      expect(out).toContain("--discord needs the bot token: set DISCORD_BOT_TOKEN");
+      expect(calls()).toEqual([]);
+      expect(requests).toEqual([]);
+    });
+
+    it("an endpoint Discord does not take: says its reason and what to paste where; the rest is done", async () => {
+      deployedBefore();
+      refuseEndpoint = true;
+      const { code, out } = await deploy(["--discord"], withBot);
+      expect(code, out).toBe(0);
+      expect(out).toContain("Discord did not take");
+      expect(out).toContain("(HTTP 400: Invalid Form Body)");
+      expect(out).toContain(`${url}/discord/interactions`);
+      expect(out).toContain("Interactions Endpoint URL");
+      expect(discordConfig.defaultAgentId).toBe("ada");
+    });
+
+    it.skipIf(!hasScript)(
+      "on a terminal: asks for the bot token and the admin token, echoing neither",
+      async () => {
+        deployedBefore();
+        const admin = "typed-admin-token-0123456789";
+        const { code, out } = await deployOnTerminal(
+          ["--discord"],
+          [
+            { prompt: "Discord bot token", answer: BOT_TOKEN },
+            { prompt: "Admin token", answer: admin },
+          ],
+        );
+        expect(code, out).toBe(0);
+        expect(out).not.toContain(BOT_TOKEN);
+        expect(out).not.toContain(admin);
+        expect(authorizations).toContain(`Bearer ${admin}`);
+        expect(discordConfig.defaultAgentId).toBe("ada");
+      },
+    );
   });
 
   it("--vectorize: creates the index with the embedder's size and its metadata indexes before any vector, binds it, redeploys, re-embeds", async () => {
-    setState({ secrets: ["ADMIN_TOKEN", "SECRETS_KEY"], vectorize: null });
+    deployedBefore();
     const admin = { ADMIN_TOKEN: "admin-token-for-the-test" };
     const { code, out } = await deploy(["--vectorize"], admin);
     expect(code, out).toBe(0);
-    expect(calls().map((c) => c.args.join(" "))).toEqual([
-      "deploy",
+    expect(calls().map(line)).toEqual([
       "secret list --format json",
+      "deploy",
       "vectorize get edge-agents-memories --json",
       "vectorize create edge-agents-memories --dimensions=768 --metric=cosine",
       "vectorize list-metadata-index edge-agents-memories --json",
@@ -300,12 +576,10 @@ describe("npm run deploy", () => {
     // Again: the index, its metadata indexes and the binding exist; nothing is made twice.
     const again = await deploy(["--vectorize"], admin);
     expect(again.code, again.out).toBe(0);
-    const second = calls()
-      .slice(11)
-      .map((c) => c.args.join(" "));
+    const second = calls().slice(11).map(line);
     expect(second).toEqual([
-      "deploy",
       "secret list --format json",
+      "deploy",
       "vectorize get edge-agents-memories --json",
       "vectorize list-metadata-index edge-agents-memories --json",
     ]);
@@ -313,7 +587,9 @@ describe("npm run deploy", () => {
 
   it("--vectorize refuses an index of another size: never two dimensions in one index", async () => {
     setState({
+      exists: true,
       secrets: ["ADMIN_TOKEN", "SECRETS_KEY"],
+      vars: {},
       vectorize: { dimensions: 384, metadata: [] },
     });
     const { code, out } = await deploy(["--vectorize"]);
@@ -326,17 +602,19 @@ describe("npm run deploy", () => {
     "--vectorize on a terminal, without ADMIN_TOKEN: asks for the admin token and does not echo it",
     async () => {
       setState({
+        exists: true,
         secrets: ["ADMIN_TOKEN", "SECRETS_KEY"],
+        vars: {},
         vectorize: {
           dimensions: 768,
           metadata: ["agentId", "type", "roomId", "userId", "memoryId"],
         },
       });
       const typed = "typed-admin-token-0123456789";
-      const { code, out } = await deployOnTerminal(["--vectorize"], {
-        prompt: "Admin token",
-        answer: typed,
-      });
+      const { code, out } = await deployOnTerminal(
+        ["--vectorize"],
+        [{ prompt: "Admin token", answer: typed }],
+      );
       expect(code, out).toBe(0);
       expect(out).not.toContain(typed);
       expect(new Set(authorizations)).toEqual(new Set([`Bearer ${typed}`]));
