@@ -463,18 +463,7 @@ async function openRoom() {
     if (agentId !== state.agentId) return; // another agent was picked meanwhile
     // A message sent while the history loaded is in the log already; the history lacks it.
     if (version !== state.logVersion) return;
-    $("log").replaceChildren(
-      ...messages
-        .reverse()
-        .map((m) =>
-          messageItem(
-            m.role,
-            m.role === "agent" ? state.agentId : (m.userName ?? m.userId ?? "user"),
-            m.text,
-            m.createdAt,
-          ),
-        ),
-    );
+    $("log").replaceChildren(...messages.reverse().map(historyItem));
     setStatus(
       "chat-status",
       messages.length === 0 ? `Room ${roomId()} is empty: say something.` : `Room ${roomId()}.`,
@@ -511,12 +500,38 @@ function pretty(value) {
   return JSON.stringify(value, null, 2) ?? String(value);
 }
 
-/** One agent turn on the page: memories used, tool calls, and the reply as it streams. */
-function turnView() {
+/**
+ * A message of the room's history. A reply whose turn the server still knows is drawn as a
+ * streamed turn ends (memories used, footer), and a failed turn as its error.
+ */
+function historyItem(m) {
+  if (m.role !== "agent" || !m.turn)
+    return messageItem(
+      m.role,
+      m.role === "agent" ? state.agentId : (m.userName ?? m.userId ?? "user"),
+      m.text,
+      m.createdAt,
+    );
+  const turn = turnView(m.createdAt);
+  if (m.turn.error) turn.fail(failedTurnText(m.turn.error));
+  else turn.done({ ...m.turn, reply: { text: m.text } });
+  return turn.item;
+}
+
+/** A failed turn, as the stream's `error` event and the history's `turn.error` tell it. */
+function failedTurnText(error) {
+  return `The turn failed: ${error?.message ?? "unknown error"} (${error?.code ?? "error"})`;
+}
+
+/**
+ * One agent turn on the page: memories used, tool calls, and the reply as it streams; `at` for a
+ * turn from the room's history.
+ */
+function turnView(at) {
   const memories = el("details", { class: "memories", hidden: true });
   const tools = el("div", { class: "tools" });
   const text = el("p", { class: "text streaming", text: "…" });
-  const meta = el("div", { class: "meta", text: state.agentId });
+  const meta = el("div", { class: "meta", text: `${state.agentId}${at ? ` · ${time(at)}` : ""}` });
   const foot = el("div", { class: "muted small" });
   // aria-busy: screen readers announce the finished turn once, not every delta.
   const item = el(
@@ -604,7 +619,14 @@ function turnView() {
       text.classList.remove("streaming");
       text.textContent = outcome.reply?.text ?? `(no reply: ${outcome.stopReason})`;
       const usage = outcome.usage ?? {};
-      foot.textContent = `${outcome.model ?? "no model"} · ${usage.promptTokens ?? 0}+${usage.completionTokens ?? 0} tokens · ${plural(usage.modelCalls ?? 0, "model call")} · ${outcome.stopReason}`;
+      foot.textContent = [
+        outcome.model ?? "no model",
+        `${usage.promptTokens ?? 0}+${usage.completionTokens ?? 0} tokens`,
+        plural(usage.modelCalls ?? 0, "model call"),
+        outcome.stopReason,
+      ]
+        .filter(Boolean)
+        .join(" · ");
     },
     fail(message) {
       item.setAttribute("aria-busy", "false");
@@ -672,9 +694,7 @@ async function send(text) {
           turn.done(data);
         } else if (name === "error") {
           finished = true;
-          turn.fail(
-            `The turn failed: ${data.error?.message ?? "unknown error"} (${data.error?.code ?? "error"})`,
-          );
+          turn.fail(failedTurnText(data.error));
         }
         scrollLog();
       });

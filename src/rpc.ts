@@ -1,7 +1,7 @@
 // What callers may ask of each Durable Object over RPC, as interfaces: src/env.ts types its
 // namespaces with these, so the bindings stay typed without env.ts importing the classes (which
 // import Env). Each class implements its interface; schedule and queue callbacks are left out.
-import type { HistoryPage, HistoryQuery } from "./memory/message-history.ts";
+import type { HistoryQuery } from "./memory/message-history.ts";
 import type { BucketState, RateRule } from "./rate-limits/token-bucket.ts";
 import type { TaskState } from "./runtime/tasks/task-types.ts";
 import type {
@@ -10,6 +10,7 @@ import type {
   ApprovalAnswerResult,
   EnqueueTurnRequest,
   MessageAmendment,
+  RoomHistoryPage,
   StreamedTurnResult,
   SubmitTurnRequest,
   TurnResult,
@@ -38,7 +39,7 @@ export interface AgentRoomRpc extends Rpc.DurableObjectBranded {
   enqueueTurn(request: EnqueueTurnRequest): Promise<{ turnId: string; duplicate: boolean }>;
   resolveApproval(answer: ApprovalAnswer): Promise<ApprovalAnswerResult>;
   amendMessage(amendment: MessageAmendment): Promise<AmendmentResult>;
-  readHistory(query: HistoryQuery): Promise<HistoryPage>;
+  readHistory(query: HistoryQuery): Promise<RoomHistoryPage>;
   forgetHistory(): Promise<void>;
 }
 

@@ -11,6 +11,7 @@ import {
   type Action,
 } from "../runtime/access/index.ts";
 import { ForbiddenError } from "../runtime/util/errors.ts";
+import type { Memory } from "../runtime/ports/memory.ts";
 import type { Principal } from "./app-env.ts";
 
 export { RESERVED_NAMESPACES, USER_ROOM_PREFIX };
@@ -105,4 +106,20 @@ export function assertMayWriteAgentWide(principal: Principal, what: string): voi
         ? `this token is limited to users whose id starts with "${principal.userPrefix}", so it may not write ${what}, which every user of the agent sees`
         : decision.reason,
     );
+}
+
+/**
+ * Whether a memory a turn used may be shown to the caller reading the room's history (the stream
+ * showed it to the turn's own caller). What every user of the agent sees (knowledge, lore, shared
+ * facts) may be; else the memory's user and room must be ones the caller may name.
+ */
+export function mayBeShownMemory(
+  principal: Principal,
+  memory: Pick<Memory, "userId" | "roomId" | "metadata">,
+): boolean {
+  const target =
+    memory.metadata.shared === true
+      ? {}
+      : { userId: memory.userId ?? undefined, roomId: memory.roomId ?? undefined };
+  return decide(principal, "memory.read", target).allowed;
 }

@@ -381,7 +381,7 @@ async function main(): Promise<void> {
     });
 
     if (failed === 0) await page.screenshot({ path: `${ARTIFACTS}/playground-chat.png` });
-    // Counted before the reload: history does not carry what each turn retrieved.
+    // Counted before the reload: what the streams showed (the history is checked after it).
     memoriesShown = await page.locator("#log .msg.agent details.memories:not([hidden])").count();
 
     await step(
@@ -438,7 +438,33 @@ async function main(): Promise<void> {
         await page.reload();
         await page.locator("#workspace").waitFor({ state: "visible" });
         await page.locator("#log .msg.user", { hasText: "What time is it in Paris?" }).waitFor();
-        await page.locator("#log .msg.agent", { hasText: "In Paris it is now" }).waitFor();
+        const reply = page.locator("#log .msg.agent", { hasText: "In Paris it is now" });
+        await reply.waitFor();
+        // The reply comes back as the stream ended it: its memories used, and its footer.
+        const foot = await reply.locator(".muted.small").last().textContent();
+        check(
+          /^e2e-model · \d+\+\d+ tokens · ([02-9]|\d\d+) model calls · completed$/.test(foot ?? ""),
+          `footer after the reload: "${foot}"`,
+        );
+        const memories = reply.locator("details.memories:not([hidden])");
+        check(
+          (await memories.locator("summary").textContent())?.startsWith("Memories used ("),
+          "no memories used shown after the reload",
+        );
+        await memories.locator("summary").click();
+        const listed = await memories.locator("li").count();
+        check(
+          listed === memoriesListed,
+          `the reload lists ${listed} memories used, the stream listed ${memoriesListed}`,
+        );
+        // The turn that failed mid-stream is still shown as its error, after its message.
+        const failedTurn = page.locator("#log .msg.user + .msg.agent .text.error", {
+          hasText: "The turn failed",
+        });
+        check(
+          (await failedTurn.textContent())?.includes("(model)"),
+          `the failed turn after the reload: ${await failedTurn.textContent().catch(() => "none")}`,
+        );
       },
     );
 

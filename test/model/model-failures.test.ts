@@ -70,11 +70,14 @@ describe("model failures", () => {
     expect(response.status).toBe(502);
     expect(body.error).toMatchObject({ code: "model" });
     expect(String((body.error as { message: string }).message)).toContain("test-fallback");
-    // The message was stored even though nobody could answer it.
-    const history = await json<{ messages: { text: string }[] }>(
-      await api("GET", `/agents/${agentId}/rooms/user:bob/messages`),
-    );
-    expect(history.messages.map((m) => m.text)).toEqual(["Anyone?"]);
+    // The message was stored even though nobody could answer it; the history says why.
+    const history = await json<{
+      messages: { role: string; text: string; turn?: { error?: { code: string } } }[];
+    }>(await api("GET", `/agents/${agentId}/rooms/user:bob/messages`));
+    expect(history.messages.map((m) => [m.role, m.text, m.turn?.error?.code])).toEqual([
+      ["agent", "", "model"],
+      ["user", "Anyone?", undefined],
+    ]);
   });
 
   it("does not fail over on an authentication error, and never echoes the key", async () => {

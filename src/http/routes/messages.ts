@@ -2,19 +2,28 @@
 // Durable Object with one RPC; the worker never runs it inline. `Idempotency-Key` makes a retried
 // POST return the first answer (the room dedupes, even for concurrent repeats). Who the caller may
 // speak as and where is checked in ../namespaces.ts; the memories a turn used (a person's facts)
-// are shown only to a token that may read memories.
+// are shown only to a token that may read memories, and in the history (../history-body.ts) only
+// those of users and rooms it may name.
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import { loadConfig } from "../../config.ts";
 import { enforceRate } from "../../rate-limits/admission.ts";
 import { type AppEnv, tokenPrincipalOf } from "../app-env.ts";
 import { guard, hasScope, keepAliveOf } from "../auth.ts";
-import { assertMayNameRoom, assertMayNameUser, defaultRoomOf } from "../namespaces.ts";
+import {
+  assertMayNameRoom,
+  assertMayNameUser,
+  defaultRoomOf,
+  mayBeShownMemory,
+} from "../namespaces.ts";
 import { stableStringify } from "../../runtime/util/stable-json.ts";
 import { AppError, fromSerialized } from "../../runtime/util/errors.ts";
 import type { TurnInput } from "../../runtime/turn/turn-types.ts";
 import type { StreamedTurnResult, TurnResult } from "../../objects/conversation/room-types.ts";
 import { readHistory, streamTurn, submitTurn } from "../../objects/conversation/room-client.ts";
 import { clientTurnStream, turnBody } from "../turn-body.ts";
+import { historyBody } from "../history-body.ts";
+import { memoriesByIds } from "../../memory/memory-repo.ts";
+import { stores } from "../../db/stores/index.ts";
 import { AgentIdParam, errorContent, ExternalId, RoomIdParam } from "../schemas.ts";
 import { assertAgentExists } from "../known-agents.ts";
 import { sha256Hex } from "../../runtime/util/hashing.ts";
@@ -55,6 +64,22 @@ const ToolCallOut = z.object({
   model: z.string(),
 });
 
+/** A memory a turn's prompt held, as the stream's `memories` event and the answer's field give it. */
+const UsedMemoryView = z
+  .object({
+    id: z.string(),
+    type: z.string(),
+    text: z.string(),
+    score: z.number().nullable(),
+  })
+  .openapi("UsedMemory");
+
+const TurnUsage = z.object({
+  promptTokens: z.number(),
+  completionTokens: z.number(),
+  modelCalls: z.number(),
+});
+
 const TurnResponse = z
   .object({
     turnId: z.string(),
@@ -62,39 +87,48 @@ const TurnResponse = z
     reply: z.object({ text: z.string() }).nullable(),
     actions: z.array(z.string()),
     toolCalls: z.array(ToolCallOut),
-    usage: z.object({
-      promptTokens: z.number(),
-      completionTokens: z.number(),
-      modelCalls: z.number(),
-    }),
+    usage: TurnUsage,
     model: z.string().nullable(),
     stopReason: z.string(),
-    memories: z
-      .array(
-        z.object({
-          id: z.string(),
-          type: z.string(),
-          text: z.string(),
-          score: z.number().nullable(),
-        }),
-      )
-      .optional()
-      .openapi({
-        description:
-          "What the prompt held from long-term memory: the person's facts (score null), knowledge and older messages (fused score). Only for a token with `memories:read` (or admin)",
-      }),
+    memories: z.array(UsedMemoryView).optional().openapi({
+      description:
+        "What the prompt held from long-term memory: the person's facts (score null), knowledge and older messages (fused score). Only for a token with `memories:read` (or admin)",
+    }),
   })
   .openapi("TurnResponse");
 
-const HistoryMessage = z.object({
-  id: z.string(),
-  role: z.enum(["user", "agent"]),
-  userId: z.string().nullable(),
-  userName: z.string().nullable(),
-  text: z.string(),
-  actions: z.array(z.string()).optional(),
-  createdAt: z.number().int(),
-});
+const HistoryTurn = z
+  .object({
+    turnId: z.string(),
+    model: z.string().nullable().optional(),
+    usage: TurnUsage.optional(),
+    stopReason: z.string().optional(),
+    memories: z.array(UsedMemoryView).optional().openapi({
+      description:
+        "What the prompt held from long-term memory, as the turn's `memories` event said, with each memory's text as it is now: one deleted since, or of a user or room this token may not name, is left out. Absent for replies stored before it was kept",
+    }),
+    error: z
+      .object({ code: z.string(), message: z.string() })
+      .optional()
+      .openapi({ description: "The turn failed: why, as the stream's `error` event said" }),
+  })
+  .openapi("HistoryTurn", {
+    description:
+      "The turn behind an agent's entry: model, usage and stop reason of a reply, as the turn's `done` event gave them; or the error of a turn that failed (kept 24 hours)",
+  });
+
+const HistoryMessage = z
+  .object({
+    id: z.string(),
+    role: z.enum(["user", "agent"]),
+    userId: z.string().nullable(),
+    userName: z.string().nullable(),
+    text: z.string().openapi({ description: "Empty for a failed turn's entry" }),
+    actions: z.array(z.string()).optional(),
+    createdAt: z.number().int(),
+    turn: HistoryTurn.optional(),
+  })
+  .openapi("HistoryMessage");
 
 const IdempotencyKey = z
   .string()
@@ -258,7 +292,8 @@ export function messageRoutes(): OpenAPIHono<AppEnv> {
       },
       responses: {
         200: {
-          description: "Messages",
+          description:
+            "Messages; an agent's reply carries the `turn` behind it, and a failed turn shows as an agent entry with `turn.error`",
           content: {
             "application/json": {
               schema: z.object({
@@ -277,24 +312,21 @@ export function messageRoutes(): OpenAPIHono<AppEnv> {
     async (c) => {
       const { agentId, roomId } = c.req.valid("param");
       const { limit, before } = c.req.valid("query");
-      assertMayNameRoom(c.get("principal"), roomId, "memory.read");
+      const principal = c.get("principal");
+      assertMayNameRoom(principal, roomId, "memory.read");
       await assertAgentExists(c.env, agentId);
       const page = await readHistory(c.env, { agentId, roomId, limit, before });
-      return c.json(
-        {
-          messages: page.messages.map((m) => ({
-            id: m.id,
-            role: m.content.role ?? "user",
-            userId: m.userId,
-            userName: m.content.userName ?? null,
-            text: m.content.text,
-            ...(m.content.actions ? { actions: m.content.actions } : {}),
-            createdAt: m.createdAt,
-          })),
-          nextBefore: page.nextBefore,
-        },
-        200,
-      );
+      // The stream's rule (a token that may read memories), then each memory's user and room.
+      const showMemories = hasScope(principal, "memories:read");
+      const body = await historyBody(page, {
+        memories: showMemories
+          ? async (ids) =>
+              (await memoriesByIds(stores(c.env).db, agentId, ids)).filter((memory) =>
+                mayBeShownMemory(principal, memory),
+              )
+          : null,
+      });
+      return c.json(body, 200);
     },
   );
 

@@ -8,7 +8,7 @@
 // crash is resumed and answered exactly once.
 import { Agent, type AgentContext } from "agents";
 import type { Env } from "../../env.ts";
-import type { HistoryPage, HistoryQuery } from "../../memory/message-history.ts";
+import type { HistoryQuery } from "../../memory/message-history.ts";
 import { errorField, log } from "../../log.ts";
 import { createRoomRuntime, type RoomRuntime } from "../shared/agent-wiring.ts";
 import type { RoomPlatform } from "../shared/reply-surface.ts";
@@ -18,6 +18,7 @@ import type {
   ApprovalAnswerResult,
   EnqueueTurnRequest,
   MessageAmendment,
+  RoomHistoryPage,
   StreamedTurnResult,
   SubmitTurnRequest,
   TurnResult,
@@ -27,6 +28,7 @@ import { AfterReplyChain } from "./after-reply-chain.ts";
 import { buildRoomParts, type RoomParts } from "./room-parts.ts";
 import { repeatedKeyResult, replayStream, TurnWaiters } from "./turn-waiters.ts";
 import { amendMessage } from "./journal-edits.ts";
+import { failedTurnsOf } from "./failed-turns.ts";
 import { sharedTrips } from "../../db/shared-trips.ts";
 import { stores } from "../../db/stores/index.ts";
 
@@ -149,11 +151,13 @@ export abstract class AgentRoomBase extends Agent<Env> implements AgentRoomRpc {
 
   /**
    * A page of the room's conversation from D1, read after the room's pending reply writes land,
-   * so a client that just got a reply always finds it in the history.
+   * so a client that just got a reply always finds it in the history; with the turns of its
+   * messages that failed (no reply was stored for them), from the journal while it keeps them.
    */
-  async readHistory(query: HistoryQuery): Promise<HistoryPage> {
+  async readHistory(query: HistoryQuery): Promise<RoomHistoryPage> {
     await this.replies.settled();
-    return (await this.getRuntime()).messages.page(query);
+    const page = await (await this.getRuntime()).messages.page(query);
+    return { ...page, failedTurns: failedTurnsOf(this.parts.journal, page.messages) };
   }
 
   /** The memory API changed this room's messages: drop the history kept in memory. */

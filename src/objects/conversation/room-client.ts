@@ -2,11 +2,12 @@
 // here, once: workers-types maps RPC results through its Serializable type, which collapses on
 // `unknown` fields (tool arguments, error details) although they are plain JSON at runtime.
 import type { Env } from "../../env.ts";
-import type { HistoryPage, HistoryQuery } from "../../memory/message-history.ts";
+import type { HistoryQuery } from "../../memory/message-history.ts";
 import type {
   ApprovalAnswer,
   ApprovalAnswerResult,
   EnqueueTurnRequest,
+  RoomHistoryPage,
   StreamedTurnResult,
   SubmitTurnRequest,
   TurnResult,
@@ -33,10 +34,10 @@ export async function streamTurn(
   return result as StreamedTurnResult;
 }
 
-export async function readHistory(env: Env, query: HistoryQuery): Promise<HistoryPage> {
+export async function readHistory(env: Env, query: HistoryQuery): Promise<RoomHistoryPage> {
   const stub = env.ROOMS.getByName(roomName(query.agentId, query.roomId));
   const page: unknown = await stub.readHistory(query);
-  return page as HistoryPage;
+  return page as RoomHistoryPage;
 }
 
 /**

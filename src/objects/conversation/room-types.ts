@@ -3,6 +3,7 @@
 import type { SerializedError } from "../../runtime/util/errors.ts";
 import type { TurnInput, TurnOutcome } from "../../runtime/turn/turn-types.ts";
 import type { DeliveryTarget } from "../shared/reply-surface.ts";
+import type { HistoryPage } from "../../memory/message-history.ts";
 
 export interface SubmitTurnRequest {
   input: TurnInput;
@@ -68,3 +69,18 @@ export interface MessageAmendment {
  * message was edited or deleted (its turn had run); or no turn has that key (`unknown`).
  */
 export type AmendmentResult = "revised" | "dropped" | "edited" | "deleted" | "unknown";
+
+/** A turn of the room that failed, as its journal still holds it (for 24 hours). */
+export interface FailedTurn {
+  turnId: string;
+  /** The person's stored message whose turn it was. */
+  messageId: string;
+  error: { code: string; message: string };
+  /** When it failed, ms since the epoch. */
+  failedAt: number;
+}
+
+/** A page of the room's conversation, and which turns of its messages failed. */
+export interface RoomHistoryPage extends HistoryPage {
+  failedTurns: FailedTurn[];
+}

@@ -330,6 +330,18 @@ export class TurnJournal {
     return this.one("SELECT * FROM turn_journal WHERE turn_id = ?", turnId);
   }
 
+  /** Which of these turns failed, while the journal keeps them (IDEMPOTENCY_WINDOW_MS). */
+  failedAmong(turnIds: string[]): JournalEntry[] {
+    if (turnIds.length === 0) return [];
+    return this.sql
+      .exec(
+        "SELECT * FROM turn_journal WHERE status = 'failed' AND turn_id IN (SELECT value FROM json_each(?))",
+        JSON.stringify(turnIds),
+      )
+      .toArray()
+      .map(toEntry);
+  }
+
   /** The oldest turn still waiting for its reply. */
   nextToRun(): JournalEntry | null {
     return this.one(

@@ -166,7 +166,8 @@ async function expandNeighbours(
 /** Watchers get a preview, not whole documents. */
 const USED_MEMORY_PREVIEW_CHARS = 500;
 
-function usedMemory(memory: Memory, score: number | null): UsedMemory {
+/** A memory as a watcher of the turn is told it used it (the stream, and the room's history). */
+export function usedMemory(memory: Memory, score: number | null): UsedMemory {
   const text = memory.content.text;
   return {
     id: memory.id,
