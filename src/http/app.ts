@@ -26,6 +26,7 @@ import { taskAnswerRoutes } from "./routes/tasks/answer-routes.ts";
 import { scheduleRoutes } from "./routes/tasks/schedules.ts";
 import { proposalRoutes } from "./routes/proposals.ts";
 import { skillRoutes } from "./routes/skills.ts";
+import { mcpServerRoutes } from "./routes/mcp-server/mcp-route.ts";
 import { docsHeaders, docsPage } from "./docs-page.ts";
 import { PLUGINS } from "../plugins/index.ts";
 import { validationError } from "./validation.ts";
@@ -96,6 +97,8 @@ export function createApp(): OpenAPIHono<AppEnv> {
   app.route("/", scheduleRoutes());
   app.route("/", skillRoutes());
   app.route("/", proposalRoutes());
+  // Each agent as an MCP server (Streamable HTTP; not in /openapi.json: its operations are JSON-RPC).
+  app.route("/", mcpServerRoutes());
   // Each plugin's routes under /plugins/<name>/, declaring their scopes like every other route.
   for (const plugin of PLUGINS) {
     if (!plugin.routes) continue;

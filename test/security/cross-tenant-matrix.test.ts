@@ -11,6 +11,8 @@ import { describe, expect, it, vi } from "vitest";
 import { BUILTIN_TOOL_DEFINITIONS } from "../../src/runtime/turn/builtin-tools.ts";
 import type { StandInCall } from "../stand-ins/openai-stand-in.ts";
 import { api, createTestAgent, json, mintToken, useModelStandIn } from "../helpers/api.ts";
+import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { connectMcp, mcpRefusal } from "../helpers/mcp-client.ts";
 
 const model = useModelStandIn();
 
@@ -384,6 +386,42 @@ function argumentsAimedAtB(schema: Schema | undefined, w: World): Record<string,
   return args;
 }
 
+/** Each tool of the MCP server (/agents/:agentId/mcp) and the calls aimed at B's data. */
+const MCP_ATTACKS: Record<string, (w: World) => Record<string, unknown>[]> = {
+  chat: () => [
+    { message: "Repeat everything you know about me.", userId: B_USER },
+    { message: "Repeat everything said here.", roomId: B_ROOM },
+  ],
+  search_memories: () => [{ query: "secret", userId: B_USER }, { query: "GLOBEX" }],
+  start_task: () => [{ goal: `Summarise what ${B_USER} said in ${B_ROOM}.` }],
+  get_task: (w) => [{ taskId: w.bTaskId }],
+};
+
+/**
+ * Tenant A over MCP: every tool the shared agent's server offers A's reader token, aimed at B,
+ * B's agent's character through it, and B's own agent's server with the operator token. Returns
+ * the calls that were served.
+ */
+async function mcpAttacks(w: World, reader: string, operator: string): Promise<string[]> {
+  expect(await mcpRefusal(w.bOwn, operator)).toBe(403);
+  const client = await connectMcp(w.shared, reader);
+  const listed = (await client.listTools()).tools.map((tool) => tool.name);
+  expect(listed.sort()).toEqual(Object.keys(MCP_ATTACKS).sort());
+  const served: string[] = [];
+  for (const [tool, calls] of Object.entries(MCP_ATTACKS)) {
+    for (const args of calls(w)) {
+      const result = (await client.callTool({ name: tool, arguments: args })) as CallToolResult;
+      const where = `MCP ${tool} ${JSON.stringify(args)}`;
+      expect(leaked(JSON.stringify(result)), where).toEqual([]);
+      if (result.isError !== true) served.push(`MCP ${tool}`);
+    }
+  }
+  await expect(client.readResource({ uri: `agent://${w.bOwn}/character` })).rejects.toThrow(
+    "not found",
+  );
+  return served;
+}
+
 describe("cross-tenant matrix: tenant A reaches nothing of tenant B", () => {
   it("lists every protected operation of /openapi.json", async () => {
     expect((await protectedOperations()).sort()).toEqual(Object.keys(ATTACKS).sort());
@@ -427,6 +465,25 @@ describe("cross-tenant matrix: tenant A reaches nothing of tenant B", () => {
         "GET /memories/stats as tenant -> 200",
         "POST /memories/embed as tenant -> 200",
       ].sort(),
+    );
+
+    // The MCP server: A's own task (it names B, but runs in A's room, as A) is all it serves.
+    const reader = await mintToken({
+      name: "acme reader",
+      scopes: [...TENANT_SCOPES, "agents:read"],
+      agents: [w.shared, w.aOwn],
+      userPrefix: "acme:",
+    });
+    expect(await mcpAttacks(w, reader.token, wide.token)).toEqual(["MCP start_task"]);
+    await vi.waitFor(
+      async () => {
+        const { tasks } = (await admin("GET", `/agents/${w.shared}/tasks`)) as {
+          tasks: { status: string }[];
+        };
+        for (const task of tasks)
+          expect(["completed", "failed", "exhausted", "cancelled"]).toContain(task.status);
+      },
+      { timeout: 15_000, interval: 50 },
     );
 
     // Then the shared agent's tools, called for tenant A by a model that does what A asks.

@@ -10,6 +10,8 @@ import { stores } from "../../src/db/stores/index.ts";
 import type { OpenAIStandIn } from "../stand-ins/openai-stand-in.ts";
 import { api, createTestAgent, json, useModelStandIn } from "../helpers/api.ts";
 import { planReply, scriptTask, specReply, standInResponder } from "../helpers/task-script.ts";
+import { connectMcp, type McpClient, mcpRefusal, served } from "../helpers/mcp-client.ts";
+import { MCP_TOOL_ACTIONS } from "../../src/http/routes/mcp-server/agent-server.ts";
 
 const ALL_SCOPES = [
   "admin",
@@ -522,5 +524,79 @@ describe("API tokens and scopes", () => {
     const response = await api("GET", "/agents", { token: secret });
     expect(response.status).toBe(401);
     expect(await response.text()).not.toContain("this-is-a-secret");
+  });
+});
+
+/**
+ * The MCP server (/agents/:agentId/mcp), whose operations are JSON-RPC and so not in /openapi.json:
+ * a row per tool and the character resource, with its scope, whether a client sees it listed, and
+ * one valid use. A tool of the server missing here fails the test.
+ */
+interface McpRow {
+  scope: string;
+  listed: (client: McpClient) => Promise<boolean>;
+  use: (client: McpClient, fixture: { agentId: string; taskId: string }) => Promise<boolean>;
+}
+
+const mcpTool = (
+  scope: string,
+  name: string,
+  args: (fixture: { agentId: string; taskId: string }) => Record<string, unknown>,
+): McpRow => ({
+  scope,
+  listed: async (client) => (await client.listTools()).tools.some((tool) => tool.name === name),
+  use: (client, fixture) => served(client.callTool({ name, arguments: args(fixture) })),
+});
+
+const MCP_ROWS: Record<string, McpRow> = {
+  "tool chat": mcpTool("messages:write", "chat", () => ({ message: "hi", userId: "u1" })),
+  "tool search_memories": mcpTool("memories:read", "search_memories", () => ({ query: "tea" })),
+  "tool start_task": mcpTool("messages:write", "start_task", () => ({ goal: "Check the time" })),
+  "tool get_task": mcpTool("agents:read", "get_task", ({ taskId }) => ({ taskId })),
+  "resource character": {
+    scope: "agents:read",
+    listed: async (client) => (await client.listResources()).resources.length === 1,
+    use: (client, { agentId }) =>
+      client.readResource({ uri: `agent://${agentId}/character` }).then(
+        () => true,
+        () => false,
+      ),
+  },
+};
+
+// The model stand-in installed above answers the chat and task rows.
+describe("API tokens and scopes: the MCP server", () => {
+  it("refuses every MCP tool without a token, with the wrong scope, or for another agent, and serves the right scope", async () => {
+    expect(
+      Object.keys(MCP_ROWS)
+        .filter((row) => row.startsWith("tool "))
+        .map((row) => row.slice("tool ".length))
+        .sort(),
+    ).toEqual(Object.keys(MCP_TOOL_ACTIONS).sort());
+    const agentId = await createTestAgent();
+    const other = await createTestAgent();
+    const { taskId } = await admin("POST", `/agents/${agentId}/tasks`, { goal: "Check" }, 202);
+    const fixture = { agentId, taskId: String(taskId) };
+    expect(await mcpRefusal(agentId, null)).toBe(401);
+    expect(await mcpRefusal(agentId, "ea_not-a-real-token")).toBe(401);
+    const none = await mint({ name: "no-mcp-scope", scopes: ["agents:write", "tools:write"] });
+    expect(await mcpRefusal(agentId, none.token)).toBe(403);
+    for (const [where, row] of Object.entries(MCP_ROWS)) {
+      const otherScopes = ALL_SCOPES.filter((scope) => scope !== row.scope && scope !== "admin");
+      const wrong = await connectMcp(
+        agentId,
+        (await mint({ name: "wrong", scopes: otherScopes })).token,
+      );
+      expect(await row.listed(wrong), where).toBe(false);
+      expect(await row.use(wrong, fixture), where).toBe(false);
+
+      const elsewhere = await mint({ name: "other-agent", scopes: [row.scope], agents: [other] });
+      expect(await mcpRefusal(agentId, elsewhere.token), where).toBe(403);
+
+      const right = await mint({ name: "right", scopes: [row.scope], agents: [agentId] });
+      const client = await connectMcp(agentId, right.token);
+      expect(await row.listed(client), where).toBe(true);
+      expect(await row.use(client, fixture), where).toBe(true);
+    }
   });
 });

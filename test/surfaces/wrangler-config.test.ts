@@ -31,8 +31,9 @@ describe("wrangler.toml run_worker_first", () => {
     };
     const documented = Object.keys(document.paths).map((path) => path.replace(/\{[^}]+\}/g, "x"));
     expect(documented.length).toBeGreaterThan(20);
-    // Routes the document leaves out: the document itself, its viewer, stored media.
-    const undocumented = ["/openapi.json", "/docs", "/media/agents/x/y.png"];
+    // Routes the document leaves out: the document itself, its viewer, stored media, and each
+    // agent's MCP server (JSON-RPC over one path).
+    const undocumented = ["/openapi.json", "/docs", "/media/agents/x/y.png", "/agents/x/mcp"];
     expect([...documented, ...undocumented].filter((path) => !workerFirst(path))).toEqual([]);
     const pages = [
       "/",

@@ -18,7 +18,8 @@ import {
 import { forgetRoomHistory } from "../../objects/conversation/room-client.ts";
 import { ValidationError } from "../../runtime/util/errors.ts";
 import type { Memory, MemoryType } from "../../runtime/ports/memory.ts";
-import type { SearchTimings } from "../../runtime/ports/retrieval.ts";
+import type { RetrievalQuery, SearchTimings } from "../../runtime/ports/retrieval.ts";
+import type { Env } from "../../env.ts";
 import { pathNestedDeeperThan } from "../json-depth.ts";
 import { assertAgentExists } from "../known-agents.ts";
 import { AGENT_ID, errorContent, jsonContent, ExternalId } from "../schemas.ts";
@@ -166,6 +167,30 @@ function view(memory: Memory & { embedded: boolean }): z.infer<typeof MemoryView
     createdAt: memory.createdAt,
     embedded: memory.embedded,
   };
+}
+
+export type ScoredMemoryView = z.infer<typeof ScoredMemory>;
+export type MemorySearchQuery = Pick<
+  RetrievalQuery,
+  "agentId" | "text" | "types" | "roomId" | "userId" | "threshold" | "limit"
+>;
+
+/**
+ * The search behind POST /memories/similar, and the MCP server's `search_memories`: the runtime's
+ * hybrid retrieval, best first. The caller has checked who may read what it filters by.
+ */
+export async function searchMemories(
+  env: Env,
+  query: MemorySearchQuery,
+  timings?: SearchTimings,
+): Promise<ScoredMemoryView[]> {
+  const hits = await stores(env).retriever.search(query, undefined, timings);
+  return hits.map((hit) => ({
+    ...view({ ...hit.memory, embedded: hit.embedded }),
+    score: round(hit.score),
+    similarity: hit.similarity === null ? null : round(hit.similarity),
+    matchedBy: hit.matchedBy,
+  }));
 }
 
 export function memoryRoutes(): OpenAPIHono<AppEnv> {
@@ -350,7 +375,8 @@ export function memoryRoutes(): OpenAPIHono<AppEnv> {
         body.type === undefined ? undefined : Array.isArray(body.type) ? body.type : [body.type];
       const timings: SearchTimings = {};
       const started = performance.now();
-      const hits = await stores(c.env).retriever.search(
+      const memories = await searchMemories(
+        c.env,
         {
           agentId: body.agentId,
           text: body.query,
@@ -360,7 +386,6 @@ export function memoryRoutes(): OpenAPIHono<AppEnv> {
           threshold: body.threshold,
           limit: body.limit,
         },
-        undefined,
         timings,
       );
       // Where a search's time goes (the memory benchmark reads it): legs overlap, total is the whole.
@@ -369,17 +394,7 @@ export function memoryRoutes(): OpenAPIHono<AppEnv> {
         "Server-Timing",
         [...legs, `search;dur=${(performance.now() - started).toFixed(1)}`].join(", "),
       );
-      return c.json(
-        {
-          memories: hits.map((hit) => ({
-            ...view({ ...hit.memory, embedded: hit.embedded }),
-            score: round(hit.score),
-            similarity: hit.similarity === null ? null : round(hit.similarity),
-            matchedBy: hit.matchedBy,
-          })),
-        },
-        200,
-      );
+      return c.json({ memories }, 200);
     },
   );
 

@@ -13,7 +13,8 @@ import {
 
 /**
  * What a principal may ask for. `memory.share` is writing what every user of the agent sees (lore,
- * shared facts, knowledge); `task.answer` is approving, answering or cancelling someone's task.
+ * shared facts, knowledge); `task.answer` is approving, answering or cancelling someone's task;
+ * `task.read` is reading one task under the same tenant rule (the MCP server's `get_task`).
  */
 export type Action =
   | "agent.read"
@@ -23,6 +24,7 @@ export type Action =
   | "memory.write"
   | "memory.share"
   | "task.answer"
+  | "task.read"
   | "tools.write"
   | "media.write"
   | "admin";
@@ -33,7 +35,7 @@ export interface Target {
   userId?: string;
   /** A room the caller speaks in or names. */
   roomId?: string;
-  /** For `task.answer`: who started the task (null: not recorded, a task from before it was). */
+  /** For `task.answer` and `task.read`: who started the task (null: not recorded, a task from before it was). */
   requester?: Principal | null;
   /** For `memory.read` and `memory.write` by a user-prefix token: the request names no user. */
   spansUsers?: boolean;
@@ -49,6 +51,7 @@ const SCOPE_OF: Record<Action, Scope> = {
   "memory.write": "memories:write",
   "memory.share": "memories:write",
   "task.answer": "messages:write",
+  "task.read": "agents:read",
   "tools.write": "tools:write",
   "media.write": "media:write",
   admin: "admin",
@@ -142,7 +145,9 @@ function decideForToken(token: TokenPrincipal, action: Action, target: Target): 
         );
       return ALLOWED;
     case "task.answer":
-      return taskAnswerRefusal(token, target.requester ?? null);
+      return taskTenantRefusal(token, target.requester ?? null, "answer or cancel");
+    case "task.read":
+      return taskTenantRefusal(token, target.requester ?? null, "read");
     default:
       return ALLOWED;
   }
@@ -175,15 +180,19 @@ function decideForMember(member: MemberPrincipal, action: Action, target: Target
  * The task's own requester, or a token of the same tenant: the same user prefix, or, for tasks
  * of no prefix (an operator's, a member's, a schedule's), a token without one.
  */
-function taskAnswerRefusal(token: TokenPrincipal, requester: Principal | null): Decision {
+function taskTenantRefusal(
+  token: TokenPrincipal,
+  requester: Principal | null,
+  verb: string,
+): Decision {
   const origin = requester ? originOf(requester) : null;
   if (origin?.kind === "token" && origin.id === token.id) return ALLOWED;
   const tenant = origin?.kind === "token" ? origin.userPrefix : null;
   if (token.userPrefix === tenant) return ALLOWED;
   return refuse(
     tenant === null
-      ? `this task was not started by users whose id starts with "${token.userPrefix}"; this token may not answer or cancel it`
-      : `this task belongs to users whose id starts with "${tenant}"; this token may not answer or cancel it`,
+      ? `this task was not started by users whose id starts with "${token.userPrefix}"; this token may not ${verb} it`
+      : `this task belongs to users whose id starts with "${tenant}"; this token may not ${verb} it`,
   );
 }
 

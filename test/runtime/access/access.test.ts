@@ -83,6 +83,21 @@ describe("tokens", () => {
     expect(allowed(token(), "task.answer", { requester: member() })).toBe(true);
     expect(allowed(admin, "task.answer", { requester: acme })).toBe(true);
   });
+
+  it("reads a task of its own tenant only, with agents:read", () => {
+    const reader = (over: Partial<TokenPrincipal>) => token({ scopes: ["agents:read"], ...over });
+    expect(allowed(reader({ userPrefix: "acme:" }), "task.read", { requester: acme })).toBe(true);
+    expect(allowed(reader({ userPrefix: "globex:" }), "task.read", { requester: acme })).toBe(
+      false,
+    );
+    expect(allowed(reader({}), "task.read", { requester: acme })).toBe(false);
+    expect(allowed(reader({}), "task.read", { requester: member() })).toBe(true);
+    expect(allowed(acme, "task.read", { requester: acme })).toBe(false);
+    expect(decide(reader({ userPrefix: "globex:" }), "task.read", { requester: acme })).toEqual({
+      allowed: false,
+      reason: 'this task belongs to users whose id starts with "acme:"; this token may not read it',
+    });
+  });
 });
 
 describe("platform members", () => {

@@ -1,0 +1,54 @@
+// /agents/:agentId/mcp: an MCP server per agent over Streamable HTTP, stateless. The REST API's
+// auth middleware admits the request (bearer token, its rate bucket, any one of the scopes a tool
+// needs, the agent among the token's), then a fresh McpServer and transport built for this token
+// answer the one POST. Stateless, so there is no stream to open with GET and no session to end
+// with DELETE: both are 405 (the spec's answer for a server that offers neither).
+import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
+import { Hono } from "hono";
+import { AppError, ValidationError } from "../../../runtime/util/errors.ts";
+import type { AppEnv } from "../../app-env.ts";
+import { keepAliveOf, requireScope } from "../../auth.ts";
+import { errorResponse } from "../../errors.ts";
+import { assertAgentExists } from "../../known-agents.ts";
+import { AGENT_ID } from "../../schemas.ts";
+import { createAgentMcpServer } from "./agent-server.ts";
+
+export const MCP_SERVER_PATH = "/agents/:agentId/mcp";
+
+export function mcpServerRoutes(): Hono<AppEnv> {
+  const app = new Hono<AppEnv>();
+  // A token with none of these may use no tool here (chat/start_task, search_memories, get_task).
+  app.all(
+    MCP_SERVER_PATH,
+    requireScope("messages:write", "memories:read", "agents:read"),
+    async (c) => {
+      const agentId = c.req.param("agentId");
+      if (!AGENT_ID.test(agentId))
+        throw new ValidationError("agent ids are 1-64 letters, digits, '-' or '_'");
+      await assertAgentExists(c.env, agentId);
+      if (c.req.method !== "POST") {
+        c.header("Allow", "POST");
+        return errorResponse(
+          c,
+          new AppError(
+            "validation",
+            405,
+            "this MCP server is stateless: send JSON-RPC messages with POST (it opens no stream on GET and has no session to DELETE)",
+          ),
+        );
+      }
+      const server = createAgentMcpServer({
+        env: c.env,
+        principal: c.get("principal"),
+        agentId,
+        keepAlive: keepAliveOf(c),
+      });
+      const transport = new WebStandardStreamableHTTPServerTransport({
+        sessionIdGenerator: undefined,
+      });
+      await server.connect(transport);
+      return transport.handleRequest(c.req.raw);
+    },
+  );
+  return app;
+}
