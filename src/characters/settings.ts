@@ -108,6 +108,17 @@ export const settingsSchema = z
       maxConsecutiveFailures: z.int().min(1).max(MAX_CONSECUTIVE_FAILURES).optional(),
       historyTokens: tokenCount.optional(),
       dailyTokens: z.int().min(1).max(1e12).optional(),
+      /** US dollars per million tokens, by model name: GET /agents/:id/usage estimates costs. */
+      prices: z
+        .record(
+          boundedString(),
+          z.strictObject({
+            inputPerMillion: z.number().min(0).max(1e6),
+            outputPerMillion: z.number().min(0).max(1e6),
+          }),
+        )
+        .refine((prices) => Object.keys(prices).length <= 100, "at most 100 models")
+        .optional(),
       /** Agents this one may ask for help (ask_agent, delegate_task); none: the tools are hidden. */
       delegates: z.array(agentId).max(MAX_ARRAY_ENTRIES).optional(),
       tasks: tasksSchema.optional(),
@@ -144,6 +155,7 @@ export function splitSettings(parsed: ParsedSettings): SplitSettings {
     maxConsecutiveFailures,
     historyTokens,
     dailyTokens,
+    prices,
     delegates,
     tasks,
     memory,
@@ -164,6 +176,7 @@ export function splitSettings(parsed: ParsedSettings): SplitSettings {
     maxConsecutiveFailures,
     historyTokens,
     dailyTokens,
+    prices,
     delegates,
     tasks: tasks ? withoutUndefined(tasks) : undefined,
   });

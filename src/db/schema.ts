@@ -270,6 +270,45 @@ export const modelUsageDaily = sqliteTable(
 );
 
 /**
+ * One row per unit of an agent's work (a turn, a task step, a caption): who it was for, where,
+ * which model, what it spent, which tools ran. Written with the day's tokens above, in the turn's
+ * own D1 trip; read by GET /agents/:id/usage and the per-person and per-server budgets.
+ */
+export const usageRecords = sqliteTable(
+  "usage_records",
+  {
+    id: text("id").notNull(),
+    agentId: text("agent_id")
+      .notNull()
+      .references(() => agents.id, { onDelete: "cascade" }),
+    /** turn, task, caption. */
+    kind: text("kind").notNull(),
+    /** YYYY-MM-DD, UTC, of the first part recorded. */
+    day: text("day").notNull(),
+    roomId: text("room_id"),
+    userId: text("user_id"),
+    guildId: text("guild_id"),
+    source: text("source"),
+    model: text("model"),
+    inputTokens: integer("input_tokens").notNull().default(0),
+    outputTokens: integer("output_tokens").notNull().default(0),
+    modelCalls: integer("model_calls").notNull().default(0),
+    /** JSON array of {name, ok}, one per tool call. */
+    tools: text("tools").notNull().default("[]"),
+    toolCalls: integer("tool_calls").notNull().default(0),
+    /** The error code of a failed unit; null otherwise. */
+    error: text("error"),
+    createdAt: integer("created_at").notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.agentId, t.id] }),
+    index("usage_records_day_idx").on(t.agentId, t.day),
+    index("usage_records_user_idx").on(t.agentId, t.userId, t.day),
+    index("usage_records_guild_idx").on(t.agentId, t.guildId, t.day),
+  ],
+);
+
+/**
  * After-reply evaluators (fact extraction, summaries) that failed, per agent, UTC day and
  * evaluator: a reply looks fine while nothing is remembered (a SMALL_MODEL the endpoint does not
  * serve, say), so `/health` counts them and the playground says so.

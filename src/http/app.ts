@@ -24,6 +24,7 @@ import { toolRoutes } from "./routes/tools.ts";
 import { taskRoutes } from "./routes/tasks/tasks.ts";
 import { taskAnswerRoutes } from "./routes/tasks/answer-routes.ts";
 import { scheduleRoutes } from "./routes/tasks/schedules.ts";
+import { usageRoutes } from "./routes/usage.ts";
 import { proposalRoutes } from "./routes/proposals.ts";
 import { skillRoutes } from "./routes/skills.ts";
 import { mcpServerRoutes } from "./routes/mcp-server/mcp-route.ts";
@@ -97,6 +98,7 @@ export function createApp(): OpenAPIHono<AppEnv> {
   app.route("/", scheduleRoutes());
   app.route("/", skillRoutes());
   app.route("/", proposalRoutes());
+  app.route("/", usageRoutes());
   // Each agent as an MCP server (Streamable HTTP; not in /openapi.json: its operations are JSON-RPC).
   app.route("/", mcpServerRoutes());
   // Each plugin's routes under /plugins/<name>/, declaring their scopes like every other route.

@@ -57,6 +57,7 @@ export async function memberPrincipal(
     userId: `discord:${user?.id ?? "unknown"}`,
     manager,
     owner,
+    guildId: interaction.guild_id ?? null,
   };
 }
 

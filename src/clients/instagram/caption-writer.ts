@@ -2,6 +2,7 @@
 // system prompt, bio, post style and post examples, the uploader's note as a hint (quoted as data),
 // and the first photo when the model can look at it. The answer is checked like any caption
 // (length, hashtags); a caption that breaks a rule is asked for again once, with the reason.
+import type { Spent } from "../../runtime/turn/turn-types.ts";
 import type { Character } from "../../runtime/character.ts";
 import { quoteData } from "../../runtime/context/quoted-data.ts";
 import type { ChatMessage, ChatModel } from "../../runtime/ports/model.ts";
@@ -25,7 +26,7 @@ export async function writeCaption(
   character: Character,
   request: CaptionRequest,
   options: CaptionWriterOptions,
-): Promise<{ caption: string; tokens: number }> {
+): Promise<{ caption: string; spent: Spent; model: string | null }> {
   const messages: ChatMessage[] = [
     { role: "system", content: systemPrompt(character) },
     {
@@ -34,7 +35,7 @@ export async function writeCaption(
       ...(request.image ? { images: [request.image] } : {}),
     },
   ];
-  let tokens = 0;
+  const spent: Spent = { inputTokens: 0, outputTokens: 0, modelCalls: 0 };
   for (let attempt = 0; attempt < 2; attempt++) {
     const response = await options.model.complete({
       model: options.modelName,
@@ -43,10 +44,12 @@ export async function writeCaption(
       maxOutputTokens: 700,
       signal: options.signal,
     });
-    tokens += response.usage.promptTokens + response.usage.completionTokens;
+    spent.inputTokens += response.usage.promptTokens;
+    spent.outputTokens += response.usage.completionTokens;
+    spent.modelCalls += 1;
     const caption = clean(response.text ?? "");
     const problem = caption ? options.check(caption) : "the caption is empty";
-    if (!problem) return { caption, tokens };
+    if (!problem) return { caption, spent, model: response.model ?? null };
     messages.push(
       { role: "assistant", content: response.text ?? "" },
       {

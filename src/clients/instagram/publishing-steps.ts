@@ -96,12 +96,29 @@ export class PostPublishing {
       const image = object
         ? dataUrl(first!.contentType, new Uint8Array(await object.arrayBuffer()))
         : undefined;
-      const { caption, tokens } = await writeCaption(
+      const {
+        caption,
+        spent,
+        model: answered,
+      } = await writeCaption(
         character,
         { kinds: post.items.map((item) => item.kind), hint: post.caption || undefined, image },
         { model, modelName: modelChoiceFor(character, models).primary, check: checkCaption },
       );
-      await ledger.add(agentId, utcDay(Date.now()), tokens);
+      await ledger.record({
+        id: post.id,
+        agentId,
+        kind: "caption",
+        roomId: null,
+        userId: null,
+        guildId: null,
+        source: "instagram",
+        model: answered,
+        ...spent,
+        tools: [],
+        error: null,
+        at: Date.now(),
+      });
       return caption;
     };
   }

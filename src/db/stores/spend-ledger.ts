@@ -1,10 +1,12 @@
 // Model tokens spent per agent per UTC day, in D1, for the daily ceiling
-// (DAILY_TOKEN_LIMIT / a character's settings.dailyTokens). One upsert per turn, off the reply path.
+// (DAILY_TOKEN_LIMIT / a character's settings.dailyTokens), and each unit of work's usage record
+// (usage_records: GET /agents/:id/usage). A turn's record and its day's tokens are one batch, off
+// the reply path, sent in the room's shared trip with the reply's own write (src/db/shared-trips.ts).
 import { and, eq, sql } from "drizzle-orm";
-import type { SpendLedger } from "../../runtime/turn/spend.ts";
+import { type SpendLedger, utcDay } from "../../runtime/turn/spend.ts";
 import { compiled } from "../../memory/compiled.ts";
 import type { Db } from "../db.ts";
-import { modelUsageDaily } from "../schema.ts";
+import { modelUsageDaily, usageRecords } from "../schema.ts";
 
 /** One turn's tokens onto the agent's day: every turn makes this write. */
 const addTokens = compiled((db) =>
@@ -21,6 +23,45 @@ const addTokens = compiled((db) =>
     }),
 );
 
+/** A unit of work's usage; recorded again (a resumed turn's second part), it adds. */
+const addUsage = compiled((db) => {
+  const value = (name: string) => sql.placeholder(name);
+  const added = (column: { name: string }, name: string) =>
+    sql`${sql.identifier(column.name)} + ${sql.placeholder(name)}`;
+  return db
+    .insert(usageRecords)
+    .values({
+      id: value("id"),
+      agentId: value("agentId"),
+      kind: value("kind"),
+      day: value("day"),
+      roomId: value("roomId"),
+      userId: value("userId"),
+      guildId: value("guildId"),
+      source: value("source"),
+      model: value("model"),
+      inputTokens: value("inputTokens"),
+      outputTokens: value("outputTokens"),
+      modelCalls: value("modelCalls"),
+      tools: value("tools"),
+      toolCalls: value("toolCalls"),
+      error: value("error"),
+      createdAt: value("createdAt"),
+    })
+    .onConflictDoUpdate({
+      target: [usageRecords.agentId, usageRecords.id],
+      set: {
+        inputTokens: added(usageRecords.inputTokens, "inputTokens"),
+        outputTokens: added(usageRecords.outputTokens, "outputTokens"),
+        modelCalls: added(usageRecords.modelCalls, "modelCalls"),
+        toolCalls: added(usageRecords.toolCalls, "toolCalls"),
+        tools: sql`(SELECT json_group_array(value) FROM (SELECT value FROM json_each(${usageRecords.tools}) UNION ALL SELECT value FROM json_each(${sql.placeholder("tools")})))`,
+        model: sql`coalesce(${sql.placeholder("model")}, ${usageRecords.model})`,
+        error: sql`${sql.placeholder("error")}`,
+      },
+    });
+});
+
 export function createD1SpendLedger(db: Db): SpendLedger {
   return {
     async spentOn(agentId, day) {
@@ -33,6 +74,22 @@ export function createD1SpendLedger(db: Db): SpendLedger {
     },
     async add(agentId, day, tokens) {
       await addTokens.bind(db, { agentId, day, tokens }).run();
+    },
+    async record(usage) {
+      const day = utcDay(usage.at);
+      const tokens = usage.inputTokens + usage.outputTokens;
+      const record = addUsage.bind(db, {
+        ...usage,
+        day,
+        tools: JSON.stringify(usage.tools),
+        toolCalls: usage.tools.length,
+        createdAt: usage.at,
+      });
+      await db.$client.batch(
+        tokens > 0
+          ? [record, addTokens.bind(db, { agentId: usage.agentId, day, tokens })]
+          : [record],
+      );
     },
   };
 }

@@ -158,6 +158,9 @@ export const TurnOutcomeShape: z.ZodType<TurnOutcome> = z.looseObject({
   messageId: z.string(),
   replyId: z.string().nullable(),
   spentTokens: z.number().optional(),
+  spent: z
+    .object({ inputTokens: z.number(), outputTokens: z.number(), modelCalls: z.number() })
+    .optional(),
 });
 
 export const SerializedErrorShape: z.ZodType<SerializedError> = z.looseObject({

@@ -11,16 +11,18 @@ import { assertWithinDailyBudget, dailyCeiling, utcDay } from "../../runtime/tur
 import {
   advanceTask,
   markStarted,
-  spentTokens,
   stopTask,
   type TaskLoopDeps,
 } from "../../runtime/tasks/advance-task.ts";
 import {
+  type AuditEntry,
   isPaused,
   isTerminal,
   type TaskEventBody,
   type TaskState,
 } from "../../runtime/tasks/task-types.ts";
+import type { TurnUsage } from "../../runtime/turn/turn-types.ts";
+import { originOf } from "../../runtime/access/principal.ts";
 import { modelChoiceFor } from "../../runtime/turn/turn-runner.ts";
 import { DEFAULT_LIMITS } from "../../runtime/turn/turn-types.ts";
 import { APPROVAL_WINDOW_MS, newApprovalId } from "../shared/approvals.ts";
@@ -66,11 +68,11 @@ export async function runTaskUnits(
       }
       // What other agents spent for this task (delegate_task) counts against this agent's
       // ceiling as well as theirs: asking another agent never spends past one's own budget.
-      const spentBefore = spentTokens(state);
+      const before = structuredClone(state.usage);
       const advance = await advanceTask(state, deps);
       state = advance.state;
       store.save(state, advance.audit, Date.now());
-      await recordSpend(runtime, agentId, spentTokens(state) - spentBefore);
+      await recordSpend(runtime, before, state, advance.audit);
     }
   } catch (error) {
     // Setting up failed (agent deleted, daily budget spent) or the object keeps crashing.
@@ -133,12 +135,53 @@ async function loopDeps(
   };
 }
 
-/** Counting never fails a task: a lost count only makes the ceiling more lenient (and is logged). */
-async function recordSpend(runtime: RoomRuntime, agentId: string, tokens: number): Promise<void> {
-  if (tokens <= 0) return;
+/**
+ * What one unit of the task spent: its own model use as the task's usage record (one record per
+ * task, added to unit by unit), and what other agents spent for it (delegate_task) onto this
+ * agent's day only, as their own turns recorded it. Counting never fails a task: a lost count only
+ * makes the ceiling more lenient (and is logged).
+ */
+async function recordSpend(
+  runtime: RoomRuntime,
+  before: TurnUsage,
+  state: TaskState,
+  audit: readonly AuditEntry[],
+): Promise<void> {
+  const now = state.usage;
+  const inputTokens = now.promptTokens - before.promptTokens;
+  const outputTokens = now.completionTokens - before.completionTokens;
+  const modelCalls = now.modelCalls - before.modelCalls;
+  const delegated = tokensOf(now.delegated) - tokensOf(before.delegated);
+  const origin = state.requester ? originOf(state.requester) : null;
   try {
-    await runtime.spend.add(agentId, utcDay(Date.now()), tokens);
+    if (inputTokens + outputTokens > 0 || modelCalls > 0)
+      await runtime.spend.record({
+        id: state.taskId,
+        agentId: state.agentId,
+        kind: "task",
+        roomId: state.roomId,
+        userId: state.requestedBy ?? (origin?.kind === "member" ? origin.userId : null),
+        guildId: origin?.kind === "member" ? (origin.guildId ?? null) : null,
+        source: state.source,
+        model: state.steps.at(-1)?.model ?? null,
+        inputTokens,
+        outputTokens,
+        modelCalls,
+        tools: audit
+          .filter((entry) => entry.kind === undefined)
+          .map((entry) => ({ name: entry.tool, ok: entry.ok })),
+        error: state.status === "failed" ? "task_failed" : null,
+        at: Date.now(),
+      });
+    if (delegated > 0) await runtime.spend.add(state.agentId, utcDay(Date.now()), delegated);
   } catch (error) {
-    log.warn("task_spend_not_recorded", { agent: agentId, tokens, error: errorField(error) });
+    log.warn("task_spend_not_recorded", {
+      agent: state.agentId,
+      tokens: inputTokens + outputTokens + delegated,
+      error: errorField(error),
+    });
   }
 }
+
+const tokensOf = (usage: { promptTokens: number; completionTokens: number } | undefined) =>
+  usage ? usage.promptTokens + usage.completionTokens : 0;

@@ -21,6 +21,7 @@ const MemberShape = z.object({
   userId: z.string(),
   manager: z.boolean(),
   owner: z.boolean(),
+  guildId: z.string().nullable().optional(),
 });
 
 export const PrincipalShape: z.ZodType<Principal> = z.lazy(() =>

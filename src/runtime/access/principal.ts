@@ -37,6 +37,8 @@ export interface MemberPrincipal {
   manager: boolean;
   /** One of the bot's owners (DISCORD_OWNER_IDS, the application's owners). */
   owner: boolean;
+  /** The server they wrote in; null in a DM. Absent in principals journalled before it was kept. */
+  guildId?: string | null;
 }
 
 /**

@@ -9,7 +9,40 @@ import { RateLimitedError } from "../util/errors.ts";
 
 export interface SpendLedger {
   spentOn(agentId: string, day: string): Promise<number>;
+  /** Tokens onto the agent's day with no usage record: another agent's work charged to its caller. */
   add(agentId: string, day: string, tokens: number): Promise<void>;
+  /**
+   * One unit of the agent's own work (a turn, a task step, a caption): its usage record, and its
+   * tokens onto the agent's day, written together. Recording the same id again adds to it (a turn
+   * that paused for an approval records each part).
+   */
+  record(usage: UsageRecord): Promise<void>;
+}
+
+/**
+ * What one unit of work spent, and for whom: the one per-turn usage record that the daily ceiling,
+ * the usage route (GET /agents/:id/usage) and per-person and per-server budgets read.
+ */
+export interface UsageRecord {
+  /** The turn's id (a task step's, a caption's post id). */
+  id: string;
+  agentId: string;
+  kind: "turn" | "task" | "caption";
+  roomId: string | null;
+  userId: string | null;
+  /** The chat platform's server (a Discord guild), when the work came from one. */
+  guildId: string | null;
+  /** The surface: "rest", "discord", ... */
+  source: string | null;
+  /** The model that answered last; null when none did. */
+  model: string | null;
+  inputTokens: number;
+  outputTokens: number;
+  modelCalls: number;
+  tools: Array<{ name: string; ok: boolean }>;
+  /** The error's code when the work failed; null when it did not. */
+  error: string | null;
+  at: number;
 }
 
 const DAY_MS = 86_400_000;

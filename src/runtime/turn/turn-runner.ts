@@ -7,7 +7,12 @@ import type { Character } from "../character.ts";
 import { AppError, ModelNotConfiguredError } from "../util/errors.ts";
 import { runEvaluators, type Evaluator } from "../after-reply/evaluators.ts";
 import { ModelSession } from "./model-session.ts";
-import { assertWithinDailyBudget, dailyCeiling, utcDay, type SpendLedger } from "./spend.ts";
+import {
+  assertWithinDailyBudget,
+  dailyCeiling,
+  type SpendLedger,
+  type UsageRecord,
+} from "./spend.ts";
 import { composeState, type Provider, type TurnRetrieval } from "../context/compose-state.ts";
 import { chatName } from "../context/history-provider.ts";
 import { inboundMessageId, replyMessageId } from "./message-ids.ts";
@@ -19,11 +24,13 @@ import { runToolLoop, type ToolLoopResult } from "./tool-loop.ts";
 import type {
   RespondOptions,
   RuntimeLimits,
+  Spent,
   TurnInput,
   TurnOutcome,
   TurnPause,
   UsedMemory,
 } from "./turn-types.ts";
+import { originOf } from "../access/principal.ts";
 import type { Clock, EventSink } from "../ports/events.ts";
 import type { Memory, MemoryStore } from "../ports/memory.ts";
 import type { ChatMessage, ChatModel, ModelChoice } from "../ports/model.ts";
@@ -117,7 +124,25 @@ export function createTurnRunner(deps: TurnRunnerDeps): TurnRunner {
       // run; the interaction count runs alongside them (a store may send the three together).
       const stored = Promise.all([
         outcome.replyMemory ? memory.saveMemory(outcome.replyMemory) : null,
-        outcome.spentTokens ? recordSpend(deps, input.agentId, outcome.spentTokens) : null,
+        outcome.spent || outcome.spentTokens
+          ? recordUsage(
+              deps,
+              usageRecord(
+                deps,
+                input,
+                outcome.spent ?? {
+                  inputTokens: outcome.spentTokens ?? 0,
+                  outputTokens: 0,
+                  modelCalls: 0,
+                },
+                {
+                  model: outcome.model,
+                  tools: outcome.toolCalls,
+                  error: outcome.stopReason === "timeout" ? "turn_timeout" : null,
+                },
+              ),
+            )
+          : null,
       ]);
       const small = deps.model
         ? { client: deps.model, name: modelChoiceFor(character, deps.models).small }
@@ -221,10 +246,18 @@ async function respondOrPause(
       outcome.status === "awaiting_approval" ? "paused" : outcome.status,
       session,
     );
-    // A reply's spend is counted after the reply (afterReply), off the caller's path.
+    // A reply's spend is counted after the reply (afterReply), off the caller's path. A pause
+    // records its part now, without tools: the resumed part's outcome lists every call of the turn.
+    const spent = spentSince(session, resume);
     if (outcome.status === "awaiting_approval")
-      await recordSpend(deps, input.agentId, spentSince(session, resume));
-    else outcome.spentTokens = spentSince(session, resume);
+      await recordUsage(
+        deps,
+        usageRecord(deps, input, spent, { model: null, tools: [], error: null }),
+      );
+    else {
+      outcome.spent = spent;
+      outcome.spentTokens = spent.inputTokens + spent.outputTokens;
+    }
     return outcome;
   } catch (error) {
     if (controller.signal.aborted && session) {
@@ -247,12 +280,21 @@ async function respondOrPause(
         [],
       );
       emitEnded(deps, ids, started, "replied", session);
-      outcome.spentTokens = spentSince(session, resume);
+      outcome.spent = spentSince(session, resume);
+      outcome.spentTokens = outcome.spent.inputTokens + outcome.spent.outputTokens;
       return outcome;
     }
     emitEnded(deps, ids, started, "failed", session);
-    if (session) await recordSpend(deps, input.agentId, spentSince(session, resume));
     const failure = error instanceof AppError ? error : null;
+    if (session)
+      await recordUsage(
+        deps,
+        usageRecord(deps, input, spentSince(session, resume), {
+          model: null,
+          tools: [],
+          error: failure?.code ?? "internal",
+        }),
+      );
     deps.events.emit({
       type: "run_failed",
       ...ids,
@@ -522,27 +564,61 @@ export function modelChoiceFor(character: Character, defaults: ModelChoice): Mod
   };
 }
 
-/** Tokens this run spent (a resumed turn's earlier part was counted when it paused). */
+/** What this run spent (a resumed turn's earlier part was counted when it paused). */
 function spentSince(
   session: ModelSession,
-  resume: { usage: { promptTokens: number; completionTokens: number } } | undefined,
-): number {
-  const total = session.usage.promptTokens + session.usage.completionTokens;
-  return Math.max(
-    0,
-    total - (resume ? resume.usage.promptTokens + resume.usage.completionTokens : 0),
-  );
+  resume:
+    | { usage: { promptTokens: number; completionTokens: number; modelCalls?: number } }
+    | undefined,
+): Spent {
+  const now = session.usage;
+  const before = resume?.usage;
+  return {
+    inputTokens: Math.max(0, now.promptTokens - (before?.promptTokens ?? 0)),
+    outputTokens: Math.max(0, now.completionTokens - (before?.completionTokens ?? 0)),
+    modelCalls: Math.max(0, now.modelCalls - (before?.modelCalls ?? 0)),
+  };
+}
+
+/** The turn's usage record (src/runtime/turn/spend.ts): who it was for, where, what it spent. */
+function usageRecord(
+  deps: TurnRunnerDeps,
+  input: TurnInput,
+  spent: Spent,
+  detail: {
+    model: string | null;
+    tools: ReadonlyArray<{ name: string; ok: boolean }>;
+    error: string | null;
+  },
+): UsageRecord {
+  const origin = input.principal ? originOf(input.principal) : null;
+  return {
+    id: input.turnId,
+    agentId: input.agentId,
+    kind: "turn",
+    roomId: input.roomId,
+    userId: input.userId,
+    guildId: origin?.kind === "member" ? (origin.guildId ?? null) : null,
+    source: input.source,
+    model: detail.model,
+    ...spent,
+    tools: detail.tools.map(({ name, ok }) => ({ name, ok })),
+    error: detail.error,
+    at: deps.clock.now(),
+  };
 }
 
 /** Counting never fails a turn: a lost count only makes the ceiling more lenient (and is logged). */
-async function recordSpend(deps: TurnRunnerDeps, agentId: string, tokens: number): Promise<void> {
-  if (!deps.spend || tokens <= 0) return;
+async function recordUsage(deps: TurnRunnerDeps, usage: UsageRecord): Promise<void> {
+  if (!deps.spend) return;
+  const tokens = usage.inputTokens + usage.outputTokens;
+  if (tokens <= 0 && usage.modelCalls === 0 && usage.error === null) return;
   try {
-    await deps.spend.add(agentId, utcDay(deps.clock.now()), tokens);
+    await deps.spend.record(usage);
   } catch (error) {
     deps.events.emit({
       type: "spend_not_recorded",
-      agentId,
+      agentId: usage.agentId,
       tokens,
       at: deps.clock.now(),
       reason: error instanceof Error ? error.message : String(error),

@@ -176,6 +176,18 @@ export interface TurnOutcome {
   replyMemory: Memory | null;
   /** Model tokens this run spent, counted against the daily ceiling in afterReply. */
   spentTokens?: number;
+  /**
+   * What this run spent, split as its usage record keeps it (afterReply records it). Absent in
+   * outcomes journalled before it was kept: those record spentTokens as input tokens.
+   */
+  spent?: Spent;
+}
+
+/** Tokens and model calls of one run of a turn (a resumed turn's part after the pause). */
+export interface Spent {
+  inputTokens: number;
+  outputTokens: number;
+  modelCalls: number;
 }
 
 export interface RuntimeLimits {

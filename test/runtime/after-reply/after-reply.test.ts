@@ -53,6 +53,9 @@ async function setup() {
   const spend: SpendLedger = {
     spentOn: async () => 0,
     async add() {
+      throw new Error("a turn records its usage; add is for a caller charged for another agent");
+    },
+    async record() {
       log.push("spend");
       await gates.spend.passed;
     },

@@ -1,13 +1,13 @@
 // The daily ceiling's admission in the pure runtime: the caller's own checks before the model
 // (beforeModel: its character is still current) speak before the budget, so a refusal at a stale
 // character's ceiling never hides that the character changed (issue 38, hole 6; the end-to-end
-// attack is test/security/spend-ceiling-update.test.ts).
+// attack is test/security/spend-ceiling-update.test.ts). And the usage record a turn leaves.
 import { describe, expect, it } from "vitest";
 import { createBuiltinToolHost } from "../../../src/runtime/turn/builtin-tools.ts";
 import { AppError, RateLimitedError } from "../../../src/runtime/util/errors.ts";
 import { interactionEvaluator } from "../../../src/runtime/after-reply/evaluators.ts";
 import { historyProvider } from "../../../src/runtime/context/history-provider.ts";
-import type { SpendLedger } from "../../../src/runtime/turn/spend.ts";
+import type { SpendLedger, UsageRecord } from "../../../src/runtime/turn/spend.ts";
 import { loadTokenCounter } from "../../../src/runtime/util/tokens.ts";
 import { createTurnRunner, type TurnRunnerDeps } from "../../../src/runtime/turn/turn-runner.ts";
 import { DEFAULT_LIMITS } from "../../../src/runtime/turn/turn-types.ts";
@@ -25,6 +25,7 @@ import {
 const spentLedger: SpendLedger = {
   spentOn: async () => 120,
   add: async () => undefined,
+  record: async () => undefined,
 };
 
 async function runnerDeps(): Promise<TurnRunnerDeps & { model: ReturnType<typeof scriptedModel> }> {
@@ -77,5 +78,86 @@ describe("admitting a turn against the daily ceiling", () => {
     );
     await expect(outcome).rejects.toBeInstanceOf(RateLimitedError);
     expect(deps.model.requests).toHaveLength(0);
+  });
+});
+
+describe("the turn's usage record", () => {
+  function recordingLedger(): SpendLedger & { records: UsageRecord[] } {
+    const records: UsageRecord[] = [];
+    return {
+      records,
+      spentOn: async () => 0,
+      add: async () => {
+        throw new Error("a turn's own spend goes through record");
+      },
+      record: async (usage) => void records.push(usage),
+    };
+  }
+
+  it("a reply with a tool call: one record after the reply, with who, where, the model, the tokens split, each tool", async () => {
+    const ledger = recordingLedger();
+    const d = await runnerDeps();
+    d.spend = ledger;
+    d.model = scriptedModel([
+      {
+        model: "big-1",
+        text: "",
+        toolCalls: [{ id: "c1", name: "remember", arguments: '{"fact":"likes tea"}' }],
+        usage: { promptTokens: 30, completionTokens: 5 },
+        finishReason: "tool_calls",
+      },
+      textReply("noted", "big-1"),
+    ]);
+    const runner = createTurnRunner(d);
+    const input = turnInput({
+      source: "discord",
+      mentioned: true,
+      userId: "discord:42",
+      principal: {
+        kind: "member",
+        platform: "discord",
+        userId: "discord:42",
+        manager: false,
+        owner: false,
+        guildId: "9001",
+      },
+    });
+    const outcome = await runner.respond(character(), input);
+    expect(ledger.records).toEqual([]);
+    await runner.afterReply(character(), input, outcome);
+    expect(ledger.records).toHaveLength(1);
+    expect(ledger.records[0]).toMatchObject({
+      id: "turn-1",
+      agentId: "nova",
+      kind: "turn",
+      roomId: "room-1",
+      userId: "discord:42",
+      guildId: "9001",
+      source: "discord",
+      model: "big-1",
+      inputTokens: 40,
+      outputTokens: 7,
+      modelCalls: 2,
+      tools: [{ name: "remember", ok: true }],
+      error: null,
+    });
+  });
+
+  it("a failed turn is recorded with its error code; a REST turn has no server", async () => {
+    const ledger = recordingLedger();
+    const d = await runnerDeps();
+    d.spend = ledger;
+    d.model = scriptedModel([new Error("upstream down")]);
+    const runner = createTurnRunner(d);
+    const input = turnInput({ source: "rest" });
+    await expect(runner.respond(character(), input)).rejects.toThrow();
+    expect(ledger.records).toHaveLength(1);
+    expect(ledger.records[0]).toMatchObject({
+      kind: "turn",
+      guildId: null,
+      source: "rest",
+      tools: [],
+    });
+    expect(ledger.records[0]!.error).toEqual(expect.any(String));
   });
 });

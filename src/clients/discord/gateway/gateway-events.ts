@@ -159,6 +159,7 @@ export class GatewayEvents {
           userId: `discord:${intake.userId}`,
           manager: false,
           owner: loadConfig(env).discordOwnerIds.includes(intake.userId),
+          guildId: intake.guildId,
         },
       },
       delivery,
