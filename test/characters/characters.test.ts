@@ -342,6 +342,20 @@ describe("parseCharacter: broken files", () => {
     ]);
   });
 
+  it("reads settings.prices, and names the model whose price is malformed", () => {
+    const prices = { "gpt-4.1-mini": { inputPerMillion: 0.4, outputPerMillion: 1.6 } };
+    expect(parseCharacter({ name: "Tess", bio: [], settings: { prices } }).settings.prices).toEqual(
+      prices,
+    );
+    expect(
+      pathsOf({
+        name: "Tess",
+        bio: [],
+        settings: { prices: { cheap: { inputPerMillion: -1, outputPerMillion: 1, extra: 2 } } },
+      }),
+    ).toEqual(["settings.prices.cheap", "settings.prices.cheap.inputPerMillion"]);
+  });
+
   it("never echoes a secret value in an error message", () => {
     const issues = issuesOf({ name: "Tess", bio: [], secrets: { TOKEN: ["sk-very-secret"] } });
     expect(JSON.stringify(issues)).not.toContain("sk-very-secret");
