@@ -170,6 +170,7 @@ const ATTACKS: Record<string, (w: World, agent: string) => Attack> = {
     path: `/agents/${a}/schedules/${w.bScheduleId}`,
   }),
   "GET /agents/{agentId}/skills": (_w, a) => ({ method: "GET", path: `/agents/${a}/skills` }),
+  "GET /agents/{agentId}/usage": (_w, a) => ({ method: "GET", path: `/agents/${a}/usage?by=user` }),
   "POST /agents/{agentId}/skills": (_w, a) => ({
     method: "POST",
     path: `/agents/${a}/skills`,

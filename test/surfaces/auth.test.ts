@@ -221,6 +221,8 @@ const REQUESTS: Record<string, () => Promise<MatrixRequest>> = {
   },
   "GET /agents/{agentId}/skills": async () =>
     withAgent((id) => ({ path: `/agents/${id}/skills`, status: 200 })),
+  "GET /agents/{agentId}/usage": async () =>
+    withAgent((id) => ({ path: `/agents/${id}/usage?by=user`, status: 200 })),
   "POST /agents/{agentId}/skills": async () =>
     withAgent((id) => ({ path: `/agents/${id}/skills`, body: SKILL, status: 201 })),
   "GET /agents/{agentId}/skills/{name}": async () => {
