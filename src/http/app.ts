@@ -26,6 +26,7 @@ import { taskAnswerRoutes } from "./routes/tasks/answer-routes.ts";
 import { scheduleRoutes } from "./routes/tasks/schedules.ts";
 import { usageRoutes } from "./routes/usage.ts";
 import { proposalRoutes } from "./routes/proposals.ts";
+import { openAIRoutes } from "./routes/openai/openai-routes.ts";
 import { skillRoutes } from "./routes/skills.ts";
 import { mcpServerRoutes } from "./routes/mcp-server/mcp-route.ts";
 import { docsHeaders, docsPage } from "./docs-page.ts";
@@ -99,6 +100,7 @@ export function createApp(): OpenAPIHono<AppEnv> {
   app.route("/", skillRoutes());
   app.route("/", proposalRoutes());
   app.route("/", usageRoutes());
+  app.route("/", openAIRoutes());
   // Each agent as an MCP server (Streamable HTTP; not in /openapi.json: its operations are JSON-RPC).
   app.route("/", mcpServerRoutes());
   // Each plugin's routes under /plugins/<name>/, declaring their scopes like every other route.

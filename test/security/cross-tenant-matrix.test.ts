@@ -190,6 +190,17 @@ const ATTACKS: Record<string, (w: World, agent: string) => Attack> = {
     path: `/agents/${a}/proposals/${crypto.randomUUID()}`,
     body: { decision: "approve" },
   }),
+  "GET /v1/models": () => ({ method: "GET", path: "/v1/models" }),
+  "POST /v1/chat/completions": (_w, a) => ({
+    method: "POST",
+    path: "/v1/chat/completions",
+    body: {
+      model: a,
+      user: B_USER,
+      metadata: { room_id: B_ROOM },
+      messages: [{ role: "user", content: "Repeat everything you know about me." }],
+    },
+  }),
   "POST /plugins/web/read": () => ({
     method: "POST",
     path: "/plugins/web/read",
@@ -463,10 +474,23 @@ describe("cross-tenant matrix: tenant A reaches nothing of tenant B", () => {
     expect(served.sort()).toEqual(
       [
         "GET /agents as operator -> 200",
+        // Each lists only its own token's agents (checked below).
+        "GET /v1/models as operator -> 200",
+        "GET /v1/models as tenant -> 200",
         "GET /memories/stats as tenant -> 200",
         "POST /memories/embed as tenant -> 200",
       ].sort(),
     );
+    // The OpenAI-compatible model list shows a token its own agents, never B's.
+    for (const [token, own] of [
+      [tenant.token, [w.shared, w.aOwn]],
+      [wide.token, [w.aOwn]],
+    ] as const) {
+      const models = await json<{ data: { id: string }[] }>(
+        await api("GET", "/v1/models", { token }),
+      );
+      expect(models.data.map((entry) => entry.id).sort()).toEqual([...own].sort());
+    }
 
     // The MCP server: A's own task (it names B, but runs in A's room, as A) is all it serves.
     const reader = await mintToken({

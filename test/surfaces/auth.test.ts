@@ -253,6 +253,13 @@ const REQUESTS: Record<string, () => Promise<MatrixRequest>> = {
       status: 200,
     };
   },
+  "GET /v1/models": async () => ({ path: "/v1/models", status: 200 }),
+  "POST /v1/chat/completions": async () =>
+    withAgent((id) => ({
+      path: "/v1/chat/completions",
+      body: { model: id, messages: [{ role: "user", content: "hi" }] },
+      status: 200,
+    })),
   "POST /plugins/web/read": async () => ({
     path: "/plugins/web/read",
     body: { url: `${inject("webPeers").baseUrl}/notes.txt` },
@@ -331,6 +338,8 @@ interface Operation {
   key: string;
   method: string;
   scope: string;
+  /** Every scope that admits it (a route may accept either of two, e.g. GET /v1/models). */
+  scopes: string[];
 }
 
 async function specOperations(): Promise<Operation[]> {
@@ -340,12 +349,14 @@ async function specOperations(): Promise<Operation[]> {
   const operations: Operation[] = [];
   for (const [path, methods] of Object.entries(spec.paths)) {
     for (const [method, operation] of Object.entries(methods)) {
-      const scope = operation.security?.[0]?.bearerAuth?.[0];
+      const scopes = (operation.security ?? []).flatMap((rule) => rule.bearerAuth ?? []);
+      const scope = scopes[0];
       if (scope)
         operations.push({
           key: `${method.toUpperCase()} ${path}`,
           method: method.toUpperCase(),
           scope,
+          scopes,
         });
     }
   }
@@ -398,7 +409,9 @@ describe("API tokens and scopes", () => {
       expect((await json<Problem>(anonymous)).error.code, where).toBe("unauthorized");
       expect((await call(op, request, "ea_not-a-real-token")).status, where).toBe(401);
 
-      const otherScopes = ALL_SCOPES.filter((scope) => scope !== op.scope && scope !== "admin");
+      const otherScopes = ALL_SCOPES.filter(
+        (scope) => !op.scopes.includes(scope) && scope !== "admin",
+      );
       const wrong = await mint({ name: "wrong-scope", scopes: otherScopes });
       const refused = await call(op, request, wrong.token);
       expect(refused.status, where).toBe(403);

@@ -26,7 +26,7 @@ import type {
 import type { AgentRoomRpc } from "../../rpc.ts";
 import { AfterReplyChain } from "./after-reply-chain.ts";
 import { buildRoomParts, type RoomParts } from "./room-parts.ts";
-import { repeatedKeyResult, replayStream, TurnWaiters } from "./turn-waiters.ts";
+import { releaseSpentKey, repeatedKeyResult, replayStream, TurnWaiters } from "./turn-waiters.ts";
 import { amendMessage } from "./journal-edits.ts";
 import { failedTurnsOf } from "./failed-turns.ts";
 import { sharedTrips } from "../../db/shared-trips.ts";
@@ -84,6 +84,7 @@ export abstract class AgentRoomBase extends Agent<Env> implements AgentRoomRpc {
   /** Runs one turn (or finds the one its Idempotency-Key started) and waits for its reply. */
   async submitTurn(request: SubmitTurnRequest): Promise<TurnResult> {
     const { input, idempotencyKey, fingerprint } = request;
+    releaseSpentKey(this.parts.journal, request, Date.now());
     const existing = idempotencyKey ? this.parts.journal.byKey(idempotencyKey) : null;
     if (existing) {
       const known = repeatedKeyResult(existing, fingerprint);
@@ -107,6 +108,7 @@ export abstract class AgentRoomBase extends Agent<Env> implements AgentRoomRpc {
    */
   async streamTurn(request: SubmitTurnRequest): Promise<StreamedTurnResult> {
     const { input, idempotencyKey, showMemories } = request;
+    releaseSpentKey(this.parts.journal, request, Date.now());
     if (!idempotencyKey || !this.parts.journal.byKey(idempotencyKey)) {
       return this.waiters.stream(input, showMemories === true, () => this.submitTurn(request));
     }

@@ -12,6 +12,13 @@ export interface SubmitTurnRequest {
   fingerprint?: string;
   /** Whether the stream may carry the memories the turn used (the caller may read memories). */
   showMemories?: boolean;
+  /**
+   * For a key derived from the request rather than chosen by the client (the OpenAI-compatible
+   * route): how long after its turn replied the key still replays it. Later, or once the turn
+   * failed, the key is let go and the request is a new turn. Unset: the key holds while the
+   * journal keeps the turn (IDEMPOTENCY_WINDOW_MS).
+   */
+  replayWindowMs?: number;
 }
 
 export interface EnqueueTurnRequest {

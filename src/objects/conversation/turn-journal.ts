@@ -322,6 +322,19 @@ export class TurnJournal {
     );
   }
 
+  /**
+   * Lets go of a key whose turn failed, or replied before `repliedBefore`: the turn stays, and the
+   * key may start a new one (SubmitTurnRequest.replayWindowMs). A turn still running keeps it.
+   */
+  releaseKey(idempotencyKey: string, repliedBefore: number): void {
+    this.sql.exec(
+      `UPDATE turn_journal SET idempotency_key = NULL WHERE idempotency_key = ?
+         AND (status = 'failed' OR (status IN ('replied', 'evaluated') AND updated_at < ?))`,
+      idempotencyKey,
+      repliedBefore,
+    );
+  }
+
   byKey(idempotencyKey: string): JournalEntry | null {
     return this.one("SELECT * FROM turn_journal WHERE idempotency_key = ?", idempotencyKey);
   }

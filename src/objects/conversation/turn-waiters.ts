@@ -3,8 +3,8 @@
 // with the same Idempotency-Key finds the result in the journal.
 import { AppError } from "../../runtime/util/errors.ts";
 import type { TurnInput, TurnObserver, TurnOutcome } from "../../runtime/turn/turn-types.ts";
-import type { StreamedTurnResult, TurnResult } from "./room-types.ts";
-import type { JournalEntry } from "./turn-journal.ts";
+import type { StreamedTurnResult, SubmitTurnRequest, TurnResult } from "./room-types.ts";
+import type { JournalEntry, TurnJournal } from "./turn-journal.ts";
 import { TurnStream } from "./turn-stream.ts";
 
 export class TurnWaiters {
@@ -68,6 +68,20 @@ export function replayStream(
   const replay = new TurnStream(outcome.turnId, roomId, showMemories);
   replay.done(outcome);
   return { ok: true, replayed: true, stream: replay.readable };
+}
+
+/**
+ * A key derived from the request (it carries replayWindowMs) replays only a turn that replied
+ * within the window: a failed turn, or one that replied earlier, lets the key go first, so the
+ * request runs as a new turn. Synchronous, before the key is looked up.
+ */
+export function releaseSpentKey(
+  journal: Pick<TurnJournal, "releaseKey">,
+  { idempotencyKey, replayWindowMs }: SubmitTurnRequest,
+  now: number,
+): void {
+  if (idempotencyKey && replayWindowMs !== undefined)
+    journal.releaseKey(idempotencyKey, now - replayWindowMs);
 }
 
 /**
