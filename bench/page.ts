@@ -8,7 +8,13 @@ import { brotliCompressSync, constants, gzipSync } from "node:zlib";
 import { markdownTable, type Cell } from "./stats.ts";
 import { startBenchWorker } from "./worker-harness.ts";
 
-export const PLAYGROUND_FILES = ["/", "/playground.js", "/playground-skills.js", "/playground.css"];
+export const PLAYGROUND_FILES = [
+  "/",
+  "/playground.js",
+  "/playground-skills.js",
+  "/playground-usage.js",
+  "/playground.css",
+];
 export const DOCS_FILES = [
   "/docs",
   "/openapi.json",

@@ -3,8 +3,10 @@
 // calls and the memories each turn used, browse and search memories, and see its MCP servers.
 // Security: the API token lives only in sessionStorage (this tab); server and model text is put
 // on the page with textContent only, never as HTML; links from the server must be http(s).
-// Skills and proposals have their own panel module (playground-skills.js).
+// Skills and proposals, and usage, have their own panel modules (playground-skills.js,
+// playground-usage.js).
 import { skillsPanel } from "./playground-skills.js";
+import { usagePanel } from "./playground-usage.js";
 
 const TOKEN_KEY = "edge-agents.token";
 const AGENT_KEY = "edge-agents.agent";
@@ -201,10 +203,12 @@ function selectAgent(agentId) {
   $("servers").replaceChildren();
   $("tools-summary").textContent = "";
   skills.clear();
+  usage.clear();
   if (!agentId) return;
   // Not awaited: the servers are probed live and may be slow; each panel reports its own errors.
   loadTools();
   skills.load();
+  usage.load();
   openRoom();
 }
 
@@ -839,6 +843,16 @@ const skills = skillsPanel({
   currentAgent: () => state.agentId,
   issuesOf: (error) =>
     error instanceof ApiError && Array.isArray(error.details?.issues) ? error.details.issues : [],
+});
+
+const usage = usagePanel({
+  $,
+  el,
+  api,
+  explain,
+  setStatus,
+  agentPath,
+  currentAgent: () => state.agentId,
 });
 
 async function browse(more) {

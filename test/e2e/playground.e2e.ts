@@ -3,7 +3,7 @@
 // with its static assets, in local workerd (bench/worker-harness.ts); the scripted model stand-in
 // and the MCP test peers on loopback. A user signs in, pastes a character, chats (the model calls the
 // built-in current_time tool first), watches the reply, connects an OAuth MCP server, searches
-// memories; screenshots at desktop and phone width go to test/artifacts/.
+// memories, reads the agent's usage; screenshots at desktop and phone width go to test/artifacts/.
 // Run: `npm run test:e2e`. Exits non-zero on any failure; the last line is `N passed, N failed`.
 import { mkdirSync, readdirSync } from "node:fs";
 import { chromium, type Browser, type Page } from "playwright-core";
@@ -27,7 +27,11 @@ const CHARACTER = {
   lore: ["Ada grows tomatoes and basil on her balcony."],
   system: "You are Ada. Use tools when they help.",
   // No fact extraction or summaries: every model call in this test is a chat turn.
-  settings: { memory: { factsEvery: 1000, summarizeAfter: 10000 } },
+  // Prices, so the Usage panel shows estimated costs.
+  settings: {
+    memory: { factsEvery: 1000, summarizeAfter: 10000 },
+    prices: { "e2e-model": { inputPerMillion: 0.4, outputPerMillion: 1.6 } },
+  },
 };
 
 /** Forty words at 60 ms a word: long enough to leave the page in the middle of it. */
@@ -159,6 +163,7 @@ async function main(): Promise<void> {
         for (const [path, type] of [
           ["/", "text/html"],
           ["/playground.js", "javascript"],
+          ["/playground-usage.js", "javascript"],
           ["/playground.css", "text/css"],
         ] as const) {
           const response = await fetch(`${base}${path}`);
@@ -633,6 +638,65 @@ async function main(): Promise<void> {
       },
     );
 
+    await step(
+      "shows the turns in the Usage panel: a bar for today, the user who chatted, the tool called",
+      async () => {
+        // A turn for another user, with nothing but the priced model in it: its row has a cost.
+        const other = await worker!.call("POST", `/agents/${AGENT_ID}/messages`, {
+          userId: "gardener",
+          text: "echo: the basil needs water",
+        });
+        check(other.status === 200, `a turn for another user: HTTP ${other.status}`);
+        const people = page.locator("#usage-top table", { hasText: "Top people" });
+        const gardener = people.locator("tr", { hasText: "gardener" });
+        // Its usage record is written after the reply: refresh until it is counted (at most ~10 s).
+        for (let attempt = 0; attempt < 40 && (await gardener.count()) === 0; attempt += 1) {
+          if (attempt > 0) await page.waitForTimeout(250);
+          await page.click("#usage-refresh");
+          await page.locator("#usage-status:empty").waitFor({ state: "attached" });
+        }
+        check(
+          (await gardener.count()) === 1,
+          "the other user's turn never showed among the people",
+        );
+        const today = new Date().toISOString().slice(0, 10);
+        const bar = page.locator(`#usage-chart g[data-day="${today}"]`);
+        await bar.waitFor();
+        const height = Number(await bar.locator("rect.usage-input").getAttribute("height"));
+        check(height > 0, `today's bar has no input tokens drawn (height ${height})`);
+        const title = (await bar.locator("title").textContent()) ?? "";
+        check(
+          /input \+ [\d,.\s]+ output tokens, [\d,.\s]+ turns, /.test(title),
+          `today's bar tooltip does not give the day's figures: "${title}"`,
+        );
+        // The days of the range with no turns are drawn too, as zero.
+        check(
+          (await page.locator("#usage-chart g.usage-day").count()) === 30,
+          "the chart does not show 30 days",
+        );
+        await people.locator("td", { hasText: "playground" }).first().waitFor();
+        // The failed turn's tokens have no model to price them by: that user's row has no cost.
+        check(
+          /\$0\.\d+/.test((await gardener.textContent()) ?? ""),
+          `no cost for the priced user's row: "${await gardener.textContent()}"`,
+        );
+        const servers = page.locator("#usage-top table", { hasText: "Top servers" });
+        await servers.locator("td", { hasText: "no server (REST, tasks)" }).waitFor();
+        const tools = page.locator("#usage-top table", { hasText: "Top tools" });
+        await tools.locator("td", { hasText: "current_time" }).waitFor();
+        // The chart has `count` days once its last is there and none after it.
+        const bars = page.locator("#usage-chart g.usage-day");
+        const days = async (count: number) => {
+          await bars.nth(count - 1).waitFor({ state: "attached" });
+          await bars.nth(count).waitFor({ state: "detached" });
+        };
+        await page.selectOption("#usage-range", "7");
+        await days(7);
+        await page.selectOption("#usage-range", "30");
+        await days(30);
+      },
+    );
+
     await step("fits a 390 px phone screen without sideways scrolling", async () => {
       await page.setViewportSize(PHONE);
       const overflow = await inPage<number>(
@@ -741,6 +805,52 @@ async function main(): Promise<void> {
       check(!(await tab.content()).includes(reader), "the token is rendered on the page");
       await tab.close();
     });
+
+    await step(
+      "says the Usage panel needs agents:read when the token lacks it, and the chat still works",
+      async () => {
+        const minted = await worker!.call("POST", "/auth/tokens", {
+          name: "e2e-chatter",
+          scopes: ["messages:write"],
+          expiresInSeconds: 600,
+        });
+        check(minted.status === 201, `minting a chat-only token: HTTP ${minted.status}`);
+        const { token: chatter } = (await minted.json()) as { token: string };
+        const tab = await context.newPage();
+        tab.on("pageerror", (error) => pageErrors.push(error.message));
+        await tab.goto(base);
+        await tab.evaluate("sessionStorage.clear()");
+        await tab.reload();
+        // Listing the agents needs agents:read too: alone, this token stops at the sign-in.
+        await tab.fill("#token", chatter);
+        await tab.press("#token", "Enter");
+        await tab.locator("#token-status", { hasText: "agents:read" }).waitFor();
+        // Here the test answers the agent list with the admin token (the page cannot get it with
+        // this one); every other request, the usage ones among them, carries the chat-only token.
+        await tab.route(/\/agents\?limit=/, (route) =>
+          route.continue({
+            headers: { ...route.request().headers(), authorization: `Bearer ${token}` },
+          }),
+        );
+        await tab.fill("#token", chatter);
+        await tab.press("#token", "Enter");
+        await tab.locator("#signed-in").waitFor();
+        const refusal = tab.locator("#usage-status", { hasText: "may not do that" });
+        await refusal.waitFor();
+        check(
+          (await refusal.textContent())?.includes("needs the agents:read scope"),
+          `the refusal does not name the scope it needs: ${await refusal.textContent()}`,
+        );
+        check((await tab.locator("#usage-chart svg").count()) === 0, "a chart drawn anyway");
+        await tab.fill("#message", "echo: still chatting");
+        await tab.press("#message", "Enter");
+        await tab
+          .locator("#log .msg.agent .text:not(.streaming)", { hasText: "still chatting" })
+          .waitFor();
+        check(!(await tab.content()).includes(chatter), "the token is rendered on the page");
+        await tab.close();
+      },
+    );
 
     await step(
       "renders /openapi.json at /docs with Swagger UI from the worker itself",

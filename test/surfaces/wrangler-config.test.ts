@@ -39,6 +39,7 @@ describe("wrangler.toml run_worker_first", () => {
       "/",
       "/index.html",
       "/playground.js",
+      "/playground-usage.js",
       "/playground.css",
       "/vendor/swagger-ui-dist/swagger-ui.css",
     ];
