@@ -4,7 +4,8 @@
 // Workerd projects: the main one has a model configured; `gateway` adds DISCORD_GATEWAY=true against
 // a Gateway stand-in on loopback; `no-model` has none, to prove a turn then answers 503
 // model_not_configured and still stores the message; `limits` has tight rate limits and a
-// worker-wide daily token ceiling (DAILY_TOKEN_LIMIT).
+// worker-wide daily token ceiling (DAILY_TOKEN_LIMIT); `telemetry` exports traces to an OTLP
+// collector stand-in.
 // Two Node projects: `runtime` runs the pure runtime's tests (test/runtime/) in plain Node, which
 // proves src/runtime/ needs no platform; `node` runs the Node tools and the import-graph checks.
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
@@ -31,6 +32,10 @@ const baseBindings = {
   DAILY_TOKEN_LIMIT: "",
   ALLOW_LOOPBACK_FETCH: "",
   MCP_ALLOW_LOOPBACK: "",
+  OTEL_EXPORTER_OTLP_ENDPOINT: "",
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: "",
+  OTEL_EXPORTER_OTLP_HEADERS: "",
+  OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: "",
   // Tests make their own agents; test/fresh-db turns seeding on to watch it.
   SEED_CHARACTERS: "false",
   // wrangler.toml declares the AI binding; Miniflare creates it, but it answers only remotely.
@@ -163,6 +168,15 @@ export default defineConfig(async () => {
           [],
           [],
         ),
+        // Traces to an OTLP collector stand-in (test/telemetry/traces.spec.ts).
+        project("telemetry", ["test/telemetry/**/*.spec.ts"], {
+          ...withModelAndDiscord,
+          RATE_LIMIT_PER_TOKEN: "100000/min",
+          RATE_LIMIT_PER_USER: "100000/min",
+          OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector.test/otlp/",
+          OTEL_EXPORTER_OTLP_HEADERS: "x-api-key=secret%20key,x-tenant=acme",
+          OTEL_SERVICE_NAME: "edge-agents-test",
+        }),
         // The deployment defaults tightened, to watch them bite.
         project("limits", ["test/limits/**/*.spec.ts"], {
           ...withModelAndDiscord,

@@ -9,7 +9,10 @@
 // and the plain turn under load (`--load`, 2,000 turns across 100 rooms, 50 in flight, as in
 // `npm run bench:load`), in alternating halves: turns per second and workerd's CPU per turn, the
 // ceiling local workerd sets on throughput. A fresh temporary state every run, as in
-// `npm run bench`.
+// `npm run bench`. With `--traced`, traces go to a collector on loopback: run it with and without
+// to see what tracing costs a turn.
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { cpus } from "node:os";
 import { parseArgs } from "node:util";
 import { startModelServer } from "./model-server.ts";
@@ -18,7 +21,13 @@ import { markdownTable, summarize, type Summary } from "./stats.ts";
 import { createBenchAgent, startBenchWorker } from "./worker-harness.ts";
 
 const { values: flags } = parseArgs({
-  options: { turns: { type: "string" }, blocks: { type: "string" }, load: { type: "string" } },
+  options: {
+    turns: { type: "string" },
+    blocks: { type: "string" },
+    load: { type: "string" },
+    // Traces on: OTEL_EXPORTER_OTLP_ENDPOINT at a collector on loopback that answers 200.
+    traced: { type: "boolean" },
+  },
 });
 const TURNS = Number(flags.turns ?? 300);
 const BLOCKS = Number(flags.blocks ?? 6);
@@ -53,8 +62,14 @@ async function main(): Promise<void> {
   );
   const model = await startModelServer();
   model.respondWith(() => ({ text: "Hello!" }));
+  const collector = flags.traced ? await startCollector() : null;
   const worker = await startBenchWorker(
-    { OPENAI_API_KEY: "bench", OPENAI_BASE_URL: `${model.url}/v1`, MODEL: "bench-model" },
+    {
+      OPENAI_API_KEY: "bench",
+      OPENAI_BASE_URL: `${model.url}/v1`,
+      MODEL: "bench-model",
+      ...(collector ? { OTEL_EXPORTER_OTLP_ENDPOINT: collector.url } : {}),
+    },
     { entry: "bench/floor/entry.ts" },
   );
   try {
@@ -204,10 +219,34 @@ async function main(): Promise<void> {
         ),
       );
     }
+    if (collector)
+      console.log(
+        `\nTraced: the collector received ${collector.batches} export requests, ${collector.spans} spans.`,
+      );
   } finally {
     await worker.stop();
     await model.close();
+    collector?.server.close();
   }
+}
+
+/** An OTLP/HTTP collector on loopback that counts what it is sent and answers 200. */
+async function startCollector() {
+  const collector = { url: "", batches: 0, spans: 0, server: createServer() };
+  collector.server.on("request", (request, response) => {
+    let body = "";
+    request.on("data", (chunk: Buffer) => {
+      body += chunk.toString();
+    });
+    request.on("end", () => {
+      collector.batches += 1;
+      collector.spans += (body.match(/"spanId"/g) ?? []).length;
+      response.writeHead(200, { "content-type": "application/json" }).end("{}");
+    });
+  });
+  await new Promise<void>((done) => collector.server.listen(0, "127.0.0.1", done));
+  collector.url = `http://127.0.0.1:${(collector.server.address() as AddressInfo).port}`;
+  return collector;
 }
 
 main().catch((error: unknown) => {

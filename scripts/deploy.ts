@@ -51,6 +51,7 @@ const OPTIONAL_SECRETS = [
   "DISCORD_BOT_TOKEN",
   "INSTAGRAM_ACCESS_TOKEN",
   "BRAVE_SEARCH_API_KEY",
+  "OTEL_EXPORTER_OTLP_HEADERS",
 ];
 /** Every secret the worker reads: refused as --var, which would show it on a command line. */
 const SECRET_NAMES = new Set(["ADMIN_TOKEN", "SECRETS_KEY", ...OPTIONAL_SECRETS]);

@@ -218,6 +218,11 @@ export const DEPLOYMENT_VARIABLES = [
   "SEED_CHARACTERS",
   "WORKERS_AI",
   "VECTORIZE",
+  "OTEL_EXPORTER_OTLP_ENDPOINT",
+  "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+  "OTEL_SERVICE_NAME",
+  "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT",
+  "OTEL_TRACE_PLAIN_IDS",
 ] as const;
 
 /** What the worker would say of these variables: each bad one's name and rule, never its value. */

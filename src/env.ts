@@ -57,4 +57,11 @@ export interface Env {
   ALLOW_LOOPBACK_FETCH?: string;
   /** The old name of ALLOW_LOOPBACK_FETCH, still honoured. */
   MCP_ALLOW_LOOPBACK?: string;
+  /** Traces (src/telemetry/): the OpenTelemetry exporter variables, and our two switches. */
+  OTEL_EXPORTER_OTLP_ENDPOINT?: string;
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?: string;
+  OTEL_EXPORTER_OTLP_HEADERS?: string;
+  OTEL_SERVICE_NAME?: string;
+  OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT?: string;
+  OTEL_TRACE_PLAIN_IDS?: string;
 }

@@ -2,12 +2,15 @@
 // tail` and Workers Logs index by field. Every module outside the pure runtime logs through here;
 // the runtime emits events instead (src/runtime/util/events.ts), which the room logs the same way.
 // Fields must never hold message text, tokens or remote bodies: ids, counts and our own reasons.
+import { currentTraceId } from "./telemetry/current-context.ts";
 
 export type LogFields = Record<string, unknown>;
 type Level = "info" | "warn" | "error";
 
 function write(level: Level, msg: string, fields: LogFields): void {
-  const line = JSON.stringify({ level, msg, ...fields });
+  // Inside a traced request or turn, the line names its trace (src/telemetry/).
+  const traceId = currentTraceId();
+  const line = JSON.stringify({ level, msg, ...fields, ...(traceId ? { trace_id: traceId } : {}) });
   if (level === "error") console.error(line);
   else if (level === "warn") console.warn(line);
   else console.log(line);

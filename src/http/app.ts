@@ -2,6 +2,7 @@
 // enforcing its bearer-token scope, see auth.ts), the generated OpenAPI document and a browsable
 // reference (Swagger UI, served from the static assets). Every error leaves through handleError,
 // so clients always get `{"error":{code,message}}`.
+import { traceRequests } from "../telemetry/request-spans.ts";
 import { OpenAPIHono } from "@hono/zod-openapi";
 import type { MiddlewareHandler } from "hono";
 import { bodyLimit } from "hono/body-limit";
@@ -48,6 +49,8 @@ export function createApp(): OpenAPIHono<AppEnv> {
   app.notFound((c) =>
     handleError(new NotFoundError(`no route for ${c.req.method} ${c.req.path}`), c),
   );
+  // With an OTLP endpoint configured, each request is a span, and the current context (src/telemetry/).
+  app.use("*", traceRequests());
   // The first request an isolate serves after a deploy waits for D1 to have this code's
   // migrations (applied once, by the SchemaGate); later requests pass straight through.
   app.use("*", async (c, next) => {

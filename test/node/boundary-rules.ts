@@ -32,6 +32,7 @@ const ABOVE_STORAGE = [
   "src/media/",
   "src/mcp/",
   "src/rate-limits/",
+  "src/telemetry/",
   "src/index.ts",
   "src/durable-objects.ts",
 ];

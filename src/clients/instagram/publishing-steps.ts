@@ -5,7 +5,7 @@
 import { loadConfig } from "../../config.ts";
 import type { Env } from "../../env.ts";
 import { stores } from "../../db/stores/index.ts";
-import { assertWithinDailyBudget, dailyCeiling, utcDay } from "../../runtime/turn/spend.ts";
+import { assertWithinDailyBudget, dailyCeiling } from "../../runtime/turn/spend.ts";
 import { dataUrl } from "../../media/data-url.ts";
 import { mediaPostStore, publisherDeps, rememberPost } from "./platform.ts";
 import { publishStep, type PostState } from "./publisher.ts";

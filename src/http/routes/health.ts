@@ -4,6 +4,7 @@
 // or the one that failed), with DISCORD_GATEWAY=true the Gateway connection's state, and how
 // many after-reply evaluators failed today (facts and summaries lost while replies look fine).
 // Public (no token): it names backends, never keys, session ids or URLs with credentials.
+import { exportStats, traceConfig } from "../../telemetry/otlp.ts";
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import { loadConfig } from "../../config.ts";
 import type { Env } from "../../env.ts";
@@ -97,6 +98,18 @@ const Health = z
         description:
           "After-reply evaluators (facts, summaries) that failed today (UTC): the replies looked fine, but nothing was remembered. Usually SMALL_MODEL names a model the endpoint does not serve. null: D1 could not be read",
       }),
+    traces: z
+      .object({
+        collector: z.string().openapi({ description: "The OTLP endpoint's origin" }),
+        exported: z.number().int(),
+        dropped: z.number().int(),
+        lastError: z.string().nullable(),
+      })
+      .nullable()
+      .openapi({
+        description:
+          "Span export from this isolate since it started (each isolate counts its own; rooms run in theirs). null: no OTLP endpoint is configured",
+      }),
   })
   .openapi("Health");
 
@@ -117,6 +130,7 @@ export function healthRoutes(): OpenAPIHono<{ Bindings: Env }> {
     }),
     async (c) => {
       const config = loadConfig(c.env);
+      const tracing = traceConfig(c.env);
       const { embedder, index } = stores(c.env);
       const gatewayStub = gatewayObject(c.env);
       const [database, indexDimensions, schemaNow, , gateway, evaluators] = await Promise.all([
@@ -175,6 +189,14 @@ export function healthRoutes(): OpenAPIHono<{ Bindings: Env }> {
         vectors,
         ...(gatewayStub ? { gateway } : {}),
         evaluators,
+        traces: tracing
+          ? {
+              collector: new URL(tracing.url).origin,
+              exported: exportStats.spans,
+              dropped: exportStats.dropped,
+              lastError: exportStats.lastError,
+            }
+          : null,
       };
       return c.json(body, healthy ? 200 : 503);
     },

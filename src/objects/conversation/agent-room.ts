@@ -6,6 +6,7 @@
 // schedule, armed once for every turn that arrives before it fires, not once per turn), and every
 // alarm of the room first finishes what the journal holds, so a turn cut off by eviction or a
 // crash is resumed and answered exactly once.
+import { carryTrace } from "../../telemetry/turn-spans.ts";
 import { Agent, type AgentContext } from "agents";
 import type { Env } from "../../env.ts";
 import type { HistoryQuery } from "../../memory/message-history.ts";
@@ -84,6 +85,7 @@ export abstract class AgentRoomBase extends Agent<Env> implements AgentRoomRpc {
   /** Runs one turn (or finds the one its Idempotency-Key started) and waits for its reply. */
   async submitTurn(request: SubmitTurnRequest): Promise<TurnResult> {
     const { input, idempotencyKey, fingerprint } = request;
+    carryTrace(input.turnId, request.traceparent);
     releaseSpentKey(this.parts.journal, request, Date.now());
     const existing = idempotencyKey ? this.parts.journal.byKey(idempotencyKey) : null;
     if (existing) {
@@ -123,6 +125,7 @@ export abstract class AgentRoomBase extends Agent<Env> implements AgentRoomRpc {
    */
   async enqueueTurn(request: EnqueueTurnRequest): Promise<{ turnId: string; duplicate: boolean }> {
     const { input, idempotencyKey, delivery } = request;
+    carryTrace(input.turnId, request.traceparent);
     const existing = this.parts.journal.byKey(idempotencyKey);
     if (existing) return { turnId: existing.turnId, duplicate: true };
     this.parts.journal.insert({ input, idempotencyKey, delivery, now: Date.now() });
@@ -246,10 +249,13 @@ export abstract class AgentRoomBase extends Agent<Env> implements AgentRoomRpc {
 
   private getRuntime(): Promise<RoomRuntime> {
     const settled = () => this.replies.settled();
-    this.runtime ??= createRoomRuntime(this.env, this.agentId(), { settled }).catch((error) => {
-      this.runtime = null;
-      throw error;
-    });
+    const waitUntil = (work: Promise<unknown>) => this.ctx.waitUntil(work);
+    this.runtime ??= createRoomRuntime(this.env, this.agentId(), { settled, waitUntil }).catch(
+      (error) => {
+        this.runtime = null;
+        throw error;
+      },
+    );
     return this.runtime;
   }
 }

@@ -13,6 +13,13 @@ import type {
   TurnResult,
 } from "./room-types.ts";
 import { errorField, log } from "../../log.ts";
+import { currentTraceparent } from "../../telemetry/current-context.ts";
+
+/** The request with the current trace context, so the room's spans join the worker's trace. */
+function traced<T extends { traceparent?: string }>(request: T): T {
+  const traceparent = request.traceparent ?? currentTraceparent();
+  return traceparent ? { ...request, traceparent } : request;
+}
 
 export function roomName(agentId: string, roomId: string): string {
   return `${agentId}:${roomId}`;
@@ -20,7 +27,7 @@ export function roomName(agentId: string, roomId: string): string {
 
 export async function submitTurn(env: Env, request: SubmitTurnRequest): Promise<TurnResult> {
   const stub = env.ROOMS.getByName(roomName(request.input.agentId, request.input.roomId));
-  const result: unknown = await stub.submitTurn(request);
+  const result: unknown = await stub.submitTurn(traced(request));
   return result as TurnResult;
 }
 
@@ -30,7 +37,7 @@ export async function streamTurn(
   request: SubmitTurnRequest,
 ): Promise<StreamedTurnResult> {
   const stub = env.ROOMS.getByName(roomName(request.input.agentId, request.input.roomId));
-  const result: unknown = await stub.streamTurn(request);
+  const result: unknown = await stub.streamTurn(traced(request));
   return result as StreamedTurnResult;
 }
 
@@ -67,7 +74,7 @@ export async function enqueueTurn(
   request: EnqueueTurnRequest,
 ): Promise<{ turnId: string; duplicate: boolean }> {
   const stub = env.ROOMS.getByName(roomName(request.input.agentId, request.input.roomId));
-  return await stub.enqueueTurn(request);
+  return await stub.enqueueTurn(traced(request));
 }
 
 /** Hands a click on an approval button to the room whose turn is waiting for it. */

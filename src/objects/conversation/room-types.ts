@@ -19,6 +19,8 @@ export interface SubmitTurnRequest {
    * journal keeps the turn (IDEMPOTENCY_WINDOW_MS).
    */
   replayWindowMs?: number;
+  /** The worker request's trace context (W3C traceparent): the turn's spans continue its trace. */
+  traceparent?: string;
 }
 
 export interface EnqueueTurnRequest {
@@ -27,6 +29,8 @@ export interface EnqueueTurnRequest {
   idempotencyKey: string;
   /** Where the reply goes (the surface's target: a Discord interaction). */
   delivery: DeliveryTarget;
+  /** The worker request's trace context (W3C traceparent): the turn's spans continue its trace. */
+  traceparent?: string;
 }
 
 /** A click on an approval prompt's button, as the worker hands it to the room. */

@@ -27,6 +27,8 @@ import {
 import { stores } from "../../db/stores/index.ts";
 import type { EmbeddingPipeline } from "../../memory/embedding-pipeline.ts";
 import { createEventBus, type EventBus } from "../../runtime/util/events.ts";
+import { traceConfig } from "../../telemetry/otlp.ts";
+import { createTurnTracer } from "../../telemetry/turn-spans.ts";
 import { characterProvider } from "../../runtime/context/character-provider.ts";
 import { historyProvider } from "../../runtime/context/history-provider.ts";
 import { timeProvider } from "../../runtime/context/time-provider.ts";
@@ -72,6 +74,8 @@ export interface RoomRuntime {
 export interface RoomRuntimeOptions {
   /** Resolves once the room's pending reply writes have reached D1. */
   settled: () => Promise<void>;
+  /** Keeps the object alive for work after a turn (exporting its spans). */
+  waitUntil?: (work: Promise<unknown>) => void;
 }
 
 /** Never returns the same millisecond twice: timestamps double as the room's message order. */
@@ -97,7 +101,13 @@ export async function createRoomRuntime(
   const clock = createMonotonicClock();
   const backends = stores(env);
   const memory = createRoomHistoryStore(backends.memories, options);
-  const events = createEventBus();
+  // With an OTLP endpoint configured, the turns' events become spans (src/telemetry/).
+  const tracing = traceConfig(env);
+  const tracer = tracing
+    ? createTurnTracer(tracing, options.waitUntil ?? ((work) => void work.catch(() => undefined)))
+    : null;
+  const events = createEventBus(tracer ? { fields: tracer.fieldsFor } : {});
+  if (tracer) events.subscribe(tracer.record);
   // A failed evaluator is counted for /health, off the reply path; a count that fails is logged.
   events.subscribe((event) => {
     if (event.type !== "evaluator_failed") return;
@@ -133,6 +143,7 @@ export async function createRoomRuntime(
   const spend = backends.spend;
   const runner = createTurnRunner({
     model: chat,
+    observeModel: tracer?.observe,
     modelNotConfiguredMessage: MODEL_NOT_CONFIGURED_MESSAGE,
     models: config.models,
     memory,

@@ -7,7 +7,17 @@ export interface Clock {
 }
 
 export type RuntimeEvent =
-  | { type: "run_started"; turnId: string; agentId: string; roomId: string; at: number }
+  | {
+      type: "run_started";
+      turnId: string;
+      agentId: string;
+      roomId: string;
+      /** Whom the turn answers (a turn user id: `alice`, `discord:<id>`). */
+      userId: string;
+      /** Where it came from: "rest", "discord", ... */
+      source: string;
+      at: number;
+    }
   | {
       type: "run_ended";
       turnId: string;
@@ -37,6 +47,25 @@ export type RuntimeEvent =
       ok: boolean;
       cached: boolean;
       durationMs: number;
+    }
+  | {
+      /** One request to a model, whether it answered or failed (a failover makes one per model). */
+      type: "model_called";
+      turnId: string;
+      agentId: string;
+      roomId: string;
+      /** When it ended. */
+      at: number;
+      startedAt: number;
+      backend: "openai" | "workers-ai";
+      /** The model asked for, and the one that says it answered (null when none did). */
+      model: string;
+      responseModel: string | null;
+      inputTokens: number;
+      outputTokens: number;
+      finishReason: string | null;
+      /** The error's code when the call failed; null when it answered. */
+      error: string | null;
     }
   | {
       type: "tool_approval_requested";

@@ -25,6 +25,18 @@ export interface ModelSessionOptions {
   ids: { turnId: string; agentId: string; roomId: string };
   /** Carry on a paused turn: its place in the fallback list and the usage so far. */
   resume?: { position: number; usage: TokenUsage & { modelCalls: number } };
+  /**
+   * Told each call's messages and answer, before its `model_called` event, for a tracer that was
+   * asked to record message content (events themselves never carry text). Absent: nobody is.
+   */
+  observe?: (call: ObservedModelCall) => void;
+}
+
+/** A model call with its content, for `observe`. */
+export interface ObservedModelCall {
+  turnId: string;
+  messages: ChatMessage[];
+  response: ChatResponse | null;
 }
 
 export class ModelSession {
@@ -71,12 +83,15 @@ export class ModelSession {
     for (;;) {
       const model = this.current;
       this.usage.modelCalls += 1;
+      const startedAt = this.options.now();
       try {
         const response = await this.options.model.complete({ ...request, messages, model });
         this.usage.promptTokens += response.usage.promptTokens;
         this.usage.completionTokens += response.usage.completionTokens;
+        this.called(model, startedAt, messages, response, null);
         return response;
       } catch (error) {
+        this.called(model, startedAt, messages, null, error);
         const next = this.candidates[this.index + 1];
         if (
           !(error instanceof ModelCallError) ||
@@ -97,6 +112,31 @@ export class ModelSession {
         messages = onFailover(model, next);
       }
     }
+  }
+
+  /** The call's `model_called` event (and its content, for an observer that asked for it). */
+  private called(
+    model: string,
+    startedAt: number,
+    messages: ChatMessage[],
+    response: ChatResponse | null,
+    error: unknown,
+  ): void {
+    const { ids, events, now, observe } = this.options;
+    observe?.({ turnId: ids.turnId, messages, response });
+    events.emit({
+      type: "model_called",
+      ...ids,
+      at: now(),
+      startedAt,
+      backend: this.options.model.backend,
+      model,
+      responseModel: response?.model ?? null,
+      inputTokens: response?.usage.promptTokens ?? 0,
+      outputTokens: response?.usage.completionTokens ?? 0,
+      finishReason: response?.finishReason ?? null,
+      error: response ? null : error instanceof ModelCallError ? error.code : "internal",
+    });
   }
 }
 

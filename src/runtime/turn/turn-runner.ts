@@ -6,7 +6,7 @@
 import type { Character } from "../character.ts";
 import { AppError, ModelNotConfiguredError } from "../util/errors.ts";
 import { runEvaluators, type Evaluator } from "../after-reply/evaluators.ts";
-import { ModelSession } from "./model-session.ts";
+import { ModelSession, type ObservedModelCall } from "./model-session.ts";
 import {
   assertWithinDailyBudget,
   dailyCeiling,
@@ -40,6 +40,8 @@ import type { ToolHost } from "../ports/tools.ts";
 export interface TurnRunnerDeps {
   /** null when no model backend is configured: turns then fail with `model_not_configured`. */
   model: ChatModel | null;
+  /** Told each model call's content (a tracer recording it); absent: nobody is. */
+  observeModel?: (call: ObservedModelCall) => void;
   modelNotConfiguredMessage: string;
   /** Deployment defaults; a character's settings override them. */
   models: ModelChoice;
@@ -174,7 +176,13 @@ async function respondOrPause(
 ): Promise<TurnOutcome | TurnPause> {
   const started = deps.clock.now();
   const ids = { turnId: input.turnId, agentId: input.agentId, roomId: input.roomId };
-  deps.events.emit({ type: "run_started", ...ids, at: started });
+  deps.events.emit({
+    type: "run_started",
+    ...ids,
+    userId: input.userId,
+    source: input.source,
+    at: started,
+  });
   const controller = new AbortController();
   const timer = setTimeout(
     () => controller.abort(new Error("turn timeout")),
@@ -227,6 +235,7 @@ async function respondOrPause(
       now: () => deps.clock.now(),
       ids,
       resume,
+      observe: deps.observeModel,
     });
     const outcome = await respondWith(
       deps,
@@ -252,7 +261,7 @@ async function respondOrPause(
     if (outcome.status === "awaiting_approval")
       await recordUsage(
         deps,
-        usageRecord(deps, input, spent, { model: null, tools: [], error: null }),
+        usageRecord(deps, input, spent, { model: session.current, tools: [], error: null }),
       );
     else {
       outcome.spent = spent;
@@ -290,7 +299,7 @@ async function respondOrPause(
       await recordUsage(
         deps,
         usageRecord(deps, input, spentSince(session, resume), {
-          model: null,
+          model: session.current,
           tools: [],
           error: failure?.code ?? "internal",
         }),

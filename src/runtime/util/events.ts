@@ -12,6 +12,8 @@ export interface EventBus extends EventSink {
 export interface EventBusOptions {
   /** Where structured log lines go; `null` turns logging off (benchmarks). */
   log?: ((line: string) => void) | null;
+  /** More fields for an event's log line (its trace id, from a tracer). */
+  fields?: (event: RuntimeEvent) => Record<string, string>;
 }
 
 export function createEventBus(options: EventBusOptions = {}): EventBus {
@@ -19,7 +21,15 @@ export function createEventBus(options: EventBusOptions = {}): EventBus {
   const log = options.log === undefined ? (line: string) => console.log(line) : options.log;
   return {
     emit(event) {
-      if (log) log(JSON.stringify({ level: levelOf(event), msg: "runtime_event", ...event }));
+      if (log)
+        log(
+          JSON.stringify({
+            level: levelOf(event),
+            msg: "runtime_event",
+            ...event,
+            ...options.fields?.(event),
+          }),
+        );
       for (const listener of listeners) {
         try {
           listener(event);
