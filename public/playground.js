@@ -3,8 +3,9 @@
 // calls and the memories each turn used, browse and search memories, and see its MCP servers.
 // Security: the API token lives only in sessionStorage (this tab); server and model text is put
 // on the page with textContent only, never as HTML; links from the server must be http(s).
-// Skills and proposals, and usage, have their own panel modules (playground-skills.js,
-// playground-usage.js).
+// Skills and proposals, usage, and the turn inspector have their own modules
+// (playground-skills.js, playground-usage.js, playground-inspector.js).
+import { turnInspector } from "./playground-inspector.js";
 import { skillsPanel } from "./playground-skills.js";
 import { usagePanel } from "./playground-usage.js";
 
@@ -537,6 +538,7 @@ function turnView(at) {
   const text = el("p", { class: "text streaming", text: "…" });
   const meta = el("div", { class: "meta", text: `${state.agentId}${at ? ` · ${time(at)}` : ""}` });
   const foot = el("div", { class: "muted small" });
+  const inspect = el("div", { class: "inspect-slot" });
   // aria-busy: screen readers announce the finished turn once, not every delta.
   const item = el(
     "li",
@@ -546,6 +548,7 @@ function turnView(at) {
     tools,
     text,
     foot,
+    inspect,
   );
   const calls = new Map();
   let draft = "";
@@ -631,6 +634,11 @@ function turnView(at) {
       ]
         .filter(Boolean)
         .join(" · ");
+      // A reply's turn is kept for the inspector (a fresh one's just after the reply).
+      if (outcome.reply && outcome.turnId) {
+        const { button, panel } = inspector.control(outcome.turnId, { fresh: !at });
+        inspect.replaceChildren(button, panel);
+      }
     },
     fail(message) {
       item.setAttribute("aria-busy", "false");
@@ -844,6 +852,8 @@ const skills = skillsPanel({
   issuesOf: (error) =>
     error instanceof ApiError && Array.isArray(error.details?.issues) ? error.details.issues : [],
 });
+
+const inspector = turnInspector({ el, api, explain, agentPath });
 
 const usage = usagePanel({
   $,

@@ -309,6 +309,31 @@ export const usageRecords = sqliteTable(
 );
 
 /**
+ * What a replied turn kept for the turn inspector (GET /agents/:id/turns/:turnId): its prompt's
+ * sections, the memories used, tool calls and model timing, as JSON (`detail`, checked on read).
+ * Written with the reply in the room's after-reply trip; pruned after TURN_INSPECTION_RETENTION_MS
+ * by the hourly upkeep.
+ */
+export const turnInspections = sqliteTable(
+  "turn_inspections",
+  {
+    agentId: text("agent_id")
+      .notNull()
+      .references(() => agents.id, { onDelete: "cascade" }),
+    turnId: text("turn_id").notNull(),
+    roomId: text("room_id").notNull(),
+    /** Whose turn it was: a prefix token sees only its own users' turns. */
+    userId: text("user_id").notNull(),
+    detail: text("detail").notNull(),
+    createdAt: integer("created_at").notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.agentId, t.turnId] }),
+    index("turn_inspections_created_idx").on(t.createdAt),
+  ],
+);
+
+/**
  * After-reply evaluators (fact extraction, summaries) that failed, per agent, UTC day and
  * evaluator: a reply looks fine while nothing is remembered (a SMALL_MODEL the endpoint does not
  * serve, say), so `/health` counts them and the playground says so.

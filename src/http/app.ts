@@ -26,6 +26,7 @@ import { taskRoutes } from "./routes/tasks/tasks.ts";
 import { taskAnswerRoutes } from "./routes/tasks/answer-routes.ts";
 import { scheduleRoutes } from "./routes/tasks/schedules.ts";
 import { usageRoutes } from "./routes/usage.ts";
+import { turnRoutes } from "./routes/turns.ts";
 import { proposalRoutes } from "./routes/proposals.ts";
 import { openAIRoutes } from "./routes/openai/openai-routes.ts";
 import { skillRoutes } from "./routes/skills.ts";
@@ -103,6 +104,7 @@ export function createApp(): OpenAPIHono<AppEnv> {
   app.route("/", skillRoutes());
   app.route("/", proposalRoutes());
   app.route("/", usageRoutes());
+  app.route("/", turnRoutes());
   app.route("/", openAIRoutes());
   // Each agent as an MCP server (Streamable HTTP; not in /openapi.json: its operations are JSON-RPC).
   app.route("/", mcpServerRoutes());

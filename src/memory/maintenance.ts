@@ -4,7 +4,8 @@
 // were left pending (a failed embedding call, a room evicted before its queue ran). Rooms whose
 // messages expired are told through an injected callback: src/memory/ knows nothing of rooms.
 // Proposals too: unanswered ones expire, and answered or expired ones are deleted after a while
-// (the periods are in proposal-store.ts).
+// (the periods are in proposal-store.ts). The turn inspector's records go after
+// TURN_INSPECTION_RETENTION_MS (turn-inspection-store.ts).
 import { and, isNull, lt, ne } from "drizzle-orm";
 import type { Env } from "../env.ts";
 import type { AgentStore } from "../db/stores/agent-store.ts";
@@ -14,6 +15,7 @@ import {
   DECIDED_PROPOSAL_RETENTION_MS,
   PENDING_PROPOSAL_TTL_MS,
 } from "../db/stores/proposal-store.ts";
+import { TURN_INSPECTION_RETENTION_MS } from "../db/stores/turn-inspection-store.ts";
 import { memories } from "../db/schema.ts";
 import { errorField, log } from "../log.ts";
 
@@ -31,6 +33,8 @@ export interface MaintenanceReport {
   proposalsExpired: number;
   /** Answered or expired proposals past their retention, deleted. */
   proposalsDeleted: number;
+  /** Turn inspector records past their retention, deleted. */
+  inspectionsDeleted: number;
 }
 
 export interface MaintenanceOptions {
@@ -43,7 +47,7 @@ export async function runMemoryMaintenance(
   now: number,
   options: MaintenanceOptions,
 ): Promise<MaintenanceReport> {
-  const { db, pipeline, agents, proposals } = stores(env);
+  const { db, pipeline, agents, proposals, inspections } = stores(env);
   const report: MaintenanceReport = {
     agentsChecked: 0,
     expired: 0,
@@ -51,6 +55,7 @@ export async function runMemoryMaintenance(
     embedded: 0,
     proposalsExpired: 0,
     proposalsDeleted: 0,
+    inspectionsDeleted: 0,
   };
 
   for (let after: string | undefined, more = true; more; ) {
@@ -79,6 +84,11 @@ export async function runMemoryMaintenance(
   } catch (error) {
     // The memory upkeep below must still run.
     log.warn("maintenance_proposals_failed", { error: errorField(error) });
+  }
+  try {
+    report.inspectionsDeleted = await inspections.prune(now - TURN_INSPECTION_RETENTION_MS);
+  } catch (error) {
+    log.warn("maintenance_inspections_failed", { error: errorField(error) });
   }
 
   const stale = await db

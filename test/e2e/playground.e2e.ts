@@ -164,6 +164,7 @@ async function main(): Promise<void> {
           ["/", "text/html"],
           ["/playground.js", "javascript"],
           ["/playground-usage.js", "javascript"],
+          ["/playground-inspector.js", "javascript"],
           ["/playground.css", "text/css"],
         ] as const) {
           const response = await fetch(`${base}${path}`);
@@ -470,6 +471,62 @@ async function main(): Promise<void> {
           (await failedTurn.textContent())?.includes("(model)"),
           `the failed turn after the reload: ${await failedTurn.textContent().catch(() => "none")}`,
         );
+      },
+    );
+
+    await step(
+      "opens the turn inspector on a reply: the prompt's sections with tokens, memories, the tool call, the model calls",
+      async () => {
+        const reply = page.locator("#log .msg.agent", { hasText: "In Paris it is now" });
+        const inspect = reply.locator("button.inspect");
+        await inspect.click();
+        check((await inspect.getAttribute("aria-expanded")) === "true", "Inspect not expanded");
+        const panel = reply.locator(".inspector");
+        await panel.locator("h4", { hasText: "Prompt:" }).waitFor();
+        const sections = panel.locator(".inspect-sections > li");
+        const names = await sections.locator(".inspect-name").allTextContents();
+        check(names.includes("character") && names.at(-1) === "message", `sections: ${names}`);
+        check(
+          (await sections.locator("svg.inspect-bar").count()) === names.length,
+          "a section without its bar",
+        );
+        const figures = await sections.locator(".inspect-figure").allTextContents();
+        check(
+          figures.every((figure) => /^[\d,]+ tokens?$/.test(figure)),
+          `token counts: ${figures}`,
+        );
+        // The admin token sees the prompt's text: the person's own message is its last section.
+        await sections.last().locator("summary").click();
+        check(
+          (await sections.last().locator("pre").textContent()) === "What time is it in Paris?",
+          "the message section's text is not shown",
+        );
+        check(
+          (await panel.locator("h4", { hasText: "Memories used (" }).count()) === 1,
+          "no memories heading",
+        );
+        const tool = panel.locator(".inspect-tool", { hasText: "current_time" });
+        check(
+          /ok · \d+ ms/.test((await tool.locator(".badge").textContent()) ?? ""),
+          "the tool call's duration is not shown",
+        );
+        await tool.locator("summary").click();
+        check(
+          (await tool.locator("pre").first().textContent())?.includes("Europe/Paris"),
+          "the tool call's arguments are not shown",
+        );
+        check(
+          (await panel.locator("svg.inspect-timeline rect.inspect-call").count()) === 2,
+          "the timeline does not show the two model calls",
+        );
+        await reply.screenshot({ path: `${ARTIFACTS}/playground-inspector.png` });
+        // A fresh reply has its Inspect control too (its record lands just after the reply).
+        await page.fill("#message", "echo: inspect me");
+        await page.press("#message", "Enter");
+        const fresh = page.locator("#log .msg.agent", { hasText: "inspect me" }).last();
+        await fresh.locator("button.inspect").click();
+        await fresh.locator(".inspector h4", { hasText: "Model calls (1)" }).waitFor();
+        await page.locator("#send:not([disabled])").waitFor();
       },
     );
 

@@ -45,6 +45,8 @@ interface World {
   bTokenId: string;
   bTaskId: string;
   bScheduleId: string;
+  /** B's turn on each agent, by agent id (for the turn inspector). */
+  bTurns: Record<string, string>;
 }
 
 interface Attack {
@@ -171,6 +173,10 @@ const ATTACKS: Record<string, (w: World, agent: string) => Attack> = {
   }),
   "GET /agents/{agentId}/skills": (_w, a) => ({ method: "GET", path: `/agents/${a}/skills` }),
   "GET /agents/{agentId}/usage": (_w, a) => ({ method: "GET", path: `/agents/${a}/usage?by=user` }),
+  "GET /agents/{agentId}/turns/{turnId}": (w, a) => ({
+    method: "GET",
+    path: `/agents/${a}/turns/${w.bTurns[a]}`,
+  }),
   "POST /agents/{agentId}/skills": (_w, a) => ({
     method: "POST",
     path: `/agents/${a}/skills`,
@@ -265,12 +271,14 @@ async function buildWorld(): Promise<World> {
   const as = (method: string, path: string, body: unknown) =>
     api(method, path, { token: b.token, body });
   model.respondWith(() => ({ text: "Noted." }));
+  const bTurns: Record<string, string> = {};
   for (const agent of [shared, bOwn]) {
     const said = await as("POST", `/agents/${agent}/messages`, {
       userId: B_USER,
       text: `Remember: ${SECRETS.message}`,
     });
     expect(said.status).toBe(200);
+    bTurns[agent] = (await json<{ turnId: string }>(said)).turnId;
   }
   const fact = await as("POST", "/memories", {
     memories: [{ agentId: shared, type: "fact", userId: B_USER, text: SECRETS.fact }],
@@ -306,6 +314,7 @@ async function buildWorld(): Promise<World> {
     bTokenId: b.id,
     bTaskId: taskId,
     bScheduleId: (await json<{ scheduleId: string }>(schedule)).scheduleId,
+    bTurns,
   };
 }
 

@@ -223,6 +223,22 @@ const REQUESTS: Record<string, () => Promise<MatrixRequest>> = {
     withAgent((id) => ({ path: `/agents/${id}/skills`, status: 200 })),
   "GET /agents/{agentId}/usage": async () =>
     withAgent((id) => ({ path: `/agents/${id}/usage?by=user`, status: 200 })),
+  "GET /agents/{agentId}/turns/{turnId}": async () => {
+    // A replied turn, kept for the inspector after the reply.
+    const id = await createTestAgent();
+    const { turnId } = await admin(
+      "POST",
+      `/agents/${id}/messages`,
+      { userId: "u1", text: "hi" },
+      200,
+    );
+    const path = `/agents/${id}/turns/${String(turnId)}`;
+    await vi.waitFor(async () => expect((await api("GET", path)).status).toBe(200), {
+      timeout: 5_000,
+      interval: 50,
+    });
+    return { path, agentId: id, status: 200 };
+  },
   "POST /agents/{agentId}/skills": async () =>
     withAgent((id) => ({ path: `/agents/${id}/skills`, body: SKILL, status: 201 })),
   "GET /agents/{agentId}/skills/{name}": async () => {

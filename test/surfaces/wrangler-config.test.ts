@@ -40,6 +40,7 @@ describe("wrangler.toml run_worker_first", () => {
       "/index.html",
       "/playground.js",
       "/playground-usage.js",
+      "/playground-inspector.js",
       "/playground.css",
       "/vendor/swagger-ui-dist/swagger-ui.css",
     ];

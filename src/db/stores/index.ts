@@ -31,6 +31,7 @@ import { createSkillStore, type SkillStore } from "./skill-store.ts";
 import { createD1SpendLedger } from "./spend-ledger.ts";
 import { createEvaluatorFailures, type EvaluatorFailures } from "./evaluator-failures.ts";
 import { createTokenStore, type TokenStore } from "./token-store.ts";
+import { createTurnInspectionStore, type TurnInspectionStore } from "./turn-inspection-store.ts";
 import { createVectorizeIndex } from "../../memory/vectorize-index.ts";
 
 export interface Stores {
@@ -42,6 +43,8 @@ export interface Stores {
   spend: SpendLedger;
   /** After-reply evaluators that failed, per day (for /health). */
   evaluatorFailures: EvaluatorFailures;
+  /** What replied turns kept for the turn inspector. */
+  inspections: TurnInspectionStore;
   /** The runtime's MemoryStore (messages, facts, rooms, relationships). */
   memories: MemoryStore;
   messages: MessageHistory;
@@ -81,6 +84,7 @@ export function stores(env: Env): Stores {
     tokens: createTokenStore(db),
     spend: createD1SpendLedger(db),
     evaluatorFailures: createEvaluatorFailures(db),
+    inspections: createTurnInspectionStore(db),
     memories: createD1MemoryStore(db),
     messages: createMessageHistory(db),
     posts: createMediaPostStore(db),

@@ -110,6 +110,10 @@ export async function createRoomRuntime(
   if (tracer) events.subscribe(tracer.record);
   // A failed evaluator is counted for /health, off the reply path; a count that fails is logged.
   events.subscribe((event) => {
+    if (event.type === "inspection_not_recorded") {
+      log.warn("turn_inspection_not_recorded", { agentId, turnId: event.turnId });
+      return;
+    }
     if (event.type !== "evaluator_failed") return;
     const failure = { agentId: event.agentId, evaluator: event.evaluator, at: event.at };
     backends.evaluatorFailures.record(failure).catch((error: unknown) => {
@@ -173,6 +177,7 @@ export async function createRoomRuntime(
     limits: { ...DEFAULT_LIMITS, contextTokens: config.maxContextTokens },
     spend,
     dailyTokenLimit: config.dailyTokenLimit,
+    inspections: backends.inspections,
   });
   return {
     runner,

@@ -14,7 +14,9 @@ import {
 /**
  * What a principal may ask for. `memory.share` is writing what every user of the agent sees (lore,
  * shared facts, knowledge); `task.answer` is approving, answering or cancelling someone's task;
- * `task.read` is reading one task under the same tenant rule (the MCP server's `get_task`).
+ * `task.read` is reading one task under the same tenant rule (the MCP server's `get_task`);
+ * `turn.read` is reading what a turn kept for the inspector (its user's, and with `content` the
+ * prompt's text and the tool calls' arguments and results).
  */
 export type Action =
   | "agent.read"
@@ -25,6 +27,7 @@ export type Action =
   | "memory.share"
   | "task.answer"
   | "task.read"
+  | "turn.read"
   | "tools.write"
   | "media.write"
   | "admin";
@@ -39,6 +42,10 @@ export interface Target {
   requester?: Principal | null;
   /** For `memory.read` and `memory.write` by a user-prefix token: the request names no user. */
   spansUsers?: boolean;
+  /** For `turn.read`: whose turn it was. */
+  turnUserId?: string;
+  /** For `turn.read`: the prompt's text and the tools' arguments and results are asked for too. */
+  content?: boolean;
 }
 
 export type Decision = { allowed: true } | { allowed: false; reason: string };
@@ -52,6 +59,7 @@ const SCOPE_OF: Record<Action, Scope> = {
   "memory.share": "memories:write",
   "task.answer": "messages:write",
   "task.read": "agents:read",
+  "turn.read": "agents:read",
   "tools.write": "tools:write",
   "media.write": "media:write",
   admin: "admin",
@@ -148,6 +156,17 @@ function decideForToken(token: TokenPrincipal, action: Action, target: Target): 
       return taskTenantRefusal(token, target.requester ?? null, "answer or cancel");
     case "task.read":
       return taskTenantRefusal(token, target.requester ?? null, "read");
+    case "turn.read":
+      // A prompt holds the character's instructions and what every user shares: a tenant's token
+      // sees its own users' turns in outline only. Another user's turn is not its to see at all.
+      if (prefix === null) return ALLOWED;
+      if (target.turnUserId === undefined || !target.turnUserId.startsWith(prefix))
+        return refuse(`this turn is not one of the users whose id starts with "${prefix}"`);
+      return target.content === true
+        ? refuse(
+            `this token is limited to users whose id starts with "${prefix}": it may not read a turn's prompt or tool results`,
+          )
+        : ALLOWED;
     default:
       return ALLOWED;
   }

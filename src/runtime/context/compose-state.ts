@@ -10,6 +10,7 @@ import type { MemoryStore } from "../ports/memory.ts";
 import type { ChatMessage } from "../ports/model.ts";
 import type { MemoryRetriever } from "../ports/retrieval.ts";
 import type { ToolDefinition, ToolSourceStatus } from "../ports/tools.ts";
+import type { MatchedBy } from "../turn/turn-inspection.ts";
 
 /** Token budgets of the long-term memory sections of the prompt. */
 export interface MemoryBudgets {
@@ -50,6 +51,8 @@ export interface ProviderResult {
   messages?: ChatMessage[];
   /** Long-term memories whose text is in `text`, for whoever watches the turn. */
   memories?: UsedMemory[];
+  /** How each of `memories` was found (same order); absent: not searched (the person's facts). */
+  matchedBy?: MatchedBy[];
 }
 
 export interface Provider {
@@ -64,6 +67,10 @@ export interface ComposedState {
   history: ChatMessage[];
   /** The long-term memories in `sections`, in prompt order. */
   memories: UsedMemory[];
+  /** Each section and history with the provider that wrote it, for the turn inspector. */
+  parts: Array<{ name: string; text: string } | { name: string; messages: ChatMessage[] }>;
+  /** For each of `memories`: the provider that put it there and the search legs that found it. */
+  found: Array<{ provider: string; matchedBy: MatchedBy | null }>;
 }
 
 export async function composeState(
@@ -88,13 +95,25 @@ export async function composeState(
       }),
     ),
   );
-  const state: ComposedState = { sections: [], history: [], memories: [] };
-  for (const result of results) {
-    if (!result) continue;
-    if (result.text) state.sections.push(result.text);
-    if (result.messages) state.history.push(...result.messages);
-    if (result.memories) state.memories.push(...result.memories);
-  }
+  const state: ComposedState = { sections: [], history: [], memories: [], parts: [], found: [] };
+  results.forEach((result, i) => {
+    if (!result) return;
+    const name = ordered[i]!.name;
+    if (result.text) {
+      state.sections.push(result.text);
+      state.parts.push({ name, text: result.text });
+    }
+    if (result.messages && result.messages.length > 0) {
+      state.history.push(...result.messages);
+      state.parts.push({ name, messages: result.messages });
+    }
+    if (result.memories) {
+      state.memories.push(...result.memories);
+      result.memories.forEach((_, j) => {
+        state.found.push({ provider: name, matchedBy: result.matchedBy?.[j] ?? null });
+      });
+    }
+  });
   return state;
 }
 

@@ -80,9 +80,11 @@ export const knowledgeProvider: Provider = {
     );
     if (entries.length === 0) return null;
     // One passage per hit (neighbours are folded into it), so the kept prefix maps back to hits.
+    const kept = hits.slice(0, entries.length);
     return {
       text: quoteData("Relevant knowledge", entries),
-      memories: hits.slice(0, entries.length).map((hit) => usedMemory(hit.memory, hit.score)),
+      memories: kept.map((hit) => usedMemory(hit.memory, hit.score)),
+      matchedBy: kept.map((hit) => hit.matchedBy),
     };
   },
 };
@@ -121,9 +123,11 @@ export const recallProvider: Provider = {
       (entry) => tokens.count(entry.text) + 10,
     );
     if (entries.length === 0) return null;
+    const kept = older.slice(0, entries.length);
     return {
       text: quoteData("Earlier in this conversation", entries),
-      memories: older.slice(0, entries.length).map((hit) => usedMemory(hit.memory, hit.score)),
+      memories: kept.map((hit) => usedMemory(hit.memory, hit.score)),
+      matchedBy: kept.map((hit) => hit.matchedBy),
     };
   },
 };

@@ -112,7 +112,16 @@ export type RuntimeEvent =
       code: string;
       reason: string;
     }
-  | { type: "spend_not_recorded"; agentId: string; at: number; tokens: number; reason: string };
+  | { type: "spend_not_recorded"; agentId: string; at: number; tokens: number; reason: string }
+  | {
+      /** A replied turn's record for the turn inspector could not be stored. */
+      type: "inspection_not_recorded";
+      turnId: string;
+      agentId: string;
+      roomId: string;
+      at: number;
+      reason: string;
+    };
 
 export interface EventSink {
   emit(event: RuntimeEvent): void;

@@ -21,6 +21,15 @@ import { decideByRules, decideWithModel, type RespondDecision } from "./respond-
 import type { TokenCounter } from "../util/tokens.ts";
 import { ToolExecutor } from "./tool-executor.ts";
 import { runToolLoop, type ToolLoopResult } from "./tool-loop.ts";
+import {
+  finishInspection,
+  type InspectionDraft,
+  inspectedMemories,
+  noteModelCalls,
+  PendingInspections,
+  startInspection,
+  type TurnInspectionSink,
+} from "./turn-inspection.ts";
 import type {
   RespondOptions,
   RuntimeLimits,
@@ -61,6 +70,8 @@ export interface TurnRunnerDeps {
   spend?: SpendLedger;
   /** Tokens an agent may spend per UTC day unless its character says otherwise; null: none. */
   dailyTokenLimit?: number | null;
+  /** Where replied turns are kept for the turn inspector; absent: they are not. */
+  inspections?: TurnInspectionSink;
 }
 
 export interface TurnRunner {
@@ -77,6 +88,9 @@ export interface TurnRunner {
 }
 
 export function createTurnRunner(deps: TurnRunnerDeps): TurnRunner {
+  // A replied turn's draft waits here for its afterReply (lost with an eviction in between: that
+  // turn is then not kept for inspection, which costs nothing else).
+  const pending = deps.inspections ? new PendingInspections() : null;
   return {
     async receive(input) {
       const memory: Memory = {
@@ -105,7 +119,7 @@ export function createTurnRunner(deps: TurnRunnerDeps): TurnRunner {
     },
 
     async respond(character, input) {
-      const outcome = await respondOrPause(deps, character, input, {});
+      const outcome = await respondOrPause(deps, character, input, {}, pending);
       // Without canAskApproval the tool loop refuses such calls instead of pausing.
       if (outcome.status === "awaiting_approval")
         throw new AppError(
@@ -117,14 +131,19 @@ export function createTurnRunner(deps: TurnRunnerDeps): TurnRunner {
     },
 
     respondOrPause(character, input, options) {
-      return respondOrPause(deps, character, input, options);
+      return respondOrPause(deps, character, input, options, pending);
     },
 
     async afterReply(character, input, outcome) {
       const memory = deps.afterReplyMemory ?? deps.memory;
+      const draft = pending?.take(outcome.turnId);
       // The reply and its spend are stored before the evaluators that may read the conversation
-      // run; the interaction count runs alongside them (a store may send the three together).
+      // run; the interaction count runs alongside them (a store may send the three together), and
+      // so does the turn's record for the inspector.
       const stored = Promise.all([
+        draft && outcome.status === "replied"
+          ? recordInspection(deps, input, outcome, draft)
+          : null,
         outcome.replyMemory ? memory.saveMemory(outcome.replyMemory) : null,
         outcome.spent || outcome.spentTokens
           ? recordUsage(
@@ -173,8 +192,10 @@ async function respondOrPause(
   character: Character,
   input: TurnInput,
   options: RespondOptions,
+  pending: PendingInspections | null,
 ): Promise<TurnOutcome | TurnPause> {
   const started = deps.clock.now();
+  const draft = pending ? startInspection(started, options.resume !== undefined) : null;
   const ids = { turnId: input.turnId, agentId: input.agentId, roomId: input.roomId };
   deps.events.emit({
     type: "run_started",
@@ -231,7 +252,7 @@ async function respondOrPause(
     session = new ModelSession({
       model: deps.model,
       choice,
-      events: deps.events,
+      events: draft ? noteModelCalls(deps.events, draft) : deps.events,
       now: () => deps.clock.now(),
       ids,
       resume,
@@ -246,7 +267,7 @@ async function respondOrPause(
       controller.signal,
       options,
       // A resumed turn was answered when it started.
-      { admitted, rules: rules ?? { respond: true, reason: "resumed" }, extra },
+      { admitted, rules: rules ?? { respond: true, reason: "resumed" }, extra, draft },
     );
     emitEnded(
       deps,
@@ -266,6 +287,7 @@ async function respondOrPause(
     else {
       outcome.spent = spent;
       outcome.spentTokens = spent.inputTokens + spent.outputTokens;
+      if (draft && outcome.status === "replied") pending?.set(input.turnId, draft);
     }
     return outcome;
   } catch (error) {
@@ -291,6 +313,7 @@ async function respondOrPause(
       emitEnded(deps, ids, started, "replied", session);
       outcome.spent = spentSince(session, resume);
       outcome.spentTokens = outcome.spent.inputTokens + outcome.spent.outputTokens;
+      if (draft) pending?.set(input.turnId, draft);
       return outcome;
     }
     emitEnded(deps, ids, started, "failed", session);
@@ -335,9 +358,11 @@ async function respondWith(
     rules: RespondDecision | "ask";
     /** What the attachments add to the person's message. */
     extra: { text: string; images: string[] } | undefined;
+    /** What the turn inspector is told, when turns are kept for it. */
+    draft: InspectionDraft | null;
   },
 ): Promise<TurnOutcome | TurnPause> {
-  const { admitted, rules, extra } = decided;
+  const { admitted, rules, extra, draft } = decided;
   const executor = new ToolExecutor({
     host: deps.tools,
     tools: await deps.tools.list(),
@@ -444,6 +469,10 @@ async function respondWith(
     ...state.history,
     current,
   ];
+  if (draft) {
+    draft.parts.push(...state.parts, { name: "message", text: content });
+    draft.memories = inspectedMemories(state.memories, state.found);
+  }
   const result = await runToolLoop({ ...loop, messages, turnStart: messages.length - 1 });
   if (signal.aborted) throw new Error("turn timeout");
   return result.kind === "paused"
@@ -615,6 +644,31 @@ function usageRecord(
     error: detail.error,
     at: deps.clock.now(),
   };
+}
+
+/** The inspector's record of a replied turn; losing it is logged, never a failed turn. */
+async function recordInspection(
+  deps: TurnRunnerDeps,
+  input: TurnInput,
+  outcome: TurnOutcome,
+  draft: InspectionDraft,
+): Promise<void> {
+  if (!deps.inspections) return;
+  const ids = { agentId: input.agentId, roomId: input.roomId, userId: input.userId };
+  try {
+    await deps.inspections.record(
+      finishInspection(draft, outcome, ids, deps.tokens, deps.clock.now()),
+    );
+  } catch (error) {
+    deps.events.emit({
+      type: "inspection_not_recorded",
+      turnId: input.turnId,
+      agentId: input.agentId,
+      roomId: input.roomId,
+      at: deps.clock.now(),
+      reason: error instanceof Error ? error.message : String(error),
+    });
+  }
 }
 
 /** Counting never fails a turn: a lost count only makes the ceiling more lenient (and is logged). */

@@ -98,6 +98,21 @@ describe("tokens", () => {
       reason: 'this task belongs to users whose id starts with "acme:"; this token may not read it',
     });
   });
+
+  it("reads a turn for the inspector: its own users' only, and their prompt only without a prefix", () => {
+    const reader = (over: Partial<TokenPrincipal>) => token({ scopes: ["agents:read"], ...over });
+    const acmeReader = reader({ userPrefix: "acme:" });
+    const turnOf = (turnUserId: string, content = false) => ({ turnUserId, content });
+    expect(allowed(acmeReader, "turn.read", turnOf("acme:al"))).toBe(true);
+    expect(allowed(acmeReader, "turn.read", turnOf("acme:al", true))).toBe(false);
+    expect(allowed(acmeReader, "turn.read", turnOf("globex:bob"))).toBe(false);
+    expect(allowed(acmeReader, "turn.read", turnOf("discord:1"))).toBe(false);
+    // Without a prefix, any user's turn, reserved namespaces included: it is read, not spoken as.
+    expect(allowed(reader({}), "turn.read", turnOf("discord:1", true))).toBe(true);
+    expect(allowed(admin, "turn.read", turnOf("globex:bob", true))).toBe(true);
+    expect(allowed(acme, "turn.read", turnOf("acme:al"))).toBe(false);
+    expect(allowed(member(), "turn.read", turnOf("discord:1"))).toBe(false);
+  });
 });
 
 describe("platform members", () => {

@@ -1,0 +1,263 @@
+// The playground's turn inspector (docs/observability.md#turn-inspector): an "Inspect" control on
+// each agent reply that opens what the turn kept, from GET /agents/:id/turns/:turnId: the prompt's
+// sections with their token counts as bars, the memories used and which search found them, the
+// tool calls with durations and results, and the model calls on a small timeline. Bars are SVG
+// drawn with DOM calls (the page's CSP allows no inline style); server text goes on as text only.
+
+const SVG_NS = "http://www.w3.org/2000/svg";
+/** The record is written just after the reply: a fresh reply's may not be there yet. */
+const RETRIES = 4;
+const RETRY_MS = 600;
+const LEGS = { text: "full-text", vector: "vector", neighbour: "next to a hit" };
+
+function svg(tag, attributes = {}, ...children) {
+  const node = document.createElementNS(SVG_NS, tag);
+  for (const [key, value] of Object.entries(attributes)) node.setAttribute(key, String(value));
+  for (const child of children) if (child !== null && child !== undefined) node.append(child);
+  return node;
+}
+
+/** A horizontal bar, `share` of the width (0..1), sized by the stylesheet. */
+function bar(share, label) {
+  const width = `${Math.max(0.5, Math.min(100, share * 100)).toFixed(2)}%`;
+  return svg(
+    "svg",
+    { class: "inspect-bar", role: "img", "aria-label": label, preserveAspectRatio: "none" },
+    svg("rect", { class: "inspect-bar-track", x: 0, y: 0, width: "100%", height: "100%" }),
+    svg("rect", { class: "inspect-bar-fill", x: 0, y: 0, width, height: "100%" }),
+  );
+}
+
+const tokensText = (count) => `${count.toLocaleString()} token${count === 1 ? "" : "s"}`;
+
+function pretty(value) {
+  if (typeof value === "string") {
+    try {
+      return JSON.stringify(JSON.parse(value), null, 2);
+    } catch {
+      return value;
+    }
+  }
+  return JSON.stringify(value, null, 2) ?? String(value);
+}
+
+/**
+ * @param {{ el: Function, api: Function, explain: Function, agentPath: (suffix?: string) => string }} page
+ */
+export function turnInspector(page) {
+  const { el, api, explain, agentPath } = page;
+
+  function sections(turn) {
+    const total = turn.sections.reduce((sum, section) => sum + section.tokens, 0);
+    const rows = turn.sections.map((section) => {
+      const line = el(
+        "span",
+        { class: "inspect-row" },
+        el("span", { class: "inspect-name", text: section.name }),
+        bar(
+          total > 0 ? section.tokens / total : 0,
+          `${section.name}: ${tokensText(section.tokens)}`,
+        ),
+        el("span", { class: "inspect-figure", text: tokensText(section.tokens) }),
+      );
+      if (typeof section.text !== "string") return el("li", {}, line);
+      return el(
+        "li",
+        {},
+        el(
+          "details",
+          {},
+          el("summary", {}, line),
+          el("pre", { class: "small", text: section.text }),
+        ),
+      );
+    });
+    return [
+      el("h4", { text: `Prompt: ${tokensText(total)}` }),
+      turn.resumed
+        ? el("p", {
+            class: "muted small",
+            text: "Resumed after an approval: the prompt was composed before the pause and is not kept.",
+          })
+        : null,
+      el("ol", { class: "inspect-list inspect-sections" }, ...rows),
+    ];
+  }
+
+  function memories(turn) {
+    if (!Array.isArray(turn.memories))
+      return [
+        el("h4", { text: "Memories" }),
+        el("p", {
+          class: "muted small",
+          text: "Seeing the memories needs the memories:read scope.",
+        }),
+      ];
+    return [
+      el("h4", { text: `Memories used (${turn.memories.length})` }),
+      turn.memories.length === 0
+        ? el("p", { class: "muted small", text: "None." })
+        : el(
+            "ol",
+            { class: "inspect-list small" },
+            ...turn.memories.map((m) =>
+              el(
+                "li",
+                { class: "inspect-memory" },
+                el("span", { class: "badge", text: m.type }),
+                el("span", {
+                  class: "muted",
+                  text: ` ${m.provider} · ${
+                    m.matchedBy
+                      ? `found by ${m.matchedBy.map((leg) => LEGS[leg] ?? leg).join(" + ")}`
+                      : "known about the person"
+                  }${typeof m.score === "number" ? ` · score ${m.score.toFixed(3)}` : ""}`,
+                }),
+                el("div", { text: m.text }),
+              ),
+            ),
+          ),
+    ];
+  }
+
+  function tools(turn) {
+    if (turn.tools.length === 0) return [];
+    return [
+      el("h4", { text: `Tool calls (${turn.tools.length})` }),
+      el(
+        "ol",
+        { class: "inspect-list small" },
+        ...turn.tools.map((call) =>
+          el(
+            "li",
+            { class: "inspect-tool" },
+            el("strong", { text: call.name }),
+            el("span", {
+              class: `badge ${call.ok ? "state-ready" : "state-failed"}`,
+              text: `${call.ok ? "ok" : "failed"} · ${call.durationMs} ms${call.cached ? " · cached" : ""}`,
+            }),
+            "arguments" in call
+              ? el(
+                  "details",
+                  {},
+                  el("summary", { text: "arguments and result" }),
+                  el("pre", { text: pretty(call.arguments) }),
+                  el("pre", { text: pretty(call.output ?? "") }),
+                )
+              : null,
+          ),
+        ),
+      ),
+    ];
+  }
+
+  /** Each model request as a bar from its start to its end, over the turn's duration. */
+  function timeline(turn) {
+    if (turn.modelCalls.length === 0) return [];
+    const span = Math.max(
+      1,
+      turn.durationMs,
+      ...turn.modelCalls.map((call) => call.startMs + call.durationMs),
+    );
+    const rowHeight = 18;
+    const height = rowHeight * turn.modelCalls.length;
+    const picture = svg("svg", {
+      class: "inspect-timeline",
+      viewBox: `0 0 1000 ${height}`,
+      preserveAspectRatio: "none",
+      height,
+      role: "img",
+      "aria-label": `Model calls over the turn's ${span} ms`,
+    });
+    turn.modelCalls.forEach((call, i) => {
+      const x = (call.startMs / span) * 1000;
+      const width = Math.max(3, (call.durationMs / span) * 1000);
+      picture.append(
+        svg(
+          "rect",
+          {
+            class: call.error ? "inspect-call failed" : "inspect-call",
+            x,
+            y: i * rowHeight + 3,
+            width,
+            height: rowHeight - 6,
+          },
+          svg("title", {}, `${call.model}: ${call.startMs}-${call.startMs + call.durationMs} ms`),
+        ),
+      );
+    });
+    const rows = turn.modelCalls.map((call) =>
+      el("li", {
+        text: `${call.responseModel ?? call.model} · starts at ${call.startMs} ms · ${call.durationMs} ms · ${call.inputTokens}+${call.outputTokens} tokens · ${call.error ? `failed: ${call.error}` : (call.finishReason ?? "no finish reason")}`,
+      }),
+    );
+    return [
+      el("h4", { text: `Model calls (${turn.modelCalls.length}) over ${span} ms` }),
+      picture,
+      el("ol", { class: "inspect-list small" }, ...rows),
+    ];
+  }
+
+  function render(turn) {
+    return [
+      ...sections(turn),
+      turn.content
+        ? null
+        : el("p", {
+            class: "muted small",
+            text: "The prompt's text and the tools' arguments and results need a token without a user prefix.",
+          }),
+      ...memories(turn),
+      ...tools(turn),
+      ...timeline(turn),
+    ];
+  }
+
+  async function load(turnId, fresh) {
+    const path = agentPath(`/turns/${encodeURIComponent(turnId)}`);
+    for (let attempt = 0; ; attempt += 1) {
+      try {
+        return await api("GET", path);
+      } catch (error) {
+        if (!fresh || error?.status !== 404 || attempt >= RETRIES) throw error;
+        await new Promise((resolve) => setTimeout(resolve, RETRY_MS));
+      }
+    }
+  }
+
+  /** The "Inspect" control for one reply, and the panel it opens below it. */
+  function control(turnId, { fresh = false } = {}) {
+    const panel = el("div", { class: "inspector", hidden: true, "aria-live": "polite" });
+    let loaded = false;
+    const button = el("button", {
+      type: "button",
+      class: "secondary small inspect",
+      text: "Inspect",
+      "aria-expanded": "false",
+      onclick: async () => {
+        const open = panel.hidden;
+        panel.hidden = !open;
+        button.setAttribute("aria-expanded", String(open));
+        button.textContent = open ? "Close inspector" : "Inspect";
+        if (!open || loaded) return;
+        panel.replaceChildren(el("p", { class: "muted small", text: "Loading the turn…" }));
+        try {
+          const turn = await load(turnId, fresh);
+          loaded = true;
+          panel.replaceChildren(...render(turn).filter(Boolean));
+        } catch (error) {
+          const needs =
+            error?.status === 403
+              ? "The inspector needs the agents:read scope for this agent. "
+              : "";
+          panel.replaceChildren(
+            el("p", { class: "error small", text: `${needs}${explain(error)}` }),
+          );
+        }
+      },
+    });
+    return { button, panel };
+  }
+
+  return { control };
+}
