@@ -13,6 +13,7 @@ export const PLAYGROUND_FILES = [
   "/playground.js",
   "/playground-skills.js",
   "/playground-usage.js",
+  "/playground-inspector.js",
   "/playground.css",
 ];
 export const DOCS_FILES = [

@@ -18,6 +18,7 @@ import { createTurnRunner, type TurnRunnerDeps } from "../../../src/runtime/turn
 import { createEventBus } from "../../../src/runtime/util/events.ts";
 import { DEFAULT_LIMITS } from "../../../src/runtime/turn/turn-types.ts";
 import type { ChatMessage } from "../../../src/runtime/ports/model.ts";
+import type { TurnInspection } from "../../../src/runtime/turn/turn-inspection.ts";
 import {
   character,
   eventRecorder,
@@ -287,6 +288,41 @@ describe("evaluators", () => {
     bus.emit({ type: "evaluator_failed", ...ids, evaluator: "reflection", reason: "404" });
     bus.emit({ type: "run_started", ...ids, userId: "u", source: "rest" });
     expect(lines.map((line) => JSON.parse(line).level)).toEqual(["warn", "info"]);
+  });
+});
+
+describe("the turn inspector's record", () => {
+  it("keeps a replied turn's sections with tokens, its model calls and tools, after the reply and not before", async () => {
+    const kept: TurnInspection[] = [];
+    const system: Provider = {
+      name: "character",
+      position: 0,
+      get: async () => ({ text: "You are Nova." }),
+    };
+    const d = await deps({
+      providers: [system, historyProvider],
+      inspections: { record: async (inspection) => void kept.push(inspection) },
+    });
+    const runner = createTurnRunner(d);
+    const input = turnInput({ source: "rest", text: "Hello there" });
+    await runner.receive(input);
+    const outcome = await runner.respond(character(), input);
+    expect(kept).toEqual([]);
+    await runner.afterReply(character(), input, outcome);
+    expect(kept).toHaveLength(1);
+    const [record] = kept;
+    expect(record).toMatchObject({ turnId: "turn-1", userId: "user-1", resumed: false, tools: [] });
+    expect(record!.sections.map(({ name, text }) => [name, text])).toEqual([
+      ["character", "You are Nova."],
+      ["message", "Hello there"],
+    ]);
+    for (const section of record!.sections) expect(section.tokens).toBeGreaterThan(0);
+    expect(record!.modelCalls).toEqual([
+      expect.objectContaining({ model: "big", startMs: expect.any(Number), error: null }),
+    ]);
+    // Kept once: afterReply again (a replay) records nothing more.
+    await runner.afterReply(character(), input, outcome);
+    expect(kept).toHaveLength(1);
   });
 });
 
