@@ -5,6 +5,7 @@
 // own users' turns in outline and never another user's (404, as if it did not exist).
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
+import { runMemoryMaintenance } from "../../src/memory/maintenance.ts";
 import { api, createTestAgent, json, mintToken, useModelStandIn } from "../helpers/api.ts";
 
 const model = useModelStandIn();
@@ -12,6 +13,7 @@ const quiet = { settings: { memory: { factsEvery: 1000 } } };
 
 interface Inspection {
   turnId: string;
+  startedAt: number;
   userId: string;
   content: boolean;
   resumed: boolean;
@@ -184,6 +186,23 @@ describe("GET /agents/:agentId/turns/:turnId", () => {
     const response = await inspect(agentId, crypto.randomUUID());
     expect(response.status).toBe(404);
     expect((await json<{ error: { code: string } }>(response)).error.code).toBe("not_found");
+  });
+
+  it("keeps a turn 7 days: the hourly upkeep deletes it after, and the route then says so", async () => {
+    const { agentId, turnId } = await turnWithMemoriesAndTool("alice");
+    const turn = await kept(agentId, turnId);
+    const upkeep = (now: number) =>
+      runMemoryMaintenance(env, now, { forgetRoomHistory: async () => undefined });
+    const DAY_MS = 86_400_000;
+    await upkeep(turn.startedAt + 7 * DAY_MS - 60_000);
+    expect((await inspect(agentId, turnId)).status).toBe(200);
+    const report = await upkeep(turn.startedAt + 7 * DAY_MS + 60_000);
+    expect(report.inspectionsDeleted).toBeGreaterThanOrEqual(1);
+    const gone = await inspect(agentId, turnId);
+    expect(gone.status).toBe(404);
+    expect((await json<{ error: { message: string } }>(gone)).error.message).toContain(
+      "was not kept for inspection",
+    );
   });
 
   it("says plainly that a turn from before the inspector was not kept", async () => {
