@@ -7,7 +7,7 @@ import type { MiddlewareHandler } from "hono";
 import { routePath } from "hono/route";
 import type { Env } from "../env.ts";
 import { withSpanContext } from "./current-context.ts";
-import { exportSpans, traceConfig } from "./otlp.ts";
+import { queueSpans, traceConfig } from "./otlp.ts";
 import { endSpan, SpanBatch } from "./spans.ts";
 import { parseTraceparent } from "./trace-context.ts";
 
@@ -36,7 +36,7 @@ export function traceRequests(): MiddlewareHandler<{ Bindings: Env }> {
         Date.now(),
         status >= 500 ? { ok: false, message: `HTTP ${status}` } : undefined,
       );
-      c.executionCtx.waitUntil(exportSpans(config, batch.spans));
+      queueSpans(config, batch.spans, (work) => c.executionCtx.waitUntil(work));
     }
   };
 }

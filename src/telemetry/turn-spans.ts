@@ -3,11 +3,11 @@
 // with OpenTelemetry's GenAI attributes) and each tool call (`execute_tool <tool>`). The turn
 // continues the trace of the request that asked for it: the worker hands the room a traceparent
 // (carryTrace), since a Durable Object RPC has no headers. Turns nobody asked over HTTP (a Discord
-// Gateway message, a replay after an eviction) start a trace of their own. The spans are exported
-// together when the turn ends, through waitUntil.
+// Gateway message, a replay after an eviction) start a trace of their own. When the turn ends, its
+// spans join the isolate's next export (otlp.ts), kept alive by waitUntil.
 import type { ObservedModelCall } from "../runtime/turn/model-session.ts";
 import type { RuntimeEvent } from "../runtime/ports/events.ts";
-import { exportSpans, type TraceConfig } from "./otlp.ts";
+import { queueSpans, type TraceConfig } from "./otlp.ts";
 import { endSpan, type Span, SpanBatch } from "./spans.ts";
 import { hashedId, parseTraceparent } from "./trace-context.ts";
 
@@ -41,7 +41,7 @@ export interface TurnTracer {
 export function createTurnTracer(
   config: TraceConfig,
   waitUntil: (work: Promise<unknown>) => void,
-  exportOptions: Parameters<typeof exportSpans>[2] = {},
+  exportOptions: Parameters<typeof queueSpans>[3] = {},
 ): TurnTracer {
   const open = new Map<string, OpenTurn>();
   const id = (value: string) => (config.plainIds ? value : hashedId(value));
@@ -130,7 +130,7 @@ export function createTurnTracer(
           event.at,
           event.status === "failed" ? { ok: false, message: "the turn failed" } : undefined,
         );
-        waitUntil(exportSpans(config, turn.batch.spans, exportOptions));
+        queueSpans(config, turn.batch.spans, waitUntil, exportOptions);
         return;
       }
       default:

@@ -1,6 +1,7 @@
 // The turn tracer on the pure runtime's events, without a worker: message content goes into the
 // model spans only when OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT asks for it, ids are
-// plain only when OTEL_TRACE_PLAIN_IDS says so, and the exporter writes OTLP's JSON encoding.
+// plain only when OTEL_TRACE_PLAIN_IDS says so, the exporter writes OTLP's JSON encoding, and an
+// isolate's spans go out in batches.
 import { describe, expect, it } from "vitest";
 import { historyProvider } from "../../src/runtime/context/history-provider.ts";
 import { createBuiltinToolHost } from "../../src/runtime/turn/builtin-tools.ts";
@@ -8,7 +9,14 @@ import { createTurnRunner } from "../../src/runtime/turn/turn-runner.ts";
 import { DEFAULT_LIMITS } from "../../src/runtime/turn/turn-types.ts";
 import { createEventBus } from "../../src/runtime/util/events.ts";
 import { loadTokenCounter } from "../../src/runtime/util/tokens.ts";
-import { type otlpBody, parseHeaders, type TraceConfig } from "../../src/telemetry/otlp.ts";
+import {
+  MAX_BATCH_SPANS,
+  type otlpBody,
+  parseHeaders,
+  queueSpans,
+  type TraceConfig,
+} from "../../src/telemetry/otlp.ts";
+import { SpanBatch } from "../../src/telemetry/spans.ts";
 import { createTurnTracer } from "../../src/telemetry/turn-spans.ts";
 import {
   character,
@@ -32,6 +40,7 @@ async function tracedTurn(config: TraceConfig) {
   const bodies: unknown[] = [];
   const pending: Promise<unknown>[] = [];
   const tracer = createTurnTracer(config, (work) => pending.push(work), {
+    flushAfterMs: 0,
     fetcher: async (_url, init) => {
       bodies.push(JSON.parse(String(init?.body)));
       return new Response("{}");
@@ -96,6 +105,37 @@ describe("the turn tracer", () => {
       },
     ]);
     expect(attr(spans[0]!, "user.id")).toEqual({ stringValue: "alice" });
+  });
+
+  it("gathers an isolate's spans into one POST, and sends a full batch at once", async () => {
+    const posts: number[] = [];
+    const pending: Promise<unknown>[] = [];
+    const options = {
+      flushAfterMs: 30,
+      fetcher: async (_url: RequestInfo | URL, init?: RequestInit) => {
+        posts.push(JSON.stringify(init?.body).split("spanId").length - 1);
+        return new Response("{}");
+      },
+    };
+    const config = { ...CONFIG };
+    const spans = (count: number) => {
+      const batch = new SpanBatch();
+      for (let i = 0; i < count; i++) batch.add("s", { start: 1, end: 2 });
+      return batch.spans;
+    };
+    queueSpans(config, spans(3), (work) => pending.push(work), options);
+    queueSpans(config, spans(2), (work) => pending.push(work), options);
+    await Promise.all(pending);
+    expect(posts).toEqual([5]);
+    // 500 at once do not wait for the timer.
+    const started = Date.now();
+    queueSpans(config, spans(MAX_BATCH_SPANS), (work) => pending.push(work), {
+      ...options,
+      flushAfterMs: 60_000,
+    });
+    await Promise.all(pending);
+    expect(posts).toEqual([5, MAX_BATCH_SPANS]);
+    expect(Date.now() - started).toBeLessThan(10_000);
   });
 
   it("reads OTEL_EXPORTER_OTLP_HEADERS as the exporter spec writes it", () => {
