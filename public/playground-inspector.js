@@ -1,7 +1,7 @@
 // The playground's turn inspector (docs/observability.md#turn-inspector): an "Inspect" control on
 // each agent reply that opens what the turn kept, from GET /agents/:id/turns/:turnId: the prompt's
 // sections with their token counts as bars, the memories used and which search found them, the
-// tool calls with durations and results, and the model calls on a small timeline. Bars are SVG
+// tool calls with durations and results, and the model and tool calls on a timeline. Bars are SVG
 // drawn with DOM calls (the page's CSP allows no inline style); server text goes on as text only.
 
 const SVG_NS = "http://www.w3.org/2000/svg";
@@ -136,6 +136,9 @@ export function turnInspector(page) {
               class: `badge ${call.ok ? "state-ready" : "state-failed"}`,
               text: `${call.ok ? "ok" : "failed"} · ${call.durationMs} ms${call.cached ? " · cached" : ""}`,
             }),
+            typeof call.startMs === "number"
+              ? el("span", { class: "muted", text: `at ${call.startMs} ms` })
+              : null,
             "arguments" in call
               ? el(
                   "details",
@@ -151,38 +154,51 @@ export function turnInspector(page) {
     ];
   }
 
-  /** Each model request as a bar from its start to its end, over the turn's duration. */
+  /**
+   * Each model request and tool call as a bar from its start to its end, over the turn's duration,
+   * one row each in the order they started (tools in their own colour).
+   */
   function timeline(turn) {
     if (turn.modelCalls.length === 0) return [];
-    const span = Math.max(
-      1,
-      turn.durationMs,
-      ...turn.modelCalls.map((call) => call.startMs + call.durationMs),
-    );
+    const spans = [
+      ...turn.modelCalls.map((call) => ({
+        kind: call.error ? "inspect-call failed" : "inspect-call",
+        label: call.model,
+        startMs: call.startMs,
+        durationMs: call.durationMs,
+      })),
+      ...turn.tools
+        .filter((call) => typeof call.startMs === "number")
+        .map((call) => ({
+          kind: "inspect-span-tool",
+          label: call.name,
+          startMs: call.startMs,
+          durationMs: call.durationMs,
+        })),
+    ].sort((a, b) => a.startMs - b.startMs);
+    const span = Math.max(1, turn.durationMs, ...spans.map((s) => s.startMs + s.durationMs));
     const rowHeight = 18;
-    const height = rowHeight * turn.modelCalls.length;
+    const height = rowHeight * spans.length;
     const picture = svg("svg", {
       class: "inspect-timeline",
       viewBox: `0 0 1000 ${height}`,
       preserveAspectRatio: "none",
       height,
       role: "img",
-      "aria-label": `Model calls over the turn's ${span} ms`,
+      "aria-label": `Model and tool calls over the turn's ${span} ms`,
     });
-    turn.modelCalls.forEach((call, i) => {
-      const x = (call.startMs / span) * 1000;
-      const width = Math.max(3, (call.durationMs / span) * 1000);
+    spans.forEach((s, i) => {
       picture.append(
         svg(
           "rect",
           {
-            class: call.error ? "inspect-call failed" : "inspect-call",
-            x,
+            class: s.kind,
+            x: (s.startMs / span) * 1000,
             y: i * rowHeight + 3,
-            width,
+            width: Math.max(3, (s.durationMs / span) * 1000),
             height: rowHeight - 6,
           },
-          svg("title", {}, `${call.model}: ${call.startMs}-${call.startMs + call.durationMs} ms`),
+          svg("title", {}, `${s.label}: ${s.startMs}-${s.startMs + s.durationMs} ms`),
         ),
       );
     });

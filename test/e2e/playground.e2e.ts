@@ -519,6 +519,10 @@ async function main(): Promise<void> {
           (await panel.locator("svg.inspect-timeline rect.inspect-call").count()) === 2,
           "the timeline does not show the two model calls",
         );
+        check(
+          (await panel.locator("svg.inspect-timeline rect.inspect-span-tool").count()) === 1,
+          "the timeline does not show the tool call",
+        );
         await reply.screenshot({ path: `${ARTIFACTS}/playground-inspector.png` });
         // A fresh reply has its Inspect control too (its record lands just after the reply).
         await page.fill("#message", "echo: inspect me");

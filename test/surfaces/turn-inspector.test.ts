@@ -29,6 +29,7 @@ interface Inspection {
   tools: {
     name: string;
     ok: boolean;
+    startMs: number | null;
     durationMs: number;
     arguments?: unknown;
     output?: string;
@@ -128,7 +129,10 @@ describe("GET /agents/:agentId/turns/:turnId", () => {
       finishReason: "tool_calls",
     });
     expect(turn.modelCalls[1]).toMatchObject({ inputTokens: 150, finishReason: "stop" });
-    expect(turn.modelCalls[1]!.startMs).toBeGreaterThanOrEqual(turn.modelCalls[0]!.startMs);
+    // The tool ran between the two model calls.
+    const tool = turn.tools[0]!;
+    expect(tool.startMs).toBeGreaterThanOrEqual(turn.modelCalls[0]!.startMs);
+    expect(tool.startMs! + tool.durationMs).toBeLessThanOrEqual(turn.modelCalls[1]!.startMs + 1);
   });
 
   it("leaves the memories out for a token without memories:read", async () => {

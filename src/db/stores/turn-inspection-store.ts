@@ -41,6 +41,7 @@ export const TurnInspectionShape = z.object({
       name: z.string(),
       ok: z.boolean(),
       cached: z.boolean(),
+      startMs: z.number().nullable(),
       durationMs: z.number(),
       arguments: z.unknown(),
       output: z.string(),

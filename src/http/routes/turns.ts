@@ -64,6 +64,9 @@ const InspectedTool = z.object({
   name: z.string(),
   ok: z.boolean(),
   cached: z.boolean(),
+  startMs: z.number().nullable().openapi({
+    description: "From the turn's start; null for a call made before an approval's pause",
+  }),
   durationMs: z.number(),
   model: z.string(),
   arguments: z.unknown().optional().openapi({ description: "As `text` of a section" }),

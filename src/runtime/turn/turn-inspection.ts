@@ -41,6 +41,8 @@ export interface InspectedTool {
   name: string;
   ok: boolean;
   cached: boolean;
+  /** Milliseconds from the turn's start; null for a call made before an approval's pause. */
+  startMs: number | null;
   durationMs: number;
   arguments: unknown;
   /** What the model saw, cut to MAX_TOOL_RECORD_CHARS as the turn's record is. */
@@ -89,17 +91,19 @@ export interface InspectionDraft {
   parts: Array<{ name: string; text: string } | { name: string; messages: ChatMessage[] }>;
   memories: InspectedMemory[];
   modelCalls: Extract<RuntimeEvent, { type: "model_called" }>[];
+  toolCalls: Extract<RuntimeEvent, { type: "tool_called" }>[];
 }
 
 export function startInspection(startedAt: number, resumed: boolean): InspectionDraft {
-  return { startedAt, resumed, parts: [], memories: [], modelCalls: [] };
+  return { startedAt, resumed, parts: [], memories: [], modelCalls: [], toolCalls: [] };
 }
 
-/** The turn's events, passed on, with its model requests noted in the draft. */
-export function noteModelCalls(events: EventSink, draft: InspectionDraft): EventSink {
+/** The turn's events, passed on, with its model requests and tool calls noted in the draft. */
+export function noteCalls(events: EventSink, draft: InspectionDraft): EventSink {
   return {
     emit(event) {
       if (event.type === "model_called") draft.modelCalls.push(event);
+      else if (event.type === "tool_called") draft.toolCalls.push(event);
       events.emit(event);
     },
   };
@@ -141,11 +145,12 @@ export function finishInspection(
     resumed: draft.resumed,
     sections,
     memories: draft.memories,
-    tools: outcome.toolCalls.map((call) => ({
+    tools: outcome.toolCalls.map((call, i) => ({
       id: call.id,
       name: call.name,
       ok: call.ok,
       cached: call.cached,
+      startMs: toolStart(draft, outcome.toolCalls.length, i, call.name),
       durationMs: call.durationMs,
       arguments: call.arguments,
       output: call.output,
@@ -162,6 +167,16 @@ export function finishInspection(
       error: call.error,
     })),
   };
+}
+
+/**
+ * When the i-th tool call started: this run's calls are the last of the outcome's (a resumed
+ * turn's list starts with those made before the pause), each told by one `tool_called` event.
+ */
+function toolStart(draft: InspectionDraft, count: number, i: number, name: string): number | null {
+  const event = draft.toolCalls[i - (count - draft.toolCalls.length)];
+  if (!event || event.tool !== name) return null;
+  return Math.max(0, event.at - event.durationMs - draft.startedAt);
 }
 
 function messageLine(message: ChatMessage): string {

@@ -25,7 +25,7 @@ import {
   finishInspection,
   type InspectionDraft,
   inspectedMemories,
-  noteModelCalls,
+  noteCalls,
   PendingInspections,
   startInspection,
   type TurnInspectionSink,
@@ -252,7 +252,7 @@ async function respondOrPause(
     session = new ModelSession({
       model: deps.model,
       choice,
-      events: draft ? noteModelCalls(deps.events, draft) : deps.events,
+      events: draft ? noteCalls(deps.events, draft) : deps.events,
       now: () => deps.clock.now(),
       ids,
       resume,
@@ -377,7 +377,7 @@ async function respondWith(
   const loop = {
     session,
     executor,
-    events: deps.events,
+    events: draft ? noteCalls(deps.events, draft) : deps.events,
     now: () => deps.clock.now(),
     ids: {
       turnId: input.turnId,
