@@ -22,23 +22,46 @@ interface Waiting {
   reject: (error: unknown) => void;
 }
 
+/** One round trip to D1, for whoever watches them (a tracer: src/telemetry/turn-spans.ts). */
+export interface D1Trip {
+  statements: number;
+  /** Milliseconds since the epoch. */
+  start: number;
+  end: number;
+  ok: boolean;
+}
+
 /** The binding, with calls started in the same task sent as one batch (see the top of this file). */
-export function sharedTrips(binding: D1Database): D1Database {
+export function sharedTrips(binding: D1Database, watch?: (trip: D1Trip) => void): D1Database {
   let waiting: Waiting[] = [];
   const real = new WeakMap<object, D1PreparedStatement>();
 
   const flush = async () => {
     const taken = waiting;
     waiting = [];
+    const start = Date.now();
+    const statements = taken.reduce((count, entry) => count + entry.statements.length, 0);
+    const done = (ok: boolean) => watch?.({ statements, start, end: Date.now(), ok });
     if (taken.length === 1) {
       const [only] = taken;
-      await only!.alone().then(only!.resolve, only!.reject);
+      await only!.alone().then(
+        (results) => {
+          done(true);
+          only!.resolve(results);
+        },
+        (error: unknown) => {
+          done(false);
+          only!.reject(error);
+        },
+      );
       return;
     }
     let results: D1Result[];
     try {
       results = await binding.batch(taken.flatMap((entry) => entry.statements));
+      done(true);
     } catch {
+      done(false);
       await Promise.all(taken.map((entry) => entry.alone().then(entry.resolve, entry.reject)));
       return;
     }

@@ -6,6 +6,7 @@
 // Gateway message, a replay after an eviction) start a trace of their own. When the turn ends, its
 // spans join the isolate's next export (otlp.ts), kept alive by waitUntil.
 import type { ObservedModelCall } from "../runtime/turn/model-session.ts";
+import type { D1Trip } from "../db/shared-trips.ts";
 import type { RuntimeEvent } from "../runtime/ports/events.ts";
 import { queueSpans, type TraceConfig } from "./otlp.ts";
 import { endSpan, type Span, SpanBatch } from "./spans.ts";
@@ -36,6 +37,8 @@ export interface TurnTracer {
   fieldsFor(event: RuntimeEvent): Record<string, string>;
   /** For the model session: each call's content, when OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true. */
   observe: ((call: ObservedModelCall) => void) | undefined;
+  /** A round trip to D1 the room made (src/db/shared-trips.ts): a span in each turn under way. */
+  d1Trip: (trip: D1Trip) => void;
 }
 
 export function createTurnTracer(
@@ -150,6 +153,24 @@ export function createTurnTracer(
     observe: config.captureContent
       ? (call) => open.get(call.turnId)?.content.push(call)
       : undefined,
+    d1Trip(trip) {
+      // A trip started together by the room's turns under way is theirs alike; one after a
+      // turn's end (its reply's write) is not in its trace.
+      for (const turn of open.values()) {
+        const span = turn.batch.add("batch", {
+          kind: "client",
+          parent: turn.span,
+          start: trip.start,
+          end: trip.end,
+          attributes: {
+            "db.system.name": "cloudflare.d1",
+            "db.operation.name": "batch",
+            "db.operation.batch.size": trip.statements,
+          },
+        });
+        if (!trip.ok) span.status = { ok: false, message: "the D1 trip failed" };
+      }
+    },
   };
 }
 

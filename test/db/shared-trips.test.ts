@@ -3,7 +3,7 @@
 // a failing statement fails only its own caller, with nothing of the shared batch left written.
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
-import { sharedTrips } from "../../src/db/shared-trips.ts";
+import { type D1Trip, sharedTrips } from "../../src/db/shared-trips.ts";
 import { countTrips } from "../helpers/d1-trips.ts";
 
 beforeAll(async () => {
@@ -82,6 +82,24 @@ describe("shared D1 trips", () => {
     // The shared batch, then each caller's own statements again.
     expect(counter.calls()).toBe(5);
     expect(await rowsLike("fail-")).toEqual([{ id: "fail-a", n: 1 }]);
+  });
+
+  it("tells its watcher of each trip: how many statements, whether it went through", async () => {
+    const trips: D1Trip[] = [];
+    const db = sharedTrips(env.DB, (trip) => trips.push(trip));
+    const insert = db.prepare("INSERT INTO shared_trips_rows (id, n) VALUES (?, ?)");
+    await Promise.all([
+      insert.bind("watched-a", 1).run(),
+      db.batch([insert.bind("watched-b", 2), insert.bind("watched-c", 3)]),
+    ]);
+    await insert.bind("watched-d", 4).run();
+    await expect(insert.bind("watched-e", -1).run()).rejects.toThrow();
+    expect(trips.map(({ statements, ok }) => ({ statements, ok }))).toEqual([
+      { statements: 3, ok: true },
+      { statements: 1, ok: true },
+      { statements: 1, ok: false },
+    ]);
+    for (const trip of trips) expect(trip.end).toBeGreaterThanOrEqual(trip.start);
   });
 
   it("refuses a column the row does not have, as D1's first(column) does", async () => {

@@ -132,6 +132,17 @@ describe("traces", () => {
     expect(attribute(chat, "gen_ai.usage.output_tokens")).toBe(9);
     expect(attribute(chat, "gen_ai.response.finish_reasons")).toEqual(["stop"]);
     expect(BigInt(chat.endTimeUnixNano)).toBeGreaterThanOrEqual(BigInt(chat.startTimeUnixNano));
+    // The room's D1 round trips during the turn: the one before the model carries several
+    // statements (the inbound message's write, the history and memory reads).
+    const trips = spans.filter((span) => span.name === "batch");
+    expect(trips.length).toBeGreaterThanOrEqual(1);
+    for (const trip of trips) {
+      expect(trip.parentSpanId).toBe(turn.spanId);
+      expect(attribute(trip, "db.system.name")).toBe("cloudflare.d1");
+    }
+    expect(
+      Math.max(...trips.map((trip) => attribute(trip, "db.operation.batch.size") as number)),
+    ).toBeGreaterThanOrEqual(2);
     // Ids are hashed; no message text is in any span.
     const agent = attribute(turn, "gen_ai.agent.id") as string;
     expect(agent).toMatch(/^h:[0-9a-f]{16}$/);

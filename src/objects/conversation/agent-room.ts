@@ -30,7 +30,7 @@ import { buildRoomParts, type RoomParts } from "./room-parts.ts";
 import { releaseSpentKey, repeatedKeyResult, replayStream, TurnWaiters } from "./turn-waiters.ts";
 import { amendMessage } from "./journal-edits.ts";
 import { failedTurnsOf } from "./failed-turns.ts";
-import { sharedTrips } from "../../db/shared-trips.ts";
+import { type D1Trip, sharedTrips } from "../../db/shared-trips.ts";
 import { stores } from "../../db/stores/index.ts";
 
 /**
@@ -49,6 +49,7 @@ export abstract class AgentRoomBase extends Agent<Env> implements AgentRoomRpc {
   private readonly replies = new AfterReplyChain();
   /** A `resumeTurns` schedule is stored and has not started yet: new turns need no other. */
   private wakeArmed = false;
+  private readonly trips: { watch: ((trip: D1Trip) => void) | null };
 
   protected abstract platform(): RoomPlatform;
 
@@ -57,7 +58,10 @@ export abstract class AgentRoomBase extends Agent<Env> implements AgentRoomRpc {
     // reply) share one round trip (src/db/shared-trips.ts). Its own binding: the rooms of an
     // isolate must not send each other's calls, and what is built per env (stores.ts) is cheap
     // where it is per room (the agents' vector caches and characters are per isolate).
-    super(ctx, { ...env, DB: sharedTrips(env.DB) });
+    // Each trip is watched by the room's tracer, once its runtime has one (src/telemetry/).
+    const trips: { watch: ((trip: D1Trip) => void) | null } = { watch: null };
+    super(ctx, { ...env, DB: sharedTrips(env.DB, (trip) => trips.watch?.(trip)) });
+    this.trips = trips;
   }
 
   override onStart(): void {
@@ -250,7 +254,11 @@ export abstract class AgentRoomBase extends Agent<Env> implements AgentRoomRpc {
   private getRuntime(): Promise<RoomRuntime> {
     const settled = () => this.replies.settled();
     const waitUntil = (work: Promise<unknown>) => this.ctx.waitUntil(work);
-    this.runtime ??= createRoomRuntime(this.env, this.agentId(), { settled, waitUntil }).catch(
+    this.runtime ??= createRoomRuntime(this.env, this.agentId(), { settled, waitUntil }).then(
+      (runtime) => {
+        this.trips.watch = runtime.tracer?.d1Trip ?? null;
+        return runtime;
+      },
       (error) => {
         this.runtime = null;
         throw error;

@@ -28,7 +28,7 @@ import { stores } from "../../db/stores/index.ts";
 import type { EmbeddingPipeline } from "../../memory/embedding-pipeline.ts";
 import { createEventBus, type EventBus } from "../../runtime/util/events.ts";
 import { traceConfig } from "../../telemetry/otlp.ts";
-import { createTurnTracer } from "../../telemetry/turn-spans.ts";
+import { createTurnTracer, type TurnTracer } from "../../telemetry/turn-spans.ts";
 import { characterProvider } from "../../runtime/context/character-provider.ts";
 import { historyProvider } from "../../runtime/context/history-provider.ts";
 import { timeProvider } from "../../runtime/context/time-provider.ts";
@@ -51,6 +51,8 @@ import { createAgentAsker } from "../conversation/agent-calls.ts";
 export interface RoomRuntime {
   runner: TurnRunner;
   events: EventBus;
+  /** Turns the events into spans when traces are on (OTEL_EXPORTER_OTLP_ENDPOINT); else null. */
+  tracer: TurnTracer | null;
   config: Config;
   history: RoomHistoryStore;
   agents: AgentStore;
@@ -182,6 +184,7 @@ export async function createRoomRuntime(
   return {
     runner,
     events,
+    tracer,
     config,
     history: memory,
     agents: backends.agents,
