@@ -106,7 +106,7 @@ export function queueSpans(
   if (spans.length === 0) return;
   let batch = gathering.get(config);
   if (!batch) {
-    let sendNow = () => undefined as void;
+    let sendNow: () => void = () => {};
     const due = new Promise<void>((resolve) => {
       sendNow = resolve;
       setTimeout(resolve, options.flushAfterMs ?? FLUSH_AFTER_MS);
