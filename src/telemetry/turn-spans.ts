@@ -10,11 +10,12 @@ import type { D1Trip } from "../db/shared-trips.ts";
 import type { RuntimeEvent } from "../runtime/ports/events.ts";
 import { queueSpans, type TraceConfig } from "./otlp.ts";
 import { endSpan, type Span, SpanBatch } from "./spans.ts";
-import { hashedId, parseTraceparent } from "./trace-context.ts";
+import { hashedId, parseTraceparent, type SpanContext } from "./trace-context.ts";
 
 /** Turns handed a traceparent that have not started yet, per isolate; the oldest go first. */
 const carried = new Map<string, string>();
 const MAX_CARRIED = 1_000;
+const MAX_ENDED = 1_000;
 
 /** The worker's traceparent for a turn the room will run (SubmitTurnRequest.traceparent). */
 export function carryTrace(turnId: string, traceparent: string | undefined): void {
@@ -39,6 +40,17 @@ export interface TurnTracer {
   observe: ((call: ObservedModelCall) => void) | undefined;
   /** A round trip to D1 the room made (src/db/shared-trips.ts): a span in each turn under way. */
   d1Trip: (trip: D1Trip) => void;
+  /** A reply handed to its channel (Discord), after its turn: a span of that turn's trace. */
+  delivered: (delivery: Delivery) => void;
+}
+
+export interface Delivery {
+  turnId: string;
+  /** The surface: "discord". */
+  surface: string;
+  start: number;
+  end: number;
+  ok: boolean;
 }
 
 export function createTurnTracer(
@@ -47,6 +59,8 @@ export function createTurnTracer(
   exportOptions: Parameters<typeof queueSpans>[3] = {},
 ): TurnTracer {
   const open = new Map<string, OpenTurn>();
+  /** Turns that ended, for the spans of their replies' deliveries, which come after. */
+  const ended = new Map<string, SpanContext>();
   const id = (value: string) => (config.plainIds ? value : hashedId(value));
 
   const begin = (event: Extract<RuntimeEvent, { type: "run_started" }>): OpenTurn => {
@@ -118,12 +132,29 @@ export function createTurnTracer(
         if (!event.ok) call.status = { ok: false, message: "the tool failed" };
         return;
       }
+      case "context_composed": {
+        if (!turn) return;
+        turn.batch.add("compose_context", {
+          parent: turn.span,
+          start: event.startedAt,
+          end: event.at,
+          attributes: {
+            "edge_agents.context.memories": event.memories,
+            "edge_agents.retrieval.hits.text": event.hits.text,
+            "edge_agents.retrieval.hits.vector": event.hits.vector,
+            "edge_agents.retrieval.hits.neighbour": event.hits.neighbour,
+          },
+        });
+        return;
+      }
       case "tool_approval_requested":
         if (turn) turn.span.attributes["edge_agents.approval.tool"] = event.tool;
         return;
       case "run_ended": {
         if (!turn) return;
         open.delete(event.turnId);
+        ended.set(event.turnId, { traceId: turn.span.traceId, spanId: turn.span.spanId });
+        if (ended.size > MAX_ENDED) ended.delete(ended.keys().next().value as string);
         turn.span.attributes["edge_agents.turn.status"] = event.status;
         turn.span.attributes["gen_ai.usage.input_tokens"] = event.usage.promptTokens;
         turn.span.attributes["gen_ai.usage.output_tokens"] = event.usage.completionTokens;
@@ -153,6 +184,20 @@ export function createTurnTracer(
     observe: config.captureContent
       ? (call) => open.get(call.turnId)?.content.push(call)
       : undefined,
+    delivered(delivery) {
+      const parent = ended.get(delivery.turnId) ?? open.get(delivery.turnId)?.span;
+      if (!parent) return;
+      const batch = new SpanBatch();
+      const span = batch.add(`deliver ${delivery.surface}`, {
+        kind: "client",
+        parent,
+        start: delivery.start,
+        end: delivery.end,
+        attributes: { "edge_agents.delivery.surface": delivery.surface },
+      });
+      if (!delivery.ok) span.status = { ok: false, message: "the delivery failed" };
+      queueSpans(config, batch.spans, waitUntil, exportOptions);
+    },
     d1Trip(trip) {
       // A trip started together by the room's turns under way is theirs alike; one after a
       // turn's end (its reply's write) is not in its trace.

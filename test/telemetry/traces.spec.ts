@@ -4,7 +4,9 @@
 // ids hashed and no message content; a client's traceparent is continued; a collector that fails
 // or hangs costs the turn nothing and is counted on /health; log lines carry the trace id.
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { createDiscordStandIn } from "../stand-ins/discord-stand-in.ts";
 import { createOpenAIStandIn } from "../stand-ins/openai-stand-in.ts";
+import { chat, post, useAgentIn } from "../helpers/discord.ts";
 import { api, createTestAgent, json, MODEL_HOST } from "../helpers/api.ts";
 
 interface OtlpSpan {
@@ -25,6 +27,7 @@ interface Export {
 }
 
 const model = createOpenAIStandIn();
+const discord = createDiscordStandIn();
 let exports: Export[] = [];
 let collector: "ok" | "fail" | "hang" = "ok";
 
@@ -34,6 +37,7 @@ beforeEach(() => {
     const request = new Request(input, init);
     const url = new URL(request.url);
     if (url.host === MODEL_HOST) return model.fetch(input, init);
+    if (url.host === "discord.test") return discord.fetch(input, init);
     if (url.host === "collector.test") {
       expect(url.pathname).toBe("/otlp/v1/traces");
       if (collector === "hang")
@@ -62,6 +66,7 @@ beforeEach(() => {
 afterEach(() => {
   vi.restoreAllMocks();
   model.reset();
+  discord.reset();
   exports = [];
   collector = "ok";
 });
@@ -143,6 +148,11 @@ describe("traces", () => {
     expect(
       Math.max(...trips.map((trip) => attribute(trip, "db.operation.batch.size") as number)),
     ).toBeGreaterThanOrEqual(2);
+    // The context composed, with what each search leg found (nothing yet in a new agent).
+    const compose = spans.find((span) => span.name === "compose_context")!;
+    expect(compose.parentSpanId).toBe(turn.spanId);
+    expect(attribute(compose, "edge_agents.retrieval.hits.text")).toBe(0);
+    expect(attribute(compose, "edge_agents.context.memories")).toBe(0);
     // Ids are hashed; no message text is in any span.
     const agent = attribute(turn, "gen_ai.agent.id") as string;
     expect(agent).toMatch(/^h:[0-9a-f]{16}$/);
@@ -184,6 +194,24 @@ describe("traces", () => {
     expect(attribute(tool, "gen_ai.tool.name")).toBe("remember");
     expect(spans.filter((span) => span.name === "chat test-primary")).toHaveLength(2);
     expect(JSON.stringify(spans)).not.toContain("likes tea");
+  });
+
+  it("a Discord /chat is one trace from the interaction to the reply's delivery", async () => {
+    const channel = "800000000000000321";
+    await useAgentIn(channel);
+    model.script({ model: "test-primary", text: "Hello from the bot." });
+    const response = await post(chat(channel, "hello bot"));
+    expect(response.status).toBe(200);
+    const spans = await traceWith("deliver discord", 4);
+    const request = spans.find((span) => span.name === "POST /discord/interactions")!;
+    const turn = spans.find((span) => span.name === "invoke_agent")!;
+    const delivery = spans.find((span) => span.name === "deliver discord")!;
+    expect(request).toBeDefined();
+    expect(turn.parentSpanId).toBe(request.spanId);
+    expect(delivery.parentSpanId).toBe(turn.spanId);
+    expect(delivery.kind).toBe(3);
+    expect(attribute(turn, "edge_agents.source")).toBe("discord");
+    expect(delivery.status?.code ?? 0).not.toBe(2);
   });
 
   it("a collector that fails or hangs costs the turn nothing: the drop is counted", async () => {

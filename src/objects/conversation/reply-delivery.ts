@@ -2,6 +2,7 @@
 // the approval prompts of paused ones, sent in turn order through one chain. What was already sent
 // is in the journal, so a delivery cut off by an eviction resumes without repeating a part. The
 // room decides when to deliver and how to retry (its durable queue); this file only sends.
+import type { Delivery } from "../../telemetry/turn-spans.ts";
 import type { JournalEntry, TurnJournal } from "./turn-journal.ts";
 import type { DeliveryTarget, PostedPrompt, ReplySurface } from "../shared/reply-surface.ts";
 import { errorField, log } from "../../log.ts";
@@ -15,6 +16,8 @@ export interface RoomDeliveryOptions {
   agentName(agentId: string): Promise<string>;
   /** A prompt that cannot be posted at all: the turn goes on as if nobody answered. */
   expireApproval(payload: { turnId: string; approvalId: string }): Promise<void>;
+  /** Told of each reply's delivery, sent or failed (the room's tracer). */
+  delivered?(delivery: Delivery): void;
 }
 
 export class RoomDelivery {
@@ -55,6 +58,15 @@ export class RoomDelivery {
     const { journal, room, surface } = this.options;
     if (!entry.delivery) return;
     if (entry.status === "awaiting_approval") return this.postApprovalPrompt(entry, entry.delivery);
+    const start = Date.now();
+    const told = (ok: boolean) =>
+      this.options.delivered?.({
+        turnId: entry.turnId,
+        surface: entry.delivery?.kind ?? "unknown",
+        start,
+        end: Date.now(),
+        ok,
+      });
     try {
       await surface.sendReply(
         entry.delivery,
@@ -67,7 +79,9 @@ export class RoomDelivery {
         (parts) => journal.markDeliveredParts(entry.turnId, parts, Date.now()),
       );
       journal.markDelivery(entry.turnId, "delivered", Date.now());
+      told(true);
     } catch (error) {
+      told(false);
       const final = surface.isPermanentFailure(error);
       log.error("discord_delivery_failed", {
         room,

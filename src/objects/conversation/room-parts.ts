@@ -47,6 +47,13 @@ export function buildRoomParts(source: RoomSource): RoomParts {
     agentName: async (agentId) =>
       (await (await source.runtime()).agents.get(agentId))?.character.name ?? agentId,
     expireApproval: (payload) => source.expireApproval(payload),
+    // The room's runtime exists by then: the turn whose reply this is ran on it.
+    delivered: (delivery) => {
+      source
+        .runtime()
+        .then((runtime) => runtime.tracer?.delivered(delivery))
+        .catch(() => undefined);
+    },
   });
   const upkeep = new RoomUpkeep({
     room: source.name,

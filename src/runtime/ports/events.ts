@@ -68,6 +68,18 @@ export type RuntimeEvent =
       error: string | null;
     }
   | {
+      /** The prompt's context composed: providers ran, long-term memory searched. */
+      type: "context_composed";
+      turnId: string;
+      agentId: string;
+      roomId: string;
+      at: number;
+      startedAt: number;
+      /** Memories in the prompt, and how many of them each search leg found (a hit may count twice). */
+      memories: number;
+      hits: { text: number; vector: number; neighbour: number };
+    }
+  | {
       type: "tool_approval_requested";
       turnId: string;
       agentId: string;

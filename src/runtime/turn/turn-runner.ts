@@ -418,6 +418,7 @@ async function respondWith(
       : buildReply(deps, input, session, result, memories);
   }
 
+  const composing = deps.clock.now();
   const state = await composeState(
     deps.providers,
     {
@@ -437,6 +438,16 @@ async function respondWith(
     },
     { timeoutMs: deps.limits.providerTimeoutMs, events: deps.events, turnId: input.turnId },
   );
+  deps.events.emit({
+    type: "context_composed",
+    turnId: input.turnId,
+    agentId: input.agentId,
+    roomId: input.roomId,
+    at: deps.clock.now(),
+    startedAt: composing,
+    memories: state.memories.length,
+    hits: legCounts(state.found),
+  });
 
   await admitted;
   options.observer?.memories?.(state.memories);
@@ -600,6 +611,15 @@ export function modelChoiceFor(character: Character, defaults: ModelChoice): Mod
     fallbacks: character.settings.modelFallbacks ?? defaults.fallbacks,
     small: character.settings.smallModel ?? defaults.small,
   };
+}
+
+/** How many of the prompt's memories each search leg found. */
+function legCounts(
+  found: ReadonlyArray<{ matchedBy: ReadonlyArray<"text" | "vector" | "neighbour"> | null }>,
+): { text: number; vector: number; neighbour: number } {
+  const hits = { text: 0, vector: 0, neighbour: 0 };
+  for (const { matchedBy } of found) for (const leg of matchedBy ?? []) hits[leg] += 1;
+  return hits;
 }
 
 /** What this run spent (a resumed turn's earlier part was counted when it paused). */
