@@ -7,6 +7,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { createDiscordStandIn } from "../stand-ins/discord-stand-in.ts";
 import { createOpenAIStandIn } from "../stand-ins/openai-stand-in.ts";
 import { chat, post, useAgentIn } from "../helpers/discord.ts";
+import { oneStepScript, scriptTask, standInResponder } from "../helpers/task-script.ts";
 import { api, createTestAgent, json, MODEL_HOST } from "../helpers/api.ts";
 
 interface OtlpSpan {
@@ -212,6 +213,31 @@ describe("traces", () => {
     expect(delivery.kind).toBe(3);
     expect(attribute(turn, "edge_agents.source")).toBe("discord");
     expect(delivery.status?.code ?? 0).not.toBe(2);
+  });
+
+  it("a task started over REST continues the request's trace: the task, its step, the step's tool call", async () => {
+    const agentId = await createTestAgent({ settings: { memory: { factsEvery: 1000 } } });
+    const script = scriptTask(
+      oneStepScript("Noted.", [
+        { toolCalls: [{ name: "remember", arguments: { fact: "the task ran" } }] },
+        { text: "Noted." },
+      ]),
+    );
+    model.respondWith(standInResponder(script) as never);
+    const started = await api("POST", `/agents/${agentId}/tasks`, {
+      body: { goal: "remember that the task ran" },
+    });
+    expect(started.status).toBe(202);
+    const spans = await traceWith("invoke_agent task", 4);
+    const request = spans.find((span) => span.name === "POST /agents/:agentId/tasks")!;
+    const task = spans.find((span) => span.name === "invoke_agent task")!;
+    const step = spans.find((span) => span.name.startsWith("task_step"))!;
+    const tool = spans.find((span) => span.name === "execute_tool remember")!;
+    expect(task.parentSpanId).toBe(request.spanId);
+    expect(step.parentSpanId).toBe(task.spanId);
+    expect(tool.parentSpanId).toBe(step.spanId);
+    expect(attribute(task, "edge_agents.task.status")).toBe("completed");
+    expect(JSON.stringify(spans)).not.toContain("the task ran");
   });
 
   it("a collector that fails or hangs costs the turn nothing: the drop is counted", async () => {

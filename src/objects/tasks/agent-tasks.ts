@@ -6,6 +6,8 @@
 // restarted object, whose onStart resumes every task that was running. A paused task (a tool
 // approval, a question for a person, a step delegated to another agent's task) holds no slot;
 // task-pauses.ts answers those pauses. Schedules fire through the SDK scheduler.
+import { traceConfig } from "../../telemetry/otlp.ts";
+import { createTaskTracer, type TaskTracer } from "../../telemetry/task-spans.ts";
 import { Agent } from "agents";
 import type { Env } from "../../env.ts";
 import { errorField, log } from "../../log.ts";
@@ -71,12 +73,16 @@ export abstract class AgentTasksBase extends Agent<Env> implements AgentTasksRpc
   private reports!: TaskReports;
   private feed!: TaskEventFeed;
   private concurrencyCache: { value: number; at: number } | null = null;
+  /** The tasks' events as spans, when traces are on (src/telemetry/task-spans.ts). */
+  private tracer: TaskTracer | null = null;
 
   /** Where tasks started on a surface report (progress, prompts, result). */
   protected abstract replySurface(): ReplySurface;
 
   override onStart(): void {
     this.surface = this.replySurface();
+    const tracing = traceConfig(this.env);
+    this.tracer = tracing ? createTaskTracer(tracing, (work) => this.ctx.waitUntil(work)) : null;
     this.store = new TaskStore(this.ctx.storage.sql);
     this.store.migrate();
     this.feed = new TaskEventFeed({
@@ -143,6 +149,7 @@ export abstract class AgentTasksBase extends Agent<Env> implements AgentTasksRpc
       };
     }
     const taskId = crypto.randomUUID();
+    this.tracer?.carry(taskId, request.traceparent);
     const now = Date.now();
     const state = newTaskState({
       taskId,
@@ -408,6 +415,7 @@ export abstract class AgentTasksBase extends Agent<Env> implements AgentTasksRpc
   }
 
   private emit(taskId: string, event: TaskEventBody): void {
+    this.tracer?.record(taskId, this.name, event, Date.now());
     this.store.appendEvent(taskId, event, Date.now());
     this.reports.line(taskId, event);
   }

@@ -4,6 +4,7 @@
 import type { Env } from "../../env.ts";
 import type { TaskEvent, TaskState } from "../../runtime/tasks/task-types.ts";
 import { RateLimitedError } from "../../runtime/util/errors.ts";
+import { currentTraceparent } from "../../telemetry/current-context.ts";
 import type {
   CreateTaskRequest,
   CreateTaskResult,
@@ -28,7 +29,10 @@ export async function createTask(
   agentId: string,
   request: CreateTaskRequest,
 ): Promise<{ taskId: string }> {
-  const result: CreateTaskResult = await stub(env, agentId).createTask(request);
+  const traceparent = request.traceparent ?? currentTraceparent();
+  const result: CreateTaskResult = await stub(env, agentId).createTask(
+    traceparent ? { ...request, traceparent } : request,
+  );
   if (!result.ok) throw new RateLimitedError(result.message, result.retryAfterSeconds);
   return { taskId: result.taskId };
 }

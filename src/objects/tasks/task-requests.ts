@@ -17,6 +17,8 @@ import type { ScheduleRecord, ScheduleSpec } from "./schedule-store.ts";
 
 export interface CreateTaskRequest {
   goal: string;
+  /** The creating request's trace context (W3C traceparent): the task's spans continue its trace. */
+  traceparent?: string;
   roomId?: string;
   limits: TaskLimits;
   source: TaskSource;
