@@ -4,10 +4,9 @@
 // speak as and where is checked in ../namespaces.ts; the memories a turn used (a person's facts)
 // are shown only to a token that may read memories, and in the history (../history-body.ts) only
 // those of users and rooms it may name.
+import { apiTurnInput, enforcePersonRate, roomRestarted } from "../api-turn.ts";
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
-import { loadConfig } from "../../config.ts";
-import { enforceRate } from "../../rate-limits/admission.ts";
-import { type AppEnv, tokenPrincipalOf } from "../app-env.ts";
+import type { AppEnv } from "../app-env.ts";
 import { guard, hasScope, keepAliveOf } from "../auth.ts";
 import {
   assertMayNameRoom,
@@ -16,8 +15,7 @@ import {
   mayBeShownMemory,
 } from "../namespaces.ts";
 import { stableStringify } from "../../runtime/util/stable-json.ts";
-import { AppError, fromSerialized } from "../../runtime/util/errors.ts";
-import type { TurnInput } from "../../runtime/turn/turn-types.ts";
+import { type AppError, fromSerialized } from "../../runtime/util/errors.ts";
 import type { StreamedTurnResult, TurnResult } from "../../objects/conversation/room-types.ts";
 import { readHistory, streamTurn, submitTurn } from "../../objects/conversation/room-client.ts";
 import { clientTurnStream, turnBody } from "../turn-body.ts";
@@ -27,7 +25,6 @@ import { stores } from "../../db/stores/index.ts";
 import { AgentIdParam, errorContent, ExternalId, RoomIdParam } from "../schemas.ts";
 import { assertAgentExists } from "../known-agents.ts";
 import { sha256Hex } from "../../runtime/util/hashing.ts";
-import { errorField, log } from "../../log.ts";
 
 export const MAX_MESSAGE_CHARS = 8_000;
 export const MAX_ATTACHMENTS = 10;
@@ -197,44 +194,30 @@ export function messageRoutes(): OpenAPIHono<AppEnv> {
       if (body.roomId !== undefined) assertMayNameRoom(principal, body.roomId);
       const showMemories = hasScope(principal, "memories:read");
       await assertAgentExists(c.env, agentId);
-      await enforceRate(
-        c.env,
-        `user:rest:${agentId}:${body.userId}`,
-        loadConfig(c.env).rateLimits.perUser,
-        `user "${body.userId}"`,
-        keepAliveOf(c),
-      );
+      await enforcePersonRate(c.env, agentId, body.userId, keepAliveOf(c));
       const roomId = body.roomId ?? defaultRoomOf(body.userId);
-      const input: TurnInput = {
-        turnId: crypto.randomUUID(),
+      const input = apiTurnInput({
         agentId,
         roomId,
         userId: body.userId,
         userName: body.userName,
         text: body.text,
-        attachments: body.attachments ?? [],
+        attachments: body.attachments,
         source: "rest",
-        isDirect: true,
-        mentioned: false,
-        fromBot: false,
-        receivedAt: Date.now(),
-        principal: tokenPrincipalOf(principal),
-      };
+        principal,
+      });
       const fingerprint = idempotencyKey
         ? await sha256Hex(stableStringify({ roomId, ...body }))
         : undefined;
       const request = { input, idempotencyKey, fingerprint, showMemories };
-      const roomRestarted = (error: unknown): AppError => {
-        // The room was reset mid-turn (deploy, eviction); its journal resumes the turn.
-        log.error("room_rpc_failed", { agentId, roomId, error: errorField(error) });
-        return new AppError(
-          "upstream",
-          503,
+      const restarted = (error: unknown): AppError =>
+        roomRestarted(
+          { agentId, roomId },
+          error,
           idempotencyKey
-            ? "the room restarted while answering; retry with the same Idempotency-Key to get the reply"
-            : "the room restarted while answering; the turn will still complete (see the room's history)",
+            ? "retry with the same Idempotency-Key to get the reply"
+            : "the turn will still complete (see the room's history)",
         );
-      };
       const markReplayed = (result: TurnResult | StreamedTurnResult): void => {
         // A replayed failure is marked too: the client learns that retrying this key will not help.
         if (result.replayed && (result.ok || result.error.code !== "conflict"))
@@ -246,7 +229,7 @@ export function messageRoutes(): OpenAPIHono<AppEnv> {
         try {
           streamed = await streamTurn(c.env, request);
         } catch (error) {
-          throw roomRestarted(error);
+          throw restarted(error);
         }
         markReplayed(streamed);
         if (!streamed.ok) throw fromSerialized(streamed.error);
@@ -264,7 +247,7 @@ export function messageRoutes(): OpenAPIHono<AppEnv> {
         // How long the room took (journal, D1, model, tools), for clients and `npm run bench`.
         c.header("Server-Timing", `turn;dur=${Date.now() - started}`);
       } catch (error) {
-        throw roomRestarted(error);
+        throw restarted(error);
       }
       markReplayed(result);
       if (!result.ok) throw fromSerialized(result.error);

@@ -3,17 +3,14 @@
 // room (whose daily spend ceiling applies), source "rest". The reply is the text content; the
 // turn id, room, user and usage are the structured content, with the memories the prompt held for
 // a token that may read memories (as over REST).
+import { apiTurnInput, enforcePersonRate, roomRestarted } from "../../api-turn.ts";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
-import { loadConfig } from "../../../config.ts";
-import { errorField, log } from "../../../log.ts";
 import { submitTurn } from "../../../objects/conversation/room-client.ts";
 import type { TurnResult } from "../../../objects/conversation/room-types.ts";
-import { enforceRate } from "../../../rate-limits/admission.ts";
 import { authorize, decide } from "../../../runtime/access/index.ts";
-import type { TurnInput } from "../../../runtime/turn/turn-types.ts";
-import { AppError, fromSerialized } from "../../../runtime/util/errors.ts";
-import { tokenPrincipalOf, type Principal } from "../../app-env.ts";
+import { fromSerialized } from "../../../runtime/util/errors.ts";
+import type { Principal } from "../../app-env.ts";
 import { defaultRoomOf } from "../../namespaces.ts";
 import { EXTERNAL_ID } from "../../schemas.ts";
 import { MAX_MESSAGE_CHARS } from "../messages.ts";
@@ -79,39 +76,25 @@ export async function chat(
   const userId = args.userId ?? defaultMcpUserOf(principal);
   authorize(principal, "message.send", { agentId, userId, roomId: args.roomId });
   // The REST route's bucket: a person's turns over REST and over MCP draw from one.
-  await enforceRate(
-    env,
-    `user:rest:${agentId}:${userId}`,
-    loadConfig(env).rateLimits.perUser,
-    `user "${userId}"`,
-    ctx.keepAlive,
-  );
+  await enforcePersonRate(env, agentId, userId, ctx.keepAlive);
   const roomId = args.roomId ?? defaultRoomOf(userId);
   const showMemories = decide(principal, "memory.read", { agentId }).allowed;
-  const input: TurnInput = {
-    turnId: crypto.randomUUID(),
+  const input = apiTurnInput({
     agentId,
     roomId,
     userId,
     text: args.message,
-    attachments: [],
     source: "rest",
-    isDirect: true,
-    mentioned: false,
-    fromBot: false,
-    receivedAt: Date.now(),
-    principal: tokenPrincipalOf(principal),
-  };
+    principal,
+  });
   let result: TurnResult;
   try {
     result = await submitTurn(env, { input, showMemories });
   } catch (error) {
-    // The room was reset mid-turn (deploy, eviction); its journal resumes the turn.
-    log.error("room_rpc_failed", { agentId, roomId, error: errorField(error) });
-    throw new AppError(
-      "upstream",
-      503,
-      "the room restarted while answering; the turn will still complete (see the room's history)",
+    throw roomRestarted(
+      { agentId, roomId },
+      error,
+      "the turn will still complete (see the room's history)",
     );
   }
   if (!result.ok) throw fromSerialized(result.error);

@@ -3,19 +3,17 @@
 // same principal check, user and room rules (../../namespaces.ts), per-user rate limit, daily
 // spend ceiling (in the room) and idempotency (the room's journal; chat-keys.ts says which
 // requests are one turn). `stream: true` answers with OpenAI's chunks (chat-response.ts).
+import { apiTurnInput, enforcePersonRate, roomRestarted } from "../../api-turn.ts";
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
-import { loadConfig } from "../../../config.ts";
-import { errorField, log } from "../../../log.ts";
 import { streamTurn, submitTurn } from "../../../objects/conversation/room-client.ts";
 import type {
   StreamedTurnResult,
   SubmitTurnRequest,
   TurnResult,
 } from "../../../objects/conversation/room-types.ts";
-import { enforceRate } from "../../../rate-limits/admission.ts";
 import { authorize } from "../../../runtime/access/index.ts";
-import { AppError, fromSerialized } from "../../../runtime/util/errors.ts";
-import { type AppEnv, tokenPrincipalOf } from "../../app-env.ts";
+import { type AppError, fromSerialized } from "../../../runtime/util/errors.ts";
+import type { AppEnv } from "../../app-env.ts";
 import { guard, keepAliveOf } from "../../auth.ts";
 import { assertAgentExists } from "../../known-agents.ts";
 import { assertMayNameRoom, assertMayNameUser } from "../../namespaces.ts";
@@ -129,32 +127,21 @@ export function registerChatCompletionRoutes(app: OpenAPIHono<AppEnv>): void {
         throw namingParam("model", error);
       });
       // The REST turn's bucket: one person has one allowance, whichever surface they use.
-      await enforceRate(
-        c.env,
-        `user:rest:${agentId}:${userId}`,
-        loadConfig(c.env).rateLimits.perUser,
-        `user "${userId}"`,
-        keepAliveOf(c),
-      );
+      await enforcePersonRate(c.env, agentId, userId, keepAliveOf(c));
 
       const fingerprint = await requestFingerprint(principal, body, roomId, userId);
       const chosenKey = headers["idempotency-key"];
       const request: SubmitTurnRequest = {
-        input: {
-          turnId: crypto.randomUUID(),
+        input: apiTurnInput({
           agentId,
           roomId,
           userId,
-          ...(turn.userName ? { userName: turn.userName } : {}),
+          userName: turn.userName,
           text: turn.text,
           attachments: turn.attachments,
           source: "openai",
-          isDirect: true,
-          mentioned: false,
-          fromBot: false,
-          receivedAt: Date.now(),
-          principal: tokenPrincipalOf(principal),
-        },
+          principal,
+        }),
         idempotencyKey: chosenKey ?? derivedKeyOf(fingerprint),
         fingerprint,
         showMemories: false,
@@ -162,16 +149,10 @@ export function registerChatCompletionRoutes(app: OpenAPIHono<AppEnv>): void {
       };
       c.header("x-room-id", roomId);
       const meta = { model: agentId, created: Math.floor(Date.now() / 1000) };
-      const roomRestarted = (error: unknown): AppError => {
-        // The room was reset mid-turn (deploy, eviction); its journal resumes the turn, and the
-        // same request (the SDKs retry a 503 on their own) finds it.
-        log.error("room_rpc_failed", { agentId, roomId, error: errorField(error) });
-        return new AppError(
-          "upstream",
-          503,
-          "the room restarted while answering; send the same request again to get the reply",
-        );
-      };
+      // The room's journal resumes the turn, and the same request (the SDKs retry a 503 on their
+      // own) finds it.
+      const restarted = (error: unknown): AppError =>
+        roomRestarted({ agentId, roomId }, error, "send the same request again to get the reply");
       const markReplayed = (result: TurnResult | StreamedTurnResult): void => {
         if (result.replayed && (result.ok || result.error.code !== "conflict"))
           c.header("Idempotent-Replayed", "true");
@@ -182,7 +163,7 @@ export function registerChatCompletionRoutes(app: OpenAPIHono<AppEnv>): void {
         try {
           streamed = await streamTurn(c.env, request);
         } catch (error) {
-          throw roomRestarted(error);
+          throw restarted(error);
         }
         markReplayed(streamed);
         if (!streamed.ok) throw fromSerialized(streamed.error);
@@ -197,7 +178,7 @@ export function registerChatCompletionRoutes(app: OpenAPIHono<AppEnv>): void {
       try {
         result = await submitTurn(c.env, request);
       } catch (error) {
-        throw roomRestarted(error);
+        throw restarted(error);
       }
       markReplayed(result);
       if (!result.ok) throw fromSerialized(result.error);
