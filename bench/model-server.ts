@@ -3,8 +3,10 @@
 // call, so the tables can show that the model itself cost nothing. Side prompts (fact extraction,
 // summaries) get valid JSON of the asked shape, as a real model would give, whatever the
 // benchmark's responder says: a "Hello!" there would make every extraction re-ask.
-import { createServer, type IncomingMessage } from "node:http";
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { setTimeout as sleep } from "node:timers/promises";
+import { hashEmbed } from "../src/runtime/retrieval/hash-embedder.ts";
 import {
   createOpenAIStandIn,
   type StandInCall,
@@ -25,13 +27,34 @@ export interface ModelServer {
    * that does not serve SMALL_MODEL would.
    */
   failSideTasks(status: number | null): void;
+  /** Requests to /embeddings since the start. */
+  embeddingCalls(): number;
+  /** Production's waits from now on (all zero: answers at once). */
+  setLatency(latency: Partial<ModelLatency>): void;
   close(): Promise<void>;
+}
+
+/**
+ * The waits of a model and an embedding API in production, for `npm run bench -- --embed-ms ...`
+ * and `bench:compare`: every chat request waits `firstTokenMs` before its first chunk (a JSON
+ * answer also waits out the writing, as the model writes at one pace), then writes
+ * `tokensPerSecond` words a second; every /embeddings request waits `embedMs`.
+ */
+export interface ModelLatency {
+  embedMs: number;
+  firstTokenMs: number;
+  /** 0: the whole answer at once after the first token's wait. */
+  tokensPerSecond: number;
 }
 
 export interface ModelServerOptions {
   /** Streamed answers (`stream: true`) pause this long between chunks: a model writing at a fixed rate. */
   chunkDelayMs?: number;
+  latency?: Partial<ModelLatency>;
 }
+
+/** The size the stand-in's /embeddings answers with when the request names none. */
+export const BENCH_EMBEDDING_DIMENSIONS = 384;
 
 export async function startModelServer(options: ModelServerOptions = {}): Promise<ModelServer> {
   const standIn = createOpenAIStandIn({ chunkDelayMs: options.chunkDelayMs });
@@ -40,15 +63,32 @@ export async function startModelServer(options: ModelServerOptions = {}): Promis
   let sideCount = 0;
   let responder: StandInResponder = () => ({ text: "ok" });
   let sideFailure: number | null = null;
-  standIn.respondWith((call) => {
+  let embeddings = 0;
+  let latency: ModelLatency = {
+    embedMs: 0,
+    firstTokenMs: 0,
+    tokensPerSecond: 0,
+    ...options.latency,
+  };
+  standIn.respondWith(async (call) => {
     const side = sideTaskAnswer(call);
-    if (!side) return responder(call);
-    sideCount += 1;
-    return sideFailure === null ? side : { status: sideFailure };
+    if (side) sideCount += 1;
+    const step = !side
+      ? await responder(call)
+      : sideFailure === null
+        ? side
+        : { status: sideFailure };
+    return withLatency(step, call, latency);
   });
   const server = createServer(async (req, res) => {
     const started = performance.now();
     const body = await readBody(req);
+    if (req.method === "POST" && req.url?.endsWith("/embeddings")) {
+      embeddings += 1;
+      await answerEmbeddings(body, latency.embedMs, res);
+      serviceTimes.push(performance.now() - started);
+      return;
+    }
     const headers = new Headers();
     for (const [name, value] of Object.entries(req.headers))
       if (typeof value === "string") headers.set(name, value);
@@ -84,8 +124,60 @@ export async function startModelServer(options: ModelServerOptions = {}): Promis
     failSideTasks: (status) => {
       sideFailure = status;
     },
+    embeddingCalls: () => embeddings,
+    setLatency: (next) => {
+      latency = { ...latency, ...next };
+    },
     close: () => new Promise((resolve) => server.close(() => resolve())),
   };
+}
+
+/** A step as the model would give it at `latency`: the first token's wait, then the writing. */
+function withLatency(step: StandInStep, call: StandInCall, latency: ModelLatency): StandInStep {
+  if (latency.firstTokenMs === 0 && latency.tokensPerSecond === 0) return step;
+  const perToken = latency.tokensPerSecond > 0 ? 1000 / latency.tokensPerSecond : 0;
+  const words = "text" in step && typeof step.text === "string" ? step.text.split(/\s+/).length : 1;
+  const streamed = call.body.stream === true;
+  return {
+    ...step,
+    delayMs: (step.delayMs ?? 0) + latency.firstTokenMs + (streamed ? 0 : words * perToken),
+    ...(streamed ? { chunkDelayMs: perToken } : {}),
+  };
+}
+
+/**
+ * An OpenAI-compatible /embeddings answer after `delayMs`: each input's hashed vector (the local
+ * embedder's own, so what is found is what the worker's local embedder would find), of the
+ * requested `dimensions`.
+ */
+async function answerEmbeddings(body: Buffer, delayMs: number, res: ServerResponse): Promise<void> {
+  let request: { input?: unknown; dimensions?: unknown; model?: unknown };
+  try {
+    request = JSON.parse(body.toString("utf8")) as typeof request;
+  } catch {
+    res.writeHead(400, { "content-type": "application/json" });
+    res.end(
+      JSON.stringify({ error: { message: "body is not JSON", type: "invalid_request_error" } }),
+    );
+    return;
+  }
+  const inputs = Array.isArray(request.input) ? request.input : [request.input];
+  const dimensions =
+    typeof request.dimensions === "number" ? request.dimensions : BENCH_EMBEDDING_DIMENSIONS;
+  if (delayMs > 0) await sleep(delayMs);
+  res.writeHead(200, { "content-type": "application/json" });
+  res.end(
+    JSON.stringify({
+      object: "list",
+      model: request.model,
+      data: inputs.map((input, index) => ({
+        object: "embedding",
+        index,
+        embedding: Array.from(hashEmbed(String(input), dimensions)),
+      })),
+      usage: { prompt_tokens: inputs.length, total_tokens: inputs.length },
+    }),
+  );
 }
 
 async function readBody(req: IncomingMessage): Promise<Buffer> {

@@ -13,12 +13,13 @@ const TURNS = 100;
 const WARMUP = 10;
 const REPLY = Array.from({ length: WORDS }, (_, i) => `word${i}`).join(" ");
 
-interface Timed {
+export interface Timed {
   firstToken: number;
   total: number;
 }
 
-async function readStream(response: Response, started: number): Promise<Timed> {
+/** Reads the worker's event stream to its end: the first `event: delta` and the end, from `started`. */
+export async function readStream(response: Response, started: number): Promise<Timed> {
   if (!response.ok || !response.body)
     throw new Error(`stream failed: ${response.status} ${await response.text()}`);
   const decoder = new TextDecoder();
@@ -155,7 +156,9 @@ async function readModelStream(response: Response, started: number): Promise<Tim
   return { firstToken, total: performance.now() - started };
 }
 
-main().catch((error: unknown) => {
-  console.error(error);
-  process.exitCode = 1;
-});
+// Run, not imported (bench:compare imports readStream).
+if (import.meta.main)
+  main().catch((error: unknown) => {
+    console.error(error);
+    process.exitCode = 1;
+  });

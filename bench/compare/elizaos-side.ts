@@ -1,11 +1,14 @@
 // ElizaOS's side of `npm run bench:compare`: installs bench/peers/elizaos (ElizaOS 1.7.2 pinned by
 // its own package-lock) into its own node_modules the first time, then runs its driver in a child
 // process, so the CPU time and resident memory it reports are ElizaOS's alone. The driver's log
-// (ElizaOS logs at its default level) goes to bench/results/elizaos.log.
+// (ElizaOS logs at its default level) goes to bench/results/elizaos.log. Under delays the driver
+// hands back each call's and each message's times, read here as call-sequence.ts reads ours.
 import { execFileSync, spawn } from "node:child_process";
 import { existsSync, mkdirSync, openSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { callSequence, type TimedCall, type TimedTurn } from "./call-sequence.ts";
+import { anyDelay, type CompareDelays, delaysEnv } from "./delays.ts";
 import type { PeerResult } from "./peer-result.ts";
 
 const peer = join("bench", "peers", "elizaos");
@@ -34,15 +37,28 @@ interface DriverOutput {
   embeddingCallsPerMessage: number;
   sqlPerMessage: number;
   rssMb: number;
+  /** Under delays only (see driver.ts). */
+  timedTurns?: TimedTurn[];
+  calls?: TimedCall[];
+  firstTokenMs?: number[];
 }
 
-export async function runElizaOSSide(turns: number, warmup: number): Promise<PeerResult> {
+export async function runElizaOSSide(
+  turns: number,
+  warmup: number,
+  delays: CompareDelays,
+): Promise<PeerResult> {
   const out = join(tmpdir(), `elizaos-compare-${process.pid}-${Date.now()}.json`);
   mkdirSync(join("bench", "results"), { recursive: true });
   const log = openSync(join("bench", "results", "elizaos.log"), "w");
   const child = spawn(process.execPath, ["driver.ts", out], {
     cwd: peer,
-    env: { ...process.env, COMPARE_TURNS: String(turns), COMPARE_WARMUP: String(warmup) },
+    env: {
+      ...process.env,
+      COMPARE_TURNS: String(turns),
+      COMPARE_WARMUP: String(warmup),
+      ...delaysEnv(delays),
+    },
     stdio: ["ignore", log, log],
   });
   const code = await new Promise<number | null>((resolve) => child.on("exit", resolve));
@@ -50,9 +66,12 @@ export async function runElizaOSSide(turns: number, warmup: number): Promise<Pee
     throw new Error(`the ElizaOS driver exited with ${code}: see bench/results/elizaos.log`);
   const result = JSON.parse(readFileSync(out, "utf8")) as DriverOutput;
   rmSync(out, { force: true });
-  const { modelCallKinds, ...figures } = result;
+  const { modelCallKinds, timedTurns, calls, firstTokenMs, ...figures } = result;
   return {
     ...figures,
+    ...(anyDelay(delays) && timedTurns && calls
+      ? { sequence: callSequence(calls, timedTurns), ...(firstTokenMs ? { firstTokenMs } : {}) }
+      : {}),
     modelDetail: Object.entries(modelCallKinds)
       .map(([kind, n]) => `${kind} ${(n / turns).toFixed(2)}`)
       .join(" + "),

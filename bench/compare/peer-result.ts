@@ -3,6 +3,7 @@
 import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { summarize } from "../stats.ts";
+import type { CallSequence } from "./call-sequence.ts";
 
 export interface PeerResult {
   turns: number;
@@ -19,6 +20,10 @@ export interface PeerResult {
   /** Where the SQL went, e.g. "D1 3.0 in 2.0 round trips + object SQLite 4.0". */
   sqlDetail: string;
   rssMb: number;
+  /** Under delays only: per streamed message, from sending it to the first token of the reply. */
+  firstTokenMs?: number[];
+  /** Under delays only: the model and embedding calls each reply waited for. */
+  sequence?: CallSequence;
 }
 
 let ticksPerSecond: number | undefined;
@@ -61,6 +66,8 @@ export interface Figures {
   sql: number;
   sqlDetail: string;
   rssMb: number;
+  firstTokenP50?: number;
+  sequence?: CallSequence;
 }
 
 /** Each figure the median over the runs (a detail: the median run's by that figure). */
@@ -78,5 +85,19 @@ export function medianFigures(runs: PeerResult[]): Figures {
     sql: median(runs.map((r) => r.sqlPerMessage)),
     sqlDetail: middle((r) => r.sqlPerMessage)?.sqlDetail ?? "",
     rssMb: median(runs.map((r) => r.rssMb)),
+    ...(runs.every((r) => r.firstTokenMs)
+      ? { firstTokenP50: median(runs.map((r) => summarize(r.firstTokenMs ?? []).p50)) }
+      : {}),
+    ...(runs.every((r) => r.sequence) ? { sequence: medianSequence(runs, median) } : {}),
+  };
+}
+
+function medianSequence(runs: PeerResult[], median: (values: number[]) => number): CallSequence {
+  const of = (key: keyof CallSequence) => median(runs.map((r) => r.sequence?.[key] ?? 0));
+  return {
+    modelBefore: of("modelBefore"),
+    embeddingBefore: of("embeddingBefore"),
+    modelInSequence: of("modelInSequence"),
+    embeddingInSequence: of("embeddingInSequence"),
   };
 }
