@@ -1,0 +1,114 @@
+// Tool approval on Telegram: the plain-text prompt a paused turn or task posts, its Approve / Deny
+// inline keyboard, the buttons' callback_data, and the text the prompt becomes once answered. The
+// room (or the agent's task object) keeps the pending state; a press is routed back to it by the
+// prefix, the agent id it carries and (for a room) the chat and topic the pressed message is in.
+import { APPROVAL_WINDOW_MS } from "../../objects/shared/approvals.ts";
+import { type InlineKeyboardMarkup, TELEGRAM_MESSAGE_LIMIT } from "./bot-api.ts";
+
+/** Bot API: an inline button's callback_data is 1-64 bytes. */
+export const MAX_CALLBACK_DATA_BYTES = 64;
+/** Where a press goes: `ap` to the chat's room, `tap` to the agent's task object. */
+const PREFIXES = { room: "ap", task: "tap" } as const;
+const MAX_ARGUMENT_CHARS = 1_200;
+/**
+ * `<ap|tap>:<y|n>:<approval id: 16 hex>:<agent id>`. Agent ids are those of AGENT_ID_PATTERN
+ * (src/db/stores/agent-store.ts), ASCII, so characters are bytes here.
+ */
+const CALLBACK_DATA = /^(ap|tap):([yn]):([0-9a-f]{16}):([A-Za-z0-9][A-Za-z0-9_-]{0,63})$/;
+
+export type ApprovalTarget = keyof typeof PREFIXES;
+
+export interface ApprovalButton {
+  approve: boolean;
+  approvalId: string;
+  agentId: string;
+  target: ApprovalTarget;
+}
+
+/** The button's callback_data, or null when it would pass 64 bytes (an agent id over 41-42 chars). */
+export function approvalCallbackData(button: ApprovalButton): string | null {
+  const data = `${PREFIXES[button.target]}:${button.approve ? "y" : "n"}:${button.approvalId}:${button.agentId}`;
+  if (new TextEncoder().encode(data).byteLength > MAX_CALLBACK_DATA_BYTES) return null;
+  return CALLBACK_DATA.test(data) ? data : null;
+}
+
+/** The button a press names, or null for any other callback_data. */
+export function parseApprovalCallbackData(data: string): ApprovalButton | null {
+  if (new TextEncoder().encode(data).byteLength > MAX_CALLBACK_DATA_BYTES) return null;
+  const match = CALLBACK_DATA.exec(data);
+  if (!match) return null;
+  return {
+    target: match[1] === "tap" ? "task" : "room",
+    approve: match[2] === "y",
+    approvalId: match[3]!,
+    agentId: match[4]!,
+  };
+}
+
+/** Whether a press on an approval for this agent could be routed back (its id fits the data). */
+export function canRouteApproval(agentId: string, target: ApprovalTarget = "room"): boolean {
+  const probe = { approve: false, approvalId: "0".repeat(16), agentId, target };
+  return approvalCallbackData(probe) !== null;
+}
+
+export interface ApprovalPromptInput {
+  target: ApprovalTarget;
+  approvalId: string;
+  agentId: string;
+  agentName: string;
+  tool: string;
+  arguments: Record<string, unknown>;
+  /** The requester's display name (senderName), or null: named in the prompt, not pinged. */
+  requesterName: string | null;
+  expiresAt: number;
+  now: number;
+}
+
+export interface ApprovalPrompt {
+  text: string;
+  reply_markup: InlineKeyboardMarkup;
+}
+
+/** Plain text (no parse_mode), so nothing in the arguments or names needs escaping. */
+export function approvalPrompt(input: ApprovalPromptInput): ApprovalPrompt {
+  const button = { approvalId: input.approvalId, agentId: input.agentId, target: input.target };
+  const approve = approvalCallbackData({ ...button, approve: true });
+  const deny = approvalCallbackData({ ...button, approve: false });
+  if (!approve || !deny) throw new Error("agent id too long for an approval button");
+  const args = JSON.stringify(input.arguments, null, 2);
+  const shown = args.length > MAX_ARGUMENT_CHARS ? `${args.slice(0, MAX_ARGUMENT_CHARS)}\n…` : args;
+  const who = input.requesterName ?? "the person who asked";
+  const minutes = Math.max(1, Math.ceil((input.expiresAt - input.now) / 60_000));
+  const text =
+    `🔐 ${input.agentName} wants to run ${input.tool} with:\n${shown}\n\n` +
+    `Only ${who} or an owner can answer, within ${minutes} minute${minutes === 1 ? "" : "s"}. ` +
+    "Without an answer it will not run.";
+  return {
+    // A very long agent or tool name must not make the prompt undeliverable.
+    text: text.slice(0, TELEGRAM_MESSAGE_LIMIT),
+    reply_markup: {
+      inline_keyboard: [
+        [
+          { text: "✅ Approve", callback_data: approve },
+          { text: "🚫 Deny", callback_data: deny },
+        ],
+      ],
+    },
+  };
+}
+
+/** What the prompt turns into once answered (edited without a keyboard, which removes it). */
+export function approvalResultText(
+  tool: string,
+  decision: "approved" | "denied" | "expired",
+  by?: string,
+): string {
+  switch (decision) {
+    case "approved":
+      return by ? `✅ ${by} approved: running ${tool}…` : `✅ Approved: running ${tool}…`;
+    case "denied":
+      return by ? `🚫 ${by} denied ${tool}: it was not run.` : `🚫 Denied ${tool}: it was not run.`;
+    case "expired":
+      return `⌛ Nobody answered within ${APPROVAL_WINDOW_MS / 60_000} minutes: ${tool} was not run.`;
+  }
+}
