@@ -12,7 +12,7 @@ import {
   type DiscordMessageBody,
   type DiscordRest,
 } from "./rest.ts";
-import { splitMessage } from "./split.ts";
+import { splitMessage } from "../chat/split.ts";
 
 /** A Discord interaction to answer: its token edits the deferred response and sends follow-ups. */
 export const DiscordDelivery = z.looseObject({

@@ -6,7 +6,7 @@ import { z } from "zod";
 import type { SerializedError } from "../../runtime/util/errors.ts";
 import { deliveryText, type PostedMessage } from "./interaction-delivery.ts";
 import type { DiscordMessageBody, DiscordRest } from "./rest.ts";
-import { splitMessage } from "./split.ts";
+import { splitMessage } from "../chat/split.ts";
 
 /** A channel message to answer with a reply, as the room stores it (checked on the way back). */
 export const DiscordMessageDelivery = z.looseObject({

@@ -5,7 +5,7 @@
 import { describe, expect, it } from "vitest";
 import { COMMANDS } from "../../../src/clients/discord/commands.ts";
 import { diffCommands } from "../../../src/clients/discord/register.ts";
-import { splitMessage } from "../../../src/clients/discord/split.ts";
+import { splitMessage } from "../../../src/clients/chat/split.ts";
 import { api, createTestAgent, json } from "../../helpers/api.ts";
 import {
   APP_ID,

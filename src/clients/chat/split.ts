@@ -1,5 +1,6 @@
-// Splits a reply into Discord messages of at most 2,000 characters. It cuts between paragraphs
-// first, then between sentences, then between words; a fenced code block is never cut open: one
+// Splits a reply into chat messages of at most `limit` characters (Discord's 2,000 by default;
+// Telegram takes 4,096, Slack 4,000). It cuts between paragraphs first, then between sentences,
+// then between words; a fenced code block is never cut open: one
 // too long for a message is split between its lines, each piece closed and re-opened with the same
 // language, so every message renders on its own.
 export const DISCORD_MESSAGE_LIMIT = 2_000;
