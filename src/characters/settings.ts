@@ -57,6 +57,8 @@ const modelListSchema = z.preprocess(
 );
 
 const tokenCount = z.int().positive().max(MAX_TOKENS_SETTING);
+/** A turn's whole time is bounded by its timeout; waiting longer than this for a vector is never right. */
+const MAX_EMBEDDING_BUDGET_MS = 10_000;
 
 /** Long-term memory knobs; unset ones take the runtime's defaults (src/runtime/character.ts). */
 const memorySchema = z.strictObject(
@@ -68,6 +70,7 @@ const memorySchema = z.strictObject(
     factsTokens: tokenCount.optional(),
     recallTokens: tokenCount.optional(),
     threshold: z.number().min(0).max(1).optional(),
+    embeddingBudgetMs: z.int().min(0).max(MAX_EMBEDDING_BUDGET_MS).optional(),
   },
   { error: (issue) => (issue.code === "unrecognized_keys" ? undefined : "expected an object") },
 );

@@ -298,6 +298,8 @@ export const usageRecords = sqliteTable(
     toolCalls: integer("tool_calls").notNull().default(0),
     /** The error code of a failed unit; null otherwise. */
     error: text("error"),
+    /** Query embeddings that missed the retrieval budget: searches by text alone. */
+    lateEmbeddings: integer("late_embeddings").notNull().default(0),
     createdAt: integer("created_at").notNull(),
   },
   (t) => [

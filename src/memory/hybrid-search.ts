@@ -78,8 +78,8 @@ export function createHybridSearch(options: HybridSearchOptions): MemoryRetrieve
   const { db, index, embedder } = options;
   const log = options.log ?? ((entry) => logLine.warn(String(entry.msg), entry));
 
-  const embedQuery = async (text: string): Promise<Float32Array | null> => {
-    if (!index || !embedder || !text.trim()) return null;
+  const embedOnce = async (text: string): Promise<Float32Array | null> => {
+    if (!index || !embedder) return null;
     try {
       const [vector] = await embedder.embed([text]);
       return vector ?? null;
@@ -92,6 +92,29 @@ export function createHybridSearch(options: HybridSearchOptions): MemoryRetrieve
       });
       return null;
     }
+  };
+  /**
+   * The last query texts' vectors (or their embedding in flight), in this isolate: a repeated
+   * question, or one asked again after its turn stopped waiting for it, costs no second call.
+   * Failures are not kept.
+   */
+  const recent = new Map<string, Promise<Float32Array | null>>();
+  const embedQuery = (text: string): Promise<Float32Array | null> => {
+    if (!index || !embedder || !text.trim()) return Promise.resolve(null);
+    const known = recent.get(text);
+    if (known) {
+      // Most recently used last.
+      recent.delete(text);
+      recent.set(text, known);
+      return known;
+    }
+    const vector = embedOnce(text);
+    recent.set(text, vector);
+    if (recent.size > RECENT_QUERY_VECTORS) recent.delete(recent.keys().next().value!);
+    void vector.then((found) => {
+      if (!found && recent.get(text) === vector) recent.delete(text);
+    });
+    return vector;
   };
 
   /** The vector leg's query, with room for the ids it must leave out; null without one. */
@@ -164,15 +187,23 @@ export function createHybridSearch(options: HybridSearchOptions): MemoryRetrieve
         MAX_VECTOR_CANDIDATES,
         Math.max(MIN_CANDIDATES, query.limit * CANDIDATE_FACTOR),
       );
-      const queryVector =
-        vector === undefined ? await timed(timings, "embed", () => embedQuery(query.text)) : vector;
       // One D1 round trip as a rule. The full-text statement goes first and returns its hits'
       // rows with their neighbours; while D1 runs it, a local index ranks the vectors it holds and
       // the rows of those hits are read alongside, as its catch-up read brings what is new.
       // Whatever the fusion then needs and these reads missed is read after (assemble).
+      // The full-text statement does not wait for the query's vector: should the vector come
+      // later than the D1 trip would go (an embedding API), its rows take a trip of their own
+      // after it, and the text leg's trip has been made meanwhile; a turn that stops waiting for
+      // its vector (its budget) then has its text leg read already. A vector at hand (a kept
+      // one, the local embedder's) comes before the trip leaves, and rides in it.
       const read = timed(timings, "text", () =>
         readText(db, reader, { ...query, limit: candidates }, query.limit + FIRST_READ_MARGIN),
       );
+      // Settled below; until then a failure of the read must not count as unhandled.
+      read.catch(() => undefined);
+      const queryVector = await (vector === undefined
+        ? timed(timings, "embed", () => embedQuery(query.text))
+        : vector);
       const vectorQuery = vectorQueryOf(query, queryVector, candidates);
       const early = staged(query, vectorQuery);
       // As many as the vector leg keeps (it asks the index for more, to make up for exclusions).
@@ -222,6 +253,9 @@ export function createHybridSearch(options: HybridSearchOptions): MemoryRetrieve
   });
   return retrieverWith(directReader(db));
 }
+
+/** Query vectors kept per isolate: 512 x 1,536 floats is 3 MiB at most. */
+const RECENT_QUERY_VECTORS = 512;
 
 /** Neighbourhoods read at first, beyond `limit`: a few hits turn out stale or filtered out. */
 const FIRST_READ_MARGIN = 5;

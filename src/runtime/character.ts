@@ -85,6 +85,11 @@ export interface MemorySettings {
   recallTokens?: number;
   /** Minimum vector similarity for retrieved knowledge and older messages. */
   threshold?: number;
+  /**
+   * How long a turn waits for its query's embedding (ms, default DEFAULT_EMBEDDING_BUDGET_MS in
+   * src/runtime/retrieval/query-embedding.ts); past it, the turn searches by text alone.
+   */
+  embeddingBudgetMs?: number;
 }
 
 export interface Character {

@@ -143,6 +143,7 @@ export function createTurnTracer(
             "edge_agents.retrieval.hits.text": event.hits.text,
             "edge_agents.retrieval.hits.vector": event.hits.vector,
             "edge_agents.retrieval.hits.neighbour": event.hits.neighbour,
+            "edge_agents.retrieval.query_embedding": event.queryEmbedding,
           },
         });
         return;

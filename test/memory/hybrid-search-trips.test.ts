@@ -5,7 +5,7 @@
 // adjacentMessages', and the two-stage vector ranking equals a ranking of a fresh cache.
 import { env } from "cloudflare:workers";
 import { drizzle } from "drizzle-orm/d1";
-import { beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it, vi } from "vitest";
 import { createEmbeddingPipeline } from "../../src/memory/embedding-pipeline.ts";
 import { createHybridSearch } from "../../src/memory/hybrid-search.ts";
 import { sharedTrips } from "../../src/db/shared-trips.ts";
@@ -270,6 +270,44 @@ describe("a turn's reads in one round trip", () => {
     expect(trips.calls()).toBe(1);
     expect(together).toEqual(separate);
     expect(together[2].length).toBe(8);
+    // The vector as a promise already settled (a kept one): still one trip, the same answers.
+    trips.reset();
+    const [vector] = await embedder.embed(["kayak and sourdough"]);
+    const settled = await Promise.all([
+      inRoom.aboutUser({ agentId, userId: "ana", limit: 60 }),
+      inRoom.search(
+        { ...query("kayak and sourdough"), types: ["fragment", "lore"] },
+        Promise.resolve(vector!),
+      ),
+      inRoom.search(query("kayak and sourdough"), Promise.resolve(vector!)),
+    ]);
+    expect(trips.calls()).toBe(1);
+    expect(settled).toEqual(separate);
+  });
+
+  it("reads the full-text leg while the query's vector is out, and answers as with the vector at hand", async () => {
+    const { trips, search } = countedSearch();
+    const shared = drizzle(sharedTrips(trips.db));
+    const inRoom = createHybridSearch({
+      db: shared,
+      index: createLocalVectorIndex(shared),
+      embedder: createHashEmbedder({ dimensions: DIMS }),
+    });
+    const [vector] = await createHashEmbedder({ dimensions: DIMS }).embed(["the choir in Lisbon"]);
+    const expected = await search.search(query("the choir in Lisbon"), vector);
+    trips.reset();
+    let arrive!: (v: Float32Array) => void;
+    const later = new Promise<Float32Array>((resolve) => (arrive = resolve));
+    const searching = inRoom.search(query("the choir in Lisbon"), later);
+    await vi.waitFor(() => expect(trips.calls()).toBe(1));
+    // The text leg's trip has come back; the vector's rows wait for the vector.
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(trips.calls()).toBe(1);
+    arrive(vector!);
+    const found = await searching;
+    expect(found).toEqual(expected);
+    expect(found.some((hit) => hit.matchedBy.includes("vector"))).toBe(true);
+    expect(trips.calls()).toBeGreaterThanOrEqual(2);
   });
 });
 

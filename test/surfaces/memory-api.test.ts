@@ -264,6 +264,30 @@ describe("memory API: hybrid search", () => {
     expect(fuzzy[0]!.matchedBy).toEqual(["vector"]);
   });
 
+  it("with embeddingBudgetMs, says whether the query's vector came in time, and answers as without it when it did", async () => {
+    const agentId = await createTestAgent();
+    await store(agentId, [
+      { type: "fact", userId: "alice", text: "Alice runs marathons every spring" },
+      { type: "fact", userId: "bob", text: "Bob collects vintage synthesizers" },
+    ]);
+    const body = { agentId, query: "synthesiser", type: "fact" };
+    const response = await api("POST", "/memories/similar", {
+      body: { ...body, embeddingBudgetMs: 5_000 },
+    });
+    expect(response.status).toBe(200);
+    const bounded = await json<{ memories: Scored[]; queryEmbedding: string }>(response);
+    expect(bounded.queryEmbedding).toBe("embedded");
+    expect(bounded.memories).toEqual(await similar(body));
+    expect(bounded.memories[0]!.matchedBy).toEqual(["vector"]);
+    for (const bad of [-1, 1.5, 10_001, "200"]) {
+      const refused = await api("POST", "/memories/similar", {
+        body: { ...body, embeddingBudgetMs: bad },
+      });
+      expect(refused.status).toBe(400);
+      expect(await refused.text()).toContain("embeddingBudgetMs");
+    }
+  });
+
   it("still finds a memory that has no vector yet through full-text search", async () => {
     const agentId = await createTestAgent();
     const { body } = await store(agentId, [

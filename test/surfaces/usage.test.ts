@@ -1,7 +1,10 @@
 // GET /agents/:agentId/usage: each turn leaves one usage record (who, where, which model, tokens,
 // tools, failure) in its own D1 trip, and the route groups them by user, room, day, model, tool or
 // guild, prices them from settings.prices, and shows a prefix token only its own users.
+import { env } from "cloudflare:workers";
+import { drizzle } from "drizzle-orm/d1";
 import { describe, expect, it, vi } from "vitest";
+import { createD1SpendLedger } from "../../src/db/stores/spend-ledger.ts";
 import { api, createTestAgent, expectForbidden, json, mintToken } from "../helpers/api.ts";
 import { chat, post, useAgentIn, useDiscordStandIns } from "../helpers/discord.ts";
 
@@ -12,6 +15,7 @@ interface Row {
   inputTokens: number;
   outputTokens: number;
   toolCalls: number;
+  lateEmbeddings: number;
   errors: number;
   costUsd?: number;
 }
@@ -76,6 +80,7 @@ describe("GET /agents/:agentId/usage", () => {
         inputTokens: 200,
         outputTokens: 20,
         toolCalls: 1,
+        lateEmbeddings: 0,
         errors: 0,
         costUsd: 0.00056,
       },
@@ -86,6 +91,7 @@ describe("GET /agents/:agentId/usage", () => {
         inputTokens: 100,
         outputTokens: 10,
         toolCalls: 0,
+        lateEmbeddings: 0,
         errors: 0,
         costUsd: 0.00028,
       },
@@ -109,6 +115,7 @@ describe("GET /agents/:agentId/usage", () => {
         inputTokens: 0,
         outputTokens: 0,
         toolCalls: 1,
+        lateEmbeddings: 0,
         errors: 0,
       },
     ]);
@@ -164,6 +171,35 @@ describe("GET /agents/:agentId/usage", () => {
     expect((await usageBy(agentId, "by=guild")).rows).toMatchObject([
       { key: "900000000000000001", turns: 1, errors: 0, inputTokens: 100 },
       { key: null, turns: 1, errors: 1 },
+    ]);
+  });
+
+  it("counts the turns whose query embedding missed its budget, per user and summed over a turn's parts", async () => {
+    const agentId = await createTestAgent();
+    const ledger = createD1SpendLedger(drizzle(env.DB));
+    const part = {
+      agentId,
+      kind: "turn" as const,
+      roomId: "r",
+      guildId: null,
+      source: "rest",
+      model: "test-primary",
+      inputTokens: 10,
+      outputTokens: 1,
+      modelCalls: 1,
+      tools: [],
+      error: null,
+      at: Date.now(),
+    };
+    await ledger.record({ ...part, id: "t1", userId: "ana", lateEmbeddings: 1 });
+    // The same turn's part after an approval: its count adds to the record.
+    await ledger.record({ ...part, id: "t1", userId: "ana", lateEmbeddings: 1 });
+    await ledger.record({ ...part, id: "t2", userId: "ana", lateEmbeddings: 0 });
+    await ledger.record({ ...part, id: "t3", userId: "ben", lateEmbeddings: 0 });
+    const rows = (await usageBy(agentId, "by=user")).rows;
+    expect(rows.map(({ key, turns, lateEmbeddings }) => ({ key, turns, lateEmbeddings }))).toEqual([
+      { key: "ana", turns: 2, lateEmbeddings: 2 },
+      { key: "ben", turns: 1, lateEmbeddings: 0 },
     ]);
   });
 

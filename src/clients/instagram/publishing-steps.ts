@@ -117,6 +117,7 @@ export class PostPublishing {
         ...spent,
         tools: [],
         error: null,
+        lateEmbeddings: 0,
         at: Date.now(),
       });
       return caption;

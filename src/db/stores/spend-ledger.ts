@@ -46,6 +46,7 @@ const addUsage = compiled((db) => {
       tools: value("tools"),
       toolCalls: value("toolCalls"),
       error: value("error"),
+      lateEmbeddings: value("lateEmbeddings"),
       createdAt: value("createdAt"),
     })
     .onConflictDoUpdate({
@@ -55,6 +56,7 @@ const addUsage = compiled((db) => {
         outputTokens: added(usageRecords.outputTokens, "outputTokens"),
         modelCalls: added(usageRecords.modelCalls, "modelCalls"),
         toolCalls: added(usageRecords.toolCalls, "toolCalls"),
+        lateEmbeddings: added(usageRecords.lateEmbeddings, "lateEmbeddings"),
         tools: sql`(SELECT json_group_array(value) FROM (SELECT value FROM json_each(${usageRecords.tools}) UNION ALL SELECT value FROM json_each(${sql.placeholder("tools")})))`,
         model: sql`coalesce(${sql.placeholder("model")}, ${usageRecords.model})`,
         error: sql`${sql.placeholder("error")}`,

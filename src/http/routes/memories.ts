@@ -24,6 +24,7 @@ import { pathNestedDeeperThan } from "../json-depth.ts";
 import { assertAgentExists } from "../known-agents.ts";
 import { AGENT_ID, errorContent, jsonContent, ExternalId } from "../schemas.ts";
 import { errorField, log } from "../../log.ts";
+import { boundedEmbedding } from "../../runtime/retrieval/query-embedding.ts";
 
 export const MAX_MEMORY_TEXT_CHARS = 8_000;
 export const MAX_MEMORIES_PER_REQUEST = 500;
@@ -183,8 +184,10 @@ export async function searchMemories(
   env: Env,
   query: MemorySearchQuery,
   timings?: SearchTimings,
+  /** The query's vector as a turn waits for it (a budget); undefined: embedded and waited for. */
+  vector?: Promise<Float32Array | null>,
 ): Promise<ScoredMemoryView[]> {
-  const hits = await stores(env).retriever.search(query, undefined, timings);
+  const hits = await stores(env).retriever.search(query, vector, timings);
   return hits.map((hit) => ({
     ...view({ ...hit.memory, embedded: hit.embedded }),
     score: round(hit.score),
@@ -352,13 +355,26 @@ export function memoryRoutes(): OpenAPIHono<AppEnv> {
                     "Minimum cosine similarity; memories not embedded yet pass when their text matches, and the neighbouring messages of a hit that passes come with it",
                 }),
                 limit: z.int().min(1).max(100).default(10),
+                embeddingBudgetMs: z.int().min(0).max(10_000).optional().openapi({
+                  description:
+                    "Wait at most this long (ms) for the query's embedding, then search by text alone, as a turn does with settings.memory.embeddingBudgetMs; unset: wait for it",
+                }),
               }),
             },
           },
         },
       },
       responses: {
-        200: jsonContent(z.object({ memories: z.array(ScoredMemory) }), "Best first"),
+        200: jsonContent(
+          z.object({
+            memories: z.array(ScoredMemory),
+            queryEmbedding: z.enum(["none", "embedded", "late"]).optional().openapi({
+              description:
+                "With embeddingBudgetMs: whether the query's vector came in time (late: text search alone)",
+            }),
+          }),
+          "Best first",
+        ),
         400: errorContent("Invalid query"),
         403: errorContent(
           "A user or room filter the token may not name (a userPrefix token must filter by one of its users)",
@@ -375,6 +391,13 @@ export function memoryRoutes(): OpenAPIHono<AppEnv> {
         body.type === undefined ? undefined : Array.isArray(body.type) ? body.type : [body.type];
       const timings: SearchTimings = {};
       const started = performance.now();
+      const bounded =
+        body.embeddingBudgetMs === undefined
+          ? null
+          : boundedEmbedding(
+              () => stores(c.env).retriever.embedQuery(body.query),
+              body.embeddingBudgetMs,
+            );
       const memories = await searchMemories(
         c.env,
         {
@@ -387,6 +410,10 @@ export function memoryRoutes(): OpenAPIHono<AppEnv> {
           limit: body.limit,
         },
         timings,
+        bounded?.vector().then((vector) => {
+          timings.embed = performance.now() - started;
+          return vector;
+        }),
       );
       // Where a search's time goes (the memory benchmark reads it): legs overlap, total is the whole.
       const legs = Object.entries(timings).map(([leg, ms]) => `${leg};dur=${ms.toFixed(1)}`);
@@ -394,7 +421,7 @@ export function memoryRoutes(): OpenAPIHono<AppEnv> {
         "Server-Timing",
         [...legs, `search;dur=${(performance.now() - started).toFixed(1)}`].join(", "),
       );
-      return c.json({ memories }, 200);
+      return c.json(bounded ? { memories, queryEmbedding: bounded.outcome() } : { memories }, 200);
     },
   );
 

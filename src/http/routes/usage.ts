@@ -59,6 +59,10 @@ const UsageRow = z
     inputTokens: z.number().int(),
     outputTokens: z.number().int(),
     toolCalls: z.number().int(),
+    lateEmbeddings: z.number().int().openapi({
+      description:
+        "Turns whose query embedding missed settings.memory.embeddingBudgetMs and searched memory by text alone",
+    }),
     errors: z.number().int().openapi({
       description: "Units that failed (by=tool: calls of that tool that failed)",
     }),
@@ -85,6 +89,7 @@ interface Aggregate {
   input_tokens: number;
   output_tokens: number;
   tool_calls: number;
+  late_embeddings: number;
   errors: number;
 }
 
@@ -117,7 +122,8 @@ function usageStatement(
     return {
       sql: `SELECT json_extract(t.value, '$.name') AS key, r.model AS model,
         count(DISTINCT r.id) AS turns, 0 AS model_calls, 0 AS input_tokens, 0 AS output_tokens,
-        count(*) AS tool_calls, sum(json_extract(t.value, '$.ok') = 0) AS errors
+        count(*) AS tool_calls, 0 AS late_embeddings,
+        sum(json_extract(t.value, '$.ok') = 0) AS errors
       FROM usage_records r, json_each(r.tools) t WHERE ${filter}
       GROUP BY key, r.model`,
       params,
@@ -127,7 +133,7 @@ function usageStatement(
     sql: `SELECT r.${key} AS key, r.model AS model, count(*) AS turns,
       sum(r.model_calls) AS model_calls, sum(r.input_tokens) AS input_tokens,
       sum(r.output_tokens) AS output_tokens, sum(r.tool_calls) AS tool_calls,
-      sum(r.error IS NOT NULL) AS errors
+      sum(r.late_embeddings) AS late_embeddings, sum(r.error IS NOT NULL) AS errors
     FROM usage_records r WHERE ${filter}
     GROUP BY r.${key}, r.model`,
     params,
@@ -144,6 +150,7 @@ function rowsOf(aggregates: Aggregate[], by: Grouping, prices: Prices | undefine
       inputTokens: 0,
       outputTokens: 0,
       toolCalls: 0,
+      lateEmbeddings: 0,
       errors: 0,
       costUsd: 0,
       priced: prices !== undefined,
@@ -154,6 +161,7 @@ function rowsOf(aggregates: Aggregate[], by: Grouping, prices: Prices | undefine
     row.inputTokens += part.input_tokens;
     row.outputTokens += part.output_tokens;
     row.toolCalls += part.tool_calls;
+    row.lateEmbeddings += part.late_embeddings;
     row.errors += part.errors;
     const price = part.model === null ? undefined : prices?.[part.model];
     const tokens = part.input_tokens + part.output_tokens;

@@ -161,6 +161,7 @@ export const TurnOutcomeShape: z.ZodType<TurnOutcome> = z.looseObject({
   spent: z
     .object({ inputTokens: z.number(), outputTokens: z.number(), modelCalls: z.number() })
     .optional(),
+  queryEmbedding: z.enum(["none", "embedded", "late"]).optional(),
 });
 
 export const SerializedErrorShape: z.ZodType<SerializedError> = z.looseObject({

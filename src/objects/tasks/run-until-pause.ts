@@ -171,6 +171,8 @@ async function recordSpend(
           .filter((entry) => entry.kind === undefined)
           .map((entry) => ({ name: entry.tool, ok: entry.ok })),
         error: state.status === "failed" ? "task_failed" : null,
+        // A task step composes no retrieved memory: no query embedding waits in it.
+        lateEmbeddings: 0,
         at: Date.now(),
       });
     if (delegated > 0) await runtime.spend.add(state.agentId, utcDay(Date.now()), delegated);

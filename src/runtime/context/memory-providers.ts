@@ -69,7 +69,8 @@ export const knowledgeProvider: Provider = {
         limit: KNOWLEDGE_HITS,
         threshold: retrieval.threshold,
       },
-      await retrieval.queryVector(),
+      // Not awaited: the full-text leg goes to D1 while the vector is out.
+      retrieval.queryVector(),
     );
     if (hits.length === 0) return null;
     const passages = await expandNeighbours(context, hits);
@@ -113,7 +114,8 @@ export const recallProvider: Provider = {
         excludeIds: [...shown],
         threshold: retrieval.threshold,
       },
-      await retrieval.queryVector(),
+      // Not awaited: the full-text leg goes to D1 while the vector is out.
+      retrieval.queryVector(),
     );
     const older = hits.filter((hit) => !shown.has(hit.memory.id)).slice(0, RECALL_HITS);
     if (older.length === 0) return null;

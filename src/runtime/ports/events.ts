@@ -1,6 +1,7 @@
 // Time and lifecycle events: the Clock the runtime reads, every RuntimeEvent a turn or task emits,
 // and the EventSink that receives them.
 import type { TokenUsage } from "./model.ts";
+import type { QueryEmbeddingOutcome } from "./retrieval.ts";
 
 export interface Clock {
   now(): number;
@@ -78,6 +79,8 @@ export type RuntimeEvent =
       /** Memories in the prompt, and how many of them each search leg found (a hit may count twice). */
       memories: number;
       hits: { text: number; vector: number; neighbour: number };
+      /** How the wait for the query's embedding went ("late": past its budget, text search alone). */
+      queryEmbedding: QueryEmbeddingOutcome;
     }
   | {
       type: "tool_approval_requested";

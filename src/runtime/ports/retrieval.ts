@@ -35,6 +35,15 @@ export interface RetrievedMemory {
   embedded: boolean;
 }
 
+/**
+ * How a turn's wait for its query's embedding went (src/runtime/retrieval/query-embedding.ts):
+ * - `none`: no embedding was asked for (a greeting, no long-term memory) or none is possible (no
+ *   vector index, or the embedder failed: its failure is logged where it happened);
+ * - `embedded`: the vector came within the budget;
+ * - `late`: the budget ran out first; the turn searched by text alone.
+ */
+export type QueryEmbeddingOutcome = "none" | "embedded" | "late";
+
 /** Wall time per leg of one search, in ms: embed the query, full text, vectors, then read the best hits' rows and neighbours. */
 export type SearchTimings = Partial<Record<"embed" | "text" | "vector" | "load", number>>;
 
@@ -43,12 +52,13 @@ export interface MemoryRetriever {
   /** The query's vector, or null when no vector search is possible (then text search alone runs). */
   embedQuery(text: string): Promise<Float32Array | null>;
   /**
-   * `vector` from embedQuery (so a turn embeds its query once); undefined embeds it here.
-   * `timings`, when given, receives each leg's wall time in ms (for Server-Timing).
+   * `vector` from embedQuery (so a turn embeds its query once), or the promise of it: the
+   * full-text leg does not wait for it; undefined embeds it here. `timings`, when given, receives
+   * each leg's wall time in ms (for Server-Timing).
    */
   search(
     query: RetrievalQuery,
-    vector?: Float32Array | null,
+    vector?: Float32Array | null | Promise<Float32Array | null>,
     timings?: SearchTimings,
   ): Promise<RetrievedMemory[]>;
   /** A user's facts and description (any room), plus facts marked shared; newest first. */

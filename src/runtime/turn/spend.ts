@@ -42,6 +42,8 @@ export interface UsageRecord {
   tools: Array<{ name: string; ok: boolean }>;
   /** The error's code when the work failed; null when it did not. */
   error: string | null;
+  /** Query embeddings that missed their budget: searches made by text alone. */
+  lateEmbeddings: number;
   at: number;
 }
 

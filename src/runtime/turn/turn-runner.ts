@@ -45,6 +45,12 @@ import type { Memory, MemoryStore } from "../ports/memory.ts";
 import type { ChatMessage, ChatModel, ModelChoice } from "../ports/model.ts";
 import type { MemoryRetriever } from "../ports/retrieval.ts";
 import type { ToolHost } from "../ports/tools.ts";
+import { queryTerms } from "../retrieval/query-terms.ts";
+import {
+  boundedEmbedding,
+  DEFAULT_EMBEDDING_BUDGET_MS,
+  type BoundedEmbedding,
+} from "../retrieval/query-embedding.ts";
 
 export interface TurnRunnerDeps {
   /** null when no model backend is configured: turns then fail with `model_not_configured`. */
@@ -160,6 +166,7 @@ export function createTurnRunner(deps: TurnRunnerDeps): TurnRunner {
                   model: outcome.model,
                   tools: outcome.toolCalls,
                   error: outcome.stopReason === "timeout" ? "turn_timeout" : null,
+                  lateEmbeddings: outcome.queryEmbedding === "late" ? 1 : 0,
                 },
               ),
             )
@@ -225,6 +232,14 @@ async function respondOrPause(
       return ignoredOutcome(input, { promptTokens: 0, completionTokens: 0, modelCalls: 0 });
     }
     if (!deps.model) throw new ModelNotConfiguredError(deps.modelNotConfiguredMessage);
+    // The query's embedding is the longest wait before the model: it starts now, beside the
+    // preparation below, the budget's read and the context's reads, and holds the turn at most
+    // its budget. A greeting (no query terms) and a resumed turn retrieve nothing.
+    const retrieval =
+      deps.retriever && !options.resume
+        ? turnRetrieval(deps.retriever, deps.limits, character, input.text)
+        : null;
+    if (retrieval && queryTerms(input.text).length > 0) void retrieval.queryVector();
     // What only a turn that goes on needs (its tools connected, its attachments read).
     const extra = (await options.prepare?.()) ?? options.attachments;
     // The daily budget is read while the context is composed; the model is asked only once it
@@ -267,8 +282,16 @@ async function respondOrPause(
       controller.signal,
       options,
       // A resumed turn was answered when it started.
-      { admitted, rules: rules ?? { respond: true, reason: "resumed" }, extra, draft },
+      {
+        admitted,
+        rules: rules ?? { respond: true, reason: "resumed" },
+        extra,
+        draft,
+        retrieval,
+      },
     );
+    if (retrieval && outcome.status !== "awaiting_approval")
+      outcome.queryEmbedding = retrieval.embedding.outcome();
     emitEnded(
       deps,
       ids,
@@ -282,7 +305,12 @@ async function respondOrPause(
     if (outcome.status === "awaiting_approval")
       await recordUsage(
         deps,
-        usageRecord(deps, input, spent, { model: session.current, tools: [], error: null }),
+        usageRecord(deps, input, spent, {
+          model: session.current,
+          tools: [],
+          error: null,
+          lateEmbeddings: retrieval?.embedding.outcome() === "late" ? 1 : 0,
+        }),
       );
     else {
       outcome.spent = spent;
@@ -360,9 +388,11 @@ async function respondWith(
     extra: { text: string; images: string[] } | undefined;
     /** What the turn inspector is told, when turns are kept for it. */
     draft: InspectionDraft | null;
+    /** Long-term memory for this turn (its query's embedding already started); null without. */
+    retrieval: (TurnRetrieval & { embedding: BoundedEmbedding }) | null;
   },
 ): Promise<TurnOutcome | TurnPause> {
-  const { admitted, rules, extra, draft } = decided;
+  const { admitted, rules, extra, draft, retrieval } = decided;
   const executor = new ToolExecutor({
     host: deps.tools,
     tools: await deps.tools.list(),
@@ -431,9 +461,7 @@ async function respondWith(
       toolSources: deps.tools.sources?.() ?? [],
       historyTokens: character.settings.historyTokens ?? deps.limits.historyTokens,
       historyFetchLimit: deps.limits.historyFetchLimit,
-      retrieval: deps.retriever
-        ? turnRetrieval(deps.retriever, deps.limits, character, input.text)
-        : null,
+      retrieval,
       signal,
     },
     { timeoutMs: deps.limits.providerTimeoutMs, events: deps.events, turnId: input.turnId },
@@ -447,6 +475,7 @@ async function respondWith(
     startedAt: composing,
     memories: state.memories.length,
     hits: legCounts(state.found),
+    queryEmbedding: retrieval?.embedding.outcome() ?? "none",
   });
 
   await admitted;
@@ -584,18 +613,25 @@ function buildReply(
   };
 }
 
-/** The turn's view of long-term memory: budgets from the context size, the query embedded once. */
+/**
+ * The turn's view of long-term memory: budgets from the context size, the query embedded once and
+ * waited for at most the memory settings' embedding budget.
+ */
 function turnRetrieval(
   retriever: MemoryRetriever,
   limits: RuntimeLimits,
   character: Character,
   text: string,
-): TurnRetrieval {
-  let vector: Promise<Float32Array | null> | undefined;
+): TurnRetrieval & { embedding: BoundedEmbedding } {
   const memory = character.settings.memory;
+  const embedding = boundedEmbedding(
+    () => retriever.embedQuery(text),
+    memory.embeddingBudgetMs ?? DEFAULT_EMBEDDING_BUDGET_MS,
+  );
   return {
     retriever,
-    queryVector: () => (vector ??= retriever.embedQuery(text)),
+    embedding,
+    queryVector: () => embedding.vector(),
     budgets: {
       facts: memory.factsTokens ?? Math.round(limits.contextTokens * 0.1),
       knowledge: memory.knowledgeTokens ?? Math.round(limits.contextTokens * 0.25),
@@ -647,6 +683,8 @@ function usageRecord(
     model: string | null;
     tools: ReadonlyArray<{ name: string; ok: boolean }>;
     error: string | null;
+    /** 1 when the query's embedding missed its budget (the turn searched by text alone). */
+    lateEmbeddings?: number;
   },
 ): UsageRecord {
   const origin = input.principal ? originOf(input.principal) : null;
@@ -662,6 +700,7 @@ function usageRecord(
     ...spent,
     tools: detail.tools.map(({ name, ok }) => ({ name, ok })),
     error: detail.error,
+    lateEmbeddings: detail.lateEmbeddings ?? 0,
     at: deps.clock.now(),
   };
 }

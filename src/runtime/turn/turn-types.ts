@@ -4,6 +4,7 @@ import type { Attachment, Memory, MemoryType } from "../ports/memory.ts";
 import type { ChatMessage, TokenUsage, ToolCall } from "../ports/model.ts";
 import type { DelegationContext, ModelUsage, ToolOutput } from "../ports/tools.ts";
 import type { Principal } from "../access/principal.ts";
+import type { QueryEmbeddingOutcome } from "../ports/retrieval.ts";
 
 export interface TurnInput {
   turnId: string;
@@ -181,6 +182,8 @@ export interface TurnOutcome {
    * outcomes journalled before it was kept: those record spentTokens as input tokens.
    */
   spent?: Spent;
+  /** How the wait for the query's embedding went (absent: no retrieval, or journalled before). */
+  queryEmbedding?: QueryEmbeddingOutcome;
 }
 
 /** Tokens and model calls of one run of a turn (a resumed turn's part after the pause). */

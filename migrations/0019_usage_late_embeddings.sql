@@ -1,0 +1,1 @@
+ALTER TABLE `usage_records` ADD `late_embeddings` integer DEFAULT 0 NOT NULL;
