@@ -5,6 +5,10 @@
 // every variable is passed on the command line, so a developer's .wrangler/state and .dev.vars are
 // neither read nor touched. Prints one table: the turns in one room, after a warm-up, as the room
 // grows (history and recall reads grow with it).
+// `--embed-ms N --first-token-ms N`: the case a new user meets with an embedding API configured:
+// the stand-in answers /embeddings after N ms (EMBEDDING_MODEL set) and streams its first token
+// after the other N; the turns are streamed (`Accept: text/event-stream`) and the table gives the
+// time to the first `delta` event as well.
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -12,15 +16,26 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { startModelServer } from "./model-server.ts";
+import { BENCH_EMBEDDING_DIMENSIONS, startModelServer } from "./model-server.ts";
 import { summarize } from "./stats.ts";
+import { readStream } from "./stream.ts";
 import { createBenchAgent, wranglerEntry } from "./worker-harness.ts";
 
 const { values: flags } = parseArgs({
-  options: { turns: { type: "string" }, warmup: { type: "string" } },
+  options: {
+    turns: { type: "string" },
+    warmup: { type: "string" },
+    "embed-ms": { type: "string" },
+    "first-token-ms": { type: "string" },
+  },
 });
-const TURNS = Number(flags.turns ?? 300);
-const WARMUP = Number(flags.warmup ?? 30);
+const latency = {
+  embedMs: Number(flags["embed-ms"] ?? 0),
+  firstTokenMs: Number(flags["first-token-ms"] ?? 0),
+};
+const delayed = latency.embedMs > 0 || latency.firstTokenMs > 0;
+const TURNS = Number(flags.turns ?? (delayed ? 30 : 300));
+const WARMUP = Number(flags.warmup ?? (delayed ? 5 : 30));
 
 /** What `npm run dev` hands node before wrangler's entry: the same file, or this bench measures something else. */
 const DEV_ENV_FILE = "scripts/wrangler-dev.env";
@@ -48,7 +63,7 @@ async function freePort(): Promise<number> {
 
 async function main(): Promise<void> {
   checkDevScript();
-  const model = await startModelServer();
+  const model = await startModelServer({ latency });
   const state = mkdtempSync(join(tmpdir(), "edge-agents-dev-bench-"));
   const token = randomBytes(24).toString("hex");
   const port = await freePort();
@@ -63,6 +78,9 @@ async function main(): Promise<void> {
     SEED_CHARACTERS: "false",
     RATE_LIMIT_PER_TOKEN: "1000000/s",
     RATE_LIMIT_PER_USER: "1000000/s",
+    ...(delayed
+      ? { EMBEDDING_MODEL: "bench-embed", EMBEDDING_DIMENSIONS: String(BENCH_EMBEDDING_DIMENSIONS) }
+      : {}),
   };
   // An env file of our own: wrangler reads it instead of the project's .dev.vars.
   const envFile = join(state, "bench.env");
@@ -96,10 +114,14 @@ async function main(): Promise<void> {
   wrangler.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
   wrangler.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
   const base = `http://127.0.0.1:${port}`;
-  const call = (method: string, path: string, body?: unknown) =>
+  const call = (method: string, path: string, body?: unknown, extra: Record<string, string> = {}) =>
     fetch(`${base}${path}`, {
       method,
-      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+      headers: {
+        authorization: `Bearer ${token}`,
+        "content-type": "application/json",
+        ...extra,
+      },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
   try {
@@ -118,19 +140,27 @@ async function main(): Promise<void> {
     await createBenchAgent(call);
     model.respondWith(() => ({ text: "Hello!" }));
     const samples: number[] = [];
+    const firstDeltas: number[] = [];
     const serverSamples: number[] = [];
     for (let i = 0; i < WARMUP + TURNS; i++) {
       const began = performance.now();
-      const response = await call("POST", "/agents/bench/messages", {
-        roomId: "dev-room",
-        userId: "bench-user",
-        text: `How is the weather today, question ${i}?`,
-      });
-      await response.text();
-      const ms = performance.now() - began;
+      const response = await call(
+        "POST",
+        "/agents/bench/messages",
+        {
+          roomId: "dev-room",
+          userId: "bench-user",
+          text: `How is the weather today, question ${i}?`,
+        },
+        delayed ? { accept: "text/event-stream" } : {},
+      );
       if (response.status !== 200) throw new Error(`turn failed: ${response.status}`);
+      const timed = delayed ? await readStream(response, began) : null;
+      if (!timed) await response.text();
+      const ms = performance.now() - began;
       if (i < WARMUP) continue;
       samples.push(ms);
+      if (timed) firstDeltas.push(timed.firstToken);
       const timing = /turn;dur=([\d.]+)/.exec(response.headers.get("server-timing") ?? "");
       if (timing) serverSamples.push(Number(timing[1]));
     }
@@ -149,7 +179,12 @@ async function main(): Promise<void> {
     console.log("|---|---:|---:|---:|---:|");
     for (const [name, s] of rows)
       console.log(`| ${name} | ${f(s.p50)} | ${f(s.p95)} | ${f(s.p99)} | ${f(s.mean)} |`);
-    console.log(`\nin worker (room RPC) p50 / p99: ${f(server.p50)} / ${f(server.p99)} ms`);
+    if (delayed) {
+      const first = summarize(firstDeltas);
+      console.log(
+        `\nstreamed, embedding ${latency.embedMs} ms and first token ${latency.firstTokenMs} ms: first delta p50 / p99 ${f(first.p50)} / ${f(first.p99)} ms`,
+      );
+    } else console.log(`\nin worker (room RPC) p50 / p99: ${f(server.p50)} / ${f(server.p99)} ms`);
   } finally {
     wrangler.kill("SIGTERM");
     await new Promise((resolve) => wrangler.once("exit", resolve));

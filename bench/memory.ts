@@ -2,12 +2,18 @@
 // the real worker in local workerd (offline default stack), over the HTTP API only. (a) LoCoMo:
 // recall@5/10/25 of POST /memories/similar, the runtime's hybrid retrieval, per category; (b) one
 // agent holding 10k, then 100k synthetic memories: ingest rate and query latency.
+// `--embed-ms N` (LoCoMo only): the worker embeds through the model stand-in's /embeddings
+// (bench/model-server.ts, the same hashed vectors as a semantic embedder would vote them), which
+// answers after N ms, and each search waits for its query's vector at most the default embedding
+// budget of a turn (or `--budget-ms`): recall as a turn retrieves at that embedding latency.
 import { cpus } from "node:os";
 import { parseArgs } from "node:util";
 import { createRecallTally, loadLocomo, type LocomoConversation } from "./locomo.ts";
 import { markdownTable, summarize, type Cell } from "./stats.ts";
 import { createCorpus } from "./synthetic-memories.ts";
 import { startBenchWorker, type Call } from "./worker-harness.ts";
+import { BENCH_EMBEDDING_DIMENSIONS, startModelServer, type ModelServer } from "./model-server.ts";
+import { DEFAULT_EMBEDDING_BUDGET_MS } from "../src/runtime/retrieval/query-embedding.ts";
 
 const LOCOMO_PATH = "../shared/data/locomo-dev.json";
 const BATCH_SIZE = 500; // the API's MAX_MEMORIES_PER_REQUEST
@@ -16,7 +22,7 @@ const LOCOMO_LIMIT = 25;
 const SCALE_QUERIES = 200;
 const SCALE_WARMUP = 20;
 const SCALE_LIMIT = 10;
-const HELP = `Usage: npm run bench:memory -- [--only locomo|scale] [--sizes 10000,100000]`;
+const HELP = `Usage: npm run bench:memory -- [--only locomo|scale] [--sizes 10000,100000] [--embed-ms N [--budget-ms N]]`;
 
 type MemoryInput = Record<string, unknown>;
 
@@ -33,7 +39,13 @@ async function main(): Promise<void> {
   const { values } = (() => {
     try {
       return parseArgs({
-        options: { only: { type: "string" }, sizes: { type: "string" }, help: { type: "boolean" } },
+        options: {
+          only: { type: "string" },
+          sizes: { type: "string" },
+          "embed-ms": { type: "string" },
+          "budget-ms": { type: "string" },
+          help: { type: "boolean" },
+        },
         strict: true,
       });
     } catch (error) {
@@ -47,12 +59,31 @@ async function main(): Promise<void> {
   if (sizes.some((n) => !Number.isInteger(n) || n < 1))
     throw new UsageError(`--sizes takes positive integers, e.g. 10000,100000\n${HELP}`);
 
+  const embedMs = values["embed-ms"] === undefined ? null : Number(values["embed-ms"]);
+  const budgetMs = Number(values["budget-ms"] ?? DEFAULT_EMBEDDING_BUDGET_MS);
+  if (embedMs !== null && (!Number.isInteger(embedMs) || embedMs < 0))
+    throw new UsageError(`--embed-ms takes a whole number of milliseconds\n${HELP}`);
+  if (!Number.isInteger(budgetMs) || budgetMs < 0 || budgetMs > 10_000)
+    throw new UsageError(`--budget-ms takes 0 to 10000\n${HELP}`);
+  if (embedMs !== null && values.only === "scale")
+    throw new UsageError(`--embed-ms measures LoCoMo only\n${HELP}`);
   const started = performance.now();
   const cpu = cpus();
   console.log(
     `\nedge-agents memory bench: ${cpu[0]?.model ?? "unknown CPU"} x${cpu.length}, Node ${process.version}`,
   );
-  const worker = await startBenchWorker({});
+  const model: ModelServer | null =
+    embedMs === null ? null : await startModelServer({ latency: { embedMs } });
+  const worker = await startBenchWorker(
+    model
+      ? {
+          OPENAI_API_KEY: "bench",
+          OPENAI_BASE_URL: `${model.url}/v1`,
+          EMBEDDING_MODEL: "bench-embed",
+          EMBEDDING_DIMENSIONS: String(BENCH_EMBEDDING_DIMENSIONS),
+        }
+      : {},
+  );
   try {
     const health = (await (await fetch(`${worker.base}/health`)).json()) as {
       embedding?: unknown;
@@ -61,15 +92,20 @@ async function main(): Promise<void> {
     console.log(
       `worker in local workerd; embedder ${JSON.stringify(health.embedding)}, vectors ${JSON.stringify(health.vectors)}`,
     );
-    if (values.only !== "scale") await locomo(worker.call);
-    if (values.only !== "locomo") await scale(worker.call, sizes);
+    if (embedMs !== null)
+      console.log(
+        `query embeddings through the stand-in's /embeddings after ${embedMs} ms; each search waits at most ${budgetMs} ms for its vector`,
+      );
+    if (values.only !== "scale") await locomo(worker.call, embedMs === null ? undefined : budgetMs);
+    if (values.only !== "locomo" && embedMs === null) await scale(worker.call, sizes);
   } finally {
     await worker.stop();
+    await model?.close();
   }
   console.log(`\ndone in ${((performance.now() - started) / 1000).toFixed(0)} s`);
 }
 
-async function locomo(call: Call): Promise<void> {
+async function locomo(call: Call, budgetMs?: number): Promise<void> {
   const conversations = loadLocomo(LOCOMO_PATH);
   const tally = createRecallTally(RECALL_KS);
   const latencies: number[] = [];
@@ -78,6 +114,7 @@ async function locomo(call: Call): Promise<void> {
   let ingest: IngestResult = { seconds: 0, embeddedInline: 0, embeddedLater: 0 };
   let dropped = 0;
   let withoutEvidence = 0;
+  let late = 0;
   for (const conversation of conversations) {
     const agentId = `locomo-${conversation.id}`;
     await createAgent(call, agentId, `LoCoMo ${conversation.id}`);
@@ -95,10 +132,13 @@ async function locomo(call: Call): Promise<void> {
         query: question.question,
         type: "message",
         limit: LOCOMO_LIMIT,
+        ...(budgetMs === undefined ? {} : { embeddingBudgetMs: budgetMs }),
       });
       const body = (await expectJson(Promise.resolve(response), 200)) as {
         memories: Array<{ metadata: Record<string, unknown> }>;
+        queryEmbedding?: string;
       };
+      if (body.queryEmbedding === "late") late++;
       latencies.push(performance.now() - t0);
       for (const [leg, ms] of serverTimings(response))
         legs.set(leg, [...(legs.get(leg) ?? []), ms]);
@@ -147,6 +187,10 @@ async function locomo(call: Call): Promise<void> {
   console.log(
     `evidence: ${dropped} cited ids name no turn and were dropped; ${withoutEvidence} questions are left without evidence and count as 1`,
   );
+  if (budgetMs !== undefined)
+    console.log(
+      `query vectors past the ${budgetMs} ms budget (searched by text alone): ${late} of ${lat.n}`,
+    );
 }
 
 /** Every turn as a message memory; its id is derived from the conversation and the dia_id. */

@@ -23,6 +23,11 @@ export interface ModelServer {
   /** Milliseconds spent inside the stand-in per call since the last take. */
   takeServiceTimes(): number[];
   /**
+   * When each streamed answer's first content chunk was written, on this process's
+   * performance.now() clock (a client in this process can subtract it from its own times).
+   */
+  takeFirstTokenTimes(): number[];
+  /**
    * Side prompts answered with this HTTP status instead (null: answered again), as an endpoint
    * that does not serve SMALL_MODEL would.
    */
@@ -53,6 +58,9 @@ export interface ModelServerOptions {
   latency?: Partial<ModelLatency>;
 }
 
+/** A streamed chunk that carries text: `"content":"` and then not the closing quote. */
+const FIRST_TOKEN = /"content":"[^"]/;
+
 /** The size the stand-in's /embeddings answers with when the request names none. */
 export const BENCH_EMBEDDING_DIMENSIONS = 384;
 
@@ -64,6 +72,7 @@ export async function startModelServer(options: ModelServerOptions = {}): Promis
   let responder: StandInResponder = () => ({ text: "ok" });
   let sideFailure: number | null = null;
   let embeddings = 0;
+  let firstTokens: number[] = [];
   let latency: ModelLatency = {
     embedMs: 0,
     firstTokenMs: 0,
@@ -101,7 +110,15 @@ export async function startModelServer(options: ModelServerOptions = {}): Promis
     );
     res.writeHead(response.status, Object.fromEntries(response.headers));
     // Passed on chunk by chunk, so a streamed answer reaches the worker at the stand-in's pace.
-    if (response.body) for await (const chunk of response.body) res.write(chunk);
+    let firstToken = true;
+    if (response.body)
+      for await (const chunk of response.body) {
+        if (firstToken && FIRST_TOKEN.test(Buffer.from(chunk).toString("utf8"))) {
+          firstToken = false;
+          firstTokens.push(performance.now());
+        }
+        res.write(chunk);
+      }
     res.end();
     count += 1;
     serviceTimes.push(performance.now() - started);
@@ -116,6 +133,11 @@ export async function startModelServer(options: ModelServerOptions = {}): Promis
     },
     calls: () => count,
     sideCalls: () => sideCount,
+    takeFirstTokenTimes() {
+      const taken = firstTokens;
+      firstTokens = [];
+      return taken;
+    },
     takeServiceTimes() {
       const taken = serviceTimes;
       serviceTimes = [];

@@ -6,6 +6,8 @@
 // `npm run bench -- --d1-ms 20 --do-ms 10` runs the worker with every D1 round trip and Durable
 // Object call delayed by that much (bench/latency/) and also prints, per scenario, how many of them
 // are sequential before the model request, before the reply, and after it.
+// `npm run bench -- --embed-ms 400 --first-token-ms 300 [--tokens-per-s 50]` (with or without the
+// two above) runs only a plain turn at production latencies instead: bench/production.ts.
 import { mkdtempSync, rmSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
@@ -14,6 +16,7 @@ import { BURST_SIZE, burstSender, runBurstBench } from "./burst.ts";
 import { analyzeTurn, type TurnTrips } from "./latency/critical-path.ts";
 import type { Trip } from "./latency/instrument.ts";
 import { startModelServer, type ModelServer } from "./model-server.ts";
+import { runProductionBench } from "./production.ts";
 import { createCorpus } from "./synthetic-memories.ts";
 import { runCoreBench } from "./core.ts";
 import { coreTable, markdownTable, summarize, table, type Row } from "./stats.ts";
@@ -37,9 +40,26 @@ interface Scenario {
 }
 
 const { values: flags } = parseArgs({
-  options: { "d1-ms": { type: "string" }, "do-ms": { type: "string" } },
+  options: {
+    "d1-ms": { type: "string" },
+    "do-ms": { type: "string" },
+    "embed-ms": { type: "string" },
+    "first-token-ms": { type: "string" },
+    "tokens-per-s": { type: "string" },
+    turns: { type: "string" },
+  },
 });
 const delays = { d1Ms: Number(flags["d1-ms"] ?? 0), doMs: Number(flags["do-ms"] ?? 0) };
+const modelLatency = {
+  embedMs: Number(flags["embed-ms"] ?? 0),
+  firstTokenMs: Number(flags["first-token-ms"] ?? 0),
+  tokensPerSecond: Number(flags["tokens-per-s"] ?? 0),
+};
+for (const [name, value] of Object.entries({ ...delays, ...modelLatency }))
+  if (!Number.isFinite(value) || value < 0)
+    throw new Error(`bench: ${name} must be a number of 0 or more`);
+const production =
+  modelLatency.embedMs > 0 || modelLatency.firstTokenMs > 0 || modelLatency.tokensPerSecond > 0;
 const injected = delays.d1Ms > 0 || delays.doMs > 0;
 /** With injected latency every turn also waits for the worker to go idle: fewer turns. */
 const TURNS_SHARE = injected ? 0.2 : 1;
@@ -49,6 +69,10 @@ async function main(): Promise<void> {
   console.log(
     `\nedge-agents bench: ${cpu[0]?.model ?? "unknown CPU"} x${cpu.length}, Node ${process.version}`,
   );
+  if (production) {
+    rmSync(workDir, { recursive: true, force: true });
+    return runProductionBench({ ...delays, ...modelLatency }, Number(flags.turns ?? 15));
+  }
   const core = await runCoreBench();
   console.log(
     "\n1. Runtime core per turn (src/runtime in Node, in-memory stores, a model that answers instantly):\n",

@@ -9,6 +9,14 @@ import type { Trip } from "./instrument.ts";
 export interface TurnTrips {
   /** Sequential D1 round trips and object hops from the request to the first model request. */
   beforeModel: { d1: number; do: number };
+  /** Milliseconds from the request's arrival to the first model request (NaN without one). */
+  beforeModelMs: number;
+  /**
+   * The query's embedding request before the first model request: how long the turn had it out
+   * by then, and whether it was still out when the model was asked (the budget ran out); null
+   * when the turn made none.
+   */
+  embedding: { outMs: number; late: boolean } | null;
   /** Sequential ones after the last model response, before the reply left. */
   beforeReply: { d1: number; do: number };
   /** Trips still running or started after the reply left: nothing waited for them. */
@@ -32,6 +40,7 @@ export function analyzeTurn(trips: Trip[], doDelayMs: number): TurnTrips | null 
   const beforeModel = firstModel
     ? chainBack(calls, request.start, firstModel.start, doDelayMs)
     : { d1: 0, do: 0 };
+  const embed = mine.find((t) => t.kind === "embed" && (!firstModel || t.start < firstModel.start));
   const beforeReply = lastModel
     ? count(
         calls.filter((t) => t.start >= lastModel.end && t.end <= request.end),
@@ -42,6 +51,13 @@ export function analyzeTurn(trips: Trip[], doDelayMs: number): TurnTrips | null 
   const afterD1 = after.filter((t) => t.kind === "d1");
   return {
     beforeModel,
+    beforeModelMs: firstModel ? firstModel.start - request.start : Number.NaN,
+    embedding: embed
+      ? {
+          outMs: Math.min(embed.end, firstModel?.start ?? embed.end) - embed.start,
+          late: firstModel !== undefined && embed.end > firstModel.start,
+        }
+      : null,
     beforeReply,
     afterReply: {
       d1: afterD1.length,

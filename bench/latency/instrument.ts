@@ -1,12 +1,13 @@
 // Runs inside workerd for `npm run bench -- --d1-ms N --do-ms N`: wraps a worker's env so every D1
 // round trip (a statement or a batch) and every Durable Object call (an RPC or fetch on a stub)
 // waits the given time first and is recorded as a trip with its start and end; also records each
-// model request (fetch to .../chat/completions) and the SQL statements run. What production adds
+// model request (fetch to .../chat/completions), each embedding request (.../embeddings) and the
+// SQL statements run. What production adds
 // to loopback (a network hop per D1 query or object call) becomes visible as time, and the trips
 // show which of them are sequential on a turn's critical path.
 
 export interface Trip {
-  kind: "d1" | "do" | "model" | "request";
+  kind: "d1" | "do" | "model" | "embed" | "request";
   /** What was called: `DB.batch`, `ROOMS.submitTurn`, a request's path. */
   what: string;
   start: number;
@@ -100,13 +101,18 @@ export function countObjectSql(ctx: DurableObjectState): void {
   });
 }
 
-/** Records model requests made with the global fetch (the OpenAI client's, late-bound). */
+/** Records model and embedding requests made with the global fetch (the OpenAI client's, late-bound). */
 export function instrumentFetch(): void {
   const original = globalThis.fetch;
   globalThis.fetch = (input: RequestInfo | URL, init?: RequestInit) => {
     const url = input instanceof Request ? input.url : String(input);
-    if (!url.endsWith("/chat/completions")) return original(input, init);
-    return trip("model", new URL(url).pathname, () => original(input, init));
+    const kind = url.endsWith("/chat/completions")
+      ? "model"
+      : url.endsWith("/embeddings")
+        ? "embed"
+        : null;
+    if (!kind) return original(input, init);
+    return trip(kind, new URL(url).pathname, () => original(input, init));
   };
 }
 
