@@ -2,7 +2,7 @@
 // since what decides authority must not be whatever a stored row happens to hold. Plain zod, so
 // the room and the task object share it.
 import { z } from "zod";
-import { type Principal, SCOPES } from "./principal.ts";
+import { MEMBER_PLATFORMS, type Principal, SCOPES } from "./principal.ts";
 
 /** Deep enough for a chain of delegations (MAX_DELEGATION_DEPTH) under a schedule. */
 const MAX_PRINCIPAL_DEPTH = 8;
@@ -17,7 +17,7 @@ const TokenShape = z.object({
 
 const MemberShape = z.object({
   kind: z.literal("member"),
-  platform: z.literal("discord"),
+  platform: z.enum(MEMBER_PLATFORMS),
   userId: z.string(),
   manager: z.boolean(),
   owner: z.boolean(),

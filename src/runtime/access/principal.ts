@@ -27,17 +27,24 @@ export interface TokenPrincipal {
   userPrefix: string | null;
 }
 
+/** The chat platforms a member can write from; each owns its user-id namespace `<platform>:`. */
+export const MEMBER_PLATFORMS = ["discord", "telegram", "slack"] as const;
+export type MemberPlatform = (typeof MEMBER_PLATFORMS)[number];
+
 /** Someone writing on a chat platform, as the platform vouched for them (a signed payload). */
 export interface MemberPrincipal {
   kind: "member";
-  platform: "discord";
-  /** The turn user id: `discord:<id>`. */
+  platform: MemberPlatform;
+  /** The turn user id: `<platform>:<id>` (`discord:<id>`, `telegram:<id>`). */
   userId: string;
   /** Manages where they wrote (Discord: Manage Server or Administrator in that server). */
   manager: boolean;
-  /** One of the bot's owners (DISCORD_OWNER_IDS, the application's owners). */
+  /** One of the bot's owners (DISCORD_OWNER_IDS or the application's owners, TELEGRAM_OWNER_IDS). */
   owner: boolean;
-  /** The server they wrote in; null in a DM. Absent in principals journalled before it was kept. */
+  /**
+   * The platform's server they wrote in (a Discord guild); null in a DM and on platforms without
+   * servers (Telegram). Absent in principals journalled before it was kept.
+   */
   guildId?: string | null;
 }
 
