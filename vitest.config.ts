@@ -25,6 +25,10 @@ const baseBindings = {
   DISCORD_OWNER_IDS: "",
   DISCORD_GATEWAY: "",
   INSTAGRAM_ACCESS_TOKEN: "",
+  TELEGRAM_BOT_TOKEN: "",
+  TELEGRAM_WEBHOOK_SECRET: "",
+  TELEGRAM_API_BASE: "",
+  TELEGRAM_OWNER_IDS: "",
   PUBLIC_BASE_URL: "",
   ADMIN_TOKEN: TEST_ADMIN_TOKEN,
   RATE_LIMIT_PER_TOKEN: "",
@@ -125,6 +129,11 @@ export default defineConfig(async () => {
     INSTAGRAM_ACCESS_TOKEN: "test-instagram-token",
     INSTAGRAM_GRAPH_BASE: "http://graph.test/v26.0",
     PUBLIC_BASE_URL: "https://agents.test",
+    // Telegram against the Bot API stand-in (test/stand-ins/telegram-stand-in.ts).
+    TELEGRAM_BOT_TOKEN: "123456:TEST-token_value",
+    TELEGRAM_WEBHOOK_SECRET: "test-telegram-webhook-secret",
+    TELEGRAM_API_BASE: "http://telegram.test",
+    TELEGRAM_OWNER_IDS: "700000001",
     // A bearer secret for MCP servers: mcp-servers.json declares where it may go (test/security/).
     MCP_GITHUB_TOKEN: "ghp_test_secret_not_real_0123456789",
   };

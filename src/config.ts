@@ -13,6 +13,7 @@ import {
 } from "./model/workers-ai-embedder.ts";
 import { DEFAULT_HASH_DIMENSIONS } from "./runtime/retrieval/hash-embedder.ts";
 
+export const DEFAULT_TELEGRAM_API_BASE = "https://api.telegram.org";
 export const DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1";
 export const DEFAULT_OPENAI_MODEL = "gpt-4.1-mini";
 export const DEFAULT_OPENAI_SMALL_MODEL = "gpt-4.1-nano";
@@ -108,6 +109,30 @@ const VarsSchema = z.object({
   DISCORD_OWNER_IDS: commaList.pipe(
     z.array(z.string().regex(/^\d{1,20}$/, "must be a comma list of Discord user ids")),
   ),
+  TELEGRAM_BOT_TOKEN: z.preprocess(
+    unset,
+    z
+      .string()
+      .trim()
+      .regex(
+        /^\d{1,20}:[A-Za-z0-9_-]{1,200}$/,
+        "must be a bot token from BotFather (<bot id>:<secret>)",
+      )
+      .optional(),
+  ),
+  // setWebhook's secret_token rule: Telegram sends it back in X-Telegram-Bot-Api-Secret-Token.
+  TELEGRAM_WEBHOOK_SECRET: z.preprocess(
+    unset,
+    z
+      .string()
+      .regex(/^[A-Za-z0-9_-]{16,256}$/, "must be 16-256 of A-Z, a-z, 0-9, _ and -")
+      .optional(),
+  ),
+  TELEGRAM_API_BASE: optionalUrl,
+  // Telegram user ids who manage the bot and whose private chats the default DM policy takes.
+  TELEGRAM_OWNER_IDS: commaList.pipe(
+    z.array(z.string().regex(/^\d{1,20}$/, "must be a comma list of Telegram user ids")),
+  ),
   ALLOW_LOOPBACK_FETCH: trueOrFalse,
   MCP_ALLOW_LOOPBACK: trueOrFalse,
   WORKERS_AI: trueOrFalse,
@@ -187,6 +212,12 @@ export interface Config {
   discordOwnerIds: string[];
   /** DISCORD_GATEWAY=true: the bot also reads channel messages over the Gateway (with the bot token). */
   discordGateway: boolean;
+  /**
+   * Telegram; null unless both the bot token and the webhook secret are set (the webhook then
+   * answers 503). TELEGRAM_OWNER_IDS are the bot's owners there.
+   */
+  telegram: { botToken: string; webhookSecret: string; apiBase: string } | null;
+  telegramOwnerIds: string[];
   /** Instagram publishing; null unless both the account id and the token are set. */
   instagram: { userId: string; accessToken: string; graphBase?: string } | null;
 }
@@ -208,6 +239,8 @@ export const DEPLOYMENT_VARIABLES = [
   "DISCORD_API_BASE",
   "DISCORD_OWNER_IDS",
   "DISCORD_GATEWAY",
+  "TELEGRAM_API_BASE",
+  "TELEGRAM_OWNER_IDS",
   "INSTAGRAM_USER_ID",
   "INSTAGRAM_GRAPH_BASE",
   "PUBLIC_BASE_URL",
@@ -273,6 +306,15 @@ export function loadConfig(env: Env): Config {
     discordOwnerIds: vars.DISCORD_OWNER_IDS,
     discordGateway: vars.DISCORD_GATEWAY === "true",
     seedCharacters: vars.SEED_CHARACTERS !== "false",
+    telegram:
+      vars.TELEGRAM_BOT_TOKEN && vars.TELEGRAM_WEBHOOK_SECRET
+        ? {
+            botToken: vars.TELEGRAM_BOT_TOKEN,
+            webhookSecret: vars.TELEGRAM_WEBHOOK_SECRET,
+            apiBase: vars.TELEGRAM_API_BASE ?? DEFAULT_TELEGRAM_API_BASE,
+          }
+        : null,
+    telegramOwnerIds: vars.TELEGRAM_OWNER_IDS,
     instagram:
       vars.INSTAGRAM_USER_ID && vars.INSTAGRAM_ACCESS_TOKEN
         ? {

@@ -39,6 +39,11 @@ export interface Env {
   DISCORD_OWNER_IDS?: string;
   /** "true": read channel messages over the Gateway too (needs DISCORD_BOT_TOKEN). */
   DISCORD_GATEWAY?: string;
+  TELEGRAM_BOT_TOKEN?: string;
+  /** setWebhook's secret_token; every webhook request carries it (X-Telegram-Bot-Api-Secret-Token). */
+  TELEGRAM_WEBHOOK_SECRET?: string;
+  TELEGRAM_API_BASE?: string;
+  TELEGRAM_OWNER_IDS?: string;
   INSTAGRAM_USER_ID?: string;
   INSTAGRAM_ACCESS_TOKEN?: string;
   INSTAGRAM_GRAPH_BASE?: string;

@@ -12,9 +12,11 @@ import {
   serverRetryDelayMs,
   type Sleep,
 } from "../../model/retry.ts";
+import { DEFAULT_TELEGRAM_API_BASE } from "../../config.ts";
 import { TelegramUser } from "./update.ts";
 
-export const DEFAULT_TELEGRAM_API_BASE = "https://api.telegram.org";
+export { DEFAULT_TELEGRAM_API_BASE };
+
 /** sendMessage and editMessageText take 1-4,096 characters: split with splitMessage first. */
 export const TELEGRAM_MESSAGE_LIMIT = 4_096;
 /** The Bot API serves files up to 20 MB to bots. */
