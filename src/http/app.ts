@@ -12,6 +12,7 @@ import { handleError } from "./errors.ts";
 import { ensureSchema } from "../db/schema-ready.ts";
 import { agentRoutes } from "./routes/agents.ts";
 import { discordRoutes, MAX_INTERACTION_BODY_BYTES } from "./routes/discord/discord.ts";
+import { telegramConfigRoutes } from "./routes/telegram/telegram-config.ts";
 import { healthRoutes } from "./routes/health.ts";
 import { knowledgeRoutes } from "./routes/knowledge.ts";
 import { memoryRoutes } from "./routes/memories.ts";
@@ -92,6 +93,8 @@ export function createApp(): OpenAPIHono<AppEnv> {
   app.route("/", messageRoutes());
   app.route("/", knowledgeRoutes());
   app.route("/", memoryRoutes());
+  // Before Discord's: its `/clients/{clientId}/config` would take `/clients/telegram/config`.
+  app.route("/", telegramConfigRoutes());
   app.route("/", discordRoutes());
   app.route("/", tokenRoutes());
   app.route("/", toolRoutes());

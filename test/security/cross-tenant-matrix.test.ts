@@ -218,6 +218,12 @@ const ATTACKS: Record<string, (w: World, agent: string) => Attack> = {
     path: "/clients/discord/config",
     body: { defaultAgentId: w.bOwn, allowedChannels: [] },
   }),
+  "GET /clients/telegram/config": () => ({ method: "GET", path: "/clients/telegram/config" }),
+  "POST /clients/telegram/config": (w) => ({
+    method: "POST",
+    path: "/clients/telegram/config",
+    body: { defaultAgentId: w.bOwn, allowedChats: [] },
+  }),
   "POST /auth/tokens": (w) => ({
     method: "POST",
     path: "/auth/tokens",

@@ -287,6 +287,12 @@ const REQUESTS: Record<string, () => Promise<MatrixRequest>> = {
     body: { allowedChannels: [] },
     status: 200,
   }),
+  "GET /clients/telegram/config": async () => ({ path: "/clients/telegram/config", status: 200 }),
+  "POST /clients/telegram/config": async () => ({
+    path: "/clients/telegram/config",
+    body: { allowedChats: [] },
+    status: 200,
+  }),
   "POST /auth/tokens": async () => ({
     path: "/auth/tokens",
     body: { name: "minted-in-matrix", scopes: ["agents:read"] },

@@ -30,6 +30,10 @@ import { createSecretBox } from "../secret-box.ts";
 import { createSkillStore, type SkillStore } from "./skill-store.ts";
 import { createD1SpendLedger } from "./spend-ledger.ts";
 import { createEvaluatorFailures, type EvaluatorFailures } from "./evaluator-failures.ts";
+import {
+  createTelegramSettingsStore,
+  type TelegramSettingsStore,
+} from "./telegram-settings-store.ts";
 import { createTokenStore, type TokenStore } from "./token-store.ts";
 import { createTurnInspectionStore, type TurnInspectionStore } from "./turn-inspection-store.ts";
 import { createVectorizeIndex } from "../../memory/vectorize-index.ts";
@@ -54,6 +58,7 @@ export interface Stores {
   /** OAuth credentials of MCP servers; null without SECRETS_KEY (they are only kept sealed). */
   mcpCredentials: McpCredentialStore | null;
   discord: DiscordSettingsStore;
+  telegram: TelegramSettingsStore;
   /** Skills added to an agent after its character was written. */
   skills: SkillStore;
   /** What agents asked to change about themselves. */
@@ -91,6 +96,7 @@ export function stores(env: Env): Stores {
     mcpServers: createAgentServerStore(db),
     mcpCredentials: box ? createMcpCredentialStore(db, box) : null,
     discord: createDiscordSettingsStore(db),
+    telegram: createTelegramSettingsStore(db),
     skills: createSkillStore(db),
     proposals: createProposalStore(db),
     embedder,
