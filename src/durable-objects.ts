@@ -1,10 +1,17 @@
 // The Durable Object classes wrangler.toml binds, assembled where the worker knows its surfaces:
 // the room and the task object (src/objects/) take the reply surface and attachment ingest as
-// interfaces, and get Discord's (src/clients/discord/) here, so src/objects/ never imports a client.
+// interfaces, and get the chat platforms' (src/clients/) here, one surface routing each delivery
+// target by its kind, so src/objects/ never imports a client.
+import { createSurfaceRouter } from "./clients/chat/surface-router.ts";
 import {
   createDiscordAttachmentIngest,
   createDiscordSurface,
 } from "./clients/discord/discord-surface.ts";
+import {
+  createTelegramSurface,
+  TELEGRAM_MESSAGE_KIND,
+} from "./clients/telegram/telegram-surface.ts";
+import type { Env } from "./env.ts";
 import { AgentRoomBase } from "./objects/conversation/agent-room.ts";
 import { AgentTasksBase } from "./objects/tasks/agent-tasks.ts";
 import type { ReplySurface, RoomPlatform } from "./objects/shared/reply-surface.ts";
@@ -14,10 +21,18 @@ export { PostPublisher } from "./clients/instagram/post-publisher.ts";
 export { RateLimiter } from "./rate-limits/rate-limiter.ts";
 export { SchemaGate } from "./db/schema-gate.ts";
 
+/** Discord's surface first: it owns every posted prompt (Telegram posts none it edits later). */
+function chatSurface(env: Env): ReplySurface {
+  return createSurfaceRouter([
+    { kinds: ["discord", "discord-message"], surface: createDiscordSurface(env) },
+    { kinds: [TELEGRAM_MESSAGE_KIND], surface: createTelegramSurface(env) },
+  ]);
+}
+
 export class AgentRoom extends AgentRoomBase {
   protected override platform(): RoomPlatform {
     return {
-      surface: createDiscordSurface(this.env),
+      surface: chatSurface(this.env),
       attachments: createDiscordAttachmentIngest(this.env),
     };
   }
@@ -25,6 +40,6 @@ export class AgentRoom extends AgentRoomBase {
 
 export class AgentTasks extends AgentTasksBase {
   protected override replySurface(): ReplySurface {
-    return createDiscordSurface(this.env);
+    return chatSurface(this.env);
   }
 }

@@ -1,0 +1,139 @@
+// The one way a chat platform's message becomes a turn, once the adapter has verified, parsed and
+// normalised it and chosen the agent: the DM policy, the per-user rate limit (`user:<platform>:<id>`),
+// the member principal, and one `enqueueTurn` keyed by the platform message, so a redelivered
+// message is the same turn. Edits amend the stored message by that key. No platform code here:
+// the adapter passes its delivery target through as opaque data.
+import { loadConfig, type Config } from "../../config.ts";
+import type { Env } from "../../env.ts";
+import { stores } from "../../db/stores/index.ts";
+import { enqueueTurn, roomName } from "../../objects/conversation/room-client.ts";
+import type { DeliveryTarget } from "../../objects/shared/reply-surface.ts";
+import { enforceRate } from "../../rate-limits/admission.ts";
+import type { MemberPlatform } from "../../runtime/access/principal.ts";
+import type { DirectMessagePolicy } from "../../runtime/character.ts";
+import type { Attachment } from "../../runtime/ports/memory.ts";
+import { RateLimitedError } from "../../runtime/util/errors.ts";
+
+/** A message as every adapter hands it over. */
+export interface ChatMessage {
+  platform: MemberPlatform;
+  /** One per platform message: `telegram-msg:<chat>:<message_id>`, `discord-msg:<id>`. */
+  turnKey: string;
+  /** `<platform>:<chat>[:<thread>]`. */
+  roomId: string;
+  /** The platform's chat or channel id. */
+  chatId: string;
+  /** The platform's server (a Discord guild); null in DMs and where there is none (Telegram). */
+  spaceId: string | null;
+  /** The platform's own user id (without the `<platform>:` prefix). */
+  sender: { id: string; name: string; isBot: boolean };
+  text: string;
+  attachments?: Attachment[];
+  isDirect: boolean;
+  /** Addressed to the bot: a mention, a reply to it, a command. */
+  mentioned: boolean;
+  receivedAt: number;
+  /** Where the reply goes, the adapter's own data (its `kind` picks the surface). */
+  delivery: DeliveryTarget;
+}
+
+/** What the intake asks the adapter (or its defaults) about the sender and the agent. */
+export interface IntakePolicy {
+  /** Whose DMs the agent takes; default: the agent's `settings.discord.directMessages`. */
+  directMessages?(agentId: string): Promise<DirectMessagePolicy>;
+  /** One of the bot's owners on this platform; default: the configured owner ids. */
+  isOwner?(senderId: string): boolean | Promise<boolean>;
+}
+
+export type IntakeResult = "queued" | "duplicate" | "dm_refused" | "rate_limited";
+
+/** Hands one message to the agent's room as a turn (or says why not). */
+export async function takeMessage(
+  env: Env,
+  message: ChatMessage,
+  agentId: string,
+  policy: IntakePolicy = {},
+): Promise<IntakeResult> {
+  const config = loadConfig(env);
+  const owner = await (
+    policy.isOwner ?? ((id) => configuredOwners(config, message.platform).includes(id))
+  )(message.sender.id);
+  if (message.isDirect) {
+    const dm = await (policy.directMessages ?? ((id) => agentDirectMessages(env, id)))(agentId);
+    // A DM has no server to manage: the agent's policy says whose it takes (default: owners).
+    if (dm === "off" || (dm === "owners" && !owner)) return "dm_refused";
+  }
+  const userId = `${message.platform}:${message.sender.id}`;
+  try {
+    await enforceRate(
+      env,
+      `user:${userId}`,
+      config.rateLimits.perUser,
+      `this ${message.platform} user`,
+    );
+  } catch (error) {
+    if (error instanceof RateLimitedError) return "rate_limited";
+    throw error;
+  }
+  const queued = await enqueueTurn(env, {
+    idempotencyKey: message.turnKey,
+    input: {
+      turnId: crypto.randomUUID(),
+      agentId,
+      roomId: message.roomId,
+      userId,
+      userName: message.sender.name,
+      text: message.text,
+      attachments: message.attachments ?? [],
+      source: message.platform,
+      isDirect: message.isDirect,
+      mentioned: message.mentioned,
+      fromBot: message.sender.isBot,
+      receivedAt: message.receivedAt,
+      // A chat message carries no server permissions: nobody manages through it; the owners
+      // named for the platform are owners (docs/security.md).
+      principal: {
+        kind: "member",
+        platform: message.platform,
+        userId,
+        manager: false,
+        owner,
+        guildId: message.spaceId,
+      },
+    },
+    delivery: message.delivery,
+  });
+  return queued.duplicate ? "duplicate" : "queued";
+}
+
+/** Amends a stored message (an edit) by the key its turn was queued with. */
+export async function amendMessage(
+  env: Env,
+  target: { agentId: string; roomId: string; turnKey: string },
+  change: { kind: "edit"; text: string } | { kind: "delete" },
+  at: number,
+): Promise<void> {
+  const room = env.ROOMS.getByName(roomName(target.agentId, target.roomId));
+  await room.amendMessage({ idempotencyKey: target.turnKey, change, at });
+}
+
+/** The owner ids configured for a platform (DISCORD_OWNER_IDS, TELEGRAM_OWNER_IDS). */
+export function configuredOwners(config: Config, platform: MemberPlatform): readonly string[] {
+  switch (platform) {
+    case "discord":
+      return config.discordOwnerIds;
+    case "telegram":
+      return config.telegramOwnerIds;
+    case "slack":
+      return [];
+  }
+}
+
+/**
+ * The agent's DM policy. One home for every platform for now: `settings.discord.directMessages`
+ * (default "owners"), until the character settings grow a platform-neutral key.
+ */
+export async function agentDirectMessages(env: Env, agentId: string): Promise<DirectMessagePolicy> {
+  const record = await stores(env).agents.get(agentId);
+  return record?.character.settings.discord.directMessages ?? "owners";
+}
