@@ -13,6 +13,7 @@ import { ensureSchema } from "../db/schema-ready.ts";
 import { agentRoutes } from "./routes/agents.ts";
 import { discordRoutes, MAX_INTERACTION_BODY_BYTES } from "./routes/discord/discord.ts";
 import { telegramConfigRoutes } from "./routes/telegram/telegram-config.ts";
+import { telegramRoutes } from "./routes/telegram/telegram.ts";
 import { healthRoutes } from "./routes/health.ts";
 import { knowledgeRoutes } from "./routes/knowledge.ts";
 import { memoryRoutes } from "./routes/memories.ts";
@@ -93,6 +94,7 @@ export function createApp(): OpenAPIHono<AppEnv> {
   app.route("/", messageRoutes());
   app.route("/", knowledgeRoutes());
   app.route("/", memoryRoutes());
+  app.route("/", telegramRoutes());
   // Before Discord's: its `/clients/{clientId}/config` would take `/clients/telegram/config`.
   app.route("/", telegramConfigRoutes());
   app.route("/", discordRoutes());

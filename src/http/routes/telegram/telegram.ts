@@ -1,0 +1,208 @@
+// Telegram's webhook, `POST /telegram/webhook`. Telegram signs nothing: setWebhook's secret_token
+// comes back in X-Telegram-Bot-Api-Secret-Token, compared in constant time before the body is even
+// read. The body is read up to 1 MB and validated (src/clients/telegram/update.ts). A message in a
+// bound chat becomes one turn in room `telegram:<chat>[:<topic>]`, keyed `telegram-msg:<chat>:<id>`
+// so a redelivered Update is the same turn; an edit amends the stored message by that key. Any
+// well-formed Update is answered 200 (Telegram repeats anything else), including those we skip.
+import { OpenAPIHono, z } from "@hono/zod-openapi";
+import type { Context } from "hono";
+import type { AppEnv } from "../../app-env.ts";
+import { amendMessage, takeMessage } from "../../../clients/chat/intake.ts";
+import { botIdentity } from "../../../clients/telegram/bot-identity.ts";
+import {
+  addressing,
+  roomIdOf,
+  senderName,
+  textForModel,
+  type TelegramBotIdentity,
+} from "../../../clients/telegram/message-text.ts";
+import {
+  TELEGRAM_MESSAGE_KIND,
+  telegramBotApi,
+  type TelegramMessageDelivery,
+} from "../../../clients/telegram/telegram-surface.ts";
+import { parseUpdate, type TelegramMessage } from "../../../clients/telegram/update.ts";
+import { loadConfig } from "../../../config.ts";
+import { stores } from "../../../db/stores/index.ts";
+import { log } from "../../../log.ts";
+import {
+  NotConfiguredError,
+  PayloadTooLargeError,
+  UnauthorizedError,
+  ValidationError,
+} from "../../../runtime/util/errors.ts";
+import { errorContent } from "../../schemas.ts";
+
+/** Updates are a few KB; a message is at most 4,096 characters. */
+export const MAX_TELEGRAM_UPDATE_BYTES = 1024 * 1024;
+export const SECRET_HEADER = "x-telegram-bot-api-secret-token";
+
+type Ctx = Context<AppEnv>;
+type Outcome = "queued" | "duplicate" | "dm_refused" | "rate_limited" | "amended" | "skipped";
+
+export function telegramRoutes(): OpenAPIHono<AppEnv> {
+  const app = new OpenAPIHono<AppEnv>();
+
+  // Documented, not validated by the route schema: the secret is checked before the body is read.
+  app.openAPIRegistry.registerPath({
+    method: "post",
+    path: "/telegram/webhook",
+    summary: "Telegram Bot API webhook (authenticated by its secret token header; no bearer token)",
+    request: {
+      headers: z.object({
+        [SECRET_HEADER]: z
+          .string()
+          .openapi({ description: "setWebhook's secret_token (TELEGRAM_WEBHOOK_SECRET)" }),
+      }),
+      body: {
+        required: true,
+        content: {
+          "application/json": {
+            schema: z.record(z.string(), z.unknown()).openapi({ description: "A Telegram Update" }),
+          },
+        },
+      },
+    },
+    responses: {
+      200: { description: "Taken (a turn queued), or an Update the bot does not act on" },
+      400: errorContent("A body that is not a valid Update"),
+      401: errorContent("Missing or wrong secret token"),
+      413: errorContent("A body over 1 MB"),
+      503: errorContent("Telegram is not configured"),
+    },
+  });
+
+  app.post("/telegram/webhook", async (c) => {
+    const telegram = loadConfig(c.env).telegram;
+    if (!telegram)
+      throw new NotConfiguredError(
+        "Telegram is not configured: set TELEGRAM_BOT_TOKEN and TELEGRAM_WEBHOOK_SECRET",
+      );
+    const given = c.req.header(SECRET_HEADER);
+    if (!given || !(await sameSecret(given, telegram.webhookSecret)))
+      throw new UnauthorizedError("missing or wrong X-Telegram-Bot-Api-Secret-Token");
+    const raw = await readCapped(c.req.raw, MAX_TELEGRAM_UPDATE_BYTES);
+    let body: unknown;
+    try {
+      body = JSON.parse(new TextDecoder().decode(raw));
+    } catch {
+      throw new ValidationError("invalid request body: not JSON");
+    }
+    const parsed = parseUpdate(body);
+    if (!parsed.ok) throw new ValidationError(`invalid update: ${parsed.error}`);
+    const { update } = parsed;
+    let outcome: Outcome = "skipped";
+    if (update.message) outcome = await onMessage(c, update.message, telegram.botToken);
+    else if (update.edited_message)
+      outcome = await onEdit(c, update.edited_message, telegram.botToken);
+    if (outcome !== "queued" && outcome !== "amended")
+      log.info("telegram_update_not_taken", { updateId: update.update_id, outcome });
+    // No `method` field: Telegram would run a JSON answer that has one as a Bot API call.
+    return c.json({ ok: true, outcome }, 200);
+  });
+  return app;
+}
+
+async function onMessage(c: Ctx, message: TelegramMessage, token: string): Promise<Outcome> {
+  const from = message.from;
+  if (!from || from.is_bot) return "skipped";
+  const agentId = await boundAgent(c, message.chat.id);
+  if (!agentId) return "skipped";
+  const bot = await botIdentity(telegramBotApi(c.env), token);
+  const text = textForModel(message, bot);
+  if (text === "") return "skipped";
+  const isDirect = message.chat.type === "private";
+  const mentioned = isAddressed(message, bot);
+  const delivery: TelegramMessageDelivery = {
+    kind: TELEGRAM_MESSAGE_KIND,
+    chatId: message.chat.id,
+    messageId: message.message_id,
+    ...(message.is_topic_message === true && message.message_thread_id !== undefined
+      ? { threadId: message.message_thread_id }
+      : {}),
+    addressed: mentioned || isDirect,
+  };
+  return await takeMessage(
+    c.env,
+    {
+      platform: "telegram",
+      turnKey: turnKey(message),
+      roomId: roomIdOf(message),
+      chatId: String(message.chat.id),
+      spaceId: null,
+      sender: { id: String(from.id), name: senderName(from), isBot: false },
+      text,
+      isDirect,
+      mentioned,
+      receivedAt: Date.now(),
+      delivery,
+    },
+    agentId,
+  );
+}
+
+async function onEdit(c: Ctx, message: TelegramMessage, token: string): Promise<Outcome> {
+  if (!message.from || message.from.is_bot) return "skipped";
+  const agentId = await boundAgent(c, message.chat.id);
+  if (!agentId) return "skipped";
+  const bot = await botIdentity(telegramBotApi(c.env), token);
+  await amendMessage(
+    c.env,
+    { agentId, roomId: roomIdOf(message), turnKey: turnKey(message) },
+    { kind: "edit", text: textForModel(message, bot) },
+    Date.now(),
+  );
+  return "amended";
+}
+
+/** The default agent, when the chat is allowed (every chat while allowedChats is empty). */
+async function boundAgent(c: Ctx, chatId: number): Promise<string | null> {
+  const config = await stores(c.env).telegram.readConfig();
+  if (!config.defaultAgentId) return null;
+  if (config.allowedChats.length > 0 && !config.allowedChats.includes(String(chatId))) return null;
+  return config.defaultAgentId;
+}
+
+function isAddressed(message: TelegramMessage, bot: TelegramBotIdentity): boolean {
+  const { mentionsBot, replyToBot, command } = addressing(message, bot);
+  return mentionsBot || replyToBot || command !== null;
+}
+
+/** Message ids are unique per chat only. */
+function turnKey(message: TelegramMessage): string {
+  return `telegram-msg:${String(message.chat.id)}:${String(message.message_id)}`;
+}
+
+async function sameSecret(given: string, expected: string): Promise<boolean> {
+  // Equal-length digests, so the comparison's time says nothing about the secret or its length.
+  const digest = (text: string) => crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
+  const [a, b] = await Promise.all([digest(given), digest(expected)]);
+  return crypto.subtle.timingSafeEqual(a, b);
+}
+
+/** The body, refused (413) past `maxBytes` by its declared length or while it streams in. */
+async function readCapped(request: Request, maxBytes: number): Promise<Uint8Array> {
+  const tooLarge = () => new PayloadTooLargeError(`request body is larger than ${maxBytes} bytes`);
+  if (Number(request.headers.get("content-length") ?? 0) > maxBytes) throw tooLarge();
+  if (!request.body) return new Uint8Array();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  const reader = request.body.getReader();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > maxBytes) {
+      await reader.cancel();
+      throw tooLarge();
+    }
+    chunks.push(value);
+  }
+  const out = new Uint8Array(size);
+  let offset = 0;
+  for (const chunk of chunks) {
+    out.set(chunk, offset);
+    offset += chunk.byteLength;
+  }
+  return out;
+}
