@@ -9,6 +9,7 @@ import {
 } from "./clients/discord/discord-surface.ts";
 import {
   createTelegramSurface,
+  isTelegramPosted,
   TELEGRAM_MESSAGE_KIND,
 } from "./clients/telegram/telegram-surface.ts";
 import type { Env } from "./env.ts";
@@ -21,11 +22,15 @@ export { PostPublisher } from "./clients/instagram/post-publisher.ts";
 export { RateLimiter } from "./rate-limits/rate-limiter.ts";
 export { SchemaGate } from "./db/schema-gate.ts";
 
-/** Discord's surface first: it owns every posted prompt (Telegram posts none it edits later). */
+/** Discord's surface first: it owns the posted prompts no other surface claims. */
 function chatSurface(env: Env): ReplySurface {
   return createSurfaceRouter([
     { kinds: ["discord", "discord-message"], surface: createDiscordSurface(env) },
-    { kinds: [TELEGRAM_MESSAGE_KIND], surface: createTelegramSurface(env) },
+    {
+      kinds: [TELEGRAM_MESSAGE_KIND],
+      surface: createTelegramSurface(env),
+      ownsPosted: isTelegramPosted,
+    },
   ]);
 }
 

@@ -3,13 +3,19 @@
 // if it was deleted), in its forum topic when it came from one; the rest follow in the chat. Parts
 // are at most 4,096 characters (sendMessage's limit) and a resumed delivery sends none twice. While
 // a turn runs the chat shows "typing…", renewed every 4 s (Telegram shows it 5 s at most). Plain
-// text only (no parse_mode): model text needs no escaping. Approval buttons are not built yet: a
-// Telegram target cannot be asked, so the room does not wait on one.
+// text only (no parse_mode): model text needs no escaping. A turn's tool approval is an inline
+// keyboard (approval.ts) answered through the webhook's callback_query; the prompt is edited when
+// answered or expired. Tasks' questions are posted as plain text (no Answer button yet).
 import { z } from "zod";
 import type { Env } from "../../env.ts";
 import { loadConfig } from "../../config.ts";
 import { errorField, log } from "../../log.ts";
-import type { DeliveryTarget, ReplySurface } from "../../objects/shared/reply-surface.ts";
+import type {
+  DeliveryTarget,
+  PostedPrompt,
+  ReplySurface,
+} from "../../objects/shared/reply-surface.ts";
+import { approvalPrompt, approvalResultText, canRouteApproval } from "./approval.ts";
 import { splitMessage } from "../chat/split.ts";
 import {
   createTelegramBotApi,
@@ -35,6 +41,17 @@ export const TelegramMessageDelivery = z.looseObject({
 });
 export type TelegramMessageDelivery = z.infer<typeof TelegramMessageDelivery>;
 
+/** A prompt the bot posted, so it can be edited when it expires. */
+export const TelegramPostedMessage = z.looseObject({
+  via: z.literal("telegram"),
+  chatId: z.number().int().safe(),
+  messageId: z.number().int().nonnegative().safe(),
+});
+export type TelegramPostedMessage = z.infer<typeof TelegramPostedMessage>;
+
+/** Whether a posted prompt is one of Telegram's (for the surface router). */
+export const isTelegramPosted = (posted: PostedPrompt): boolean => posted.via === "telegram";
+
 /** The Bot API with the configured token and base, through the global fetch (tests intercept it). */
 export function telegramBotApi(env: Env): TelegramBotApi {
   const telegram = loadConfig(env).telegram;
@@ -56,7 +73,9 @@ export function createTelegramSurface(env: Env): ReplySurface {
     }
   };
   return {
-    canAskApproval: () => false,
+    // Only a room's turn: a press is routed back by the chat (and topic) it was made in.
+    canAskApproval: (target, agentId) =>
+      target.kind === TELEGRAM_MESSAGE_KIND && canRouteApproval(agentId, "room"),
     async sendReply(target, job, onSent) {
       const delivery = TelegramMessageDelivery.parse(target);
       if (job.ignored || (job.error && !delivery.addressed)) return;
@@ -68,15 +87,38 @@ export function createTelegramSurface(env: Env): ReplySurface {
     },
     postLine: (target, text) => post(target, text, true),
     async postApprovalPrompt(target, request) {
-      // Not reached while canAskApproval is false; a plain notice if it ever is.
-      await post(
-        target,
-        `${request.agentName} wants to run ${request.tool}: approve it over the API.`,
-        true,
-      );
-      return null;
+      const delivery = TelegramMessageDelivery.parse(target);
+      const prompt = approvalPrompt({
+        target: request.asker,
+        approvalId: request.approvalId,
+        agentId: request.agentId,
+        agentName: request.agentName,
+        tool: request.tool,
+        arguments: request.arguments,
+        requesterName: null,
+        expiresAt: request.expiresAt,
+        now: Date.now(),
+      });
+      const sent = await telegram().sendMessage({
+        ...message(delivery, prompt.text, true),
+        reply_markup: prompt.reply_markup,
+      });
+      const posted: TelegramPostedMessage = {
+        via: "telegram",
+        chatId: delivery.chatId,
+        messageId: sent.message_id,
+      };
+      return posted;
     },
-    async closeExpiredPrompt() {},
+    async closeExpiredPrompt(posted, tool) {
+      const { chatId, messageId } = TelegramPostedMessage.parse(posted);
+      // Without reply_markup the keyboard is removed.
+      await telegram().editMessageText({
+        chat_id: chatId,
+        message_id: messageId,
+        text: approvalResultText(tool, "expired"),
+      });
+    },
     async postQuestion(target, request) {
       await post(target, `${request.agentName} asks: ${request.question}`, true);
       return null;

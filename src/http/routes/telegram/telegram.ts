@@ -2,12 +2,17 @@
 // comes back in X-Telegram-Bot-Api-Secret-Token, compared in constant time before the body is even
 // read. The body is read up to 1 MB and validated (src/clients/telegram/update.ts). A message in a
 // bound chat becomes one turn in room `telegram:<chat>[:<topic>]`, keyed `telegram-msg:<chat>:<id>`
-// so a redelivered Update is the same turn; an edit amends the stored message by that key. Any
-// well-formed Update is answered 200 (Telegram repeats anything else), including those we skip.
+// so a redelivered Update is the same turn; an edit amends the stored message by that key. A press
+// on Approve / Deny goes to the room whose turn waits for it. Any well-formed Update is answered
+// 200 (Telegram repeats anything else), including those we skip.
 import { OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import type { AppEnv } from "../../app-env.ts";
 import { amendMessage, takeMessage } from "../../../clients/chat/intake.ts";
+import {
+  approvalResultText,
+  parseApprovalCallbackData,
+} from "../../../clients/telegram/approval.ts";
 import { botIdentity } from "../../../clients/telegram/bot-identity.ts";
 import {
   addressing,
@@ -21,10 +26,15 @@ import {
   telegramBotApi,
   type TelegramMessageDelivery,
 } from "../../../clients/telegram/telegram-surface.ts";
-import { parseUpdate, type TelegramMessage } from "../../../clients/telegram/update.ts";
+import {
+  type CallbackQuery,
+  parseUpdate,
+  type TelegramMessage,
+} from "../../../clients/telegram/update.ts";
 import { loadConfig } from "../../../config.ts";
 import { stores } from "../../../db/stores/index.ts";
-import { log } from "../../../log.ts";
+import { errorField, log } from "../../../log.ts";
+import { resolveApproval } from "../../../objects/conversation/room-client.ts";
 import {
   NotConfiguredError,
   PayloadTooLargeError,
@@ -38,7 +48,14 @@ export const MAX_TELEGRAM_UPDATE_BYTES = 1024 * 1024;
 export const SECRET_HEADER = "x-telegram-bot-api-secret-token";
 
 type Ctx = Context<AppEnv>;
-type Outcome = "queued" | "duplicate" | "dm_refused" | "rate_limited" | "amended" | "skipped";
+type Outcome =
+  | "queued"
+  | "duplicate"
+  | "dm_refused"
+  | "rate_limited"
+  | "amended"
+  | "answered"
+  | "skipped";
 
 export function telegramRoutes(): OpenAPIHono<AppEnv> {
   const app = new OpenAPIHono<AppEnv>();
@@ -95,7 +112,8 @@ export function telegramRoutes(): OpenAPIHono<AppEnv> {
     if (update.message) outcome = await onMessage(c, update.message, telegram.botToken);
     else if (update.edited_message)
       outcome = await onEdit(c, update.edited_message, telegram.botToken);
-    if (outcome !== "queued" && outcome !== "amended")
+    else if (update.callback_query) outcome = await onPress(c, update.callback_query);
+    if (outcome !== "queued" && outcome !== "amended" && outcome !== "answered")
       log.info("telegram_update_not_taken", { updateId: update.update_id, outcome });
     // No `method` field: Telegram would run a JSON answer that has one as a Bot API call.
     return c.json({ ok: true, outcome }, 200);
@@ -153,6 +171,61 @@ async function onEdit(c: Ctx, message: TelegramMessage, token: string): Promise<
     Date.now(),
   );
   return "amended";
+}
+
+/**
+ * Approve / Deny on a paused turn's prompt: the room of the chat (and topic) the prompt is in
+ * decides whether this press counts (only the person who asked). The press is always answered, or
+ * Telegram shows its progress bar on the button until it times out.
+ */
+async function onPress(c: Ctx, press: CallbackQuery): Promise<Outcome> {
+  const api = telegramBotApi(c.env);
+  const notice = (text?: string) =>
+    api.answerCallbackQuery(press.id, text).catch((error: unknown) => {
+      log.warn("telegram_callback_answer_failed", { error: errorField(error) });
+    });
+  const button = press.data ? parseApprovalCallbackData(press.data) : null;
+  const prompt = press.message;
+  // Tasks do not post Telegram prompts (yet): a `tap:` press is not ours to answer.
+  if (button?.target !== "room" || !prompt || press.from.is_bot) {
+    await notice("That button is no longer valid.");
+    return "skipped";
+  }
+  const name = senderName(press.from);
+  const via: TelegramMessageDelivery = {
+    kind: TELEGRAM_MESSAGE_KIND,
+    chatId: prompt.chat.id,
+    messageId: prompt.message_id,
+    addressed: true,
+  };
+  const result = await resolveApproval(c.env, button.agentId, roomIdOf(prompt), {
+    approvalId: button.approvalId,
+    approve: button.approve,
+    userId: `telegram:${String(press.from.id)}`,
+    userName: name,
+    via,
+  });
+  switch (result.status) {
+    case "not_yours":
+      await notice("Only the person who asked can approve or deny this.");
+      return "skipped";
+    case "gone":
+      await notice("This request is no longer waiting for an answer.");
+      return "skipped";
+    case "resolved":
+      await notice();
+      // Without reply_markup the keyboard is removed; the prompt says who answered.
+      await api
+        .editMessageText({
+          chat_id: prompt.chat.id,
+          message_id: prompt.message_id,
+          text: approvalResultText(result.tool, result.decision, name),
+        })
+        .catch((error: unknown) => {
+          log.warn("telegram_prompt_edit_failed", { error: errorField(error) });
+        });
+      return "answered";
+  }
 }
 
 /** The default agent, when the chat is allowed (every chat while allowedChats is empty). */
