@@ -8,7 +8,7 @@ import type { Env } from "../../env.ts";
 import { stores } from "../../db/stores/index.ts";
 import { enqueueTurn, roomName } from "../../objects/conversation/room-client.ts";
 import type { DeliveryTarget } from "../../objects/shared/reply-surface.ts";
-import { enforceRate } from "../../rate-limits/admission.ts";
+import { enforceRate, type KeepAlive } from "../../rate-limits/admission.ts";
 import type { MemberPlatform } from "../../runtime/access/principal.ts";
 import type { DirectMessagePolicy } from "../../runtime/character.ts";
 import type { Attachment } from "../../runtime/ports/memory.ts";
@@ -43,7 +43,20 @@ export interface IntakePolicy {
   directMessages?(agentId: string): Promise<DirectMessagePolicy>;
   /** One of the bot's owners on this platform; default: the configured owner ids. */
   isOwner?(senderId: string): boolean | Promise<boolean>;
+  /**
+   * Who counts as an owner for the DM policy, when the platform knows more owners than it vouches
+   * for in a principal (Discord: the application's owners, looked up); default: `isOwner`.
+   */
+  directMessageOwner?(senderId: string): Promise<boolean>;
+  /** Keeps the rate limit's charge alive without holding the message up (default: awaited). */
+  keepAlive?: KeepAlive;
 }
+
+const PLATFORM_NAMES: Record<MemberPlatform, string> = {
+  discord: "Discord",
+  telegram: "Telegram",
+  slack: "Slack",
+};
 
 export type IntakeResult = "queued" | "duplicate" | "dm_refused" | "rate_limited";
 
@@ -61,7 +74,13 @@ export async function takeMessage(
   if (message.isDirect) {
     const dm = await (policy.directMessages ?? ((id) => agentDirectMessages(env, id)))(agentId);
     // A DM has no server to manage: the agent's policy says whose it takes (default: owners).
-    if (dm === "off" || (dm === "owners" && !owner)) return "dm_refused";
+    if (dm === "off") return "dm_refused";
+    if (dm === "owners") {
+      const dmOwner = policy.directMessageOwner
+        ? await policy.directMessageOwner(message.sender.id)
+        : owner;
+      if (!dmOwner) return "dm_refused";
+    }
   }
   const userId = `${message.platform}:${message.sender.id}`;
   try {
@@ -69,7 +88,8 @@ export async function takeMessage(
       env,
       `user:${userId}`,
       config.rateLimits.perUser,
-      `this ${message.platform} user`,
+      `this ${PLATFORM_NAMES[message.platform]} user`,
+      policy.keepAlive,
     );
   } catch (error) {
     if (error instanceof RateLimitedError) return "rate_limited";

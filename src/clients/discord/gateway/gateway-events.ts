@@ -1,17 +1,17 @@
 // What the Gateway object does with message events: finds the agent serving the channel (its own,
-// or the default; `allowedChannels` applies as to commands), applies the DM rules and the per-user
-// rate limit, and hands the message to the room as a turn keyed by its message id, so a replayed
-// event is recognised, never a second turn. Edits and deletes go to the same room. Events of one
-// channel are handled in order; channels run side by side. A room that cannot be reached is tried
-// again a few times before the event is logged as lost.
+// or the default; `allowedChannels` applies as to commands) and hands the message to the shared
+// chat intake (src/clients/chat/intake.ts: DM rules, per-user rate limit, principal), which makes
+// it a turn keyed by its message id, so a replayed event is recognised, never a second turn.
+// Edits and deletes go to the same room. Events of one channel are handled in order; channels run
+// side by side. A room that cannot be reached is tried again a few times before the event is
+// logged as lost.
 import { loadConfig } from "../../../config.ts";
 import type { Env } from "../../../env.ts";
-import { enforceRate } from "../../../rate-limits/admission.ts";
 import { errorField, log } from "../../../log.ts";
 import { stores } from "../../../db/stores/index.ts";
-import { enqueueTurn, roomName } from "../../../objects/conversation/room-client.ts";
+import { roomName } from "../../../objects/conversation/room-client.ts";
+import { agentDirectMessages, takeMessage } from "../../chat/intake.ts";
 import type { DirectMessagePolicy } from "../../../runtime/character.ts";
-import { RateLimitedError } from "../../../runtime/util/errors.ts";
 import { discordOwners } from "../owners.ts";
 import type { DiscordMessageDelivery } from "../message-delivery.ts";
 import { ExpiringCache } from "./expiring-cache.ts";
@@ -111,59 +111,54 @@ export class GatewayEvents {
     if (intake.kind === "ignore") return;
     const agentId = await this.agentFor(intake.channelId);
     if (!agentId) return;
-    const { env } = this.options;
-    if (intake.isDirect && !(await this.takesDirectMessage(agentId, intake.userId))) {
-      log.info("gateway_dm_refused", { agentId, channelId: intake.channelId });
-      return;
-    }
-    try {
-      await enforceRate(
-        env,
-        `user:discord:${intake.userId}`,
-        loadConfig(env).rateLimits.perUser,
-        "this Discord user",
-        // The charge need not hold the message up: this object lives as long as its socket.
-        () => undefined,
-      );
-    } catch (error) {
-      if (!(error instanceof RateLimitedError)) throw error;
-      log.info("gateway_rate_limited", { agentId, channelId: intake.channelId });
-      return;
-    }
     const delivery: DiscordMessageDelivery = {
       kind: "discord-message",
       channelId: intake.channelId,
       messageId: intake.messageId,
       addressed: intake.mentioned || intake.isDirect,
     };
-    await enqueueTurn(env, {
-      idempotencyKey: messageTurnKey(intake.messageId),
-      input: {
-        turnId: crypto.randomUUID(),
-        agentId,
+    const { env } = this.options;
+    const result = await takeMessage(
+      env,
+      {
+        platform: "discord",
+        turnKey: messageTurnKey(intake.messageId),
         roomId: `discord:${intake.channelId}`,
-        userId: `discord:${intake.userId}`,
-        userName: intake.userName,
+        chatId: intake.channelId,
+        spaceId: intake.guildId,
+        sender: { id: intake.userId, name: intake.userName, isBot: intake.fromBot },
         text: intake.text,
         attachments: intake.attachments,
-        source: "discord",
         isDirect: intake.isDirect,
         mentioned: intake.mentioned,
-        fromBot: intake.fromBot,
         receivedAt: this.now(),
-        // A Gateway message carries no permissions: nobody manages through it; the owners named
-        // in DISCORD_OWNER_IDS are owners (docs/security.md).
-        principal: {
-          kind: "member",
-          platform: "discord",
-          userId: `discord:${intake.userId}`,
-          manager: false,
-          owner: loadConfig(env).discordOwnerIds.includes(intake.userId),
-          guildId: intake.guildId,
-        },
+        delivery,
       },
-      delivery,
-    });
+      agentId,
+      {
+        directMessages: (id) => this.directMessagePolicy(id),
+        // A Gateway message carries no permissions: nobody manages through it; the owners named
+        // in DISCORD_OWNER_IDS are owners (docs/security.md). A DM is also taken from the
+        // application's owners, looked up.
+        isOwner: (userId) => loadConfig(env).discordOwnerIds.includes(userId),
+        directMessageOwner: (userId) =>
+          discordOwners({
+            configured: loadConfig(env).discordOwnerIds,
+            apiBase: env.DISCORD_API_BASE,
+            botToken: env.DISCORD_BOT_TOKEN,
+          }).isOwner(userId),
+        // The charge need not hold the message up: this object lives as long as its socket.
+        keepAlive: () => undefined,
+      },
+    );
+    if (result === "dm_refused") {
+      log.info("gateway_dm_refused", { agentId, channelId: intake.channelId });
+      return;
+    }
+    if (result === "rate_limited") {
+      log.info("gateway_rate_limited", { agentId, channelId: intake.channelId });
+      return;
+    }
     this.handled += 1;
   }
 
@@ -212,23 +207,14 @@ export class GatewayEvents {
   }
 
   /** A DM has no server permissions: the agent's `directMessages` says whose it takes (default owners). */
-  private async takesDirectMessage(agentId: string, userId: string): Promise<boolean> {
+  private async directMessagePolicy(agentId: string): Promise<DirectMessagePolicy> {
     const now = this.now();
     let policy = this.dmPolicies.get(agentId, now);
     if (!policy) {
-      const record = await stores(this.options.env).agents.get(agentId);
-      policy = record?.character.settings.discord.directMessages ?? "owners";
+      policy = await agentDirectMessages(this.options.env, agentId);
       this.dmPolicies.set(agentId, policy, now);
     }
-    if (policy === "everyone") return true;
-    if (policy === "off") return false;
-    const { env } = this.options;
-    const owners = discordOwners({
-      configured: loadConfig(env).discordOwnerIds,
-      apiBase: env.DISCORD_API_BASE,
-      botToken: env.DISCORD_BOT_TOKEN,
-    });
-    return owners.isOwner(userId);
+    return policy;
   }
 
   private now(): number {
