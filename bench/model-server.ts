@@ -160,9 +160,14 @@ function withLatency(step: StandInStep, call: StandInCall, latency: ModelLatency
   const perToken = latency.tokensPerSecond > 0 ? 1000 / latency.tokensPerSecond : 0;
   const words = "text" in step && typeof step.text === "string" ? step.text.split(/\s+/).length : 1;
   const streamed = call.body.stream === true;
+  // Streamed, the stand-in's first chunk is the role alone and each later one waits `perToken`:
+  // the role goes one interval early, so the first word leaves at `firstTokenMs`.
+  const wait = streamed
+    ? Math.max(0, latency.firstTokenMs - perToken)
+    : latency.firstTokenMs + words * perToken;
   return {
     ...step,
-    delayMs: (step.delayMs ?? 0) + latency.firstTokenMs + (streamed ? 0 : words * perToken),
+    delayMs: (step.delayMs ?? 0) + wait,
     ...(streamed ? { chunkDelayMs: perToken } : {}),
   };
 }

@@ -96,7 +96,7 @@ function answer(
 
 /**
  * ElizaOS asks for a stream (`params.stream`) when the message came with onStreamChunk: the first
- * token after `firstTokenMs`, then one token each 1/tokensPerSecond, as the stand-in streams.
+ * token at `firstTokenMs`, then one token each 1/tokensPerSecond, as the stand-in streams.
  */
 function streamed(tokens: string[], perToken: number, startMs: number): TextStreamResult {
   let whole: (text: string) => void = () => {};
@@ -105,8 +105,8 @@ function streamed(tokens: string[], perToken: number, startMs: number): TextStre
   });
   async function* textStream(): AsyncGenerator<string> {
     await sleep(delays.firstTokenMs);
-    for (const token of tokens) {
-      await sleep(perToken);
+    for (const [index, token] of tokens.entries()) {
+      if (index > 0) await sleep(perToken);
       yield token;
     }
     ended("model", startMs);
