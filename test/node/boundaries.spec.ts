@@ -136,6 +136,9 @@ describe("the boundary rules themselves, on a made-up graph", () => {
       edge("src/plugins/j.ts", "../clients/instagram/h.ts", "src/clients/instagram/h.ts"),
       edge("src/clients/discord/gateway/k.ts", "../../../http/l.ts", "src/http/l.ts"),
       edge("src/http/l.ts", "../clients/discord/e.ts", "src/clients/discord/e.ts"),
+      edge("src/clients/chat/m.ts", "../telegram/n.ts", "src/clients/telegram/n.ts"),
+      edge("src/clients/telegram/n.ts", "../discord/e.ts", "src/clients/discord/e.ts"),
+      edge("src/clients/telegram/n.ts", "../chat/m.ts", "src/clients/chat/m.ts"),
     ];
     expect(layerViolations(made).map((violation) => violation.where)).toEqual([
       'src/runtime/a.ts:7 imports "hono"',
@@ -153,6 +156,8 @@ describe("the boundary rules themselves, on a made-up graph", () => {
       'src/db/f.ts:7 imports "../mcp/connections.ts"',
       'src/media/i.ts:7 imports "../clients/instagram/h.ts" (type only)',
       'src/clients/discord/gateway/k.ts:7 imports "../../../http/l.ts"',
+      'src/clients/chat/m.ts:7 imports "../telegram/n.ts"',
+      'src/clients/telegram/n.ts:7 imports "../discord/e.ts"',
     ]);
   });
 

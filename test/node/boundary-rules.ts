@@ -85,7 +85,29 @@ const RULES: Array<{ rule: string; breaks: (edge: ImportEdge) => boolean }> = [
     rule: "src/clients/ imports no src/http/ (a client is an edge of its own)",
     breaks: (edge) => inside(edge.from, "src/clients/") && inside(edge.target, "src/http/"),
   },
+  {
+    rule: "src/clients/chat/ imports no platform's folder (the shared chat layer knows none)",
+    breaks: (edge) =>
+      inside(edge.from, "src/clients/chat/") &&
+      inside(edge.target, "src/clients/") &&
+      !inside(edge.target, "src/clients/chat/"),
+  },
+  {
+    rule: "a platform's client imports no other platform's (they share src/clients/chat/)",
+    breaks: (edge) => {
+      const from = platformOf(edge.from);
+      const target = platformOf(edge.target);
+      return from !== null && target !== null && from !== target;
+    },
+  },
 ];
+
+/** `discord`, `telegram`, … for a file under src/clients/<platform>/; null elsewhere or for chat/. */
+function platformOf(file: string | null): string | null {
+  if (file === null) return null;
+  const match = /^src\/clients\/([^/]+)\//.exec(file);
+  return match && match[1] !== "chat" ? match[1]! : null;
+}
 
 export function layerViolations(edges: readonly ImportEdge[]): Violation[] {
   return edges.flatMap((edge) =>
