@@ -29,6 +29,11 @@ const baseBindings = {
   TELEGRAM_WEBHOOK_SECRET: "",
   TELEGRAM_API_BASE: "",
   TELEGRAM_OWNER_IDS: "",
+  SLACK_BOT_TOKEN: "",
+  SLACK_SIGNING_SECRET: "",
+  SLACK_API_BASE: "",
+  SLACK_OWNER_IDS: "",
+  TRANSCRIPTION_MODEL: "",
   PUBLIC_BASE_URL: "",
   ADMIN_TOKEN: TEST_ADMIN_TOKEN,
   RATE_LIMIT_PER_TOKEN: "",
@@ -134,6 +139,11 @@ export default defineConfig(async () => {
     TELEGRAM_WEBHOOK_SECRET: "test-telegram-webhook-secret",
     TELEGRAM_API_BASE: "http://telegram.test",
     TELEGRAM_OWNER_IDS: "700000001",
+    // Slack against the Web API stand-in (test/stand-ins/slack-stand-in.ts).
+    SLACK_BOT_TOKEN: "xoxb-test-token-not-real",
+    SLACK_SIGNING_SECRET: "8f742231b10e8888abcd99yyyzzz85a5",
+    SLACK_API_BASE: "http://slack.test/api",
+    SLACK_OWNER_IDS: "U0OWNER001",
     // A bearer secret for MCP servers: mcp-servers.json declares where it may go (test/security/).
     MCP_GITHUB_TOKEN: "ghp_test_secret_not_real_0123456789",
   };

@@ -14,6 +14,11 @@ import {
 import { DEFAULT_HASH_DIMENSIONS } from "./runtime/retrieval/hash-embedder.ts";
 
 export const DEFAULT_TELEGRAM_API_BASE = "https://api.telegram.org";
+export const DEFAULT_SLACK_API_BASE = "https://slack.com/api";
+/** The OpenAI-compatible `/audio/transcriptions` model voice notes go to (TRANSCRIPTION_MODEL). */
+export const DEFAULT_TRANSCRIPTION_MODEL = "whisper-1";
+/** Workers AI's Whisper, when Workers AI is the configured backend. */
+export const DEFAULT_WORKERS_AI_TRANSCRIPTION_MODEL = "@cf/openai/whisper";
 export const DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1";
 export const DEFAULT_OPENAI_MODEL = "gpt-4.1-mini";
 export const DEFAULT_OPENAI_SMALL_MODEL = "gpt-4.1-nano";
@@ -133,6 +138,29 @@ const VarsSchema = z.object({
   TELEGRAM_OWNER_IDS: commaList.pipe(
     z.array(z.string().regex(/^\d{1,20}$/, "must be a comma list of Telegram user ids")),
   ),
+  SLACK_BOT_TOKEN: z.preprocess(
+    unset,
+    z
+      .string()
+      .trim()
+      .regex(/^xoxb-[A-Za-z0-9-]{1,250}$/, "must be a Slack bot token (xoxb-...)")
+      .optional(),
+  ),
+  // The app's Signing Secret (Basic Information): a 32-character hex string.
+  SLACK_SIGNING_SECRET: z.preprocess(
+    unset,
+    z
+      .string()
+      .trim()
+      .regex(/^[A-Za-z0-9]{16,128}$/, "must be the app's signing secret (letters and digits)")
+      .optional(),
+  ),
+  SLACK_API_BASE: optionalUrl,
+  // Slack user ids (U..., W...) who manage the bot and whose DMs the default DM policy takes.
+  SLACK_OWNER_IDS: commaList.pipe(
+    z.array(z.string().regex(/^[UW][A-Z0-9]{2,20}$/, "must be a comma list of Slack user ids")),
+  ),
+  TRANSCRIPTION_MODEL: optionalString,
   ALLOW_LOOPBACK_FETCH: trueOrFalse,
   MCP_ALLOW_LOOPBACK: trueOrFalse,
   WORKERS_AI: trueOrFalse,
@@ -218,6 +246,17 @@ export interface Config {
    */
   telegram: { botToken: string; webhookSecret: string; apiBase: string } | null;
   telegramOwnerIds: string[];
+  /**
+   * Slack (one workspace per deployment); null unless both the bot token and the signing secret
+   * are set (its routes then answer 503). SLACK_OWNER_IDS are the bot's owners there.
+   */
+  slack: { botToken: string; signingSecret: string; apiBase: string } | null;
+  slackOwnerIds: string[];
+  /**
+   * The model voice notes are transcribed with: TRANSCRIPTION_MODEL, else `whisper-1` on an
+   * OpenAI-compatible backend or Workers AI's Whisper on Workers AI.
+   */
+  transcriptionModel: string;
   /** Instagram publishing; null unless both the account id and the token are set. */
   instagram: { userId: string; accessToken: string; graphBase?: string } | null;
 }
@@ -241,6 +280,9 @@ export const DEPLOYMENT_VARIABLES = [
   "DISCORD_GATEWAY",
   "TELEGRAM_API_BASE",
   "TELEGRAM_OWNER_IDS",
+  "SLACK_API_BASE",
+  "SLACK_OWNER_IDS",
+  "TRANSCRIPTION_MODEL",
   "INSTAGRAM_USER_ID",
   "INSTAGRAM_GRAPH_BASE",
   "PUBLIC_BASE_URL",
@@ -315,6 +357,16 @@ export function loadConfig(env: Env): Config {
           }
         : null,
     telegramOwnerIds: vars.TELEGRAM_OWNER_IDS,
+    slack:
+      vars.SLACK_BOT_TOKEN && vars.SLACK_SIGNING_SECRET
+        ? {
+            botToken: vars.SLACK_BOT_TOKEN,
+            signingSecret: vars.SLACK_SIGNING_SECRET,
+            apiBase: vars.SLACK_API_BASE ?? DEFAULT_SLACK_API_BASE,
+          }
+        : null,
+    slackOwnerIds: vars.SLACK_OWNER_IDS,
+    transcriptionModel: "", // set below, from the chosen backend
     instagram:
       vars.INSTAGRAM_USER_ID && vars.INSTAGRAM_ACCESS_TOKEN
         ? {
@@ -324,8 +376,16 @@ export function loadConfig(env: Env): Config {
           }
         : null,
   };
+  config.transcriptionModel = chooseTranscriptionModel(vars.TRANSCRIPTION_MODEL, config.model);
   cache.set(env, config);
   return config;
+}
+
+/** Whisper on the backend that serves the model: Workers AI names only go to Workers AI. */
+function chooseTranscriptionModel(named: string | undefined, model: ModelBackend): string {
+  if (model.kind === "workers-ai")
+    return named && /^@(cf|hf)\//.test(named) ? named : DEFAULT_WORKERS_AI_TRANSCRIPTION_MODEL;
+  return named ?? DEFAULT_TRANSCRIPTION_MODEL;
 }
 
 function chooseModel(

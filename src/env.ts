@@ -44,6 +44,13 @@ export interface Env {
   TELEGRAM_WEBHOOK_SECRET?: string;
   TELEGRAM_API_BASE?: string;
   TELEGRAM_OWNER_IDS?: string;
+  SLACK_BOT_TOKEN?: string;
+  /** The Slack app's Signing Secret: every Events API, interaction and slash command request is signed with it. */
+  SLACK_SIGNING_SECRET?: string;
+  SLACK_API_BASE?: string;
+  SLACK_OWNER_IDS?: string;
+  /** The voice-note transcription model (default whisper-1, or Workers AI's Whisper). */
+  TRANSCRIPTION_MODEL?: string;
   INSTAGRAM_USER_ID?: string;
   INSTAGRAM_ACCESS_TOKEN?: string;
   INSTAGRAM_GRAPH_BASE?: string;

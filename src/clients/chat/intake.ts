@@ -137,7 +137,7 @@ export async function amendMessage(
   await room.amendMessage({ idempotencyKey: target.turnKey, change, at });
 }
 
-/** The owner ids configured for a platform (DISCORD_OWNER_IDS, TELEGRAM_OWNER_IDS). */
+/** The owner ids configured for a platform (DISCORD_OWNER_IDS, TELEGRAM_OWNER_IDS, SLACK_OWNER_IDS). */
 export function configuredOwners(config: Config, platform: MemberPlatform): readonly string[] {
   switch (platform) {
     case "discord":
@@ -145,7 +145,7 @@ export function configuredOwners(config: Config, platform: MemberPlatform): read
     case "telegram":
       return config.telegramOwnerIds;
     case "slack":
-      return [];
+      return config.slackOwnerIds;
   }
 }
 

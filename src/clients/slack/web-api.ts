@@ -5,6 +5,7 @@
 // errors back off. `text` is always escaped here (Slack's `&`, `<`, `>` rule), so nothing the model
 // writes can become `<!channel>` or `<@U…>`; only `blocks`, built by blocks.ts, carry markup.
 import { z } from "zod";
+import { DEFAULT_SLACK_API_BASE } from "../../config.ts";
 import { splitMessage } from "../chat/split.ts";
 import {
   abortableSleep,
@@ -14,7 +15,7 @@ import {
   type Sleep,
 } from "../../model/retry.ts";
 
-export const DEFAULT_SLACK_API_BASE = "https://slack.com/api";
+export { DEFAULT_SLACK_API_BASE };
 /** Slack's advice for one message (it truncates at 40,000); a reply is split at this length. */
 export const SLACK_MESSAGE_LIMIT = 4_000;
 /** Longer rate-limit waits than this are left to the room's retry (alarm) instead of sleeping. */
