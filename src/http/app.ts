@@ -12,7 +12,7 @@ import { handleError } from "./errors.ts";
 import { ensureSchema } from "../db/schema-ready.ts";
 import { agentRoutes } from "./routes/agents.ts";
 import { discordRoutes, MAX_INTERACTION_BODY_BYTES } from "./routes/discord/discord.ts";
-import { telegramConfigRoutes } from "./routes/telegram/telegram-config.ts";
+import { chatClientConfigRoutes } from "./routes/chat-clients-config.ts";
 import { telegramRoutes } from "./routes/telegram/telegram.ts";
 import { healthRoutes } from "./routes/health.ts";
 import { knowledgeRoutes } from "./routes/knowledge.ts";
@@ -95,8 +95,9 @@ export function createApp(): OpenAPIHono<AppEnv> {
   app.route("/", knowledgeRoutes());
   app.route("/", memoryRoutes());
   app.route("/", telegramRoutes());
-  // Before Discord's: its `/clients/{clientId}/config` would take `/clients/telegram/config`.
-  app.route("/", telegramConfigRoutes());
+  // Before Discord's: its `/clients/{clientId}/config` would take `/clients/telegram/config` and
+  // `/clients/slack/config`.
+  app.route("/", chatClientConfigRoutes());
   app.route("/", discordRoutes());
   app.route("/", tokenRoutes());
   app.route("/", toolRoutes());

@@ -224,6 +224,12 @@ const ATTACKS: Record<string, (w: World, agent: string) => Attack> = {
     path: "/clients/telegram/config",
     body: { defaultAgentId: w.bOwn, allowedChats: [] },
   }),
+  "GET /clients/slack/config": () => ({ method: "GET", path: "/clients/slack/config" }),
+  "POST /clients/slack/config": (w) => ({
+    method: "POST",
+    path: "/clients/slack/config",
+    body: { defaultAgentId: w.bOwn, allowedChannels: [] },
+  }),
   "POST /auth/tokens": (w) => ({
     method: "POST",
     path: "/auth/tokens",

@@ -293,6 +293,12 @@ const REQUESTS: Record<string, () => Promise<MatrixRequest>> = {
     body: { allowedChats: [] },
     status: 200,
   }),
+  "GET /clients/slack/config": async () => ({ path: "/clients/slack/config", status: 200 }),
+  "POST /clients/slack/config": async () => ({
+    path: "/clients/slack/config",
+    body: { allowedChannels: [] },
+    status: 200,
+  }),
   "POST /auth/tokens": async () => ({
     path: "/auth/tokens",
     body: { name: "minted-in-matrix", scopes: ["agents:read"] },

@@ -10,6 +10,14 @@ import type { SpendLedger } from "../../runtime/turn/spend.ts";
 import type { MemoryStore } from "../../runtime/ports/memory.ts";
 import type { MemoryRetriever } from "../../runtime/ports/retrieval.ts";
 import type { Embedder, VectorIndex } from "../../runtime/ports/vectors.ts";
+import {
+  type ChatClientStore,
+  createChatClientStore,
+  SLACK_CLIENT,
+  type SlackConfig,
+  TELEGRAM_CLIENT,
+  type TelegramConfig,
+} from "./chat-client-store.ts";
 import { createAgentServerStore, type AgentServerStore } from "./agent-server-store.ts";
 import { createAgentStore, type AgentStore } from "./agent-store.ts";
 import { createD1MemoryStore } from "../../memory/d1-memory-store.ts";
@@ -30,10 +38,6 @@ import { createSecretBox } from "../secret-box.ts";
 import { createSkillStore, type SkillStore } from "./skill-store.ts";
 import { createD1SpendLedger } from "./spend-ledger.ts";
 import { createEvaluatorFailures, type EvaluatorFailures } from "./evaluator-failures.ts";
-import {
-  createTelegramSettingsStore,
-  type TelegramSettingsStore,
-} from "./telegram-settings-store.ts";
 import { createTokenStore, type TokenStore } from "./token-store.ts";
 import { createTurnInspectionStore, type TurnInspectionStore } from "./turn-inspection-store.ts";
 import { createVectorizeIndex } from "../../memory/vectorize-index.ts";
@@ -58,7 +62,9 @@ export interface Stores {
   /** OAuth credentials of MCP servers; null without SECRETS_KEY (they are only kept sealed). */
   mcpCredentials: McpCredentialStore | null;
   discord: DiscordSettingsStore;
-  telegram: TelegramSettingsStore;
+  /** The webhook chat clients' bindings (default agent, allowed chats or channels). */
+  telegram: ChatClientStore<TelegramConfig>;
+  slack: ChatClientStore<SlackConfig>;
   /** Skills added to an agent after its character was written. */
   skills: SkillStore;
   /** What agents asked to change about themselves. */
@@ -96,7 +102,8 @@ export function stores(env: Env): Stores {
     mcpServers: createAgentServerStore(db),
     mcpCredentials: box ? createMcpCredentialStore(db, box) : null,
     discord: createDiscordSettingsStore(db),
-    telegram: createTelegramSettingsStore(db),
+    telegram: createChatClientStore(db, TELEGRAM_CLIENT),
+    slack: createChatClientStore(db, SLACK_CLIENT),
     skills: createSkillStore(db),
     proposals: createProposalStore(db),
     embedder,
