@@ -81,19 +81,17 @@ const tasksSchema = z.strictObject(
   { error: (issue) => (issue.code === "unrecognized_keys" ? undefined : "expected an object") },
 );
 
+const directMessagePolicy = z.enum(["off", "owners", "everyone"], {
+  error: 'expected "off", "owners" or "everyone"',
+});
+
 /**
- * `settings.discord`: ours is `directMessages`. ElizaOS files keep their own Discord keys here too
- * (e.g. `shouldIgnoreBotMessages`); those pass and are kept in `extraSettings.discord`.
+ * `settings.discord`, `settings.telegram`, `settings.slack`: ours is `directMessages`, the DM policy
+ * on that platform alone. ElizaOS files keep their own platform keys here too (e.g. Discord's
+ * `shouldIgnoreBotMessages`); those pass and are kept in `extraSettings.<platform>`.
  */
-const discordSchema = z
-  .object(
-    {
-      directMessages: z
-        .enum(["off", "owners", "everyone"], { error: 'expected "off", "owners" or "everyone"' })
-        .default("owners"),
-    },
-    { error: "expected an object" },
-  )
+const platformSchema = z
+  .object({ directMessages: directMessagePolicy.optional() }, { error: "expected an object" })
   .catchall(jsonValue());
 
 export const settingsSchema = z
@@ -126,7 +124,11 @@ export const settingsSchema = z
       delegates: z.array(agentId).max(MAX_ARRAY_ENTRIES).optional(),
       tasks: tasksSchema.optional(),
       memory: memorySchema.prefault({}),
-      discord: discordSchema.prefault({}),
+      /** Whose direct messages the agent answers on every chat platform (default "owners"). */
+      directMessages: directMessagePolicy.optional(),
+      discord: platformSchema.optional(),
+      telegram: platformSchema.optional(),
+      slack: platformSchema.optional(),
       secrets: secretsSchema.optional(),
       /** Procedures the agent can load with use_skill (docs/skills.md). */
       skills: skillListSchema.default([]),
@@ -162,13 +164,25 @@ export function splitSettings(parsed: ParsedSettings): SplitSettings {
     delegates,
     tasks,
     memory,
-    discord: { directMessages, ...discordExtra },
+    directMessages,
+    discord,
+    telegram,
+    slack,
     secrets,
     skills,
     ...rest
   } = parsed;
-  const extraSettings =
-    Object.keys(discordExtra).length > 0 ? { ...rest, discord: discordExtra } : rest;
+  const platforms = { discord, telegram, slack };
+  const extraSettings: Record<string, unknown> = { ...rest };
+  const dm = directMessages ?? "owners";
+  const resolved = { discord: dm, telegram: dm, slack: dm };
+  for (const name of ["discord", "telegram", "slack"] as const) {
+    const platform = platforms[name];
+    if (!platform) continue;
+    const { directMessages: own, ...extra } = platform;
+    if (own) resolved[name] = own;
+    if (Object.keys(extra).length > 0) extraSettings[name] = extra;
+  }
   const optional = withoutUndefined({
     model,
     smallModel,
@@ -189,7 +203,7 @@ export function splitSettings(parsed: ParsedSettings): SplitSettings {
     toolApproval,
     respond,
     memory: withoutUndefined(memory),
-    discord: { directMessages },
+    directMessages: resolved,
     skills,
   };
   return { settings, extraSettings, secrets: secrets ?? {} };

@@ -28,12 +28,14 @@ export interface RespondSettings {
   keywords: string[];
 }
 
-/** Whose Discord DMs the agent answers: nobody, the bot's owners (the default), or anyone. */
+/** Whose direct messages the agent answers: nobody, the bot's owners (the default), or anyone. */
 export type DirectMessagePolicy = "off" | "owners" | "everyone";
 
-export interface DiscordSettings {
-  directMessages: DirectMessagePolicy;
-}
+/**
+ * The DM policy on each chat platform, resolved from the file: `settings.<platform>.directMessages`,
+ * else `settings.directMessages`, else "owners".
+ */
+export type DirectMessageSettings = Record<"discord" | "telegram" | "slack", DirectMessagePolicy>;
 
 /** Our additions, all optional in the file; defaults are applied by the runtime. */
 export interface RuntimeSettings {
@@ -60,7 +62,7 @@ export interface RuntimeSettings {
   /** How the agent's autonomous tasks run: `concurrency` at once (default 2, at most 8). */
   tasks?: { concurrency?: number };
   memory: MemorySettings;
-  discord: DiscordSettings;
+  directMessages: DirectMessageSettings;
   /** Procedures written with the character (`settings.skills`); more can be added later. */
   skills: SkillDefinition[];
 }

@@ -58,7 +58,7 @@ describe("parseCharacter: ElizaOS v1 files", () => {
       toolApproval: [],
       respond: { mode: "mentions", replyToBots: false, keywords: [] },
       memory: {},
-      discord: { directMessages: "owners" },
+      directMessages: { discord: "owners", telegram: "owners", slack: "owners" },
       skills: [],
     });
     expect(character.extraSettings).toEqual({});
@@ -90,7 +90,7 @@ describe("parseCharacter: ElizaOS v1 files", () => {
       toolApproval: [],
       respond: { mode: "llm", replyToBots: false, keywords: [] },
       memory: { factsEvery: 3, retentionDays: 30 },
-      discord: { directMessages: "owners" },
+      directMessages: { discord: "owners", telegram: "owners", slack: "owners" },
       skills: [],
     });
     expect(character.extraSettings).toEqual({
@@ -105,11 +105,38 @@ describe("parseCharacter: ElizaOS v1 files", () => {
       bio: [],
       settings: { discord: { directMessages: "everyone", shouldIgnoreBotMessages: true } },
     });
-    expect(character.settings.discord).toEqual({ directMessages: "everyone" });
+    expect(character.settings.directMessages).toEqual({
+      discord: "everyone",
+      telegram: "owners",
+      slack: "owners",
+    });
     expect(character.extraSettings).toEqual({ discord: { shouldIgnoreBotMessages: true } });
     expect(
       pathsOf({ name: "Tess", bio: [], settings: { discord: { directMessages: "friends" } } }),
     ).toEqual(["settings.discord.directMessages"]);
+  });
+
+  it("takes settings.directMessages for every platform, a platform's own key winning", () => {
+    const character = parseCharacter({
+      name: "Tess",
+      bio: [],
+      settings: {
+        directMessages: "everyone",
+        telegram: { directMessages: "off", parseMode: "HTML" },
+      },
+    });
+    expect(character.settings.directMessages).toEqual({
+      discord: "everyone",
+      telegram: "off",
+      slack: "everyone",
+    });
+    expect(character.extraSettings).toEqual({ telegram: { parseMode: "HTML" } });
+    expect(pathsOf({ name: "Tess", bio: [], settings: { directMessages: "some" } })).toEqual([
+      "settings.directMessages",
+    ]);
+    expect(
+      pathsOf({ name: "Tess", bio: [], settings: { slack: { directMessages: true } } }),
+    ).toEqual(["settings.slack.directMessages"]);
   });
 
   it("turns knowledge strings into text and keeps file and directory references", () => {

@@ -39,7 +39,7 @@ export interface ChatMessage {
 
 /** What the intake asks the adapter (or its defaults) about the sender and the agent. */
 export interface IntakePolicy {
-  /** Whose DMs the agent takes; default: the agent's `settings.discord.directMessages`. */
+  /** Whose DMs the agent takes; default: the agent's DM policy on the message's platform. */
   directMessages?(agentId: string): Promise<DirectMessagePolicy>;
   /** One of the bot's owners on this platform; default: the configured owner ids. */
   isOwner?(senderId: string): boolean | Promise<boolean>;
@@ -72,7 +72,9 @@ export async function takeMessage(
     policy.isOwner ?? ((id) => configuredOwners(config, message.platform).includes(id))
   )(message.sender.id);
   if (message.isDirect) {
-    const dm = await (policy.directMessages ?? ((id) => agentDirectMessages(env, id)))(agentId);
+    const dm = await (
+      policy.directMessages ?? ((id) => agentDirectMessages(env, id, message.platform))
+    )(agentId);
     // A DM has no server to manage: the agent's policy says whose it takes (default: owners).
     if (dm === "off") return "dm_refused";
     if (dm === "owners") {
@@ -150,10 +152,14 @@ export function configuredOwners(config: Config, platform: MemberPlatform): read
 }
 
 /**
- * The agent's DM policy. One home for every platform for now: `settings.discord.directMessages`
- * (default "owners"), until the character settings grow a platform-neutral key.
+ * The agent's DM policy on a platform: `settings.<platform>.directMessages`, else the character's
+ * `settings.directMessages`, else "owners" (src/characters/settings.ts resolves it).
  */
-export async function agentDirectMessages(env: Env, agentId: string): Promise<DirectMessagePolicy> {
+export async function agentDirectMessages(
+  env: Env,
+  agentId: string,
+  platform: MemberPlatform,
+): Promise<DirectMessagePolicy> {
   const record = await stores(env).agents.get(agentId);
-  return record?.character.settings.discord.directMessages ?? "owners";
+  return record?.character.settings.directMessages[platform] ?? "owners";
 }

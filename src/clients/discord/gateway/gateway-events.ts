@@ -211,7 +211,7 @@ export class GatewayEvents {
     const now = this.now();
     let policy = this.dmPolicies.get(agentId, now);
     if (!policy) {
-      policy = await agentDirectMessages(this.options.env, agentId);
+      policy = await agentDirectMessages(this.options.env, agentId, "discord");
       this.dmPolicies.set(agentId, policy, now);
     }
     return policy;

@@ -70,7 +70,7 @@ export async function resolveAgent(
     const record = await stores(c.env).agents.get(chosen);
     const refusal = await directMessageRefusal(
       interaction,
-      record?.character.settings.discord.directMessages ?? "owners",
+      record?.character.settings.directMessages.discord ?? "owners",
       owners(c),
     );
     if (refusal) return { refusal: message(refusal) };
