@@ -5,6 +5,7 @@
 // seeds the shipped characters), and registers the Discord commands when Discord is configured.
 // --var sets plain variables (wrangler.toml has no [vars] and keeps those set earlier);
 // --discord sets up the bot from its token alone; --vectorize moves memory vectors to Vectorize.
+// With TELEGRAM_BOT_TOKEN in the shell it also points the Telegram bot's webhook at the worker.
 // Running it again changes nothing that exists.
 // The admin token never travels on a command line (`ps` and shell history keep those) and is
 // printed only to a terminal (CI logs keep everything else): see docs/deploying.md.
@@ -30,6 +31,9 @@ const HELP = `Usage: npm run deploy [-- options]
   --vectorize       create the Vectorize index (the embedder's dimension, metadata indexes), bind it,
                     deploy again and re-embed existing memories into it
   --url URL         where the worker answers, when it is not the workers.dev address wrangler prints
+With TELEGRAM_BOT_TOKEN in this shell, the bot's webhook is pointed at the worker (with its secret:
+TELEGRAM_WEBHOOK_SECRET from this shell, else a new random one) and, when no agent answers there
+yet, the first agent (or --agent) is bound to the bot's chats.
 Secrets (OPENAI_API_KEY, DISCORD_BOT_TOKEN, INSTAGRAM_ACCESS_TOKEN, ...) are read from this shell's
 environment when the worker lacks them; never from the command line. The admin token comes from
 ADMIN_TOKEN in the environment, or is made (on a terminal) or asked for when it is needed.`;
@@ -60,6 +64,9 @@ const OPTIONAL_SECRETS = [
 /** Every secret the worker reads: refused as --var, which would show it on a command line. */
 const SECRET_NAMES = new Set(["ADMIN_TOKEN", "SECRETS_KEY", ...OPTIONAL_SECRETS]);
 const DISCORD_API = "https://discord.com/api/v10";
+const TELEGRAM_API = "https://api.telegram.org";
+/** The Updates the webhook handles (src/http/routes/telegram/telegram.ts); others are not sent. */
+export const TELEGRAM_ALLOWED_UPDATES = ["message", "edited_message", "callback_query"];
 /**
  * What the bot asks for when invited: to see and answer in channels and threads, and to read the
  * history a reply refers to. Slash commands and their replies need no permission.
@@ -514,14 +521,19 @@ async function setInteractionsEndpoint(
   ].join("\n");
 }
 
-/** Chooses the agent channels talk to until one picks another with /agent (keeps a chosen one). */
+/**
+ * Chooses the agent a client's chats talk to (Discord: until a channel picks another with /agent);
+ * keeps one chosen before.
+ */
 async function bindDefaultAgent(
   base: string,
   adminToken: string,
   wanted: string | undefined,
+  client: "discord" | "telegram" = "discord",
 ): Promise<string> {
+  const path = `/clients/${client}/config`;
   const headers = { authorization: `Bearer ${adminToken}`, "content-type": "application/json" };
-  const config = (await workerJson(base, "/clients/discord/config", { headers })) as {
+  const config = (await workerJson(base, path, { headers })) as {
     defaultAgentId: string | null;
   };
   if (!wanted && config.defaultAgentId)
@@ -536,7 +548,7 @@ async function bindDefaultAgent(
       return "Default agent: none (the worker has no agent yet): create one, then run again with --agent <id>.";
   }
   if (agentId === config.defaultAgentId) return `Default agent: ${agentId}.`;
-  const response = await fetch(new URL("/clients/discord/config", base), {
+  const response = await fetch(new URL(path, base), {
     method: "POST",
     headers,
     body: JSON.stringify({ ...config, defaultAgentId: agentId }),
@@ -548,6 +560,91 @@ async function bindDefaultAgent(
 
 const inviteUrl = (appId: string): string =>
   `https://discord.com/oauth2/authorize?client_id=${appId}&scope=bot+applications.commands&permissions=${BOT_PERMISSIONS}`;
+
+// ---- Telegram ----------------------------------------------------------------------------------
+
+interface TelegramSetup {
+  token: string;
+  secret: string;
+  username: string;
+}
+
+const telegramBase = (): string =>
+  (process.env.TELEGRAM_API_BASE?.trim() || TELEGRAM_API).replace(/\/+$/, "");
+
+/** One Bot API call. Its URL holds the token: no error here names the URL or the whole body. */
+async function telegramCall(
+  token: string,
+  method: string,
+  body?: unknown,
+): Promise<{ ok: boolean; status: number; result?: unknown; description?: string }> {
+  let response: Response;
+  try {
+    response = await fetch(`${telegramBase()}/bot${token}/${method}`, {
+      method: body === undefined ? "GET" : "POST",
+      ...(body === undefined
+        ? {}
+        : { headers: { "content-type": "application/json" }, body: JSON.stringify(body) }),
+    });
+  } catch {
+    throw new Error(`Telegram's Bot API did not answer ${method} (network error)`);
+  }
+  let answer: { ok?: unknown; result?: unknown; description?: unknown } = {};
+  try {
+    answer = (await response.json()) as typeof answer;
+  } catch {}
+  return {
+    ok: response.ok && answer.ok === true,
+    status: response.status,
+    result: answer.result,
+    ...(typeof answer.description === "string"
+      ? { description: answer.description.slice(0, 200) }
+      : {}),
+  };
+}
+
+/**
+ * The bot behind TELEGRAM_BOT_TOKEN (getMe), checked before the account is touched, and the
+ * webhook secret to upload with it: the shell's TELEGRAM_WEBHOOK_SECRET, else a new random one
+ * (the webhook is set with it right after the deploy; Telegram retries what it sends in between).
+ */
+async function telegramSetup(): Promise<TelegramSetup | undefined> {
+  const token = process.env.TELEGRAM_BOT_TOKEN?.trim();
+  if (!token) return undefined;
+  const issues = variableIssues({
+    TELEGRAM_BOT_TOKEN: token,
+    TELEGRAM_WEBHOOK_SECRET: process.env.TELEGRAM_WEBHOOK_SECRET?.trim() ?? "",
+  });
+  if (issues.length > 0) throw new Error(`Telegram: ${issues.join("; ")}`);
+  const me = await telegramCall(token, "getMe");
+  if (me.status === 401 || me.status === 404)
+    throw new Error(
+      "Telegram refused TELEGRAM_BOT_TOKEN (HTTP 401): copy it again from @BotFather (/token)",
+    );
+  const bot = me.result as { username?: unknown } | undefined;
+  if (!me.ok || typeof bot?.username !== "string")
+    throw new Error(
+      `Telegram did not say which bot the token belongs to (HTTP ${me.status}${me.description ? `: ${me.description}` : ""})`,
+    );
+  const secret =
+    process.env.TELEGRAM_WEBHOOK_SECRET?.trim() || randomBytes(32).toString("base64url");
+  return { token, secret, username: bot.username };
+}
+
+/** Points the bot's webhook at the worker, with its secret and the Updates it handles. */
+async function setTelegramWebhook(telegram: TelegramSetup, base: string): Promise<string> {
+  const url = `${base.replace(/\/+$/, "")}/telegram/webhook`;
+  const set = await telegramCall(telegram.token, "setWebhook", {
+    url,
+    secret_token: telegram.secret,
+    allowed_updates: TELEGRAM_ALLOWED_UPDATES,
+  });
+  if (set.ok) return `Telegram webhook: ${url} (set, with its secret).`;
+  return [
+    `Telegram webhook: Telegram did not take ${url} (HTTP ${set.status}${set.description ? `: ${set.description}` : ""}).`,
+    "  Telegram needs a public https address; pass --url if the worker answers elsewhere.",
+  ].join("\n");
+}
 
 // ---- the deploy --------------------------------------------------------------------------------
 
@@ -572,22 +669,28 @@ async function main(): Promise<void> {
   }
   if (!existsSync("wrangler.toml"))
     throw new Error("run it from the project's folder (where wrangler.toml is)");
-  if (values.agent !== undefined && !values.discord)
-    throw new Error("--agent goes with --discord (it picks the bot's default agent)");
+  if (values.agent !== undefined && !values.discord && !process.env.TELEGRAM_BOT_TOKEN?.trim())
+    throw new Error(
+      "--agent goes with --discord or a TELEGRAM_BOT_TOKEN (it picks the bot's default agent)",
+    );
   const envToken = adminTokenFromEnv();
   const vars = parseVars(values.var ?? []);
 
   // Discord first: a wrong token stops the deploy before it changes anything.
   const discord = values.discord ? await discordSetup() : undefined;
   if (discord) vars.DISCORD_APPLICATION_ID = discord.app.id;
+  const telegram = await telegramSetup();
 
   const listed = await remoteSecrets();
   const present = listed === "no worker" ? new Set<string>() : listed;
-  const plan = planSecrets(
-    present,
-    envToken,
-    discord ? { DISCORD_BOT_TOKEN: discord.token, DISCORD_PUBLIC_KEY: discord.app.verify_key } : {},
-  );
+  const plan = planSecrets(present, envToken, {
+    ...(discord
+      ? { DISCORD_BOT_TOKEN: discord.token, DISCORD_PUBLIC_KEY: discord.app.verify_key }
+      : {}),
+    ...(telegram
+      ? { TELEGRAM_BOT_TOKEN: telegram.token, TELEGRAM_WEBHOOK_SECRET: telegram.secret }
+      : {}),
+  });
   const deployed = await deploy(plan.secrets, vars);
   const base = values.url ?? /https:\/\/[a-z0-9.-]+\.workers\.dev/i.exec(deployed)?.[0];
   for (const line of plan.said) console.log(line);
@@ -639,6 +742,26 @@ async function main(): Promise<void> {
     console.log(lines.join("\n"));
   } else if (process.env.DISCORD_APPLICATION_ID && process.env.DISCORD_BOT_TOKEN) {
     await registerCommands({});
+  }
+
+  if (telegram) {
+    const lines = [`Telegram: @${telegram.username}`];
+    if (base) {
+      lines.push(await setTelegramWebhook(telegram, base));
+      const token =
+        plan.adminToken ?? (await adminTokenForApi(envToken, "choose the Telegram agent"));
+      lines.push(
+        token
+          ? (await bindDefaultAgent(base, token, values.agent, "telegram")).replace(
+              /^Default agent/,
+              "Telegram's agent",
+            )
+          : "Telegram's agent: not chosen (no admin token): POST /clients/telegram/config (docs/telegram.md).",
+      );
+    } else {
+      lines.push("Telegram webhook: not set (pass --url).");
+    }
+    console.log(lines.join("\n"));
   }
 
   if (values.vectorize) {

@@ -85,6 +85,8 @@ else { console.error("stub: unexpected call " + args.join(" ")); process.exit(2)
 const APP_ID = "1234567890123456789";
 const PUBLIC_KEY = "ab".repeat(32);
 const BOT_TOKEN = "bot-token-MTIzNDU2.secret-part-0123456789";
+/** The Telegram bot the stand-in plays. */
+const TELEGRAM_TOKEN = "123456789:AAH-telegram-secret-part_0123456789";
 
 let work: string;
 let bin: string;
@@ -99,6 +101,10 @@ let discordConfig: { defaultAgentId: string | null; allowedChannels: string[] };
 let endpoint: string | null;
 let registered: unknown[];
 let refuseEndpoint = false;
+/** The Telegram bot's webhook and chat binding, as the stand-ins hold them. */
+let telegramWebhook: Record<string, unknown> | null;
+let refuseWebhook = false;
+let telegramConfig: { defaultAgentId: string | null; allowedChats: string[] };
 
 beforeAll(async () => {
   bin = mkdtempSync(join(tmpdir(), "edge-agents-stub-"));
@@ -117,6 +123,33 @@ beforeAll(async () => {
       res.statusCode = status;
       res.end(JSON.stringify(value));
     };
+    if (req.url?.startsWith("/telegram-api/")) {
+      const path = req.url.slice("/telegram-api".length);
+      if (!path.startsWith(`/bot${TELEGRAM_TOKEN}/`))
+        return answer(401, { ok: false, error_code: 401, description: "Unauthorized" });
+      const method = path.slice(`/bot${TELEGRAM_TOKEN}/`.length);
+      if (method === "getMe")
+        return answer(200, {
+          ok: true,
+          result: { id: 123456789, is_bot: true, first_name: "Ada", username: "ada_agent_bot" },
+        });
+      if (method === "setWebhook") {
+        if (refuseWebhook)
+          return answer(400, {
+            ok: false,
+            error_code: 400,
+            description: "Bad Request: bad webhook: An HTTPS URL must be provided for webhook",
+          });
+        telegramWebhook = body ?? null;
+        return answer(200, { ok: true, result: true, description: "Webhook was set" });
+      }
+      return answer(404, { ok: false, error_code: 404, description: "Not Found" });
+    }
+    if (req.url === "/clients/telegram/config") {
+      if (req.method === "GET") return answer(200, telegramConfig);
+      telegramConfig = body as typeof telegramConfig;
+      return answer(200, telegramConfig);
+    }
     if (req.url?.startsWith("/discord-api/")) {
       if (req.headers.authorization !== `Bot ${BOT_TOKEN}`)
         return answer(401, { message: "401: Unauthorized", code: 0 });
@@ -181,6 +214,9 @@ beforeEach(() => {
   endpoint = null;
   registered = [];
   refuseEndpoint = false;
+  telegramWebhook = null;
+  refuseWebhook = false;
+  telegramConfig = { defaultAgentId: null, allowedChats: [] };
   setState({ exists: false, secrets: [], vars: {}, vectorize: null });
 });
 
@@ -227,11 +263,18 @@ function deployEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
     "DISCORD_APPLICATION_ID",
     "DISCORD_BOT_TOKEN",
     "DISCORD_PUBLIC_KEY",
+    "TELEGRAM_BOT_TOKEN",
+    "TELEGRAM_WEBHOOK_SECRET",
     "INSTAGRAM_ACCESS_TOKEN",
     "BRAVE_SEARCH_API_KEY",
   ])
     delete env[name];
-  return { ...env, DISCORD_API_BASE: `${url}/discord-api`, ...extra };
+  return {
+    ...env,
+    DISCORD_API_BASE: `${url}/discord-api`,
+    TELEGRAM_API_BASE: `${url}/telegram-api`,
+    ...extra,
+  };
 }
 
 /** The deploy with its output going to a pipe, as in CI. */
@@ -548,6 +591,69 @@ describe("npm run deploy", () => {
         expect(discordConfig.defaultAgentId).toBe("ada");
       },
     );
+  });
+
+  describe("Telegram", () => {
+    const withTelegram = {
+      TELEGRAM_BOT_TOKEN: TELEGRAM_TOKEN,
+      ADMIN_TOKEN: "admin-token-for-the-test",
+    };
+
+    it("with TELEGRAM_BOT_TOKEN: uploads the token and a new webhook secret, sets the webhook with them, binds the first agent, echoes neither", async () => {
+      const { code, out } = await deploy([], withTelegram);
+      expect(code, out).toBe(0);
+      const uploaded = calls()[1]!.secrets!;
+      expect(uploaded.TELEGRAM_BOT_TOKEN).toBe(TELEGRAM_TOKEN);
+      expect(uploaded.TELEGRAM_WEBHOOK_SECRET).toMatch(/^[A-Za-z0-9_-]{43}$/);
+      expect(telegramWebhook).toEqual({
+        url: `${url}/telegram/webhook`,
+        secret_token: uploaded.TELEGRAM_WEBHOOK_SECRET,
+        allowed_updates: ["message", "edited_message", "callback_query"],
+      });
+      expect(telegramConfig).toEqual({ defaultAgentId: "ada", allowedChats: [] });
+      expect(out).toContain("Telegram: @ada_agent_bot");
+      expect(out).toContain(`Telegram webhook: ${url}/telegram/webhook (set, with its secret).`);
+      expect(out).toContain("Telegram's agent: ada (the first agent");
+      expect(out).not.toContain(TELEGRAM_TOKEN);
+      expect(out).not.toContain(uploaded.TELEGRAM_WEBHOOK_SECRET);
+      expect(calls().every((c) => !c.args.join(" ").includes(TELEGRAM_TOKEN))).toBe(true);
+    });
+
+    it("takes the shell's TELEGRAM_WEBHOOK_SECRET and --agent; keeps the chats allowed before", async () => {
+      deployedBefore(["ADMIN_TOKEN", "SECRETS_KEY", "TELEGRAM_BOT_TOKEN"]);
+      telegramConfig = { defaultAgentId: "ada", allowedChats: ["-1001"] };
+      const secret = "telegram-webhook-secret-from-shell";
+      const { code, out } = await deploy(["--agent", "marlowe"], {
+        ...withTelegram,
+        TELEGRAM_WEBHOOK_SECRET: secret,
+      });
+      expect(code, out).toBe(0);
+      expect(calls()[1]!.secrets).toEqual({
+        TELEGRAM_BOT_TOKEN: TELEGRAM_TOKEN,
+        TELEGRAM_WEBHOOK_SECRET: secret,
+      });
+      expect(telegramWebhook?.secret_token).toBe(secret);
+      expect(telegramConfig).toEqual({ defaultAgentId: "marlowe", allowedChats: ["-1001"] });
+      expect(out).not.toContain(secret);
+    });
+
+    it("a webhook Telegram does not take: says its reason; the deploy is done", async () => {
+      refuseWebhook = true;
+      const { code, out } = await deploy([], withTelegram);
+      expect(code, out).toBe(0);
+      expect(out).toContain("Telegram webhook: Telegram did not take");
+      expect(out).toContain("An HTTPS URL must be provided");
+      expect(out).not.toContain(TELEGRAM_TOKEN);
+    });
+
+    it("a token Telegram refuses stops everything before the account is touched, and is not echoed", async () => {
+      const wrong = "987654321:AAH-wrong-token_0123456789";
+      const { code, out } = await deploy([], { TELEGRAM_BOT_TOKEN: wrong });
+      expect(code).not.toBe(0);
+      expect(out).toContain("Telegram refused TELEGRAM_BOT_TOKEN");
+      expect(out).not.toContain(wrong);
+      expect(calls()).toEqual([]);
+    });
   });
 
   it("--vectorize: creates the index with the embedder's size and its metadata indexes before any vector, binds it, redeploys, re-embeds", async () => {
