@@ -2,6 +2,7 @@
 // the room and the task object (src/objects/) take the reply surface and attachment ingest as
 // interfaces, and get the chat platforms' (src/clients/) here, one surface routing each delivery
 // target by its kind, so src/objects/ never imports a client.
+import { createAttachmentRouter } from "./clients/chat/attachment-router.ts";
 import { createSurfaceRouter } from "./clients/chat/surface-router.ts";
 import {
   createDiscordAttachmentIngest,
@@ -12,6 +13,8 @@ import {
   isTelegramPosted,
   TELEGRAM_MESSAGE_KIND,
 } from "./clients/telegram/telegram-surface.ts";
+import { isTelegramAttachment } from "./clients/telegram/message-files.ts";
+import { createTelegramAttachmentIngest } from "./clients/telegram/telegram-files.ts";
 import type { Env } from "./env.ts";
 import { AgentRoomBase } from "./objects/conversation/agent-room.ts";
 import { AgentTasksBase } from "./objects/tasks/agent-tasks.ts";
@@ -38,7 +41,11 @@ export class AgentRoom extends AgentRoomBase {
   protected override platform(): RoomPlatform {
     return {
       surface: chatSurface(this.env),
-      attachments: createDiscordAttachmentIngest(this.env),
+      attachments: createAttachmentRouter([
+        { owns: isTelegramAttachment, ingest: createTelegramAttachmentIngest(this.env) },
+        // Last: plain URLs, which predate the router, are Discord's.
+        { owns: () => true, ingest: createDiscordAttachmentIngest(this.env) },
+      ]),
     };
   }
 }

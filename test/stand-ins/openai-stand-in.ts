@@ -74,8 +74,21 @@ export interface OpenAIStandIn {
   waitForHang(): Promise<void>;
   /** Answers every hanging request with `step` (default: the responder); returns how many. */
   releaseHung(step?: StandInStep): number;
-  /** Forgets steps, calls, failures and the responder. */
+  /** Forgets steps, calls, failures and the responder (and the transcriptions). */
   reset(): void;
+  /** Every `POST /audio/transcriptions`, in order. */
+  readonly transcriptions: readonly StandInTranscription[];
+  /** What the next transcriptions answer: a transcript, or an HTTP failure (default "hello"). */
+  transcribeWith(answer: { text: string } | { status: number }): void;
+}
+
+export interface StandInTranscription {
+  model: string;
+  filename: string;
+  contentType: string;
+  bytes: Uint8Array;
+  /** Lower-cased header names. */
+  headers: Record<string, string>;
 }
 
 const DEFAULT_RESPONDER: StandInResponder = () => ({ text: "ok" });
@@ -88,6 +101,32 @@ export function createOpenAIStandIn(options: OpenAIStandInOptions = {}): OpenAIS
   const hung = new Set<(step: StandInStep | undefined) => void>();
   let hangWaiters: (() => void)[] = [];
   let sequence = 0;
+  let transcriptions: StandInTranscription[] = [];
+  let transcription: { text: string } | { status: number } = { text: "hello" };
+
+  /** Whisper's `/audio/transcriptions`: multipart with `file` and `model`, answered as JSON. */
+  async function transcribe(request: Request): Promise<Response> {
+    let form: FormData;
+    try {
+      form = await request.formData();
+    } catch {
+      return errorResponse(400, "expected a multipart body", "invalid_request_error");
+    }
+    const file = form.get("file");
+    const model = form.get("model");
+    if (!(file instanceof File) || typeof model !== "string")
+      return errorResponse(400, "file and model are required", "invalid_request_error");
+    transcriptions.push({
+      model,
+      filename: file.name,
+      contentType: file.type,
+      bytes: new Uint8Array(await file.arrayBuffer()),
+      headers: Object.fromEntries(request.headers),
+    });
+    if ("status" in transcription)
+      return errorResponse(transcription.status, `scripted HTTP ${transcription.status}`);
+    return json(200, { text: transcription.text });
+  }
 
   function takeStep(model: string): StandInStep | undefined {
     const index = steps.findIndex((step) => step.model === undefined || step.model === model);
@@ -115,6 +154,8 @@ export function createOpenAIStandIn(options: OpenAIStandInOptions = {}): OpenAIS
 
   async function handle(request: Request, signal: AbortSignal | undefined): Promise<Response> {
     const url = new URL(request.url);
+    if (request.method === "POST" && url.pathname.endsWith("/audio/transcriptions"))
+      return transcribe(request);
     if (request.method !== "POST" || !url.pathname.endsWith("/chat/completions")) {
       return errorResponse(
         404,
@@ -207,6 +248,14 @@ export function createOpenAIStandIn(options: OpenAIStandInOptions = {}): OpenAIS
       calls = [];
       responder = options.respondWith ?? DEFAULT_RESPONDER;
       failedModels.clear();
+      transcriptions = [];
+      transcription = { text: "hello" };
+    },
+    get transcriptions() {
+      return transcriptions;
+    },
+    transcribeWith(next) {
+      transcription = next;
     },
   };
   return standIn;

@@ -10,6 +10,7 @@ import { z } from "zod";
 import type { Env } from "../../env.ts";
 import { loadConfig } from "../../config.ts";
 import { errorField, log } from "../../log.ts";
+import { VOICE_NOTE_FAILED } from "../../objects/conversation/voice-notes.ts";
 import type {
   DeliveryTarget,
   PostedPrompt,
@@ -168,7 +169,20 @@ function message(
   };
 }
 
-function replyText(job: { reply: string | null; error: { message: string } | null }): string {
+function replyText(job: {
+  reply: string | null;
+  error: { message: string; details?: unknown } | null;
+}): string {
+  // A voice note that could not be transcribed: the error is written for the person already.
+  if (job.error && isVoiceNoteFailure(job.error.details)) return `⚠️ ${job.error.message}`;
   if (job.error) return `⚠️ I couldn't answer that: ${job.error.message}`;
   return job.reply?.trim() || "…(I have nothing to add.)";
+}
+
+function isVoiceNoteFailure(details: unknown): boolean {
+  return (
+    typeof details === "object" &&
+    details !== null &&
+    (details as { kind?: unknown }).kind === VOICE_NOTE_FAILED
+  );
 }

@@ -406,6 +406,16 @@ export class TurnJournal {
     );
   }
 
+  /** The message as the room rewrote it before its turn went on (a voice note's transcript). */
+  reviseInput(turnId: string, input: TurnInput, now: number): void {
+    this.sql.exec(
+      "UPDATE turn_journal SET input = ?, updated_at = ? WHERE turn_id = ?",
+      writeSaved(INPUT, input),
+      now,
+      turnId,
+    );
+  }
+
   /** The message was edited before its turn started: the turn answers the new text. */
   reviseText(turnId: string, text: string, now: number): boolean {
     return (

@@ -24,6 +24,7 @@ import type { TurnServices } from "./turn-services.ts";
 import type { AfterReplyChain } from "./after-reply-chain.ts";
 import type { RoomUpkeep } from "./room-upkeep.ts";
 import type { TurnWaiters } from "./turn-waiters.ts";
+import { transcribeVoiceNote } from "./voice-notes.ts";
 
 interface TurnQueueOptions {
   /** The room's name, for logs. */
@@ -107,7 +108,8 @@ export class TurnQueue {
   }
 
   /** received/running -> replied (or failed, or awaiting_approval). The caller is answered here. */
-  private async run(entry: JournalEntry): Promise<void> {
+  private async run(journalled: JournalEntry): Promise<void> {
+    let entry = journalled;
     const { journal, waiters, upkeep } = this.options;
     const { turnId, agentId } = entry.input;
     const typing = this.typing(entry);
@@ -120,6 +122,15 @@ export class TurnQueue {
       journal.markRunning(turnId, Date.now());
       const { runner, history } = await this.options.services();
       const resume = entry.pause?.decision ? entry.pause : undefined;
+      if (!resume) {
+        // Before anything reads the text: a voice note's transcript is the message.
+        const voice = await transcribeVoiceNote(entry, this.options.attachments, journal);
+        entry = voice.entry;
+        if (voice.failure) {
+          received = runner.receive(entry.input);
+          throw voice.failure;
+        }
+      }
       // The inbound message is stored (in D1; the journal already holds it) alongside the turn's
       // reads. A turn resuming after an approval stored it the first time.
       if (!resume) received = runner.receive(entry.input);

@@ -98,7 +98,18 @@ export interface ReplySurface {
 /** A message's attachments, copied in (once: a re-run finds them) and read for the model. */
 export interface AttachmentIngest {
   read(attachments: Attachment[], keyPrefix: string): Promise<{ text: string; images: string[] }>;
+  /**
+   * Turns a voice note among the attachments into text, before the runtime sees the message; null
+   * when there is none (left). `attachments` replaces the message's: the voice note's reference
+   * becomes one no second call transcribes again (its copy in R2 once stored).
+   */
+  transcribe?(attachments: Attachment[], keyPrefix: string): Promise<VoiceTranscript | null>;
 }
+
+/** What became of a message's voice note: its transcript, or why there is none. */
+export type VoiceTranscript =
+  | { ok: true; transcript: string; attachments: Attachment[] }
+  | { ok: false; reason: string; attachments: Attachment[] };
 
 /** What the worker plugs into a room: the surface replies go to, and its attachment ingest. */
 export interface RoomPlatform {

@@ -21,6 +21,7 @@ import {
   textForModel,
   type TelegramBotIdentity,
 } from "../../../clients/telegram/message-text.ts";
+import { messageAttachments } from "../../../clients/telegram/message-files.ts";
 import {
   TELEGRAM_MESSAGE_KIND,
   telegramBotApi,
@@ -128,7 +129,9 @@ async function onMessage(c: Ctx, message: TelegramMessage, token: string): Promi
   if (!agentId) return "skipped";
   const bot = await botIdentity(telegramBotApi(c.env), token);
   const text = textForModel(message, bot);
-  if (text === "") return "skipped";
+  // Files are references without the token; the room downloads (and transcribes) them.
+  const attachments = messageAttachments(message);
+  if (text === "" && attachments.length === 0) return "skipped";
   const isDirect = message.chat.type === "private";
   const mentioned = isAddressed(message, bot);
   const delivery: TelegramMessageDelivery = {
@@ -150,6 +153,7 @@ async function onMessage(c: Ctx, message: TelegramMessage, token: string): Promi
       spaceId: null,
       sender: { id: String(from.id), name: senderName(from), isBot: false },
       text,
+      ...(attachments.length > 0 ? { attachments } : {}),
       isDirect,
       mentioned,
       receivedAt: Date.now(),

@@ -1,0 +1,65 @@
+// A voice note becomes the turn's text before the runtime sees the message: its respond rules,
+// the query embedding, the stored memory and the prompt all read the transcript, quoted as the
+// person's words. The rewritten message is journalled before anything else happens, so a re-run
+// neither downloads nor transcribes again. A failed transcription keeps the message (with its
+// audio's reference) and fails the turn with words for the person, and no model call is made.
+import { flatten } from "../../runtime/context/quoted-data.ts";
+import { AppError } from "../../runtime/util/errors.ts";
+import type { TurnInput } from "../../runtime/turn/turn-types.ts";
+import type { AttachmentIngest } from "../shared/reply-surface.ts";
+import type { JournalEntry, TurnJournal } from "./turn-journal.ts";
+
+/** What `details.kind` says on the error of a turn whose voice note could not be transcribed. */
+export const VOICE_NOTE_FAILED = "voice_note_not_transcribed";
+
+/** The turn's voice note was not transcribed: the message is kept, nothing is answered. */
+export class VoiceNoteError extends AppError {
+  constructor(reason: string) {
+    super(
+      "upstream",
+      502,
+      `I couldn't transcribe your voice note: ${flatten(reason, 200)}. It is kept; please try again, or type your message.`,
+      { kind: VOICE_NOTE_FAILED },
+    );
+  }
+}
+
+/**
+ * The turn's entry with its voice note transcribed (or the entry unchanged when it has none left
+ * to transcribe), journalled; `failure` when it could not be.
+ */
+export async function transcribeVoiceNote(
+  entry: JournalEntry,
+  ingest: AttachmentIngest,
+  journal: TurnJournal,
+): Promise<{ entry: JournalEntry; failure: VoiceNoteError | null }> {
+  const { attachments, agentId } = entry.input;
+  if (!ingest.transcribe || attachments.length === 0) return { entry, failure: null };
+  const result = await ingest.transcribe(attachments, `attachments/${agentId}/${entry.turnId}`);
+  if (!result) return { entry, failure: null };
+  const input: TurnInput = {
+    ...entry.input,
+    text: result.ok
+      ? voiceNoteText(result.transcript, entry.input.text)
+      : voiceNoteText(null, entry.input.text),
+    attachments: result.attachments,
+  };
+  journal.reviseInput(entry.turnId, input, Date.now());
+  return {
+    entry: { ...entry, input },
+    failure: result.ok ? null : new VoiceNoteError(result.reason),
+  };
+}
+
+/**
+ * `[voice note, transcribed] «…»`, then what the person typed with it (a caption). The
+ * transcript is the person's own words, so it is the message, not quoted data; the guillemets
+ * only mark where the speech starts and ends.
+ */
+export function voiceNoteText(transcript: string | null, typed: string): string {
+  const head =
+    transcript === null
+      ? "[voice note, not transcribed]"
+      : `[voice note, transcribed] «${transcript.replace(/»/g, "”")}»`;
+  return typed.trim() === "" ? head : `${head}\n${typed}`;
+}
