@@ -9,6 +9,11 @@ import {
   createDiscordSurface,
 } from "./clients/discord/discord-surface.ts";
 import {
+  createSlackSurface,
+  isSlackPosted,
+  SLACK_MESSAGE_KIND,
+} from "./clients/slack/slack-surface.ts";
+import {
   createTelegramSurface,
   isTelegramPosted,
   TELEGRAM_MESSAGE_KIND,
@@ -34,6 +39,7 @@ function chatSurface(env: Env): ReplySurface {
       surface: createTelegramSurface(env),
       ownsPosted: isTelegramPosted,
     },
+    { kinds: [SLACK_MESSAGE_KIND], surface: createSlackSurface(env), ownsPosted: isSlackPosted },
   ]);
 }
 

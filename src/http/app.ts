@@ -13,6 +13,9 @@ import { ensureSchema } from "../db/schema-ready.ts";
 import { agentRoutes } from "./routes/agents.ts";
 import { discordRoutes, MAX_INTERACTION_BODY_BYTES } from "./routes/discord/discord.ts";
 import { chatClientConfigRoutes } from "./routes/chat-clients-config.ts";
+import { slackEventRoutes } from "./routes/slack/slack.ts";
+import { slackCommandRoutes } from "./routes/slack/slack-commands.ts";
+import { slackInteractionRoutes } from "./routes/slack/slack-interactions.ts";
 import { telegramRoutes } from "./routes/telegram/telegram.ts";
 import { healthRoutes } from "./routes/health.ts";
 import { knowledgeRoutes } from "./routes/knowledge.ts";
@@ -95,6 +98,9 @@ export function createApp(): OpenAPIHono<AppEnv> {
   app.route("/", knowledgeRoutes());
   app.route("/", memoryRoutes());
   app.route("/", telegramRoutes());
+  app.route("/", slackEventRoutes());
+  app.route("/", slackInteractionRoutes());
+  app.route("/", slackCommandRoutes());
   // Before Discord's: its `/clients/{clientId}/config` would take `/clients/telegram/config` and
   // `/clients/slack/config`.
   app.route("/", chatClientConfigRoutes());

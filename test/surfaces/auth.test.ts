@@ -418,6 +418,10 @@ describe("API tokens and scopes", () => {
       "GET /media/{key}",
       "GET /oauth/callback",
       "POST /discord/interactions",
+      // Authenticated by Slack's request signature (SLACK_SIGNING_SECRET), not a bearer token.
+      "POST /slack/commands",
+      "POST /slack/events",
+      "POST /slack/interactions",
       // Authenticated by setWebhook's secret token header, not a bearer token.
       "POST /telegram/webhook",
     ]);

@@ -1,0 +1,17 @@
+// Which agent answers in a Slack channel: the default agent of `POST /clients/slack/config`, when
+// the channel is allowed (every channel while allowedChannels is empty). Events, interactions and
+// commands all ask here, so a channel left off the list is not answered by any of them.
+import type { Env } from "../../../env.ts";
+import { stores } from "../../../db/stores/index.ts";
+
+export async function slackAgentFor(env: Env, channel: string): Promise<string | null> {
+  const config = await stores(env).slack.readConfig();
+  if (!config.defaultAgentId) return null;
+  if (config.allowedChannels.length > 0 && !config.allowedChannels.includes(channel)) return null;
+  return config.defaultAgentId;
+}
+
+/** The agent bound to Slack at all, whatever the channel (for /forget, which is about a person). */
+export async function slackDefaultAgent(env: Env): Promise<string | null> {
+  return (await stores(env).slack.readConfig()).defaultAgentId;
+}

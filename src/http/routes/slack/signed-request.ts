@@ -1,0 +1,92 @@
+// What every Slack route does first: refuse when Slack is not configured (503), read the body up to
+// MAX_SLACK_BODY_BYTES (413 beyond, by its declared length or as it streams in), and check Slack's
+// v0 signature over those exact bytes and a timestamp within five minutes (401 otherwise). Nothing
+// is parsed, stored or looked up before the signature holds. Then the one-workspace rule: the
+// team a request comes from must be the bot token's own (auth.test), since this deployment
+// installs the app in one workspace only.
+import type { Context } from "hono";
+import type { AppEnv } from "../../app-env.ts";
+import { verifySlackSignature } from "../../../clients/slack/signature.ts";
+import { type SlackBotIdentity, slackBotIdentity } from "../../../clients/slack/bot-identity.ts";
+import { slackWebApi } from "../../../clients/slack/slack-surface.ts";
+import { loadConfig } from "../../../config.ts";
+import { log } from "../../../log.ts";
+import {
+  NotConfiguredError,
+  PayloadTooLargeError,
+  UnauthorizedError,
+} from "../../../runtime/util/errors.ts";
+
+/** Events, interactions and commands are a few KB; Slack's largest message text is 40,000 chars. */
+export const MAX_SLACK_BODY_BYTES = 1024 * 1024;
+
+export interface SignedSlackBody {
+  raw: string;
+  token: string;
+}
+
+export async function readSignedSlackBody(c: Context<AppEnv>): Promise<SignedSlackBody> {
+  const slack = loadConfig(c.env).slack;
+  if (!slack)
+    throw new NotConfiguredError(
+      "Slack is not configured: set SLACK_BOT_TOKEN and SLACK_SIGNING_SECRET",
+    );
+  const bytes = await readCapped(c.req.raw, MAX_SLACK_BODY_BYTES);
+  const verdict = await verifySlackSignature({
+    signingSecret: slack.signingSecret,
+    timestamp: c.req.header("x-slack-request-timestamp"),
+    signature: c.req.header("x-slack-signature"),
+    rawBody: bytes,
+    nowMs: Date.now(),
+  });
+  if (!verdict.ok) {
+    log.warn("slack_signature_refused", { path: c.req.path, reason: verdict.reason });
+    throw new UnauthorizedError(
+      verdict.reason === "stale"
+        ? "X-Slack-Request-Timestamp is more than five minutes from now"
+        : "missing or wrong X-Slack-Signature",
+    );
+  }
+  return { raw: new TextDecoder().decode(bytes), token: slack.botToken };
+}
+
+/** The bot, when the request's workspace is the token's; null for any other workspace. */
+export async function botOfWorkspace(
+  c: Context<AppEnv>,
+  token: string,
+  teamId: string | null | undefined,
+): Promise<SlackBotIdentity | null> {
+  const bot = await slackBotIdentity(slackWebApi(c.env), token);
+  if (teamId && teamId !== bot.teamId) {
+    // Signed with our secret, so it is our app, installed in a second workspace: not served.
+    log.warn("slack_other_workspace", { path: c.req.path });
+    return null;
+  }
+  return bot;
+}
+
+async function readCapped(request: Request, maxBytes: number): Promise<Uint8Array> {
+  const tooLarge = () => new PayloadTooLargeError(`request body is larger than ${maxBytes} bytes`);
+  if (Number(request.headers.get("content-length") ?? 0) > maxBytes) throw tooLarge();
+  if (!request.body) return new Uint8Array();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  const reader = request.body.getReader();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > maxBytes) {
+      await reader.cancel();
+      throw tooLarge();
+    }
+    chunks.push(value);
+  }
+  const out = new Uint8Array(size);
+  let offset = 0;
+  for (const chunk of chunks) {
+    out.set(chunk, offset);
+    offset += chunk.byteLength;
+  }
+  return out;
+}

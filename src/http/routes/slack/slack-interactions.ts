@@ -1,0 +1,171 @@
+// Slack's interactivity, `POST /slack/interactions` (a form with one `payload` field, signed like
+// events). Approve / Deny on a paused turn's prompt goes to the room its button names, which
+// decides whether the click counts (only the person whose message started the turn); the prompt is
+// then updated with chat.update to say who answered. "Forget me" / "Cancel" answer a /forget:
+// only the person who asked can confirm, and only their own memories go. Slack ignores this
+// route's body; whoever clicked is told with an ephemeral message, after the acknowledgement.
+import { OpenAPIHono, z } from "@hono/zod-openapi";
+import type { Context } from "hono";
+import type { AppEnv } from "../../app-env.ts";
+import { approvalClickOf, approvalOutcomeBlocks } from "../../../clients/slack/blocks.ts";
+import type { BlockActionsPayload } from "../../../clients/slack/events.ts";
+import { parseInteractionForm } from "../../../clients/slack/events.ts";
+import { parseForgetAction } from "../../../clients/slack/forget-prompt.ts";
+import { postToResponseUrl } from "../../../clients/slack/response-url.ts";
+import {
+  SLACK_MESSAGE_KIND,
+  type SlackMessageDelivery,
+  slackWebApi,
+} from "../../../clients/slack/slack-surface.ts";
+import { loadConfig } from "../../../config.ts";
+import { stores } from "../../../db/stores/index.ts";
+import { errorField, log } from "../../../log.ts";
+import { deleteMemories } from "../../../memory/memory-repo.ts";
+import { forgetRoomHistory, resolveApproval } from "../../../objects/conversation/room-client.ts";
+import { ValidationError } from "../../../runtime/util/errors.ts";
+import { slackDefaultAgent } from "./binding.ts";
+import { botOfWorkspace, readSignedSlackBody } from "./signed-request.ts";
+import { SLACK_SIGNED_HEADERS, SLACK_SIGNED_RESPONSES } from "./slack.ts";
+
+type Ctx = Context<AppEnv>;
+type Outcome = "answered" | "not_yours" | "gone" | "forgotten" | "cancelled" | "skipped";
+
+export function slackInteractionRoutes(): OpenAPIHono<AppEnv> {
+  const app = new OpenAPIHono<AppEnv>();
+  app.openAPIRegistry.registerPath({
+    method: "post",
+    path: "/slack/interactions",
+    summary: "Slack interactivity: button clicks (authenticated by Slack's request signature)",
+    request: {
+      headers: SLACK_SIGNED_HEADERS,
+      body: {
+        required: true,
+        content: {
+          "application/x-www-form-urlencoded": {
+            schema: z.object({
+              payload: z.string().openapi({ description: "A block_actions payload as JSON" }),
+            }),
+          },
+        },
+      },
+    },
+    responses: {
+      200: { description: "The click acknowledged (answered, refused or not ours)" },
+      ...SLACK_SIGNED_RESPONSES,
+    },
+  });
+
+  app.post("/slack/interactions", async (c) => {
+    const { raw, token } = await readSignedSlackBody(c);
+    const parsed = parseInteractionForm(raw);
+    if (!parsed.ok) throw new ValidationError(`invalid Slack interaction: ${parsed.error}`);
+    const payload = parsed.value;
+    if (payload.type === "unsupported") return c.json({ ok: true, outcome: "skipped" }, 200);
+    const bot = await botOfWorkspace(c, token, payload.team?.id ?? payload.user.team_id);
+    if (!bot) return c.json({ ok: true, outcome: "skipped" }, 200);
+    const outcome = await onClick(c, payload);
+    return c.json({ ok: true, outcome }, 200);
+  });
+  return app;
+}
+
+async function onClick(c: Ctx, payload: BlockActionsPayload): Promise<Outcome> {
+  const forget = parseForgetAction(payload.actions[0]?.action_id ?? "");
+  if (forget) return await onForget(c, payload, forget);
+  const click = approvalClickOf(payload);
+  const tell = (text: string) => afterAck(c, () => ephemeral(c, payload, text));
+  // Tasks do not post Slack prompts (yet): a `tap:` click is not ours to answer.
+  if (click?.target !== "room" || click.roomId === null) {
+    tell("That button is no longer valid.");
+    return "skipped";
+  }
+  const via: SlackMessageDelivery = {
+    kind: SLACK_MESSAGE_KIND,
+    channel: click.channelId,
+    threadTs: payload.message?.thread_ts ?? payload.container.thread_ts,
+    roomId: click.roomId,
+    addressed: true,
+  };
+  const result = await resolveApproval(c.env, click.agentId, click.roomId, {
+    approvalId: click.approvalId,
+    approve: click.verdict === "approve",
+    userId: click.userId,
+    userName: click.userName,
+    via,
+  });
+  switch (result.status) {
+    case "not_yours":
+      tell("Only the person who asked can approve or deny this.");
+      return "not_yours";
+    case "gone":
+      tell("This request is no longer waiting for an answer.");
+      return "gone";
+    case "resolved": {
+      const ts = click.messageTs;
+      if (ts) {
+        const outcome = approvalOutcomeBlocks(result.tool, result.decision, click.userName);
+        afterAck(c, () => slackWebApi(c.env).update({ channel: click.channelId, ts, ...outcome }));
+      }
+      return "answered";
+    }
+  }
+}
+
+/**
+ * A click on /forget's buttons. The prompt was shown to its asker only, but the action id is the
+ * authority: a click by anyone else deletes nothing. Memories are deleted as the asker's own
+ * (`slack:<id>`), like Discord's /forget.
+ */
+async function onForget(
+  c: Ctx,
+  payload: BlockActionsPayload,
+  click: { confirmed: boolean; userId: string; agentId: string },
+): Promise<Outcome> {
+  const slack = loadConfig(c.env).slack!;
+  const answer = (text: string) =>
+    payload.response_url
+      ? afterAck(c, () =>
+          postToResponseUrl(payload.response_url!, slack.apiBase, { text, replace_original: true }),
+        )
+      : undefined;
+  if (payload.user.id !== click.userId) {
+    afterAck(c, () => ephemeral(c, payload, "Only the person who asked can answer this."));
+    return "not_yours";
+  }
+  if (click.agentId !== (await slackDefaultAgent(c.env))) {
+    answer("That button is no longer valid.");
+    return "skipped";
+  }
+  if (!click.confirmed) {
+    answer("Nothing was deleted.");
+    return "cancelled";
+  }
+  const { deleted, rooms } = await deleteMemories(stores(c.env).db, {
+    agentId: click.agentId,
+    userId: `slack:${click.userId}`,
+  });
+  c.executionCtx.waitUntil(forgetRoomHistory(c.env, click.agentId, rooms));
+  answer(`Done: I forgot ${deleted} ${deleted === 1 ? "memory" : "memories"} about you.`);
+  return "forgotten";
+}
+
+async function ephemeral(c: Ctx, payload: BlockActionsPayload, text: string): Promise<void> {
+  const channel = payload.channel?.id ?? payload.container.channel_id;
+  if (!channel) return;
+  const thread = payload.message?.thread_ts ?? payload.container.thread_ts;
+  await slackWebApi(c.env).postEphemeral({
+    channel,
+    user: payload.user.id,
+    text,
+    ...(thread ? { thread_ts: thread } : {}),
+  });
+}
+
+/** Slack's calls after the acknowledgement: a slow Web API must not hold the 3 s answer. */
+function afterAck(c: Ctx, work: () => Promise<unknown>): void {
+  c.executionCtx.waitUntil(
+    work().catch((error: unknown) =>
+      log.warn("slack_interaction_followup_failed", { error: errorField(error) }),
+    ),
+  );
+}
