@@ -2,9 +2,11 @@
 // comes back in X-Telegram-Bot-Api-Secret-Token, compared in constant time before the body is even
 // read. The body is read up to 1 MB and validated (src/clients/telegram/update.ts). A message in a
 // bound chat becomes one turn in room `telegram:<chat>[:<topic>]`, keyed `telegram-msg:<chat>:<id>`
-// so a redelivered Update is the same turn; an edit amends the stored message by that key. A press
-// on Approve / Deny goes to the room whose turn waits for it. Any well-formed Update is answered
-// 200 (Telegram repeats anything else), including those we skip.
+// so a redelivered Update is the same turn; an edit amends the stored message by that key. Photos,
+// documents and voice notes travel as token-free references the room reads (and transcribes). A
+// press on Approve / Deny goes to the room whose turn waits for it; `/forget` asks, and its buttons
+// are answered here. Any well-formed Update is answered 200 (Telegram repeats anything else),
+// including those we skip.
 import { OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import type { AppEnv } from "../../app-env.ts";
@@ -21,6 +23,14 @@ import {
   textForModel,
   type TelegramBotIdentity,
 } from "../../../clients/telegram/message-text.ts";
+import {
+  agentTag,
+  FORGET_QUESTION,
+  type ForgetPress,
+  forgetKeyboard,
+  forgottenText,
+  parseForgetCallbackData,
+} from "../../../clients/telegram/forget.ts";
 import { messageAttachments } from "../../../clients/telegram/message-files.ts";
 import {
   TELEGRAM_MESSAGE_KIND,
@@ -35,7 +45,8 @@ import {
 import { loadConfig } from "../../../config.ts";
 import { stores } from "../../../db/stores/index.ts";
 import { errorField, log } from "../../../log.ts";
-import { resolveApproval } from "../../../objects/conversation/room-client.ts";
+import { deleteMemories } from "../../../memory/memory-repo.ts";
+import { forgetRoomHistory, resolveApproval } from "../../../objects/conversation/room-client.ts";
 import {
   NotConfiguredError,
   PayloadTooLargeError,
@@ -128,6 +139,8 @@ async function onMessage(c: Ctx, message: TelegramMessage, token: string): Promi
   const agentId = await boundAgent(c, message.chat.id);
   if (!agentId) return "skipped";
   const bot = await botIdentity(telegramBotApi(c.env), token);
+  if (addressing(message, bot).command === "forget")
+    return await askToForget(c, message, from.id, agentId);
   const text = textForModel(message, bot);
   // Files are references without the token; the room downloads (and transcribes) them.
   const attachments = messageAttachments(message);
@@ -188,6 +201,8 @@ async function onPress(c: Ctx, press: CallbackQuery): Promise<Outcome> {
     api.answerCallbackQuery(press.id, text).catch((error: unknown) => {
       log.warn("telegram_callback_answer_failed", { error: errorField(error) });
     });
+  const forget = press.data ? parseForgetCallbackData(press.data) : null;
+  if (forget) return await onForgetPress(c, press, forget, notice);
   const button = press.data ? parseApprovalCallbackData(press.data) : null;
   const prompt = press.message;
   // Tasks do not post Telegram prompts (yet): a `tap:` press is not ours to answer.
@@ -230,6 +245,69 @@ async function onPress(c: Ctx, press: CallbackQuery): Promise<Outcome> {
         });
       return "answered";
   }
+}
+
+/**
+ * `/forget`: the question as a reply, with buttons only the asker's press counts on. The command
+ * itself is not a turn and is not stored; a private chat gets it whatever the DM policy says, as
+ * forgetting one's own memories needs no permission.
+ */
+async function askToForget(
+  c: Ctx,
+  message: TelegramMessage,
+  userId: number,
+  agentId: string,
+): Promise<Outcome> {
+  await telegramBotApi(c.env).sendMessage({
+    chat_id: message.chat.id,
+    text: FORGET_QUESTION,
+    reply_parameters: { message_id: message.message_id, allow_sending_without_reply: true },
+    ...(message.is_topic_message === true && message.message_thread_id !== undefined
+      ? { message_thread_id: message.message_thread_id }
+      : {}),
+    reply_markup: await forgetKeyboard(String(userId), agentId),
+  });
+  return "answered";
+}
+
+/**
+ * "Forget me" or "Cancel": only the person who asked, and only while the chat is bound to the
+ * agent the question was for. Yes deletes their memories (`telegram:<id>`) as Discord's /forget
+ * does, and the rooms' cached history with them; either way the buttons are removed.
+ */
+async function onForgetPress(
+  c: Ctx,
+  press: CallbackQuery,
+  forget: ForgetPress,
+  notice: (text?: string) => Promise<void>,
+): Promise<Outcome> {
+  const prompt = press.message;
+  if (String(press.from.id) !== forget.userId) {
+    await notice("Only the person who asked can answer this.");
+    return "skipped";
+  }
+  const agentId = prompt ? await boundAgent(c, prompt.chat.id) : null;
+  if (!prompt || !agentId || (await agentTag(agentId)) !== forget.agentTag) {
+    await notice("That button is no longer valid.");
+    return "skipped";
+  }
+  let text = "Nothing was deleted.";
+  if (forget.confirmed) {
+    const { deleted, rooms } = await deleteMemories(stores(c.env).db, {
+      agentId,
+      userId: `telegram:${forget.userId}`,
+    });
+    c.executionCtx.waitUntil(forgetRoomHistory(c.env, agentId, rooms));
+    text = forgottenText(deleted);
+  }
+  await notice();
+  // Without reply_markup the keyboard is removed: a second press has nothing to press.
+  await telegramBotApi(c.env)
+    .editMessageText({ chat_id: prompt.chat.id, message_id: prompt.message_id, text })
+    .catch((error: unknown) => {
+      log.warn("telegram_prompt_edit_failed", { error: errorField(error) });
+    });
+  return "answered";
 }
 
 /** The default agent, when the chat is allowed (every chat while allowedChats is empty). */
