@@ -62,6 +62,21 @@ describe("Slack slash command /ask", () => {
   });
 });
 
+describe("Slack slash commands: signing", () => {
+  it("refuses an unsigned or stale command with 401, posting and queueing nothing", async () => {
+    const agentId = await createTestAgent();
+    await bindSlack(agentId);
+    const channel = channelId();
+    const form = slashCommand({ command: "/ask", text: "hi", channel });
+    const forged = await postSlack("/slack/commands", form, { signature: `v0=${"b".repeat(64)}` });
+    expect(forged.status).toBe(401);
+    const stale = Math.floor(Date.now() / 1000) - 600;
+    expect((await postSlack("/slack/commands", form, { timestampSec: stale })).status).toBe(401);
+    expect(slack.calls).toHaveLength(0);
+    expect(model.calls).toHaveLength(0);
+  });
+});
+
 describe("Slack slash command /forget", () => {
   it("asks first, ignores anyone else's click, and deletes only the asker's memories", async () => {
     const agentId = await createTestAgent();

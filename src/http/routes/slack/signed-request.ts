@@ -56,7 +56,8 @@ export async function botOfWorkspace(
   token: string,
   teamId: string | null | undefined,
 ): Promise<SlackBotIdentity | null> {
-  const bot = await slackBotIdentity(slackWebApi(c.env), token);
+  // One attempt while Slack waits: a failure is a 5xx, and Slack delivers the request again.
+  const bot = await slackBotIdentity(slackWebApi(c.env, { maxAttempts: 1 }), token);
   if (teamId && teamId !== bot.teamId) {
     // Signed with our secret, so it is our app, installed in a second workspace: not served.
     log.warn("slack_other_workspace", { path: c.req.path });

@@ -144,7 +144,8 @@ async function onEvent(c: Ctx, envelope: EventCallback, bot: SlackBotIdentity): 
       spaceId: isDirect ? null : envelope.team_id,
       sender: {
         id: event.user,
-        name: await memberName(slackWebApi(c.env), event.user),
+        // One attempt: the name is not worth Slack's 3 s (the id stands in when it fails).
+        name: await memberName(slackWebApi(c.env, { maxAttempts: 1 }), event.user),
         isBot: false,
       },
       text,
