@@ -7,7 +7,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { roomName } from "../../../src/objects/conversation/room-client.ts";
 import { messageUpdate } from "../../stand-ins/telegram-stand-in.ts";
-import { createTestAgent } from "../../helpers/api.ts";
+import { createTestAgent, json } from "../../helpers/api.ts";
 import { settledJournal } from "../../helpers/room-journal.ts";
 import {
   bindTelegram,
@@ -39,10 +39,16 @@ async function agentBound(): Promise<string> {
 const group = (id: number) => ({ id, type: "supergroup" as const, title: "Group" });
 
 /** A voice note replying to one of the bot's messages (so it is addressed to the bot). */
-function voiceNote(chatId: number, fileId: string, extra: Record<string, unknown> = {}) {
+function voiceNote(
+  chatId: number,
+  fileId: string,
+  extra: Record<string, unknown> = {},
+  edited = false,
+) {
   return messageUpdate({
     chat: group(chatId),
     from: alice,
+    edited,
     reply_to_message: { message_id: BOT_MESSAGE_ID, from: { ...TELEGRAM_BOT, is_bot: true } },
     extra: { voice: { file_id: fileId, file_unique_id: `u-${fileId}`, duration: 3 }, ...extra },
   });
@@ -200,6 +206,20 @@ describe("Telegram voice notes", () => {
     expect(model.transcriptions).toHaveLength(1);
     expect(primaryCalls()).toHaveLength(1);
     expect(telegram.sent(chatId)).toEqual(["Hi."]);
+  });
+
+  it("keeps the transcript when the voice note's caption is edited later", async () => {
+    const agentId = await agentBound();
+    const chatId = groupChatId();
+    telegram.addFile("voice-4", OGG, "audio/ogg");
+    model.transcribeWith({ text: "the bees are out" });
+    await postUpdate(voiceNote(chatId, "voice-4", { message_id: 52 }));
+    await settledJournal(roomName(agentId, `telegram:${chatId}`));
+    const edit = voiceNote(chatId, "voice-4", { message_id: 52, caption: "never mind" }, true);
+    const response = await postUpdate(edit);
+    expect((await json<{ outcome: string }>(response)).outcome).toBe("skipped");
+    const [stored] = await storedMessages(agentId, `telegram:${chatId}`);
+    expect(stored!.text).toBe("[voice note, transcribed] «the bees are out»");
   });
 
   it("tells the person when transcription fails, calls no model, and keeps the message", async () => {

@@ -31,7 +31,7 @@ import {
   forgottenText,
   parseForgetCallbackData,
 } from "../../../clients/telegram/forget.ts";
-import { messageAttachments } from "../../../clients/telegram/message-files.ts";
+import { hasVoice, messageAttachments } from "../../../clients/telegram/message-files.ts";
 import {
   TELEGRAM_MESSAGE_KIND,
   telegramBotApi,
@@ -178,6 +178,8 @@ async function onMessage(c: Ctx, message: TelegramMessage, token: string): Promi
 
 async function onEdit(c: Ctx, message: TelegramMessage, token: string): Promise<Outcome> {
   if (!message.from || message.from.is_bot) return "skipped";
+  // A voice note's stored text is its transcript: a caption edited later must not replace it.
+  if (hasVoice(message)) return "skipped";
   const agentId = await boundAgent(c, message.chat.id);
   if (!agentId) return "skipped";
   const bot = await botIdentity(telegramBotApi(c.env), token);
