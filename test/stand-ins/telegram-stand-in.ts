@@ -33,7 +33,12 @@ export interface TelegramFailure {
 export interface StandInFileOptions {
   /** Content-Length to announce instead of the true size, or "omit" to send none (a stream). */
   contentLength?: number | "omit";
+  /** The size getFile reports; over 20 MB, getFile refuses as Telegram does ("file is too big"). */
+  fileSize?: number;
 }
+
+/** The Bot API lets bots download files up to 20 MB. */
+const MAX_BOT_DOWNLOAD_BYTES = 20 * 1024 * 1024;
 
 export interface TelegramStandIn {
   fetch(input: RequestInfo | URL, init?: RequestInit): Promise<Response>;
@@ -177,10 +182,12 @@ export function createTelegramStandIn(config: { token: string; bot: StandInBot }
       case "getFile": {
         const file = files.get(String(body.file_id));
         if (!file) return badRequest("invalid file_id");
+        const size = file.options.fileSize ?? file.bytes.byteLength;
+        if (size > MAX_BOT_DOWNLOAD_BYTES) return badRequest("file is too big");
         return ok({
           file_id: file.fileId,
           file_unique_id: `u-${file.fileId}`,
-          file_size: file.bytes.byteLength,
+          file_size: size,
           file_path: file.path,
         });
       }

@@ -72,6 +72,11 @@ export function telegramFiles(options: TelegramFilesOptions): AttachmentIngest {
     } catch (error) {
       if (error instanceof FileRefused) throw error;
       if (error instanceof TelegramApiError && error.reason === "too_large") throw tooLarge;
+      // Telegram refuses getFile (400) for a file bots may not download, over 20 MB.
+      if (error instanceof TelegramApiError && error.method === "getFile" && !error.retryable)
+        throw new FileRefused(
+          `Telegram did not hand it to the bot (bots may download files of at most ${TELEGRAM_MAX_DOWNLOAD_BYTES / MB} MB)`,
+        );
       throw new FileRefused("it could not be downloaded from Telegram");
     }
   };

@@ -246,17 +246,32 @@ describe("Telegram voice notes", () => {
   it("refuses a voice note over the Bot API's 20 MB download limit clearly, keeping the message", async () => {
     const agentId = await agentBound();
     const chatId = groupChatId();
-    telegram.addFile("voice-big", OGG, "audio/ogg", { contentLength: 21 * 1024 * 1024 });
+    // Telegram's getFile refuses such a file outright.
+    telegram.addFile("voice-big", OGG, "audio/ogg", { fileSize: 21 * 1024 * 1024 });
     await postUpdate(voiceNote(chatId, "voice-big"));
     await settledJournal(roomName(agentId, `telegram:${chatId}`));
     expect(model.transcriptions).toHaveLength(0);
     expect(primaryCalls()).toHaveLength(0);
     const [reply] = telegram.sent(chatId);
-    expect(reply).toContain("I couldn't transcribe your voice note: it is larger than 20 MB");
+    expect(reply).toContain(
+      "I couldn't transcribe your voice note: Telegram did not hand it to the bot (bots may download files of at most 20 MB)",
+    );
     const [stored] = await storedMessages(agentId, `telegram:${chatId}`);
     expect(stored!.attachments).toEqual([
       expect.objectContaining({ url: "telegram-voice:voice-big" }),
     ]);
     expect(await storedUnder(agentId)).toEqual([]);
+  });
+
+  it("refuses a recording whose download outgrows 20 MB while it streams in", async () => {
+    const agentId = await agentBound();
+    const chatId = groupChatId();
+    telegram.addFile("voice-long", OGG, "audio/ogg", { contentLength: 21 * 1024 * 1024 });
+    await postUpdate(voiceNote(chatId, "voice-long"));
+    await settledJournal(roomName(agentId, `telegram:${chatId}`));
+    expect(primaryCalls()).toHaveLength(0);
+    expect(telegram.sent(chatId)[0]).toContain(
+      "I couldn't transcribe your voice note: it is larger than 20 MB",
+    );
   });
 });
