@@ -1,6 +1,7 @@
-// Runs a room's journalled turns one at a time, in arrival order: reads the agent's version and
-// character, connects its tools, reads the message's attachments, and hands the turn to the
-// runtime (src/runtime/turn/turn-runner.ts). A turn that reaches a tool needing a person's approval is
+// Runs a room's journalled turns one at a time, in arrival order: turns a voice note into the
+// message's text (voice-notes.ts), reads the agent's version and character, connects its tools,
+// reads the message's attachments, and hands the turn to the runtime
+// (src/runtime/turn/turn-runner.ts). A turn that reaches a tool needing a person's approval is
 // journalled as paused until the answer (or the deadline) comes. Once the caller has its reply,
 // the reply is stored in D1 and evaluated, chained in turn order. The Durable Object decides when
 // this runs (agent-room.ts); the queue only takes interfaces.
