@@ -26,6 +26,7 @@ import { AgentTasksBase } from "./objects/tasks/agent-tasks.ts";
 import type { ReplySurface, RoomPlatform } from "./objects/shared/reply-surface.ts";
 
 export { DiscordGateway } from "./clients/discord/gateway/discord-gateway.ts";
+export { DiscordRestLimiter } from "./rate-limits/discord-rest-limiter.ts";
 export { PostPublisher } from "./clients/instagram/post-publisher.ts";
 export { RateLimiter } from "./rate-limits/rate-limiter.ts";
 export { SchemaGate } from "./db/schema-gate.ts";

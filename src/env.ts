@@ -7,6 +7,7 @@ import type {
   AgentRoomRpc,
   AgentTasksRpc,
   DiscordGatewayRpc,
+  DiscordRestLimiterRpc,
   PostPublisherRpc,
   RateLimiterRpc,
   SchemaGateRpc,
@@ -21,6 +22,8 @@ export interface Env {
   SCHEMA: DurableObjectNamespace<SchemaGateRpc>;
   /** The Discord Gateway connection, one object per application (used when DISCORD_GATEWAY=true). */
   GATEWAY?: DurableObjectNamespace<DiscordGatewayRpc>;
+  /** Discord's REST rate limits shared by the bot's rooms (src/rate-limits/discord-rest-limiter.ts). */
+  DISCORD_LIMITS?: DurableObjectNamespace<DiscordRestLimiterRpc>;
   DB: D1Database;
   MEDIA: R2Bucket;
   VECTORS?: Vectorize;

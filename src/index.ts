@@ -1,7 +1,8 @@
 // Worker entry: the Hono app answers every request; the cron trigger runs memory upkeep
 // (retention, vector deletions, leftover embeddings); the Durable Object classes are exported for
 // their bindings (ROOMS: AgentRoom, LIMITS: RateLimiter, TASKS: AgentTasks, PUBLISHER:
-// PostPublisher, SCHEMA: SchemaGate, GATEWAY: DiscordGateway), as assembled in durable-objects.ts.
+// PostPublisher, SCHEMA: SchemaGate, GATEWAY: DiscordGateway,
+// DISCORD_LIMITS: DiscordRestLimiter), as assembled in durable-objects.ts.
 // With DISCORD_GATEWAY=true the first request of an isolate, and every cron run, make sure the
 // Gateway connection is up.
 import type { Env } from "./env.ts";
@@ -15,6 +16,7 @@ export {
   AgentRoom,
   AgentTasks,
   DiscordGateway,
+  DiscordRestLimiter,
   PostPublisher,
   RateLimiter,
   SchemaGate,

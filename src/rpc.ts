@@ -3,6 +3,7 @@
 // import Env). Each class implements its interface; schedule and queue callbacks are left out.
 import type { HistoryQuery } from "./memory/message-history.ts";
 import type { BucketState, RateRule } from "./rate-limits/token-bucket.ts";
+import type { DiscordRoute, RateLimitSeen } from "./rate-limits/discord-buckets.ts";
 import type { TaskState } from "./runtime/tasks/task-types.ts";
 import type {
   AmendmentResult,
@@ -70,6 +71,12 @@ export interface AgentTasksRpc extends Rpc.DurableObjectBranded {
 /** One rate-limited key's token bucket, named by the key. */
 export interface RateLimiterRpc extends Rpc.DurableObjectBranded {
   charge(rule: RateRule, cost: number): BucketState;
+}
+
+/** What the bot's rooms know of Discord's REST rate limits, named `discord-rest:<application id>`. */
+export interface DiscordRestLimiterRpc extends Rpc.DurableObjectBranded {
+  reserve(route: DiscordRoute): number;
+  observe(route: DiscordRoute, seen: RateLimitSeen): void;
 }
 
 /** An agent's Instagram publishing, named by the agent id. */

@@ -50,6 +50,8 @@ interface Bucket {
   limit: number;
   remaining: number;
   resetAt: number;
+  /** Refilled by us at its reset, not yet confirmed by a response's headers. */
+  provisional: boolean;
 }
 
 const SNOWFLAKE = /^\d{1,20}$/;
@@ -139,9 +141,11 @@ export class DiscordRateLimits {
     const probeKey = `${route.template}|${route.major}`;
     if (bucket) {
       if (now >= bucket.resetAt) {
-        // A new window: Discord refilled it (its exact count comes with the next response).
+        // A new window: Discord refilled it. Its reset comes with the next response; until then
+        // (or if that response is lost) a provisional one, so a bucket never blocks for good.
         bucket.remaining = bucket.limit;
-        bucket.resetAt = Number.POSITIVE_INFINITY;
+        bucket.resetAt = now + PROBE_TIMEOUT_MS;
+        bucket.provisional = true;
       }
       if (bucket.remaining <= 0) wait = Math.max(wait, bucket.resetAt - now);
     } else if (!this.bucketOf.has(route.template)) {
@@ -172,18 +176,25 @@ export class DiscordRateLimits {
       this.remember(this.buckets, key, {
         limit,
         remaining: 0,
-        resetAt: Math.max(until, known && known.resetAt !== Infinity ? known.resetAt : 0),
+        resetAt: Math.max(until, known && !known.provisional ? known.resetAt : 0),
+        provisional: false,
       });
       return;
     }
-    if (seen.remaining === null || seen.resetAfterMs === null) return;
+    if (seen.remaining === null || seen.resetAfterMs === null) {
+      // No headers (a 5xx, a proxy, a network error): a guessed window is not kept on a guess.
+      if (known?.provisional) this.buckets.delete(key);
+      return;
+    }
     const resetAt = now + seen.resetAfterMs;
     // Responses can come back out of order: within one window the lowest count is the true one.
-    const sameWindow = known && Math.abs(known.resetAt - resetAt) < GLOBAL_WINDOW_MS;
+    const sameWindow =
+      known && !known.provisional && Math.abs(known.resetAt - resetAt) < GLOBAL_WINDOW_MS;
     this.remember(this.buckets, key, {
       limit: seen.limit ?? known?.limit ?? seen.remaining + 1,
       remaining: sameWindow ? Math.min(known.remaining, seen.remaining) : seen.remaining,
       resetAt,
+      provisional: false,
     });
   }
 

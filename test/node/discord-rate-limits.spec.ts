@@ -83,6 +83,22 @@ describe("per-route buckets (X-RateLimit-Bucket, -Remaining, -Reset-After)", () 
     expect(limits.reserve(other, 101)).toBe(0);
   });
 
+  it("never blocks for good on a bucket whose refill no response confirmed", () => {
+    const limits = new DiscordRateLimits();
+    const refused = rateLimitSeen(429, new Headers(), JSON.stringify({ retry_after: 0.05 }));
+    limits.reserve(post, 0);
+    limits.observe(post, refused, 0);
+    expect(limits.reserve(post, 10)).toBe(40);
+    expect(limits.reserve(post, 50)).toBe(0);
+    // A 502 carries no headers: the guessed window is dropped rather than waited on.
+    limits.observe(post, rateLimitSeen(502, new Headers(), ""), 60);
+    expect(limits.reserve(post, 70)).toBe(0);
+    // A refill whose response never came back blocks for 5 s at most.
+    limits.observe(post, ok("abc", 0, 1, 1), 70);
+    expect(limits.reserve(post, 1_070)).toBe(0);
+    expect(limits.reserve(post, 1_080)).toBe(4_990);
+  });
+
   it("keeps the lowest count when responses of one window come back out of order", () => {
     const limits = new DiscordRateLimits();
     limits.reserve(post, 0);

@@ -3,6 +3,10 @@
 // scripted failure (429 with retry_after, 5xx, 404) for the next requests. `GET /applications/@me`
 // (who owns the bot) answers the application set with `setApplication`, counted apart from `calls`;
 // so does `GET /gateway/bot`, which points at the Gateway stand-in set with `setGateway`.
+// `emulateRateLimits` makes it enforce Discord's limits with Discord's headers: a bucket per route
+// and major parameter (`X-RateLimit-Bucket`, `-Limit`, `-Remaining`, `-Reset-After`, a 429 with
+// scope `user`) and the global limit for bot-token requests (a 429 with `X-RateLimit-Global`),
+// counting what it refused.
 
 /** The owner of the stand-in's application (a personal app, no team) unless a test sets another. */
 export const STAND_IN_APP_OWNER_ID = "620000000000000001";
@@ -46,6 +50,15 @@ export interface DiscordFailure {
   headers?: Record<string, string>;
 }
 
+/** Discord's limits as the stand-in enforces them (windows by the stand-in's own clock). */
+export interface RateLimitEmulation {
+  /** Requests per bucket window, per route and major parameter (channel, webhook + token). */
+  bucketLimit: number;
+  bucketWindowMs: number;
+  /** Bot-token requests in any second before a global 429 (Discord: 50). */
+  globalPerSecond: number;
+}
+
 export interface DiscordStandIn {
   fetch(input: RequestInfo | URL, init?: RequestInit): Promise<Response>;
   /** The next requests fail like this, in order. */
@@ -63,7 +76,28 @@ export interface DiscordStandIn {
   /** Where `GET /gateway/bot` points (kept across reset), and its session-start budget. */
   setGateway(url: string, remaining?: number): void;
   readonly gatewayLookups: number;
+  /** Enforce Discord's rate limits from now on, counting afresh (null: answer every request). */
+  emulateRateLimits(limits: RateLimitEmulation | null): void;
+  /** 429s the emulated limits sent, by kind. */
+  readonly refused: { readonly bucket: number; readonly global: number };
+  /** The most bot-token requests that reached the stand-in within any 1,000 ms. */
+  busiestSecond(): number;
   reset(): void;
+}
+
+const SNOWFLAKE = /^\d{1,20}$/;
+
+/** Discord's bucket key: the route with ids hidden, plus the major parameter. */
+function bucketOf(method: string, path: string): { bucket: string; major: string } {
+  const parts = path
+    .replace(/^\/api\/v\d+/, "")
+    .split("/")
+    .filter(Boolean);
+  const majorParts = parts[0] === "webhooks" && parts[2] ? 3 : 2;
+  const route = parts.slice(majorParts).map((p) => (SNOWFLAKE.test(p) ? ":id" : p));
+  // Like Discord, one bucket id for a message's creation and its edits in a channel.
+  const name = `${parts[0]}-${route[0] ?? ""}-${method === "GET" ? "read" : "write"}`;
+  return { bucket: name, major: parts.slice(0, majorParts).join("/") };
 }
 
 export function createDiscordStandIn(): DiscordStandIn {
@@ -76,6 +110,78 @@ export function createDiscordStandIn(): DiscordStandIn {
   let applicationLookups = 0;
   let gateway: { url: string; remaining: number } | null = null;
   let gatewayLookups = 0;
+  let emulation: RateLimitEmulation | null = null;
+  let windows = new Map<string, { start: number; used: number }>();
+  let botSends: number[] = [];
+  const refused = { bucket: 0, global: 0 };
+
+  /** Discord's answer under the emulated limits: a 429, or the headers of a success. */
+  const limitsFor = (
+    method: string,
+    path: string,
+    bot: boolean,
+  ): { refusal: Response | null; headers: Record<string, string> } => {
+    if (!emulation) return { refusal: null, headers: {} };
+    const now = Date.now();
+    if (bot) {
+      botSends = botSends.filter((at) => at > now - 1000);
+      if (botSends.length >= emulation.globalPerSecond) {
+        refused.global += 1;
+        const retryAfter = (botSends[0]! + 1000 - now) / 1000;
+        return {
+          refusal: Response.json(
+            { message: "You are being rate limited.", retry_after: retryAfter, global: true },
+            {
+              status: 429,
+              headers: {
+                "x-ratelimit-global": "true",
+                "x-ratelimit-scope": "global",
+                "retry-after": String(Math.ceil(retryAfter)),
+              },
+            },
+          ),
+          headers: {},
+        };
+      }
+    }
+    const { bucket, major } = bucketOf(method, path);
+    const key = `${bucket}|${major}`;
+    let window = windows.get(key);
+    if (!window || now >= window.start + emulation.bucketWindowMs) {
+      window = { start: now, used: 0 };
+      windows.set(key, window);
+    }
+    const resetAfter = (window.start + emulation.bucketWindowMs - now) / 1000;
+    const common = {
+      "x-ratelimit-bucket": bucket,
+      "x-ratelimit-limit": String(emulation.bucketLimit),
+      "x-ratelimit-reset-after": resetAfter.toFixed(3),
+    };
+    if (window.used >= emulation.bucketLimit) {
+      refused.bucket += 1;
+      return {
+        refusal: Response.json(
+          { message: "You are being rate limited.", retry_after: resetAfter, global: false },
+          {
+            status: 429,
+            headers: {
+              ...common,
+              "x-ratelimit-remaining": "0",
+              "x-ratelimit-scope": "user",
+              "retry-after": String(Math.ceil(resetAfter)),
+            },
+          },
+        ),
+        headers: {},
+      };
+    }
+    window.used += 1;
+    if (bot) botSends.push(now);
+    return {
+      refusal: null,
+      headers: { ...common, "x-ratelimit-remaining": String(emulation.bucketLimit - window.used) },
+    };
+  };
 
   const standIn: DiscordStandIn = {
     async fetch(input, init) {
@@ -130,9 +236,18 @@ export function createDiscordStandIn(): DiscordStandIn {
           },
         );
       }
+      const limited = limitsFor(
+        request.method,
+        url.pathname,
+        request.headers.get("authorization")?.startsWith("Bot ") === true,
+      );
+      if (limited.refusal) return limited.refusal;
       calls.push(call);
       for (const wake of waiters) wake();
-      return Response.json({ id: String(nextId++), content: call.body.content ?? "" });
+      return Response.json(
+        { id: String(nextId++), content: call.body.content ?? "" },
+        { headers: limited.headers },
+      );
     },
     failNext(...more) {
       failures.push(...more);
@@ -154,6 +269,29 @@ export function createDiscordStandIn(): DiscordStandIn {
     },
     get gatewayLookups() {
       return gatewayLookups;
+    },
+    emulateRateLimits(limits) {
+      emulation = limits;
+      windows = new Map();
+      botSends = [];
+      refused.bucket = 0;
+      refused.global = 0;
+    },
+    get refused() {
+      return refused;
+    },
+    busiestSecond() {
+      const times = attempts
+        .filter((a) => a.headers.authorization?.startsWith("Bot "))
+        .map((a) => a.at)
+        .sort((a, b) => a - b);
+      let most = 0;
+      let first = 0;
+      for (let last = 0; last < times.length; last++) {
+        while (times[last]! - times[first]! >= 1000) first += 1;
+        most = Math.max(most, last - first + 1);
+      }
+      return most;
     },
     waitForCalls(count, timeoutMs = 10_000) {
       return new Promise((resolve, reject) => {
@@ -179,6 +317,11 @@ export function createDiscordStandIn(): DiscordStandIn {
       waiters = [];
       application = DEFAULT_APPLICATION;
       applicationLookups = 0;
+      emulation = null;
+      windows = new Map();
+      botSends = [];
+      refused.bucket = 0;
+      refused.global = 0;
     },
   };
   return standIn;

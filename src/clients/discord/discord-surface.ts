@@ -21,6 +21,7 @@ import {
   postForInteraction,
 } from "./interaction-delivery.ts";
 import { createDiscordRest, DiscordApiError, type DiscordRest } from "./rest.ts";
+import { createSharedLimiter } from "./rest-limiter.ts";
 import {
   deliverMessageReply,
   DiscordMessageDelivery,
@@ -36,6 +37,7 @@ export function createDiscordSurface(env: Env): ReplySurface {
     (rest ??= createDiscordRest({
       baseUrl: env.DISCORD_API_BASE,
       botToken: env.DISCORD_BOT_TOKEN,
+      limiter: createSharedLimiter(env),
     }));
   return {
     canAskApproval: (target, agentId) =>

@@ -1,15 +1,25 @@
 // Discord's REST API for what the bot sends: editing the deferred response, follow-up messages
 // (interaction webhooks, no bot token needed), and a channel message with the bot token when the
-// interaction token has expired. 429s wait the `retry_after` Discord gives; 5xx and network errors
-// back off; any other 4xx is final. Every message is sent with `allowed_mentions: {parse: []}`, so
-// nothing the model writes can ping @everyone, a role or a user.
+// interaction token has expired. Before each request the limiter says whether it may go (Discord's
+// route buckets and global limit, shared by the bot's rooms: rest-limiter.ts); each response's
+// rate-limit headers go back to it. A 429 is waited out the same way; 5xx and network errors back
+// off; any other 4xx is final. A wait past 30 s is left to the room's retry (alarm). Every message
+// is sent with `allowed_mentions: {parse: []}`, so nothing the model writes can ping @everyone, a
+// role or a user.
 import {
   backoffDelayMs,
   resolveRetryPolicy,
-  serverRetryDelayMs,
   abortableSleep,
   type Sleep,
 } from "../../model/retry.ts";
+import { log } from "../../log.ts";
+import {
+  discordRoute,
+  rateLimitSeen,
+  type DiscordRoute,
+  type RateLimitSeen,
+} from "../../rate-limits/discord-buckets.ts";
+import { createLocalLimiter, type DiscordLimiter } from "./rest-limiter.ts";
 
 export const DEFAULT_DISCORD_API_BASE = "https://discord.com/api/v10";
 /** An interaction token works for 15 minutes; we stop using it a little before. */
@@ -45,6 +55,8 @@ export interface DiscordRestOptions {
   random?: () => number;
   now?: () => number;
   maxAttempts?: number;
+  /** Decides when each request may go (default: this isolate's own knowledge only). */
+  limiter?: DiscordLimiter;
 }
 
 /** The message Discord created or edited (its id, when the answer carried one). */
@@ -81,12 +93,32 @@ export function createDiscordRest(options: DiscordRestOptions = {}): DiscordRest
   const doFetch = options.fetch ?? ((input, init) => fetch(input, init));
   const sleep = options.sleep ?? abortableSleep;
   const random = options.random ?? Math.random;
-  const now = options.now ?? Date.now;
+  const limiter = options.limiter ?? createLocalLimiter(undefined, options.now);
   const policy = resolveRetryPolicy({
     maxAttempts: options.maxAttempts ?? 5,
     baseDelayMs: 500,
     maxDelayMs: 8_000,
   });
+
+  /** Waits until the limiter lets `route` go; a wait past MAX_INLINE_WAIT_MS goes to the alarm. */
+  const waitForTurn = async (route: DiscordRoute): Promise<void> => {
+    let waited = 0;
+    for (;;) {
+      const wait = await limiter.reserve(route);
+      if (wait === 0) break;
+      if (waited + wait > MAX_INLINE_WAIT_MS)
+        throw new DiscordApiError(429, `Discord rate limit (retry after ${wait} ms)`, true);
+      await sleep(wait);
+      waited += wait;
+    }
+    if (waited > 0) log.info("discord_request_paced", { route: route.template, waitedMs: waited });
+  };
+
+  /** Reports a response; awaited only when it changes what our next request does. */
+  const report = async (route: DiscordRoute, seen: RateLimitSeen): Promise<void> => {
+    const observed = limiter.observe(route, seen);
+    if (seen.status === 429 || seen.remaining === 0) await observed;
+  };
 
   const send = async (
     method: string,
@@ -97,8 +129,11 @@ export function createDiscordRest(options: DiscordRestOptions = {}): DiscordRest
     // A reply would ping the person replied to unless replied_user says otherwise.
     const allowed = body.message_reference ? { parse: [], replied_user: false } : { parse: [] };
     const payload = JSON.stringify({ ...body, allowed_mentions: allowed });
+    // Interaction webhooks (no bot token) are not bound by the global limit.
+    const route = discordRoute(method, path, !auth);
     let last: DiscordApiError | null = null;
     for (let attempt = 1; attempt <= policy.maxAttempts; attempt++) {
+      await waitForTurn(route);
       let response: Response;
       try {
         response = await doFetch(`${base}${path}`, {
@@ -107,6 +142,7 @@ export function createDiscordRest(options: DiscordRestOptions = {}): DiscordRest
           body: payload,
         });
       } catch (error) {
+        await report(route, rateLimitSeen(0, new Headers(), ""));
         last = new DiscordApiError(
           0,
           `Discord unreachable: ${error instanceof Error ? error.message : String(error)}`,
@@ -115,13 +151,25 @@ export function createDiscordRest(options: DiscordRestOptions = {}): DiscordRest
         await sleep(backoffDelayMs(attempt, policy, random));
         continue;
       }
-      if (response.ok) return { id: messageId(await response.text()) };
       const text = await response.text();
+      const seen = rateLimitSeen(response.status, response.headers, text);
+      await report(route, seen);
+      if (response.ok) return { id: messageId(text) };
       if (response.status === 429) {
-        const wait = retryAfterMs(text, response.headers, now());
-        last = new DiscordApiError(429, `Discord rate limit (retry after ${wait} ms)`, true);
-        if (wait > MAX_INLINE_WAIT_MS) break;
-        await sleep(wait);
+        // The limiter now holds the wait (this bucket's, or every global request's).
+        log.warn("discord_rate_limited", {
+          route: route.template,
+          bucket: seen.bucket,
+          scope: seen.scope ?? (seen.globalLimit ? "global" : null),
+          global: seen.globalLimit,
+          retryAfterMs: seen.retryAfterMs,
+          attempt,
+        });
+        last = new DiscordApiError(
+          429,
+          `Discord rate limit (retry after ${seen.retryAfterMs} ms)`,
+          true,
+        );
         continue;
       }
       if (response.status >= 500) {
@@ -162,27 +210,26 @@ export function createDiscordRest(options: DiscordRestOptions = {}): DiscordRest
     editChannelMessage: async (channelId, id, body) =>
       send("PATCH", `/channels/${channelId}/messages/${id}`, body, bot()),
     async typing(channelId) {
-      const response = await doFetch(`${base}/channels/${channelId}/typing`, {
-        method: "POST",
-        headers: { authorization: bot() },
-      });
-      await response.body?.cancel();
+      const path = `/channels/${channelId}/typing`;
+      const route = discordRoute("POST", path);
+      // Best effort: skipped rather than waited for when the limits are tight.
+      if ((await limiter.reserve(route)) > 0) return;
+      let response: Response;
+      try {
+        response = await doFetch(`${base}${path}`, {
+          method: "POST",
+          headers: { authorization: bot() },
+        });
+      } catch (error) {
+        await report(route, rateLimitSeen(0, new Headers(), ""));
+        throw error;
+      }
+      const text = await response.text();
+      await report(route, rateLimitSeen(response.status, response.headers, text));
       if (!response.ok)
         throw new DiscordApiError(response.status, `Discord answered ${response.status}`, false);
     },
   };
-}
-
-/** Discord puts the wait in the JSON body (`retry_after`, seconds, fractional) and in Retry-After. */
-function retryAfterMs(body: string, headers: Headers, nowMs: number): number {
-  try {
-    const parsed = JSON.parse(body) as { retry_after?: unknown };
-    if (typeof parsed.retry_after === "number" && parsed.retry_after >= 0)
-      return Math.ceil(parsed.retry_after * 1000);
-  } catch {
-    // Fall back to the header.
-  }
-  return serverRetryDelayMs(headers, nowMs) ?? 1_000;
 }
 
 function messageId(body: string): string | null {
