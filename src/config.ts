@@ -13,6 +13,11 @@ import {
 } from "./model/workers-ai-embedder.ts";
 import { DEFAULT_HASH_DIMENSIONS } from "./runtime/retrieval/hash-embedder.ts";
 
+/** DISCORD_GATEWAY_SHARDS: "auto" follows GET /gateway/bot's `shards`; a number is fixed. */
+export type ShardSetting = "auto" | number;
+/** Past this many shards Discord's large-bot sharding applies, which this runtime does not do. */
+export const MAX_GATEWAY_SHARDS = 1_024;
+
 export const DEFAULT_TELEGRAM_API_BASE = "https://api.telegram.org";
 export const DEFAULT_SLACK_API_BASE = "https://slack.com/api";
 /** The OpenAI-compatible `/audio/transcriptions` model voice notes go to (TRANSCRIPTION_MODEL). */
@@ -166,6 +171,21 @@ const VarsSchema = z.object({
   WORKERS_AI: trueOrFalse,
   VECTORIZE: trueOrFalse,
   DISCORD_GATEWAY: trueOrFalse,
+  // "auto" (or unset): the shard count GET /gateway/bot recommends; else a fixed count.
+  DISCORD_GATEWAY_SHARDS: z.preprocess(
+    unset,
+    z
+      .string()
+      .trim()
+      .refine(
+        (value) =>
+          value === "auto" ||
+          (/^\d{1,5}$/.test(value) && Number(value) >= 1 && Number(value) <= MAX_GATEWAY_SHARDS),
+        { error: `must be "auto" or a whole number from 1 to ${MAX_GATEWAY_SHARDS}` },
+      )
+      .transform((value): ShardSetting => (value === "auto" ? "auto" : Number(value)))
+      .optional(),
+  ),
   SEED_CHARACTERS: trueOrFalse,
   DAILY_TOKEN_LIMIT: z.preprocess(
     unset,
@@ -240,6 +260,8 @@ export interface Config {
   discordOwnerIds: string[];
   /** DISCORD_GATEWAY=true: the bot also reads channel messages over the Gateway (with the bot token). */
   discordGateway: boolean;
+  /** DISCORD_GATEWAY_SHARDS: "auto" (default) follows GET /gateway/bot's `shards`; else fixed. */
+  discordGatewayShards: ShardSetting;
   /**
    * Telegram; null unless both the bot token and the webhook secret are set (the webhook then
    * answers 503). TELEGRAM_OWNER_IDS are the bot's owners there.
@@ -278,6 +300,7 @@ export const DEPLOYMENT_VARIABLES = [
   "DISCORD_API_BASE",
   "DISCORD_OWNER_IDS",
   "DISCORD_GATEWAY",
+  "DISCORD_GATEWAY_SHARDS",
   "TELEGRAM_API_BASE",
   "TELEGRAM_OWNER_IDS",
   "SLACK_API_BASE",
@@ -347,6 +370,7 @@ export function loadConfig(env: Env): Config {
     allowLoopbackFetch: (vars.ALLOW_LOOPBACK_FETCH ?? vars.MCP_ALLOW_LOOPBACK) === "true",
     discordOwnerIds: vars.DISCORD_OWNER_IDS,
     discordGateway: vars.DISCORD_GATEWAY === "true",
+    discordGatewayShards: vars.DISCORD_GATEWAY_SHARDS ?? "auto",
     seedCharacters: vars.SEED_CHARACTERS !== "false",
     telegram:
       vars.TELEGRAM_BOT_TOKEN && vars.TELEGRAM_WEBHOOK_SECRET

@@ -20,7 +20,7 @@ export interface Env {
   PUBLISHER: DurableObjectNamespace<PostPublisherRpc>;
   /** One object ("schema") that applies pending D1 migrations once per deploy. */
   SCHEMA: DurableObjectNamespace<SchemaGateRpc>;
-  /** The Discord Gateway connection, one object per application (used when DISCORD_GATEWAY=true). */
+  /** The Discord Gateway: a coordinator named by the application id and one object per shard. */
   GATEWAY?: DurableObjectNamespace<DiscordGatewayRpc>;
   /** Discord's REST rate limits shared by the bot's rooms (src/rate-limits/discord-rest-limiter.ts). */
   DISCORD_LIMITS?: DurableObjectNamespace<DiscordRestLimiterRpc>;
@@ -42,6 +42,8 @@ export interface Env {
   DISCORD_OWNER_IDS?: string;
   /** "true": read channel messages over the Gateway too (needs DISCORD_BOT_TOKEN). */
   DISCORD_GATEWAY?: string;
+  /** "auto" (default: the count GET /gateway/bot recommends) or a number of Gateway shards. */
+  DISCORD_GATEWAY_SHARDS?: string;
   TELEGRAM_BOT_TOKEN?: string;
   /** setWebhook's secret_token; every webhook request carries it (X-Telegram-Bot-Api-Secret-Token). */
   TELEGRAM_WEBHOOK_SECRET?: string;

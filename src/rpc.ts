@@ -89,8 +89,8 @@ export interface SchemaGateRpc extends Rpc.DurableObjectBranded {
   ensure(): Promise<SchemaState>;
 }
 
-/** The Discord Gateway connection as /health shows it. */
-export interface GatewayStatus {
+/** One Discord Gateway shard's connection as /health shows it. */
+export interface ShardStatus {
   /** "off" unless DISCORD_GATEWAY=true and a bot token is set. */
   state: "off" | "disconnected" | "connecting" | "identifying" | "resuming" | "ready" | "stopped";
   connected: boolean;
@@ -109,8 +109,30 @@ export interface GatewayStatus {
   stoppedReason: string | null;
 }
 
-/** The application's Discord Gateway connection, named by the application id. */
+/** The bot's Gateway: every shard summed up (the worst state, the counters added), then each. */
+export interface GatewayStatus extends ShardStatus {
+  /** The shard count running (0 before the first start). */
+  shardCount: number;
+  shards: Array<ShardStatus & { shard: [number, number] }>;
+}
+
+/**
+ * The bot's Discord Gateway. The object named by the application id plans the shards (start,
+ * status, identifySlot, isCurrent); the objects named `shard:<i>/<n>` each hold one connection
+ * (startShard, shardStatus, retire).
+ */
 export interface DiscordGatewayRpc extends Rpc.DurableObjectBranded {
   start(): Promise<GatewayStatus>;
   status(): Promise<GatewayStatus>;
+  /** Milliseconds this shard waits before its IDENTIFY (0: go now, the slot is taken). */
+  identifySlot(
+    shard: number,
+    limit: { remaining: number; reset_after: number; max_concurrency: number } | null,
+  ): Promise<number>;
+  /** Whether a shard of a plan of `count` is still wanted. */
+  isCurrent(count: number): Promise<boolean>;
+  startShard(index: number, count: number): Promise<ShardStatus>;
+  shardStatus(): Promise<ShardStatus>;
+  /** Close the connection for good and forget everything (the shard count changed). */
+  retire(): Promise<void>;
 }

@@ -7,6 +7,7 @@ import { env } from "cloudflare:workers";
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
 import { messageTurnKey } from "../../src/clients/discord/gateway/message-intake.ts";
+import { shardName } from "../../src/clients/discord/gateway/shard-plan.ts";
 import { api, createTestAgent, json } from "../helpers/api.ts";
 import {
   APP_ID,
@@ -32,6 +33,8 @@ import type { DiscordCall } from "../stand-ins/discord-stand-in.ts";
 
 const { model, discord, files } = useDiscordStandIns();
 const OWNER = "610000000000000001";
+/** Unsharded, the one connection is shard 0 of 1. */
+const SHARD = shardName(0, 1);
 
 const repliesIn = (channel: string): DiscordCall[] =>
   discord.calls.filter(
@@ -360,7 +363,7 @@ describe("Gateway: resuming (RESUME, RESUMED, op 7, INVALID_SESSION, heartbeat A
   });
 
   it("reconnects and resumes after the object is evicted, answering what it missed once", async () => {
-    const gateway = env.GATEWAY!.getByName(APP_ID);
+    const gateway = env.GATEWAY!.getByName(SHARD);
     const { sessionId, connections } = await gatewayState();
     // ctx.abort() resets the object as an eviction, a deploy or a crash does: only storage is left.
     // (evictDurableObject waits for in-flight work, and an open WebSocket never finishes.)
@@ -379,7 +382,7 @@ describe("Gateway: resuming (RESUME, RESUMED, op 7, INVALID_SESSION, heartbeat A
     const seqs = await dispatch(missed);
     // The watchdog alarm wakes the object, which resumes the stored session (a stub of an aborted
     // object stays broken: a new one reaches the new instance).
-    await runDurableObjectAlarm(env.GATEWAY!.getByName(APP_ID));
+    await runDurableObjectAlarm(env.GATEWAY!.getByName(SHARD));
     const ready = await waitForReady();
     expect(ready.connections).toBeGreaterThan(connections);
     expect(ready.sessionId).toBe(sessionId);
@@ -394,7 +397,7 @@ describe("Gateway: close codes", () => {
     await control("close", { code: 4004, reason: "Authentication failed" });
     // The final state: the refusal stored, and nothing left armed that could reconnect: no
     // watchdog alarm, no reconnect timer, no socket.
-    const gateway = () => env.GATEWAY!.getByName(APP_ID);
+    const gateway = () => env.GATEWAY!.getByName(SHARD);
     const armed = () =>
       runInDurableObject(gateway(), async (instance, state) => {
         const inner = instance as unknown as Record<"socket" | "reconnectTimer", unknown>;
@@ -411,7 +414,7 @@ describe("Gateway: close codes", () => {
     });
     // What every request to the worker does (start the object, which arms the watchdog), then the
     // watchdog itself: neither reopens it, and nothing is left armed.
-    await gateway().start();
+    await env.GATEWAY!.getByName(APP_ID).start();
     await runDurableObjectAlarm(gateway());
     expect(await armed()).toEqual({
       stopped: true,

@@ -4,23 +4,23 @@
 // wait for the journal to settle and count what happened (STYLE.md rule 18).
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { APP_ID } from "./discord.ts";
+import { shardName } from "../../src/clients/discord/gateway/shard-plan.ts";
 import { waitFor } from "./gateway.ts";
 
-/** The watermark the Gateway object stored (null before its first event of the session). */
-export async function handedOverSeq(): Promise<number | null> {
+/** The watermark a shard's object stored (null before its first event of the session). */
+export async function handedOverSeq(shard = shardName(0, 1)): Promise<number | null> {
   // A fresh stub each time: a stub of an aborted object stays broken.
-  const mark = await runInDurableObject(env.GATEWAY!.getByName(APP_ID), (_instance, state) =>
+  const mark = await runInDurableObject(env.GATEWAY!.getByName(shard), (_instance, state) =>
     state.storage.kv.get("seq"),
   );
   return typeof mark === "number" ? mark : null;
 }
 
 /** Waits until the events numbered `seqs` (what `dispatch` returned), and all before, were handed over. */
-export async function handedOver(seqs: number[]): Promise<void> {
+export async function handedOver(seqs: number[], shard = shardName(0, 1)): Promise<void> {
   const last = Math.max(...seqs);
   await waitFor(`events up to ${last} handed to their rooms`, async () => {
-    const mark = await handedOverSeq();
+    const mark = await handedOverSeq(shard);
     return mark !== null && mark >= last;
   });
 }

@@ -1,9 +1,11 @@
 // A Discord Gateway on loopback (Node, `ws`) that speaks the real protocol to the worker's
 // DiscordGateway object: HELLO with a heartbeat interval, heartbeat ACKs, IDENTIFY -> READY (and
 // GUILD_CREATE with the bot's managed role), DISPATCH with sequence numbers, RESUME -> the missed
-// events replayed then RESUMED, INVALID_SESSION, op 7 RECONNECT and close codes. Tests in workerd
-// script it over a small HTTP control API: dispatch events (buffered while nobody is connected,
-// as Discord buffers them for a RESUME), drop or close the connection, stop ACKing heartbeats.
+// events replayed then RESUMED, INVALID_SESSION, op 7 RECONNECT and close codes. Sharded like
+// Discord: IDENTIFY's `shard: [i, n]` makes a connection shard i, and a server's events go to shard
+// (guild_id >> 22) % n (DMs to 0). Tests in workerd script it over a small HTTP control API:
+// dispatch events (buffered while nobody is connected, as Discord buffers them for a RESUME), drop
+// or close a shard's connection (`shard`, default 0), stop ACKing heartbeats.
 // Started by vitest's global setup (test/setup/gateway-peer.ts) and by `npm run bench:discord`.
 import { randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
@@ -19,8 +21,18 @@ import { STAND_IN_BOT, STAND_IN_BOT_ROLE, STAND_IN_GUILD } from "./gateway-ids.t
 interface Session {
   id: string;
   seq: number;
+  /** Which shard identified it: its events go out on that shard's connection only. */
+  shard: number;
   /** Every dispatch of the session, for RESUME replays. */
   events: Array<{ s: number; t: string; d: unknown }>;
+}
+
+/** One shard as Discord holds it: its newest connection and its session. */
+interface Shard {
+  socket: WebSocket | null;
+  readySocket: WebSocket | null;
+  session: Session | null;
+  count: number;
 }
 
 export interface GatewayRecord {
@@ -39,23 +51,37 @@ export interface GatewayStandIn {
 export async function startGatewayStandIn(): Promise<GatewayStandIn> {
   let heartbeatMs = 1_000;
   let ackHeartbeats = true;
-  let socket: WebSocket | null = null;
-  let session: Session | null = null;
   let received: GatewayRecord[] = [];
   const sessions = new Map<string, Session>();
+  const shards = new Map<number, Shard>();
   let connections = 0;
   let token = "test-bot-token-not-real";
 
-  const send = (payload: object) => socket?.send(JSON.stringify(payload));
-  const dispatch = (t: string, d: unknown) => {
+  const shardAt = (index: number): Shard => {
+    let shard = shards.get(index);
+    if (!shard) {
+      shard = { socket: null, readySocket: null, session: null, count: 1 };
+      shards.set(index, shard);
+    }
+    return shard;
+  };
+  const send = (shard: Shard, payload: object) => shard.socket?.send(JSON.stringify(payload));
+  const dispatchOn = (index: number, t: string, d: unknown) => {
+    const shard = shardAt(index);
+    const session = shard.session;
     if (!session) return null;
     session.seq += 1;
     const event = { s: session.seq, t, d };
     session.events.push(event);
-    if (socket && readySocket === socket) send({ op: 0, ...event });
+    if (shard.socket && shard.readySocket === shard.socket) send(shard, { op: 0, ...event });
     return event.s;
   };
-  let readySocket: WebSocket | null = null;
+  /** Discord's routing: a server's events go to shard (guild_id >> 22) % count, DMs to shard 0. */
+  const shardFor = (d: unknown): number => {
+    const guild = (d as { guild_id?: unknown } | null)?.guild_id;
+    const count = shards.get(0)?.count ?? 1;
+    return typeof guild === "string" ? Number((BigInt(guild) >> 22n) % BigInt(count)) : 0;
+  };
 
   const server = createServer((req, res) => void control(req, res));
   const wss = new WebSocketServer({ server });
@@ -66,43 +92,63 @@ export async function startGatewayStandIn(): Promise<GatewayStandIn> {
       ws.close(4012, "Invalid API version");
       return;
     }
-    // One connection at a time, as for one shard.
-    socket?.terminate();
-    socket = ws;
-    readySocket = null;
+    // Which shard the connection is becomes known when it identifies or resumes.
+    let index: number | null = null;
+    const claim = (next: number) => {
+      const shard = shardAt(next);
+      // One connection at a time per shard.
+      if (shard.socket !== ws) shard.socket?.terminate();
+      shard.socket = ws;
+      shard.readySocket = null;
+      index = next;
+      return shard;
+    };
     ws.send(JSON.stringify({ op: 10, d: { heartbeat_interval: heartbeatMs } }));
     ws.on("message", (raw) => {
       const payload = JSON.parse(String(raw)) as { op: number; d: unknown };
       received.push({ op: payload.op, d: payload.d, at: Date.now() });
-      if (ws !== socket) return;
-      if (payload.op === 1) {
-        if (ackHeartbeats) ws.send(JSON.stringify({ op: 11 }));
-      } else if (payload.op === 2) identify(ws, payload.d as { token: string; intents: number });
-      else if (payload.op === 6)
-        resume(ws, payload.d as { token: string; session_id: string; seq: number });
+      if (payload.op === 2) {
+        const d = payload.d as { token: string; intents: number; shard?: [number, number] };
+        const [i, count] = d.shard ?? [0, 1];
+        if (!Number.isInteger(i) || !Number.isInteger(count) || i < 0 || i >= count)
+          return ws.close(4010, "Invalid shard");
+        identify(claim(i), ws, d, count);
+        return;
+      }
+      if (payload.op === 6) {
+        const d = payload.d as { token: string; session_id: string; seq: number };
+        resume(claim(sessions.get(d.session_id)?.shard ?? index ?? 0), ws, d);
+        return;
+      }
+      if (index !== null && shardAt(index).socket !== ws) return;
+      if (payload.op === 1 && ackHeartbeats) ws.send(JSON.stringify({ op: 11 }));
     });
     ws.on("close", () => {
-      if (socket === ws) {
-        socket = null;
-        readySocket = null;
+      const shard = index === null ? null : shardAt(index);
+      if (shard && shard.socket === ws) {
+        shard.socket = null;
+        shard.readySocket = null;
       }
     });
   });
 
-  function identify(ws: WebSocket, d: { token: string; intents: number }) {
+  function identify(shard: Shard, ws: WebSocket, d: { token: string }, count: number) {
     if (d.token !== token) return ws.close(4004, "Authentication failed");
-    session = { id: randomUUID(), seq: 0, events: [] };
-    sessions.set(session.id, session);
-    readySocket = ws;
-    dispatch("READY", {
+    const index = [...shards].find(([, s]) => s === shard)![0];
+    shard.count = count;
+    shard.session = { id: randomUUID(), seq: 0, shard: index, events: [] };
+    sessions.set(shard.session.id, shard.session);
+    shard.readySocket = ws;
+    dispatchOn(index, "READY", {
       v: 10,
       user: { ...STAND_IN_BOT, bot: true },
       guilds: [{ id: STAND_IN_GUILD, unavailable: true }],
-      session_id: session.id,
+      session_id: shard.session.id,
       resume_gateway_url: `ws://127.0.0.1:${port()}/resume`,
       application: { id: "100000000000000001", flags: 0 },
+      shard: [index, count],
     });
-    dispatch("GUILD_CREATE", {
+    dispatchOn(index, "GUILD_CREATE", {
       id: STAND_IN_GUILD,
       roles: [
         { id: STAND_IN_GUILD, name: "@everyone" },
@@ -111,15 +157,19 @@ export async function startGatewayStandIn(): Promise<GatewayStandIn> {
     });
   }
 
-  function resume(ws: WebSocket, d: { token: string; session_id: string; seq: number }) {
+  function resume(
+    shard: Shard,
+    ws: WebSocket,
+    d: { token: string; session_id: string; seq: number },
+  ) {
     const known = sessions.get(d.session_id);
-    if (d.token !== token || !known || known !== session) {
+    if (d.token !== token || !known || known !== shard.session) {
       ws.send(JSON.stringify({ op: 9, d: false }));
       return;
     }
-    readySocket = ws;
-    for (const event of known.events.filter((e) => e.s > d.seq)) send({ op: 0, ...event });
-    dispatch("RESUMED", null);
+    shard.readySocket = ws;
+    for (const event of known.events.filter((e) => e.s > d.seq)) send(shard, { op: 0, ...event });
+    dispatchOn(known.shard, "RESUMED", null);
   }
 
   function port(): number {
@@ -137,27 +187,30 @@ export async function startGatewayStandIn(): Promise<GatewayStandIn> {
       res.writeHead(200, { "content-type": "application/json" });
       res.end(JSON.stringify(value));
     };
+    const shard = shardAt(typeof body.shard === "number" ? body.shard : 0);
     switch (req.url) {
       case "/control/dispatch": {
         const events = (body.events as Array<{ t: string; d: unknown }>) ?? [];
-        return reply({ seqs: events.map((event) => dispatch(event.t, event.d)) });
+        const on = (event: { d: unknown }) =>
+          typeof body.shard === "number" ? body.shard : shardFor(event.d);
+        return reply({ seqs: events.map((event) => dispatchOn(on(event), event.t, event.d)) });
       }
       case "/control/drop":
         // No close frame: the worker sees the connection fail (1006).
-        socket?.terminate();
+        shard.socket?.terminate();
         return reply({});
       case "/control/close":
-        socket?.close(Number(body.code), String(body.reason ?? ""));
+        shard.socket?.close(Number(body.code), String(body.reason ?? ""));
         return reply({});
       case "/control/invalidate":
-        if (body.resumable !== true) session = null;
-        send({ op: 9, d: body.resumable === true });
+        if (body.resumable !== true) shard.session = null;
+        send(shard, { op: 9, d: body.resumable === true });
         return reply({});
       case "/control/reconnect":
-        send({ op: 7, d: null });
+        send(shard, { op: 7, d: null });
         return reply({});
       case "/control/heartbeat-request":
-        send({ op: 1, d: null });
+        send(shard, { op: 1, d: null });
         return reply({});
       case "/control/settings":
         if (typeof body.ackHeartbeats === "boolean") ackHeartbeats = body.ackHeartbeats;
@@ -166,18 +219,25 @@ export async function startGatewayStandIn(): Promise<GatewayStandIn> {
         return reply({});
       case "/control/state":
         return reply({
-          connected: socket !== null,
-          ready: readySocket !== null && readySocket === socket,
+          connected: shard.socket !== null,
+          ready: shard.readySocket !== null && shard.readySocket === shard.socket,
           connections,
-          sessionId: session?.id ?? null,
-          seq: session?.seq ?? 0,
+          sessionId: shard.session?.id ?? null,
+          seq: shard.session?.seq ?? 0,
           received,
+          shards: [...shards]
+            .sort(([a], [b]) => a - b)
+            .map(([index, s]) => ({
+              index,
+              count: s.count,
+              connected: s.socket !== null,
+              ready: s.readySocket !== null && s.readySocket === s.socket,
+              sessionId: s.session?.id ?? null,
+            })),
         });
       case "/control/reset":
-        socket?.terminate();
-        socket = null;
-        readySocket = null;
-        session = null;
+        for (const s of shards.values()) s.socket?.terminate();
+        shards.clear();
         sessions.clear();
         received = [];
         connections = 0;

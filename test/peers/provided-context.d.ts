@@ -12,6 +12,8 @@ declare module "vitest" {
       controlUrl: string;
     };
     gatewayPeer: { url: string; controlUrl: string };
+    /** A second Gateway stand-in for the sharded bot (test/gateway/sharding.spec.ts). */
+    gatewayShardPeer: { url: string; controlUrl: string };
     webPeers: { baseUrl: string; searchBase: string };
   }
 }

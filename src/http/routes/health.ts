@@ -1,7 +1,7 @@
 // Liveness and what backs this deployment: which model backend serves turns (and with which
 // models), which embedder and vector index serve memory (and whether their dimensions agree),
 // that D1 answers, and which schema version it holds (the migrations the worker applied itself,
-// or the one that failed), with DISCORD_GATEWAY=true the Gateway connection's state, and how
+// or the one that failed), with DISCORD_GATEWAY=true the Gateway's state (each shard's), and how
 // many after-reply evaluators failed today (facts and summaries lost while replies look fine).
 // Public (no token): it names backends, never keys, session ids or URLs with credentials.
 import { exportStats, traceConfig } from "../../telemetry/otlp.ts";
@@ -12,36 +12,46 @@ import { stores } from "../../db/stores/index.ts";
 import { describeEmbedder } from "../../model/embedder.ts";
 import { ensureSchema } from "../../db/schema-ready.ts";
 import { gatewayObject } from "../../clients/discord/gateway/gateway-client.ts";
-import type { GatewayStatus } from "../../rpc.ts";
 
-const GatewayHealth = z
-  .object({
-    state: z.enum([
-      "off",
-      "disconnected",
-      "connecting",
-      "identifying",
-      "resuming",
-      "ready",
-      "stopped",
-    ]),
-    connected: z.boolean(),
-    resuming: z.boolean(),
-    reconnects: z.number().int(),
-    identifies: z.number().int(),
-    resumes: z.number().int(),
-    lastEvent: z.string().nullable(),
-    lastEventAt: z.number().nullable().openapi({ description: "Milliseconds since the epoch" }),
-    lastClose: z.object({ code: z.number().int(), at: z.number() }).nullable(),
-    eventsHandled: z.number().int(),
-    inFlight: z.number().int(),
-    stoppedReason: z.string().nullable(),
-  })
+const ShardHealth = z.object({
+  state: z.enum([
+    "off",
+    "disconnected",
+    "connecting",
+    "identifying",
+    "resuming",
+    "ready",
+    "stopped",
+  ]),
+  connected: z.boolean(),
+  resuming: z.boolean(),
+  reconnects: z.number().int(),
+  identifies: z.number().int(),
+  resumes: z.number().int(),
+  lastEvent: z.string().nullable(),
+  lastEventAt: z.number().nullable().openapi({ description: "Milliseconds since the epoch" }),
+  lastClose: z.object({ code: z.number().int(), at: z.number() }).nullable(),
+  eventsHandled: z.number().int(),
+  inFlight: z.number().int(),
+  stoppedReason: z.string().nullable(),
+});
+
+const GatewayHealth = ShardHealth.extend({
+  shardCount: z
+    .number()
+    .int()
+    .openapi({ description: "Shards running (0 before the first start)" }),
+  shards: z.array(
+    ShardHealth.extend({
+      shard: z.array(z.number().int()).openapi({ description: "[shard id, shard count]" }),
+    }),
+  ),
+})
   .nullable()
   .optional()
   .openapi({
     description:
-      "The Discord Gateway connection, only with DISCORD_GATEWAY=true (null: the object did not answer)",
+      "The Discord Gateway, only with DISCORD_GATEWAY=true: every shard summed up (a stopped shard makes it stopped, else the least advanced state; counters added), then each shard (null: the object did not answer)",
   });
 
 const Health = z
@@ -142,7 +152,7 @@ export function healthRoutes(): OpenAPIHono<{ Bindings: Env }> {
         embedder.ready?.().catch(() => undefined),
         gatewayStub
           ? gatewayStub.status().then(
-              (status: GatewayStatus) => status,
+              (status) => status,
               () => null,
             )
           : null,

@@ -1,23 +1,26 @@
-// DiscordGateway: one Durable Object per application (binding GATEWAY, named by the application
-// id) that holds the bot's Gateway WebSocket. It carries out what the pure session decides
-// (session.ts: heartbeats, RESUME or IDENTIFY, backoff), keeps the session id, resume URL and the
-// handed-off sequence number in its storage, and passes message events to gateway-events.ts. An
-// alarm every minute is the watchdog: it reopens the connection after an eviction or a deploy.
+// DiscordGateway (binding GATEWAY) in two roles. Named by the application id, it plans the shards
+// (gateway-coordinator.ts). Named `shard:<i>/<n>`, it holds one shard's Gateway WebSocket: it
+// carries out what the pure session decides (session.ts: heartbeats, RESUME or IDENTIFY, backoff),
+// keeps the session id, resume URL and handed-off sequence number in its storage, and passes
+// message events to gateway-events.ts. A shard's alarm every minute is the watchdog: it reopens the
+// connection after an eviction or a deploy, and retires the shard once the plan's count changed.
 // Started by the worker's first request and by the cron (src/index.ts) when DISCORD_GATEWAY=true.
 import { DurableObject } from "cloudflare:workers";
 import { z } from "zod";
 import { loadConfig } from "../../../config.ts";
 import type { Env } from "../../../env.ts";
 import { errorField, log } from "../../../log.ts";
-import type { DiscordGatewayRpc, GatewayStatus } from "../../../rpc.ts";
+import type { DiscordGatewayRpc, GatewayStatus, ShardStatus } from "../../../rpc.ts";
 import { sha256Hex } from "../../../runtime/util/hashing.ts";
 import { BotRoles, StoredBotRoles } from "./bot-roles.ts";
 import { GatewayEvents } from "./gateway-events.ts";
 import { fetchGatewayBot, gatewayUrlAllowed } from "./gateway-bot.ts";
-import { identifyDelayMs } from "./identify-gate.ts";
+import { coordinatorName } from "./gateway-client.ts";
+import { GatewayCoordinator } from "./gateway-coordinator.ts";
 import { GatewayOpcodes, gatewayUrl } from "./protocol.ts";
 import { SeqWatermark } from "./seq-watermark.ts";
 import { GatewaySession, type GatewayAction } from "./session.ts";
+import type { ShardId } from "./shard-plan.ts";
 
 /** The watchdog: how often the alarm checks the connection (and reopens it). */
 export const WATCHDOG_MS = 60_000;
@@ -27,7 +30,18 @@ const Stored = {
   session: z.object({ sessionId: z.string(), resumeUrl: z.string() }).nullable(),
   bot: z.object({ id: z.string(), username: z.string() }).nullable(),
   stopped: z.object({ code: z.number(), reason: z.string(), token: z.string() }).nullable(),
+  shard: z.object({ index: z.number().int().min(0), count: z.number().int().min(1) }).nullable(),
 };
+/** What the per-application object kept when it held the only connection itself. */
+const LEGACY_KEYS = [
+  "session",
+  "seq",
+  "bot",
+  "roles",
+  "stopped",
+  "lastIdentifyAt",
+  "lastConnectAt",
+];
 
 export class DiscordGateway extends DurableObject<Env> implements DiscordGatewayRpc {
   private session: GatewaySession | null = null;
@@ -35,6 +49,11 @@ export class DiscordGateway extends DurableObject<Env> implements DiscordGateway
   private opening = false;
   private heartbeatTimer: ReturnType<typeof setTimeout> | null = null;
   private reconnectTimer: ReturnType<typeof setTimeout> | null = null;
+  /** Set in a shard object (its storage says which); null in the coordinator. */
+  private shard: ShardId | null;
+  /** The shard count changed and this shard stopped for good: nothing may reconnect it. */
+  private retired = false;
+  private readonly coordinator: GatewayCoordinator;
   private readonly watermark: SeqWatermark;
   private readonly roles: BotRoles;
   private readonly events: GatewayEvents;
@@ -50,6 +69,12 @@ export class DiscordGateway extends DurableObject<Env> implements DiscordGateway
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     const kv = ctx.storage.kv;
+    this.shard = Stored.shard.catch(null).parse(kv.get("shard") ?? null);
+    this.coordinator = new GatewayCoordinator({
+      env,
+      kv,
+      shard: (name) => this.namespace().getByName(name),
+    });
     this.watermark = new SeqWatermark(
       z
         .number()
@@ -70,16 +95,54 @@ export class DiscordGateway extends DurableObject<Env> implements DiscordGateway
     });
   }
 
-  /** Opens the connection unless it is open, opening, or Discord refused this token for good. */
+  // --- The coordinator (named by the application id) ---
+
+  /** Starts every shard of the plan (and retires those of an earlier count). */
   async start(): Promise<GatewayStatus> {
-    if (!this.enabled()) return this.status();
-    await this.ensureRunning();
-    if ((await this.ctx.storage.getAlarm()) === null)
-      await this.ctx.storage.setAlarm(Date.now() + WATCHDOG_MS);
+    if (!this.enabled() || this.shard) return this.status();
+    const { kv } = this.ctx.storage;
+    if (kv.get("role") !== "coordinator") {
+      // This object held the only connection before sharding: its session is no shard's.
+      for (const key of LEGACY_KEYS) kv.delete(key);
+      await this.ctx.storage.deleteAlarm();
+      kv.put("role", "coordinator");
+    }
+    await this.coordinator.start();
     return this.status();
   }
 
   async status(): Promise<GatewayStatus> {
+    return this.coordinator.status(this.enabled());
+  }
+
+  async identifySlot(
+    shard: number,
+    limit: { remaining: number; reset_after: number; max_concurrency: number } | null,
+  ): Promise<number> {
+    return this.coordinator.identifySlot(shard, limit, Date.now());
+  }
+
+  async isCurrent(count: number): Promise<boolean> {
+    return this.coordinator.isCurrent(count);
+  }
+
+  // --- A shard (named `shard:<i>/<n>`) ---
+
+  /** Opens the connection unless it is open, opening, or Discord refused this token for good. */
+  async startShard(index: number, count: number): Promise<ShardStatus> {
+    const shard = Stored.shard.unwrap().parse({ index, count });
+    if (shard.index >= shard.count) throw new RangeError("shard index past the shard count");
+    this.retired = false;
+    this.shard = shard;
+    this.ctx.storage.kv.put("shard", shard);
+    if (!this.enabled()) return this.shardStatus();
+    await this.ensureRunning();
+    if ((await this.ctx.storage.getAlarm()) === null)
+      await this.ctx.storage.setAlarm(Date.now() + WATCHDOG_MS);
+    return this.shardStatus();
+  }
+
+  async shardStatus(): Promise<ShardStatus> {
     const session = this.session;
     const stopped = this.stoppedFor(await this.tokenFingerprint());
     const phase = stopped ? "stopped" : (session?.phase ?? "disconnected");
@@ -94,9 +157,41 @@ export class DiscordGateway extends DurableObject<Env> implements DiscordGateway
     };
   }
 
+  /** The shard count changed: close for good (1000 ends the session at Discord) and forget all. */
+  async retire(): Promise<void> {
+    this.retired = true;
+    const socket = this.socket;
+    this.socket = null;
+    this.session = null;
+    this.clearHeartbeat();
+    if (this.reconnectTimer) clearTimeout(this.reconnectTimer);
+    this.reconnectTimer = null;
+    try {
+      socket?.close(1000, "resharding");
+    } catch {
+      // Already closed.
+    }
+    if (this.shard) log.info("gateway_shard_retired", { ...this.shard });
+    this.shard = null;
+    await this.ctx.storage.deleteAlarm();
+    await this.ctx.storage.deleteAll();
+  }
+
   /** The watchdog: reopens a connection lost to an eviction, a deploy or a failure. */
   override async alarm(): Promise<void> {
     if (!this.enabled()) return;
+    const shard = this.shard;
+    if (!shard) {
+      // The per-application object's watchdog from before sharding: start the shards instead.
+      await this.start().catch((error: unknown) =>
+        log.error("gateway_start_failed", { error: errorField(error) }),
+      );
+      return;
+    }
+    const current = await this.coordinatorStub()
+      .isCurrent(shard.count)
+      .catch(() => true);
+    if (!current) return this.retire();
     await this.ensureRunning();
     if (!this.stoppedFor(await this.tokenFingerprint()))
       await this.ctx.storage.setAlarm(Date.now() + WATCHDOG_MS);
@@ -106,20 +201,32 @@ export class DiscordGateway extends DurableObject<Env> implements DiscordGateway
     return loadConfig(this.env).discordGateway && Boolean(this.env.DISCORD_BOT_TOKEN);
   }
 
+  private namespace(): DurableObjectNamespace<DiscordGatewayRpc> {
+    if (!this.env.GATEWAY) throw new Error("the GATEWAY binding is missing");
+    return this.env.GATEWAY;
+  }
+
+  private coordinatorStub(): DurableObjectStub<DiscordGatewayRpc> {
+    return this.namespace().getByName(coordinatorName(this.env));
+  }
+
   private async ensureRunning(): Promise<void> {
+    if (!this.shard || this.retired) return;
     if (this.socket || this.opening || this.reconnectTimer) return;
     if (this.stoppedFor(await this.tokenFingerprint())) return;
     this.session ??= new GatewaySession({
       token: this.env.DISCORD_BOT_TOKEN ?? "",
       random: Math.random,
       resume: this.storedResume(),
+      shard: this.shard,
     });
     await this.openConnection(this.session.canResume());
   }
 
   private async openConnection(resume: boolean): Promise<void> {
     const session = this.session;
-    if (!session || this.socket || this.opening) return;
+    const shard = this.shard;
+    if (!session || !shard || this.socket || this.opening) return;
     this.opening = true;
     try {
       // Storage throws in an instance that was reset (an eviction's leftovers): it must not connect.
@@ -128,14 +235,19 @@ export class DiscordGateway extends DurableObject<Env> implements DiscordGateway
       if (resume && session.canResume()) url = gatewayUrl(session.resumeUrl!);
       else {
         const info = await fetchGatewayBot(this.env);
-        const wait = identifyDelayMs(Date.now(), this.lastIdentifyAt(), info.session_start_limit);
+        // Shards share Discord's IDENTIFY buckets: the coordinator hands out the slots.
+        const wait = await this.coordinatorStub().identifySlot(
+          shard.index,
+          info.session_start_limit ?? null,
+        );
+        if (this.session !== session) return;
         if (wait > 0) {
-          log.info("gateway_identify_waits", { ms: wait });
+          log.info("gateway_identify_waits", { shard: shard.index, ms: wait });
           this.scheduleReconnect(wait, false);
           return;
         }
-        if ((info.shards ?? 1) > 1)
-          log.warn("gateway_sharding_recommended", { shards: info.shards });
+        if ((info.shards ?? 1) > shard.count)
+          log.warn("gateway_sharding_recommended", { shards: info.shards, running: shard.count });
         url = gatewayUrl(info.url);
       }
       if (!gatewayUrlAllowed(url, loadConfig(this.env).allowLoopbackFetch))
@@ -225,11 +337,13 @@ export class DiscordGateway extends DurableObject<Env> implements DiscordGateway
   }
 
   private dispatch(event: string, seq: number, data: unknown): void {
+    if (this.retired) return;
     this.stats.lastEvent = event;
     this.stats.lastEventAt = Date.now();
     this.watermark.begin(seq);
     const finished = () => {
-      if (this.watermark.finish(seq)) this.ctx.storage.kv.put("seq", this.watermark.value);
+      if (this.watermark.finish(seq) && !this.retired)
+        this.ctx.storage.kv.put("seq", this.watermark.value);
     };
     const bot = this.botUser();
     if (bot && this.roles.note(event, data, bot.id))
@@ -292,13 +406,5 @@ export class DiscordGateway extends DurableObject<Env> implements DiscordGateway
     return (
       this.session?.botUser ?? Stored.bot.catch(null).parse(this.ctx.storage.kv.get("bot") ?? null)
     );
-  }
-
-  private lastIdentifyAt(): number | null {
-    return z
-      .number()
-      .nullable()
-      .catch(null)
-      .parse(this.ctx.storage.kv.get("lastIdentifyAt") ?? null);
   }
 }

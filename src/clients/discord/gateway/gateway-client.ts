@@ -1,6 +1,6 @@
-// How the worker reaches the Gateway object: one per application (named by its id), and only when
-// DISCORD_GATEWAY=true with a bot token. `startGateway` runs once per isolate from the first
-// request (and from every cron run): the object opens its connection if it has none.
+// How the worker reaches the Gateway: the coordinating object (named by the application id), and
+// only when DISCORD_GATEWAY=true with a bot token. `startGateway` runs once per isolate from the
+// first request (and from every cron run): the coordinator starts every shard that is not running.
 import { loadConfig } from "../../../config.ts";
 import type { Env } from "../../../env.ts";
 import { errorField, log } from "../../../log.ts";
@@ -15,7 +15,12 @@ export function gatewayObject(env: Env): DurableObjectStub<DiscordGatewayRpc> | 
     // A configuration error is reported by the request itself.
     return null;
   }
-  return env.GATEWAY.getByName(env.DISCORD_APPLICATION_ID || "discord");
+  return env.GATEWAY.getByName(coordinatorName(env));
+}
+
+/** The object that plans the shards; the shards themselves are `shard:<i>/<n>` (shard-plan.ts). */
+export function coordinatorName(env: Env): string {
+  return env.DISCORD_APPLICATION_ID || "discord";
 }
 
 /** Makes sure the connection is up; `always` for the cron (the isolate's flag is for requests). */

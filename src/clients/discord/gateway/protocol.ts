@@ -141,12 +141,17 @@ export function gatewayUrl(base: string): string {
   return url.toString();
 }
 
-export function identifyPayload(token: string): GatewayIdentify {
+/** `shard: [index, count]`: which of the bot's shards this connection is (Discord routes by it). */
+export function identifyPayload(
+  token: string,
+  shard: { index: number; count: number } = { index: 0, count: 1 },
+): GatewayIdentify {
   return {
     op: GatewayOpcodes.Identify,
     d: {
       token,
       intents: GATEWAY_INTENTS,
+      shard: [shard.index, shard.count],
       properties: { os: "cloudflare-workers", browser: "edge-agents", device: "edge-agents" },
     },
   };

@@ -51,6 +51,8 @@ export interface SessionOptions {
   random: () => number;
   /** A session left by an earlier instance of the object. */
   resume?: ResumeState | null;
+  /** Which shard this connection is (IDENTIFY's `shard`); default [0, 1]. */
+  shard?: { index: number; count: number };
 }
 
 /** After op 9, Discord asks for a random wait of 1 to 5 seconds before the next IDENTIFY. */
@@ -199,7 +201,10 @@ export class GatewaySession {
       return [first, { kind: "send", payload: resume }];
     }
     this.phase = "identifying";
-    return [first, { kind: "send", payload: identifyPayload(this.options.token) }];
+    return [
+      first,
+      { kind: "send", payload: identifyPayload(this.options.token, this.options.shard) },
+    ];
   }
 
   private dispatch(payload: GatewayPayload): GatewayAction[] {
