@@ -294,6 +294,71 @@ describe("Gateway: edits and deletions (MESSAGE_UPDATE, MESSAGE_DELETE)", () => 
   });
 });
 
+describe("Gateway: settings per server and channel", () => {
+  const SERVER = "900000000000000077";
+  const configure = async (body: Record<string, unknown>) => {
+    const response = await api("POST", "/clients/discord/config", {
+      body: { defaultAgentId: defaultAgent, allowedChannels: [], ...body },
+    });
+    expect(response.status).toBe(200);
+  };
+
+  it("a server's agent and respond policy: chatter answered there by that agent; a channel set to never answers no mention", async () => {
+    const serverAgent = await createTestAgent({ settings: { memory: { factsEvery: 1000 } } });
+    const quiet = snowflake();
+    await configure({
+      guilds: { [SERVER]: { agentId: serverAgent, respond: "always" } },
+      channels: { [quiet]: { respond: "never" } },
+    });
+    try {
+      const channel = snowflake();
+      model.script({ text: "Answered without a mention." });
+      const chatter = messageEvent(channel, "anyone around?", { guild: SERVER });
+      await handedOver(await dispatch(chatter));
+      await settledJournal(discordRoom(serverAgent, channel));
+      const [reply] = await waitForReplies(channel, 1);
+      expect(reply!.body.content).toBe("Answered without a mention.");
+      expect(await journalRows(discordRoom(defaultAgent, channel))).toEqual([]);
+
+      const before = model.callsFor("test-primary").length;
+      const mention = messageEvent(quiet, "are you there?", { guild: SERVER, mention: true });
+      await handedOver(await dispatch(mention));
+      // Journalled (stored as context) and settled, with no model call and nothing sent.
+      await settledJournal(discordRoom(serverAgent, quiet));
+      expect(repliesIn(quiet)).toEqual([]);
+      expect(model.callsFor("test-primary").length).toBe(before);
+    } finally {
+      await configure({});
+    }
+  });
+
+  it("a role-gated tool is offered to a member with its role and not to one without", async () => {
+    const role = "555000000000000077";
+    await configure({ guilds: { [SERVER]: { toolRoles: { current_time: [role] } } } });
+    try {
+      const offered = () =>
+        (model.callsFor("test-primary").at(-1)!.tools ?? []).map(
+          (tool) => (tool as { function: { name: string } }).function.name,
+        );
+      const channel = snowflake();
+      const without = messageEvent(channel, "what time is it?", { guild: SERVER, mention: true });
+      model.script({ text: "No clock for you." });
+      await handedOver(await dispatch(without));
+      await waitForReplies(channel, 1);
+      expect(offered()).not.toContain("current_time");
+      expect(offered()).toContain("remember");
+      const withRole = messageEvent(channel, "and now?", { guild: SERVER, mention: true });
+      (withRole.d as Record<string, unknown>).member = { roles: [role] };
+      model.script({ text: "Here is the clock." });
+      await handedOver(await dispatch(withRole));
+      await waitForReplies(channel, 2);
+      expect(offered()).toContain("current_time");
+    } finally {
+      await configure({});
+    }
+  });
+});
+
 describe("Gateway: tool approval in the channel", () => {
   it("posts Approve / Deny as a reply to the message, and answers after the click", async () => {
     const channel = snowflake();

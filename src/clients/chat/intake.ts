@@ -12,6 +12,7 @@ import { enforceRate, type KeepAlive } from "../../rate-limits/admission.ts";
 import type { MemberPlatform } from "../../runtime/access/principal.ts";
 import type { DirectMessagePolicy } from "../../runtime/character.ts";
 import type { Attachment } from "../../runtime/ports/memory.ts";
+import type { PlacePolicy } from "../../runtime/turn/turn-types.ts";
 import { RateLimitedError } from "../../runtime/util/errors.ts";
 
 /** A message as every adapter hands it over. */
@@ -35,6 +36,8 @@ export interface ChatMessage {
   receivedAt: number;
   /** Where the reply goes, the adapter's own data (its `kind` picks the surface). */
   delivery: DeliveryTarget;
+  /** What the place's settings say about this turn (a Discord server's or channel's). */
+  place?: PlacePolicy;
 }
 
 /** What the intake asks the adapter (or its defaults) about the sender and the agent. */
@@ -112,6 +115,7 @@ export async function takeMessage(
       mentioned: message.mentioned,
       fromBot: message.sender.isBot,
       receivedAt: message.receivedAt,
+      ...(message.place ? { place: message.place } : {}),
       // A chat message carries no server permissions: nobody manages through it; the owners
       // named for the platform are owners (docs/security.md).
       principal: {

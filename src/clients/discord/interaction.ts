@@ -85,7 +85,14 @@ const Base = z.object({
   token: z.string().min(1).max(1_000),
   guild_id: Snowflake.optional(),
   channel_id: Snowflake.optional(),
-  member: z.object({ user: User, permissions: z.string().regex(/^\d+$/).optional() }).optional(),
+  member: z
+    .object({
+      user: User,
+      permissions: z.string().regex(/^\d+$/).optional(),
+      /** The member's roles in the server (role-gated tools). */
+      roles: z.array(Snowflake).max(250).default([]),
+    })
+    .optional(),
   user: User.optional(),
 });
 

@@ -7,22 +7,60 @@ import type { Db } from "../db.ts";
 import { readJsonColumn } from "../json-column.ts";
 import { clientConfigs, discordChannels } from "../schema.ts";
 
+const AgentId = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/, "an agent id");
+const Snowflake = (what: string) => z.string().regex(/^\d{1,20}$/, `a Discord ${what} id`);
+/** A tool's name (`remember`, `github__list_issues`), or `<server>__*` for all of a server's. */
+const ToolPattern = z
+  .string()
+  .regex(
+    /^(?:[A-Za-z0-9_.-]{1,128}|[A-Za-z0-9_-]{1,64}__\*)$/,
+    "a tool name, or <server>__* for all of an MCP server's tools",
+  );
+const MAX_PLACES = 1_000;
+const placeCount = (places: Record<string, unknown>) => Object.keys(places).length <= MAX_PLACES;
+
+/** What a server or a channel may set; the most specific place wins, key by key. */
+const PlaceSettingsShape = {
+  /** Over the character's respond mode: "never" answers nobody there, not even a mention. */
+  respond: z
+    .enum(["mentions", "always", "never"], { error: 'expected "mentions", "always" or "never"' })
+    .optional(),
+  /** When set, only these tools are offered there. */
+  tools: z.array(ToolPattern).max(200).optional(),
+};
+export const ChannelSettings = z.strictObject(PlaceSettingsShape);
+export type ChannelSettings = z.infer<typeof ChannelSettings>;
+export const GuildSettings = z.strictObject({
+  ...PlaceSettingsShape,
+  /** The server's agent, for its channels that have not chosen one with /agent. */
+  agentId: AgentId.optional(),
+  /** A tool is offered only to members holding one of its roles (role ids are the server's). */
+  toolRoles: z
+    .record(ToolPattern, z.array(Snowflake("role")).min(1).max(50))
+    .refine((roles) => Object.keys(roles).length <= 200, "at most 200 tools")
+    .optional(),
+});
+export type GuildSettings = z.infer<typeof GuildSettings>;
+
 /**
- * The Discord client's configuration (`POST /clients/discord/config`): the default agent and the
- * channels the bot may answer in.
+ * The Discord client's configuration (`POST /clients/discord/config`): the default agent, the
+ * channels the bot may answer in, and settings per server and per channel.
  */
 export const DiscordConfig = z.strictObject({
   /** The agent for channels that have not chosen one with /agent. */
-  defaultAgentId: z
-    .string()
-    .regex(/^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/, "an agent id")
-    .nullable()
-    .default(null),
+  defaultAgentId: AgentId.nullable().default(null),
   /** When not empty, the bot answers only in these channels (DMs included by their channel id). */
-  allowedChannels: z
-    .array(z.string().regex(/^\d{1,20}$/, "a Discord channel id"))
-    .max(1_000)
-    .default([]),
+  allowedChannels: z.array(Snowflake("channel")).max(1_000).default([]),
+  /** Per server (guild id): its agent, respond policy, tools and role-gated tools. */
+  guilds: z
+    .record(Snowflake("server"), GuildSettings)
+    .refine(placeCount, `at most ${MAX_PLACES} servers`)
+    .default({}),
+  /** Per channel or thread (channel id): respond policy and tools, over its server's. */
+  channels: z
+    .record(Snowflake("channel"), ChannelSettings)
+    .refine(placeCount, `at most ${MAX_PLACES} channels`)
+    .default({}),
 });
 export type DiscordConfig = z.infer<typeof DiscordConfig>;
 

@@ -1,5 +1,6 @@
 // Whether the agent answers a message. REST calls, other agents' requests (ask_agent), DMs and
-// mentions are always answered; other messages follow the character's `settings.respond`. Only
+// mentions are always answered (unless the place says "never"); other messages follow the place's
+// respond policy, else the character's `settings.respond`. Only
 // mode "llm" spends a model call (on SMALL_MODEL), so a busy channel does not cost a completion
 // per message.
 import type { Character } from "../character.ts";
@@ -18,9 +19,11 @@ export function decideByRules(input: TurnInput, character: Character): RespondDe
   if (input.fromBot && !character.settings.respond.replyToBots)
     return { respond: false, reason: "from_bot" };
   if (input.isDirect) return { respond: true, reason: "direct_message" };
+  // A place set to "never" (a server's or channel's settings) keeps the agent quiet there.
+  if (input.place?.respond === "never") return { respond: false, reason: "place_never" };
   if (input.mentioned || mentionsByName(input.text, character))
     return { respond: true, reason: "mentioned" };
-  switch (character.settings.respond.mode) {
+  switch (input.place?.respond ?? character.settings.respond.mode) {
     case "always":
       return { respond: true, reason: "mode_always" };
     case "llm":

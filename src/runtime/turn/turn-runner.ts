@@ -30,14 +30,15 @@ import {
   startInspection,
   type TurnInspectionSink,
 } from "./turn-inspection.ts";
-import type {
-  RespondOptions,
-  RuntimeLimits,
-  Spent,
-  TurnInput,
-  TurnOutcome,
-  TurnPause,
-  UsedMemory,
+import {
+  placeAllowsTool,
+  type RespondOptions,
+  type RuntimeLimits,
+  type Spent,
+  type TurnInput,
+  type TurnOutcome,
+  type TurnPause,
+  type UsedMemory,
 } from "./turn-types.ts";
 import { originOf } from "../access/principal.ts";
 import type { Clock, EventSink } from "../ports/events.ts";
@@ -395,7 +396,8 @@ async function respondWith(
   const { admitted, rules, extra, draft, retrieval } = decided;
   const executor = new ToolExecutor({
     host: deps.tools,
-    tools: await deps.tools.list(),
+    // A place's settings (a server's allowed tools, role-gated ones) narrow what is offered.
+    tools: (await deps.tools.list()).filter((tool) => placeAllowsTool(input.place, tool.name)),
     approvalRequired: character.settings.toolApproval,
     defaultTimeoutMs: deps.limits.toolTimeoutMs,
     maxResultChars: deps.limits.maxToolResultChars,

@@ -32,6 +32,30 @@ export interface TurnInput {
    * are then allowed nothing beyond a reply.
    */
   principal?: Principal;
+  /** What the place the message came from says (a chat server's or channel's settings). */
+  place?: PlacePolicy;
+}
+
+/**
+ * A chat place's settings for one turn, resolved by the surface (a Discord server or channel:
+ * docs/discord.md): plain data, journalled with the turn.
+ */
+export interface PlacePolicy {
+  /** Over the character's `respond.mode`; "never" answers nobody there, not even a mention. */
+  respond?: "mentions" | "always" | "never";
+  /** When set, only these tools are offered (a name, or `<server>__*` for all of a server's). */
+  tools?: string[];
+  /** Tools the speaking member may not trigger here (their roles do not allow them). */
+  withheldTools?: string[];
+}
+
+/** Whether a place lets a tool be offered in the turn. */
+export function placeAllowsTool(place: PlacePolicy | undefined, name: string): boolean {
+  if (!place) return true;
+  const matches = (pattern: string) =>
+    pattern === name || (pattern.endsWith("__*") && name.startsWith(pattern.slice(0, -1)));
+  if (place.tools && !place.tools.some(matches)) return false;
+  return !(place.withheldTools ?? []).some(matches);
 }
 
 export interface ToolCallRecord {

@@ -16,7 +16,7 @@ import { decideByRules } from "../../../src/runtime/turn/respond-decision.ts";
 import { loadTokenCounter } from "../../../src/runtime/util/tokens.ts";
 import { createTurnRunner, type TurnRunnerDeps } from "../../../src/runtime/turn/turn-runner.ts";
 import { createEventBus } from "../../../src/runtime/util/events.ts";
-import { DEFAULT_LIMITS } from "../../../src/runtime/turn/turn-types.ts";
+import { DEFAULT_LIMITS, placeAllowsTool } from "../../../src/runtime/turn/turn-types.ts";
 import type { ChatMessage } from "../../../src/runtime/ports/model.ts";
 import type { TurnInspection } from "../../../src/runtime/turn/turn-inspection.ts";
 import {
@@ -126,6 +126,63 @@ describe("deciding whether to respond", () => {
       stopReason: "ignored",
       usage: { modelCalls: 0 },
     });
+  });
+});
+
+describe("a place's settings (a chat server's or channel's)", () => {
+  it("respond: over the character's mode; never keeps the agent quiet even when mentioned", () => {
+    const quiet = character({ settings: { respond: { mode: "mentions" } } });
+    expect(decideByRules(turnInput({ place: { respond: "always" } }), quiet)).toMatchObject({
+      respond: true,
+      reason: "mode_always",
+    });
+    const chatty = character({ settings: { respond: { mode: "always" } } });
+    expect(
+      decideByRules(turnInput({ mentioned: true, place: { respond: "never" } }), chatty),
+    ).toMatchObject({ respond: false, reason: "place_never" });
+    expect(decideByRules(turnInput({ place: { respond: "mentions" } }), chatty)).toMatchObject({
+      respond: false,
+      reason: "not_mentioned",
+    });
+    // A DM has no place to be quiet in.
+    expect(
+      decideByRules(turnInput({ isDirect: true, place: { respond: "never" } }), chatty),
+    ).toMatchObject({ respond: true });
+  });
+
+  it("tools: only those allowed there are offered, minus those the member's roles do not allow", async () => {
+    const model = scriptedModel([textReply("ok"), textReply("ok"), textReply("ok")]);
+    const d = await deps({ model });
+    const runner = createTurnRunner(d);
+    const offered = () =>
+      (model.requests.at(-1)!.tools ?? [])
+        .map((tool) => tool.name)
+        .sort((a, b) => a.localeCompare(b));
+    const all = (await d.tools.list()).map((tool) => tool.name);
+    expect(all.length).toBeGreaterThan(2);
+    await runner.respond(character(), turnInput({ mentioned: true }));
+    expect(offered()).toEqual([...all].sort((a, b) => a.localeCompare(b)));
+    const [first, second] = all as [string, string];
+    await runner.respond(
+      character(),
+      turnInput({ mentioned: true, place: { tools: [first, second] } }),
+    );
+    expect(offered()).toEqual([first, second].sort((a, b) => a.localeCompare(b)));
+    await runner.respond(
+      character(),
+      turnInput({ mentioned: true, place: { tools: [first, second], withheldTools: [second] } }),
+    );
+    expect(offered()).toEqual([first]);
+  });
+
+  it("a server's tools are named together with <server>__*", () => {
+    const place = { tools: ["github__*", "remember"], withheldTools: ["github__delete_repo"] };
+    expect(placeAllowsTool(place, "github__list_issues")).toBe(true);
+    expect(placeAllowsTool(place, "github__delete_repo")).toBe(false);
+    expect(placeAllowsTool(place, "githubx__list")).toBe(false);
+    expect(placeAllowsTool(place, "remember")).toBe(true);
+    expect(placeAllowsTool(place, "web_read")).toBe(false);
+    expect(placeAllowsTool(undefined, "web_read")).toBe(true);
   });
 });
 

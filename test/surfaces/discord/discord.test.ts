@@ -312,6 +312,8 @@ describe("Discord client settings", () => {
     expect(await json(await api("GET", "/clients/discord/config"))).toEqual({
       defaultAgentId: agentId,
       allowedChannels: [allowed],
+      guilds: {},
+      channels: {},
     });
 
     const elsewhere = await json<{ data: { content: string } }>(

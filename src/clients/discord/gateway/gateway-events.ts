@@ -13,6 +13,8 @@ import { roomName } from "../../../objects/conversation/room-client.ts";
 import { agentDirectMessages, takeMessage } from "../../chat/intake.ts";
 import type { DirectMessagePolicy } from "../../../runtime/character.ts";
 import { discordOwners } from "../owners.ts";
+import { placeAgent, placePolicy } from "../place-settings.ts";
+import type { DiscordConfig } from "../../../db/stores/discord-settings-store.ts";
 import type { DiscordMessageDelivery } from "../message-delivery.ts";
 import { ExpiringCache } from "./expiring-cache.ts";
 import {
@@ -36,6 +38,7 @@ const HANDOFF_BACKOFF_MS = 500;
 interface ChannelRoute {
   agentId: string | null;
   allowed: boolean;
+  config: DiscordConfig;
 }
 
 export interface GatewayEventsOptions {
@@ -109,15 +112,22 @@ export class GatewayEvents {
     }
     const intake = readMessage(parsed.data, bot);
     if (intake.kind === "ignore") return;
-    const agentId = await this.agentFor(intake.channelId);
-    if (!agentId) return;
+    const route = await this.routeOf(intake.channelId, intake.guildId);
+    if (!route.allowed || !route.agentId) return;
+    const { agentId } = route;
+    const { env } = this.options;
+    const owner = loadConfig(env).discordOwnerIds.includes(intake.userId);
+    const place = placePolicy(
+      route.config,
+      { guildId: intake.guildId, channelId: intake.channelId },
+      { roles: intake.roles, owner },
+    );
     const delivery: DiscordMessageDelivery = {
       kind: "discord-message",
       channelId: intake.channelId,
       messageId: intake.messageId,
       addressed: intake.mentioned || intake.isDirect,
     };
-    const { env } = this.options;
     const result = await takeMessage(
       env,
       {
@@ -133,6 +143,7 @@ export class GatewayEvents {
         mentioned: intake.mentioned,
         receivedAt: this.now(),
         delivery,
+        ...(place ? { place } : {}),
       },
       agentId,
       {
@@ -140,7 +151,7 @@ export class GatewayEvents {
         // A Gateway message carries no permissions: nobody manages through it; the owners named
         // in DISCORD_OWNER_IDS are owners (docs/security.md). A DM is also taken from the
         // application's owners, looked up.
-        isOwner: (userId) => loadConfig(env).discordOwnerIds.includes(userId),
+        isOwner: () => owner,
         directMessageOwner: (userId) =>
           discordOwners({
             configured: loadConfig(env).discordOwnerIds,
@@ -169,41 +180,52 @@ export class GatewayEvents {
     const text = parsed.data.content
       .replace(new RegExp(`<@!?${bot.userId}>`, "g"), `@${bot.username}`)
       .trim();
-    await this.amend(parsed.data.channel_id, parsed.data.id, { kind: "edit", text });
+    await this.amend(parsed.data.channel_id, parsed.data.guild_id ?? null, parsed.data.id, {
+      kind: "edit",
+      text,
+    });
   }
 
   private async deleted(data: unknown): Promise<void> {
     const parsed = MessageDelete.safeParse(data);
     if (!parsed.success) return;
-    await this.amend(parsed.data.channel_id, parsed.data.id, { kind: "delete" });
+    await this.amend(parsed.data.channel_id, parsed.data.guild_id ?? null, parsed.data.id, {
+      kind: "delete",
+    });
   }
 
   private async amend(
     channelId: string,
+    guildId: string | null,
     messageId: string,
     change: { kind: "edit"; text: string } | { kind: "delete" },
   ): Promise<void> {
-    const agentId = await this.agentFor(channelId);
-    if (!agentId) return;
+    const route = await this.routeOf(channelId, guildId);
+    if (!route.allowed || !route.agentId) return;
+    const { agentId } = route;
     const { env } = this.options;
     const room = env.ROOMS.getByName(roomName(agentId, `discord:${channelId}`));
     await room.amendMessage({ idempotencyKey: messageTurnKey(messageId), change, at: this.now() });
     this.handled += 1;
   }
 
-  /** The agent serving the channel, or null when none does or the channel is not allowed. */
-  private async agentFor(channelId: string): Promise<string | null> {
+  /**
+   * The channel's agent (its `/agent` choice, its server's agent, the default) and whether the bot
+   * may answer there, with the settings the place's policy is read from; cached per channel.
+   */
+  private async routeOf(channelId: string, guildId: string | null): Promise<ChannelRoute> {
     const now = this.now();
     let route = this.routes.get(channelId, now);
     if (!route) {
       const { agentId, config } = await stores(this.options.env).discord.channelContext(channelId);
       route = {
-        agentId: agentId ?? config.defaultAgentId,
+        agentId: placeAgent(config, { guildId, channelId }, agentId),
         allowed: config.allowedChannels.length === 0 || config.allowedChannels.includes(channelId),
+        config,
       };
       this.routes.set(channelId, route, now);
     }
-    return route.allowed ? route.agentId : null;
+    return route;
   }
 
   /** A DM has no server permissions: the agent's `directMessages` says whose it takes (default owners). */

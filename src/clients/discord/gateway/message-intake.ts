@@ -32,6 +32,11 @@ export const GatewayMessage = z.object({
     .max(200)
     .default([]),
   mention_roles: z.array(Snowflake).max(250).default([]),
+  /** In a server: the author's roles there (role-gated tools). */
+  member: z
+    .object({ roles: z.array(Snowflake).max(250).default([]) })
+    .optional()
+    .catch(undefined),
   attachments: z
     .array(
       z.object({
@@ -80,6 +85,8 @@ export type MessageIntake =
       guildId: string | null;
       userId: string;
       userName: string;
+      /** The author's roles in the server (none in a DM). */
+      roles: readonly string[];
       text: string;
       attachments: Attachment[];
       isDirect: boolean;
@@ -110,6 +117,7 @@ export function readMessage(message: GatewayMessage, bot: BotIdentity): MessageI
     guildId: message.guild_id ?? null,
     userId: message.author.id,
     userName: message.author.global_name ?? message.author.username,
+    roles: message.member?.roles ?? [],
     text,
     attachments: message.attachments.map((file) => ({
       url: file.url,

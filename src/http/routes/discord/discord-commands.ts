@@ -23,6 +23,7 @@ import {
 import { stores } from "../../../db/stores/index.ts";
 import { insertMemories } from "../../../memory/memory-repo.ts";
 import { enqueueTurn } from "../../../objects/conversation/room-client.ts";
+import { placePolicy } from "../../../clients/discord/place-settings.ts";
 import { BUILTIN_TOOL_DEFINITIONS } from "../../../runtime/turn/builtin-tools.ts";
 import { pluginTools } from "../../../plugins/room-plugins.ts";
 import { describeServers } from "../../../mcp/overview.ts";
@@ -51,7 +52,7 @@ export async function command(c: Ctx, interaction: CommandInteraction) {
   const resolved = await resolveAgent(c, interaction, channelId);
   if ("refusal" in resolved) return resolved.refusal;
   const resolvedAt = Date.now();
-  const { agentId } = resolved;
+  const { agentId, config: discordConfig } = resolved;
   const userId = `discord:${user.id}`;
   const db = stores(c.env).db;
 
@@ -77,6 +78,16 @@ export async function command(c: Ctx, interaction: CommandInteraction) {
           );
         throw error;
       }
+      const principal = await memberPrincipal(
+        interaction,
+        owners(c),
+        loadConfig(c.env).discordOwnerIds,
+      );
+      const place = placePolicy(
+        discordConfig,
+        { guildId: interaction.guild_id ?? null, channelId },
+        { roles: interaction.member?.roles ?? [], owner: principal.owner },
+      );
       await enqueueTurn(c.env, {
         idempotencyKey: `discord:${interaction.id}`,
         input: {
@@ -92,11 +103,8 @@ export async function command(c: Ctx, interaction: CommandInteraction) {
           mentioned: true,
           fromBot: user.bot === true,
           receivedAt: now,
-          principal: await memberPrincipal(
-            interaction,
-            owners(c),
-            loadConfig(c.env).discordOwnerIds,
-          ),
+          principal,
+          ...(place ? { place } : {}),
         },
         delivery: interactionDelivery(interaction, channelId, now),
       });

@@ -19,6 +19,8 @@ import {
   managersHere,
 } from "../../../clients/discord/permissions.ts";
 import { stores } from "../../../db/stores/index.ts";
+import type { DiscordConfig } from "../../../db/stores/discord-settings-store.ts";
+import { placeAgent } from "../../../clients/discord/place-settings.ts";
 import { RateLimitedError } from "../../../runtime/util/errors.ts";
 
 export type Ctx = Context<AppEnv>;
@@ -49,7 +51,7 @@ export async function resolveAgent(
   c: Ctx,
   interaction: CommandInteraction,
   channelId: string,
-): Promise<{ agentId: string } | { refusal: ReturnType<typeof message> }> {
+): Promise<{ agentId: string; config: DiscordConfig } | { refusal: ReturnType<typeof message> }> {
   const { agentId, config } = await stores(c.env).discord.channelContext(channelId);
   if (config.allowedChannels.length > 0 && !config.allowedChannels.includes(channelId)) {
     return {
@@ -58,7 +60,7 @@ export async function resolveAgent(
       ),
     };
   }
-  const chosen = agentId ?? config.defaultAgentId;
+  const chosen = placeAgent(config, { guildId: interaction.guild_id ?? null, channelId }, agentId);
   if (!chosen)
     return {
       refusal: message(
@@ -75,7 +77,7 @@ export async function resolveAgent(
     );
     if (refusal) return { refusal: message(refusal) };
   }
-  return { agentId: chosen };
+  return { agentId: chosen, config };
 }
 
 /** The per-user bucket that /chat and /task draw from; a private "try again" when it is empty. */

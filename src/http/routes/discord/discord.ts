@@ -164,7 +164,8 @@ export function discordRoutes(): OpenAPIHono<AppEnv> {
     createRoute({
       method: "post",
       path: "/clients/{clientId}/config",
-      summary: "Set a client's settings (Discord: default agent, allowed channels)",
+      summary:
+        "Set a client's settings (Discord: default agent, allowed channels, settings per server and channel)",
       ...guard("admin"),
       request: {
         params: z.object({ clientId: z.literal("discord") }),
@@ -176,17 +177,26 @@ export function discordRoutes(): OpenAPIHono<AppEnv> {
           content: { "application/json": { schema: DiscordConfig } },
         },
         400: errorContent("Invalid settings or unknown client"),
-        404: errorContent("The default agent does not exist"),
+        404: errorContent("An agent named (the default, a server's) does not exist"),
       },
     }),
     async (c) => {
       const config = c.req.valid("json");
-      if (
-        config.defaultAgentId &&
-        (await stores(c.env).agents.version(config.defaultAgentId)) === null
-      ) {
-        throw new NotFoundError(`no agent with id "${config.defaultAgentId}"`);
-      }
+      // Every agent named, the default and each server's, must exist: a typo would go quiet.
+      const named = [
+        ...(config.defaultAgentId ? [["defaultAgentId", config.defaultAgentId]] : []),
+        ...Object.entries(config.guilds).flatMap(([guildId, guild]) =>
+          guild.agentId ? [[`guilds.${guildId}.agentId`, guild.agentId]] : [],
+        ),
+      ];
+      const versions = await Promise.all(
+        named.map(([, agentId]) => stores(c.env).agents.version(agentId!)),
+      );
+      const missing = named.filter((_, i) => versions[i] === null);
+      if (missing.length > 0)
+        throw new NotFoundError(
+          missing.map(([path, agentId]) => `${path}: no agent with id "${agentId}"`).join("; "),
+        );
       await stores(c.env).discord.writeConfig(config, Date.now());
       return c.json(config, 200);
     },

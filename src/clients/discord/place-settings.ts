@@ -1,0 +1,56 @@
+// Settings per Discord server and channel (`POST /clients/discord/config` `guilds` and `channels`),
+// resolved for one message: the agent (a channel's `/agent` choice, else its server's agent, else
+// the default) and the turn's place policy (respond mode and tools: the channel's setting, else
+// its server's; role-gated tools withheld from a member without one of their roles). Pure: the
+// caller reads the config and the channel's agent (one D1 batch) and knows the member's roles.
+import type { DiscordConfig } from "../../db/stores/discord-settings-store.ts";
+import type { PlacePolicy } from "../../runtime/turn/turn-types.ts";
+
+export interface DiscordPlace {
+  /** null in a DM. */
+  guildId: string | null;
+  channelId: string;
+}
+
+/** The agent serving a channel: its `/agent` choice, its server's agent, the default agent. */
+export function placeAgent(
+  config: DiscordConfig,
+  place: DiscordPlace,
+  channelAgent: string | null,
+): string | null {
+  return (
+    channelAgent ??
+    (place.guildId ? config.guilds[place.guildId]?.agentId : undefined) ??
+    config.defaultAgentId
+  );
+}
+
+/**
+ * What the place says about a turn of this member: undefined when nothing is set, so turns in
+ * unconfigured places carry nothing extra. In a DM, tools gated by roles in any server are for
+ * the bot's owners only (a DM has no roles).
+ */
+export function placePolicy(
+  config: DiscordConfig,
+  place: DiscordPlace,
+  member: { roles: readonly string[]; owner: boolean },
+): PlacePolicy | undefined {
+  const guild = place.guildId ? config.guilds[place.guildId] : undefined;
+  const channel = config.channels[place.channelId];
+  const respond = channel?.respond ?? guild?.respond;
+  const tools = channel?.tools ?? guild?.tools;
+  const withheld = new Set<string>();
+  if (guild?.toolRoles) {
+    for (const [tool, roles] of Object.entries(guild.toolRoles))
+      if (!roles.some((role) => member.roles.includes(role))) withheld.add(tool);
+  } else if (!place.guildId && !member.owner) {
+    for (const settings of Object.values(config.guilds))
+      for (const tool of Object.keys(settings.toolRoles ?? {})) withheld.add(tool);
+  }
+  const policy: PlacePolicy = {
+    ...(respond ? { respond } : {}),
+    ...(tools ? { tools: [...tools] } : {}),
+    ...(withheld.size > 0 ? { withheldTools: [...withheld].sort() } : {}),
+  };
+  return Object.keys(policy).length > 0 ? policy : undefined;
+}
