@@ -12,6 +12,7 @@ import { enqueueTurn } from "../../../src/objects/conversation/room-client.ts";
 import { DiscordRateLimits } from "../../../src/rate-limits/discord-buckets.ts";
 import { createTestAgent } from "../../helpers/api.ts";
 import { snowflake, useDiscordStandIns } from "../../helpers/discord.ts";
+import { discordRoom, settledJournal } from "../../helpers/room-journal.ts";
 import type { DiscordCall } from "../../stand-ins/discord-stand-in.ts";
 
 const { model, discord } = useDiscordStandIns();
@@ -75,6 +76,16 @@ async function converse(channels: string[], agents: string[], each: number): Pro
   );
 }
 
+/** Waits until every room has answered and handed over all `each` turns (nothing left to send). */
+async function settled(channels: string[], agents: string[], each: number): Promise<void> {
+  await Promise.all(
+    agents.map(async (agentId, a) => {
+      const rows = await settledJournal(discordRoom(agentId, channels[a]!), each, 60_000);
+      expect(rows.map((row) => row.status)).toEqual(Array(each).fill("evaluated"));
+    }),
+  );
+}
+
 describe("Discord rate limits: 429s (Discord docs, Rate Limits)", () => {
   it("loses no reply in a burst of route and global 429s, and keeps each room's replies in order", async () => {
     echoMarkers();
@@ -108,6 +119,7 @@ describe("Discord rate limits: 429s (Discord docs, Rate Limits)", () => {
         .poll(() => replies(discord.calls, channel), { timeout: 60_000, interval: 100 })
         .toEqual([`re: m-${a}-0`, `re: m-${a}-1`, `re: m-${a}-2`]);
     }
+    await settled(channels, agents, 3);
     expect(discord.attempts.length - discord.calls.length).toBe(15);
   }, 120_000);
 });
@@ -127,6 +139,7 @@ describe("Discord rate limits: per-route buckets shared across rooms (X-RateLimi
       expect(sent.filter((r) => r.startsWith(`re: m-${a}-`))).toEqual(
         [0, 1, 2, 3].map((i) => `re: m-${a}-${i}`),
       );
+    await settled([channel, channel], agents, 4);
     // Both rooms learned the bucket from the same object: Discord had nothing to refuse.
     expect(discord.refused.bucket).toBe(0);
   }, 120_000);
@@ -169,6 +182,7 @@ describe("Discord rate limits: the global limit (50 requests a second per bot)",
         .poll(() => replies(discord.calls, channel), { timeout: 90_000, interval: 200 })
         .toEqual(Array.from({ length: 12 }, (_, i) => `re: m-${a}-${i}`));
     }
+    await settled(channels, agents, 12);
     expect(discord.busiestSecond()).toBeLessThanOrEqual(50);
     expect(discord.refused.global).toBe(0);
   }, 180_000);
