@@ -23,6 +23,8 @@ export const BOT_ID = "B0BOT00001";
 export const ALICE = "U0ALICE001";
 export const BOB = "U0BOB00001";
 export const STRANGER = "U0STRANGE1";
+/** A workspace admin (users.info is_admin), not among SLACK_OWNER_IDS. */
+export const ADMIN = "U0ADMIN001";
 
 export function useSlackStandIns() {
   const model = createOpenAIStandIn();
@@ -36,6 +38,7 @@ export function useSlackStandIns() {
       { id: BOB, name: "bob", real_name: "Bob" },
       { id: SLACK_OWNER, name: "owner", real_name: "Olga", is_owner: true },
       { id: STRANGER, name: "stranger", real_name: "Sam" },
+      { id: ADMIN, name: "admin", real_name: "Ada Admin", is_admin: true },
     ],
   });
   const hooks: Array<{ url: string; body: Record<string, unknown> }> = [];

@@ -42,6 +42,11 @@ export interface ApprovalAnswer {
   userName: string;
   /** The answer's own handle on the surface (a click's fresh interaction, whose @original is the prompt). */
   via: DeliveryTarget;
+  /**
+   * The surface vouches that this person may answer for whoever asked (a Telegram owner, a Slack
+   * workspace admin), checked by the platform before it asks; absent: only the requester counts.
+   */
+  onBehalf?: boolean;
 }
 
 export type ApprovalAnswerResult =

@@ -79,15 +79,17 @@ export class TurnQueue {
   }
 
   /**
-   * A person answered an approval prompt. Only the person whose message started the turn counts;
-   * the caller resumes the turn, whose reply goes out on the answer's own handle.
+   * A person answered an approval prompt. Only the person whose message started the turn counts,
+   * or one the surface vouches may answer for them (`onBehalf`); the caller resumes the turn,
+   * whose reply goes out on the answer's own handle.
    */
   answer(answer: ApprovalAnswer): ApprovalAnswerResult {
     const { journal, surface } = this.options;
     const entry = journal.byApprovalId(answer.approvalId);
     const pause = entry?.pause;
     if (!entry || !pause || pause.decision) return { status: "gone" };
-    if (pause.requesterId !== answer.userId) return { status: "not_yours" };
+    if (pause.requesterId !== answer.userId && answer.onBehalf !== true)
+      return { status: "not_yours" };
     const now = Date.now();
     const decision = answer.approve ? ("approved" as const) : ("denied" as const);
     const delivery = entry.delivery ? surface.afterAnswer(entry.delivery, answer.via) : null;

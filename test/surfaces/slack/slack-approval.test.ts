@@ -7,6 +7,7 @@ import { roomName } from "../../../src/objects/conversation/room-client.ts";
 import { createTestAgent, json } from "../../helpers/api.ts";
 import { settledJournal } from "../../helpers/room-journal.ts";
 import {
+  ADMIN,
   ALICE,
   appMention,
   BOB,
@@ -86,7 +87,7 @@ describe("Slack tool approval", () => {
       return shown[0]!;
     });
     expect(told).toMatchObject({ user: BOB });
-    expect(told.text).toContain("Only the person who asked");
+    expect(told.text).toContain("Only the person who asked, or a workspace admin");
 
     expect(await outcome(await click(ALICE, "Approve"))).toBe("answered");
     await settledJournal(roomName(agentId, `slack:${channel}:${ts}`));
@@ -111,6 +112,18 @@ describe("Slack tool approval", () => {
       expect(updated.text).toContain("alice denied");
     });
     expect(await outcome(await click(ALICE, "Approve"))).toBe("gone");
+  });
+
+  it("lets a workspace admin answer for the requester (users.info is_admin)", async () => {
+    const { agentId, channel, ts, prompt, click } = await pausedTurn();
+    expect(await outcome(await click(ADMIN, "Deny"))).toBe("answered");
+    await settledJournal(roomName(agentId, `slack:${channel}:${ts}`));
+    await vi.waitFor(() => {
+      const updated = slack.posted(channel).find((message) => message.ts === prompt.ts)!;
+      expect(updated.text).toContain("denied");
+      expect(updated.blocks).not.toContainEqual(expect.objectContaining({ type: "actions" }));
+    });
+    expect(slack.callsTo("users.info").some((call) => call.body.user === ADMIN)).toBe(true);
   });
 
   it("refuses an unsigned click with 401, deciding nothing", async () => {

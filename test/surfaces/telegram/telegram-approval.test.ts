@@ -11,6 +11,7 @@ import {
   groupChatId,
   postUpdate,
   TELEGRAM_BOT,
+  TELEGRAM_OWNER_ID,
   useTelegramStandIns,
 } from "../../helpers/telegram.ts";
 
@@ -97,5 +98,14 @@ describe("Telegram tool approval", () => {
     expect(telegram.messageText(chatId, prompt.messageId)).toContain("Alice denied remember");
     // A second press on the answered prompt finds nothing waiting.
     expect(await outcome(await postUpdate(press(alice, "Approve")))).toBe("skipped");
+  });
+
+  it("lets one of the bot's owners (TELEGRAM_OWNER_IDS) answer for the requester", async () => {
+    const { agentId, chatId, prompt, press } = await pausedTurn();
+    const owner = { id: TELEGRAM_OWNER_ID, first_name: "Owner" };
+    expect(await outcome(await postUpdate(press(owner, "Approve")))).toBe("answered");
+    await settledJournal(roomName(agentId, `telegram:${chatId}`));
+    expect(telegram.messageText(chatId, prompt.messageId)).toContain("Owner approved");
+    expect(telegram.sent(chatId).at(-1)).toBe("Noted.");
   });
 });

@@ -18,6 +18,7 @@ import {
   slackWebApi,
 } from "../../../clients/slack/slack-surface.ts";
 import { loadConfig } from "../../../config.ts";
+import { configuredOwners } from "../../../clients/chat/intake.ts";
 import { stores } from "../../../db/stores/index.ts";
 import { errorField, log } from "../../../log.ts";
 import { deleteMemories } from "../../../memory/memory-repo.ts";
@@ -86,16 +87,24 @@ async function onClick(c: Ctx, payload: BlockActionsPayload): Promise<Outcome> {
     roomId: click.roomId,
     addressed: true,
   };
-  const result = await resolveApproval(c.env, click.agentId, click.roomId, {
+  const answer = {
     approvalId: click.approvalId,
     approve: click.verdict === "approve",
     userId: click.userId,
     userName: click.userName,
     via,
-  });
+  };
+  let result = await resolveApproval(c.env, click.agentId, click.roomId, answer);
+  // Not the requester: a workspace admin or owner, or one of SLACK_OWNER_IDS, may answer for them.
+  // Looked up only then, so the requester's own click costs no Web API call.
+  if (result.status === "not_yours" && (await answersForOthers(c, click.userId)))
+    result = await resolveApproval(c.env, click.agentId, click.roomId, {
+      ...answer,
+      onBehalf: true,
+    });
   switch (result.status) {
     case "not_yours":
-      tell("Only the person who asked can approve or deny this.");
+      tell("Only the person who asked, or a workspace admin, can approve or deny this.");
       return "not_yours";
     case "gone":
       tell("This request is no longer waiting for an answer.");
@@ -168,4 +177,17 @@ function afterAck(c: Ctx, work: () => Promise<unknown>): void {
       log.warn("slack_interaction_followup_failed", { error: errorField(error) }),
     ),
   );
+}
+
+/** A workspace admin or owner (users.info, one attempt), or one of the bot's SLACK_OWNER_IDS. */
+async function answersForOthers(c: Ctx, userId: string): Promise<boolean> {
+  const id = userId.replace(/^slack:/, "");
+  if (configuredOwners(loadConfig(c.env), "slack").includes(id)) return true;
+  try {
+    const user = await slackWebApi(c.env, { maxAttempts: 1 }).usersInfo(id);
+    return user.is_admin === true || user.is_owner === true;
+  } catch (error) {
+    log.warn("slack_admin_lookup_failed", { error: errorField(error) });
+    return false;
+  }
 }

@@ -10,7 +10,7 @@
 import { OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import type { AppEnv } from "../../app-env.ts";
-import { amendMessage, takeMessage } from "../../../clients/chat/intake.ts";
+import { amendMessage, configuredOwners, takeMessage } from "../../../clients/chat/intake.ts";
 import {
   approvalResultText,
   parseApprovalCallbackData,
@@ -219,16 +219,21 @@ async function onPress(c: Ctx, press: CallbackQuery): Promise<Outcome> {
     messageId: prompt.message_id,
     addressed: true,
   };
+  // The bot's owners (TELEGRAM_OWNER_IDS) may answer for whoever asked.
+  const owner = configuredOwners(loadConfig(c.env), "telegram").includes(String(press.from.id));
   const result = await resolveApproval(c.env, button.agentId, roomIdOf(prompt), {
     approvalId: button.approvalId,
     approve: button.approve,
     userId: `telegram:${String(press.from.id)}`,
     userName: name,
     via,
+    ...(owner ? { onBehalf: true } : {}),
   });
   switch (result.status) {
     case "not_yours":
-      await notice("Only the person who asked can approve or deny this.");
+      await notice(
+        "Only the person who asked, or one of the bot's owners, can approve or deny this.",
+      );
       return "skipped";
     case "gone":
       await notice("This request is no longer waiting for an answer.");
