@@ -155,7 +155,7 @@ export class DiscordRateLimits {
     }
     if (wait > 0) return Math.ceil(wait);
     if (bucket) bucket.remaining -= 1;
-    else if (!this.bucketOf.has(route.template)) this.probes.set(probeKey, now);
+    else if (!this.bucketOf.has(route.template)) this.remember(this.probes, probeKey, now);
     if (route.global) this.sent.push(now);
     return 0;
   }

@@ -212,14 +212,12 @@ export function createDiscordRest(options: DiscordRestOptions = {}): DiscordRest
     async typing(channelId) {
       const path = `/channels/${channelId}/typing`;
       const route = discordRoute("POST", path);
+      const authorization = bot();
       // Best effort: skipped rather than waited for when the limits are tight.
       if ((await limiter.reserve(route)) > 0) return;
       let response: Response;
       try {
-        response = await doFetch(`${base}${path}`, {
-          method: "POST",
-          headers: { authorization: bot() },
-        });
+        response = await doFetch(`${base}${path}`, { method: "POST", headers: { authorization } });
       } catch (error) {
         await report(route, rateLimitSeen(0, new Headers(), ""));
         throw error;
