@@ -3,45 +3,33 @@
 // (or the agent's task object) keeps the pending state; a click is routed back to it by the
 // prefix, the agent id and (for a room) the channel it carries.
 import { APPROVAL_WINDOW_MS } from "../../objects/shared/approvals.ts";
+import {
+  type ApprovalButton,
+  type ApprovalTarget,
+  canRouteApprovalWithin,
+  decodeApprovalButton,
+  encodeApprovalButton,
+} from "../chat/approval-button.ts";
 import type { DiscordMessageBody } from "./rest.ts";
 
 /** Discord's limit on a component's custom_id. */
 const MAX_CUSTOM_ID = 100;
-/** Where a click goes: `ap` to the channel's chat room, `tap` to the agent's task object. */
-const PREFIXES = { room: "ap", task: "tap" } as const;
 const MAX_ARGUMENT_CHARS = 1_200;
 
-export type ApprovalTarget = keyof typeof PREFIXES;
-
-export interface ApprovalButton {
-  approve: boolean;
-  approvalId: string;
-  agentId: string;
-  target: ApprovalTarget;
-}
+export type { ApprovalButton, ApprovalTarget };
 
 /** `<ap|tap>:<y|n>:<approval id>:<agent id>`, or null when the agent id is too long to fit. */
 export function approvalCustomId(button: ApprovalButton): string | null {
-  const id = `${PREFIXES[button.target]}:${button.approve ? "y" : "n"}:${button.approvalId}:${button.agentId}`;
-  return id.length <= MAX_CUSTOM_ID ? id : null;
+  return encodeApprovalButton(button, MAX_CUSTOM_ID);
 }
 
 export function parseApprovalCustomId(customId: string): ApprovalButton | null {
-  const match = /^(ap|tap):([yn]):([0-9a-f]{16}):([A-Za-z0-9][A-Za-z0-9_.:@-]{0,127})$/.exec(
-    customId,
-  );
-  if (!match) return null;
-  return {
-    target: match[1] === "tap" ? "task" : "room",
-    approve: match[2] === "y",
-    approvalId: match[3]!,
-    agentId: match[4]!,
-  };
+  return decodeApprovalButton(customId);
 }
 
 /** Whether a click on an approval for this agent could be routed back (its id fits a custom_id). */
 export function canRouteApproval(agentId: string, target: ApprovalTarget = "room"): boolean {
-  return approvalCustomId({ approve: false, approvalId: "x".repeat(16), agentId, target }) !== null;
+  return canRouteApprovalWithin(agentId, target, MAX_CUSTOM_ID);
 }
 
 export interface ApprovalPromptInput {

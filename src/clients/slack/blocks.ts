@@ -1,8 +1,14 @@
 // Tool approval on Slack: the Block Kit message with Approve / Deny buttons a paused turn or task
 // posts, the buttons' action ids, and what the message becomes once answered or expired. A click
 // (block_actions) is routed back by the action id, `<ap|tap>:<y|n>:<approval id>:<agent id>` as on
-// Discord, and for a room by the button's value, the room id, checked against the clicked channel.
+// every platform (src/clients/chat/approval-button.ts), and for a room by the button's value, the room id, checked against the clicked channel.
 import { APPROVAL_WINDOW_MS } from "../../objects/shared/approvals.ts";
+import {
+  type ApprovalTarget,
+  canRouteApprovalWithin,
+  decodeApprovalButton,
+  encodeApprovalButton,
+} from "../chat/approval-button.ts";
 import type { BlockAction, BlockActionsPayload } from "./events.ts";
 import { escapeSlackText } from "./web-api.ts";
 
@@ -11,12 +17,9 @@ const MAX_ACTION_ID = 255;
 /** Block Kit's limit on a section's text is 3,000; the escaped arguments get at most this much. */
 const MAX_ARGUMENT_CHARS = 1_800;
 const MAX_NAME_CHARS = 100;
-/** Where a click goes: `ap` to the room the prompt was posted in, `tap` to the agent's task object. */
-const PREFIXES = { room: "ap", task: "tap" } as const;
-const ACTION_ID = /^(ap|tap):([yn]):([0-9a-f]{16}):([A-Za-z0-9][A-Za-z0-9_.:@-]{0,127})$/;
 const ROOM_ID = /^slack:([A-Z0-9]{2,32})(?::\d{1,12}\.\d{1,9})?$/;
 
-export type ApprovalTarget = keyof typeof PREFIXES;
+export type { ApprovalTarget };
 export type ApprovalVerdict = "approve" | "deny";
 
 export interface ApprovalAction {
@@ -54,27 +57,26 @@ export interface ApprovalPromptInput {
 export function approvalActionId(
   action: Pick<ApprovalAction, "verdict" | "approvalId" | "agentId" | "target">,
 ): string | null {
-  const id = `${PREFIXES[action.target]}:${action.verdict === "approve" ? "y" : "n"}:${action.approvalId}:${action.agentId}`;
-  return ACTION_ID.test(id) && id.length <= MAX_ACTION_ID ? id : null;
+  const { verdict, ...button } = action;
+  return encodeApprovalButton({ ...button, approve: verdict === "approve" }, MAX_ACTION_ID);
 }
 
 /** A button's action back to what the click handler needs; null for any other button. */
 export function parseApprovalAction(
   action: Pick<BlockAction, "action_id" | "value">,
 ): ApprovalAction | null {
-  const match = ACTION_ID.exec(action.action_id);
-  if (!match) return null;
-  const target: ApprovalTarget = match[1] === "tap" ? "task" : "room";
+  const button = decodeApprovalButton(action.action_id);
+  if (!button) return null;
   let roomId: string | null = null;
-  if (target === "room") {
+  if (button.target === "room") {
     if (!action.value || !ROOM_ID.test(action.value)) return null;
     roomId = action.value;
   }
   return {
-    target,
-    verdict: match[2] === "y" ? "approve" : "deny",
-    approvalId: match[3]!,
-    agentId: match[4]!,
+    target: button.target,
+    verdict: button.approve ? "approve" : "deny",
+    approvalId: button.approvalId,
+    agentId: button.agentId,
     roomId,
   };
 }
@@ -110,8 +112,7 @@ export function approvalClickOf(payload: BlockActionsPayload): ApprovalClick | n
 
 /** Whether a click on an approval for this agent could be routed back (its id fits an action_id). */
 export function canRouteApproval(agentId: string, target: ApprovalTarget = "room"): boolean {
-  const probe = { verdict: "deny", approvalId: "0".repeat(16), agentId, target } as const;
-  return approvalActionId(probe) !== null;
+  return canRouteApprovalWithin(agentId, target, MAX_ACTION_ID);
 }
 
 export function approvalPromptBlocks(input: ApprovalPromptInput): SlackPrompt {

@@ -3,52 +3,34 @@
 // room (or the agent's task object) keeps the pending state; a press is routed back to it by the
 // prefix, the agent id it carries and (for a room) the chat and topic the pressed message is in.
 import { APPROVAL_WINDOW_MS } from "../../objects/shared/approvals.ts";
+import {
+  type ApprovalButton,
+  type ApprovalTarget,
+  canRouteApprovalWithin,
+  decodeApprovalButton,
+  encodeApprovalButton,
+} from "../chat/approval-button.ts";
 import { type InlineKeyboardMarkup, TELEGRAM_MESSAGE_LIMIT } from "./bot-api.ts";
 
-/** Bot API: an inline button's callback_data is 1-64 bytes. */
+/** Bot API: an inline button's callback_data is 1-64 bytes (agent ids are ASCII: bytes). */
 export const MAX_CALLBACK_DATA_BYTES = 64;
-/** Where a press goes: `ap` to the chat's room, `tap` to the agent's task object. */
-const PREFIXES = { room: "ap", task: "tap" } as const;
 const MAX_ARGUMENT_CHARS = 1_200;
-/**
- * `<ap|tap>:<y|n>:<approval id: 16 hex>:<agent id>`. Agent ids are those of AGENT_ID_PATTERN
- * (src/db/stores/agent-store.ts), ASCII, so characters are bytes here.
- */
-const CALLBACK_DATA = /^(ap|tap):([yn]):([0-9a-f]{16}):([A-Za-z0-9][A-Za-z0-9_-]{0,63})$/;
 
-export type ApprovalTarget = keyof typeof PREFIXES;
-
-export interface ApprovalButton {
-  approve: boolean;
-  approvalId: string;
-  agentId: string;
-  target: ApprovalTarget;
-}
+export type { ApprovalButton, ApprovalTarget };
 
 /** The button's callback_data, or null when it would pass 64 bytes (an agent id over 41-42 chars). */
 export function approvalCallbackData(button: ApprovalButton): string | null {
-  const data = `${PREFIXES[button.target]}:${button.approve ? "y" : "n"}:${button.approvalId}:${button.agentId}`;
-  if (new TextEncoder().encode(data).byteLength > MAX_CALLBACK_DATA_BYTES) return null;
-  return CALLBACK_DATA.test(data) ? data : null;
+  return encodeApprovalButton(button, MAX_CALLBACK_DATA_BYTES);
 }
 
 /** The button a press names, or null for any other callback_data. */
 export function parseApprovalCallbackData(data: string): ApprovalButton | null {
-  if (new TextEncoder().encode(data).byteLength > MAX_CALLBACK_DATA_BYTES) return null;
-  const match = CALLBACK_DATA.exec(data);
-  if (!match) return null;
-  return {
-    target: match[1] === "tap" ? "task" : "room",
-    approve: match[2] === "y",
-    approvalId: match[3]!,
-    agentId: match[4]!,
-  };
+  return data.length > MAX_CALLBACK_DATA_BYTES ? null : decodeApprovalButton(data);
 }
 
 /** Whether a press on an approval for this agent could be routed back (its id fits the data). */
 export function canRouteApproval(agentId: string, target: ApprovalTarget = "room"): boolean {
-  const probe = { approve: false, approvalId: "0".repeat(16), agentId, target };
-  return approvalCallbackData(probe) !== null;
+  return canRouteApprovalWithin(agentId, target, MAX_CALLBACK_DATA_BYTES);
 }
 
 export interface ApprovalPromptInput {

@@ -93,7 +93,7 @@ describe("Approval action ids: round trip", () => {
         const action_id = approvalActionId({
           verdict,
           approvalId: APPROVAL,
-          agentId: "team.bot-2",
+          agentId: "team-bot_2",
           target,
         });
         expect(action_id).not.toBeNull();
@@ -101,7 +101,7 @@ describe("Approval action ids: round trip", () => {
         expect(parseApprovalAction({ action_id: action_id!, value })).toEqual({
           verdict,
           approvalId: APPROVAL,
-          agentId: "team.bot-2",
+          agentId: "team-bot_2",
           target,
           roomId: target === "room" ? ROOM : null,
         });
