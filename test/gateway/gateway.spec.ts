@@ -332,6 +332,33 @@ describe("Gateway: settings per server and channel", () => {
     }
   });
 
+  it("a thread takes its parent channel's allow-list entry and settings (parent learnt from THREAD_CREATE)", async () => {
+    const parent = snowflake();
+    const thread = snowflake();
+    const elsewhere = snowflake();
+    await configure({ allowedChannels: [parent], channels: { [parent]: { respond: "always" } } });
+    try {
+      await handedOver(
+        await dispatch({
+          t: "THREAD_CREATE",
+          d: { id: thread, parent_id: parent, guild_id: SERVER, type: 11, name: "plans" },
+        }),
+      );
+      model.script({ text: "Answered in the thread." });
+      await handedOver(await dispatch(messageEvent(thread, "thoughts?", { guild: SERVER })));
+      await settledJournal(discordRoom(defaultAgent, thread));
+      const [reply] = await waitForReplies(thread, 1);
+      expect(reply!.body.content).toBe("Answered in the thread.");
+      // A channel that is neither listed nor a listed channel's thread stays unanswered.
+      await handedOver(
+        await dispatch(messageEvent(elsewhere, "hello?", { guild: SERVER, mention: true })),
+      );
+      expect(await journalRows(discordRoom(defaultAgent, elsewhere))).toEqual([]);
+    } finally {
+      await configure({});
+    }
+  });
+
   it("a role-gated tool is offered to a member with its role and not to one without", async () => {
     const role = "555000000000000077";
     await configure({ guilds: { [SERVER]: { toolRoles: { current_time: [role] } } } });

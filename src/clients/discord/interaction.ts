@@ -94,7 +94,20 @@ const Base = z.object({
     })
     .optional(),
   user: User.optional(),
+  /** The channel it was used in; a thread's (types 10-12) parent_id is the channel it is in. */
+  channel: z
+    .object({ id: Snowflake, type: z.number().int(), parent_id: Snowflake.nullish() })
+    .optional()
+    .catch(undefined),
 });
+
+/** The channel a thread belongs to, when the interaction was used in a thread; else null. */
+export function threadParentOf(interaction: {
+  channel?: { type: number; parent_id?: string | null } | undefined;
+}): string | null {
+  const channel = interaction.channel;
+  return channel && [10, 11, 12].includes(channel.type) ? (channel.parent_id ?? null) : null;
+}
 
 export const Interaction = z.discriminatedUnion("type", [
   z.object({ type: z.literal(InteractionType.PING), id: Snowflake, application_id: Snowflake }),

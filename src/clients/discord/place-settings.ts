@@ -1,7 +1,7 @@
 // Settings per Discord server and channel (`POST /clients/discord/config` `guilds` and `channels`),
-// resolved for one message: the agent (a channel's `/agent` choice, else its server's agent, else
-// the default) and the turn's place policy (respond mode and tools: the channel's setting, else
-// its server's; role-gated tools withheld from a member without one of their roles). Pure: the
+// resolved for one message: the agent (a channel's `/agent` choice, a thread's parent's, else its
+// server's agent, else the default) and the turn's place policy (respond mode and tools: the
+// channel's setting, a thread's parent's, else its server's; role-gated tools withheld from a member without one of their roles). Pure: the
 // caller reads the config and the channel's agent (one D1 batch) and knows the member's roles.
 import type { DiscordConfig } from "../../db/stores/discord-settings-store.ts";
 import type { PlacePolicy } from "../../runtime/turn/turn-types.ts";
@@ -10,6 +10,8 @@ export interface DiscordPlace {
   /** null in a DM. */
   guildId: string | null;
   channelId: string;
+  /** A thread's parent channel: its settings apply where the thread sets none. */
+  parentId?: string | null;
 }
 
 /** The agent serving a channel: its `/agent` choice, its server's agent, the default agent. */
@@ -37,8 +39,9 @@ export function placePolicy(
 ): PlacePolicy | undefined {
   const guild = place.guildId ? config.guilds[place.guildId] : undefined;
   const channel = config.channels[place.channelId];
-  const respond = channel?.respond ?? guild?.respond;
-  const tools = channel?.tools ?? guild?.tools;
+  const parent = place.parentId ? config.channels[place.parentId] : undefined;
+  const respond = channel?.respond ?? parent?.respond ?? guild?.respond;
+  const tools = channel?.tools ?? parent?.tools ?? guild?.tools;
   const withheld = new Set<string>();
   if (guild?.toolRoles) {
     for (const [tool, roles] of Object.entries(guild.toolRoles))

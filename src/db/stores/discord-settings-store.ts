@@ -1,7 +1,7 @@
 // Where Discord settings live in D1: the agent chosen for each channel (`/agent`) and the client
 // configuration (`POST /clients/discord/config`: default agent, allowed channels). The config
 // column is validated with its schema on the way back, like every JSON column.
-import { eq, sql } from "drizzle-orm";
+import { eq, inArray, sql } from "drizzle-orm";
 import { z } from "zod";
 import type { Db } from "../db.ts";
 import { readJsonColumn } from "../json-column.ts";
@@ -75,8 +75,14 @@ export interface ChannelChoice {
 export interface DiscordSettingsStore {
   readConfig(): Promise<DiscordConfig>;
   writeConfig(config: DiscordConfig, now: number): Promise<void>;
-  /** The channel's own agent and the client config, in one round trip. */
-  channelContext(channelId: string): Promise<{ agentId: string | null; config: DiscordConfig }>;
+  /**
+   * The channel's own agent (a thread without one: its parent's) and the client config, in one
+   * round trip.
+   */
+  channelContext(
+    channelId: string,
+    parentId?: string | null,
+  ): Promise<{ agentId: string | null; config: DiscordConfig }>;
   setChannelAgent(entry: ChannelChoice): Promise<void>;
 }
 
@@ -101,15 +107,20 @@ export function createDiscordSettingsStore(db: Db): DiscordSettingsStore {
           set: { config: value, updatedAt: now },
         });
     },
-    async channelContext(channelId) {
-      const [channel, config] = await db.batch([
+    async channelContext(channelId, parentId) {
+      const ids = parentId ? [channelId, parentId] : [channelId];
+      const [channels, config] = await db.batch([
         db
-          .select({ agentId: discordChannels.agentId })
+          .select({ channelId: discordChannels.channelId, agentId: discordChannels.agentId })
           .from(discordChannels)
-          .where(eq(discordChannels.channelId, channelId)),
+          .where(inArray(discordChannels.channelId, ids)),
         db.select().from(clientConfigs).where(eq(clientConfigs.clientId, "discord")),
       ]);
-      return { agentId: channel[0]?.agentId ?? null, config: parseConfig(config[0]) };
+      const agentOf = (id: string) => channels.find((row) => row.channelId === id)?.agentId;
+      return {
+        agentId: agentOf(channelId) ?? (parentId ? agentOf(parentId) : undefined) ?? null,
+        config: parseConfig(config[0]),
+      };
     },
     async setChannelAgent(entry) {
       await db

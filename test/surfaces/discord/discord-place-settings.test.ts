@@ -161,6 +161,41 @@ describe("Discord settings per server and channel: a /chat turn", () => {
     expect(offeredTools()).toEqual(["current_time", "get_chat_history"]);
   });
 
+  it("a /chat in a thread takes its parent's /agent, allow-list entry and tools; a category does not count", async () => {
+    const parent = snowflake();
+    const agentId = await useAgentIn(parent);
+    discord.reset();
+    const category = snowflake();
+    expect(
+      (
+        await configure({
+          allowedChannels: [parent, category],
+          channels: { [parent]: { tools: ["current_time"] }, [category]: { tools: ["remember"] } },
+        })
+      ).status,
+    ).toBe(200);
+    const guildId = snowflake();
+    const inChannel = (channel: Record<string, unknown>) => {
+      const body = JSON.parse(chatIn(guildId, String(channel.id), "what can you do?")) as Record<
+        string,
+        unknown
+      >;
+      body.channel = channel;
+      return JSON.stringify(body);
+    };
+    const thread = snowflake();
+    model.script({ text: "ok" });
+    const answered = await post(inChannel({ id: thread, type: 11, parent_id: parent }));
+    expect(await json(answered)).toEqual({ type: 5 });
+    await settledJournal(discordRoom(agentId, thread));
+    expect(offeredTools()).toEqual(["current_time"]);
+    // A text channel's parent_id is its category: not a thread, so the category's entry is not its.
+    const refused = await post(inChannel({ id: snowflake(), type: 0, parent_id: category }));
+    expect((await json<{ data: { content: string } }>(refused)).data.content).toContain(
+      "not enabled in this channel",
+    );
+  });
+
   it("leaves the agent's tools alone in a server with no settings", async () => {
     const channel = snowflake();
     const agentId = await useAgentIn(channel);

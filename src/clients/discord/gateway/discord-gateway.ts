@@ -13,6 +13,7 @@ import { errorField, log } from "../../../log.ts";
 import type { DiscordGatewayRpc, GatewayStatus, ShardStatus } from "../../../rpc.ts";
 import { sha256Hex } from "../../../runtime/util/hashing.ts";
 import { BotRoles, StoredBotRoles } from "./bot-roles.ts";
+import { StoredThreadParents, ThreadParents } from "./thread-parents.ts";
 import { GatewayEvents } from "./gateway-events.ts";
 import { fetchGatewayBot, gatewayUrlAllowed } from "./gateway-bot.ts";
 import { coordinatorName } from "./gateway-client.ts";
@@ -56,6 +57,7 @@ export class DiscordGateway extends DurableObject<Env> implements DiscordGateway
   private readonly coordinator: GatewayCoordinator;
   private readonly watermark: SeqWatermark;
   private readonly roles: BotRoles;
+  private readonly threads: ThreadParents;
   private readonly events: GatewayEvents;
   private readonly stats = {
     reconnects: 0,
@@ -84,8 +86,10 @@ export class DiscordGateway extends DurableObject<Env> implements DiscordGateway
         .parse(kv.get("seq") ?? null),
     );
     this.roles = new BotRoles(StoredBotRoles.catch({}).parse(kv.get("roles") ?? {}));
+    this.threads = new ThreadParents(StoredThreadParents.catch({}).parse(kv.get("threads") ?? {}));
     this.events = new GatewayEvents({
       env,
+      parentOf: (channelId) => this.threads.parentOf(channelId),
       bot: () => {
         const bot = this.botUser();
         return bot
@@ -348,6 +352,7 @@ export class DiscordGateway extends DurableObject<Env> implements DiscordGateway
     const bot = this.botUser();
     if (bot && this.roles.note(event, data, bot.id))
       this.ctx.storage.kv.put("roles", this.roles.toJSON());
+    if (this.threads.note(event, data)) this.ctx.storage.kv.put("threads", this.threads.toJSON());
     if (MESSAGE_EVENTS.has(event)) void this.events.handle(event, data).finally(finished);
     else finished();
   }

@@ -39,11 +39,15 @@ interface ChannelRoute {
   agentId: string | null;
   allowed: boolean;
   config: DiscordConfig;
+  /** A thread's parent channel, whose agent, allow-list entry and settings it takes. */
+  parentId: string | null;
 }
 
 export interface GatewayEventsOptions {
   env: Env;
   bot(): BotIdentity | null;
+  /** The channel a thread belongs to (learnt from the Guilds intent's events); null otherwise. */
+  parentOf?(channelId: string): string | null;
   now?: () => number;
   /** Tests shrink the caches' size caps (default MAX_CACHED_CHANNELS, MAX_CACHED_AGENTS). */
   maxCached?: { channels: number; agents: number };
@@ -119,7 +123,7 @@ export class GatewayEvents {
     const owner = loadConfig(env).discordOwnerIds.includes(intake.userId);
     const place = placePolicy(
       route.config,
-      { guildId: intake.guildId, channelId: intake.channelId },
+      { guildId: intake.guildId, channelId: intake.channelId, parentId: route.parentId },
       { roles: intake.roles, owner },
     );
     const delivery: DiscordMessageDelivery = {
@@ -210,18 +214,25 @@ export class GatewayEvents {
   }
 
   /**
-   * The channel's agent (its `/agent` choice, its server's agent, the default) and whether the bot
-   * may answer there, with the settings the place's policy is read from; cached per channel.
+   * The channel's agent (its `/agent` choice, a thread's parent's, its server's agent, the default)
+   * and whether the bot may answer there (a thread: when it or its parent is allowed), with the
+   * settings the place's policy is read from; cached per channel.
    */
   private async routeOf(channelId: string, guildId: string | null): Promise<ChannelRoute> {
     const now = this.now();
     let route = this.routes.get(channelId, now);
     if (!route) {
-      const { agentId, config } = await stores(this.options.env).discord.channelContext(channelId);
+      const parentId = this.options.parentOf?.(channelId) ?? null;
+      const { agentId, config } = await stores(this.options.env).discord.channelContext(
+        channelId,
+        parentId,
+      );
+      const listed = (id: string | null) => id !== null && config.allowedChannels.includes(id);
       route = {
-        agentId: placeAgent(config, { guildId, channelId }, agentId),
-        allowed: config.allowedChannels.length === 0 || config.allowedChannels.includes(channelId),
+        agentId: placeAgent(config, { guildId, channelId, parentId }, agentId),
+        allowed: config.allowedChannels.length === 0 || listed(channelId) || listed(parentId),
         config,
+        parentId,
       };
       this.routes.set(channelId, route, now);
     }

@@ -12,6 +12,7 @@ import {
   invoker,
   ResponseType,
   stringOption,
+  threadParentOf,
   type CommandInteraction,
 } from "../../../clients/discord/interaction.ts";
 import {
@@ -85,7 +86,7 @@ export async function command(c: Ctx, interaction: CommandInteraction) {
       );
       const place = placePolicy(
         discordConfig,
-        { guildId: interaction.guild_id ?? null, channelId },
+        { guildId: interaction.guild_id ?? null, channelId, parentId: threadParentOf(interaction) },
         { roles: interaction.member?.roles ?? [], owner: principal.owner },
       );
       await enqueueTurn(c.env, {

@@ -10,6 +10,7 @@ import { keepAliveOf } from "../../auth.ts";
 import {
   EPHEMERAL,
   ResponseType,
+  threadParentOf,
   type CommandInteraction,
 } from "../../../clients/discord/interaction.ts";
 import { discordOwners, type DiscordOwners } from "../../../clients/discord/owners.ts";
@@ -52,15 +53,21 @@ export async function resolveAgent(
   interaction: CommandInteraction,
   channelId: string,
 ): Promise<{ agentId: string; config: DiscordConfig } | { refusal: ReturnType<typeof message> }> {
-  const { agentId, config } = await stores(c.env).discord.channelContext(channelId);
-  if (config.allowedChannels.length > 0 && !config.allowedChannels.includes(channelId)) {
+  const parentId = threadParentOf(interaction);
+  const { agentId, config } = await stores(c.env).discord.channelContext(channelId, parentId);
+  const listed = (id: string | null) => id !== null && config.allowedChannels.includes(id);
+  if (config.allowedChannels.length > 0 && !listed(channelId) && !listed(parentId)) {
     return {
       refusal: message(
         "I'm not enabled in this channel. A server manager can add it to the bot's allowed channels.",
       ),
     };
   }
-  const chosen = placeAgent(config, { guildId: interaction.guild_id ?? null, channelId }, agentId);
+  const chosen = placeAgent(
+    config,
+    { guildId: interaction.guild_id ?? null, channelId, parentId },
+    agentId,
+  );
   if (!chosen)
     return {
       refusal: message(
