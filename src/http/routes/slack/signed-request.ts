@@ -6,16 +6,13 @@
 // installs the app in one workspace only.
 import type { Context } from "hono";
 import type { AppEnv } from "../../app-env.ts";
+import { readCappedBody } from "../../capped-body.ts";
 import { verifySlackSignature } from "../../../clients/slack/signature.ts";
 import { type SlackBotIdentity, slackBotIdentity } from "../../../clients/slack/bot-identity.ts";
 import { slackWebApi } from "../../../clients/slack/slack-surface.ts";
 import { loadConfig } from "../../../config.ts";
 import { log } from "../../../log.ts";
-import {
-  NotConfiguredError,
-  PayloadTooLargeError,
-  UnauthorizedError,
-} from "../../../runtime/util/errors.ts";
+import { NotConfiguredError, UnauthorizedError } from "../../../runtime/util/errors.ts";
 
 /** Events, interactions and commands are a few KB; Slack's largest message text is 40,000 chars. */
 export const MAX_SLACK_BODY_BYTES = 1024 * 1024;
@@ -31,7 +28,7 @@ export async function readSignedSlackBody(c: Context<AppEnv>): Promise<SignedSla
     throw new NotConfiguredError(
       "Slack is not configured: set SLACK_BOT_TOKEN and SLACK_SIGNING_SECRET",
     );
-  const bytes = await readCapped(c.req.raw, MAX_SLACK_BODY_BYTES);
+  const bytes = await readCappedBody(c.req.raw, MAX_SLACK_BODY_BYTES);
   const verdict = await verifySlackSignature({
     signingSecret: slack.signingSecret,
     timestamp: c.req.header("x-slack-request-timestamp"),
@@ -64,30 +61,4 @@ export async function botOfWorkspace(
     return null;
   }
   return bot;
-}
-
-async function readCapped(request: Request, maxBytes: number): Promise<Uint8Array> {
-  const tooLarge = () => new PayloadTooLargeError(`request body is larger than ${maxBytes} bytes`);
-  if (Number(request.headers.get("content-length") ?? 0) > maxBytes) throw tooLarge();
-  if (!request.body) return new Uint8Array();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  const reader = request.body.getReader();
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > maxBytes) {
-      await reader.cancel();
-      throw tooLarge();
-    }
-    chunks.push(value);
-  }
-  const out = new Uint8Array(size);
-  let offset = 0;
-  for (const chunk of chunks) {
-    out.set(chunk, offset);
-    offset += chunk.byteLength;
-  }
-  return out;
 }

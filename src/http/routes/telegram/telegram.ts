@@ -10,6 +10,7 @@
 import { OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import type { AppEnv } from "../../app-env.ts";
+import { readCappedBody } from "../../capped-body.ts";
 import { amendMessage, configuredOwners, takeMessage } from "../../../clients/chat/intake.ts";
 import {
   approvalResultText,
@@ -49,7 +50,6 @@ import { deleteMemories } from "../../../memory/memory-repo.ts";
 import { forgetRoomHistory, resolveApproval } from "../../../objects/conversation/room-client.ts";
 import {
   NotConfiguredError,
-  PayloadTooLargeError,
   UnauthorizedError,
   ValidationError,
 } from "../../../runtime/util/errors.ts";
@@ -110,7 +110,7 @@ export function telegramRoutes(): OpenAPIHono<AppEnv> {
     const given = c.req.header(SECRET_HEADER);
     if (!given || !(await sameSecret(given, telegram.webhookSecret)))
       throw new UnauthorizedError("missing or wrong X-Telegram-Bot-Api-Secret-Token");
-    const raw = await readCapped(c.req.raw, MAX_TELEGRAM_UPDATE_BYTES);
+    const raw = await readCappedBody(c.req.raw, MAX_TELEGRAM_UPDATE_BYTES);
     let body: unknown;
     try {
       body = JSON.parse(new TextDecoder().decode(raw));
@@ -340,31 +340,4 @@ async function sameSecret(given: string, expected: string): Promise<boolean> {
   const digest = (text: string) => crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
   const [a, b] = await Promise.all([digest(given), digest(expected)]);
   return crypto.subtle.timingSafeEqual(a, b);
-}
-
-/** The body, refused (413) past `maxBytes` by its declared length or while it streams in. */
-async function readCapped(request: Request, maxBytes: number): Promise<Uint8Array> {
-  const tooLarge = () => new PayloadTooLargeError(`request body is larger than ${maxBytes} bytes`);
-  if (Number(request.headers.get("content-length") ?? 0) > maxBytes) throw tooLarge();
-  if (!request.body) return new Uint8Array();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  const reader = request.body.getReader();
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > maxBytes) {
-      await reader.cancel();
-      throw tooLarge();
-    }
-    chunks.push(value);
-  }
-  const out = new Uint8Array(size);
-  let offset = 0;
-  for (const chunk of chunks) {
-    out.set(chunk, offset);
-    offset += chunk.byteLength;
-  }
-  return out;
 }
