@@ -50,8 +50,13 @@ export function placePolicy(
     for (const settings of Object.values(config.guilds))
       for (const tool of Object.keys(settings.toolRoles ?? {})) withheld.add(tool);
   }
+  const budgets = {
+    ...(guild?.memberDailyTokens ? { member: guild.memberDailyTokens } : {}),
+    ...(guild?.dailyTokens ? { server: guild.dailyTokens } : {}),
+  };
   const policy: PlacePolicy = {
     ...(respond ? { respond } : {}),
+    ...(Object.keys(budgets).length > 0 ? { budgets } : {}),
     ...(tools ? { tools: [...tools] } : {}),
     ...(withheld.size > 0 ? { withheldTools: [...withheld].sort() } : {}),
   };

@@ -4,6 +4,7 @@
 // client's schema on the way back. Discord keeps its own store: its config has more in it.
 import { eq } from "drizzle-orm";
 import { z } from "zod";
+import { MessageFilterRules } from "../../runtime/access/message-filter.ts";
 import type { Db } from "../db.ts";
 import { readJsonColumn } from "../json-column.ts";
 import { clientConfigs } from "../schema.ts";
@@ -15,6 +16,8 @@ const DefaultAgentId = z
   .nullable()
   .default(null);
 const MAX_ALLOWED = 1_000;
+/** Model tokens a day (UTC); at most ten billion. */
+const DailyTokens = z.number().int().positive().max(10_000_000_000);
 
 export const TelegramConfig = z.strictObject({
   defaultAgentId: DefaultAgentId,
@@ -26,6 +29,10 @@ export const TelegramConfig = z.strictObject({
     .array(z.string().regex(/^-?\d{1,20}$/, "a Telegram chat id (digits, negative for groups)"))
     .max(MAX_ALLOWED)
     .default([]),
+  /** Tokens each person's turns may spend a UTC day, over every chat. */
+  memberDailyTokens: DailyTokens.optional(),
+  /** What is declined before any model call (src/runtime/access/message-filter.ts). */
+  filter: MessageFilterRules.optional(),
 });
 export type TelegramConfig = z.infer<typeof TelegramConfig>;
 
@@ -39,6 +46,12 @@ export const SlackConfig = z.strictObject({
     .array(z.string().regex(/^[CGD][A-Z0-9]{2,31}$/, "a Slack channel id (C…, G… or D…)"))
     .max(MAX_ALLOWED)
     .default([]),
+  /** Tokens each member's turns may spend a UTC day. */
+  memberDailyTokens: DailyTokens.optional(),
+  /** Tokens the workspace's turns may spend a UTC day, every member together. */
+  dailyTokens: DailyTokens.optional(),
+  /** What is declined before any model call (src/runtime/access/message-filter.ts). */
+  filter: MessageFilterRules.optional(),
 });
 export type SlackConfig = z.infer<typeof SlackConfig>;
 

@@ -3,6 +3,7 @@
 // column is validated with its schema on the way back, like every JSON column.
 import { eq, inArray, sql } from "drizzle-orm";
 import { z } from "zod";
+import { MessageFilterRules } from "../../runtime/access/message-filter.ts";
 import type { Db } from "../db.ts";
 import { readJsonColumn } from "../json-column.ts";
 import { clientConfigs, discordChannels } from "../schema.ts";
@@ -27,7 +28,11 @@ const PlaceSettingsShape = {
     .optional(),
   /** When set, only these tools are offered there. */
   tools: z.array(ToolPattern).max(200).optional(),
+  /** A mention in a channel opens a thread named from the message; the conversation goes on there. */
+  autoThread: z.boolean().optional(),
 };
+/** Model tokens a day (UTC); at most ten billion. */
+const DailyTokens = z.number().int().positive().max(10_000_000_000);
 export const ChannelSettings = z.strictObject(PlaceSettingsShape);
 export type ChannelSettings = z.infer<typeof ChannelSettings>;
 export const GuildSettings = z.strictObject({
@@ -39,6 +44,12 @@ export const GuildSettings = z.strictObject({
     .record(ToolPattern, z.array(Snowflake("role")).min(1).max(50))
     .refine((roles) => Object.keys(roles).length <= 200, "at most 200 tools")
     .optional(),
+  /** Tokens the server's turns may spend a UTC day, every agent and member together. */
+  dailyTokens: DailyTokens.optional(),
+  /** Tokens each member's turns in the server may spend a UTC day. */
+  memberDailyTokens: DailyTokens.optional(),
+  /** What is declined before any model call (src/runtime/access/message-filter.ts). */
+  filter: MessageFilterRules.optional(),
 });
 export type GuildSettings = z.infer<typeof GuildSettings>;
 

@@ -5,6 +5,7 @@ import type { ChatMessage, TokenUsage, ToolCall } from "../ports/model.ts";
 import type { DelegationContext, ModelUsage, ToolOutput } from "../ports/tools.ts";
 import type { Principal } from "../access/principal.ts";
 import type { QueryEmbeddingOutcome } from "../ports/retrieval.ts";
+import type { FilterVerdict } from "../access/message-filter.ts";
 
 export interface TurnInput {
   turnId: string;
@@ -47,6 +48,14 @@ export interface PlacePolicy {
   tools?: string[];
   /** Tools the speaking member may not trigger here (their roles do not allow them). */
   withheldTools?: string[];
+  /**
+   * Daily token ceilings (UTC) of the place: `member` for the speaking member's turns there,
+   * `server` for all turns in the principal's server (its `guildId`). Read with the agent's own
+   * ceiling, before the model; a turn over one is answered with one notice a day, then not at all.
+   */
+  budgets?: { member?: number; server?: number };
+  /** The place's filter declined the message (src/runtime/access/message-filter.ts): stored, never answered. */
+  filtered?: FilterVerdict;
 }
 
 /** Whether a place lets a tool be offered in the turn. */

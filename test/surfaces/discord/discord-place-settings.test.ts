@@ -51,6 +51,12 @@ describe("Discord settings per server and channel: validation", () => {
     const response = await configure({
       guilds: {
         "900000000000000001": { respond: "sometimes", toolRoles: { remember: [] } },
+        "900000000000000003": {
+          dailyTokens: 0,
+          memberDailyTokens: 1.5,
+          autoThread: "yes",
+          filter: { patterns: ["ok", "(a)\\1"], maxLinks: -1, action: "ban" },
+        },
         "not-an-id": {},
       },
       channels: { "800000000000000001": { agentId: "ada" } },
@@ -66,6 +72,12 @@ describe("Discord settings per server and channel: validation", () => {
         "guilds.900000000000000001.toolRoles.remember",
         "guilds.not-an-id",
         "channels.800000000000000001",
+        "guilds.900000000000000003.dailyTokens",
+        "guilds.900000000000000003.memberDailyTokens",
+        "guilds.900000000000000003.autoThread",
+        "guilds.900000000000000003.filter.patterns.1",
+        "guilds.900000000000000003.filter.maxLinks",
+        "guilds.900000000000000003.filter.action",
       ]),
     );
     expect(await json(await api("GET", "/clients/discord/config"))).toEqual(before);
