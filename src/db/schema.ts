@@ -307,6 +307,9 @@ export const usageRecords = sqliteTable(
     index("usage_records_day_idx").on(t.agentId, t.day),
     index("usage_records_user_idx").on(t.agentId, t.userId, t.day),
     index("usage_records_guild_idx").on(t.agentId, t.guildId, t.day),
+    // A chat place's budgets, over every agent: a member's day, a server's day.
+    index("usage_records_member_idx").on(t.userId, t.day),
+    index("usage_records_server_idx").on(t.guildId, t.day),
   ],
 );
 

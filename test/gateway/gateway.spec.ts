@@ -384,6 +384,75 @@ describe("Gateway: settings per server and channel", () => {
       await configure({});
     }
   });
+
+  it("a member over the server's daily member budget gets one notice and no model call; another member is answered", async () => {
+    const server = "900000000000000078";
+    const [ana, ben] = ["700000000000000101", "700000000000000102"];
+    // One answer (~300 tokens at the stand-in) uses the budget up.
+    await configure({ guilds: { [server]: { memberDailyTokens: 50 } } });
+    try {
+      const channel = snowflake();
+      const from = (user: string, text: string) =>
+        messageEvent(channel, text, { guild: server, mention: true, user });
+      model.script({ text: "First answer." });
+      await handedOver(await dispatch(from(ana, "hello")));
+      await settledJournal(discordRoom(defaultAgent, channel));
+      await waitForReplies(channel, 1);
+      const calls = model.callsFor("test-primary").length;
+
+      await handedOver(await dispatch(from(ana, "again?")));
+      const [, notice] = await waitForReplies(channel, 2);
+      expect(notice!.body.content).toBe("Your budget for today is used; it resets at 00:00 UTC.");
+      await handedOver(await dispatch(from(ana, "and again?")));
+      await settledJournal(discordRoom(defaultAgent, channel), 3);
+      // One notice a day: the third message is stored and left unanswered.
+      expect(repliesIn(channel)).toHaveLength(2);
+      expect(model.callsFor("test-primary").length).toBe(calls);
+
+      model.script({ text: "Ben's answer." });
+      await handedOver(await dispatch(from(ben, "my turn")));
+      const replies = await waitForReplies(channel, 3);
+      expect(replies[2]!.body.content).toBe("Ben's answer.");
+      expect(model.callsFor("test-primary").length).toBe(calls + 1);
+    } finally {
+      await configure({});
+    }
+  });
+
+  it("a server over its daily budget tells each member once and asks the model nothing", async () => {
+    const server = "900000000000000079";
+    const [ana, ben] = ["700000000000000103", "700000000000000104"];
+    await configure({ guilds: { [server]: { dailyTokens: 50 } } });
+    try {
+      const channel = snowflake();
+      const from = (user: string, text: string) =>
+        messageEvent(channel, text, { guild: server, mention: true, user });
+      model.script({ text: "First answer." });
+      await handedOver(await dispatch(from(ana, "hello")));
+      await settledJournal(discordRoom(defaultAgent, channel));
+      const calls = model.callsFor("test-primary").length;
+      await handedOver(await dispatch(from(ben, "me too?"), from(ben, "still?")));
+      await settledJournal(discordRoom(defaultAgent, channel), 3);
+      const replies = await waitForReplies(channel, 2);
+      expect(replies[1]!.body.content).toBe(
+        "This server's budget for today is used; it resets at 00:00 UTC.",
+      );
+      expect(repliesIn(channel)).toHaveLength(2);
+      expect(model.callsFor("test-primary").length).toBe(calls);
+      // The same members elsewhere are not held to this server's budget.
+      const other = snowflake();
+      model.script({ text: "Answered elsewhere." });
+      await handedOver(
+        await dispatch(
+          messageEvent(other, "hi", { guild: "900000000000000080", mention: true, user: ben }),
+        ),
+      );
+      const [reply] = await waitForReplies(other, 1);
+      expect(reply!.body.content).toBe("Answered elsewhere.");
+    } finally {
+      await configure({});
+    }
+  });
 });
 
 describe("Gateway: tool approval in the channel", () => {

@@ -3,7 +3,8 @@
 // (usage_records: GET /agents/:id/usage). A turn's record and its day's tokens are one batch, off
 // the reply path, sent in the room's shared trip with the reply's own write (src/db/shared-trips.ts).
 import { and, eq, sql } from "drizzle-orm";
-import { type SpendLedger, utcDay } from "../../runtime/turn/spend.ts";
+import { SQLiteAsyncDialect } from "drizzle-orm/sqlite-core";
+import { BUDGET_USED, type SpendLedger, utcDay } from "../../runtime/turn/spend.ts";
 import { compiled } from "../../memory/compiled.ts";
 import type { Db } from "../db.ts";
 import { modelUsageDaily, usageRecords } from "../schema.ts";
@@ -64,6 +65,32 @@ const addUsage = compiled((db) => {
     });
 });
 
+/**
+ * The agent's day, the member's and the server's, and whether the member was told today: one
+ * statement (usage_records_member_idx, usage_records_server_idx). The member's day is in the
+ * server when there is one; without one (Telegram), everywhere on their platform.
+ */
+const spentToday = compiled(() => {
+  const day = sql.placeholder("day");
+  const user = sql.placeholder("userId");
+  const guild = sql.placeholder("guildId");
+  const tokens = sql`coalesce(sum(${usageRecords.inputTokens} + ${usageRecords.outputTokens}), 0)`;
+  const memberRows = sql`${usageRecords.userId} = ${user} AND ${usageRecords.day} = ${day}
+    AND (${guild} IS NULL OR ${usageRecords.guildId} = ${guild})`;
+  return {
+    toSQL: () =>
+      dialect.sqlToQuery(sql`SELECT
+        coalesce((SELECT ${modelUsageDaily.tokens} FROM ${modelUsageDaily}
+          WHERE ${modelUsageDaily.agentId} = ${sql.placeholder("agentId")} AND ${modelUsageDaily.day} = ${day}), 0) AS agent,
+        (SELECT ${tokens} FROM ${usageRecords} WHERE ${memberRows}) AS member,
+        (SELECT ${tokens} FROM ${usageRecords}
+          WHERE ${guild} IS NOT NULL AND ${usageRecords.guildId} = ${guild} AND ${usageRecords.day} = ${day}) AS server,
+        EXISTS (SELECT 1 FROM ${usageRecords} WHERE ${memberRows}
+          AND ${usageRecords.error} IN ('${sql.raw(BUDGET_USED.member)}', '${sql.raw(BUDGET_USED.server)}')) AS noticed`),
+  };
+});
+const dialect = new SQLiteAsyncDialect();
+
 export function createD1SpendLedger(db: Db): SpendLedger {
   return {
     async spentOn(agentId, day) {
@@ -73,6 +100,17 @@ export function createD1SpendLedger(db: Db): SpendLedger {
         .where(and(eq(modelUsageDaily.agentId, agentId), eq(modelUsageDaily.day, day)))
         .get();
       return row?.tokens ?? 0;
+    },
+    async spentToday(query) {
+      const row = await spentToday
+        .bind(db, { ...query })
+        .first<{ agent: number; member: number; server: number; noticed: number }>();
+      return {
+        agent: Number(row?.agent ?? 0),
+        member: Number(row?.member ?? 0),
+        server: Number(row?.server ?? 0),
+        noticed: Boolean(row?.noticed),
+      };
     },
     async add(agentId, day, tokens) {
       await addTokens.bind(db, { agentId, day, tokens }).run();

@@ -71,10 +71,11 @@ export class RoomDelivery {
       await surface.sendReply(
         entry.delivery,
         {
-          reply: entry.outcome?.reply?.text ?? null,
+          // An ignored turn's notice (a place's budget is used) goes out as a reply would.
+          reply: entry.outcome?.reply?.text ?? entry.outcome?.notice ?? null,
           error: entry.error,
           sentParts: entry.deliveredParts,
-          ignored: entry.outcome?.status === "ignored",
+          ignored: entry.outcome?.status === "ignored" && !entry.outcome.notice,
         },
         (parts) => journal.markDeliveredParts(entry.turnId, parts, Date.now()),
       );

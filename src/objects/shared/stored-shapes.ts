@@ -162,6 +162,7 @@ export const TurnOutcomeShape: z.ZodType<TurnOutcome> = z.looseObject({
     .object({ inputTokens: z.number(), outputTokens: z.number(), modelCalls: z.number() })
     .optional(),
   queryEmbedding: z.enum(["none", "embedded", "late"]).optional(),
+  notice: z.string().optional(),
 });
 
 export const SerializedErrorShape: z.ZodType<SerializedError> = z.looseObject({

@@ -42,8 +42,8 @@ export interface MemberPrincipal {
   /** One of the bot's owners (DISCORD_OWNER_IDS or the application's owners, TELEGRAM_OWNER_IDS). */
   owner: boolean;
   /**
-   * The platform's server they wrote in (a Discord guild); null in a DM and on platforms without
-   * servers (Telegram). Absent in principals journalled before it was kept.
+   * The platform's server they wrote in (a Discord guild, a Slack workspace, DMs included); null
+   * in a Discord DM and on Telegram. Absent in principals journalled before it was kept.
    */
   guildId?: string | null;
 }

@@ -4,11 +4,21 @@
 // ceiling finishes: the ceiling can be passed by at most one turn's worth per room. The ceiling is
 // the turn's character's: a room's copy of it must pass its version check before a refusal counts
 // (turn-runner.ts), so a changed ceiling applies from the next turn.
+//
+// A chat place's budgets (a Discord server's `dailyTokens` and `memberDailyTokens`, a Telegram or
+// Slack client's) are read in the same trip, from the usage records: a member or server over one
+// gets one notice a day and no model call; everyone else goes on.
 import type { Character } from "../character.ts";
 import { RateLimitedError } from "../util/errors.ts";
 
 export interface SpendLedger {
   spentOn(agentId: string, day: string): Promise<number>;
+  /**
+   * The agent's day and a chat place's days in one read: the member's tokens (in the server, when
+   * there is one, else everywhere on their platform), the server's over every agent and member,
+   * and whether the member was already told today that a budget is used.
+   */
+  spentToday(query: PlaceSpendQuery): Promise<PlaceSpend>;
   /** Tokens onto the agent's day with no usage record: another agent's work charged to its caller. */
   add(agentId: string, day: string, tokens: number): Promise<void>;
   /**
@@ -47,6 +57,43 @@ export interface UsageRecord {
   at: number;
 }
 
+export interface PlaceSpendQuery {
+  agentId: string;
+  day: string;
+  userId: string;
+  /** The server (a Discord guild, a Slack workspace); null where there is none (Telegram). */
+  guildId: string | null;
+}
+
+export interface PlaceSpend {
+  agent: number;
+  member: number;
+  /** 0 without a server. */
+  server: number;
+  /** A budget notice went to this member today (in this server). */
+  noticed: boolean;
+}
+
+/** The usage record's error of a turn refused for a place's budget: its notice, or its silence. */
+export const BUDGET_USED = { member: "member_budget", server: "server_budget" } as const;
+
+/** A place's budget that stops the turn before the model: which, and whether to say so. */
+export class PlaceBudgetUsed extends Error {
+  readonly scope: "member" | "server";
+  /** Said once a day per member; afterwards the turn is stored and left unanswered. */
+  readonly notice: string | null;
+  constructor(scope: "member" | "server", spent: number, ceiling: number, noticed: boolean) {
+    super(`the ${scope}'s daily budget is used (${spent} of ${ceiling} tokens today, UTC)`);
+    this.name = "PlaceBudgetUsed";
+    this.scope = scope;
+    this.notice = noticed
+      ? null
+      : scope === "member"
+        ? "Your budget for today is used; it resets at 00:00 UTC."
+        : "This server's budget for today is used; it resets at 00:00 UTC.";
+  }
+}
+
 const DAY_MS = 86_400_000;
 
 export function utcDay(now: number): string {
@@ -60,6 +107,36 @@ export function dailyCeiling(
   return character.settings.dailyTokens ?? deploymentDefault;
 }
 
+/**
+ * The agent's ceiling and a place's budgets (PlacePolicy.budgets), from one read. The agent's
+ * ceiling refuses (429, as assertWithinDailyBudget); a place's budget resolves to the budget that
+ * is used, so the turn ends without the model; null: the turn may go on.
+ */
+export async function checkDailyBudgets(
+  ledger: SpendLedger,
+  query: Omit<PlaceSpendQuery, "day">,
+  ceiling: number | null,
+  budgets: { member?: number; server?: number },
+  now: number,
+): Promise<PlaceBudgetUsed | null> {
+  const spent = await ledger.spentToday({ ...query, day: utcDay(now) });
+  if (ceiling !== null && spent.agent >= ceiling) refuse(query.agentId, spent.agent, ceiling, now);
+  if (budgets.member !== undefined && spent.member >= budgets.member)
+    return new PlaceBudgetUsed("member", spent.member, budgets.member, spent.noticed);
+  if (budgets.server !== undefined && query.guildId !== null && spent.server >= budgets.server)
+    return new PlaceBudgetUsed("server", spent.server, budgets.server, spent.noticed);
+  return null;
+}
+
+function refuse(agentId: string, spent: number, ceiling: number, now: number): never {
+  const retryAfterSeconds = Math.ceil((DAY_MS - (now % DAY_MS)) / 1000);
+  throw new RateLimitedError(
+    `agent "${agentId}" has used its daily model budget (${spent} of ${ceiling} tokens today, UTC); it resets at 00:00 UTC`,
+    retryAfterSeconds,
+    { spentTokens: spent, dailyTokens: ceiling },
+  );
+}
+
 export async function assertWithinDailyBudget(
   ledger: SpendLedger,
   agentId: string,
@@ -69,10 +146,5 @@ export async function assertWithinDailyBudget(
   if (ceiling === null) return;
   const spent = await ledger.spentOn(agentId, utcDay(now));
   if (spent < ceiling) return;
-  const retryAfterSeconds = Math.ceil((DAY_MS - (now % DAY_MS)) / 1000);
-  throw new RateLimitedError(
-    `agent "${agentId}" has used its daily model budget (${spent} of ${ceiling} tokens today, UTC); it resets at 00:00 UTC`,
-    retryAfterSeconds,
-    { spentTokens: spent, dailyTokens: ceiling },
-  );
+  refuse(agentId, spent, ceiling, now);
 }

@@ -9,7 +9,10 @@ import { runEvaluators, type Evaluator } from "../after-reply/evaluators.ts";
 import { ModelSession, type ObservedModelCall } from "./model-session.ts";
 import {
   assertWithinDailyBudget,
+  BUDGET_USED,
+  checkDailyBudgets,
   dailyCeiling,
+  PlaceBudgetUsed,
   type SpendLedger,
   type UsageRecord,
 } from "./spend.ts";
@@ -248,12 +251,7 @@ async function respondOrPause(
     // it started.
     const budget =
       deps.spend && !options.resume
-        ? assertWithinDailyBudget(
-            deps.spend,
-            input.agentId,
-            dailyCeiling(character, deps.dailyTokenLimit ?? null),
-            started,
-          )
+        ? readBudgets(deps.spend, deps, character, input, started)
         : null;
     // The caller's verdict wins over the budget's: the ceiling comes from a character the caller
     // may find stale (its version check), and a refusal at a stale ceiling would hide that, so a
@@ -261,6 +259,7 @@ async function respondOrPause(
     const admitted = Promise.allSettled([options.beforeModel, budget]).then(([own, spent]) => {
       if (own.status === "rejected") throw own.reason;
       if (spent.status === "rejected") throw spent.reason;
+      if (spent.value) throw spent.value;
     });
     // Awaited before the first model request; until then a rejection is not unhandled.
     admitted.catch(() => undefined);
@@ -320,6 +319,7 @@ async function respondOrPause(
     }
     return outcome;
   } catch (error) {
+    if (error instanceof PlaceBudgetUsed) return budgetUsed(deps, input, ids, started, error);
     if (controller.signal.aborted && session) {
       deps.events.emit({
         type: "run_timed_out",
@@ -520,6 +520,52 @@ async function respondWith(
   return result.kind === "paused"
     ? pauseOf(input, result, state.memories)
     : buildReply(deps, input, session, result, state.memories);
+}
+
+/**
+ * The day's budgets before the model, in one read: the agent's ceiling (a 429), and the place's
+ * (PlacePolicy.budgets: the member's, the server's), which end the turn unanswered.
+ */
+function readBudgets(
+  spend: SpendLedger,
+  deps: TurnRunnerDeps,
+  character: Character,
+  input: TurnInput,
+  now: number,
+): Promise<PlaceBudgetUsed | null> {
+  const ceiling = dailyCeiling(character, deps.dailyTokenLimit ?? null);
+  const budgets = input.place?.budgets;
+  const origin = input.principal ? originOf(input.principal) : null;
+  if (!budgets || origin?.kind !== "member")
+    return assertWithinDailyBudget(spend, input.agentId, ceiling, now).then(() => null);
+  const place = { agentId: input.agentId, userId: origin.userId, guildId: origin.guildId ?? null };
+  return checkDailyBudgets(spend, place, ceiling, budgets, now);
+}
+
+/**
+ * A turn stopped by a place's budget: stored, not answered, and recorded with the budget's name,
+ * which is how the next turn knows the member was told (one notice a day).
+ */
+async function budgetUsed(
+  deps: TurnRunnerDeps,
+  input: TurnInput,
+  ids: { turnId: string; agentId: string; roomId: string },
+  started: number,
+  used: PlaceBudgetUsed,
+): Promise<TurnOutcome> {
+  emitEnded(deps, ids, started, "ignored", null);
+  await recordUsage(
+    deps,
+    usageRecord(
+      deps,
+      input,
+      { inputTokens: 0, outputTokens: 0, modelCalls: 0 },
+      { model: null, tools: [], error: BUDGET_USED[used.scope] },
+    ),
+  );
+  const outcome = ignoredOutcome(input, { promptTokens: 0, completionTokens: 0, modelCalls: 0 });
+  if (used.notice) outcome.notice = used.notice;
+  return outcome;
 }
 
 function ignoredOutcome(input: TurnInput, usage: TurnOutcome["usage"]): TurnOutcome {

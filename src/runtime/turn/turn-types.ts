@@ -217,6 +217,11 @@ export interface TurnOutcome {
   spent?: Spent;
   /** How the wait for the query's embedding went (absent: no retrieval, or journalled before). */
   queryEmbedding?: QueryEmbeddingOutcome;
+  /**
+   * What an ignored turn still says (a place's budget is used: said once a day per member). Sent
+   * as the reply is; never stored as the agent's message.
+   */
+  notice?: string;
 }
 
 /** Tokens and model calls of one run of a turn (a resumed turn's part after the pause). */

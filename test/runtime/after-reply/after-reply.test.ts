@@ -52,6 +52,7 @@ async function setup() {
   }
   const spend: SpendLedger = {
     spentOn: async () => 0,
+    spentToday: async () => ({ agent: 0, member: 0, server: 0, noticed: false }),
     async add() {
       throw new Error("a turn records its usage; add is for a caller charged for another agent");
     },

@@ -72,6 +72,7 @@ describe("a turn's query embedding", () => {
     return {
       records,
       spentOn: async () => 0,
+      spentToday: async () => ({ agent: 0, member: 0, server: 0, noticed: false }),
       add: async () => undefined,
       record: async (usage) => void records.push(usage),
     };

@@ -24,6 +24,7 @@ import {
 /** A day's spend of 120 tokens, against which a ceiling of 100 refuses. */
 const spentLedger: SpendLedger = {
   spentOn: async () => 120,
+  spentToday: async () => ({ agent: 120, member: 0, server: 0, noticed: false }),
   add: async () => undefined,
   record: async () => undefined,
 };
@@ -87,6 +88,7 @@ describe("the turn's usage record", () => {
     return {
       records,
       spentOn: async () => 0,
+      spentToday: async () => ({ agent: 0, member: 0, server: 0, noticed: false }),
       add: async () => {
         throw new Error("a turn's own spend goes through record");
       },
@@ -159,5 +161,94 @@ describe("the turn's usage record", () => {
       tools: [],
     });
     expect(ledger.records[0]!.error).toEqual(expect.any(String));
+  });
+});
+
+describe("a chat place's budgets (PlacePolicy.budgets)", () => {
+  const member = {
+    kind: "member" as const,
+    platform: "discord" as const,
+    userId: "discord:42",
+    manager: false,
+    owner: false,
+    guildId: "9001",
+  };
+  function placeLedger(spent: {
+    agent?: number;
+    member?: number;
+    server?: number;
+    noticed?: boolean;
+  }): SpendLedger & { records: UsageRecord[]; queries: unknown[] } {
+    const records: UsageRecord[] = [];
+    const queries: unknown[] = [];
+    return {
+      records,
+      queries,
+      spentOn: async () => {
+        throw new Error("a turn with place budgets reads them with the agent's day, in one read");
+      },
+      spentToday: async (query) => {
+        queries.push(query);
+        return { agent: 0, member: 0, server: 0, noticed: false, ...spent };
+      },
+      add: async () => undefined,
+      record: async (usage) => void records.push(usage),
+    };
+  }
+  const placeInput = (budgets: { member?: number; server?: number }) =>
+    turnInput({
+      source: "discord",
+      mentioned: true,
+      userId: "discord:42",
+      principal: member,
+      place: { budgets },
+    });
+
+  it("a member at their budget: no model call, the notice once, recorded with the budget's name", async () => {
+    const deps = await runnerDeps();
+    const ledger = placeLedger({ member: 500 });
+    deps.spend = ledger;
+    const outcome = await createTurnRunner(deps).respond(character(), placeInput({ member: 500 }));
+    expect(deps.model.requests).toHaveLength(0);
+    expect(outcome).toMatchObject({
+      status: "ignored",
+      reply: null,
+      notice: "Your budget for today is used; it resets at 00:00 UTC.",
+    });
+    expect(ledger.queries).toEqual([
+      expect.objectContaining({ agentId: "nova", userId: "discord:42", guildId: "9001" }),
+    ]);
+    expect(ledger.records).toEqual([
+      expect.objectContaining({ error: "member_budget", inputTokens: 0, modelCalls: 0 }),
+    ]);
+  });
+
+  it("already told today: ignored with no notice; under both budgets: answered", async () => {
+    const told = await runnerDeps();
+    told.spend = placeLedger({ server: 900, noticed: true });
+    const quiet = await createTurnRunner(told).respond(character(), placeInput({ server: 800 }));
+    expect(quiet.status).toBe("ignored");
+    expect(quiet.notice).toBeUndefined();
+    expect(told.model.requests).toHaveLength(0);
+
+    const under = await runnerDeps();
+    under.spend = placeLedger({ member: 499, server: 799 });
+    const answered = await createTurnRunner(under).respond(
+      character(),
+      placeInput({ member: 500, server: 800 }),
+    );
+    expect(answered.status).toBe("replied");
+    expect(under.model.requests).toHaveLength(1);
+  });
+
+  it("the agent's own ceiling still refuses with 429 from the same read", async () => {
+    const deps = await runnerDeps();
+    deps.spend = placeLedger({ agent: 120 });
+    const outcome = createTurnRunner(deps).respond(
+      character({ settings: { dailyTokens: 100 } }),
+      placeInput({ member: 500 }),
+    );
+    await expect(outcome).rejects.toBeInstanceOf(RateLimitedError);
+    expect(deps.model.requests).toHaveLength(0);
   });
 });

@@ -127,7 +127,7 @@ async function ask(c: Ctx, command: SlashCommand, bot: SlackBotIdentity): Promis
         : `slack-cmd:${command.trigger_id}`,
       roomId,
       chatId: command.channel_id,
-      spaceId: isDirect ? null : command.team_id,
+      spaceId: command.team_id,
       sender: { id: command.user_id, name, isBot: false },
       text: question,
       isDirect,
