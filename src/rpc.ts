@@ -113,13 +113,16 @@ export interface ShardStatus {
 export interface GatewayStatus extends ShardStatus {
   /** The shard count running (0 before the first start). */
   shardCount: number;
-  shards: Array<ShardStatus & { shard: [number, number] }>;
+  /** A change of count under way: the old set serves until `ready` reaches `to`, or `deadline`. */
+  resharding: { from: number; to: number; ready: number; deadline: number } | null;
+  /** The plan's shards, then during a re-shard the old set's (`retiring`). */
+  shards: Array<ShardStatus & { shard: [number, number]; retiring: boolean }>;
 }
 
 /**
  * The bot's Discord Gateway. The object named by the application id plans the shards (start,
- * status, identifySlot, isCurrent); the objects named `shard:<i>/<n>` each hold one connection
- * (startShard, shardStatus, retire).
+ * status, identifySlot, isCurrent, shardReady); the objects named `shard:<i>/<n>` each hold one
+ * connection (startShard, shardStatus, retire).
  */
 export interface DiscordGatewayRpc extends Rpc.DurableObjectBranded {
   start(): Promise<GatewayStatus>;
@@ -131,6 +134,8 @@ export interface DiscordGatewayRpc extends Rpc.DurableObjectBranded {
   ): Promise<number>;
   /** Whether a shard of a plan of `count` is still wanted. */
   isCurrent(count: number): Promise<boolean>;
+  /** A shard is READY with its servers (or RESUMED): the last of a new set retires the old one. */
+  shardReady(index: number, count: number): Promise<void>;
   startShard(index: number, count: number): Promise<ShardStatus>;
   shardStatus(): Promise<ShardStatus>;
   /** Close the connection for good and forget everything (the shard count changed). */

@@ -2,11 +2,14 @@
 // events to shard (guild_id >> 22) % n): GET /gateway/bot recommends two shards, the worker runs
 // `shard:0/2` and `shard:1/2`, each IDENTIFYs with its `shard` inside Discord's IDENTIFY buckets,
 // both hand messages to the same rooms as one shard would, /health lists them, and a new count
-// retires the old shards' objects. Grouped by the Gateway docs' "Sharding" rules.
+// comes up next to the old one, which is retired once every new shard is READY (or at the
+// handover's deadline), never when too few session starts are left. Grouped by the Gateway docs'
+// "Sharding" rules.
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, inject, it, vi } from "vitest";
 import { messageTurnKey } from "../../src/clients/discord/gateway/message-intake.ts";
+import type { GatewayStatus } from "../../src/rpc.ts";
 import { shardName, shardOfGuild } from "../../src/clients/discord/gateway/shard-plan.ts";
 import { api, createTestAgent, json } from "../helpers/api.ts";
 import { APP_ID, snowflake, useDiscordStandIns } from "../helpers/discord.ts";
@@ -17,8 +20,8 @@ import { discordRoom, settledJournal } from "../helpers/room-journal.ts";
 const { model, discord } = useDiscordStandIns();
 const peer = inject("gatewayShardPeer");
 
-/** What GET /gateway/bot answers: `shards` and `max_concurrency` are Discord's to choose. */
-const gatewayBot = { shards: 2, maxConcurrency: 1 };
+/** What GET /gateway/bot answers: `shards`, `max_concurrency` and the budget are Discord's. */
+const gatewayBot = { shards: 2, maxConcurrency: 1, remaining: 990 };
 const previous = vi.mocked(globalThis.fetch).getMockImplementation()!;
 vi.mocked(globalThis.fetch).mockImplementation(async (input, init) => {
   const url = new URL(input instanceof Request ? input.url : String(input));
@@ -28,7 +31,7 @@ vi.mocked(globalThis.fetch).mockImplementation(async (input, init) => {
       shards: gatewayBot.shards,
       session_start_limit: {
         total: 1000,
-        remaining: 990,
+        remaining: gatewayBot.remaining,
         reset_after: 60_000,
         max_concurrency: gatewayBot.maxConcurrency,
       },
@@ -47,6 +50,11 @@ interface PeerState {
   received: Array<{ op: number; d: unknown; at: number }>;
   shards: ShardState[];
 }
+interface Dispatched {
+  seqs: number[];
+  /** Every shard that carried each event (two during a re-shard's overlap). */
+  deliveries: Array<Array<{ shard: [number, number]; seq: number }>>;
+}
 async function control<T>(path: string, body: unknown = {}): Promise<T> {
   const response = await fetch(`${peer.controlUrl}/${path}`, {
     method: "POST",
@@ -59,6 +67,8 @@ const identifies = async () =>
   (await peerState()).received
     .filter((record) => record.op === 2)
     .map((record) => ({ shard: (record.d as { shard: [number, number] }).shard, at: record.at }));
+const shardOf = async (index: number, count: number) =>
+  (await peerState()).shards.find((s) => s.index === index && s.count === count);
 /** Waits until the stand-in sees shards 0..count-1 of `count` identified and ready. */
 const waitForShards = (count: number) =>
   waitFor(
@@ -101,11 +111,24 @@ beforeAll(async () => {
 async function mentionOnShard(shard: number, count: number, text: string) {
   const channel = snowflake();
   const event = messageEvent(channel, text, { mention: true, guild: guildOnShard(shard, count) });
-  const { seqs } = await control<{ seqs: number[] }>("dispatch", { events: [event] });
-  await handedOver(seqs, shardName(shard, count));
+  const { deliveries } = await control<Dispatched>("dispatch", { events: [event] });
+  // Every shard that carried it (both sets during an overlap) handed it to the room.
+  for (const {
+    shard: [i, n],
+    seq,
+  } of deliveries[0]!)
+    await handedOver([seq], shardName(i, n));
   const rows = await settledJournal(discordRoom(agent, channel), 1);
-  return { channel, event, rows };
+  return { channel, event, rows, carriedBy: deliveries[0]!.map((d) => d.shard) };
 }
+
+/** What the coordinator's start does (the hourly cron, or an isolate's first request). */
+const coordinator = () => env.GATEWAY!.getByName(APP_ID);
+const health = async () =>
+  json<{ status: string; gateway: GatewayStatus }>(await api("GET", "/health", { token: null }));
+/** Whether the stand-in got an IDENTIFY from `shard` after the first `since` IDENTIFYs. */
+const identified = async (shard: [number, number], since: number) =>
+  (await identifies()).slice(since).some((s) => s.shard[0] === shard[0] && s.shard[1] === shard[1]);
 
 describe("Gateway: sharding (IDENTIFY shard, max_concurrency, routing)", () => {
   it("identifies each shard with [i, n], one IDENTIFY per bucket per 5 s (max_concurrency 1)", async () => {
@@ -149,7 +172,7 @@ describe("Gateway: sharding (IDENTIFY shard, max_concurrency, routing)", () => {
   });
 });
 
-describe("Gateway: re-sharding (a new shard count)", () => {
+describe("Gateway: re-sharding without a gap (a new shard count)", () => {
   it("retires a shard of an old count on its watchdog: no socket, no alarm, nothing stored", async () => {
     // A stray shard of a plan of 3 (as if its retirement had been missed) connects as shard 2...
     const stray = () => env.GATEWAY!.getByName(shardName(2, 3));
@@ -167,26 +190,142 @@ describe("Gateway: re-sharding (a new shard count)", () => {
     expect(await leftIn(shardName(2, 3))).toEqual({ keys: [], alarm: null, socket: null });
   });
 
-  it("moves to the new count when Discord recommends it: old shards stop, the new ones answer", async () => {
+  it("keeps the old shards delivering until the new count is READY (2 → 1), then retires them", async () => {
+    model.respondWith(() => ({ text: "here" }));
+    // The new shard's READY is held: the overlap lasts until the test releases it.
+    await control("settings", { holdReady: [[0, 1]] });
     gatewayBot.shards = 1;
-    // What the hourly cron (or an isolate's first request) does.
-    const status = await env.GATEWAY!.getByName(APP_ID).start();
+    const since = (await identifies()).length;
+    const status = await coordinator().start();
     expect(status.shardCount).toBe(1);
-    await waitFor("shard 1 of 2 closed", async () => {
-      const s = (await peerState()).shards.find((shard) => shard.index === 1);
-      return s && !s.connected;
+    expect(status.resharding).toMatchObject({ from: 2, to: 1, ready: 0 });
+    await waitFor("the IDENTIFY of shard 0 of 1", () => identified([0, 1], since), 20_000);
+
+    // Both old shards are still connected and READY, and /health shows both sets.
+    for (const index of [0, 1]) expect(await shardOf(index, 2)).toMatchObject({ ready: true });
+    const during = await health();
+    expect(during.status).toBe("ok");
+    expect(during.gateway).toMatchObject({
+      shardCount: 1,
+      resharding: { from: 2, to: 1, ready: 0 },
+      shards: [
+        { shard: [0, 1], retiring: false, connected: false },
+        { shard: [0, 2], retiring: true, state: "ready", connected: true },
+        { shard: [1, 2], retiring: true, state: "ready", connected: true },
+      ],
     });
-    await waitForShards(1);
-    for (const old of [shardName(0, 2), shardName(1, 2)])
-      expect(await leftIn(old)).toEqual({ keys: [], alarm: null, socket: null });
+    // A message during the overlap is carried by the old set and answered once.
+    const overlap = await mentionOnShard(1, 2, "during the overlap");
+    expect(overlap.carriedBy).toEqual([[1, 2]]);
+    expect(overlap.rows).toHaveLength(1);
+    expect(repliesIn(overlap.channel)).toHaveLength(1);
+
+    // READY: the old shards close their sockets and forget everything.
+    await control("release");
+    await waitFor("both old shards closed", async () => {
+      const old = await Promise.all([shardOf(0, 2), shardOf(1, 2)]);
+      return old.every((s) => s && !s.connected);
+    });
+    await waitFor("the old objects emptied", async () => {
+      const left = await Promise.all([leftIn(shardName(0, 2)), leftIn(shardName(1, 2))]);
+      return left.every((l) => l.keys.length === 0 && l.alarm === null && l.socket === null);
+    });
     const { channel, rows } = await mentionOnShard(0, 1, "one shard now");
     expect(rows).toHaveLength(1);
     expect(repliesIn(channel)).toHaveLength(1);
-    const health = await json<{ gateway: { shardCount: number; shards: unknown[] } }>(
-      await api("GET", "/health", { token: null }),
+    const after = await health();
+    expect(after.gateway.shardCount).toBe(1);
+    expect(after.gateway.resharding).toBeNull();
+    expect(after.gateway.shards).toMatchObject([{ shard: [0, 1], retiring: false }]);
+  });
+
+  it("answers once a message (and its edit) that both sets carry during the overlap (1 → 2)", async () => {
+    model.respondWith(() => ({ text: "once" }));
+    // Shard 0 of 2 comes up; shard 1's READY is held, so the old shard 0 of 1 stays.
+    await control("settings", { holdReady: [[1, 2]] });
+    gatewayBot.shards = 2;
+    await coordinator().start();
+    await waitFor("shard 0 of 2 ready", async () => (await shardOf(0, 2))?.ready, 20_000);
+    expect(await shardOf(0, 1)).toMatchObject({ ready: true });
+
+    // Discord sends the server's message to both sessions: two deliveries, one turn, one reply.
+    const { channel, event, rows, carriedBy } = await mentionOnShard(0, 2, "carried twice");
+    expect(carriedBy).toEqual([
+      [0, 2],
+      [0, 1],
+    ]);
+    expect(rows.map((row) => [row.idempotencyKey, row.status])).toEqual([
+      [messageTurnKey(event.d.id), "evaluated"],
+    ]);
+    expect(repliesIn(channel)).toHaveLength(1);
+    // Its edit, also carried twice, changes the stored text once and answers nothing.
+    const edit = {
+      t: "MESSAGE_UPDATE",
+      d: { id: event.d.id, channel_id: channel, content: "fixed" },
+    };
+    const { deliveries } = await control<Dispatched>("dispatch", { events: [edit] });
+    expect(deliveries[0]).toHaveLength(2);
+    for (const {
+      shard: [i, n],
+      seq,
+    } of deliveries[0]!)
+      await handedOver([seq], shardName(i, n));
+    const page = await json<{ messages: Array<{ text: string; role?: string }> }>(
+      await api("GET", `/agents/${agent}/rooms/discord:${channel}/messages`),
     );
-    expect(health.gateway.shardCount).toBe(1);
-    expect(health.gateway.shards).toHaveLength(1);
+    expect(page.messages.map((m) => m.text)).toContain("fixed");
+    expect(await settledJournal(discordRoom(agent, channel), 1)).toHaveLength(1);
+    expect(repliesIn(channel)).toHaveLength(1);
+
+    await control("release");
+    await waitForShards(2);
+    await waitFor("shard 0 of 1 closed", async () => !(await shardOf(0, 1))?.connected);
+    expect((await health()).gateway).toMatchObject({ shardCount: 2, resharding: null });
+  });
+
+  it("retires the old set at the handover's deadline when a new shard never gets READY", async () => {
+    await control("settings", { holdReady: [[0, 1]] });
+    gatewayBot.shards = 1;
+    const since = (await identifies()).length;
+    await coordinator().start();
+    await waitFor("the IDENTIFY of shard 0 of 1", () => identified([0, 1], since), 20_000);
+    // The deadline (two minutes past the IDENTIFY rounds) has passed: the coordinator's alarm.
+    await runInDurableObject(coordinator(), (_instance, state) => {
+      const handover = state.storage.kv.get<{ deadline: number }>("handover")!;
+      state.storage.kv.put("handover", { ...handover, deadline: Date.now() - 1 });
+    });
+    expect(await runDurableObjectAlarm(coordinator())).toBe(true);
+    for (const old of [shardName(0, 2), shardName(1, 2)])
+      expect(await leftIn(old)).toEqual({ keys: [], alarm: null, socket: null });
+    expect((await health()).gateway).toMatchObject({
+      shardCount: 1,
+      resharding: null,
+      shards: [{ shard: [0, 1], retiring: false }],
+    });
+    // The new shard still comes up and answers.
+    await control("release");
+    await waitForShards(1);
+    const { channel, rows } = await mentionOnShard(0, 1, "after the deadline");
+    expect(rows).toHaveLength(1);
+    expect(repliesIn(channel)).toHaveLength(1);
+  });
+
+  it("keeps the running shards when fewer session starts are left than the new count needs", async () => {
+    const before = (await identifies()).length;
+    gatewayBot.shards = 2;
+    gatewayBot.remaining = 1;
+    try {
+      const status = await coordinator().start();
+      expect(status).toMatchObject({ shardCount: 1, resharding: null });
+      expect(status.shards).toMatchObject([{ shard: [0, 1], state: "ready", retiring: false }]);
+    } finally {
+      gatewayBot.remaining = 990;
+    }
+    // No IDENTIFY was spent, and the running shard still answers.
+    const { channel, rows } = await mentionOnShard(0, 1, "still one shard");
+    expect(rows).toHaveLength(1);
+    expect(repliesIn(channel)).toHaveLength(1);
+    expect(await identifies()).toHaveLength(before);
   });
 });
 

@@ -2,10 +2,13 @@
 // DiscordGateway object: HELLO with a heartbeat interval, heartbeat ACKs, IDENTIFY -> READY (and
 // GUILD_CREATE with the bot's managed role), DISPATCH with sequence numbers, RESUME -> the missed
 // events replayed then RESUMED, INVALID_SESSION, op 7 RECONNECT and close codes. Sharded like
-// Discord: IDENTIFY's `shard: [i, n]` makes a connection shard i, and a server's events go to shard
-// (guild_id >> 22) % n (DMs to 0). Tests in workerd script it over a small HTTP control API:
-// dispatch events (buffered while nobody is connected, as Discord buffers them for a RESUME), drop
-// or close a shard's connection (`shard`, default 0), stop ACKing heartbeats.
+// Discord: IDENTIFY's `shard: [i, n]` makes a connection shard i of n, and a server's events go to
+// shard (guild_id >> 22) % n (DMs to 0). Shards of two counts may be up at once, as in a re-shard:
+// each count's set gets every event (Discord sends it to every session holding the server), and a
+// client closing with 1000 or 1001 ends its session. Tests in workerd script it over a small HTTP
+// control API: dispatch events (buffered while nobody is connected, as Discord buffers them for a
+// RESUME), drop or close a shard's connection (`shard`, default 0; `count`, default the newest),
+// hold the READY of chosen shards until released, stop ACKing heartbeats.
 // Started by vitest's global setup (test/setup/gateway-peer.ts) and by `npm run bench:discord`.
 import { randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
@@ -21,19 +24,24 @@ import { STAND_IN_BOT, STAND_IN_BOT_ROLE, STAND_IN_GUILD } from "./gateway-ids.t
 interface Session {
   id: string;
   seq: number;
-  /** Which shard identified it: its events go out on that shard's connection only. */
-  shard: number;
+  /** Which shard identified it (`i/n`): its events go out on that shard's connection only. */
+  shard: string;
   /** Every dispatch of the session, for RESUME replays. */
   events: Array<{ s: number; t: string; d: unknown }>;
 }
 
 /** One shard as Discord holds it: its newest connection and its session. */
 interface Shard {
+  index: number;
+  count: number;
   socket: WebSocket | null;
   readySocket: WebSocket | null;
   session: Session | null;
-  count: number;
+  /** When it last identified: the newest set is the default target of the control API. */
+  identifiedAt: number;
 }
+
+const keyOf = (index: number, count: number) => `${index}/${count}`;
 
 export interface GatewayRecord {
   op: number;
@@ -53,21 +61,33 @@ export async function startGatewayStandIn(): Promise<GatewayStandIn> {
   let ackHeartbeats = true;
   let received: GatewayRecord[] = [];
   const sessions = new Map<string, Session>();
-  const shards = new Map<number, Shard>();
+  const shards = new Map<string, Shard>();
   let connections = 0;
   let token = "test-bot-token-not-real";
+  /** Shards (`i/n`) whose IDENTIFY waits for `release` before READY. */
+  let heldReady = new Set<string>();
+  const pendingReady: Array<() => void> = [];
+  let identifications = 0;
 
-  const shardAt = (index: number): Shard => {
-    let shard = shards.get(index);
+  const shardAt = (index: number, count: number): Shard => {
+    const key = keyOf(index, count);
+    let shard = shards.get(key);
     if (!shard) {
-      shard = { socket: null, readySocket: null, session: null, count: 1 };
-      shards.set(index, shard);
+      shard = { index, count, socket: null, readySocket: null, session: null, identifiedAt: 0 };
+      shards.set(key, shard);
     }
     return shard;
   };
+  /** Shard `index` of `count`, or of the newest set that has it (0 of 1 when none does). */
+  const pick = (index: number, count?: number): Shard => {
+    if (count !== undefined) return shardAt(index, count);
+    const newest = [...shards.values()]
+      .filter((shard) => shard.index === index)
+      .sort((a, b) => b.identifiedAt - a.identifiedAt)[0];
+    return newest ?? shardAt(index, 1);
+  };
   const send = (shard: Shard, payload: object) => shard.socket?.send(JSON.stringify(payload));
-  const dispatchOn = (index: number, t: string, d: unknown) => {
-    const shard = shardAt(index);
+  const dispatchOn = (shard: Shard, t: string, d: unknown) => {
     const session = shard.session;
     if (!session) return null;
     session.seq += 1;
@@ -76,11 +96,19 @@ export async function startGatewayStandIn(): Promise<GatewayStandIn> {
     if (shard.socket && shard.readySocket === shard.socket) send(shard, { op: 0, ...event });
     return event.s;
   };
-  /** Discord's routing: a server's events go to shard (guild_id >> 22) % count, DMs to shard 0. */
-  const shardFor = (d: unknown): number => {
+  /**
+   * Discord's routing: a server's events go to shard (guild_id >> 22) % count, DMs to shard 0, in
+   * every set with a live session (two during a re-shard), the newest set first.
+   */
+  const shardsFor = (d: unknown): Shard[] => {
     const guild = (d as { guild_id?: unknown } | null)?.guild_id;
-    const count = shards.get(0)?.count ?? 1;
-    return typeof guild === "string" ? Number((BigInt(guild) >> 22n) % BigInt(count)) : 0;
+    const live = [...shards.values()]
+      .filter((shard) => shard.session !== null)
+      .sort((a, b) => b.identifiedAt - a.identifiedAt);
+    return [...new Set(live.map((shard) => shard.count))].flatMap((count) => {
+      const index = typeof guild === "string" ? Number((BigInt(guild) >> 22n) % BigInt(count)) : 0;
+      return live.filter((shard) => shard.count === count && shard.index === index);
+    });
   };
 
   const server = createServer((req, res) => void control(req, res));
@@ -93,14 +121,13 @@ export async function startGatewayStandIn(): Promise<GatewayStandIn> {
       return;
     }
     // Which shard the connection is becomes known when it identifies or resumes.
-    let index: number | null = null;
-    const claim = (next: number) => {
-      const shard = shardAt(next);
+    let claimed: Shard | null = null;
+    const claim = (shard: Shard) => {
       // One connection at a time per shard.
       if (shard.socket !== ws) shard.socket?.terminate();
       shard.socket = ws;
       shard.readySocket = null;
-      index = next;
+      claimed = shard;
       return shard;
     };
     ws.send(JSON.stringify({ op: 10, d: { heartbeat_interval: heartbeatMs } }));
@@ -112,34 +139,40 @@ export async function startGatewayStandIn(): Promise<GatewayStandIn> {
         const [i, count] = d.shard ?? [0, 1];
         if (!Number.isInteger(i) || !Number.isInteger(count) || i < 0 || i >= count)
           return ws.close(4010, "Invalid shard");
-        identify(claim(i), ws, d, count);
+        const shard = claim(shardAt(i, count));
+        if (heldReady.has(keyOf(i, count))) pendingReady.push(() => identify(shard, ws, d));
+        else identify(shard, ws, d);
         return;
       }
       if (payload.op === 6) {
         const d = payload.d as { token: string; session_id: string; seq: number };
-        resume(claim(sessions.get(d.session_id)?.shard ?? index ?? 0), ws, d);
+        const known = sessions.get(d.session_id);
+        resume(claim(known ? shards.get(known.shard)! : (claimed ?? shardAt(0, 1))), ws, d);
         return;
       }
-      if (index !== null && shardAt(index).socket !== ws) return;
+      if (claimed !== null && claimed.socket !== ws) return;
       if (payload.op === 1 && ackHeartbeats) ws.send(JSON.stringify({ op: 11 }));
     });
-    ws.on("close", () => {
-      const shard = index === null ? null : shardAt(index);
+    ws.on("close", (code) => {
+      const shard = claimed;
       if (shard && shard.socket === ws) {
         shard.socket = null;
         shard.readySocket = null;
+        // Discord ends a session its client closed with 1000 or 1001: nothing more goes to it.
+        if (code === 1000 || code === 1001) shard.session = null;
       }
     });
   });
 
-  function identify(shard: Shard, ws: WebSocket, d: { token: string }, count: number) {
+  function identify(shard: Shard, ws: WebSocket, d: { token: string }) {
+    if (shard.socket !== ws) return;
     if (d.token !== token) return ws.close(4004, "Authentication failed");
-    const index = [...shards].find(([, s]) => s === shard)![0];
-    shard.count = count;
-    shard.session = { id: randomUUID(), seq: 0, shard: index, events: [] };
+    const { index, count } = shard;
+    shard.identifiedAt = ++identifications;
+    shard.session = { id: randomUUID(), seq: 0, shard: keyOf(index, count), events: [] };
     sessions.set(shard.session.id, shard.session);
     shard.readySocket = ws;
-    dispatchOn(index, "READY", {
+    dispatchOn(shard, "READY", {
       v: 10,
       user: { ...STAND_IN_BOT, bot: true },
       guilds: [{ id: STAND_IN_GUILD, unavailable: true }],
@@ -148,7 +181,7 @@ export async function startGatewayStandIn(): Promise<GatewayStandIn> {
       application: { id: "100000000000000001", flags: 0 },
       shard: [index, count],
     });
-    dispatchOn(index, "GUILD_CREATE", {
+    dispatchOn(shard, "GUILD_CREATE", {
       id: STAND_IN_GUILD,
       roles: [
         { id: STAND_IN_GUILD, name: "@everyone" },
@@ -169,7 +202,7 @@ export async function startGatewayStandIn(): Promise<GatewayStandIn> {
     }
     shard.readySocket = ws;
     for (const event of known.events.filter((e) => e.s > d.seq)) send(shard, { op: 0, ...event });
-    dispatchOn(known.shard, "RESUMED", null);
+    dispatchOn(shard, "RESUMED", null);
   }
 
   function port(): number {
@@ -187,13 +220,24 @@ export async function startGatewayStandIn(): Promise<GatewayStandIn> {
       res.writeHead(200, { "content-type": "application/json" });
       res.end(JSON.stringify(value));
     };
-    const shard = shardAt(typeof body.shard === "number" ? body.shard : 0);
+    const count = typeof body.count === "number" ? body.count : undefined;
+    const shard = pick(typeof body.shard === "number" ? body.shard : 0, count);
     switch (req.url) {
       case "/control/dispatch": {
         const events = (body.events as Array<{ t: string; d: unknown }>) ?? [];
         const on = (event: { d: unknown }) =>
-          typeof body.shard === "number" ? body.shard : shardFor(event.d);
-        return reply({ seqs: events.map((event) => dispatchOn(on(event), event.t, event.d)) });
+          typeof body.shard === "number" ? [shard] : shardsFor(event.d);
+        // `seqs`: each event's number on the newest set; `deliveries`: on every shard that got it.
+        const deliveries = events.map((event) =>
+          on(event).map((to) => ({
+            shard: [to.index, to.count],
+            seq: dispatchOn(to, event.t, event.d),
+          })),
+        );
+        return reply({
+          seqs: deliveries.map((sent) => sent[0]?.seq ?? null),
+          deliveries: deliveries.map((sent) => sent.filter((one) => one.seq !== null)),
+        });
       }
       case "/control/drop":
         // No close frame: the worker sees the connection fail (1006).
@@ -213,9 +257,18 @@ export async function startGatewayStandIn(): Promise<GatewayStandIn> {
         send(shard, { op: 1, d: null });
         return reply({});
       case "/control/settings":
+        if (Array.isArray(body.holdReady))
+          heldReady = new Set(
+            (body.holdReady as Array<[number, number]>).map(([i, n]) => keyOf(i, n)),
+          );
         if (typeof body.ackHeartbeats === "boolean") ackHeartbeats = body.ackHeartbeats;
         if (typeof body.heartbeatMs === "number") heartbeatMs = body.heartbeatMs;
         if (typeof body.token === "string") token = body.token;
+        return reply({});
+      case "/control/release":
+        // The held IDENTIFYs are answered now (those whose connection is still open).
+        heldReady.clear();
+        for (const answer of pendingReady.splice(0)) answer();
         return reply({});
       case "/control/state":
         return reply({
@@ -225,10 +278,10 @@ export async function startGatewayStandIn(): Promise<GatewayStandIn> {
           sessionId: shard.session?.id ?? null,
           seq: shard.session?.seq ?? 0,
           received,
-          shards: [...shards]
-            .sort(([a], [b]) => a - b)
-            .map(([index, s]) => ({
-              index,
+          shards: [...shards.values()]
+            .sort((a, b) => a.count - b.count || a.index - b.index)
+            .map((s) => ({
+              index: s.index,
               count: s.count,
               connected: s.socket !== null,
               ready: s.readySocket !== null && s.readySocket === s.socket,
@@ -239,6 +292,9 @@ export async function startGatewayStandIn(): Promise<GatewayStandIn> {
         for (const s of shards.values()) s.socket?.terminate();
         shards.clear();
         sessions.clear();
+        heldReady.clear();
+        pendingReady.length = 0;
+        identifications = 0;
         received = [];
         connections = 0;
         ackHeartbeats = true;

@@ -41,9 +41,26 @@ const GatewayHealth = ShardHealth.extend({
     .number()
     .int()
     .openapi({ description: "Shards running (0 before the first start)" }),
+  resharding: z
+    .object({
+      from: z.number().int(),
+      to: z.number().int(),
+      ready: z.number().int().openapi({ description: "New shards READY so far" }),
+      deadline: z.number().openapi({
+        description: "Milliseconds since the epoch: the old shards go then, ready or not",
+      }),
+    })
+    .nullable()
+    .openapi({
+      description:
+        "A change of shard count under way: the old shards keep delivering until every new one is READY",
+    }),
   shards: z.array(
     ShardHealth.extend({
       shard: z.array(z.number().int()).openapi({ description: "[shard id, shard count]" }),
+      retiring: z
+        .boolean()
+        .openapi({ description: "An old shard, closed once the new count is READY" }),
     }),
   ),
 })

@@ -4,6 +4,8 @@
 // keeps the session id, resume URL and handed-off sequence number in its storage, and passes
 // message events to gateway-events.ts. A shard's alarm every minute is the watchdog: it reopens the
 // connection after an eviction or a deploy, and retires the shard once the plan's count changed.
+// A shard tells the coordinator when it is READY with its servers arrived (guild-arrival.ts),
+// which ends a re-shard's overlap.
 // Started by the worker's first request and by the cron (src/index.ts) when DISCORD_GATEWAY=true.
 import { DurableObject } from "cloudflare:workers";
 import { z } from "zod";
@@ -18,6 +20,7 @@ import { GatewayEvents } from "./gateway-events.ts";
 import { fetchGatewayBot, gatewayUrlAllowed } from "./gateway-bot.ts";
 import { coordinatorName } from "./gateway-client.ts";
 import { GatewayCoordinator } from "./gateway-coordinator.ts";
+import { GUILDS_ARRIVAL_WAIT_MS, GuildArrival } from "./guild-arrival.ts";
 import { GatewayOpcodes, gatewayUrl } from "./protocol.ts";
 import { SeqWatermark } from "./seq-watermark.ts";
 import { GatewaySession, type GatewayAction } from "./session.ts";
@@ -50,6 +53,9 @@ export class DiscordGateway extends DurableObject<Env> implements DiscordGateway
   private opening = false;
   private heartbeatTimer: ReturnType<typeof setTimeout> | null = null;
   private reconnectTimer: ReturnType<typeof setTimeout> | null = null;
+  private arrivalTimer: ReturnType<typeof setTimeout> | null = null;
+  /** Whether this shard's servers have arrived since READY (a re-shard waits for that). */
+  private readonly arrival = new GuildArrival();
   /** Set in a shard object (its storage says which); null in the coordinator. */
   private shard: ShardId | null;
   /** The shard count changed and this shard stopped for good: nothing may reconnect it. */
@@ -76,6 +82,7 @@ export class DiscordGateway extends DurableObject<Env> implements DiscordGateway
       env,
       kv,
       shard: (name) => this.namespace().getByName(name),
+      wakeAt: (at) => ctx.storage.setAlarm(at),
     });
     this.watermark = new SeqWatermark(
       z
@@ -130,6 +137,10 @@ export class DiscordGateway extends DurableObject<Env> implements DiscordGateway
     return this.coordinator.isCurrent(count);
   }
 
+  async shardReady(index: number, count: number): Promise<void> {
+    await this.coordinator.shardReady(index, count);
+  }
+
   // --- A shard (named `shard:<i>/<n>`) ---
 
   /** Opens the connection unless it is open, opening, or Discord refused this token for good. */
@@ -141,6 +152,8 @@ export class DiscordGateway extends DurableObject<Env> implements DiscordGateway
     this.ctx.storage.kv.put("shard", shard);
     if (!this.enabled()) return this.shardStatus();
     await this.ensureRunning();
+    // Up before a re-shard began (its READY report went before the handover): say so again.
+    if (this.session?.phase === "ready" && !this.arrival.waiting) this.reportReady();
     if ((await this.ctx.storage.getAlarm()) === null)
       await this.ctx.storage.setAlarm(Date.now() + WATCHDOG_MS);
     return this.shardStatus();
@@ -170,6 +183,8 @@ export class DiscordGateway extends DurableObject<Env> implements DiscordGateway
     this.clearHeartbeat();
     if (this.reconnectTimer) clearTimeout(this.reconnectTimer);
     this.reconnectTimer = null;
+    if (this.arrivalTimer) clearTimeout(this.arrivalTimer);
+    this.arrivalTimer = null;
     try {
       socket?.close(1000, "resharding");
     } catch {
@@ -185,6 +200,13 @@ export class DiscordGateway extends DurableObject<Env> implements DiscordGateway
   override async alarm(): Promise<void> {
     if (!this.enabled()) return;
     const shard = this.shard;
+    if (!shard && this.ctx.storage.kv.get("role") === "coordinator") {
+      // The coordinator's own alarm: a re-shard's deadline.
+      await this.coordinator
+        .wake()
+        .catch((error: unknown) => log.error("gateway_wake_failed", { error: errorField(error) }));
+      return;
+    }
     if (!shard) {
       // The per-application object's watchdog from before sharding: start the shards instead.
       await this.start().catch((error: unknown) =>
@@ -349,12 +371,35 @@ export class DiscordGateway extends DurableObject<Env> implements DiscordGateway
       if (this.watermark.finish(seq) && !this.retired)
         this.ctx.storage.kv.put("seq", this.watermark.value);
     };
+    // The coordinator retires the old shards of a re-shard once every new one has its servers.
+    if (this.arrival.note(event, data)) this.reportReady();
+    if (event === "READY" && this.arrival.waiting) this.awaitGuilds();
     const bot = this.botUser();
     if (bot && this.roles.note(event, data, bot.id))
       this.ctx.storage.kv.put("roles", this.roles.toJSON());
     if (this.threads.note(event, data)) this.ctx.storage.kv.put("threads", this.threads.toJSON());
     if (MESSAGE_EVENTS.has(event)) void this.events.handle(event, data).finally(finished);
     else finished();
+  }
+
+  /** A server in an outage may not arrive for long: the shard is ready after a bounded wait. */
+  private awaitGuilds(): void {
+    if (this.arrivalTimer) clearTimeout(this.arrivalTimer);
+    this.arrivalTimer = setTimeout(() => {
+      this.arrivalTimer = null;
+      if (this.arrival.expire()) this.reportReady();
+    }, GUILDS_ARRIVAL_WAIT_MS);
+  }
+
+  private reportReady(): void {
+    const shard = this.shard;
+    if (!shard || this.retired) return;
+    void this.coordinatorStub()
+      .shardReady(shard.index, shard.count)
+      .catch((error: unknown) =>
+        // The coordinator's deadline alarm asks the shards itself.
+        log.warn("gateway_ready_report_failed", { ...shard, error: errorField(error) }),
+      );
   }
 
   private scheduleReconnect(delayMs: number, resume: boolean): void {

@@ -1,22 +1,25 @@
 // The shard plan, held by the DiscordGateway object named by the application id: how many shards
 // run (DISCORD_GATEWAY_SHARDS, or GET /gateway/bot's `shards` under `auto`), starting each
-// `shard:<i>/<n>` object, retiring the objects of an earlier count (they close their socket and
-// forget their session, so no old shard keeps a connection), pacing IDENTIFYs across shards by
-// Discord's buckets (`shard_id % max_concurrency`, one per bucket per 5 s), and /health's summary.
+// `shard:<i>/<n>` object, handing over from an earlier count without a gap (shard-handover.ts:
+// the old set serves until every new shard reported READY, then closes its sockets and forgets
+// its sessions), pacing IDENTIFYs across shards by Discord's buckets, and /health's summary.
 import { z } from "zod";
 import { loadConfig } from "../../../config.ts";
 import type { Env } from "../../../env.ts";
 import { errorField, log } from "../../../log.ts";
-import type { DiscordGatewayRpc, GatewayStatus, ShardStatus } from "../../../rpc.ts";
+import type { DiscordGatewayRpc, GatewayStatus } from "../../../rpc.ts";
 import { fetchGatewayBot } from "./gateway-bot.ts";
-import { identifyDelayMs } from "./identify-gate.ts";
+import { IDENTIFY_SLOT_MARGIN_MS, identifyDelayMs } from "./identify-gate.ts";
+import {
+  Handover,
+  handoverComplete,
+  noteReady,
+  notReady,
+  planReshard,
+  type SessionStartLimit,
+} from "./shard-handover.ts";
 import { identifyBucket, shardCount, shardName, shardsOf } from "./shard-plan.ts";
-
-/**
- * An IDENTIFY leaves once the socket is open and HELLO has come, some time after its slot was
- * taken: slots of one bucket are spaced by Discord's 5 s plus this, so two never land closer.
- */
-export const IDENTIFY_SLOT_MARGIN_MS = 1_000;
+import { idleShard, type ListedShard, summarize } from "./shard-summary.ts";
 
 const Plan = z.object({ count: z.number().int().min(1) });
 /** Earlier shard counts whose objects have not all confirmed they stopped. */
@@ -26,6 +29,9 @@ export interface CoordinatorOptions {
   env: Env;
   kv: SyncKvStorage;
   shard: (name: string) => DurableObjectStub<DiscordGatewayRpc>;
+  /** Wakes the coordinator (its alarm) at `at`: a handover past its deadline ends then. */
+  wakeAt: (at: number) => Promise<void>;
+  now?: () => number;
 }
 
 export class GatewayCoordinator {
@@ -35,21 +41,50 @@ export class GatewayCoordinator {
     this.options = options;
   }
 
-  /** Decides the shard count, starts every shard of it and retires those of earlier counts. */
+  /**
+   * Decides the shard count and starts every shard of it. A new count starts its set next to the
+   * serving one, which is retired once the new set is READY (shardReady) or at the deadline (wake).
+   */
   async start(): Promise<void> {
-    const count = await this.decideCount();
-    const { kv } = this.options;
-    const previous = this.plan()?.count;
-    if (previous !== undefined && previous !== count) {
-      log.info("gateway_resharding", { from: previous, to: count });
-      kv.put("retiring", [...new Set([...this.retiring(), previous])]);
+    const wanted = await this.decideCount();
+    const state = { count: this.plan()?.count ?? null, handover: this.handover() };
+    const changing =
+      state.count !== null && wanted.count !== state.count && wanted.count !== state.handover?.from;
+    const limit =
+      changing && wanted.limit === undefined ? await this.sessionStartLimit() : wanted.limit;
+    const decision = planReshard(state, wanted.count, limit ?? null, this.now());
+    switch (decision.kind) {
+      case "run":
+        this.setPlan(decision.count);
+        break;
+      case "defer":
+        log.warn("gateway_resharding_deferred", {
+          running: decision.count,
+          wanted: decision.wanted,
+          sessionStartsLeft: decision.remaining,
+        });
+        break;
+      case "revert":
+        log.info("gateway_resharding_reverted", { to: decision.count, from: decision.abandon });
+        this.options.kv.delete("handover");
+        this.addRetiring(decision.abandon);
+        this.setPlan(decision.count);
+        break;
+      case "hand_over": {
+        const { handover, abandon } = decision;
+        log.info("gateway_resharding", {
+          from: handover.from,
+          to: handover.to,
+          deadline: handover.deadline,
+        });
+        if (abandon !== null) this.addRetiring(abandon);
+        this.options.kv.put("handover", handover);
+        this.setPlan(handover.to);
+        await this.options.wakeAt(handover.deadline);
+        break;
+      }
     }
-    kv.put("plan", { count });
-    // A count coming back is current again: its objects must not be stopped.
-    kv.put(
-      "retiring",
-      this.retiring().filter((old) => old !== count),
-    );
+    const count = this.plan()!.count;
     await Promise.all(
       shardsOf(count).map(({ index }) =>
         this.options
@@ -63,10 +98,67 @@ export class GatewayCoordinator {
     await this.retireOld();
   }
 
-  /** Whether shards of `count` belong to the plan (no plan yet: yes, nothing says otherwise). */
+  /** A shard is READY with its servers (or RESUMED): the last of a new set ends the handover. */
+  async shardReady(index: number, count: number): Promise<void> {
+    const handover = this.handover();
+    if (!handover) return;
+    const next = noteReady(handover, index, count);
+    if (next === handover) return;
+    if (!handoverComplete(next)) {
+      this.options.kv.put("handover", next);
+      return;
+    }
+    log.info("gateway_handover_done", { from: next.from, to: next.to });
+    this.endHandover(next);
+    await this.retireOld();
+  }
+
+  /**
+   * The coordinator's alarm: a handover whose READY reports were lost ends when the new shards
+   * say they are ready; one past its deadline ends anyway (the old set goes, the log says which
+   * new shards were not ready), so a stuck new set cannot keep both sets for ever.
+   */
+  async wake(): Promise<void> {
+    const asked = this.handover();
+    if (asked) {
+      const ready = await Promise.all(
+        notReady(asked).map((index) =>
+          this.options
+            .shard(shardName(index, asked.to))
+            .shardStatus()
+            .then(
+              (status) => (status.state === "ready" ? index : null),
+              () => null,
+            ),
+        ),
+      );
+      let handover = this.handover();
+      if (handover && handover.to === asked.to && handover.from === asked.from) {
+        for (const index of ready)
+          if (index !== null) handover = noteReady(handover, index, handover.to);
+        if (handoverComplete(handover)) {
+          log.info("gateway_handover_done", { from: handover.from, to: handover.to });
+          this.endHandover(handover);
+        } else if (this.now() >= handover.deadline) {
+          log.warn("gateway_handover_timed_out", {
+            from: handover.from,
+            to: handover.to,
+            notReady: notReady(handover),
+          });
+          this.endHandover(handover);
+        } else {
+          this.options.kv.put("handover", handover);
+          await this.options.wakeAt(handover.deadline);
+        }
+      }
+    }
+    await this.retireOld();
+  }
+
+  /** Whether shards of `count` are wanted: the plan's, or the set serving during a handover. */
   isCurrent(count: number): boolean {
     const plan = this.plan();
-    return plan === null || plan.count === count;
+    return plan === null || plan.count === count || this.handover()?.from === count;
   }
 
   /**
@@ -95,27 +187,51 @@ export class GatewayCoordinator {
     return wait;
   }
 
-  /** Every shard of the plan, asked in parallel; one that does not answer shows as disconnected. */
+  /**
+   * Every shard of the plan, and during a handover the serving set (`retiring`), asked in
+   * parallel; one that does not answer shows as disconnected.
+   */
   async status(enabled: boolean): Promise<GatewayStatus> {
     const count = this.plan()?.count ?? 0;
-    const shards = await Promise.all(
-      shardsOf(count).map(async ({ index }) => {
+    const handover = this.handover();
+    const listed = [
+      ...shardsOf(count).map((shard) => ({ ...shard, retiring: false })),
+      ...(handover ? shardsOf(handover.from).map((shard) => ({ ...shard, retiring: true })) : []),
+    ];
+    const shards: ListedShard[] = await Promise.all(
+      listed.map(async ({ index, count: of, retiring }) => {
         const status = await this.options
-          .shard(shardName(index, count))
+          .shard(shardName(index, of))
           .shardStatus()
           .catch(() => idleShard("disconnected"));
-        return { shard: [index, count] as [number, number], ...status };
+        return { shard: [index, of] as [number, number], ...status, retiring };
       }),
     );
-    return { ...summarize(shards, enabled), shardCount: count, shards };
+    return {
+      ...summarize(shards, enabled),
+      shardCount: count,
+      resharding: handover
+        ? {
+            from: handover.from,
+            to: handover.to,
+            ready: handover.ready.length,
+            deadline: handover.deadline,
+          }
+        : null,
+      shards,
+    };
   }
 
-  private async decideCount(): Promise<number> {
+  /** The count to run, and the session-start budget when GET /gateway/bot was asked for it. */
+  private async decideCount(): Promise<{
+    count: number;
+    limit: SessionStartLimit | null | undefined;
+  }> {
     const setting = loadConfig(this.options.env).discordGatewayShards;
-    if (setting !== "auto") return setting;
+    if (setting !== "auto") return { count: setting, limit: undefined };
     try {
       const info = await fetchGatewayBot(this.options.env);
-      return shardCount("auto", info.shards);
+      return { count: shardCount("auto", info.shards), limit: info.session_start_limit ?? null };
     } catch (error) {
       // Discord did not answer: keep the running count; with none, the start fails and is retried.
       const plan = this.plan();
@@ -124,20 +240,55 @@ export class GatewayCoordinator {
         keeping: plan?.count ?? null,
       });
       if (!plan) throw error;
-      return plan.count;
+      return { count: plan.count, limit: null };
     }
   }
 
+  /** The session starts left today; null when Discord does not say (a re-shard then waits). */
+  private async sessionStartLimit(): Promise<SessionStartLimit | null> {
+    try {
+      return (await fetchGatewayBot(this.options.env)).session_start_limit ?? null;
+    } catch (error) {
+      log.warn("gateway_session_starts_unknown", { error: errorField(error) });
+      return null;
+    }
+  }
+
+  /** The old set of a handover goes; its count is retired like any earlier count. */
+  private endHandover(handover: Handover): void {
+    this.options.kv.delete("handover");
+    this.addRetiring(handover.from);
+  }
+
   private async retireOld(): Promise<void> {
-    const left: number[] = [];
     for (const old of this.retiring()) {
       const results = await Promise.allSettled(
         shardsOf(old).map(({ index }) => this.options.shard(shardName(index, old)).retire()),
       );
       // Kept until every object confirmed; their own watchdogs also ask isCurrent() each minute.
-      if (results.some((result) => result.status === "rejected")) left.push(old);
+      // Read again: a READY report may have added a count while these were awaited.
+      if (results.every((result) => result.status === "fulfilled"))
+        this.putRetiring(this.retiring().filter((count) => count !== old));
     }
-    this.options.kv.put("retiring", left);
+  }
+
+  private setPlan(count: number): void {
+    this.options.kv.put("plan", { count });
+    // A count coming back is current again: its objects must not be stopped.
+    this.putRetiring(this.retiring());
+  }
+
+  private addRetiring(count: number): void {
+    this.putRetiring([...new Set([...this.retiring(), count])]);
+  }
+
+  /** Never the plan's count nor the serving set's: those objects are wanted. */
+  private putRetiring(counts: number[]): void {
+    const wanted = [this.plan()?.count, this.handover()?.from];
+    this.options.kv.put(
+      "retiring",
+      counts.filter((count) => !wanted.includes(count)),
+    );
   }
 
   private plan(): z.infer<typeof Plan> | null {
@@ -146,70 +297,17 @@ export class GatewayCoordinator {
       .parse(this.options.kv.get("plan") ?? null);
   }
 
+  private handover(): Handover | null {
+    return Handover.nullable()
+      .catch(null)
+      .parse(this.options.kv.get("handover") ?? null);
+  }
+
   private retiring(): number[] {
     return Retiring.catch([]).parse(this.options.kv.get("retiring") ?? []);
   }
-}
 
-export function idleShard(state: ShardStatus["state"]): ShardStatus {
-  return {
-    state,
-    connected: false,
-    resuming: false,
-    reconnects: 0,
-    identifies: 0,
-    resumes: 0,
-    lastEvent: null,
-    lastEventAt: null,
-    lastClose: null,
-    eventsHandled: 0,
-    inFlight: 0,
-    stoppedReason: null,
-  };
-}
-
-/** Which state sums up several shards: any stopped one, else the least advanced. */
-const STATE_ORDER: ShardStatus["state"][] = [
-  "stopped",
-  "disconnected",
-  "connecting",
-  "identifying",
-  "resuming",
-  "ready",
-];
-
-function summarize(shards: Array<ShardStatus & { shard: [number, number] }>, enabled: boolean) {
-  if (!enabled) return idleShard("off");
-  if (shards.length === 0) return idleShard("disconnected");
-  const state = STATE_ORDER.find((s) => shards.some((shard) => shard.state === s)) ?? "ready";
-  const latest = <T>(pick: (s: ShardStatus) => T | null, at: (value: T) => number) =>
-    shards
-      .map(pick)
-      .filter((value): value is T => value !== null)
-      .sort((a, b) => at(b) - at(a))[0] ?? null;
-  const stopped = shards.find((shard) => shard.stoppedReason !== null);
-  const newestEvent = latest(
-    (s) => (s.lastEventAt === null ? null : { event: s.lastEvent, at: s.lastEventAt }),
-    (value) => value.at,
-  );
-  const sum = (pick: (s: ShardStatus) => number) => shards.reduce((n, s) => n + pick(s), 0);
-  return {
-    state,
-    connected: shards.every((shard) => shard.connected),
-    resuming: shards.some((shard) => shard.resuming),
-    reconnects: sum((s) => s.reconnects),
-    identifies: sum((s) => s.identifies),
-    resumes: sum((s) => s.resumes),
-    lastEvent: newestEvent?.event ?? null,
-    lastEventAt: newestEvent?.at ?? null,
-    lastClose: latest(
-      (s) => s.lastClose,
-      (value) => value.at,
-    ),
-    eventsHandled: sum((s) => s.eventsHandled),
-    inFlight: sum((s) => s.inFlight),
-    stoppedReason: stopped
-      ? `shard ${stopped.shard[0]}/${stopped.shard[1]}: ${stopped.stoppedReason}`
-      : null,
-  } satisfies ShardStatus;
+  private now(): number {
+    return (this.options.now ?? Date.now)();
+  }
 }

@@ -5,6 +5,11 @@
 import type { GatewayBotInfo } from "./protocol.ts";
 
 export const IDENTIFY_WINDOW_MS = 5_000;
+/**
+ * An IDENTIFY leaves once the socket is open and HELLO has come, some time after its slot was
+ * taken: slots of one bucket are spaced by Discord's 5 s plus this, so two never land closer.
+ */
+export const IDENTIFY_SLOT_MARGIN_MS = 1_000;
 
 /** Milliseconds to wait before identifying; 0 when it may go now. */
 export function identifyDelayMs(
