@@ -75,6 +75,8 @@ const BOT_PERMISSIONS =
   PermissionFlagsBits.ViewChannel |
   PermissionFlagsBits.SendMessages |
   PermissionFlagsBits.SendMessagesInThreads |
+  // autoThread opens a thread from a mention (docs/discord.md).
+  PermissionFlagsBits.CreatePublicThreads |
   PermissionFlagsBits.ReadMessageHistory;
 
 interface Run {

@@ -510,9 +510,10 @@ describe("npm run deploy", () => {
       const params = new URL(invite!).searchParams;
       expect(params.get("client_id")).toBe(APP_ID);
       expect(params.get("scope")).toBe("bot applications.commands");
-      // View Channel, Send Messages, Send Messages in Threads, Read Message History.
+      // View Channel, Send Messages, Send Messages in Threads, Create Public Threads, Read
+      // Message History.
       expect(BigInt(params.get("permissions")!)).toBe(
-        (1n << 10n) | (1n << 11n) | (1n << 38n) | (1n << 16n),
+        (1n << 10n) | (1n << 11n) | (1n << 38n) | (1n << 35n) | (1n << 16n),
       );
       // The bot token is on no command line and in no output.
       expect(out).not.toContain(BOT_TOKEN);
