@@ -71,3 +71,15 @@ export async function settledJournal(
   );
   return rows;
 }
+
+/** How each turn the room journalled ended (`replied`, `ignored`…; null while it runs), in order. */
+export async function turnOutcomes(room: string): Promise<Array<string | null>> {
+  return runInDurableObject(env.ROOMS.getByName(room), (_instance, state) =>
+    state.storage.sql
+      .exec<{ status: string | null }>(
+        "SELECT json_extract(outcome, '$.status') AS status FROM turn_journal ORDER BY seq",
+      )
+      .toArray()
+      .map((row) => row.status),
+  );
+}

@@ -30,6 +30,18 @@ describe("thread parents", () => {
     expect(threads.parentOf("13")).toBeNull();
   });
 
+  it("notes a thread the bot opened itself (autoThread) before Discord's THREAD_CREATE", () => {
+    const threads = new ThreadParents();
+    expect(threads.opened("21", "2", GUILD)).toBe(true);
+    expect(threads.parentOf("21")).toBe("2");
+    // Discord's own THREAD_CREATE then changes nothing; GUILD_DELETE forgets it like the others.
+    expect(threads.note("THREAD_CREATE", { id: "21", parent_id: "2", guild_id: GUILD })).toBe(
+      false,
+    );
+    expect(threads.note("GUILD_DELETE", { id: GUILD })).toBe(true);
+    expect(threads.parentOf("21")).toBeNull();
+  });
+
   it("ignores other events and malformed ones, survives a round trip through storage, and stays bounded", () => {
     const threads = new ThreadParents();
     expect(threads.note("MESSAGE_CREATE", { id: "1", channel_id: "2" })).toBe(false);

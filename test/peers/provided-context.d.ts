@@ -14,6 +14,10 @@ declare module "vitest" {
     gatewayPeer: { url: string; controlUrl: string };
     /** A second Gateway stand-in for the sharded bot (test/gateway/sharding.spec.ts). */
     gatewayShardPeer: { url: string; controlUrl: string };
+    /** A third, for autoThread's conversations (test/gateway/auto-thread.spec.ts). */
+    gatewayThreadPeer: { url: string; controlUrl: string };
+    /** A fourth, for the filter before the model (test/gateway/message-filter.spec.ts). */
+    gatewayFilterPeer: { url: string; controlUrl: string };
     webPeers: { baseUrl: string; searchBase: string };
   }
 }

@@ -1,6 +1,8 @@
 // Discord's REST API as a fetch handler for tests and benchmarks: records every request the bot
-// makes (edits of the deferred response, follow-ups, channel messages) and answers 200, or a
-// scripted failure (429 with retry_after, 5xx, 404) for the next requests. `GET /applications/@me`
+// makes (edits of the deferred response, follow-ups, channel messages, threads started from a
+// message) and answers 200, or a scripted failure (429 with retry_after, 5xx, 404) for the next
+// requests. A thread started from a message has the message's id, and a second start from the same
+// message is refused as Discord refuses it (400, code 160004). `GET /applications/@me`
 // (who owns the bot) answers the application set with `setApplication`, counted apart from `calls`;
 // so does `GET /gateway/bot`, which points at the Gateway stand-in set with `setGateway`.
 // `emulateRateLimits` makes it enforce Discord's limits with Discord's headers: a bucket per route
@@ -111,6 +113,8 @@ export function createDiscordStandIn(): DiscordStandIn {
   let gateway: { url: string; remaining: number } | null = null;
   let gatewayLookups = 0;
   let emulation: RateLimitEmulation | null = null;
+  /** Messages a thread was started from. */
+  let threads = new Set<string>();
   let windows = new Map<string, { start: number; used: number }>();
   let botSends: number[] = [];
   const refused = { bucket: 0, global: 0 };
@@ -242,6 +246,24 @@ export function createDiscordStandIn(): DiscordStandIn {
         request.headers.get("authorization")?.startsWith("Bot ") === true,
       );
       if (limited.refusal) return limited.refusal;
+      const thread = /\/channels\/(\d+)\/messages\/(\d+)\/threads$/.exec(url.pathname);
+      if (request.method === "POST" && thread) {
+        const [, parentId, messageId] = thread;
+        if (threads.has(messageId!))
+          return Response.json(
+            { message: "A thread has already been created for this message", code: 160004 },
+            { status: 400 },
+          );
+        threads.add(messageId!);
+        calls.push(call);
+        for (const wake of waiters) wake();
+        return Response.json({
+          id: messageId,
+          parent_id: parentId,
+          type: 11,
+          name: call.body.name,
+        });
+      }
       calls.push(call);
       for (const wake of waiters) wake();
       return Response.json(
@@ -320,6 +342,7 @@ export function createDiscordStandIn(): DiscordStandIn {
       emulation = null;
       windows = new Map();
       botSends = [];
+      threads = new Set();
       refused.bucket = 0;
       refused.global = 0;
     },

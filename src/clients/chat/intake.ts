@@ -1,14 +1,21 @@
 // The one way a chat platform's message becomes a turn, once the adapter has verified, parsed and
 // normalised it and chosen the agent: the DM policy, the per-user rate limit (`user:<platform>:<id>`),
 // the member principal, and one `enqueueTurn` keyed by the platform message, so a redelivered
-// message is the same turn. Edits amend the stored message by that key. No platform code here:
-// the adapter passes its delivery target through as opaque data.
+// message is the same turn. Edits amend the stored message by that key. The place's filter before
+// the model (src/runtime/access/message-filter.ts) is read here too: a declined message is still
+// stored, as a turn the rules decline, and the adapter learns the verdict (to delete or report
+// it). No platform code here: the adapter passes its delivery target through as opaque data.
 import { loadConfig, type Config } from "../../config.ts";
 import type { Env } from "../../env.ts";
 import { stores } from "../../db/stores/index.ts";
 import { enqueueTurn, roomName } from "../../objects/conversation/room-client.ts";
 import type { DeliveryTarget } from "../../objects/shared/reply-surface.ts";
 import { enforceRate, type KeepAlive } from "../../rate-limits/admission.ts";
+import {
+  type FilterRules,
+  type FilterVerdict,
+  filterVerdict,
+} from "../../runtime/access/message-filter.ts";
 import type { MemberPlatform } from "../../runtime/access/principal.ts";
 import type { DirectMessagePolicy } from "../../runtime/character.ts";
 import type { Attachment } from "../../runtime/ports/memory.ts";
@@ -24,7 +31,10 @@ export interface ChatMessage {
   roomId: string;
   /** The platform's chat or channel id. */
   chatId: string;
-  /** The platform's server (a Discord guild); null in DMs and where there is none (Telegram). */
+  /**
+   * The platform's server (a Discord guild, a Slack workspace, DMs included); null in a Discord
+   * DM and where there is none (Telegram). Budgets per server count the turns made there.
+   */
   spaceId: string | null;
   /** The platform's own user id (without the `<platform>:` prefix). */
   sender: { id: string; name: string; isBot: boolean };
@@ -38,6 +48,10 @@ export interface ChatMessage {
   delivery: DeliveryTarget;
   /** What the place's settings say about this turn (a Discord server's or channel's). */
   place?: PlacePolicy;
+  /** The place's filter before the model (a Discord server's; the Telegram or Slack client's). */
+  filter?: FilterRules;
+  /** When the sender's account was made (ms); absent or null where the platform does not say. */
+  senderCreatedAt?: number | null;
 }
 
 /** What the intake asks the adapter (or its defaults) about the sender and the agent. */
@@ -63,6 +77,16 @@ const PLATFORM_NAMES: Record<MemberPlatform, string> = {
 
 export type IntakeResult = "queued" | "duplicate" | "dm_refused" | "rate_limited";
 
+/**
+ * What became of a message, and the rule of the place's filter that declined it (null: none did,
+ * or the DM policy refused it before the filter was read). A declined message is queued all the
+ * same (stored, never answered) unless the rate limit refused it.
+ */
+export interface IntakeOutcome {
+  result: IntakeResult;
+  filtered: FilterVerdict | null;
+}
+
 /** Hands one message to the agent's room as a turn (or says why not). */
 export async function takeMessage(
   env: Env,
@@ -70,6 +94,16 @@ export async function takeMessage(
   agentId: string,
   policy: IntakePolicy = {},
 ): Promise<IntakeResult> {
+  return (await takeMessageWithVerdict(env, message, agentId, policy)).result;
+}
+
+/** takeMessage, also saying which rule of the place's filter declined the message. */
+export async function takeMessageWithVerdict(
+  env: Env,
+  message: ChatMessage,
+  agentId: string,
+  policy: IntakePolicy = {},
+): Promise<IntakeOutcome> {
   const config = loadConfig(env);
   const owner = await (
     policy.isOwner ?? ((id) => configuredOwners(config, message.platform).includes(id))
@@ -79,14 +113,23 @@ export async function takeMessage(
       policy.directMessages ?? ((id) => agentDirectMessages(env, id, message.platform))
     )(agentId);
     // A DM has no server to manage: the agent's policy says whose it takes (default: owners).
-    if (dm === "off") return "dm_refused";
+    if (dm === "off") return { result: "dm_refused", filtered: null };
     if (dm === "owners") {
       const dmOwner = policy.directMessageOwner
         ? await policy.directMessageOwner(message.sender.id)
         : owner;
-      if (!dmOwner) return "dm_refused";
+      if (!dmOwner) return { result: "dm_refused", filtered: null };
     }
   }
+  // Read before the rate limit: a flood of filtered messages is still deleted or reported.
+  const filtered = message.filter
+    ? filterVerdict(message.filter, {
+        text: message.text,
+        accountCreatedAt: message.senderCreatedAt ?? null,
+        now: message.receivedAt,
+      })
+    : null;
+  const place: PlacePolicy | undefined = filtered ? { ...message.place, filtered } : message.place;
   const userId = `${message.platform}:${message.sender.id}`;
   try {
     await enforceRate(
@@ -97,7 +140,7 @@ export async function takeMessage(
       policy.keepAlive,
     );
   } catch (error) {
-    if (error instanceof RateLimitedError) return "rate_limited";
+    if (error instanceof RateLimitedError) return { result: "rate_limited", filtered };
     throw error;
   }
   const queued = await enqueueTurn(env, {
@@ -115,7 +158,7 @@ export async function takeMessage(
       mentioned: message.mentioned,
       fromBot: message.sender.isBot,
       receivedAt: message.receivedAt,
-      ...(message.place ? { place: message.place } : {}),
+      ...(place ? { place } : {}),
       // A chat message carries no server permissions: nobody manages through it; the owners
       // named for the platform are owners (docs/security.md).
       principal: {
@@ -129,7 +172,22 @@ export async function takeMessage(
     },
     delivery: message.delivery,
   });
-  return queued.duplicate ? "duplicate" : "queued";
+  return { result: queued.duplicate ? "duplicate" : "queued", filtered };
+}
+
+/**
+ * A webhook client's daily budgets (`memberDailyTokens`, and Slack's workspace `dailyTokens` in
+ * /clients/<telegram|slack>/config) as the place policy its messages carry; undefined when none.
+ */
+export function clientBudgets(config: {
+  memberDailyTokens?: number;
+  dailyTokens?: number;
+}): { place: PlacePolicy } | Record<string, never> {
+  const budgets = {
+    ...(config.memberDailyTokens ? { member: config.memberDailyTokens } : {}),
+    ...(config.dailyTokens ? { server: config.dailyTokens } : {}),
+  };
+  return Object.keys(budgets).length > 0 ? { place: { budgets } } : {};
 }
 
 /** Amends a stored message (an edit) by the key its turn was queued with. */

@@ -1,7 +1,13 @@
 // The bot's slash commands: the one definition that `npm run discord:register` sends to Discord
 // and the interaction route dispatches on. Option types and permission bits are Discord's.
-export const OptionType = { STRING: 3, ATTACHMENT: 11 } as const;
-/** MANAGE_GUILD: who may choose the agent that serves a channel (server managers). */
+export const OptionType = {
+  SUB_COMMAND: 1,
+  STRING: 3,
+  INTEGER: 4,
+  BOOLEAN: 5,
+  ATTACHMENT: 11,
+} as const;
+/** MANAGE_GUILD: who may choose a channel's agent and change settings (server managers). */
 export const MANAGE_GUILD = 1n << 5n;
 
 export interface CommandOption {
@@ -11,7 +17,29 @@ export interface CommandOption {
   required?: boolean;
   autocomplete?: boolean;
   max_length?: number;
+  /** INTEGER bounds. */
+  min_value?: number;
+  max_value?: number;
+  /** The only values a STRING may take (Discord shows them as a list). */
+  choices?: Array<{ name: string; value: string }>;
+  /** A SUB_COMMAND's own options. */
+  options?: CommandOption[];
 }
+
+/** Where `/settings` writes: the whole server, or only the channel it is used in. */
+const SCOPE: CommandOption = {
+  type: OptionType.STRING,
+  name: "scope",
+  description: "The whole server, or only this channel",
+  required: true,
+  choices: [
+    { name: "server", value: "server" },
+    { name: "channel", value: "channel" },
+  ],
+};
+
+/** Discord's largest INTEGER option value (2^53 - 1) is far above a daily budget; ten billion. */
+export const MAX_DAILY_TOKENS_OPTION = 10_000_000_000;
 
 export interface CommandDefinition {
   name: string;
@@ -108,5 +136,74 @@ export const COMMANDS: CommandDefinition[] = [
       },
     ],
     contexts: [0, 1, 2],
+  },
+  {
+    name: "settings",
+    description: "Show or change the bot's settings for this server and channel",
+    options: [
+      {
+        type: OptionType.SUB_COMMAND,
+        name: "show",
+        description: "This server's and this channel's settings, and where each comes from",
+      },
+      {
+        type: OptionType.SUB_COMMAND,
+        name: "respond",
+        description: "Which messages the bot answers without /chat",
+        options: [
+          {
+            type: OptionType.STRING,
+            name: "mode",
+            description: "mentions and replies, every message, none, or back to the default",
+            required: true,
+            choices: [
+              { name: "mentions", value: "mentions" },
+              { name: "always", value: "always" },
+              { name: "never", value: "never" },
+              { name: "default", value: "default" },
+            ],
+          },
+          SCOPE,
+        ],
+      },
+      {
+        type: OptionType.SUB_COMMAND,
+        name: "autothread",
+        description: "Whether a mention opens a thread for the conversation",
+        options: [
+          {
+            type: OptionType.BOOLEAN,
+            name: "enabled",
+            description: "On or off",
+            required: true,
+          },
+          SCOPE,
+        ],
+      },
+      {
+        type: OptionType.SUB_COMMAND,
+        name: "budget",
+        description: "Model tokens this server may spend a day (UTC); 0 removes a limit",
+        options: [
+          {
+            type: OptionType.INTEGER,
+            name: "server_tokens",
+            description: "For the whole server, every member together (0: no limit)",
+            min_value: 0,
+            max_value: MAX_DAILY_TOKENS_OPTION,
+          },
+          {
+            type: OptionType.INTEGER,
+            name: "member_tokens",
+            description: "For each member (0: no limit)",
+            min_value: 0,
+            max_value: MAX_DAILY_TOKENS_OPTION,
+          },
+        ],
+      },
+    ],
+    default_member_permissions: MANAGE_GUILD.toString(),
+    // Settings belong to a server: not offered in DMs.
+    contexts: [0],
   },
 ];

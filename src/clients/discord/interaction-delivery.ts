@@ -24,6 +24,8 @@ export const DiscordDelivery = z.looseObject({
   expiresAt: z.number(),
   /** The deferred response already holds something (an approval prompt): the reply follows it. */
   originalUsed: z.boolean().optional(),
+  /** Answered at once, not deferred (the server's filter declined /chat's message): a declined turn sends nothing. */
+  answered: z.boolean().optional(),
 });
 export type DiscordDelivery = z.infer<typeof DiscordDelivery>;
 
@@ -48,6 +50,8 @@ export interface DeliveryJob {
   error: SerializedError | null;
   /** Messages already sent. */
   sentParts: number;
+  /** The turn was declined (its rules said no before the model). */
+  ignored?: boolean;
 }
 
 /** What the user sees: the reply, or what went wrong (error messages carry no secrets). */
@@ -63,6 +67,7 @@ export async function deliverToDiscord(
   now: () => number,
   onSent: (parts: number) => void,
 ): Promise<void> {
+  if (job.ignored && job.target.answered) return;
   const parts = splitMessage(deliveryText(job));
   for (let i = job.sentParts; i < parts.length; i++) {
     // The deferred response holds an approval prompt once one was asked: the reply follows it.

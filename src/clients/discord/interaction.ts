@@ -30,12 +30,14 @@ const User = z.object({
   bot: z.boolean().optional(),
 });
 
-const Option = z.object({
+const OptionValue = z.object({
   name: z.string().max(32),
   type: z.number().int(),
   value: z.union([z.string(), z.number(), z.boolean()]).optional(),
   focused: z.boolean().optional(),
 });
+/** An option, or a subcommand (type 1) with its own options (`/settings respond mode:…`). */
+const Option = OptionValue.extend({ options: z.array(OptionValue).max(25).optional() });
 
 const ResolvedAttachment = z.object({
   id: Snowflake,
@@ -134,6 +136,14 @@ export function modalValue(interaction: ModalSubmitInteraction, field: string): 
   for (const row of interaction.data.components)
     for (const input of row.components) if (input.custom_id === field) return input.value;
   return undefined;
+}
+
+/** The subcommand used (`/settings show`: "show") and its options; null for a plain command. */
+export function subcommand(
+  interaction: CommandInteraction,
+): { name: string; options: ReadonlyArray<z.infer<typeof OptionValue>> } | null {
+  const sub = interaction.data.options?.find((option) => option.type === 1);
+  return sub ? { name: sub.name, options: sub.options ?? [] } : null;
 }
 
 export function stringOption(interaction: CommandInteraction, name: string): string | undefined {

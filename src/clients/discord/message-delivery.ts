@@ -1,7 +1,8 @@
 // Answers to messages the bot read on the Gateway (@mentions, replies, DMs): the first part of the
 // reply is a Discord reply to the message (message_reference, nobody pinged), the rest follow in
-// the channel; a prompt with approval buttons is a reply too. Messages the agent chose not to
-// answer send nothing, and neither do failures of messages nobody addressed to the bot.
+// the channel (in the thread the message opened, with autoThread: plain messages there); a prompt
+// with approval buttons is a reply too. Messages the agent chose not to answer send nothing, and
+// neither do failures of messages nobody addressed to the bot.
 import { z } from "zod";
 import type { SerializedError } from "../../runtime/util/errors.ts";
 import { deliveryText, type PostedMessage } from "./interaction-delivery.ts";
@@ -15,6 +16,11 @@ export const DiscordMessageDelivery = z.looseObject({
   messageId: z.string().regex(/^\d{1,20}$/),
   /** It mentioned the bot, replied to it, or was a DM: worth telling when something fails. */
   addressed: z.boolean(),
+  /**
+   * The message opened the thread `channelId` (autoThread): answers are plain messages in the
+   * thread, since a Discord reply cannot point at a message of another channel.
+   */
+  startedThread: z.boolean().optional(),
 });
 export type DiscordMessageDelivery = z.infer<typeof DiscordMessageDelivery>;
 
@@ -73,6 +79,7 @@ export function keepTyping(
 }
 
 function asReply(target: DiscordMessageDelivery, body: DiscordMessageBody): DiscordMessageBody {
+  if (target.startedThread) return body;
   // A message deleted meanwhile: post without the reference rather than fail.
   return {
     ...body,

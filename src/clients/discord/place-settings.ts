@@ -1,7 +1,8 @@
 // Settings per Discord server and channel (`POST /clients/discord/config` `guilds` and `channels`),
 // resolved for one message: the agent (a channel's `/agent` choice, a thread's parent's, else its
-// server's agent, else the default) and the turn's place policy (respond mode and tools: the
-// channel's setting, a thread's parent's, else its server's; role-gated tools withheld from a member without one of their roles). Pure: the
+// server's agent, else the default), the turn's place policy (respond mode and tools: the
+// channel's setting, a thread's parent's, else its server's; role-gated tools withheld from a
+// member without one of their roles) and whether a mention opens a thread (autoThread). Pure: the
 // caller reads the config and the channel's agent (one D1 batch) and knows the member's roles.
 import type { DiscordConfig } from "../../db/stores/discord-settings-store.ts";
 import type { PlacePolicy } from "../../runtime/turn/turn-types.ts";
@@ -24,6 +25,21 @@ export function placeAgent(
     channelAgent ??
     (place.guildId ? config.guilds[place.guildId]?.agentId : undefined) ??
     config.defaultAgentId
+  );
+}
+
+/**
+ * Whether a mention there opens a thread (`autoThread`): the channel's setting, a thread's
+ * parent's, else its server's; off when none is set and in DMs.
+ */
+export function placeAutoThread(config: DiscordConfig, place: DiscordPlace): boolean {
+  if (!place.guildId) return false;
+  const parent = place.parentId ? config.channels[place.parentId] : undefined;
+  return (
+    config.channels[place.channelId]?.autoThread ??
+    parent?.autoThread ??
+    config.guilds[place.guildId]?.autoThread ??
+    false
   );
 }
 

@@ -30,21 +30,32 @@ export function diffCommands(
 
 /** The fields we define, with Discord's defaults filled in, as stable JSON. */
 function comparable(command: Record<string, unknown>): string {
-  const options = ((command.options as Record<string, unknown>[] | undefined) ?? []).map(
-    (option) => ({
-      type: option.type,
-      name: option.name,
-      description: option.description,
-      required: option.required ?? false,
-      autocomplete: option.autocomplete ?? false,
-      max_length: option.max_length ?? null,
-    }),
-  );
   return JSON.stringify({
     name: command.name,
     description: command.description,
-    options,
+    options: comparableOptions(command.options),
     default_member_permissions: command.default_member_permissions ?? null,
     contexts: command.contexts ?? null,
   });
+}
+
+/** Options, a subcommand's own options included. */
+function comparableOptions(options: unknown): unknown[] {
+  return ((options as Record<string, unknown>[] | undefined) ?? []).map((option) => ({
+    type: option.type,
+    name: option.name,
+    description: option.description,
+    required: option.required ?? false,
+    autocomplete: option.autocomplete ?? false,
+    max_length: option.max_length ?? null,
+    min_value: option.min_value ?? null,
+    max_value: option.max_value ?? null,
+    // Discord adds its own fields to a choice (name_localizations): compare ours only.
+    choices:
+      (option.choices as Array<Record<string, unknown>> | undefined)?.map((choice) => ({
+        name: choice.name,
+        value: choice.value,
+      })) ?? null,
+    options: comparableOptions(option.options),
+  }));
 }

@@ -1,10 +1,12 @@
 // Discord's REST API for what the bot sends: editing the deferred response, follow-up messages
-// (interaction webhooks, no bot token needed), and a channel message with the bot token when the
-// interaction token has expired. Before each request the limiter says whether it may go (Discord's
-// route buckets and global limit, shared by the bot's rooms: rest-limiter.ts); each response's
-// rate-limit headers go back to it. A 429 is waited out the same way; 5xx and network errors back
-// off; any other 4xx is final. A wait past 30 s is left to the room's retry (alarm). Every message
-// is sent with `allowed_mentions: {parse: []}`, so nothing the model writes can ping @everyone, a
+// (interaction webhooks, no bot token needed), a channel message with the bot token when the
+// interaction token has expired, a thread started from a message (autoThread), and the deletion
+// of a message the server's filter declined (filter-actions.ts). Before each request the limiter
+// says whether it may go (Discord's route buckets and global limit, shared by the bot's rooms:
+// rest-limiter.ts); each response's rate-limit headers go back to it. A 429 is
+// waited out the same way; 5xx and network errors back off; any other 4xx is final (with
+// Discord's error code). A wait past 30 s is left to the room's retry (alarm). Every message is
+// sent with `allowed_mentions: {parse: []}`, so nothing the model writes can ping @everyone, a
 // role or a user.
 import {
   backoffDelayMs,
@@ -39,12 +41,25 @@ export interface DiscordMessageBody {
 export class DiscordApiError extends Error {
   readonly status: number;
   readonly retryable: boolean;
-  constructor(status: number, message: string, retryable: boolean) {
+  /** Discord's JSON error code of a refusal (e.g. 160004), when its answer carried one. */
+  readonly code: number | null;
+  constructor(status: number, message: string, retryable: boolean, code: number | null = null) {
     super(message);
     this.name = "DiscordApiError";
     this.status = status;
     this.retryable = retryable;
+    this.code = code;
   }
+}
+
+/** Discord's error code: a thread was already started from this message. */
+export const THREAD_ALREADY_CREATED = 160_004;
+
+/** A public thread started from a message (Discord: name 1-100 characters). */
+export interface ThreadStart {
+  name: string;
+  /** Minutes without activity before Discord archives it: 60, 1440, 4320 or 10080. */
+  auto_archive_duration: 60 | 1440 | 4320 | 10080;
 }
 
 export interface DiscordRestOptions {
@@ -86,6 +101,10 @@ export interface DiscordRest {
   ): Promise<SentMessage>;
   /** Shows "<bot> is typing…" for 10 s or until the bot's next message (one attempt, no retry). */
   typing(channelId: string): Promise<void>;
+  /** Starts a public thread from a message; the thread's id (Discord: the message's id). */
+  startThread(channelId: string, messageId: string, thread: ThreadStart): Promise<SentMessage>;
+  /** Deletes someone's message (Manage Messages); `reason` goes to the server's audit log. */
+  deleteChannelMessage(channelId: string, messageId: string, reason?: string): Promise<void>;
 }
 
 export function createDiscordRest(options: DiscordRestOptions = {}): DiscordRest {
@@ -120,7 +139,7 @@ export function createDiscordRest(options: DiscordRestOptions = {}): DiscordRest
     if (seen.status === 429 || seen.remaining === 0) await observed;
   };
 
-  const send = async (
+  const send = (
     method: string,
     path: string,
     body: DiscordMessageBody,
@@ -128,7 +147,16 @@ export function createDiscordRest(options: DiscordRestOptions = {}): DiscordRest
   ): Promise<SentMessage> => {
     // A reply would ping the person replied to unless replied_user says otherwise.
     const allowed = body.message_reference ? { parse: [], replied_user: false } : { parse: [] };
-    const payload = JSON.stringify({ ...body, allowed_mentions: allowed });
+    return request(method, path, JSON.stringify({ ...body, allowed_mentions: allowed }), auth);
+  };
+
+  const request = async (
+    method: string,
+    path: string,
+    payload: string | null,
+    auth?: string,
+    extraHeaders: Record<string, string> = {},
+  ): Promise<SentMessage> => {
     // Interaction webhooks (no bot token) are not bound by the global limit.
     const route = discordRoute(method, path, !auth);
     let last: DiscordApiError | null = null;
@@ -138,8 +166,12 @@ export function createDiscordRest(options: DiscordRestOptions = {}): DiscordRest
       try {
         response = await doFetch(`${base}${path}`, {
           method,
-          headers: { "content-type": "application/json", ...(auth ? { authorization: auth } : {}) },
-          body: payload,
+          headers: {
+            ...(payload === null ? {} : { "content-type": "application/json" }),
+            ...(auth ? { authorization: auth } : {}),
+            ...extraHeaders,
+          },
+          ...(payload === null ? {} : { body: payload }),
         });
       } catch (error) {
         await report(route, rateLimitSeen(0, new Headers(), ""));
@@ -180,8 +212,9 @@ export function createDiscordRest(options: DiscordRestOptions = {}): DiscordRest
       // The path holds the interaction token: never put it in an error.
       throw new DiscordApiError(
         response.status,
-        `Discord refused the message (${response.status}): ${discordMessage(text)}`,
+        `Discord refused the request (${response.status}): ${discordMessage(text)}`,
         false,
+        discordCode(text),
       );
     }
     throw last ?? new DiscordApiError(0, "Discord delivery failed", true);
@@ -209,6 +242,21 @@ export function createDiscordRest(options: DiscordRestOptions = {}): DiscordRest
       send("POST", `/channels/${channelId}/messages`, body, bot()),
     editChannelMessage: async (channelId, id, body) =>
       send("PATCH", `/channels/${channelId}/messages/${id}`, body, bot()),
+    // Only the thread's name and archive time: a thread start takes no allowed_mentions.
+    startThread: async (channelId, id, thread) =>
+      request(
+        "POST",
+        `/channels/${channelId}/messages/${id}/threads`,
+        JSON.stringify(thread),
+        bot(),
+      ),
+    async deleteChannelMessage(channelId, id, reason) {
+      // The audit log's reason travels URL-encoded (Discord docs "Audit Logs").
+      const audit: Record<string, string> = reason
+        ? { "x-audit-log-reason": encodeURIComponent(reason.slice(0, 400)) }
+        : {};
+      await request("DELETE", `/channels/${channelId}/messages/${id}`, null, bot(), audit);
+    },
     async typing(channelId) {
       const path = `/channels/${channelId}/typing`;
       const route = discordRoute("POST", path);
@@ -251,4 +299,14 @@ function discordMessage(body: string): string {
     // Not JSON.
   }
   return body.slice(0, 200);
+}
+
+/** The `code` of Discord's JSON error body, when there is one. */
+function discordCode(body: string): number | null {
+  try {
+    const parsed = JSON.parse(body) as { code?: unknown };
+    return typeof parsed.code === "number" ? parsed.code : null;
+  } catch {
+    return null;
+  }
 }

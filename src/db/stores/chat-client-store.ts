@@ -4,7 +4,7 @@
 // client's schema on the way back. Discord keeps its own store: its config has more in it.
 import { eq } from "drizzle-orm";
 import { z } from "zod";
-import { MessageFilterRules } from "../../runtime/access/message-filter.ts";
+import { ChatFilterRules } from "../../runtime/access/message-filter.ts";
 import type { Db } from "../db.ts";
 import { readJsonColumn } from "../json-column.ts";
 import { clientConfigs } from "../schema.ts";
@@ -32,7 +32,7 @@ export const TelegramConfig = z.strictObject({
   /** Tokens each person's turns may spend a UTC day, over every chat. */
   memberDailyTokens: DailyTokens.optional(),
   /** What is declined before any model call (src/runtime/access/message-filter.ts). */
-  filter: MessageFilterRules.optional(),
+  filter: ChatFilterRules.optional(),
 });
 export type TelegramConfig = z.infer<typeof TelegramConfig>;
 
@@ -51,7 +51,7 @@ export const SlackConfig = z.strictObject({
   /** Tokens the workspace's turns may spend a UTC day, every member together. */
   dailyTokens: DailyTokens.optional(),
   /** What is declined before any model call (src/runtime/access/message-filter.ts). */
-  filter: MessageFilterRules.optional(),
+  filter: ChatFilterRules.optional(),
 });
 export type SlackConfig = z.infer<typeof SlackConfig>;
 

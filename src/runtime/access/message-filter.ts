@@ -2,7 +2,8 @@
 // client's) that decline a message before any model call. Words, patterns, a link limit and a
 // minimum account age. Patterns are RE2 syntax, matched by re2js in time linear in the message
 // (no backreferences or lookaround, so no pattern can make a message take long to check).
-// Pure: the surface evaluates it with what it knows of the sender; the turn carries the verdict.
+// Pure: a rule set is compiled once (words into a set of tokens, patterns into RE2 programs) and
+// the surface asks `filterVerdict` with what it knows of the sender; the turn carries the verdict.
 import { RE2JS } from "re2js";
 import { z } from "zod";
 
@@ -49,5 +50,192 @@ export const MessageFilterRules = z.strictObject({
 });
 export type MessageFilterRules = z.infer<typeof MessageFilterRules>;
 
+/** Why a Telegram or Slack filter may not set a field Discord's has. */
+const DISCORD_ONLY: Record<string, string> = {
+  minAccountAgeDays: "Telegram and Slack do not say how old an account is",
+  action: "here the filter only declines: deleting is Discord's",
+  logChannelId: "a log channel is Discord's",
+};
+const ChatFilterShape = MessageFilterRules.omit({
+  minAccountAgeDays: true,
+  action: true,
+  logChannelId: true,
+}).shape;
+
+/**
+ * The filter of a Telegram or Slack client: neither platform says how old an account is, and the
+ * webhook deletes nothing, so those fields are refused there, each at its own path (a 400 naming
+ * `filter.minAccountAgeDays`), as is any other key.
+ */
+export const ChatFilterRules = z.looseObject(ChatFilterShape).superRefine((rules, ctx) => {
+  for (const key of Object.keys(rules)) {
+    if (key in ChatFilterShape) continue;
+    ctx.addIssue({
+      code: "custom",
+      path: [key],
+      message: DISCORD_ONLY[key] ?? "not a filter setting",
+    });
+  }
+});
+export type ChatFilterRules = z.infer<typeof ChatFilterRules>;
+
 /** Which rule declined a message. */
 export type FilterVerdict = "word" | "pattern" | "links" | "account_age";
+
+/** The rules the verdict reads (a Telegram or Slack filter has no account age). */
+export type FilterRules = Pick<
+  MessageFilterRules,
+  "words" | "patterns" | "maxLinks" | "minAccountAgeDays"
+>;
+
+/** A stored message the filter declined (its `metadata.filtered`): no later prompt shows it. */
+export function declinedByFilter(message: { metadata: Record<string, unknown> }): boolean {
+  return typeof message.metadata.filtered === "string";
+}
+
+export interface FilterSubject {
+  text: string;
+  /** When the sender's account was made (ms since the epoch); null where the platform does not say. */
+  accountCreatedAt: number | null;
+  now: number;
+}
+
+const DAY_MS = 86_400_000;
+/** Rule sets compiled at once when each message brings a fresh copy (a config read per request). */
+const MAX_COMPILED = 32;
+
+interface CompiledFilter {
+  /** Words of one token, folded. */
+  words: Set<string>;
+  /** Words of several tokens ("buy now"), by their first token. */
+  phrases: Map<string, string[][]>;
+  /** Words with no letter or digit (an emoji): matched as folded substrings. */
+  symbols: string[];
+  patterns: RE2JS[];
+  maxLinks: number | null;
+  minAccountAgeMs: number | null;
+}
+
+const byObject = new WeakMap<FilterRules, CompiledFilter>();
+const byText = new Map<string, CompiledFilter>();
+
+/** The first rule that declines the message (account age, words, links, patterns), else null. */
+export function filterVerdict(rules: FilterRules, subject: FilterSubject): FilterVerdict | null {
+  const filter = compiled(rules);
+  if (
+    filter.minAccountAgeMs !== null &&
+    subject.accountCreatedAt !== null &&
+    subject.now - subject.accountCreatedAt < filter.minAccountAgeMs
+  )
+    return "account_age";
+  const folded = fold(subject.text);
+  if (holdsWord(filter, folded)) return "word";
+  if (filter.maxLinks !== null && countLinks(subject.text) > filter.maxLinks) return "links";
+  if (filter.patterns.some((pattern) => pattern.test(subject.text))) return "pattern";
+  return null;
+}
+
+/** Compiles a rule set once: by the object while it lives, else by its text (a few kept). */
+function compiled(rules: FilterRules): CompiledFilter {
+  const known = byObject.get(rules);
+  if (known) return known;
+  const key = JSON.stringify([
+    rules.words,
+    rules.patterns,
+    rules.maxLinks ?? null,
+    rules.minAccountAgeDays ?? null,
+  ]);
+  let filter = byText.get(key);
+  if (filter) {
+    // Most recently used last, so the oldest goes first.
+    byText.delete(key);
+  } else {
+    filter = compile(rules);
+    if (byText.size >= MAX_COMPILED) byText.delete(byText.keys().next().value as string);
+  }
+  byText.set(key, filter);
+  byObject.set(rules, filter);
+  return filter;
+}
+
+function compile(rules: FilterRules): CompiledFilter {
+  const filter: CompiledFilter = {
+    words: new Set(),
+    phrases: new Map(),
+    symbols: [],
+    // Validated with RE2's syntax on the way in (the config's schema); a pattern compiled without
+    // CASE_INSENSITIVE there compiles with it here.
+    // One program for all of them: RE2 runs an alternation in a single pass over the message, so
+    // the cost stays one scan however many patterns there are (each compiles alone at validation).
+    patterns:
+      rules.patterns.length > 0
+        ? [
+            RE2JS.compile(
+              rules.patterns.map((source) => `(?:${source})`).join("|"),
+              RE2JS.CASE_INSENSITIVE,
+            ),
+          ]
+        : [],
+    maxLinks: rules.maxLinks ?? null,
+    minAccountAgeMs: rules.minAccountAgeDays ? rules.minAccountAgeDays * DAY_MS : null,
+  };
+  for (const word of rules.words) {
+    const folded = fold(word);
+    const tokens = tokenize(folded);
+    if (tokens.length === 0) {
+      if (folded.trim()) filter.symbols.push(folded.trim());
+    } else if (tokens.length === 1) filter.words.add(tokens[0]!);
+    else {
+      const list = filter.phrases.get(tokens[0]!) ?? [];
+      list.push(tokens);
+      filter.phrases.set(tokens[0]!, list);
+    }
+  }
+  return filter;
+}
+
+/**
+ * Whether the message holds a word: its tokens are looked up in a set, so the cost is linear in
+ * the message (a phrase compares a bounded number of tokens after its first), and "class" never
+ * matches inside "classic".
+ */
+function holdsWord(filter: CompiledFilter, folded: string): boolean {
+  if (filter.symbols.some((symbol) => folded.includes(symbol))) return true;
+  if (filter.words.size === 0 && filter.phrases.size === 0) return false;
+  const tokens = tokenize(folded);
+  for (let i = 0; i < tokens.length; i++) {
+    const token = tokens[i]!;
+    if (filter.words.has(token)) return true;
+    for (const phrase of filter.phrases.get(token) ?? [])
+      if (phrase.every((part, k) => tokens[i + k] === part)) return true;
+  }
+  return false;
+}
+
+/** Case and compatibility forms folded: "ＢＵＹ" and "Buy" are the same word. */
+function fold(text: string): string {
+  return text.normalize("NFKC").toLowerCase();
+}
+
+/**
+ * Runs of letters, combining marks and digits in any script. The pattern has no nested
+ * repetition, so each position is looked at a bounded number of times.
+ */
+const WORD_TOKEN = /[\p{L}\p{M}\p{N}]+/gu;
+
+function tokenize(folded: string): string[] {
+  return folded.match(WORD_TOKEN) ?? [];
+}
+
+/**
+ * http(s) links and bare Discord invites (discord.gg/…, discord.com/invite/…), counted in one
+ * pass: a link's match takes its whole run of non-space characters, so an invite written as a
+ * full URL counts once.
+ */
+const LINK = /https?:\/\/\S+|(?<![\p{L}\p{N}])(?:discord\.gg|discord(?:app)?\.com\/invite)\/\S+/giu;
+
+function countLinks(text: string): number {
+  let count = 0;
+  for (const _ of text.matchAll(LINK)) count += 1;
+  return count;
+}

@@ -15,6 +15,7 @@ import { completeStructured } from "../turn/structured-output.ts";
 import type { Memory } from "../ports/memory.ts";
 import { sha256Hex } from "../util/hashing.ts";
 import { decide } from "../access/authorize.ts";
+import { declinedByFilter } from "../access/message-filter.ts";
 import type { TurnInput } from "../turn/turn-types.ts";
 
 export const DEFAULT_FACTS_EVERY = 4;
@@ -87,7 +88,8 @@ export const reflectionEvaluator: Evaluator = {
       retriever.aboutUser({ agentId: input.agentId, userId: input.userId, limit: 100 }),
       dueSummaryBatch(context, 0),
     ]);
-    const recent = [...newestFirst].reverse();
+    // What the place's filter declined is no one's words to learn from.
+    const recent = [...newestFirst].reverse().filter((m) => !declinedByFilter(m));
     const facts = known.filter((m) => m.type === "fact" && m.userId === input.userId);
     const description = known.find((m) => m.type === "description" && m.userId === input.userId);
     const who = input.userName ?? input.userId;
@@ -239,6 +241,7 @@ async function storeSummary(
 
 function summaryLines(batch: Memory[], agentName: string): string {
   return batch
+    .filter((m) => !declinedByFilter(m))
     .map(
       (m) =>
         `[${new Date(m.createdAt).toISOString().slice(0, 16)}] ${speaker(m, agentName)}: ${m.content.text}`,

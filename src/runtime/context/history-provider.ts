@@ -1,11 +1,13 @@
 // The room's recent conversation, newest kept first, cut to a token budget measured with the real
 // tokenizer. Token counts stored with each message (metadata.tokens) are reused so a long room
-// costs one indexed query, not a re-tokenization of its history.
+// costs one indexed query, not a re-tokenization of its history. Messages the place's filter
+// declined are left out: they never reach a model.
 import type { Provider } from "./compose-state.ts";
 import type { TokenCounter } from "../util/tokens.ts";
 import type { Memory } from "../ports/memory.ts";
 import type { ChatMessage } from "../ports/model.ts";
 import { inboundMessageId } from "../turn/message-ids.ts";
+import { declinedByFilter } from "../access/message-filter.ts";
 
 export const historyProvider: Provider = {
   name: "history",
@@ -19,7 +21,7 @@ export const historyProvider: Provider = {
     const kept: Memory[] = [];
     let used = 0;
     for (const message of recent) {
-      if (message.id === inboundMessageId(input.turnId)) continue;
+      if (message.id === inboundMessageId(input.turnId) || declinedByFilter(message)) continue;
       const cost = messageTokens(message, tokens);
       if (used + cost > historyTokens) break;
       used += cost;

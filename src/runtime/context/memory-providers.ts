@@ -12,6 +12,7 @@ import type { UsedMemory } from "../turn/turn-types.ts";
 import type { Memory } from "../ports/memory.ts";
 import type { RetrievedMemory } from "../ports/retrieval.ts";
 import { inboundMessageId } from "../turn/message-ids.ts";
+import { declinedByFilter } from "../access/message-filter.ts";
 
 const MAX_USER_MEMORIES = 60;
 const KNOWLEDGE_HITS = 8;
@@ -117,7 +118,10 @@ export const recallProvider: Provider = {
       // Not awaited: the full-text leg goes to D1 while the vector is out.
       retrieval.queryVector(),
     );
-    const older = hits.filter((hit) => !shown.has(hit.memory.id)).slice(0, RECALL_HITS);
+    // A message the place's filter declined is never recalled into a prompt.
+    const older = hits
+      .filter((hit) => !shown.has(hit.memory.id) && !declinedByFilter(hit.memory))
+      .slice(0, RECALL_HITS);
     if (older.length === 0) return null;
     const entries = withinBudget(
       older.map((hit) => ({ source: recallSource(hit.memory), text: hit.memory.content.text })),

@@ -4,6 +4,7 @@
 import { CHAT_HISTORY_PREAMBLE, quoteData } from "../context/quoted-data.ts";
 import type { Clock } from "../ports/events.ts";
 import type { Memory, MemoryStore } from "../ports/memory.ts";
+import { declinedByFilter } from "../access/message-filter.ts";
 import type {
   ToolContext,
   ToolDefinition,
@@ -141,9 +142,11 @@ export function createBuiltinToolHost(options: BuiltinToolsOptions): ToolHost {
         limit,
         beforeMs,
       });
-      if (messages.length === 0) return { ok: true, content: "No earlier messages." };
+      // What the place's filter declined never reaches a model, not even through this tool.
+      const shown = messages.filter((m) => !declinedByFilter(m));
+      if (shown.length === 0) return { ok: true, content: "No earlier messages." };
       // Other people's words: quoted as data with who said them and when, never as instructions.
-      const entries = messages.reverse().map((m) => ({
+      const entries = shown.reverse().map((m) => ({
         source: `${m.content.role === "agent" ? "you" : (m.content.userName ?? m.userId ?? "user")} at ${new Date(m.createdAt).toISOString()}`,
         text: m.content.text,
       }));

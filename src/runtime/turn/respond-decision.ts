@@ -1,6 +1,6 @@
 // Whether the agent answers a message. REST calls, other agents' requests (ask_agent), DMs and
-// mentions are always answered (unless the place says "never"); other messages follow the place's
-// respond policy, else the character's `settings.respond`. Only
+// mentions are always answered (unless the place says "never" or its filter declined the message);
+// other messages follow the place's respond policy, else the character's `settings.respond`. Only
 // mode "llm" spends a model call (on SMALL_MODEL), so a busy channel does not cost a completion
 // per message.
 import type { Character } from "../character.ts";
@@ -16,6 +16,9 @@ export function decideByRules(input: TurnInput, character: Character): RespondDe
   if (input.source === "rest") return { respond: true, reason: "rest" };
   // Another agent asked (ask_agent): it waits for exactly one answer.
   if (input.source === "agent") return { respond: true, reason: "agent" };
+  // The place's filter declined the message before the model (access/message-filter.ts): it is
+  // stored, never answered, whoever wrote it and however it was addressed.
+  if (input.place?.filtered) return { respond: false, reason: "filtered" };
   if (input.fromBot && !character.settings.respond.replyToBots)
     return { respond: false, reason: "from_bot" };
   if (input.isDirect) return { respond: true, reason: "direct_message" };

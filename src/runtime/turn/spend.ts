@@ -82,7 +82,14 @@ export class PlaceBudgetUsed extends Error {
   readonly scope: "member" | "server";
   /** Said once a day per member; afterwards the turn is stored and left unanswered. */
   readonly notice: string | null;
-  constructor(scope: "member" | "server", spent: number, ceiling: number, noticed: boolean) {
+  constructor(
+    scope: "member" | "server",
+    spent: number,
+    ceiling: number,
+    noticed: boolean,
+    /** What the platform calls a server ("workspace" on Slack). */
+    server = "server",
+  ) {
     super(`the ${scope}'s daily budget is used (${spent} of ${ceiling} tokens today, UTC)`);
     this.name = "PlaceBudgetUsed";
     this.scope = scope;
@@ -90,7 +97,7 @@ export class PlaceBudgetUsed extends Error {
       ? null
       : scope === "member"
         ? "Your budget for today is used; it resets at 00:00 UTC."
-        : "This server's budget for today is used; it resets at 00:00 UTC.";
+        : `This ${server}'s budget for today is used; it resets at 00:00 UTC.`;
   }
 }
 
@@ -114,7 +121,7 @@ export function dailyCeiling(
  */
 export async function checkDailyBudgets(
   ledger: SpendLedger,
-  query: Omit<PlaceSpendQuery, "day">,
+  query: Omit<PlaceSpendQuery, "day"> & { platform?: string },
   ceiling: number | null,
   budgets: { member?: number; server?: number },
   now: number,
@@ -124,7 +131,13 @@ export async function checkDailyBudgets(
   if (budgets.member !== undefined && spent.member >= budgets.member)
     return new PlaceBudgetUsed("member", spent.member, budgets.member, spent.noticed);
   if (budgets.server !== undefined && query.guildId !== null && spent.server >= budgets.server)
-    return new PlaceBudgetUsed("server", spent.server, budgets.server, spent.noticed);
+    return new PlaceBudgetUsed(
+      "server",
+      spent.server,
+      budgets.server,
+      spent.noticed,
+      query.platform === "slack" ? "workspace" : "server",
+    );
   return null;
 }
 

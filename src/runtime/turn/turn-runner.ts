@@ -120,6 +120,8 @@ export function createTurnRunner(deps: TurnRunnerDeps): TurnRunner {
           turnId: input.turnId,
           tokens: deps.tokens.count(input.text),
           receivedAt: input.receivedAt,
+          // Kept, but out of later prompts: the filter declined it before any model.
+          ...(input.place?.filtered ? { filtered: input.place.filtered } : {}),
         },
         // Stored at processing time from the room's monotonic clock, so a room's messages sort in
         // the order turns actually ran, with no two sharing a timestamp.
@@ -538,7 +540,12 @@ function readBudgets(
   const origin = input.principal ? originOf(input.principal) : null;
   if (!budgets || origin?.kind !== "member")
     return assertWithinDailyBudget(spend, input.agentId, ceiling, now).then(() => null);
-  const place = { agentId: input.agentId, userId: origin.userId, guildId: origin.guildId ?? null };
+  const place = {
+    agentId: input.agentId,
+    userId: origin.userId,
+    guildId: origin.guildId ?? null,
+    platform: origin.platform,
+  };
   return checkDailyBudgets(spend, place, ceiling, budgets, now);
 }
 

@@ -370,6 +370,6 @@ describe("command registration diff", () => {
     expect(changes.unchanged).toEqual(["chat"]);
     expect(changes.updated).toEqual(["remember"]);
     expect(changes.removed).toEqual(["retired"]);
-    expect(changes.added).toEqual(["recall", "forget", "tools", "agent", "task"]);
+    expect(changes.added).toEqual(["recall", "forget", "tools", "agent", "task", "settings"]);
   });
 });

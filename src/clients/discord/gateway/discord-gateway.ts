@@ -97,6 +97,10 @@ export class DiscordGateway extends DurableObject<Env> implements DiscordGateway
     this.events = new GatewayEvents({
       env,
       parentOf: (channelId) => this.threads.parentOf(channelId),
+      threadOpened: (threadId, parentId, guildId) => {
+        if (this.threads.opened(threadId, parentId, guildId))
+          this.ctx.storage.kv.put("threads", this.threads.toJSON());
+      },
       bot: () => {
         const bot = this.botUser();
         return bot

@@ -1,7 +1,8 @@
 // What the Gateway object does with message events: finds the agent serving the channel (its own,
 // or the default; `allowedChannels` applies as to commands) and hands the message to the shared
 // chat intake (src/clients/chat/intake.ts: DM rules, per-user rate limit, principal), which makes
-// it a turn keyed by its message id, so a replayed event is recognised, never a second turn.
+// it a turn keyed by its message id, so a replayed event is recognised, never a second turn. With
+// autoThread, a mention first opens a thread (auto-thread.ts) and the turn goes to its room.
 // Edits and deletes go to the same room. Events of one channel are handled in order; channels run
 // side by side. A room that cannot be reached is tried again a few times before the event is
 // logged as lost.
@@ -10,10 +11,15 @@ import type { Env } from "../../../env.ts";
 import { errorField, log } from "../../../log.ts";
 import { stores } from "../../../db/stores/index.ts";
 import { roomName } from "../../../objects/conversation/room-client.ts";
-import { agentDirectMessages, takeMessage } from "../../chat/intake.ts";
+import { agentDirectMessages, takeMessageWithVerdict } from "../../chat/intake.ts";
+import { filterVerdict } from "../../../runtime/access/message-filter.ts";
+import { accountCreatedAt, actOnFiltered } from "../filter-actions.ts";
 import type { DirectMessagePolicy } from "../../../runtime/character.ts";
 import { discordOwners } from "../owners.ts";
-import { placeAgent, placePolicy } from "../place-settings.ts";
+import { placeAgent, placeAutoThread, placePolicy, type DiscordPlace } from "../place-settings.ts";
+import { createDiscordRest, type DiscordRest } from "../rest.ts";
+import { createSharedLimiter } from "../rest-limiter.ts";
+import { openThread, threadName } from "./auto-thread.ts";
 import type { DiscordConfig } from "../../../db/stores/discord-settings-store.ts";
 import type { DiscordMessageDelivery } from "../message-delivery.ts";
 import { ExpiringCache } from "./expiring-cache.ts";
@@ -24,6 +30,7 @@ import {
   messageTurnKey,
   readMessage,
   type BotIdentity,
+  type MessageIntake,
 } from "./message-intake.ts";
 
 /** How long a channel's agent and the client settings are reused before D1 is asked again. */
@@ -48,6 +55,10 @@ export interface GatewayEventsOptions {
   bot(): BotIdentity | null;
   /** The channel a thread belongs to (learnt from the Guilds intent's events); null otherwise. */
   parentOf?(channelId: string): string | null;
+  /** The bot started a thread from a message in `parentId` (autoThread). */
+  threadOpened?(threadId: string, parentId: string, guildId: string): void;
+  /** Discord's REST API for starting threads (default: the bot token, the shared limiter). */
+  rest?: DiscordRest;
   now?: () => number;
   /** Tests shrink the caches' size caps (default MAX_CACHED_CHANNELS, MAX_CACHED_AGENTS). */
   maxCached?: { channels: number; agents: number };
@@ -58,6 +69,7 @@ export class GatewayEvents {
   private readonly chains = new Map<string, Promise<void>>();
   private readonly routes: ExpiringCache<string, ChannelRoute>;
   private readonly dmPolicies: ExpiringCache<string, DirectMessagePolicy>;
+  private discordRest: DiscordRest | null = null;
   /** Messages handed to rooms as turns, and edits or deletions passed on. */
   handled = 0;
 
@@ -121,33 +133,49 @@ export class GatewayEvents {
     const { agentId } = route;
     const { env } = this.options;
     const owner = loadConfig(env).discordOwnerIds.includes(intake.userId);
+    const member = { roles: intake.roles, owner };
+    const here = { guildId: intake.guildId, channelId: intake.channelId, parentId: route.parentId };
+    // The server's filter before the model (docs/discord.md): a declined message opens no thread.
+    const filter = intake.guildId ? route.config.guilds[intake.guildId]?.filter : undefined;
+    const sender = { text: intake.text, accountCreatedAt: accountCreatedAt(intake.userId) };
+    const receivedAt = this.now();
+    const declined = filter && filterVerdict(filter, { ...sender, now: receivedAt }) !== null;
+    // autoThread: the conversation moves to a thread opened from the message (its own room).
+    const threadId = declined
+      ? null
+      : await this.threadFor(parsed.data, intake, route, here, member, bot.userId);
+    const chatId = threadId ?? intake.channelId;
     const place = placePolicy(
       route.config,
-      { guildId: intake.guildId, channelId: intake.channelId, parentId: route.parentId },
-      { roles: intake.roles, owner },
+      threadId
+        ? { guildId: intake.guildId, channelId: threadId, parentId: intake.channelId }
+        : here,
+      member,
     );
     const delivery: DiscordMessageDelivery = {
       kind: "discord-message",
-      channelId: intake.channelId,
+      channelId: chatId,
       messageId: intake.messageId,
       addressed: intake.mentioned || intake.isDirect,
+      ...(threadId ? { startedThread: true } : {}),
     };
-    const result = await takeMessage(
+    const { result, filtered } = await takeMessageWithVerdict(
       env,
       {
         platform: "discord",
         turnKey: messageTurnKey(intake.messageId),
-        roomId: `discord:${intake.channelId}`,
-        chatId: intake.channelId,
+        roomId: `discord:${chatId}`,
+        chatId,
         spaceId: intake.guildId,
         sender: { id: intake.userId, name: intake.userName, isBot: intake.fromBot },
         text: intake.text,
         attachments: intake.attachments,
         isDirect: intake.isDirect,
         mentioned: intake.mentioned,
-        receivedAt: this.now(),
+        receivedAt,
         delivery,
         ...(place ? { place } : {}),
+        ...(filter ? { filter, senderCreatedAt: sender.accountCreatedAt } : {}),
       },
       agentId,
       {
@@ -166,6 +194,16 @@ export class GatewayEvents {
         keepAlive: () => undefined,
       },
     );
+    // Deleted and reported beside the channel's later events (each request bounded: rest.ts); a
+    // replayed event was acted on the first time.
+    if (filter && filtered && result !== "duplicate")
+      void actOnFiltered(this.rest(), filter, {
+        channelId: intake.channelId,
+        messageId: intake.messageId,
+        userId: intake.userId,
+        text: intake.text,
+        verdict: filtered,
+      });
     if (result === "dm_refused") {
       log.info("gateway_dm_refused", { agentId, channelId: intake.channelId });
       return;
@@ -175,6 +213,46 @@ export class GatewayEvents {
       return;
     }
     this.handled += 1;
+  }
+
+  /**
+   * The thread a message opens: only a person's mention in a server channel (not a thread) whose
+   * settings turn autoThread on and do not silence the bot there; null otherwise, and when Discord
+   * refused (then the answer stays in the channel).
+   */
+  private async threadFor(
+    message: GatewayMessage,
+    intake: Extract<MessageIntake, { kind: "turn" }>,
+    route: ChannelRoute,
+    here: DiscordPlace,
+    member: { roles: readonly string[]; owner: boolean },
+    botId: string,
+  ): Promise<string | null> {
+    if (!intake.guildId || !intake.mentioned || intake.fromBot || route.parentId) return null;
+    if (!placeAutoThread(route.config, here)) return null;
+    if (placePolicy(route.config, here, member)?.respond === "never") return null;
+    const threadId = await openThread(
+      this.rest(),
+      intake.channelId,
+      intake.messageId,
+      threadName(message, botId, intake.userName),
+    );
+    if (threadId) this.options.threadOpened?.(threadId, intake.channelId, intake.guildId);
+    return threadId;
+  }
+
+  private rest(): DiscordRest {
+    const { env } = this.options;
+    // Few attempts: the channel's later events wait for this; a failure answers in the channel.
+    this.discordRest ??=
+      this.options.rest ??
+      createDiscordRest({
+        baseUrl: env.DISCORD_API_BASE,
+        botToken: env.DISCORD_BOT_TOKEN,
+        limiter: createSharedLimiter(env),
+        maxAttempts: 3,
+      });
+    return this.discordRest;
   }
 
   private async updated(data: unknown, bot: BotIdentity): Promise<void> {
@@ -208,8 +286,12 @@ export class GatewayEvents {
     if (!route.allowed || !route.agentId) return;
     const { agentId } = route;
     const { env } = this.options;
+    const amendment = { idempotencyKey: messageTurnKey(messageId), change, at: this.now() };
     const room = env.ROOMS.getByName(roomName(agentId, `discord:${channelId}`));
-    await room.amendMessage({ idempotencyKey: messageTurnKey(messageId), change, at: this.now() });
+    const result = await room.amendMessage(amendment);
+    // A message that opened a thread (its id is the thread's) may have its turn in the thread.
+    if (result === "unknown" && this.options.parentOf?.(messageId) === channelId)
+      await env.ROOMS.getByName(roomName(agentId, `discord:${messageId}`)).amendMessage(amendment);
     this.handled += 1;
   }
 

@@ -1,8 +1,10 @@
 // Which channel each thread belongs to, so a thread takes its parent channel's agent, allow-list
 // entry and settings. A message event does not say; the Guilds intent's events do: GUILD_CREATE
 // lists a server's active threads, THREAD_CREATE / THREAD_UPDATE / THREAD_LIST_SYNC name threads
-// with their parent_id, THREAD_DELETE and GUILD_DELETE end them. Kept in the shard object's storage
-// (a RESUME does not send GUILD_CREATE again), at most MAX_THREADS, the oldest dropped first.
+// with their parent_id, THREAD_DELETE and GUILD_DELETE end them; a thread the bot opens itself
+// (autoThread) is noted at once, before Discord's THREAD_CREATE arrives. Kept in the shard
+// object's storage (a RESUME does not send GUILD_CREATE again), at most MAX_THREADS, the oldest
+// dropped first.
 import { z } from "zod";
 
 const Snowflake = z.string().regex(/^\d{1,20}$/);
@@ -35,6 +37,11 @@ export class ThreadParents {
 
   toJSON(): Record<string, [string, string]> {
     return Object.fromEntries(this.byThread);
+  }
+
+  /** A thread the bot started itself (autoThread); true when the map changed (to be stored). */
+  opened(threadId: string, parentId: string, guildId: string): boolean {
+    return this.add({ id: threadId, parent_id: parentId }, guildId);
   }
 
   /** Reads a dispatch; true when the map changed (to be stored). */

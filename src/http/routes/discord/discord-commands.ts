@@ -1,6 +1,7 @@
 // The slash commands of a Discord interaction webhook (discord.ts checks its signature first):
 // /chat journals a turn in its room, /task starts one, and the small commands (/agent, /remember,
-// /recall, /forget, /tools, ...) read and write D1 directly; and the agent autocomplete.
+// /recall, /forget, /tools, ...) read and write D1 directly (/settings: discord-settings.ts); and
+// the agent autocomplete.
 import { loadConfig } from "../../../config.ts";
 import { enforceRate } from "../../../rate-limits/admission.ts";
 import { keepAliveOf } from "../../auth.ts";
@@ -25,6 +26,8 @@ import { stores } from "../../../db/stores/index.ts";
 import { insertMemories } from "../../../memory/memory-repo.ts";
 import { enqueueTurn } from "../../../objects/conversation/room-client.ts";
 import { placePolicy } from "../../../clients/discord/place-settings.ts";
+import { accountCreatedAt, FILTER_RULE_NAMES } from "../../../clients/discord/filter-actions.ts";
+import { filterVerdict } from "../../../runtime/access/message-filter.ts";
 import { BUILTIN_TOOL_DEFINITIONS } from "../../../runtime/turn/builtin-tools.ts";
 import { pluginTools } from "../../../plugins/room-plugins.ts";
 import { describeServers } from "../../../mcp/overview.ts";
@@ -33,6 +36,7 @@ import { effectiveServers } from "../../../mcp/registry.ts";
 import { RateLimitedError, ValidationError } from "../../../runtime/util/errors.ts";
 import type { Attachment, Memory } from "../../../runtime/ports/memory.ts";
 import { type Ctx, message, owners, resolveAgent, userRateRefusal } from "./discord-replies.ts";
+import { settingsCommand } from "./discord-settings.ts";
 
 const MAX_FACTS_SHOWN = 15;
 const TOOLS_OVERVIEW_BUDGET_MS = 2_000;
@@ -48,6 +52,7 @@ export async function command(c: Ctx, interaction: CommandInteraction) {
   if (!COMMANDS.some((definition) => definition.name === name))
     return message(`I don't know the command \`/${name}\`.`);
   if (name === "agent") return chooseAgent(c, interaction, user.id, channelId);
+  if (name === "settings") return settingsCommand(c, interaction, user.id, channelId);
 
   const started = Date.now();
   const resolved = await resolveAgent(c, interaction, channelId);
@@ -84,11 +89,19 @@ export async function command(c: Ctx, interaction: CommandInteraction) {
         owners(c),
         loadConfig(c.env).discordOwnerIds,
       );
-      const place = placePolicy(
+      const policy = placePolicy(
         discordConfig,
         { guildId: interaction.guild_id ?? null, channelId, parentId: threadParentOf(interaction) },
         { roles: interaction.member?.roles ?? [], owner: principal.owner },
       );
+      // The server's filter before the model: the message is stored, declined, and the person
+      // told so privately at once (the turn then sends nothing to the interaction).
+      const filter = interaction.guild_id && discordConfig.guilds[interaction.guild_id]?.filter;
+      const filtered = filter
+        ? filterVerdict(filter, { text, accountCreatedAt: accountCreatedAt(user.id), now })
+        : null;
+      const place = filtered ? { ...policy, filtered } : policy;
+      const delivery = interactionDelivery(interaction, channelId, now);
       await enqueueTurn(c.env, {
         idempotencyKey: `discord:${interaction.id}`,
         input: {
@@ -107,8 +120,12 @@ export async function command(c: Ctx, interaction: CommandInteraction) {
           principal,
           ...(place ? { place } : {}),
         },
-        delivery: interactionDelivery(interaction, channelId, now),
+        delivery: filtered ? { ...delivery, answered: true } : delivery,
       });
+      if (filtered)
+        return message(
+          `This server's filter declined your message (${FILTER_RULE_NAMES[filtered]}); I won't answer it.`,
+        );
       // Where the acknowledgement's time goes: the channel's settings (D1), the room's journal (RPC).
       c.header(
         "Server-Timing",

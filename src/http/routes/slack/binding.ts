@@ -3,12 +3,21 @@
 // commands all ask here, so a channel left off the list is not answered by any of them.
 import type { Env } from "../../../env.ts";
 import { stores } from "../../../db/stores/index.ts";
+import type { SlackConfig } from "../../../db/stores/chat-client-store.ts";
 
 export async function slackAgentFor(env: Env, channel: string): Promise<string | null> {
+  return (await slackChannelFor(env, channel))?.agentId ?? null;
+}
+
+/** The channel's agent with the client's settings it is answered under (the filter). */
+export async function slackChannelFor(
+  env: Env,
+  channel: string,
+): Promise<{ agentId: string; config: SlackConfig } | null> {
   const config = await stores(env).slack.readConfig();
   if (!config.defaultAgentId) return null;
   if (config.allowedChannels.length > 0 && !config.allowedChannels.includes(channel)) return null;
-  return config.defaultAgentId;
+  return { agentId: config.defaultAgentId, config };
 }
 
 /** The agent bound to Slack at all, whatever the channel (for /forget, which is about a person). */

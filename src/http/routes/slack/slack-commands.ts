@@ -7,7 +7,7 @@
 import { OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import type { AppEnv } from "../../app-env.ts";
-import { type IntakeResult, takeMessage } from "../../../clients/chat/intake.ts";
+import { clientBudgets, type IntakeResult, takeMessage } from "../../../clients/chat/intake.ts";
 import type { SlackBotIdentity } from "../../../clients/slack/bot-identity.ts";
 import { parseSlashCommand, type SlashCommand } from "../../../clients/slack/events.ts";
 import { forgetPrompt } from "../../../clients/slack/forget-prompt.ts";
@@ -20,7 +20,8 @@ import {
 import { SlackApiError } from "../../../clients/slack/web-api.ts";
 import { errorField, log } from "../../../log.ts";
 import { ValidationError } from "../../../runtime/util/errors.ts";
-import { slackAgentFor, slackDefaultAgent } from "./binding.ts";
+import { filterVerdict } from "../../../runtime/access/message-filter.ts";
+import { slackChannelFor, slackDefaultAgent } from "./binding.ts";
 import { botOfWorkspace, readSignedSlackBody } from "./signed-request.ts";
 import { SLACK_SIGNED_HEADERS, SLACK_SIGNED_RESPONSES } from "./slack.ts";
 
@@ -81,8 +82,13 @@ export function slackCommandRoutes(): OpenAPIHono<AppEnv> {
 async function ask(c: Ctx, command: SlashCommand, bot: SlackBotIdentity): Promise<Response> {
   const question = textForModel(command.text, bot.userId, bot.name);
   if (question === "") return say(c, "Ask me something: /ask what is on the roadmap?");
-  const agentId = await slackAgentFor(c.env, command.channel_id);
-  if (!agentId) return say(c, "I don't answer in this channel.");
+  const channel = await slackChannelFor(c.env, command.channel_id);
+  if (!channel) return say(c, "I don't answer in this channel.");
+  const { agentId } = channel;
+  // The filter before the model, read before the bot posts the question as its own message.
+  const { filter } = channel.config;
+  if (filter && filterVerdict(filter, { text: question, accountCreatedAt: null, now: Date.now() }))
+    return say(c, "This workspace's filter declined your question; I won't post or answer it.");
   const api = slackWebApi(c.env, { maxAttempts: 1 });
   const name = command.user_name ?? command.user_id;
   const isDirect = command.channel_id.startsWith("D");
@@ -128,6 +134,7 @@ async function ask(c: Ctx, command: SlashCommand, bot: SlackBotIdentity): Promis
       roomId,
       chatId: command.channel_id,
       spaceId: command.team_id,
+      ...clientBudgets(channel.config),
       sender: { id: command.user_id, name, isBot: false },
       text: question,
       isDirect,

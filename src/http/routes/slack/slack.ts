@@ -9,7 +9,7 @@
 import { OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import type { AppEnv } from "../../app-env.ts";
-import { amendMessage, takeMessage } from "../../../clients/chat/intake.ts";
+import { amendMessage, clientBudgets, takeMessage } from "../../../clients/chat/intake.ts";
 import type { SlackBotIdentity } from "../../../clients/slack/bot-identity.ts";
 import { type EventCallback, parseEventEnvelope } from "../../../clients/slack/events.ts";
 import { memberName } from "../../../clients/slack/member-names.ts";
@@ -31,7 +31,7 @@ import {
 import { log } from "../../../log.ts";
 import { ValidationError } from "../../../runtime/util/errors.ts";
 import { errorContent } from "../../schemas.ts";
-import { slackAgentFor } from "./binding.ts";
+import { slackAgentFor, slackChannelFor } from "./binding.ts";
 import { botOfWorkspace, readSignedSlackBody } from "./signed-request.ts";
 
 type Ctx = Context<AppEnv>;
@@ -121,8 +121,9 @@ async function onEvent(c: Ctx, envelope: EventCallback, bot: SlackBotIdentity): 
   const { mentionsBot, isDirect } = addressing(event, bot.userId);
   // In channels only what mentions the bot is taken; a thread's other replies are not context yet.
   if (!isDirect && !mentionsBot) return "skipped";
-  const agentId = await slackAgentFor(c.env, event.channel);
-  if (!agentId) return "skipped";
+  const channel = await slackChannelFor(c.env, event.channel);
+  if (!channel) return "skipped";
+  const { agentId } = channel;
   const text = textForModel(event.text ?? "", bot.userId, bot.name);
   if (text === "") return "skipped";
   const roomId = roomIdOf(event);
@@ -153,6 +154,9 @@ async function onEvent(c: Ctx, envelope: EventCallback, bot: SlackBotIdentity): 
       mentioned: mentionsBot,
       receivedAt: Date.now(),
       delivery,
+      // Declined before the model and stored; Slack says nothing of an account's age.
+      ...(channel.config.filter ? { filter: channel.config.filter } : {}),
+      ...clientBudgets(channel.config),
     },
     agentId,
   );

@@ -11,7 +11,12 @@ import { OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import type { AppEnv } from "../../app-env.ts";
 import { readCappedBody } from "../../capped-body.ts";
-import { amendMessage, configuredOwners, takeMessage } from "../../../clients/chat/intake.ts";
+import {
+  amendMessage,
+  clientBudgets,
+  configuredOwners,
+  takeMessage,
+} from "../../../clients/chat/intake.ts";
 import {
   approvalResultText,
   parseApprovalCallbackData,
@@ -45,6 +50,7 @@ import {
 } from "../../../clients/telegram/update.ts";
 import { loadConfig } from "../../../config.ts";
 import { stores } from "../../../db/stores/index.ts";
+import type { TelegramConfig } from "../../../db/stores/chat-client-store.ts";
 import { errorField, log } from "../../../log.ts";
 import { deleteMemories } from "../../../memory/memory-repo.ts";
 import { forgetRoomHistory, resolveApproval } from "../../../objects/conversation/room-client.ts";
@@ -136,8 +142,9 @@ export function telegramRoutes(): OpenAPIHono<AppEnv> {
 async function onMessage(c: Ctx, message: TelegramMessage, token: string): Promise<Outcome> {
   const from = message.from;
   if (!from || from.is_bot) return "skipped";
-  const agentId = await boundAgent(c, message.chat.id);
-  if (!agentId) return "skipped";
+  const chat = await boundChat(c, message.chat.id);
+  if (!chat) return "skipped";
+  const { agentId } = chat;
   const bot = await botIdentity(telegramBotApi(c.env), token);
   if (addressing(message, bot).command === "forget")
     return await askToForget(c, message, from.id, agentId);
@@ -171,6 +178,9 @@ async function onMessage(c: Ctx, message: TelegramMessage, token: string): Promi
       mentioned,
       receivedAt: Date.now(),
       delivery,
+      // Declined before the model and stored; Telegram says nothing of an account's age.
+      ...(chat.config.filter ? { filter: chat.config.filter } : {}),
+      ...clientBudgets(chat.config),
     },
     agentId,
   );
@@ -319,10 +329,18 @@ async function onForgetPress(
 
 /** The default agent, when the chat is allowed (every chat while allowedChats is empty). */
 async function boundAgent(c: Ctx, chatId: number): Promise<string | null> {
+  return (await boundChat(c, chatId))?.agentId ?? null;
+}
+
+/** The chat's agent with the client's settings it is answered under (the filter). */
+async function boundChat(
+  c: Ctx,
+  chatId: number,
+): Promise<{ agentId: string; config: TelegramConfig } | null> {
   const config = await stores(c.env).telegram.readConfig();
   if (!config.defaultAgentId) return null;
   if (config.allowedChats.length > 0 && !config.allowedChats.includes(String(chatId))) return null;
-  return config.defaultAgentId;
+  return { agentId: config.defaultAgentId, config };
 }
 
 function isAddressed(message: TelegramMessage, bot: TelegramBotIdentity): boolean {

@@ -1,0 +1,79 @@
+// The filter before the model on Telegram, end to end: the client's `filter` (words, RE2 patterns,
+// a link limit) declines a message before any model call; the message is stored in its room as a
+// declined turn and nothing is sent. Telegram says nothing of an account's age and the webhook
+// deletes nothing, so those fields are refused in its config.
+import { describe, expect, it } from "vitest";
+import { roomName } from "../../../src/objects/conversation/room-client.ts";
+import { api, createTestAgent, json } from "../../helpers/api.ts";
+import { settledJournal, turnOutcomes } from "../../helpers/room-journal.ts";
+import {
+  groupChatId,
+  postUpdate,
+  TELEGRAM_BOT,
+  useTelegramStandIns,
+} from "../../helpers/telegram.ts";
+import { messageUpdate } from "../../stand-ins/telegram-stand-in.ts";
+
+const { model, telegram } = useTelegramStandIns();
+
+const MENTION = `@${TELEGRAM_BOT.username}`;
+const alice = { id: 800000001, first_name: "Alice" };
+
+function mention(chatId: number, text: string) {
+  return messageUpdate({
+    chat: { id: chatId, type: "supergroup", title: "Group" },
+    from: alice,
+    text: `${MENTION} ${text}`,
+    entities: [{ type: "mention", offset: 0, length: MENTION.length }],
+  });
+}
+
+const configure = (body: Record<string, unknown>) =>
+  api("POST", "/clients/telegram/config", { body });
+
+describe("Telegram: the filter before the model", () => {
+  it("stores a mention holding a filtered word, with no model call, and answers the next", async () => {
+    const agentId = await createTestAgent();
+    const saved = await configure({
+      defaultAgentId: agentId,
+      filter: { words: ["casino"], patterns: ["fr[e3]{2}\\s*n[i1]tro"], maxLinks: 0 },
+    });
+    expect(saved.status).toBe(200);
+    const chatId = groupChatId();
+    model.script({ text: "Hello!" });
+    for (const text of ["best CASINO here", "free nitro", "see https://a.test", "hi there"])
+      expect((await postUpdate(mention(chatId, text))).status).toBe(200);
+    const room = roomName(agentId, `telegram:${chatId}`);
+    await settledJournal(room, 4);
+    expect(await turnOutcomes(room)).toEqual(["ignored", "ignored", "ignored", "replied"]);
+    expect(model.calls).toHaveLength(1);
+    expect(JSON.stringify(model.calls[0]!.messages)).not.toContain("CASINO");
+    expect(telegram.sent(chatId)).toEqual(["Hello!"]);
+    const history = await json<{ messages: Array<{ text: string }> }>(
+      await api(
+        "GET",
+        `/agents/${agentId}/rooms/${encodeURIComponent(`telegram:${chatId}`)}/messages`,
+      ),
+    );
+    expect(history.messages.map((m) => m.text)).toEqual(
+      expect.arrayContaining(["best CASINO here", "free nitro", "see https://a.test"]),
+    );
+  });
+
+  it("refuses an account age, a delete action and a log channel, naming each path", async () => {
+    const agentId = await createTestAgent();
+    const response = await configure({
+      defaultAgentId: agentId,
+      filter: { words: ["x"], minAccountAgeDays: 7, action: "delete", logChannelId: "1" },
+    });
+    expect(response.status).toBe(400);
+    const problem = await json<{ error: { details: { issues: Array<{ path: string }> } } }>(
+      response,
+    );
+    expect(problem.error.details.issues.map((issue) => issue.path).sort()).toEqual([
+      "filter.action",
+      "filter.logChannelId",
+      "filter.minAccountAgeDays",
+    ]);
+  });
+});
