@@ -203,3 +203,37 @@ describe("the filter before the model (MESSAGE_CREATE)", () => {
     expect(await turnOutcomes(discordRoom(agent, channel))).toEqual(["ignored"]);
   });
 });
+
+describe("the filter before the model (MESSAGE_UPDATE)", () => {
+  it("an answered message edited into spam leaves memory and is deleted in Discord; a clean edit stays", async () => {
+    await configure({ words: ["casino"], action: "delete" });
+    const channel = snowflake();
+    model.script({ text: "Hi!" });
+    const clean = messageEvent(channel, "hello there", { mention: true });
+    await settledIn(channel, await dispatch(clean));
+    await waitFor("the reply", () => (repliesIn(channel).length ? true : null));
+    expect(await stored(channel)).toEqual(expect.arrayContaining(["Hi!"]));
+
+    const edit = (text: string) => ({
+      t: "MESSAGE_UPDATE",
+      d: {
+        id: clean.d.id,
+        channel_id: channel,
+        guild_id: STAND_IN_GUILD,
+        content: text,
+        author: { id: clean.d.author.id },
+      },
+    });
+    await handedOver(await dispatch(edit("hello there, friend")));
+    expect(await stored(channel)).toContain("hello there, friend");
+
+    await handedOver(await dispatch(edit("join the casino now")));
+    const [deleted] = await waitFor("the DELETE", () => (deletions().length ? deletions() : null));
+    expect(deleted!.path).toBe(`/api/v10/channels/${channel}/messages/${clean.d.id}`);
+    const kept = await stored(channel);
+    expect(kept.join(" ")).not.toContain("casino");
+    expect(kept).not.toContain("hello there, friend");
+    // The bot's own answer stays; only the person's message went.
+    expect(kept).toContain("Hi!");
+  });
+});

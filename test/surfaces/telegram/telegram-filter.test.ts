@@ -60,6 +60,37 @@ describe("Telegram: the filter before the model", () => {
     );
   });
 
+  it("an answered message edited into a filtered word leaves memory", async () => {
+    const agentId = await createTestAgent();
+    expect(
+      (await configure({ defaultAgentId: agentId, filter: { words: ["casino"] } })).status,
+    ).toBe(200);
+    const chatId = groupChatId();
+    model.script({ text: "Hello!" });
+    const original = mention(chatId, "hi there");
+    expect((await postUpdate(original)).status).toBe(200);
+    const room = roomName(agentId, `telegram:${chatId}`);
+    await settledJournal(room);
+    const sent = original.message as { message_id: number };
+    const edited = messageUpdate({
+      chat: { id: chatId, type: "supergroup", title: "Group" },
+      from: alice,
+      text: `${MENTION} come to the casino`,
+      message_id: sent.message_id,
+      edited: true,
+    });
+    expect((await postUpdate(edited)).status).toBe(200);
+    const history = await json<{ messages: Array<{ text: string }> }>(
+      await api(
+        "GET",
+        `/agents/${agentId}/rooms/${encodeURIComponent(`telegram:${chatId}`)}/messages`,
+      ),
+    );
+    const texts = history.messages.map((m) => m.text);
+    expect(texts.join(" ")).not.toContain("casino");
+    expect(texts).toContain("Hello!");
+  });
+
   it("refuses an account age, a delete action and a log channel, naming each path", async () => {
     const agentId = await createTestAgent();
     const response = await configure({

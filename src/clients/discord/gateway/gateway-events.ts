@@ -262,10 +262,13 @@ export class GatewayEvents {
     const text = parsed.data.content
       .replace(new RegExp(`<@!?${bot.userId}>`, "g"), `@${bot.username}`)
       .trim();
-    await this.amend(parsed.data.channel_id, parsed.data.guild_id ?? null, parsed.data.id, {
-      kind: "edit",
-      text,
-    });
+    await this.amend(
+      parsed.data.channel_id,
+      parsed.data.guild_id ?? null,
+      parsed.data.id,
+      { kind: "edit", text },
+      parsed.data.author?.id,
+    );
   }
 
   private async deleted(data: unknown): Promise<void> {
@@ -280,18 +283,42 @@ export class GatewayEvents {
     channelId: string,
     guildId: string | null,
     messageId: string,
-    change: { kind: "edit"; text: string } | { kind: "delete" },
+    edit: { kind: "edit"; text: string } | { kind: "delete" },
+    authorId?: string,
   ): Promise<void> {
     const route = await this.routeOf(channelId, guildId);
     if (!route.allowed || !route.agentId) return;
     const { agentId } = route;
     const { env } = this.options;
+    // An edit the server's filter declines (a clean message edited into spam afterwards) is no
+    // message to keep: it leaves memory, or its waiting turn is dropped, and it is deleted and
+    // reported as a new one would be.
+    const filter = guildId ? route.config.guilds[guildId]?.filter : undefined;
+    const verdict =
+      filter && edit.kind === "edit"
+        ? filterVerdict(filter, { text: edit.text, accountCreatedAt: null, now: this.now() })
+        : null;
+    const change = verdict ? { kind: "delete" as const } : edit;
     const amendment = { idempotencyKey: messageTurnKey(messageId), change, at: this.now() };
     const room = env.ROOMS.getByName(roomName(agentId, `discord:${channelId}`));
     const result = await room.amendMessage(amendment);
     // A message that opened a thread (its id is the thread's) may have its turn in the thread.
-    if (result === "unknown" && this.options.parentOf?.(messageId) === channelId)
-      await env.ROOMS.getByName(roomName(agentId, `discord:${messageId}`)).amendMessage(amendment);
+    const found =
+      result === "unknown" && this.options.parentOf?.(messageId) === channelId
+        ? await env.ROOMS.getByName(roomName(agentId, `discord:${messageId}`)).amendMessage(
+            amendment,
+          )
+        : result;
+    if (filter && verdict && edit.kind === "edit" && found !== "unknown") {
+      log.info("gateway_edit_filtered", { agentId, channelId, verdict });
+      void actOnFiltered(this.rest(), filter, {
+        channelId,
+        messageId,
+        userId: authorId ?? "unknown",
+        text: edit.text,
+        verdict,
+      });
+    }
     this.handled += 1;
   }
 

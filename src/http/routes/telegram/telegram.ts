@@ -54,6 +54,7 @@ import type { TelegramConfig } from "../../../db/stores/chat-client-store.ts";
 import { errorField, log } from "../../../log.ts";
 import { deleteMemories } from "../../../memory/memory-repo.ts";
 import { forgetRoomHistory, resolveApproval } from "../../../objects/conversation/room-client.ts";
+import { filterVerdict } from "../../../runtime/access/message-filter.ts";
 import {
   NotConfiguredError,
   UnauthorizedError,
@@ -190,14 +191,19 @@ async function onEdit(c: Ctx, message: TelegramMessage, token: string): Promise<
   if (!message.from || message.from.is_bot) return "skipped";
   // A voice note's stored text is its transcript: a caption edited later must not replace it.
   if (hasVoice(message)) return "skipped";
-  const agentId = await boundAgent(c, message.chat.id);
-  if (!agentId) return "skipped";
+  const chat = await boundChat(c, message.chat.id);
+  if (!chat) return "skipped";
   const bot = await botIdentity(telegramBotApi(c.env), token);
+  const text = textForModel(message, bot);
+  const now = Date.now();
+  // An edit the filter declines (a clean message edited into spam) leaves memory instead.
+  const { filter } = chat.config;
+  const declined = filter && filterVerdict(filter, { text, accountCreatedAt: null, now });
   await amendMessage(
     c.env,
-    { agentId, roomId: roomIdOf(message), turnKey: turnKey(message) },
-    { kind: "edit", text: textForModel(message, bot) },
-    Date.now(),
+    { agentId: chat.agentId, roomId: roomIdOf(message), turnKey: turnKey(message) },
+    declined ? { kind: "delete" } : { kind: "edit", text },
+    now,
   );
   return "amended";
 }
