@@ -17,7 +17,7 @@ import { DiscordConfig } from "../../src/db/stores/discord-settings-store.ts";
 import { api, createTestAgent, json } from "../helpers/api.ts";
 import { snowflake, useDiscordStandIns } from "../helpers/discord.ts";
 import { handedOver } from "../helpers/gateway-handoff.ts";
-import { messageEvent, STAND_IN_BOT, waitFor } from "../helpers/gateway.ts";
+import { messageEvent, peerControls, STAND_IN_BOT } from "../helpers/gateway.ts";
 import { discordRoom, journalRows, settledJournal } from "../helpers/room-journal.ts";
 import type { DiscordCall } from "../stand-ins/discord-stand-in.ts";
 
@@ -25,15 +25,7 @@ const { model, discord } = useDiscordStandIns();
 const peer = inject("gatewayThreadPeer");
 const SERVER = "900000000000000001";
 
-async function control<T>(path: string, body: unknown = {}): Promise<T> {
-  const response = await fetch(`${peer.controlUrl}/${path}`, {
-    method: "POST",
-    body: JSON.stringify(body),
-  });
-  return (await response.json()) as T;
-}
-const dispatch = async (...events: Array<{ t: string; d: unknown }>) =>
-  (await control<{ seqs: number[] }>("dispatch", { events })).seqs;
+const { control, dispatch, waitForSession } = peerControls(() => peer);
 
 const configure = async (body: Record<string, unknown>) => {
   const response = await api("POST", "/clients/discord/config", {
@@ -63,10 +55,7 @@ beforeAll(async () => {
   await configure({});
   // The worker's first request starts the Gateway.
   await api("GET", "/health", { token: null });
-  await waitFor("a ready Gateway session", async () => {
-    const state = await control<{ ready: boolean }>("state");
-    return state.ready;
-  });
+  await waitForSession();
 });
 
 describe("autoThread: a mention opens a thread (POST /channels/{id}/messages/{id}/threads)", () => {

@@ -8,7 +8,7 @@ import { messageTurnKey } from "../../src/clients/discord/gateway/message-intake
 import { api, createTestAgent, json } from "../helpers/api.ts";
 import { snowflake, useDiscordStandIns } from "../helpers/discord.ts";
 import { handedOver } from "../helpers/gateway-handoff.ts";
-import { messageEvent, STAND_IN_GUILD, waitFor } from "../helpers/gateway.ts";
+import { messageEvent, peerControls, STAND_IN_GUILD, waitFor } from "../helpers/gateway.ts";
 import { discordRoom, settledJournal, turnOutcomes } from "../helpers/room-journal.ts";
 import type { DiscordCall } from "../stand-ins/discord-stand-in.ts";
 
@@ -18,15 +18,7 @@ const LOG_CHANNEL = "810000000000000001";
 /** Discord's epoch: a snowflake's top bits are milliseconds since it. */
 const DISCORD_EPOCH_MS = 1_420_070_400_000n;
 
-async function control<T>(path: string, body: unknown = {}): Promise<T> {
-  const response = await fetch(`${peer.controlUrl}/${path}`, {
-    method: "POST",
-    body: JSON.stringify(body),
-  });
-  return (await response.json()) as T;
-}
-const dispatch = async (...events: Array<{ t: string; d: unknown }>) =>
-  (await control<{ seqs: number[] }>("dispatch", { events })).seqs;
+const { control, dispatch, waitForSession } = peerControls(() => peer);
 
 const configure = async (filter: Record<string, unknown>, extra: Record<string, unknown> = {}) => {
   const response = await api("POST", "/clients/discord/config", {
@@ -69,10 +61,7 @@ beforeAll(async () => {
   await configure({});
   // The worker's first request starts the Gateway.
   await api("GET", "/health", { token: null });
-  await waitFor("a ready Gateway session", async () => {
-    const state = await control<{ ready: boolean }>("state");
-    return state.ready;
-  });
+  await waitForSession();
 });
 
 describe("the filter before the model (MESSAGE_CREATE)", () => {

@@ -19,16 +19,33 @@ export function gatewayPeer() {
   return inject("gatewayPeer");
 }
 
-export async function control<T = Record<string, unknown>>(
-  path: string,
-  body: unknown = {},
-): Promise<T> {
-  const response = await fetch(`${gatewayPeer().controlUrl}/${path}`, {
-    method: "POST",
-    body: JSON.stringify(body),
-  });
-  return (await response.json()) as T;
+/**
+ * The control calls of one Gateway stand-in: the shared one (below), or a file's own
+ * (test/setup/gateway-peer.ts), for a file whose connection must be nobody else's.
+ */
+export function peerControls(peer: () => { controlUrl: string }) {
+  async function control<T = Record<string, unknown>>(path: string, body: unknown = {}) {
+    const response = await fetch(`${peer().controlUrl}/${path}`, {
+      method: "POST",
+      body: JSON.stringify(body),
+    });
+    return (await response.json()) as T;
+  }
+  return {
+    control,
+    dispatch: async (...events: Array<{ t: string; d: unknown }>): Promise<number[]> =>
+      (await control<{ seqs: number[] }>("dispatch", { events })).seqs,
+    /** Waits until the worker's session on this stand-in is READY. */
+    waitForSession: () =>
+      waitFor(
+        "a ready Gateway session",
+        async () => (await control<{ ready: boolean }>("state")).ready,
+      ),
+  };
 }
+
+const shared = peerControls(gatewayPeer);
+export const control = shared.control;
 
 export const gatewayState = () => control<GatewayState>("state");
 
@@ -93,6 +110,4 @@ export function messageEvent(channel: string, text: string, o: MessageOptions = 
   };
 }
 
-export async function dispatch(...events: Array<{ t: string; d: unknown }>): Promise<number[]> {
-  return (await control<{ seqs: number[] }>("dispatch", { events })).seqs;
-}
+export const dispatch = shared.dispatch;

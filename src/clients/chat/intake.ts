@@ -1,21 +1,17 @@
 // The one way a chat platform's message becomes a turn, once the adapter has verified, parsed and
 // normalised it and chosen the agent: the DM policy, the per-user rate limit (`user:<platform>:<id>`),
 // the member principal, and one `enqueueTurn` keyed by the platform message, so a redelivered
-// message is the same turn. Edits amend the stored message by that key. The place's filter before
-// the model (src/runtime/access/message-filter.ts) is read here too: a declined message is still
-// stored, as a turn the rules decline, and the adapter learns the verdict (to delete or report
-// it). No platform code here: the adapter passes its delivery target through as opaque data.
+// message is the same turn. Edits amend the stored message by that key. A message the place's
+// filter before the model declined (the adapter reads it: src/runtime/access/message-filter.ts)
+// is still stored, as a turn the rules decline. No platform code here: the adapter passes its
+// delivery target through as opaque data.
 import { loadConfig, type Config } from "../../config.ts";
 import type { Env } from "../../env.ts";
 import { stores } from "../../db/stores/index.ts";
 import { enqueueTurn, roomName } from "../../objects/conversation/room-client.ts";
 import type { DeliveryTarget } from "../../objects/shared/reply-surface.ts";
 import { enforceRate, type KeepAlive } from "../../rate-limits/admission.ts";
-import {
-  type FilterRules,
-  type FilterVerdict,
-  filterVerdict,
-} from "../../runtime/access/message-filter.ts";
+import type { FilterVerdict } from "../../runtime/access/message-filter.ts";
 import type { MemberPlatform } from "../../runtime/access/principal.ts";
 import type { DirectMessagePolicy } from "../../runtime/character.ts";
 import type { Attachment } from "../../runtime/ports/memory.ts";
@@ -48,10 +44,11 @@ export interface ChatMessage {
   delivery: DeliveryTarget;
   /** What the place's settings say about this turn (a Discord server's or channel's). */
   place?: PlacePolicy;
-  /** The place's filter before the model (a Discord server's; the Telegram or Slack client's). */
-  filter?: FilterRules;
-  /** When the sender's account was made (ms); absent or null where the platform does not say. */
-  senderCreatedAt?: number | null;
+  /**
+   * The rule of the place's filter before the model that declined it, as the adapter read it
+   * (src/runtime/access/message-filter.ts): stored all the same, never answered.
+   */
+  filtered?: FilterVerdict | null;
 }
 
 /** What the intake asks the adapter (or its defaults) about the sender and the agent. */
@@ -77,16 +74,6 @@ const PLATFORM_NAMES: Record<MemberPlatform, string> = {
 
 export type IntakeResult = "queued" | "duplicate" | "dm_refused" | "rate_limited";
 
-/**
- * What became of a message, and the rule of the place's filter that declined it (null: none did,
- * or the DM policy refused it before the filter was read). A declined message is queued all the
- * same (stored, never answered) unless the rate limit refused it.
- */
-export interface IntakeOutcome {
-  result: IntakeResult;
-  filtered: FilterVerdict | null;
-}
-
 /** Hands one message to the agent's room as a turn (or says why not). */
 export async function takeMessage(
   env: Env,
@@ -94,16 +81,6 @@ export async function takeMessage(
   agentId: string,
   policy: IntakePolicy = {},
 ): Promise<IntakeResult> {
-  return (await takeMessageWithVerdict(env, message, agentId, policy)).result;
-}
-
-/** takeMessage, also saying which rule of the place's filter declined the message. */
-export async function takeMessageWithVerdict(
-  env: Env,
-  message: ChatMessage,
-  agentId: string,
-  policy: IntakePolicy = {},
-): Promise<IntakeOutcome> {
   const config = loadConfig(env);
   const owner = await (
     policy.isOwner ?? ((id) => configuredOwners(config, message.platform).includes(id))
@@ -113,22 +90,15 @@ export async function takeMessageWithVerdict(
       policy.directMessages ?? ((id) => agentDirectMessages(env, id, message.platform))
     )(agentId);
     // A DM has no server to manage: the agent's policy says whose it takes (default: owners).
-    if (dm === "off") return { result: "dm_refused", filtered: null };
+    if (dm === "off") return "dm_refused";
     if (dm === "owners") {
       const dmOwner = policy.directMessageOwner
         ? await policy.directMessageOwner(message.sender.id)
         : owner;
-      if (!dmOwner) return { result: "dm_refused", filtered: null };
+      if (!dmOwner) return "dm_refused";
     }
   }
-  // Read before the rate limit: a flood of filtered messages is still deleted or reported.
-  const filtered = message.filter
-    ? filterVerdict(message.filter, {
-        text: message.text,
-        accountCreatedAt: message.senderCreatedAt ?? null,
-        now: message.receivedAt,
-      })
-    : null;
+  const { filtered } = message;
   const place: PlacePolicy | undefined = filtered ? { ...message.place, filtered } : message.place;
   const userId = `${message.platform}:${message.sender.id}`;
   try {
@@ -140,7 +110,7 @@ export async function takeMessageWithVerdict(
       policy.keepAlive,
     );
   } catch (error) {
-    if (error instanceof RateLimitedError) return { result: "rate_limited", filtered };
+    if (error instanceof RateLimitedError) return "rate_limited";
     throw error;
   }
   const queued = await enqueueTurn(env, {
@@ -172,7 +142,7 @@ export async function takeMessageWithVerdict(
     },
     delivery: message.delivery,
   });
-  return { result: queued.duplicate ? "duplicate" : "queued", filtered };
+  return queued.duplicate ? "duplicate" : "queued";
 }
 
 /**

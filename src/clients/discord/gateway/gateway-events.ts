@@ -11,7 +11,7 @@ import type { Env } from "../../../env.ts";
 import { errorField, log } from "../../../log.ts";
 import { stores } from "../../../db/stores/index.ts";
 import { roomName } from "../../../objects/conversation/room-client.ts";
-import { agentDirectMessages, takeMessageWithVerdict } from "../../chat/intake.ts";
+import { agentDirectMessages, takeMessage } from "../../chat/intake.ts";
 import { filterVerdict } from "../../../runtime/access/message-filter.ts";
 import { accountCreatedAt, actOnFiltered } from "../filter-actions.ts";
 import type { DirectMessagePolicy } from "../../../runtime/character.ts";
@@ -137,11 +137,17 @@ export class GatewayEvents {
     const here = { guildId: intake.guildId, channelId: intake.channelId, parentId: route.parentId };
     // The server's filter before the model (docs/discord.md): a declined message opens no thread.
     const filter = intake.guildId ? route.config.guilds[intake.guildId]?.filter : undefined;
-    const sender = { text: intake.text, accountCreatedAt: accountCreatedAt(intake.userId) };
     const receivedAt = this.now();
-    const declined = filter && filterVerdict(filter, { ...sender, now: receivedAt }) !== null;
+    // Read once, before the rate limit: a flood of filtered messages is still deleted or reported.
+    const filtered = filter
+      ? filterVerdict(filter, {
+          text: intake.text,
+          accountCreatedAt: accountCreatedAt(intake.userId),
+          now: receivedAt,
+        })
+      : null;
     // autoThread: the conversation moves to a thread opened from the message (its own room).
-    const threadId = declined
+    const threadId = filtered
       ? null
       : await this.threadFor(parsed.data, intake, route, here, member, bot.userId);
     const chatId = threadId ?? intake.channelId;
@@ -159,7 +165,7 @@ export class GatewayEvents {
       addressed: intake.mentioned || intake.isDirect,
       ...(threadId ? { startedThread: true } : {}),
     };
-    const { result, filtered } = await takeMessageWithVerdict(
+    const result = await takeMessage(
       env,
       {
         platform: "discord",
@@ -175,7 +181,7 @@ export class GatewayEvents {
         receivedAt,
         delivery,
         ...(place ? { place } : {}),
-        ...(filter ? { filter, senderCreatedAt: sender.accountCreatedAt } : {}),
+        filtered,
       },
       agentId,
       {

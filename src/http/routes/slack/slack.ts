@@ -30,6 +30,7 @@ import {
 } from "../../../clients/slack/slack-surface.ts";
 import { log } from "../../../log.ts";
 import { ValidationError } from "../../../runtime/util/errors.ts";
+import { filterVerdict } from "../../../runtime/access/message-filter.ts";
 import { errorContent } from "../../schemas.ts";
 import { slackAgentFor, slackChannelFor } from "./binding.ts";
 import { botOfWorkspace, readSignedSlackBody } from "./signed-request.ts";
@@ -134,6 +135,8 @@ async function onEvent(c: Ctx, envelope: EventCallback, bot: SlackBotIdentity): 
     roomId,
     addressed: true,
   };
+  const now = Date.now();
+  const { filter } = channel.config;
   return await takeMessage(
     c.env,
     {
@@ -152,10 +155,10 @@ async function onEvent(c: Ctx, envelope: EventCallback, bot: SlackBotIdentity): 
       text,
       isDirect,
       mentioned: mentionsBot,
-      receivedAt: Date.now(),
+      receivedAt: now,
       delivery,
       // Declined before the model and stored; Slack says nothing of an account's age.
-      ...(channel.config.filter ? { filter: channel.config.filter } : {}),
+      filtered: filter ? filterVerdict(filter, { text, accountCreatedAt: null, now }) : null,
       ...clientBudgets(channel.config),
     },
     agentId,

@@ -164,6 +164,8 @@ async function onMessage(c: Ctx, message: TelegramMessage, token: string): Promi
       : {}),
     addressed: mentioned || isDirect,
   };
+  const now = Date.now();
+  const { filter } = chat.config;
   return await takeMessage(
     c.env,
     {
@@ -177,10 +179,10 @@ async function onMessage(c: Ctx, message: TelegramMessage, token: string): Promi
       ...(attachments.length > 0 ? { attachments } : {}),
       isDirect,
       mentioned,
-      receivedAt: Date.now(),
+      receivedAt: now,
       delivery,
       // Declined before the model and stored; Telegram says nothing of an account's age.
-      ...(chat.config.filter ? { filter: chat.config.filter } : {}),
+      filtered: filter ? filterVerdict(filter, { text, accountCreatedAt: null, now }) : null,
       ...clientBudgets(chat.config),
     },
     agentId,
