@@ -17,6 +17,8 @@ export const SLACK_TOKEN = "xoxb-test-token-not-real";
 export const SLACK_SECRET = "8f742231b10e8888abcd99yyyzzz85a5";
 export const SLACK_OWNER = "U0OWNER001";
 export const TEAM = "T0TEAM0001";
+/** Another workspace the app could be installed in: its requests are signed with our secret too. */
+export const OTHER_TEAM = "T0OTHER001";
 export const APP = "A0APP00001";
 export const BOT_USER = "U0BOT00001";
 export const BOT_ID = "B0BOT00001";
@@ -152,7 +154,10 @@ export function messageEvent(fields: {
 const NAMES: Record<string, string> = { [ALICE]: "alice", [BOB]: "bob", [SLACK_OWNER]: "olga" };
 const nameOf = (user: string): string => NAMES[user] ?? user.toLowerCase();
 
-/** A block_actions form (a click on `actionId`) in `channel`, on the bot's message `messageTs`. */
+/**
+ * A block_actions form (a click on `actionId`) in `channel`, on the bot's message `messageTs`,
+ * from the bot's workspace unless `team` names another; `team: null` names none at all.
+ */
 export function blockActions(fields: {
   user: string;
   channel: string;
@@ -160,17 +165,19 @@ export function blockActions(fields: {
   threadTs?: string;
   actionId: string;
   value?: string;
+  team?: string | null;
 }) {
+  const team = fields.team === undefined ? TEAM : fields.team;
   const payload = {
     type: "block_actions",
     user: {
       id: fields.user,
       username: nameOf(fields.user),
       name: nameOf(fields.user),
-      team_id: TEAM,
+      ...(team === null ? {} : { team_id: team }),
     },
     api_app_id: APP,
-    team: { id: TEAM, domain: "stand-in" },
+    team: team === null ? null : { id: team, domain: "stand-in" },
     channel: { id: fields.channel, name: "general" },
     container: {
       type: "message",
@@ -195,17 +202,22 @@ export function blockActions(fields: {
   return new URLSearchParams({ payload: JSON.stringify(payload) }).toString();
 }
 
-/** A slash command form as Slack posts it. */
+/**
+ * A slash command form as Slack posts it, from the bot's workspace unless `team` names another;
+ * `team: null` leaves `team_id` out.
+ */
 export function slashCommand(fields: {
   command: string;
   text?: string;
   user?: string;
   channel: string;
+  team?: string | null;
 }) {
   const user = fields.user ?? ALICE;
+  const team = fields.team === undefined ? TEAM : fields.team;
   return new URLSearchParams({
     token: "deprecated-verification-token",
-    team_id: TEAM,
+    ...(team === null ? {} : { team_id: team }),
     team_domain: "stand-in",
     channel_id: fields.channel,
     channel_name: "general",

@@ -9,6 +9,7 @@ import { createOpenAIStandIn } from "../stand-ins/openai-stand-in.ts";
 import { chat, post, useAgentIn } from "../helpers/discord.ts";
 import { oneStepScript, scriptTask, standInResponder } from "../helpers/task-script.ts";
 import { api, createTestAgent, json, MODEL_HOST } from "../helpers/api.ts";
+import { hashedId } from "../../src/telemetry/trace-context.ts";
 
 interface OtlpSpan {
   traceId: string;
@@ -238,6 +239,20 @@ describe("traces", () => {
     expect(tool.parentSpanId).toBe(step.spanId);
     expect(attribute(task, "edge_agents.task.status")).toBe("completed");
     expect(JSON.stringify(spans)).not.toContain("the task ran");
+  });
+
+  it("a task's spans name its agent by the hashed id a turn's do, never the raw id", async () => {
+    const agentId = await createTestAgent({ settings: { memory: { factsEvery: 1000 } } });
+    const script = scriptTask(oneStepScript("Done.", [{ text: "Done." }]));
+    model.respondWith(standInResponder(script) as never);
+    const started = await api("POST", `/agents/${agentId}/tasks`, {
+      body: { goal: "say that it is done" },
+    });
+    expect(started.status).toBe(202);
+    const spans = await traceWith("invoke_agent task", 3);
+    const task = spans.find((span) => span.name === "invoke_agent task")!;
+    expect(attribute(task, "gen_ai.agent.id")).toBe(hashedId(agentId));
+    expect(JSON.stringify(spans)).not.toContain(agentId);
   });
 
   it("a collector that fails or hangs costs the turn nothing: the drop is counted", async () => {

@@ -241,6 +241,48 @@ describe("a chat place's budgets (PlacePolicy.budgets)", () => {
     expect(under.model.requests).toHaveLength(1);
   });
 
+  it("a server at exactly its budget: no model call, the server's notice; one token under: answered", async () => {
+    const at = await runnerDeps();
+    at.spend = placeLedger({ server: 800 });
+    const refused = await createTurnRunner(at).respond(character(), placeInput({ server: 800 }));
+    expect(refused).toMatchObject({
+      status: "ignored",
+      reply: null,
+      notice: "This server's budget for today is used; it resets at 00:00 UTC.",
+    });
+    expect(at.model.requests).toHaveLength(0);
+
+    const under = await runnerDeps();
+    under.spend = placeLedger({ server: 799 });
+    const answered = await createTurnRunner(under).respond(
+      character(),
+      placeInput({ server: 800 }),
+    );
+    expect(answered.status).toBe("replied");
+    expect(under.model.requests).toHaveLength(1);
+  });
+
+  it("the agent's ceiling refuses at exactly its value with 429 when the turn carries place budgets; one token under: answered", async () => {
+    const budgets = { member: 500, server: 800 };
+    const at = await runnerDeps();
+    at.spend = placeLedger({ agent: 100 });
+    const refused = createTurnRunner(at).respond(
+      character({ settings: { dailyTokens: 100 } }),
+      placeInput(budgets),
+    );
+    await expect(refused).rejects.toMatchObject({ status: 429, code: "rate_limited" });
+    expect(at.model.requests).toHaveLength(0);
+
+    const under = await runnerDeps();
+    under.spend = placeLedger({ agent: 99 });
+    const answered = await createTurnRunner(under).respond(
+      character({ settings: { dailyTokens: 100 } }),
+      placeInput(budgets),
+    );
+    expect(answered.status).toBe("replied");
+    expect(under.model.requests).toHaveLength(1);
+  });
+
   it("the agent's own ceiling still refuses with 429 from the same read", async () => {
     const deps = await runnerDeps();
     deps.spend = placeLedger({ agent: 120 });

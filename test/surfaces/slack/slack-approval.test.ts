@@ -16,6 +16,7 @@ import {
   channelId,
   envelope,
   messageTs,
+  OTHER_TEAM,
   postSlack,
   useSlackStandIns,
 } from "../../helpers/slack.ts";
@@ -55,7 +56,8 @@ async function pausedTurn() {
   const actions = (prompt.blocks as Array<{ type: string; elements?: Button[] }>).find(
     (block) => block.type === "actions",
   )!.elements!;
-  const click = (user: string, label: string) => {
+  /** A click on the button labelled `label`; `team` as blockActions takes it. */
+  const click = (user: string, label: string, team?: string | null) => {
     const button = actions.find((b) => b.text.text === label)!;
     return postSlack(
       "/slack/interactions",
@@ -66,6 +68,7 @@ async function pausedTurn() {
         threadTs: ts,
         actionId: button.action_id,
         ...(button.value ? { value: button.value } : {}),
+        ...(team === undefined ? {} : { team }),
       }),
     );
   };
@@ -139,5 +142,28 @@ describe("Slack tool approval", () => {
     });
     expect(forged.status).toBe(401);
     expect(slack.posted(channel).find((m) => m.ts === prompt.ts)!.updates).toBe(0);
+  });
+});
+
+describe("Slack tool approval: one workspace", () => {
+  it("skips a signed click from another workspace, even with the requester's user id: the turn stays paused", async () => {
+    const { agentId, channel, ts, prompt, click } = await pausedTurn();
+    expect(await outcome(await click(ALICE, "Approve", OTHER_TEAM))).toBe("skipped");
+    expect(slack.posted(channel).find((m) => m.ts === prompt.ts)!.updates).toBe(0);
+    // Still waiting: the requester's own click is the one that answers it.
+    expect(await outcome(await click(ALICE, "Deny"))).toBe("answered");
+    await settledJournal(roomName(agentId, `slack:${channel}:${ts}`));
+  });
+
+  it("refuses a click that names no workspace (no team, no user.team_id) with 400: the turn stays paused", async () => {
+    const { agentId, channel, ts, prompt, click } = await pausedTurn();
+    const response = await click(ALICE, "Approve", null);
+    expect(response.status).toBe(400);
+    expect(await json<{ error: { code: string; message: string } }>(response)).toMatchObject({
+      error: { code: "validation", message: expect.stringContaining("team") },
+    });
+    expect(slack.posted(channel).find((m) => m.ts === prompt.ts)!.updates).toBe(0);
+    expect(await outcome(await click(ALICE, "Deny"))).toBe("answered");
+    await settledJournal(roomName(agentId, `slack:${channel}:${ts}`));
   });
 });

@@ -12,6 +12,7 @@ import {
   blockActions,
   channelId,
   messageTs,
+  OTHER_TEAM,
   postSlack,
   slashCommand,
   useSlackStandIns,
@@ -73,6 +74,43 @@ describe("Slack slash commands: signing", () => {
     const stale = Math.floor(Date.now() / 1000) - 600;
     expect((await postSlack("/slack/commands", form, { timestampSec: stale })).status).toBe(401);
     expect(slack.calls).toHaveLength(0);
+    expect(model.calls).toHaveLength(0);
+  });
+});
+
+describe("Slack slash commands: one workspace", () => {
+  it("refuses a signed /ask or /forget from another workspace: nothing posted, no turn", async () => {
+    const agentId = await createTestAgent();
+    await bindSlack(agentId);
+    const channel = channelId();
+    for (const command of ["/ask", "/forget"]) {
+      const response = await postSlack(
+        "/slack/commands",
+        slashCommand({ command, text: "what is on the roadmap?", channel, team: OTHER_TEAM }),
+      );
+      expect(response.status).toBe(200);
+      expect(await answer(response)).toEqual({
+        response_type: "ephemeral",
+        text: "This app answers in one workspace only.",
+      });
+    }
+    expect(slack.posted(channel)).toEqual([]);
+    expect(model.calls).toHaveLength(0);
+  });
+
+  it("refuses a command that names no workspace (no team_id) with 400, posting nothing", async () => {
+    const agentId = await createTestAgent();
+    await bindSlack(agentId);
+    const channel = channelId();
+    const response = await postSlack(
+      "/slack/commands",
+      slashCommand({ command: "/ask", text: "hi", channel, team: null }),
+    );
+    expect(response.status).toBe(400);
+    expect(await json<{ error: { code: string; message: string } }>(response)).toMatchObject({
+      error: { code: "validation", message: expect.stringContaining("team_id") },
+    });
+    expect(slack.posted(channel)).toEqual([]);
     expect(model.calls).toHaveLength(0);
   });
 });

@@ -11,6 +11,7 @@ import {
   postUpdate,
   TELEGRAM_BOT,
   TELEGRAM_OWNER_ID,
+  TELEGRAM_SECRET,
   useTelegramStandIns,
 } from "../../helpers/telegram.ts";
 
@@ -205,6 +206,24 @@ describe("Telegram webhook: the secret token and the body", () => {
     }
     expect(await journalRows(roomName(agentId, `telegram:${chatId}`))).toEqual([]);
     expect(await stored(agentId, `telegram:${chatId}`)).toEqual([]);
+    expect(model.calls).toHaveLength(0);
+  });
+
+  it("refuses a prefix of the secret, and the secret with characters added, with 401", async () => {
+    const agentId = await agentBound();
+    const chatId = groupChatId();
+    const update = mention(chatId, "sneaky");
+    const nearMisses = [
+      TELEGRAM_SECRET.slice(0, -1),
+      TELEGRAM_SECRET.slice(0, 1),
+      `${TELEGRAM_SECRET}x`,
+      `${TELEGRAM_SECRET}${TELEGRAM_SECRET}`,
+    ];
+    for (const secret of nearMisses) {
+      const response = await postUpdate(update, { secret });
+      expect(response.status, secret).toBe(401);
+    }
+    expect(await journalRows(roomName(agentId, `telegram:${chatId}`))).toEqual([]);
     expect(model.calls).toHaveLength(0);
   });
 

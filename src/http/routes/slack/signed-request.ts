@@ -47,15 +47,18 @@ export async function readSignedSlackBody(c: Context<AppEnv>): Promise<SignedSla
   return { raw: new TextDecoder().decode(bytes), token: slack.botToken };
 }
 
-/** The bot, when the request's workspace is the token's; null for any other workspace. */
+/**
+ * The bot, when the request's workspace is the token's; null for any other workspace. A request
+ * must name its workspace: the caller refuses one that names none (400) before asking here.
+ */
 export async function botOfWorkspace(
   c: Context<AppEnv>,
   token: string,
-  teamId: string | null | undefined,
+  teamId: string,
 ): Promise<SlackBotIdentity | null> {
   // One attempt while Slack waits: a failure is a 5xx, and Slack delivers the request again.
   const bot = await slackBotIdentity(slackWebApi(c.env, { maxAttempts: 1 }), token);
-  if (teamId && teamId !== bot.teamId) {
+  if (teamId !== bot.teamId) {
     // Signed with our secret, so it is our app, installed in a second workspace: not served.
     log.warn("slack_other_workspace", { path: c.req.path });
     return null;

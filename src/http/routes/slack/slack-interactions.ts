@@ -62,7 +62,14 @@ export function slackInteractionRoutes(): OpenAPIHono<AppEnv> {
     if (!parsed.ok) throw new ValidationError(`invalid Slack interaction: ${parsed.error}`);
     const payload = parsed.value;
     if (payload.type === "unsupported") return c.json({ ok: true, outcome: "skipped" }, 200);
-    const bot = await botOfWorkspace(c, token, payload.team?.id ?? payload.user.team_id);
+    // Slack names the workspace in `team` (null in an org-wide app's click: then `user.team_id`).
+    // A click that names neither cannot pass the one-workspace rule, so it is refused, not served.
+    const teamId = payload.team?.id ?? payload.user.team_id;
+    if (!teamId)
+      throw new ValidationError(
+        "invalid Slack interaction: payload.team.id: required (the workspace)",
+      );
+    const bot = await botOfWorkspace(c, token, teamId);
     if (!bot) return c.json({ ok: true, outcome: "skipped" }, 200);
     const outcome = await onClick(c, payload);
     return c.json({ ok: true, outcome }, 200);
