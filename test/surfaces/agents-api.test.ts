@@ -270,6 +270,8 @@ describe("authentication", () => {
       },
       // No OTLP endpoint in this project (test/telemetry/ has one).
       traces: null,
+      // Filter patterns past the cost bound, kept but not applied: counts only (this is public).
+      filters: { suspendedPatterns: { discord: 0, telegram: 0, slack: 0 } },
     });
     expect(JSON.stringify(healthBody)).not.toContain("sk-test");
     const spec = await json<{

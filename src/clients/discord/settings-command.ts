@@ -4,6 +4,8 @@
 // Pure: the route checks who asks, validates the copy with the same schema as
 // `POST /clients/discord/config` and stores it (src/http/routes/discord/discord-settings.ts).
 import type { ChannelSettings, DiscordConfig } from "../../db/stores/discord-settings-store.ts";
+import { MAX_PATTERN_INSTRUCTIONS, patternInstructions } from "../../runtime/access/filter-cost.ts";
+import type { MessageFilterRules } from "../../runtime/access/message-filter.ts";
 import type { DiscordPlace } from "./place-settings.ts";
 
 export type SettingsScope = "server" | "channel";
@@ -163,7 +165,7 @@ export function describeSettings(
     "**This server**",
     `• Daily tokens: ${budgets.length > 0 ? budgets.join(", ") : "no limit"}`,
     `• Role-gated tools: ${gated.length > 0 ? gated.join(", ") : "none"}`,
-    `• Filter: ${server?.filter ? "on" : "off"}`,
+    `• Filter: ${filterText(server?.filter)}`,
     "Change them with `/settings respond`, `/settings autothread` and `/settings budget`; " +
       "the rest with `POST /clients/discord/config`.",
   ].join("\n");
@@ -199,6 +201,25 @@ export function changedText(
       );
     }
   }
+}
+
+/**
+ * On or off, and the patterns saved before the cost bound that pass it: they are kept but not
+ * applied, so a manager sees that part of the filter is not working and why.
+ */
+function filterText(filter: MessageFilterRules | undefined): string {
+  if (!filter) return "off";
+  const suspended = filter.suspended ?? [];
+  if (suspended.length === 0) return "on";
+  const which = suspended.map(
+    ({ index, pattern }) => `\`patterns.${index}\` (${patternInstructions(pattern)} instructions)`,
+  );
+  return (
+    `on, but ${suspended.length} ${suspended.length === 1 ? "pattern is" : "patterns are"} ` +
+    `suspended (kept, not applied): ${which.join(", ")}. A filter's patterns may compile to ` +
+    `${MAX_PATTERN_INSTRUCTIONS} RE2 instructions in all; fix them with ` +
+    "`POST /clients/discord/config`"
+  );
 }
 
 function respondMeaning(mode: string): string {

@@ -1,9 +1,13 @@
 // Where Discord settings live in D1: the agent chosen for each channel (`/agent`) and the client
 // configuration (`POST /clients/discord/config`: default agent, allowed channels). The config
-// column is validated with its schema on the way back, like every JSON column.
+// column is validated with its schema on the way back, like every JSON column; a filter saved
+// before the filter's cost bound loads with its patterns past the bound suspended.
 import { eq, inArray, sql } from "drizzle-orm";
 import { z } from "zod";
-import { MessageFilterRules } from "../../runtime/access/message-filter.ts";
+import {
+  MessageFilterRules,
+  StoredMessageFilterRules,
+} from "../../runtime/access/message-filter.ts";
 import type { Db } from "../db.ts";
 import { readJsonColumn } from "../json-column.ts";
 import { clientConfigs, discordChannels } from "../schema.ts";
@@ -35,45 +39,55 @@ const PlaceSettingsShape = {
 const DailyTokens = z.number().int().positive().max(10_000_000_000);
 export const ChannelSettings = z.strictObject(PlaceSettingsShape);
 export type ChannelSettings = z.infer<typeof ChannelSettings>;
-export const GuildSettings = z.strictObject({
-  ...PlaceSettingsShape,
-  /** The server's agent, for its channels that have not chosen one with /agent. */
-  agentId: AgentId.optional(),
-  /** A tool is offered only to members holding one of its roles (role ids are the server's). */
-  toolRoles: z
-    .record(ToolPattern, z.array(Snowflake("role")).min(1).max(50))
-    .refine((roles) => Object.keys(roles).length <= 200, "at most 200 tools")
-    .optional(),
-  /** Tokens the server's turns may spend a UTC day, every agent and member together. */
-  dailyTokens: DailyTokens.optional(),
-  /** Tokens each member's turns in the server may spend a UTC day. */
-  memberDailyTokens: DailyTokens.optional(),
-  /** What is declined before any model call (src/runtime/access/message-filter.ts). */
-  filter: MessageFilterRules.optional(),
-});
+/** A server's settings, with the filter checked as when saved or as when read back. */
+function guildSettings(filter: typeof MessageFilterRules | typeof StoredMessageFilterRules) {
+  return z.strictObject({
+    ...PlaceSettingsShape,
+    /** The server's agent, for its channels that have not chosen one with /agent. */
+    agentId: AgentId.optional(),
+    /** A tool is offered only to members holding one of its roles (role ids are the server's). */
+    toolRoles: z
+      .record(ToolPattern, z.array(Snowflake("role")).min(1).max(50))
+      .refine((roles) => Object.keys(roles).length <= 200, "at most 200 tools")
+      .optional(),
+    /** Tokens the server's turns may spend a UTC day, every agent and member together. */
+    dailyTokens: DailyTokens.optional(),
+    /** Tokens each member's turns in the server may spend a UTC day. */
+    memberDailyTokens: DailyTokens.optional(),
+    /** What is declined before any model call (src/runtime/access/message-filter.ts). */
+    filter: filter.optional(),
+  });
+}
+export const GuildSettings = guildSettings(MessageFilterRules);
 export type GuildSettings = z.infer<typeof GuildSettings>;
+
+function discordConfig(filter: typeof MessageFilterRules | typeof StoredMessageFilterRules) {
+  return z.strictObject({
+    /** The agent for channels that have not chosen one with /agent. */
+    defaultAgentId: AgentId.nullable().default(null),
+    /** When not empty, the bot answers only in these channels (DMs included by their channel id). */
+    allowedChannels: z.array(Snowflake("channel")).max(1_000).default([]),
+    /** Per server (guild id): its agent, respond policy, tools and role-gated tools. */
+    guilds: z
+      .record(Snowflake("server"), guildSettings(filter))
+      .refine(placeCount, `at most ${MAX_PLACES} servers`)
+      .default({}),
+    /** Per channel or thread (channel id): respond policy and tools, over its server's. */
+    channels: z
+      .record(Snowflake("channel"), ChannelSettings)
+      .refine(placeCount, `at most ${MAX_PLACES} channels`)
+      .default({}),
+  });
+}
 
 /**
  * The Discord client's configuration (`POST /clients/discord/config`): the default agent, the
  * channels the bot may answer in, and settings per server and per channel.
  */
-export const DiscordConfig = z.strictObject({
-  /** The agent for channels that have not chosen one with /agent. */
-  defaultAgentId: AgentId.nullable().default(null),
-  /** When not empty, the bot answers only in these channels (DMs included by their channel id). */
-  allowedChannels: z.array(Snowflake("channel")).max(1_000).default([]),
-  /** Per server (guild id): its agent, respond policy, tools and role-gated tools. */
-  guilds: z
-    .record(Snowflake("server"), GuildSettings)
-    .refine(placeCount, `at most ${MAX_PLACES} servers`)
-    .default({}),
-  /** Per channel or thread (channel id): respond policy and tools, over its server's. */
-  channels: z
-    .record(Snowflake("channel"), ChannelSettings)
-    .refine(placeCount, `at most ${MAX_PLACES} channels`)
-    .default({}),
-});
+export const DiscordConfig = discordConfig(MessageFilterRules);
 export type DiscordConfig = z.infer<typeof DiscordConfig>;
+/** The configuration as read back: a filter past today's cost bound loads, suspended in part. */
+export const StoredDiscordConfig = discordConfig(StoredMessageFilterRules);
 
 export interface ChannelChoice {
   channelId: string;
@@ -100,7 +114,7 @@ export interface DiscordSettingsStore {
 export function createDiscordSettingsStore(db: Db): DiscordSettingsStore {
   const parseConfig = (row: { config: string } | undefined): DiscordConfig =>
     row
-      ? readJsonColumn(DiscordConfig, row.config, "client_configs.config of discord")
+      ? readJsonColumn(StoredDiscordConfig, row.config, "client_configs.config of discord")
       : DiscordConfig.parse({});
   return {
     async readConfig() {

@@ -2,8 +2,10 @@
 // models), which embedder and vector index serve memory (and whether their dimensions agree),
 // that D1 answers, and which schema version it holds (the migrations the worker applied itself,
 // or the one that failed), with DISCORD_GATEWAY=true the Gateway's state (each shard's), and how
-// many after-reply evaluators failed today (facts and summaries lost while replies look fine).
-// Public (no token): it names backends, never keys, session ids or URLs with credentials.
+// many after-reply evaluators failed today (facts and summaries lost while replies look fine), and
+// how many filter patterns saved before the filter's cost bound are suspended.
+// Public (no token): it names backends, never keys, session ids, URLs with credentials, or what a
+// filter holds (only counts; the admin's config route shows the patterns).
 import { exportStats, traceConfig } from "../../telemetry/otlp.ts";
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import { loadConfig } from "../../config.ts";
@@ -12,6 +14,7 @@ import { stores } from "../../db/stores/index.ts";
 import { describeEmbedder } from "../../model/embedder.ts";
 import { ensureSchema } from "../../db/schema-ready.ts";
 import { gatewayObject } from "../../clients/discord/gateway/gateway-client.ts";
+import type { Stores } from "../../db/stores/index.ts";
 
 const ShardHealth = z.object({
   state: z.enum([
@@ -125,6 +128,19 @@ const Health = z
         description:
           "After-reply evaluators (facts, summaries) that failed today (UTC): the replies looked fine, but nothing was remembered. Usually SMALL_MODEL names a model the endpoint does not serve. null: D1 could not be read",
       }),
+    filters: z
+      .object({
+        suspendedPatterns: z.object({
+          discord: z.number().int(),
+          telegram: z.number().int(),
+          slack: z.number().int(),
+        }),
+      })
+      .nullable()
+      .openapi({
+        description:
+          "Filter patterns saved before the filter's cost bound that pass it, per client (Discord: every server's together): kept, not applied, each named with its reason in GET /clients/{client}/config (`filter.suspended`) and Discord's /settings show. null: D1 could not be read",
+      }),
     traces: z
       .object({
         collector: z.string().openapi({ description: "The OTLP endpoint's origin" }),
@@ -160,24 +176,26 @@ export function healthRoutes(): OpenAPIHono<{ Bindings: Env }> {
       const tracing = traceConfig(c.env);
       const { embedder, index } = stores(c.env);
       const gatewayStub = gatewayObject(c.env);
-      const [database, indexDimensions, schemaNow, , gateway, evaluators] = await Promise.all([
-        stores(c.env)
-          .reachable()
-          .then((ok) => (ok ? ("ok" as const) : ("unavailable" as const))),
-        index.dimensions().catch(() => "unavailable" as const),
-        ensureSchema(c.env),
-        embedder.ready?.().catch(() => undefined),
-        gatewayStub
-          ? gatewayStub.status().then(
-              (status) => status,
-              () => null,
-            )
-          : null,
-        stores(c.env)
-          .evaluatorFailures.today(Date.now())
-          .then(({ failed, last }) => ({ failedToday: failed, last }))
-          .catch(() => null),
-      ]);
+      const [database, indexDimensions, schemaNow, , gateway, evaluators, filters] =
+        await Promise.all([
+          stores(c.env)
+            .reachable()
+            .then((ok) => (ok ? ("ok" as const) : ("unavailable" as const))),
+          index.dimensions().catch(() => "unavailable" as const),
+          ensureSchema(c.env),
+          embedder.ready?.().catch(() => undefined),
+          gatewayStub
+            ? gatewayStub.status().then(
+                (status) => status,
+                () => null,
+              )
+            : null,
+          stores(c.env)
+            .evaluatorFailures.today(Date.now())
+            .then(({ failed, last }) => ({ failedToday: failed, last }))
+            .catch(() => null),
+          suspendedFilterPatterns(stores(c.env)).catch(() => null),
+        ]);
       const schema = schemaNow
         ? {
             version: schemaNow.version,
@@ -216,6 +234,7 @@ export function healthRoutes(): OpenAPIHono<{ Bindings: Env }> {
         vectors,
         ...(gatewayStub ? { gateway } : {}),
         evaluators,
+        filters,
         traces: tracing
           ? {
               collector: new URL(tracing.url).origin,
@@ -229,4 +248,21 @@ export function healthRoutes(): OpenAPIHono<{ Bindings: Env }> {
     },
   );
   return app;
+}
+
+/** Suspended filter patterns per client, from the configs as read back (counts only). */
+async function suspendedFilterPatterns(all: Stores) {
+  const [discord, telegram, slack] = await Promise.all([
+    all.discord.readConfig(),
+    all.telegram.readConfig(),
+    all.slack.readConfig(),
+  ]);
+  const count = (filter: { suspended?: unknown[] } | undefined) => filter?.suspended?.length ?? 0;
+  return {
+    suspendedPatterns: {
+      discord: Object.values(discord.guilds).reduce((sum, guild) => sum + count(guild.filter), 0),
+      telegram: count(telegram.filter),
+      slack: count(slack.filter),
+    },
+  };
 }

@@ -2,7 +2,9 @@
 // autoThread and the server's daily budgets and reads them back through GET
 // /clients/discord/config; a member without Manage Server, and a DM, are refused with nothing
 // changed; `show` lists what is in force and where it comes from; what the config's schema refuses
-// is refused here too; the command is registered for managers only, and not in DMs.
+// is refused here too; the command is registered for managers only, and not in DMs. `show` flags a
+// filter saved before the filter's cost bound whose patterns past it are suspended.
+import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it } from "vitest";
 import { COMMANDS } from "../../../src/clients/discord/commands.ts";
 import { diffCommands } from "../../../src/clients/discord/register.ts";
@@ -203,5 +205,29 @@ describe("Discord /settings show", () => {
     const elsewhere = await answer(settings("show", {}, { channel: snowflake() }));
     expect(elsewhere.content).toContain("• autoThread: off (not set)");
     expect(elsewhere.content).toContain("• Tools: all of the agent's");
+  });
+});
+
+describe("Discord /settings show: a filter saved before the cost bound", () => {
+  it("says which patterns are suspended (kept, not applied) and the bound", async () => {
+    const channel = snowflake();
+    // As an older version stored it: today's schema refuses the second pattern when saved.
+    await env.DB.prepare(
+      "INSERT INTO client_configs (client_id, config, updated_at) VALUES ('discord', ?, ?) " +
+        "ON CONFLICT(client_id) DO UPDATE SET config = excluded.config",
+    )
+      .bind(
+        JSON.stringify({
+          guilds: { [SERVER]: { filter: { patterns: ["casino\\d+", "[\\p{L}\\p{N}]{900}x"] } } },
+        }),
+        Date.now(),
+      )
+      .run();
+    const show = await answer(settings("show", {}, { channel }));
+    expect(show.content.split("\n")).toContain(
+      "• Filter: on, but 1 pattern is suspended (kept, not applied): `patterns.1` (903 " +
+        "instructions). A filter's patterns may compile to 150 RE2 instructions in all; fix them " +
+        "with `POST /clients/discord/config`",
+    );
   });
 });

@@ -18,7 +18,7 @@ import {
   describeSettings,
   readSettingsChange,
 } from "../../../clients/discord/settings-command.ts";
-import { DiscordConfig } from "../../../db/stores/discord-settings-store.ts";
+import { StoredDiscordConfig } from "../../../db/stores/discord-settings-store.ts";
 import { stores } from "../../../db/stores/index.ts";
 import { type Ctx, message, owners, userRateRefusal } from "./discord-replies.ts";
 
@@ -65,7 +65,9 @@ export async function settingsCommand(
   const limited = await userRateRefusal(c, userId);
   if (limited) return limited;
   const at = { guildId, channelId };
-  const parsed = DiscordConfig.safeParse(
+  // Checked as stored settings are read: a filter saved before the cost bound keeps its suspended
+  // patterns (kept, flagged, not applied) rather than blocking every other setting of the server.
+  const parsed = StoredDiscordConfig.safeParse(
     applySettingsChange(await discord.readConfig(), at, change),
   );
   if (!parsed.success) {
