@@ -2,7 +2,8 @@
 // tokens `acme:` and `globex:`) share one agent, and each has one of its own. For every operation in
 // /openapi.json, tenant A sends the request aimed at tenant B (B's user, room, task, schedule,
 // document, token, agent), once with the scopes a tenant is given (docs/security.md) on the shared
-// agent, and once with every scope but admin on its own agent aimed at B's. Then every tool the
+// agent, once with every scope but admin on its own agent aimed at B's, and once as a reader of
+// the shared agent (a tenant's scopes and `agents:read`, issue 53). Then every tool the
 // shared agent offers is called by a model that does whatever A asks, aimed at B. Afterwards,
 // B's rooms, facts, memories, task, schedule, agent, spend and token are what they were, and no
 // answer A got carried any of B's secrets. An operation missing from ATTACKS fails the test.
@@ -475,17 +476,25 @@ describe("cross-tenant matrix: tenant A reaches nothing of tenant B", () => {
       agents: [w.aOwn],
       userPrefix: "acme:",
     });
+    // A tenant's front end that also reads the shared agent (its tasks, schedules, turns, usage).
+    const reader = await mintToken({
+      name: "acme reader",
+      scopes: [...TENANT_SCOPES, "agents:read"],
+      agents: [w.shared, w.aOwn],
+      userPrefix: "acme:",
+    });
     model.respondWith(() => ({ text: "Nothing to say." }));
     const served: string[] = [];
     for (const operation of await protectedOperations()) {
-      for (const [token, agent] of [
-        [tenant.token, w.shared],
-        [wide.token, w.bOwn],
+      for (const [as, token, agent] of [
+        ["tenant", tenant.token, w.shared],
+        ["operator", wide.token, w.bOwn],
+        ["reader", reader.token, w.shared],
       ] as const) {
         const attack = ATTACKS[operation]!(w, agent);
         const response = await api(attack.method, attack.path, { token, body: attack.body });
         const text = await response.text();
-        const where = `${operation} as ${token === tenant.token ? "tenant" : "operator"} -> ${response.status}`;
+        const where = `${operation} as ${as} -> ${response.status}`;
         expect(leaked(text), where).toEqual([]);
         expect(response.status, where).not.toBe(500);
         if (response.ok) served.push(where);
@@ -500,8 +509,34 @@ describe("cross-tenant matrix: tenant A reaches nothing of tenant B", () => {
         "GET /v1/models as tenant -> 200",
         "GET /memories/stats as tenant -> 200",
         "POST /memories/embed as tenant -> 200",
+        // The reader reads the shared agent: what every user of it sees, and its own tenant's
+        // tasks, schedules and usage (checked below); B's task, its events and B's turn are 404.
+        "GET /agents as reader -> 200",
+        "GET /agents/{agentId} as reader -> 200",
+        "GET /agents/{agentId}/proposals as reader -> 200",
+        "GET /agents/{agentId}/schedules as reader -> 200",
+        "GET /agents/{agentId}/skills as reader -> 200",
+        "GET /agents/{agentId}/tasks as reader -> 200",
+        "GET /agents/{agentId}/tools as reader -> 200",
+        "GET /agents/{agentId}/usage as reader -> 200",
+        "GET /memories/stats as reader -> 200",
+        "GET /v1/models as reader -> 200",
+        "POST /memories/embed as reader -> 200",
       ].sort(),
     );
+    const asReader = (path: string) => api("GET", path, { token: reader.token }).then(json);
+    const { tasks } = (await asReader(`/agents/${w.shared}/tasks`)) as {
+      tasks: { taskId: string }[];
+    };
+    expect(tasks).toEqual([]);
+    const { schedules } = (await asReader(`/agents/${w.shared}/schedules`)) as {
+      schedules: unknown[];
+    };
+    expect(schedules).toEqual([]);
+    const { rows } = (await asReader(`/agents/${w.shared}/usage?by=user`)) as {
+      rows: { key: string | null }[];
+    };
+    expect(rows).toEqual([]);
     // The OpenAI-compatible model list shows a token its own agents, never B's.
     for (const [token, own] of [
       [tenant.token, [w.shared, w.aOwn]],
@@ -514,12 +549,6 @@ describe("cross-tenant matrix: tenant A reaches nothing of tenant B", () => {
     }
 
     // The MCP server: A's own task (it names B, but runs in A's room, as A) is all it serves.
-    const reader = await mintToken({
-      name: "acme reader",
-      scopes: [...TENANT_SCOPES, "agents:read"],
-      agents: [w.shared, w.aOwn],
-      userPrefix: "acme:",
-    });
     expect(await mcpAttacks(w, reader.token, wide.token)).toEqual(["MCP start_task"]);
     await vi.waitFor(
       async () => {

@@ -2,7 +2,9 @@
 // one user, `task:api`: a plain messages:write token could speak as `task:api` and get in its
 // prompt what admin tasks remembered. Hole 7: a task's approval, input and cancel routes took any
 // messages:write token on the agent, another tenant's included, and answered with the whole task
-// (goal, spec, audit with tool arguments and results) to a token without agents:read.
+// (goal, spec, audit with tool arguments and results) to a token without agents:read. Issue 53,
+// hole 3: MCP `get_task` asked `task.read`, but the REST reads (the task, its events, the task and
+// schedule lists) did not, so one tenant's reader token read another tenant's task whole.
 import { describe, expect, it, vi } from "vitest";
 import {
   api,
@@ -19,6 +21,7 @@ import {
   scriptTask,
   standInResponder,
 } from "../helpers/task-script.ts";
+import { connectMcp, textOf } from "../helpers/mcp-client.ts";
 
 const mint = async (body: Record<string, unknown>) => (await mintToken(body)).token;
 
@@ -148,5 +151,110 @@ describe("hole 7: a task is answered and cancelled only by its requester's tenan
     expect(await json<{ status: string; goal: string }>(cancelled)).toMatchObject({
       status: "cancelled",
     });
+  });
+});
+
+/** A token of one tenant that starts tasks and reads the agent (tasks, schedules, events). */
+const tenantReader = (agentId: string, prefix: string) =>
+  mint({
+    name: prefix,
+    scopes: ["messages:write", "agents:read"],
+    agents: [agentId],
+    userPrefix: prefix,
+  });
+
+describe("issue 53 hole 3: a task is read only by its requester's tenant, over REST as over MCP", () => {
+  it("another tenant's task, its events and its schedule answer as if they did not exist", async () => {
+    const agentId = await createTestAgent({
+      settings: { toolApproval: ["remember"], memory: { factsEvery: 1000 } },
+    });
+    const acme = await tenantReader(agentId, "acme:");
+    const globex = await tenantReader(agentId, "globex:");
+    const theirs = await pausedTask(agentId, globex);
+    const schedule = await api("POST", `/agents/${agentId}/schedules`, {
+      token: globex,
+      body: { goal: `Rotate the vault: ${SECRET}`, cron: "0 3 * * 1" },
+    });
+    expect(schedule.status).toBe(201);
+    const { scheduleId } = await json<{ scheduleId: string }>(schedule);
+    model.respondWith(() => ({ text: "Not a plan." }));
+    const started = await api("POST", `/agents/${agentId}/tasks`, {
+      token: acme,
+      body: { goal: "Water the plants" },
+    });
+    expect(started.status).toBe(202);
+    const { taskId: ours } = await json<{ taskId: string }>(started);
+
+    // The task and its events: the same 404 as a task id nobody ever used.
+    const notFound = { code: "not_found", message: `no task "${theirs}" for agent "${agentId}"` };
+    const task = await api("GET", `/agents/${agentId}/tasks/${theirs}`, { token: acme });
+    const taskText = await task.text();
+    expect(task.status, taskText).toBe(404);
+    expect(JSON.parse(taskText)).toEqual({ error: notFound });
+    const events = await api("GET", `/agents/${agentId}/tasks/${theirs}/events`, { token: acme });
+    if (events.status !== 404) await events.body?.cancel();
+    expect(events.status).toBe(404);
+    expect(await json(events)).toEqual({ error: notFound });
+
+    // MCP get_task says the same thing.
+    const client = await connectMcp(agentId, acme);
+    const viaMcp = await client.callTool({ name: "get_task", arguments: { taskId: theirs } });
+    expect(viaMcp.isError).toBe(true);
+    expect(textOf(viaMcp)).toContain(notFound.message);
+
+    // The lists drop what is not the tenant's, and keep what is.
+    const list = await api("GET", `/agents/${agentId}/tasks`, { token: acme });
+    const listText = await list.text();
+    expect(list.status, listText).toBe(200);
+    expect(listText).not.toContain(SECRET);
+    const listed = (JSON.parse(listText) as { tasks: { taskId: string }[] }).tasks;
+    expect(listed.map((entry) => entry.taskId)).toEqual([ours]);
+    const schedules = await api("GET", `/agents/${agentId}/schedules`, { token: acme });
+    const schedulesText = await schedules.text();
+    expect(schedules.status, schedulesText).toBe(200);
+    expect(schedulesText).not.toContain(SECRET);
+    expect(JSON.parse(schedulesText)).toEqual({ schedules: [] });
+
+    // Its own tenant reads all of it, and the admin token reads everyone's.
+    const own = await api("GET", `/agents/${agentId}/tasks/${theirs}`, { token: globex });
+    expect(own.status).toBe(200);
+    expect(await json(own)).toMatchObject({ taskId: theirs, goal: `Save the note: ${SECRET}` });
+    const ownList = await json<{ tasks: { taskId: string }[] }>(
+      await api("GET", `/agents/${agentId}/tasks`, { token: globex }),
+    );
+    expect(ownList.tasks.map((entry) => entry.taskId)).toEqual([theirs]);
+    const ownSchedules = await json<{ schedules: { scheduleId: string }[] }>(
+      await api("GET", `/agents/${agentId}/schedules`, { token: globex }),
+    );
+    expect(ownSchedules.schedules.map((entry) => entry.scheduleId)).toEqual([scheduleId]);
+    const everyone = await json<{ tasks: { taskId: string }[] }>(
+      await api("GET", `/agents/${agentId}/tasks`),
+    );
+    expect(everyone.tasks.map((entry) => entry.taskId).sort()).toEqual([ours, theirs].sort());
+    expect((await api("DELETE", `/agents/${agentId}/tasks/${theirs}`)).status).toBe(200);
+  });
+
+  it("a token without a prefix reads an operator's task, not a prefix tenant's", async () => {
+    const agentId = await createTestAgent({
+      settings: { toolApproval: ["remember"], memory: { factsEvery: 1000 } },
+    });
+    const acme = await tenantReader(agentId, "acme:");
+    const operator = await mint({ name: "operator", scopes: ["agents:read"], agents: [agentId] });
+    const acmeTask = await pausedTask(agentId, acme);
+    model.respondWith(() => ({ text: "Not a plan." }));
+    const started = await api("POST", `/agents/${agentId}/tasks`, { body: { goal: "Tidy up" } });
+    const { taskId: adminTask } = await json<{ taskId: string }>(started);
+
+    const refused = await api("GET", `/agents/${agentId}/tasks/${acmeTask}`, { token: operator });
+    expect(refused.status).toBe(404);
+    expect(await refused.text()).not.toContain(SECRET);
+    expect(
+      (await api("GET", `/agents/${agentId}/tasks/${adminTask}`, { token: operator })).status,
+    ).toBe(200);
+    const listed = await json<{ tasks: { taskId: string }[] }>(
+      await api("GET", `/agents/${agentId}/tasks`, { token: operator }),
+    );
+    expect(listed.tasks.map((entry) => entry.taskId)).toEqual([adminTask]);
+    expect((await api("DELETE", `/agents/${agentId}/tasks/${acmeTask}`)).status).toBe(200);
   });
 });

@@ -1,8 +1,9 @@
 // The turn inspector (GET /agents/:agentId/turns/:turnId): a replied turn keeps its prompt's
 // sections with token counts, the memories used and which search found them, its tool calls and
 // each model request's timing. Who sees what: memories only with `memories:read`; the prompt's
-// text and the tools' arguments and results only without a user prefix; a prefix token sees its
-// own users' turns in outline and never another user's (404, as if it did not exist).
+// text and the tools' arguments and results only with `memories:read` and without a user prefix
+// (the prompt holds the person's facts); a prefix token sees its own users' turns in outline and
+// never another user's (404, as if it did not exist).
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import { runMemoryMaintenance } from "../../src/memory/maintenance.ts";
@@ -143,10 +144,45 @@ describe("GET /agents/:agentId/turns/:turnId", () => {
     expect(response.status).toBe(200);
     const turn = await json<Inspection>(response);
     expect(turn.memories).toBeUndefined();
-    // No prefix: the prompt's text and the tools' results are its to read.
-    expect(turn.content).toBe(true);
-    expect(turn.sections.find((s) => s.name === "knowledge")!.text).toContain("sun");
-    expect(turn.tools[0]!.output).toEqual(expect.any(String));
+  });
+
+  it("shows the prompt's text and the tools' arguments and results only with memories:read", async () => {
+    const { agentId, turnId } = await turnWithMemoriesAndTool("alice");
+    await kept(agentId, turnId);
+    // Issue 53: this token gets 403 from GET /memories, so the person's facts in the prompt
+    // (the user-facts, history and recall sections) are not its to read here either.
+    const reader = await mintToken({ name: "reader", scopes: ["agents:read"] });
+    const outline = await inspect(agentId, turnId, reader.token);
+    const text = await outline.text();
+    expect(outline.status, text).toBe(200);
+    expect(text).not.toContain("Alice grows tomatoes");
+    expect(text).not.toContain("How much sun do tomatoes need?");
+    const turn = JSON.parse(text) as Inspection;
+    expect(turn.content).toBe(false);
+    expect(turn.sections.map((s) => s.name)).toEqual(
+      expect.arrayContaining(["user-facts", "knowledge", "message"]),
+    );
+    for (const section of turn.sections) {
+      expect(section).not.toHaveProperty("text");
+      expect(section.tokens).toBeGreaterThan(0);
+    }
+    expect(turn.tools[0]).not.toHaveProperty("arguments");
+    expect(turn.tools[0]).not.toHaveProperty("output");
+    expect(turn.tools[0]).toMatchObject({ name: "current_time", ok: true });
+
+    // No prefix and memories:read: the prompt's text and the tools' results are its to read.
+    const operator = await mintToken({
+      name: "operator",
+      scopes: ["agents:read", "memories:read"],
+    });
+    const whole = await json<Inspection>(await inspect(agentId, turnId, operator.token));
+    expect(whole.content).toBe(true);
+    expect(whole.sections.find((s) => s.name === "user-facts")!.text).toContain(
+      "Alice grows tomatoes",
+    );
+    expect(whole.sections.find((s) => s.name === "knowledge")!.text).toContain("sun");
+    expect(whole.tools[0]!.arguments).toEqual({ timeZone: "Europe/Paris" });
+    expect(whole.tools[0]!.output).toEqual(expect.any(String));
   });
 
   it("shows a prefix token its own user's turn in outline, and another user's not at all", async () => {

@@ -3,8 +3,9 @@
 // calls, model timing), read from D1 (src/db/stores/turn-inspection-store.ts). Who sees what is
 // decided by `turn.read` in src/runtime/access/: a prefix token gets its own users' turns in
 // outline (another user's turn is a 404, as if it did not exist); the prompt's text and the tools'
-// arguments and results go to the admin token and tokens without a prefix; memories need
-// `memories:read`, each also passing the rule for the memory's own user and room.
+// arguments and results (the person's facts and history are in them) go to the admin token and to
+// tokens without a prefix that hold `memories:read`; memories need `memories:read`, each also
+// passing the rule for the memory's own user and room.
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import type { AppEnv } from "../app-env.ts";
 import { guard, hasScope } from "../auth.ts";
@@ -37,7 +38,8 @@ const Section = z.object({
   }),
   tokens: z.number().int(),
   text: z.string().optional().openapi({
-    description: "Only for the admin token and tokens without a user prefix",
+    description:
+      "Only for the admin token and tokens with `memories:read` and without a user prefix",
   }),
 });
 

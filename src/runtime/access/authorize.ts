@@ -14,9 +14,10 @@ import {
 /**
  * What a principal may ask for. `memory.share` is writing what every user of the agent sees (lore,
  * shared facts, knowledge); `task.answer` is approving, answering or cancelling someone's task;
- * `task.read` is reading one task under the same tenant rule (the MCP server's `get_task`);
- * `turn.read` is reading what a turn kept for the inspector (its user's, and with `content` the
- * prompt's text and the tool calls' arguments and results).
+ * `task.read` is reading a task, its events or a schedule under the same tenant rule (REST and
+ * the MCP server's `get_task`; a list leaves out what it refuses); `turn.read` is reading what a
+ * turn kept for the inspector (its user's, and with `content` the prompt's text and the tool
+ * calls' arguments and results, which also need `memories:read`).
  */
 export type Action =
   | "agent.read"
@@ -157,16 +158,7 @@ function decideForToken(token: TokenPrincipal, action: Action, target: Target): 
     case "task.read":
       return taskTenantRefusal(token, target.requester ?? null, "read");
     case "turn.read":
-      // A prompt holds the character's instructions and what every user shares: a tenant's token
-      // sees its own users' turns in outline only. Another user's turn is not its to see at all.
-      if (prefix === null) return ALLOWED;
-      if (target.turnUserId === undefined || !target.turnUserId.startsWith(prefix))
-        return refuse(`this turn is not one of the users whose id starts with "${prefix}"`);
-      return target.content === true
-        ? refuse(
-            `this token is limited to users whose id starts with "${prefix}": it may not read a turn's prompt or tool results`,
-          )
-        : ALLOWED;
+      return turnReadRefusal(token, target);
     default:
       return ALLOWED;
   }
@@ -193,6 +185,29 @@ function decideForMember(member: MemberPrincipal, action: Action, target: Target
     default:
       return refuse(`a ${member.platform} member may not ${action.replace(".", " ")} here`);
   }
+}
+
+/**
+ * A turn in outline (sections' names and sizes, tool names, timing) for a reader of the agent; a
+ * prefix token only its own users' turns. The prompt's text and the tools' arguments and results
+ * hold the person's facts, their history and what recall found, so they also need `memories:read`
+ * (as GET /memories does), and never go to a prefix token: the prompt also holds the character's
+ * instructions and what every user shares.
+ */
+function turnReadRefusal(token: TokenPrincipal, target: Target): Decision {
+  const prefix = token.userPrefix;
+  if (prefix !== null && (target.turnUserId === undefined || !target.turnUserId.startsWith(prefix)))
+    return refuse(`this turn is not one of the users whose id starts with "${prefix}"`);
+  if (target.content !== true) return ALLOWED;
+  if (!hasScope(token, "memories:read"))
+    return refuse(
+      "a turn's prompt and tool results hold what the agent remembers: reading them needs the `memories:read` scope",
+    );
+  if (prefix !== null)
+    return refuse(
+      `this token is limited to users whose id starts with "${prefix}": it may not read a turn's prompt or tool results`,
+    );
+  return ALLOWED;
 }
 
 /**

@@ -99,7 +99,7 @@ describe("tokens", () => {
     });
   });
 
-  it("reads a turn for the inspector: its own users' only, and their prompt only without a prefix", () => {
+  it("reads a turn for the inspector: its own users' only, and their prompt only with memories:read and without a prefix", () => {
     const reader = (over: Partial<TokenPrincipal>) => token({ scopes: ["agents:read"], ...over });
     const acmeReader = reader({ userPrefix: "acme:" });
     const turnOf = (turnUserId: string, content = false) => ({ turnUserId, content });
@@ -108,7 +108,17 @@ describe("tokens", () => {
     expect(allowed(acmeReader, "turn.read", turnOf("globex:bob"))).toBe(false);
     expect(allowed(acmeReader, "turn.read", turnOf("discord:1"))).toBe(false);
     // Without a prefix, any user's turn, reserved namespaces included: it is read, not spoken as.
-    expect(allowed(reader({}), "turn.read", turnOf("discord:1", true))).toBe(true);
+    // Its prompt and tool results hold what the agent remembers: they need memories:read too.
+    const operator = reader({ scopes: ["agents:read", "memories:read"] });
+    expect(allowed(operator, "turn.read", turnOf("discord:1", true))).toBe(true);
+    expect(allowed(reader({}), "turn.read", turnOf("discord:1"))).toBe(true);
+    expect(decide(reader({}), "turn.read", turnOf("discord:1", true))).toEqual({
+      allowed: false,
+      reason:
+        "a turn's prompt and tool results hold what the agent remembers: reading them needs the `memories:read` scope",
+    });
+    const acmeOperator = reader({ scopes: ["agents:read", "memories:read"], userPrefix: "acme:" });
+    expect(allowed(acmeOperator, "turn.read", turnOf("acme:al", true))).toBe(false);
     expect(allowed(admin, "turn.read", turnOf("globex:bob", true))).toBe(true);
     expect(allowed(acme, "turn.read", turnOf("acme:al"))).toBe(false);
     expect(allowed(member(), "turn.read", turnOf("discord:1"))).toBe(false);

@@ -1,15 +1,17 @@
 // `start_task` and `get_task`: an autonomous task on the URL's agent, started as POST
 // /agents/:agentId/tasks starts one (its own room `task:<taskId>`, the default limits, the token
-// as its requester), and read back under the task rule of the one check (`task.read`): a task of
-// another tenant answers exactly as a task that does not exist.
+// as its requester), and read back under the task rule of the one check (`task.read`), through
+// the same door as GET /agents/:agentId/tasks/:taskId: a task of another tenant answers exactly as
+// a task that does not exist.
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 import { loadConfig, MODEL_NOT_CONFIGURED_MESSAGE } from "../../../config.ts";
-import { createTask, getTask } from "../../../objects/tasks/task-client.ts";
-import { authorize, decide } from "../../../runtime/access/index.ts";
+import { createTask } from "../../../objects/tasks/task-client.ts";
+import { authorize } from "../../../runtime/access/index.ts";
 import { DEFAULT_TASK_LIMITS, MAX_GOAL_CHARS } from "../../../runtime/tasks/task-types.ts";
-import { ModelNotConfiguredError, NotFoundError } from "../../../runtime/util/errors.ts";
+import { ModelNotConfiguredError } from "../../../runtime/util/errors.ts";
 import { tokenPrincipalOf } from "../../app-env.ts";
+import { readableTask } from "../tasks/task-access.ts";
 import { taskJson } from "../tasks/task-json.ts";
 import type { McpCallContext } from "./context.ts";
 
@@ -59,11 +61,7 @@ export async function getTaskTool(
   args: z.infer<typeof GetTaskInput>,
 ): Promise<CallToolResult> {
   const { env, principal, agentId } = ctx;
-  const view = await getTask(env, agentId, args.taskId);
-  const visible =
-    view !== null &&
-    decide(principal, "task.read", { agentId, requester: view.state.requester }).allowed;
-  if (!view || !visible) throw new NotFoundError(`no task "${args.taskId}" for agent "${agentId}"`);
+  const view = await readableTask(env, principal, agentId, args.taskId);
   const task = taskJson(view.state, view.audit);
   return {
     content: [{ type: "text", text: JSON.stringify(task) }],

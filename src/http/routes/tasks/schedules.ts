@@ -1,11 +1,14 @@
 // Recurring (or one-time) work for an agent: each firing starts an autonomous task with the
 // schedule's goal, through the Durable Object scheduler of the agent's AgentTasks object. A firing
-// while the previous run is unfinished is skipped (and counted), never run twice at once.
+// while the previous run is unfinished is skipped (and counted), never run twice at once. A
+// schedule is read like the tasks it starts (`task.read`, task-access.ts): the list shows a token
+// its own tenant's schedules only.
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import { type AppEnv, tokenPrincipalOf } from "../../app-env.ts";
 import { authorize } from "../../../runtime/access/index.ts";
 import { guard } from "../../auth.ts";
 import { assertMayNameRoom } from "../../namespaces.ts";
+import { mayReadTask } from "./task-access.ts";
 import { assertAgentExists } from "../../known-agents.ts";
 import { AgentIdParam, errorContent, ExternalId, jsonContent } from "../../schemas.ts";
 import { ConflictError, NotFoundError, ValidationError } from "../../../runtime/util/errors.ts";
@@ -116,7 +119,7 @@ export function scheduleRoutes(): OpenAPIHono<AppEnv> {
       method: "get",
       path: "/agents/{agentId}/schedules",
       summary:
-        "An agent's schedules, with their runs, skipped overlapping firings and the last run's status",
+        "An agent's schedules this token may read (its own tenant's), with their runs, skipped overlapping firings and the last run's status",
       ...guard("agents:read"),
       request: { params: z.object({ agentId: AgentIdParam }) },
       responses: {
@@ -127,7 +130,10 @@ export function scheduleRoutes(): OpenAPIHono<AppEnv> {
     async (c) => {
       const { agentId } = c.req.valid("param");
       await assertAgentExists(c.env, agentId);
-      const schedules = await listSchedules(c.env, agentId);
+      const principal = c.get("principal");
+      const schedules = (await listSchedules(c.env, agentId)).filter((schedule) =>
+        mayReadTask(principal, agentId, schedule.createdBy),
+      );
       return c.json({ schedules: schedules.map(scheduleJson) }, 200);
     },
   );

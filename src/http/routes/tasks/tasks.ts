@@ -2,11 +2,13 @@
 // state, plan, steps, audit trail and result, cancel it, and watch its progress as server-sent
 // events. The event stream replays everything after `Last-Event-ID` (ids grow monotonically per
 // agent), so a client that lost its connection reconnects without missing or repeating an event.
-// A task's pauses (an approval, a question) are answered in answer-routes.ts; an agent with 50
+// Every read asks `task.read` (task-access.ts): another tenant's task is a 404 and lists leave it
+// out. A task's pauses (an approval, a question) are answered in answer-routes.ts; an agent with 50
 // tasks already waiting refuses a new one (429).
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import { type AppEnv, tokenPrincipalOf } from "../../app-env.ts";
 import { guard } from "../../auth.ts";
+import { isAdminToken } from "../../../runtime/access/index.ts";
 import { assertMayNameRoom } from "../../namespaces.ts";
 import { assertAgentExists } from "../../known-agents.ts";
 import { AgentIdParam, errorContent, ExternalId, jsonContent } from "../../schemas.ts";
@@ -27,16 +29,24 @@ import {
 import {
   cancelTask,
   createTask,
-  getTask,
   listTasks,
   watchTask,
 } from "../../../objects/tasks/task-client.ts";
 import { MAX_TASK_EVENT_WATCHERS } from "../../../objects/tasks/event-feed.ts";
 import { TaskResponse, taskJson } from "./task-json.ts";
-import { assertMayAnswerTask, TaskAnswerResponse, taskAfterAnswer } from "./task-access.ts";
+import {
+  assertMayAnswerTask,
+  mayReadTask,
+  readableTask,
+  TaskAnswerResponse,
+  taskAfterAnswer,
+} from "./task-access.ts";
 
 /** Retry-After of a refused event stream: a minute frees most watchers of a busy agent. */
 const EVENTS_BUSY_RETRY_S = 60;
+
+/** The list's largest page, and how many of the newest tasks a list reads before filtering. */
+const MAX_LISTED_TASKS = 100;
 
 export const TaskIdParam = z
   .string()
@@ -147,11 +157,15 @@ export function taskRoutes(): OpenAPIHono<AppEnv> {
     createRoute({
       method: "get",
       path: "/agents/{agentId}/tasks",
-      summary: "The agent's tasks, newest first (finished ones are kept 7 days)",
+      summary:
+        "The agent's tasks this token may read, newest first (finished ones are kept 7 days)",
+      description: `A token other than admin sees the tasks of its own tenant (its user prefix, or none) among the agent's ${MAX_LISTED_TASKS} newest.`,
       ...guard("agents:read"),
       request: {
         params: z.object({ agentId: AgentIdParam }),
-        query: z.strictObject({ limit: z.coerce.number().int().min(1).max(100).default(20) }),
+        query: z.strictObject({
+          limit: z.coerce.number().int().min(1).max(MAX_LISTED_TASKS).default(20),
+        }),
       },
       responses: {
         200: jsonContent(z.object({ tasks: z.array(TaskSummary) }), "Tasks"),
@@ -161,11 +175,17 @@ export function taskRoutes(): OpenAPIHono<AppEnv> {
     async (c) => {
       const { agentId } = c.req.valid("param");
       const { limit } = c.req.valid("query");
+      const principal = c.get("principal");
       await assertAgentExists(c.env, agentId);
-      const states = await listTasks(c.env, agentId, limit);
+      // The task object lists by agent, not by requester: a tenant's page is cut from the agent's
+      // newest tasks after those of other tenants are dropped, so they take no place in it.
+      const everyone = isAdminToken(principal);
+      const states = (await listTasks(c.env, agentId, everyone ? limit : MAX_LISTED_TASKS)).filter(
+        (state) => everyone || mayReadTask(principal, agentId, state.requester),
+      );
       return c.json(
         {
-          tasks: states.map((state) => ({
+          tasks: states.slice(0, limit).map((state) => ({
             taskId: state.taskId,
             goal: state.goal,
             status: state.status,
@@ -190,14 +210,15 @@ export function taskRoutes(): OpenAPIHono<AppEnv> {
       request: { params },
       responses: {
         200: jsonContent(TaskResponse, "The task"),
-        404: errorContent("No such agent or task"),
+        404: errorContent(
+          "No such agent or task, or a task of another tenant (as if it did not exist)",
+        ),
       },
     }),
     async (c) => {
       const { agentId, taskId } = c.req.valid("param");
       await assertAgentExists(c.env, agentId);
-      const view = await getTask(c.env, agentId, taskId);
-      if (!view) throw new NotFoundError(`no task "${taskId}" for agent "${agentId}"`);
+      const view = await readableTask(c.env, c.get("principal"), agentId, taskId);
       return c.json(taskJson(view.state, view.audit), 200);
     },
   );
@@ -254,7 +275,9 @@ export function taskRoutes(): OpenAPIHono<AppEnv> {
           content: { "text/event-stream": { schema: z.string() } },
         },
         400: errorContent("Invalid Last-Event-ID"),
-        404: errorContent("No such agent or task"),
+        404: errorContent(
+          "No such agent or task, or a task of another tenant (as if it did not exist)",
+        ),
         429: errorContent(
           `The agent already serves ${MAX_TASK_EVENT_WATCHERS} event streams (Retry-After says when to try again)`,
         ),
@@ -264,6 +287,8 @@ export function taskRoutes(): OpenAPIHono<AppEnv> {
       const { agentId, taskId } = c.req.valid("param");
       const after = Number(c.req.valid("header")["last-event-id"] ?? "0");
       await assertAgentExists(c.env, agentId);
+      // The events carry the plan, tool calls and result: the task's read rule, asked first.
+      await readableTask(c.env, c.get("principal"), agentId, taskId);
       // The task's object writes the events into the stream as they happen: nothing polls.
       const watched = await watchTask(c.env, agentId, taskId, after);
       if (!watched) throw new NotFoundError(`no task "${taskId}" for agent "${agentId}"`);
