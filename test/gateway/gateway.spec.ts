@@ -385,6 +385,24 @@ describe("Gateway: settings per server and channel", () => {
     }
   });
 
+  it("a channel's tool list is all a mention there is offered", async () => {
+    const channel = snowflake();
+    await configure({ channels: { [channel]: { tools: ["current_time"] } } });
+    try {
+      const offered = () =>
+        (model.callsFor("test-primary").at(-1)!.tools ?? []).map(
+          (tool) => (tool as { function: { name: string } }).function.name,
+        );
+      const message = messageEvent(channel, "what can you do?", { guild: SERVER, mention: true });
+      model.script({ text: "I can tell the time." });
+      await handedOver(await dispatch(message));
+      await waitForReplies(channel, 1);
+      expect(offered()).toEqual(["current_time"]);
+    } finally {
+      await configure({});
+    }
+  });
+
   it("a member over the server's daily member budget gets one notice and no model call; another member is answered", async () => {
     const server = "900000000000000078";
     const [ana, ben] = ["700000000000000101", "700000000000000102"];

@@ -1,22 +1,23 @@
 // The one way a chat platform's message becomes a turn, once the adapter has verified, parsed and
 // normalised it and chosen the agent: the DM policy, the per-user rate limit (`user:<platform>:<id>`),
-// the member principal, and one `enqueueTurn` keyed by the platform message, so a redelivered
-// message is the same turn. Edits amend the stored message by that key. A message the place's
-// filter before the model declined (the adapter reads it: src/runtime/access/message-filter.ts)
-// is still stored, as a turn the rules decline. No platform code here: the adapter passes its
-// delivery target through as opaque data.
+// the member principal and the place's policy from the one admission (./admission.ts), and one
+// `enqueueTurn` keyed by the platform message, so a redelivered message is the same turn. Edits
+// amend the stored message by that key, admitted again. A message the place's filter before the
+// model declined is still stored, as a turn the rules decline. No platform code here: the adapter
+// passes its delivery target through as opaque data.
 import { loadConfig, type Config } from "../../config.ts";
 import type { Env } from "../../env.ts";
 import { stores } from "../../db/stores/index.ts";
 import { enqueueTurn, roomName } from "../../objects/conversation/room-client.ts";
 import type { DeliveryTarget } from "../../objects/shared/reply-surface.ts";
 import { enforceRate, type KeepAlive } from "../../rate-limits/admission.ts";
-import type { FilterVerdict } from "../../runtime/access/message-filter.ts";
+import type { FilterRules, FilterVerdict } from "../../runtime/access/message-filter.ts";
 import type { MemberPlatform } from "../../runtime/access/principal.ts";
 import type { DirectMessagePolicy } from "../../runtime/character.ts";
 import type { Attachment } from "../../runtime/ports/memory.ts";
-import type { PlacePolicy } from "../../runtime/turn/turn-types.ts";
+import type { PlacePolicy } from "../../runtime/access/place-policy.ts";
 import { RateLimitedError } from "../../runtime/util/errors.ts";
+import { admit, admitEdit } from "./admission.ts";
 
 /** A message as every adapter hands it over. */
 export interface ChatMessage {
@@ -44,11 +45,15 @@ export interface ChatMessage {
   delivery: DeliveryTarget;
   /** What the place's settings say about this turn (a Discord server's or channel's). */
   place?: PlacePolicy;
+  /** The place's filter before the model (src/runtime/access/message-filter.ts), if any. */
+  filter?: FilterRules | null;
   /**
-   * The rule of the place's filter before the model that declined it, as the adapter read it
-   * (src/runtime/access/message-filter.ts): stored all the same, never answered.
+   * The filter's verdict when the adapter already read it for this message (the Gateway, for its
+   * auto-thread too); admission then applies it instead of reading it again.
    */
   filtered?: FilterVerdict | null;
+  /** The text the model will read comes later (a voice note's transcript, filtered in the room). */
+  transcribed?: boolean;
 }
 
 /** What the intake asks the adapter (or its defaults) about the sender and the agent. */
@@ -98,9 +103,25 @@ export async function takeMessage(
       if (!dmOwner) return "dm_refused";
     }
   }
-  const { filtered } = message;
-  const place: PlacePolicy | undefined = filtered ? { ...message.place, filtered } : message.place;
   const userId = `${message.platform}:${message.sender.id}`;
+  // A chat message carries no server permissions: nobody manages through it; the owners
+  // named for the platform are owners (docs/security.md).
+  const { principal, place } = admit({
+    principal: {
+      kind: "member",
+      platform: message.platform,
+      userId,
+      manager: false,
+      owner,
+      guildId: message.spaceId,
+    },
+    ...(message.place ? { place: message.place } : {}),
+    filter: message.filter ?? null,
+    ...(message.filtered !== undefined ? { verdict: message.filtered } : {}),
+    text: message.text,
+    now: message.receivedAt,
+    ...(message.transcribed ? { transcribed: true } : {}),
+  });
   try {
     await enforceRate(
       env,
@@ -129,16 +150,7 @@ export async function takeMessage(
       fromBot: message.sender.isBot,
       receivedAt: message.receivedAt,
       ...(place ? { place } : {}),
-      // A chat message carries no server permissions: nobody manages through it; the owners
-      // named for the platform are owners (docs/security.md).
-      principal: {
-        kind: "member",
-        platform: message.platform,
-        userId,
-        manager: false,
-        owner,
-        guildId: message.spaceId,
-      },
+      principal,
     },
     delivery: message.delivery,
   });
@@ -160,15 +172,30 @@ export function clientBudgets(config: {
   return Object.keys(budgets).length > 0 ? { place: { budgets } } : {};
 }
 
-/** Amends a stored message (an edit) by the key its turn was queued with. */
+/**
+ * Amends a stored message by the key its turn was queued with: an edit is admitted as a new
+ * message would be (./admission.ts), and one the place's filter declines (a clean message edited
+ * into spam) removes the stored message instead, so no later prompt reads it.
+ */
 export async function amendMessage(
   env: Env,
   target: { agentId: string; roomId: string; turnKey: string },
-  change: { kind: "edit"; text: string } | { kind: "delete" },
+  change:
+    | { kind: "edit"; text: string; filter: FilterRules | null | undefined }
+    | { kind: "delete" },
   at: number,
-): Promise<void> {
+): Promise<"edited" | "deleted"> {
+  const admitted =
+    change.kind === "edit"
+      ? admitEdit({ filter: change.filter, text: change.text, now: at })
+      : change;
   const room = env.ROOMS.getByName(roomName(target.agentId, target.roomId));
-  await room.amendMessage({ idempotencyKey: target.turnKey, change, at });
+  await room.amendMessage({
+    idempotencyKey: target.turnKey,
+    change: admitted.kind === "edit" ? admitted : { kind: "delete" },
+    at,
+  });
+  return admitted.kind === "edit" ? "edited" : "deleted";
 }
 
 /** The owner ids configured for a platform (DISCORD_OWNER_IDS, TELEGRAM_OWNER_IDS, SLACK_OWNER_IDS). */

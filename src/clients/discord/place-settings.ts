@@ -5,7 +5,7 @@
 // member without one of their roles) and whether a mention opens a thread (autoThread). Pure: the
 // caller reads the config and the channel's agent (one D1 batch) and knows the member's roles.
 import type { DiscordConfig } from "../../db/stores/discord-settings-store.ts";
-import type { PlacePolicy } from "../../runtime/turn/turn-types.ts";
+import type { PlacePolicy } from "../../runtime/access/place-policy.ts";
 
 export interface DiscordPlace {
   /** null in a DM. */

@@ -7,6 +7,7 @@
 import type { Env } from "../../env.ts";
 import type { AgentAnswer, AgentAsker, AgentQuestion } from "../../runtime/turn/delegation.ts";
 import { delegatedPrincipal, delegatedRoomOf } from "../../runtime/turn/delegation.ts";
+import { inheritedPlace, type PlacePolicy } from "../../runtime/access/place-policy.ts";
 import { sha256Hex } from "../../runtime/util/hashing.ts";
 import type { ModelUsage } from "../../runtime/ports/tools.ts";
 import type { TurnUsage } from "../../runtime/turn/turn-types.ts";
@@ -40,6 +41,7 @@ export function createAgentAsker(env: Env): AgentAsker {
           receivedAt: Date.now(),
           delegation: { chain: question.chain },
           principal: delegatedPrincipal(question.caller, question.origin.principal),
+          ...placeOf(question.origin.place),
         },
         idempotencyKey: question.idempotencyKey,
         fingerprint: await sha256Hex(`${question.callee}\u0000${question.message}`),
@@ -103,4 +105,10 @@ function totalUsage(usage: TurnUsage): ModelUsage {
     completionTokens: usage.completionTokens + (delegated?.completionTokens ?? 0),
     modelCalls: usage.modelCalls + (delegated?.modelCalls ?? 0),
   };
+}
+
+/** The asking conversation's tools and budgets, carried into the callee's turn. */
+function placeOf(place: PlacePolicy | undefined): { place: PlacePolicy } | Record<string, never> {
+  const inherited = inheritedPlace(place);
+  return inherited ? { place: inherited } : {};
 }

@@ -126,8 +126,11 @@ export class TurnQueue {
       const { runner, history } = await this.options.services();
       const resume = entry.pause?.decision ? entry.pause : undefined;
       if (!resume) {
-        // Before anything reads the text: a voice note's transcript is the message.
-        const voice = await transcribeVoiceNote(entry, this.options.attachments, journal);
+        // Before anything reads the text: a voice note's transcript is the message. A member
+        // whose place's budget is used gets no transcription either (the turn then says so).
+        const voice = (await runner.placeBudgetUsed(entry.input))
+          ? { entry, failure: null }
+          : await transcribeVoiceNote(entry, this.options.attachments, journal);
         entry = voice.entry;
         if (voice.failure) {
           received = runner.receive(entry.input);

@@ -18,7 +18,7 @@ export interface ToolPreparer {
 }
 
 export interface TurnServices {
-  runner: Pick<TurnRunner, "receive" | "respondOrPause" | "afterReply">;
+  runner: Pick<TurnRunner, "receive" | "respondOrPause" | "afterReply" | "placeBudgetUsed">;
   history: Pick<RoomHistoryStore, "remember">;
   characters: CharacterSource;
   tools: ToolPreparer;

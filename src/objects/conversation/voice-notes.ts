@@ -6,6 +6,8 @@
 import { flatten } from "../../runtime/context/quoted-data.ts";
 import { AppError } from "../../runtime/util/errors.ts";
 import type { TurnInput } from "../../runtime/turn/turn-types.ts";
+import { filterVerdict } from "../../runtime/access/message-filter.ts";
+import type { PlacePolicy } from "../../runtime/access/place-policy.ts";
 import type { AttachmentIngest } from "../shared/reply-surface.ts";
 import type { JournalEntry, TurnJournal } from "./turn-journal.ts";
 
@@ -43,12 +45,31 @@ export async function transcribeVoiceNote(
       ? voiceNoteText(result.transcript, entry.input.text)
       : voiceNoteText(null, entry.input.text),
     attachments: result.attachments,
+    ...admittedPlace(entry.input, result.ok ? result.transcript : null),
   };
   journal.reviseInput(entry.turnId, input, Date.now());
   return {
     entry: { ...entry, input },
     failure: result.ok ? null : new VoiceNoteError(result.reason),
   };
+}
+
+/**
+ * The second admission of a voice note (src/clients/chat/admission.ts): its words go through the
+ * place's filter, which the webhook could not read them for, before the model or memory does. A
+ * declined transcript makes the turn one the rules decline (stored, never answered); the rules
+ * themselves are not kept past this point.
+ */
+function admittedPlace(input: TurnInput, transcript: string | null): { place?: PlacePolicy } {
+  const place = input.place;
+  if (!place?.filter) return {};
+  const { filter, ...rest } = place;
+  const filtered =
+    transcript === null
+      ? null
+      : filterVerdict(filter, { text: transcript, accountCreatedAt: null, now: Date.now() });
+  const admitted: PlacePolicy = { ...rest, ...(filtered ? { filtered } : {}) };
+  return { place: admitted };
 }
 
 /**

@@ -20,6 +20,7 @@ import type { Attachment, Memory, MemoryType } from "../../runtime/ports/memory.
 import type { ChatMessage, ToolCall } from "../../runtime/ports/model.ts";
 import type { DeliveryTarget, PostedPrompt } from "./reply-surface.ts";
 import { PrincipalShape } from "../../runtime/access/principal-shape.ts";
+import { PlacePolicyShape } from "../../runtime/access/place-policy.ts";
 
 /** Names a column of this object's storage for the checker's errors: `turn t1: outcome`. */
 export function inObjectStorage(what: string): string {
@@ -87,6 +88,8 @@ export const TurnInputShape: z.ZodType<TurnInput> = z.looseObject({
   delegation: z.looseObject({ chain: z.array(z.string()) }).optional(),
   // Added with the principal model (issue 38): turns journalled before it have none.
   principal: PrincipalShape.optional(),
+  // The place's rules decide what the model is offered: read back checked, as the principal is.
+  place: PlacePolicyShape.optional(),
 });
 
 export const TurnUsageShape: z.ZodType<TurnUsage> = z.looseObject({

@@ -161,6 +161,7 @@ export abstract class AgentTasksBase extends Agent<Env> implements AgentTasksRpc
       scheduleId: request.scheduleId ?? null,
       requestedBy: request.requestedBy ?? null,
       requester: request.requester ?? null,
+      place: request.place ?? null,
       chain: request.chain ?? [],
       parent: request.parent ?? null,
       now,

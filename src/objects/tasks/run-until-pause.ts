@@ -7,7 +7,12 @@ import { MODEL_NOT_CONFIGURED_MESSAGE } from "../../config.ts";
 import { errorField, log } from "../../log.ts";
 import { effectiveServers } from "../../mcp/registry.ts";
 import { AppError, ModelNotConfiguredError, NotFoundError } from "../../runtime/util/errors.ts";
-import { assertWithinDailyBudget, dailyCeiling, utcDay } from "../../runtime/turn/spend.ts";
+import {
+  assertWithinDailyBudget,
+  dailyCeiling,
+  readDayBudgets,
+  utcDay,
+} from "../../runtime/turn/spend.ts";
 import {
   advanceTask,
   markStarted,
@@ -132,6 +137,22 @@ async function loopDeps(
     stepTimeoutMs: DEFAULT_LIMITS.turnTimeoutMs,
     approvalWindowMs: APPROVAL_WINDOW_MS,
     newApprovalId,
+    // A task started in a chat place with budgets reads them (with the agent's ceiling, one D1
+    // read) before every model call: a member over theirs mid-task stops it there.
+    ...(state.place?.budgets
+      ? {
+          admitModelCall: async () => {
+            const used = await readDayBudgets(runtime.spend, {
+              agentId: context.agentId,
+              principal: state.requester,
+              place: state.place,
+              ceiling: dailyCeiling(character, runtime.config.dailyTokenLimit),
+              now: Date.now(),
+            });
+            if (used) throw used;
+          },
+        }
+      : {}),
   };
 }
 

@@ -4,6 +4,7 @@
 // parent's step (its result quoted as data, or why there is none, with its model use). The
 // peers are reached over RPC (TaskPeers, over the TASKS binding).
 import { delegatedPrincipal } from "../../runtime/turn/delegation.ts";
+import { inheritedPlace, type PlacePolicy } from "../../runtime/access/place-policy.ts";
 import type { Env } from "../../env.ts";
 import { quoteData, TOOL_RESULT_PREAMBLE } from "../../runtime/context/quoted-data.ts";
 import { clip } from "../../runtime/tasks/task-plan.ts";
@@ -57,6 +58,8 @@ export function childRequest(parentAgentId: string, parent: TaskState): CreateTa
     chain: [...parent.chain, parentAgentId],
     // The child acts for whoever the parent acts for: a delegation never widens authority.
     ...(parent.requester ? { requester: delegatedPrincipal(parentAgentId, parent.requester) } : {}),
+    // The place the parent was started from still holds: its tools and budgets (issue 53).
+    ...placeOf(parent.place),
     originKey: `${parentAgentId}:${parent.taskId}:${delegation.callId}`,
   };
 }
@@ -116,4 +119,9 @@ function totalUsage(state: TaskState): ModelUsage {
     completionTokens: state.usage.completionTokens + (delegated?.completionTokens ?? 0),
     modelCalls: state.usage.modelCalls + (delegated?.modelCalls ?? 0),
   };
+}
+
+function placeOf(place: PlacePolicy | null): { place: PlacePolicy } | Record<string, never> {
+  const inherited = inheritedPlace(place);
+  return inherited ? { place: inherited } : {};
 }

@@ -1,6 +1,7 @@
 // What callers hand an agent's AgentTasks object over RPC and what it answers: plain data, so it
 // crosses the boundary intact (class identity does not survive RPC).
 import type { Principal } from "../../runtime/access/principal.ts";
+import type { PlacePolicy } from "../../runtime/access/place-policy.ts";
 import type { ApprovalDecision } from "../../runtime/turn/turn-types.ts";
 import type {
   AuditEntry,
@@ -29,6 +30,11 @@ export interface CreateTaskRequest {
   requestedBy?: string;
   /** Whom the task acts for (src/runtime/access/): who may answer and cancel it, and its reach. */
   requester?: Principal;
+  /**
+   * The chat place's rules, from admission (src/clients/chat/admission.ts): the task applies them
+   * at every model and tool call. Absent for an API token's task.
+   */
+  place?: PlacePolicy;
   /** Delegated by another agent's task step (delegate_task): who asked, and the chain so far. */
   parent?: TaskParent;
   chain?: string[];

@@ -2,6 +2,7 @@
 // entries and its events, checked when read back (src/db/json-column.ts; stored-shapes.ts says why).
 // Fields added to the task state after the first tasks were stored get the defaults those tasks had.
 import { PrincipalShape } from "../../runtime/access/principal-shape.ts";
+import { PlacePolicyShape } from "../../runtime/access/place-policy.ts";
 import { z } from "zod";
 import type {
   AuditEntry,
@@ -37,6 +38,7 @@ const StopReasonShape = everyOf<TaskStopReason>({
   max_steps: "max_steps",
   max_failures: "max_failures",
   budget_tokens: "budget_tokens",
+  place_budget: "place_budget",
   wall_clock: "wall_clock",
   cancelled: "cancelled",
   error: "error",
@@ -159,6 +161,8 @@ export const TaskStateShape: z.ZodType<TaskState> = z.looseObject({
   requestedBy: z.string().nullable().default(null),
   // Added with the principal model (issue 38): earlier tasks had none.
   requester: PrincipalShape.nullable().default(null),
+  // Added with one admission for every path to a model (issue 53): earlier tasks had none.
+  place: PlacePolicyShape.nullable().default(null),
   // Added with delegation, parallel tasks and the compiled spec: earlier tasks had none.
   chain: Strings.default([]),
   parent: TaskParentShape.nullable().default(null),

@@ -3,3 +3,5 @@
 export * from "./authorize.ts";
 export * from "./principal.ts";
 export * from "./principal-shape.ts";
+export * from "./place-policy.ts";
+export * from "./place-tools.ts";

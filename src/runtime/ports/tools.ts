@@ -1,6 +1,7 @@
 // Tools as the runtime runs them: a tool's definition and output, the context a call gets (who is
 // asking, in which room, delegation), and the ToolHost that lists and calls them.
 import type { Principal } from "../access/principal.ts";
+import type { PlacePolicy } from "../access/place-policy.ts";
 import type { TokenUsage, ToolSpec } from "./model.ts";
 
 export interface ToolContext {
@@ -15,6 +16,8 @@ export interface ToolContext {
   delegation?: DelegationContext;
   /** Who the turn or task acts for (src/runtime/access/): tools that reach further ask with it. */
   principal?: Principal;
+  /** The chat place's rules it runs under: work asked of other agents carries them on. */
+  place?: PlacePolicy;
 }
 
 /** Who asked, agent by agent: bounds the depth of a delegation chain and refuses cycles. */

@@ -6,6 +6,7 @@
 // whose task the host starts on the other agent; it carries on from that point with the answer.
 import { addUsage, delegateTaskTool, delegatesOf, delegationRefusal } from "../turn/delegation.ts";
 import { requesterKey } from "../access/principal.ts";
+import { placeToolHost } from "../access/place-tools.ts";
 import { renderCharacter } from "../context/character-provider.ts";
 import type { ModelSession } from "../turn/model-session.ts";
 import { completeStructured } from "../turn/structured-output.ts";
@@ -112,6 +113,7 @@ export async function act(
         userId: taskUserOf(state),
         ...(state.chain.length > 0 ? { delegation: { chain: state.chain } } : {}),
         ...(state.requester ? { principal: state.requester } : {}),
+        ...(state.place ? { place: state.place } : {}),
       },
       messages,
       turnStart: 1,
@@ -306,7 +308,15 @@ export async function act(
  * The tools of a task step: the agent's, plus delegate_task when it has delegates. An allowed
  * delegate_task call never reaches `call` (the loop defers it); a refused one gets the reason.
  */
+/**
+ * The tools of a task's step: the agent's, delegate_task when it has delegates, and of those only
+ * what the place it was started from allows (listed and callable), at every step.
+ */
 export function taskTools(deps: TaskLoopDeps, state: TaskState): ToolHost {
+  return placeToolHost(agentTaskTools(deps, state), state.place);
+}
+
+function agentTaskTools(deps: TaskLoopDeps, state: TaskState): ToolHost {
   const delegates = delegatesOf(deps.character);
   if (delegates.length === 0) return deps.tools;
   const definition = delegateTaskTool(delegates);

@@ -8,6 +8,7 @@
 // carries on once pause-answers.ts records the answer.
 import { AppError } from "../util/errors.ts";
 import { ModelSession } from "../turn/model-session.ts";
+import { PlaceBudgetUsed } from "../turn/spend.ts";
 import { completeStructured } from "../turn/structured-output.ts";
 import { compileSpec, questionFor, renderSpec, requiredMissing } from "./task-spec.ts";
 import {
@@ -32,7 +33,7 @@ import {
   type TaskState,
   type TaskStopReason,
 } from "./task-types.ts";
-import type { ChatMessage } from "../ports/model.ts";
+import type { ChatMessage, ChatModel } from "../ports/model.ts";
 
 /** The loop's host interface, kept in its own file so act-step.ts needs no import of this one. */
 export type { TaskLoopDeps } from "./task-deps.ts";
@@ -80,6 +81,7 @@ export async function advanceTask(previous: TaskState, deps: TaskLoopDeps): Prom
     choice: deps.models,
     events: { emit: (event) => onRuntimeEvent(event, deps) },
     now: deps.now,
+    ...(deps.admitModelCall ? { admit: deps.admitModelCall } : {}),
     ids: { turnId: state.taskId, agentId: state.agentId, roomId: state.roomId },
     resume: {
       position: state.modelPosition,
@@ -111,6 +113,9 @@ export async function advanceTask(previous: TaskState, deps: TaskLoopDeps): Prom
     addUsage(state, session);
     if (deps.signal.aborted)
       return { state: finish(state, deps, "cancelled", "the task was cancelled"), audit };
+    // The place's day is used (the member's or the server's budget): no further model call.
+    if (error instanceof PlaceBudgetUsed)
+      return { state: finish(state, deps, "place_budget", error.message), audit };
     // A model that stays invalid or unreachable ends the task; the record says how far it got.
     const failure =
       error instanceof AppError
@@ -335,7 +340,7 @@ async function specify(state: TaskState, deps: TaskLoopDeps, audit: AuditEntry[]
   const started = deps.now();
   const compiled = await compileSpec({
     goal: state.goal,
-    model: deps.model,
+    model: admittedModel(deps),
     modelName: deps.models.small,
     tools: await toolList(deps, state),
     signal: deps.signal,
@@ -410,4 +415,17 @@ async function toolList(deps: TaskLoopDeps, state: TaskState): Promise<string> {
   return tools.length > 0
     ? tools.map((tool) => `- ${tool.name}: ${clip(tool.description, 200)}`).join("\n")
     : "- none";
+}
+
+/** The task's model outside a session (the spec's small model), asked for admission per call too. */
+function admittedModel(deps: TaskLoopDeps): ChatModel {
+  const { model, admitModelCall } = deps;
+  if (!admitModelCall) return model;
+  return {
+    backend: model.backend,
+    complete: async (request) => {
+      await admitModelCall();
+      return model.complete(request);
+    },
+  };
 }

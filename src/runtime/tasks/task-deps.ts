@@ -26,6 +26,12 @@ export interface TaskLoopDeps {
   inputWindowMs?: number;
   /** How long a delegated step waits for the other agent's task (default DELEGATE_WAIT_MS). */
   delegateWaitMs?: number;
+  /**
+   * Asked before every model call of every unit (src/clients/chat/admission.ts resolved the place;
+   * the host reads its budgets): throws PlaceBudgetUsed when the place's day is used, or the
+   * agent's ceiling's RateLimitedError. Absent: nothing to check beyond the start.
+   */
+  admitModelCall?: () => Promise<void>;
   /** A fresh, unguessable id (approvals, questions). */
   newApprovalId: () => string;
 }

@@ -2,6 +2,7 @@
 // step attempted, the usage and the result. The whole state is persisted after every step, so a
 // task cut off by eviction resumes from here without repeating a finished step.
 import type { Principal } from "../access/principal.ts";
+import type { PlacePolicy } from "../access/place-policy.ts";
 import type { ApprovalDecision, ToolLoopCheckpoint, TurnUsage } from "../turn/turn-types.ts";
 import type { ModelUsage, ToolOutput } from "../ports/tools.ts";
 
@@ -58,6 +59,8 @@ export type TaskStopReason =
   | "max_steps"
   | "max_failures"
   | "budget_tokens"
+  /** The place's budget (the member's or the server's day) is used: no further model call. */
+  | "place_budget"
   | "wall_clock"
   | "cancelled"
   | "error";
@@ -224,6 +227,12 @@ export interface TaskState {
    * Null for tasks stored before it was kept.
    */
   requester: Principal | null;
+  /**
+   * The rules of the chat place it was started from (tools, roles, budgets), as admission resolved
+   * them: applied at every model call and every tool call of every step. Null: no place (an API
+   * token's task), or a task stored before it was kept.
+   */
+  place: PlacePolicy | null;
   /** The agents whose requests led here (delegation), oldest first; empty when a person asked. */
   chain: string[];
   /** The task whose step delegated this one (delegate_task), if any. */
@@ -347,6 +356,7 @@ export interface NewTask {
   scheduleId?: string | null;
   requestedBy?: string | null;
   requester?: Principal | null;
+  place?: PlacePolicy | null;
   chain?: string[];
   parent?: TaskParent | null;
   now: number;
@@ -363,6 +373,7 @@ export function newTaskState(task: NewTask): TaskState {
     scheduleId: task.scheduleId ?? null,
     requestedBy: task.requestedBy ?? null,
     requester: task.requester ?? null,
+    place: task.place ?? null,
     chain: task.chain ?? [],
     parent: task.parent ?? null,
     status: "queued",

@@ -6,6 +6,7 @@
 // The callee acts for the caller's principal (src/runtime/access/): a delegation never widens it,
 // and its room derives from the asking conversation, so no two conversations meet in it.
 import type { AgentPrincipal, Principal } from "../access/principal.ts";
+import type { PlacePolicy } from "../access/place-policy.ts";
 import type { Character } from "../character.ts";
 import { sha256Hex } from "../util/hashing.ts";
 import { quoteData, TOOL_RESULT_PREAMBLE } from "../context/quoted-data.ts";
@@ -27,6 +28,8 @@ export interface AskingConversation {
   roomId: string;
   userId: string;
   principal: Principal;
+  /** The asking conversation's place: its tools and budgets hold in the callee's turn too. */
+  place?: PlacePolicy;
 }
 
 /**
@@ -186,7 +189,12 @@ export function createDelegationToolHost(options: {
         chain: [...chain, options.caller],
         idempotencyKey: `ask:${ctx.callId}`,
         signal: ctx.signal,
-        origin: { roomId: ctx.roomId, userId: ctx.userId, principal: ctx.principal },
+        origin: {
+          roomId: ctx.roomId,
+          userId: ctx.userId,
+          principal: ctx.principal,
+          ...(ctx.place ? { place: ctx.place } : {}),
+        },
       });
       if (!answer.ok)
         return { ok: false, error: answer.error, ...(answer.usage ? { usage: answer.usage } : {}) };

@@ -23,6 +23,11 @@ export interface ModelSessionOptions {
   events: EventSink;
   now: () => number;
   ids: { turnId: string; agentId: string; roomId: string };
+  /**
+   * Asked before every model call, failover included (a task checks its place's budgets here):
+   * it throws to refuse, and a refused call is neither made nor counted.
+   */
+  admit?: () => Promise<void>;
   /** Carry on a paused turn: its place in the fallback list and the usage so far. */
   resume?: { position: number; usage: TokenUsage & { modelCalls: number } };
   /**
@@ -82,6 +87,7 @@ export class ModelSession {
     let messages = request.messages;
     for (;;) {
       const model = this.current;
+      await this.options.admit?.();
       this.usage.modelCalls += 1;
       const startedAt = this.options.now();
       try {

@@ -9,6 +9,8 @@
 // Slack client's) are read in the same trip, from the usage records: a member or server over one
 // gets one notice a day and no model call; everyone else goes on.
 import type { Character } from "../character.ts";
+import { originOf, type Principal } from "../access/principal.ts";
+import type { PlacePolicy } from "../access/place-policy.ts";
 import { RateLimitedError } from "../util/errors.ts";
 
 export interface SpendLedger {
@@ -139,6 +141,35 @@ export async function checkDailyBudgets(
       query.platform === "slack" ? "workspace" : "server",
     );
   return null;
+}
+
+/**
+ * The day's budgets before a model call, in one read: the agent's ceiling (a 429), and the
+ * place's (PlacePolicy.budgets: the member's, the server's) for a member's work there, which
+ * resolve to the budget that is used. A principal that is not a member, or a place without
+ * budgets, reads the agent's ceiling only.
+ */
+export function readDayBudgets(
+  ledger: SpendLedger,
+  work: {
+    agentId: string;
+    principal: Principal | null | undefined;
+    place: PlacePolicy | null | undefined;
+    ceiling: number | null;
+    now: number;
+  },
+): Promise<PlaceBudgetUsed | null> {
+  const budgets = work.place?.budgets;
+  const origin = work.principal ? originOf(work.principal) : null;
+  if (!budgets || origin?.kind !== "member")
+    return assertWithinDailyBudget(ledger, work.agentId, work.ceiling, work.now).then(() => null);
+  const place = {
+    agentId: work.agentId,
+    userId: origin.userId,
+    guildId: origin.guildId ?? null,
+    platform: origin.platform,
+  };
+  return checkDailyBudgets(ledger, place, work.ceiling, budgets, work.now);
 }
 
 function refuse(agentId: string, spent: number, ceiling: number, now: number): never {

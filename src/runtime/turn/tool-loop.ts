@@ -8,6 +8,7 @@
 import { type ModelSession, transcriptForFallback } from "./model-session.ts";
 import type { ToolExecutor } from "./tool-executor.ts";
 import type { Principal } from "../access/principal.ts";
+import type { PlacePolicy } from "../access/place-policy.ts";
 import type {
   ApprovalDecision,
   StopReason,
@@ -33,6 +34,8 @@ export interface ToolLoopInput {
     delegation?: DelegationContext;
     /** Who the turn or task acts for: tools that reach other agents or shared memory ask with it. */
     principal?: Principal;
+    /** The chat place's rules: work asked of other agents carries them on. */
+    place?: PlacePolicy;
   };
   messages: ChatMessage[];
   /** Index in `messages` where this turn's own messages begin (for failover). */
@@ -169,6 +172,7 @@ export async function runToolLoop(input: ToolLoopInput): Promise<ToolLoopResult>
               model,
               ...(input.ids.delegation ? { delegation: input.ids.delegation } : {}),
               ...(input.ids.principal ? { principal: input.ids.principal } : {}),
+              ...(input.ids.place ? { place: input.ids.place } : {}),
             },
             approval,
           );

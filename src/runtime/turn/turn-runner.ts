@@ -8,11 +8,10 @@ import { AppError, ModelNotConfiguredError } from "../util/errors.ts";
 import { runEvaluators, type Evaluator } from "../after-reply/evaluators.ts";
 import { ModelSession, type ObservedModelCall } from "./model-session.ts";
 import {
-  assertWithinDailyBudget,
   BUDGET_USED,
-  checkDailyBudgets,
   dailyCeiling,
   PlaceBudgetUsed,
+  readDayBudgets,
   type SpendLedger,
   type UsageRecord,
 } from "./spend.ts";
@@ -33,15 +32,15 @@ import {
   startInspection,
   type TurnInspectionSink,
 } from "./turn-inspection.ts";
-import {
-  placeAllowsTool,
-  type RespondOptions,
-  type RuntimeLimits,
-  type Spent,
-  type TurnInput,
-  type TurnOutcome,
-  type TurnPause,
-  type UsedMemory,
+import { placeAllowsTool } from "../access/place-policy.ts";
+import type {
+  RespondOptions,
+  RuntimeLimits,
+  Spent,
+  TurnInput,
+  TurnOutcome,
+  TurnPause,
+  UsedMemory,
 } from "./turn-types.ts";
 import { originOf } from "../access/principal.ts";
 import type { Clock, EventSink } from "../ports/events.ts";
@@ -95,6 +94,11 @@ export interface TurnRunner {
     options: RespondOptions,
   ): Promise<TurnOutcome | TurnPause>;
   afterReply(character: Character, input: TurnInput, outcome: TurnOutcome): Promise<void>;
+  /**
+   * Whether the place's budget (the member's or the server's day) is used for this input: read
+   * before work a turn would pay for ahead of its model call (a voice note's transcription).
+   */
+  placeBudgetUsed(input: TurnInput): Promise<boolean>;
 }
 
 export function createTurnRunner(deps: TurnRunnerDeps): TurnRunner {
@@ -102,6 +106,17 @@ export function createTurnRunner(deps: TurnRunnerDeps): TurnRunner {
   // turn is then not kept for inspection, which costs nothing else).
   const pending = deps.inspections ? new PendingInspections() : null;
   return {
+    async placeBudgetUsed(input) {
+      if (!deps.spend || !input.place?.budgets) return false;
+      const used = await readDayBudgets(deps.spend, {
+        agentId: input.agentId,
+        principal: input.principal,
+        place: input.place,
+        ceiling: null,
+        now: deps.clock.now(),
+      });
+      return used !== null;
+    },
     async receive(input) {
       const memory: Memory = {
         id: inboundMessageId(input.turnId),
@@ -420,6 +435,7 @@ async function respondWith(
       userId: input.userId,
       ...(input.delegation ? { delegation: input.delegation } : {}),
       ...(input.principal ? { principal: input.principal } : {}),
+      ...(input.place ? { place: input.place } : {}),
     },
     tools: definitions.map(({ name: toolName, description, parameters }) => ({
       name: toolName,
@@ -535,18 +551,13 @@ function readBudgets(
   input: TurnInput,
   now: number,
 ): Promise<PlaceBudgetUsed | null> {
-  const ceiling = dailyCeiling(character, deps.dailyTokenLimit ?? null);
-  const budgets = input.place?.budgets;
-  const origin = input.principal ? originOf(input.principal) : null;
-  if (!budgets || origin?.kind !== "member")
-    return assertWithinDailyBudget(spend, input.agentId, ceiling, now).then(() => null);
-  const place = {
+  return readDayBudgets(spend, {
     agentId: input.agentId,
-    userId: origin.userId,
-    guildId: origin.guildId ?? null,
-    platform: origin.platform,
-  };
-  return checkDailyBudgets(spend, place, ceiling, budgets, now);
+    principal: input.principal,
+    place: input.place,
+    ceiling: dailyCeiling(character, deps.dailyTokenLimit ?? null),
+    now,
+  });
 }
 
 /**

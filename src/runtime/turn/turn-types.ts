@@ -5,7 +5,7 @@ import type { ChatMessage, TokenUsage, ToolCall } from "../ports/model.ts";
 import type { DelegationContext, ModelUsage, ToolOutput } from "../ports/tools.ts";
 import type { Principal } from "../access/principal.ts";
 import type { QueryEmbeddingOutcome } from "../ports/retrieval.ts";
-import type { FilterVerdict } from "../access/message-filter.ts";
+import type { PlacePolicy } from "../access/place-policy.ts";
 
 export interface TurnInput {
   turnId: string;
@@ -35,36 +35,6 @@ export interface TurnInput {
   principal?: Principal;
   /** What the place the message came from says (a chat server's or channel's settings). */
   place?: PlacePolicy;
-}
-
-/**
- * A chat place's settings for one turn, resolved by the surface (a Discord server or channel:
- * docs/discord.md): plain data, journalled with the turn.
- */
-export interface PlacePolicy {
-  /** Over the character's `respond.mode`; "never" answers nobody there, not even a mention. */
-  respond?: "mentions" | "always" | "never";
-  /** When set, only these tools are offered (a name, or `<server>__*` for all of a server's). */
-  tools?: string[];
-  /** Tools the speaking member may not trigger here (their roles do not allow them). */
-  withheldTools?: string[];
-  /**
-   * Daily token ceilings (UTC) of the place: `member` for the speaking member's turns there,
-   * `server` for all turns in the principal's server (its `guildId`). Read with the agent's own
-   * ceiling, before the model; a turn over one is answered with one notice a day, then not at all.
-   */
-  budgets?: { member?: number; server?: number };
-  /** The place's filter declined the message (src/runtime/access/message-filter.ts): stored, never answered. */
-  filtered?: FilterVerdict;
-}
-
-/** Whether a place lets a tool be offered in the turn. */
-export function placeAllowsTool(place: PlacePolicy | undefined, name: string): boolean {
-  if (!place) return true;
-  const matches = (pattern: string) =>
-    pattern === name || (pattern.endsWith("__*") && name.startsWith(pattern.slice(0, -1)));
-  if (place.tools && !place.tools.some(matches)) return false;
-  return !(place.withheldTools ?? []).some(matches);
 }
 
 export interface ToolCallRecord {

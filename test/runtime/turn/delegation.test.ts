@@ -3,6 +3,7 @@
 // passed on, the answer quoted as data with the other agent's usage), and delegate_task in a task
 // step: the step pauses `awaiting_delegate` without running anything and carries on from there
 // with the other agent's result, whose usage is reported with the task's.
+import { inheritedPlace } from "../../../src/runtime/access/place-policy.ts";
 import { describe, expect, it } from "vitest";
 import {
   type AgentQuestion,
@@ -127,6 +128,25 @@ describe("ask_agent", () => {
     const text = output.ok ? output.content : "";
     expect(text).toContain('<data source="agent bob">');
     expect(text).toContain("</data\u200b>");
+  });
+
+  it("carries the asking conversation's place on: its tools and budgets, not whether it answers", async () => {
+    const { tools, asked } = host();
+    tools.configure(character({ settings: { delegates: ["bob"] } }));
+    const place = {
+      respond: "never" as const,
+      withheldTools: ["remember"],
+      budgets: { member: 1_000 },
+      filtered: "word" as const,
+    };
+    await tools.call("ask_agent", { agentId: "bob", message: "hi" }, { ...context(), place });
+    expect(asked[0]!.origin.place).toEqual(place);
+    // What the callee's turn keeps of it (src/objects/conversation/agent-calls.ts).
+    expect(inheritedPlace(asked[0]!.origin.place)).toEqual({
+      withheldTools: ["remember"],
+      budgets: { member: 1_000 },
+    });
+    expect(inheritedPlace({ respond: "always" })).toBeUndefined();
   });
 
   it("asks nobody for a turn that acts for no known principal (journalled before they were kept)", async () => {

@@ -16,7 +16,8 @@ import { decideByRules } from "../../../src/runtime/turn/respond-decision.ts";
 import { loadTokenCounter } from "../../../src/runtime/util/tokens.ts";
 import { createTurnRunner, type TurnRunnerDeps } from "../../../src/runtime/turn/turn-runner.ts";
 import { createEventBus } from "../../../src/runtime/util/events.ts";
-import { DEFAULT_LIMITS, placeAllowsTool } from "../../../src/runtime/turn/turn-types.ts";
+import { DEFAULT_LIMITS } from "../../../src/runtime/turn/turn-types.ts";
+import { placeAllowsTool } from "../../../src/runtime/access/place-policy.ts";
 import type { ChatMessage } from "../../../src/runtime/ports/model.ts";
 import type { TurnInspection } from "../../../src/runtime/turn/turn-inspection.ts";
 import {

@@ -17,6 +17,8 @@ import { messageUpdate } from "../../stand-ins/telegram-stand-in.ts";
 const { model, telegram } = useTelegramStandIns();
 
 const MENTION = `@${TELEGRAM_BOT.username}`;
+/** The first bytes of an OGG/Opus voice note. */
+const OGG = new Uint8Array([0x4f, 0x67, 0x67, 0x53, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 9, 8, 7, 6]);
 const alice = { id: 800000001, first_name: "Alice" };
 
 function mention(chatId: number, text: string) {
@@ -89,6 +91,30 @@ describe("Telegram: the filter before the model", () => {
     const texts = history.messages.map((m) => m.text);
     expect(texts.join(" ")).not.toContain("casino");
     expect(texts).toContain("Hello!");
+  });
+
+  it("filters a voice note's transcript before the model, as it filters typed text", async () => {
+    const agentId = await createTestAgent();
+    expect(
+      (await configure({ defaultAgentId: agentId, filter: { words: ["hello"] } })).status,
+    ).toBe(200);
+    const chatId = groupChatId();
+    telegram.addFile("voice-filtered", OGG, "audio/ogg");
+    model.transcribeWith({ text: "hello there, anyone home" });
+    const voice = messageUpdate({
+      chat: { id: chatId, type: "supergroup", title: "Group" },
+      from: alice,
+      reply_to_message: { message_id: 9001, from: { ...TELEGRAM_BOT, is_bot: true } },
+      extra: { voice: { file_id: "voice-filtered", file_unique_id: "u-vf", duration: 2 } },
+    });
+    expect((await postUpdate(voice)).status).toBe(200);
+    const room = roomName(agentId, `telegram:${chatId}`);
+    await settledJournal(room);
+    // Transcribed once, then declined by the filter: stored, never answered, no chat model call.
+    expect(model.transcriptions).toHaveLength(1);
+    expect(await turnOutcomes(room)).toEqual(["ignored"]);
+    expect(model.calls).toHaveLength(0);
+    expect(telegram.sent(chatId)).toEqual([]);
   });
 
   it("refuses an account age, a delete action and a log channel, naming each path", async () => {

@@ -13,6 +13,7 @@ import { stores } from "../../../db/stores/index.ts";
 import { roomName } from "../../../objects/conversation/room-client.ts";
 import { agentDirectMessages, takeMessage } from "../../chat/intake.ts";
 import { filterVerdict } from "../../../runtime/access/message-filter.ts";
+import { admitEdit } from "../../chat/admission.ts";
 import { accountCreatedAt, actOnFiltered } from "../filter-actions.ts";
 import type { DirectMessagePolicy } from "../../../runtime/character.ts";
 import { discordOwners } from "../owners.ts";
@@ -300,10 +301,9 @@ export class GatewayEvents {
     // message to keep: it leaves memory, or its waiting turn is dropped, and it is deleted and
     // reported as a new one would be.
     const filter = guildId ? route.config.guilds[guildId]?.filter : undefined;
-    const verdict =
-      filter && edit.kind === "edit"
-        ? filterVerdict(filter, { text: edit.text, accountCreatedAt: null, now: this.now() })
-        : null;
+    const admitted =
+      edit.kind === "edit" ? admitEdit({ filter, text: edit.text, now: this.now() }) : null;
+    const verdict = admitted?.kind === "delete" ? admitted.verdict : null;
     const change = verdict ? { kind: "delete" as const } : edit;
     const amendment = { idempotencyKey: messageTurnKey(messageId), change, at: this.now() };
     const room = env.ROOMS.getByName(roomName(agentId, `discord:${channelId}`));

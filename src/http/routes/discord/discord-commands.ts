@@ -27,7 +27,8 @@ import { insertMemories } from "../../../memory/memory-repo.ts";
 import { enqueueTurn } from "../../../objects/conversation/room-client.ts";
 import { placePolicy } from "../../../clients/discord/place-settings.ts";
 import { accountCreatedAt, FILTER_RULE_NAMES } from "../../../clients/discord/filter-actions.ts";
-import { filterVerdict } from "../../../runtime/access/message-filter.ts";
+import { admit, type Admission, commandRefusal } from "../../../clients/chat/admission.ts";
+import type { DiscordConfig } from "../../../db/stores/discord-settings-store.ts";
 import { BUILTIN_TOOL_DEFINITIONS } from "../../../runtime/turn/builtin-tools.ts";
 import { pluginTools } from "../../../plugins/room-plugins.ts";
 import { describeServers } from "../../../mcp/overview.ts";
@@ -84,23 +85,9 @@ export async function command(c: Ctx, interaction: CommandInteraction) {
           );
         throw error;
       }
-      const principal = await memberPrincipal(
-        interaction,
-        owners(c),
-        loadConfig(c.env).discordOwnerIds,
-      );
-      const policy = placePolicy(
-        discordConfig,
-        { guildId: interaction.guild_id ?? null, channelId, parentId: threadParentOf(interaction) },
-        { roles: interaction.member?.roles ?? [], owner: principal.owner },
-      );
       // The server's filter before the model: the message is stored, declined, and the person
       // told so privately at once (the turn then sends nothing to the interaction).
-      const filter = interaction.guild_id && discordConfig.guilds[interaction.guild_id]?.filter;
-      const filtered = filter
-        ? filterVerdict(filter, { text, accountCreatedAt: accountCreatedAt(user.id), now })
-        : null;
-      const place = filtered ? { ...policy, filtered } : policy;
+      const { principal, place, filtered } = await admitHere(c, interaction, discordConfig, text);
       const delivery = interactionDelivery(interaction, channelId, now);
       await enqueueTurn(c.env, {
         idempotencyKey: `discord:${interaction.id}`,
@@ -139,6 +126,13 @@ export async function command(c: Ctx, interaction: CommandInteraction) {
       const limited = await userRateRefusal(c, user.id);
       if (limited) return limited;
       const now = Date.now();
+      // The server's rules hold for a task as for /chat: its goal through the filter, and its
+      // tools, roles and budgets carried with it to every model and tool call of every step.
+      const { principal, place, filtered } = await admitHere(c, interaction, discordConfig, goal);
+      if (filtered)
+        return message(
+          `This server's filter declined your task (${FILTER_RULE_NAMES[filtered]}); I won't start it.`,
+        );
       // Progress lines and the result go to this interaction (then the channel, once its token ages out).
       const queued = await createTask(c.env, agentId, {
         goal,
@@ -146,7 +140,8 @@ export async function command(c: Ctx, interaction: CommandInteraction) {
         source: "discord",
         // Only this person may answer the task's approval prompts.
         requestedBy: userId,
-        requester: await memberPrincipal(interaction, owners(c), loadConfig(c.env).discordOwnerIds),
+        requester: principal,
+        ...(place ? { place } : {}),
         limits: DEFAULT_TASK_LIMITS,
         delivery: interactionDelivery(interaction, channelId, now),
       }).catch((error: unknown) => {
@@ -162,6 +157,16 @@ export async function command(c: Ctx, interaction: CommandInteraction) {
       if (!fact) return message("`/remember` needs a fact.");
       const limited = await userRateRefusal(c, user.id);
       if (limited) return limited;
+      // /remember is the `remember` tool by hand: the filter reads the fact (later prompts will),
+      // and a server that gates the tool by role gates the command too.
+      const refusal = commandRefusal(
+        await admitHere(c, interaction, discordConfig, fact),
+        "remember",
+      );
+      if (refusal === "filtered")
+        return message("This server's filter declined that fact; I won't remember it.");
+      if (refusal === "tool")
+        return message("This server's tool settings don't let me remember facts for you here.");
       const memory: Memory = {
         // One fact per interaction: a redelivered webhook writes nothing new.
         id: `discord:${interaction.id}:fact`,
@@ -339,6 +344,38 @@ export async function autocomplete(c: Ctx, interaction: CommandInteraction) {
     .slice(0, 25)
     .map((agent) => ({ name: `${agent.name} (${agent.id})`.slice(0, 100), value: agent.id }));
   return { type: ResponseType.AUTOCOMPLETE_RESULT, data: { choices } };
+}
+
+/**
+ * The one admission of a command's text (src/clients/chat/admission.ts): the member's principal,
+ * the place's policy for them (tools, roles, budgets) and the server's filter's verdict on it.
+ */
+async function admitHere(
+  c: Ctx,
+  interaction: CommandInteraction,
+  discordConfig: DiscordConfig,
+  text: string,
+): Promise<Admission> {
+  const principal = await memberPrincipal(
+    interaction,
+    owners(c),
+    loadConfig(c.env).discordOwnerIds,
+  );
+  const channelId = interaction.channel_id ?? "";
+  const guildId = interaction.guild_id ?? null;
+  const user = invoker(interaction);
+  return admit({
+    principal,
+    place: placePolicy(
+      discordConfig,
+      { guildId, channelId, parentId: threadParentOf(interaction) },
+      { roles: interaction.member?.roles ?? [], owner: principal.owner },
+    ),
+    filter: guildId ? discordConfig.guilds[guildId]?.filter : null,
+    text,
+    accountCreatedAt: user ? accountCreatedAt(user.id) : null,
+    now: Date.now(),
+  });
 }
 
 /** The /chat attachment, described to the model by its URL (Discord's CDN serves it for a while). */

@@ -21,6 +21,8 @@ import {
   questionResultText,
 } from "../../../clients/discord/task-input.ts";
 import { answerTaskQuestion, openTaskQuestion } from "../../../objects/tasks/task-client.ts";
+import { admitText } from "../../../clients/chat/admission.ts";
+import { stores } from "../../../db/stores/index.ts";
 
 type Ctx = Context<AppEnv>;
 
@@ -63,6 +65,11 @@ export async function taskQuestionSubmit(c: Ctx, interaction: ModalSubmitInterac
   const text = modalValue(interaction, ANSWER_FIELD)?.trim().slice(0, MAX_ANSWER_CHARS);
   if (!user || !interaction.channel_id || !text)
     return privately("The answer was empty: nothing was sent.");
+  // The answer is text the task's next steps read: the server's filter reads it first.
+  const guildId = interaction.guild_id;
+  const config = guildId ? await stores(c.env).discord.readConfig() : null;
+  if (admitText({ filter: config?.guilds[guildId!]?.filter, text, now: Date.now() }))
+    return privately("This server's filter declined your answer; it was not sent.");
   const name = user.global_name ?? user.username;
   const result = await answerTaskQuestion(c.env, target.agentId, {
     inputId: target.inputId,

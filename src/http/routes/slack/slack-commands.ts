@@ -135,6 +135,8 @@ async function ask(c: Ctx, command: SlashCommand, bot: SlackBotIdentity): Promis
       chatId: command.channel_id,
       spaceId: command.team_id,
       ...clientBudgets(channel.config),
+      // Read once above so nothing is posted; admission reads it again with the turn.
+      filter: filter ?? null,
       sender: { id: command.user_id, name, isBot: false },
       text: question,
       isDirect,

@@ -30,9 +30,8 @@ import {
 } from "../../../clients/slack/slack-surface.ts";
 import { log } from "../../../log.ts";
 import { ValidationError } from "../../../runtime/util/errors.ts";
-import { filterVerdict } from "../../../runtime/access/message-filter.ts";
 import { errorContent } from "../../schemas.ts";
-import { slackAgentFor, slackChannelFor } from "./binding.ts";
+import { slackChannelFor } from "./binding.ts";
 import { botOfWorkspace, readSignedSlackBody } from "./signed-request.ts";
 
 type Ctx = Context<AppEnv>;
@@ -158,7 +157,7 @@ async function onEvent(c: Ctx, envelope: EventCallback, bot: SlackBotIdentity): 
       receivedAt: now,
       delivery,
       // Declined before the model and stored; Slack says nothing of an account's age.
-      filtered: filter ? filterVerdict(filter, { text, accountCreatedAt: null, now }) : null,
+      filter: filter ?? null,
       ...clientBudgets(channel.config),
     },
     agentId,
@@ -176,13 +175,18 @@ async function onAmendment(
   const before = event.previous_message?.text;
   if (event.channel_type !== "im" && before !== undefined && !before.includes(`<@${bot.userId}`))
     return "skipped";
-  const agentId = await slackAgentFor(c.env, event.channel);
-  if (!agentId) return "skipped";
+  const channel = await slackChannelFor(c.env, event.channel);
+  if (!channel) return "skipped";
+  // An edit is admitted as a new message is: one the filter declines removes what was stored.
   await amendMessage(
     c.env,
-    { agentId, roomId: amendment.roomId, turnKey: amendment.key },
+    { agentId: channel.agentId, roomId: amendment.roomId, turnKey: amendment.key },
     amendment.kind === "edit"
-      ? { kind: "edit", text: textForModel(amendment.text, bot.userId, bot.name) }
+      ? {
+          kind: "edit",
+          text: textForModel(amendment.text, bot.userId, bot.name),
+          filter: channel.config.filter,
+        }
       : { kind: "delete" },
     Date.now(),
   );

@@ -54,7 +54,6 @@ import type { TelegramConfig } from "../../../db/stores/chat-client-store.ts";
 import { errorField, log } from "../../../log.ts";
 import { deleteMemories } from "../../../memory/memory-repo.ts";
 import { forgetRoomHistory, resolveApproval } from "../../../objects/conversation/room-client.ts";
-import { filterVerdict } from "../../../runtime/access/message-filter.ts";
 import {
   NotConfiguredError,
   UnauthorizedError,
@@ -181,8 +180,10 @@ async function onMessage(c: Ctx, message: TelegramMessage, token: string): Promi
       mentioned,
       receivedAt: now,
       delivery,
-      // Declined before the model and stored; Telegram says nothing of an account's age.
-      filtered: filter ? filterVerdict(filter, { text, accountCreatedAt: null, now }) : null,
+      // Declined before the model and stored; Telegram says nothing of an account's age. A voice
+      // note's words are filtered in the room, once transcribed, before the model reads them.
+      filter: filter ?? null,
+      ...(hasVoice(message) ? { transcribed: true } : {}),
       ...clientBudgets(chat.config),
     },
     agentId,
@@ -199,12 +200,10 @@ async function onEdit(c: Ctx, message: TelegramMessage, token: string): Promise<
   const text = textForModel(message, bot);
   const now = Date.now();
   // An edit the filter declines (a clean message edited into spam) leaves memory instead.
-  const { filter } = chat.config;
-  const declined = filter && filterVerdict(filter, { text, accountCreatedAt: null, now });
   await amendMessage(
     c.env,
     { agentId: chat.agentId, roomId: roomIdOf(message), turnKey: turnKey(message) },
-    declined ? { kind: "delete" } : { kind: "edit", text },
+    { kind: "edit", text, filter: chat.config.filter },
     now,
   );
   return "amended";
