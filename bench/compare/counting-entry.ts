@@ -64,8 +64,15 @@ function countObjectSql(ctx: DurableObjectState): void {
   });
 }
 
-export const { AgentRoom, AgentTasks, DiscordGateway, PostPublisher, RateLimiter, SchemaGate } =
-  instrumentedObjects({ env: countingEnv, state: countObjectSql });
+export const {
+  AgentRoom,
+  AgentTasks,
+  DiscordGateway,
+  DiscordRestLimiter,
+  PostPublisher,
+  RateLimiter,
+  SchemaGate,
+} = instrumentedObjects({ env: countingEnv, state: countObjectSql });
 
 export default {
   fetch(request, env, ctx) {

@@ -16,6 +16,7 @@ import type { Env } from "../../src/env.ts";
 export {
   AgentTasks,
   DiscordGateway,
+  DiscordRestLimiter,
   PostPublisher,
   RateLimiter,
   SchemaGate,

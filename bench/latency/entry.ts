@@ -18,8 +18,15 @@ import {
 
 instrumentFetch();
 
-export const { AgentRoom, AgentTasks, DiscordGateway, PostPublisher, RateLimiter, SchemaGate } =
-  instrumentedObjects({ env: instrumentEnv, state: countObjectSql });
+export const {
+  AgentRoom,
+  AgentTasks,
+  DiscordGateway,
+  DiscordRestLimiter,
+  PostPublisher,
+  RateLimiter,
+  SchemaGate,
+} = instrumentedObjects({ env: instrumentEnv, state: countObjectSql });
 
 export default {
   async fetch(request, env, ctx) {
