@@ -6,11 +6,14 @@
 // model_not_configured and still stores the message; `limits` has tight rate limits and a
 // worker-wide daily token ceiling (DAILY_TOKEN_LIMIT); `telemetry` exports traces to an OTLP
 // collector stand-in.
-// Two Node projects: `runtime` runs the pure runtime's tests (test/runtime/) in plain Node, which
-// proves src/runtime/ needs no platform; `node` runs the Node tools and the import-graph checks.
+// Node projects: `runtime` runs the pure runtime's tests (test/runtime/) in plain Node, which
+// proves src/runtime/ needs no platform; `fast` the other platform-free tests (test/tiers.ts);
+// together they are the fast tier (`npm run test:fast`). `node` runs the Node tools and the
+// import-graph checks.
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
 import { configDefaults, defineConfig } from "vitest/config";
 import { unstable_readConfig } from "wrangler";
+import { NODE_TIER_FILES } from "./test/tiers.ts";
 
 export const TEST_ADMIN_TOKEN = "test-admin-token-0123456789";
 
@@ -85,6 +88,8 @@ export default defineConfig(async () => {
     bindings: Record<string, unknown>,
     globalSetup: string[] = [],
     setupFiles = ["./test/setup/apply-migrations.ts"],
+    /** A workerd per file (the plugin's default) rather than one for all the project's files. */
+    isolate = false,
   ) => ({
     plugins: [
       cloudflareTest({
@@ -95,6 +100,8 @@ export default defineConfig(async () => {
             ...baseBindings,
             ...bindings,
             TEST_MIGRATIONS: migrations,
+            // The full tier's longer fuzz (test/surfaces/fuzz.test.ts): FUZZ_RUNS=20000 npm run test:full.
+            TEST_FUZZ_RUNS: process.env.FUZZ_RUNS ?? "",
             TEST_RUN_WORKER_FIRST: runWorkerFirst,
           },
           // An empty database for test/db/migrations.test.ts, which applies the migrations in steps.
@@ -111,10 +118,15 @@ export default defineConfig(async () => {
     test: {
       name,
       include,
-      exclude: [...configDefaults.exclude, "test/runtime/**"],
+      // Platform-free tests run in Node (the `runtime` and `fast` projects), never here too.
+      exclude: [...configDefaults.exclude, "test/runtime/**", ...NODE_TIER_FILES],
       globalSetup,
       testTimeout: 30_000,
       setupFiles,
+      // One workerd for all of a project's files, one after another: booting a runtime and
+      // loading the worker into it cost ~8 s a file, three quarters of the suite. Each file
+      // still starts from an empty world (test/setup/apply-migrations.ts resets every binding).
+      isolate,
     },
   });
   const withModelAndDiscord = {
@@ -150,6 +162,20 @@ export default defineConfig(async () => {
   };
   return {
     test: {
+      // Runtime events and logs are printed for a failing test only: a passing run stays short.
+      silent: "passed-only" as const,
+      // With a workerd shared by a project's files, work an earlier file left running (a room's
+      // after-reply writes, a token's last-used touch) can outlive test/setup's reset of every
+      // binding; workerd then refuses its next I/O as belonging to a request that is gone. That
+      // error, and only it, is the shared runtime's and not a test's: it is dropped. Any other
+      // unhandled error still fails the run.
+      onUnhandledError(error: { message?: string }) {
+        const message = error.message ?? "";
+        return !(
+          message.startsWith("Cannot perform I/O on behalf of a different request") &&
+          message.includes("(I/O type: Lock&)")
+        );
+      },
       projects: [
         // Limits high enough that no test trips them by accident, but the limiter is on every request.
         project(
@@ -167,7 +193,9 @@ export default defineConfig(async () => {
             "./test/setup/web-peers.ts",
           ],
         ),
-        // Discord conversations over the Gateway, against a Gateway stand-in on loopback.
+        // Discord conversations over the Gateway, against a Gateway stand-in on loopback. A runtime
+        // per file: the worker's first request starts the Gateway object, which holds its
+        // connection for the runtime's life, and a file resetting storage under it breaks it.
         project(
           "gateway",
           ["test/gateway/**/*.spec.ts"],
@@ -178,6 +206,8 @@ export default defineConfig(async () => {
             RATE_LIMIT_PER_USER: "100000/min",
           },
           ["./test/setup/gateway-peer.ts"],
+          undefined,
+          true,
         ),
         project("no-model", ["test/no-model/**/*.spec.ts"], {}),
         // A database no migration was applied to: the worker brings it up to date itself.
@@ -208,6 +238,8 @@ export default defineConfig(async () => {
         }),
         // The pure runtime (src/runtime/) in plain Node: no workerd, no bindings, no migrations.
         { test: { name: "runtime", include: ["test/runtime/**/*.test.ts"], environment: "node" } },
+        // The other platform-free tests (test/tiers.ts), in plain Node: with `runtime`, the fast tier.
+        { test: { name: "fast", include: NODE_TIER_FILES, environment: "node" } },
         // The Node tools (the memory CLI, the knowledge file reader) in Node, against the worker
         // started as the benchmarks start it; and the import graph's boundaries (boundaries.spec.ts).
         {

@@ -13,6 +13,8 @@ declare global {
       TEST_DISCORD_PRIVATE_KEY?: string;
       /** wrangler.toml's assets.run_worker_first, as JSON. */
       TEST_RUN_WORKER_FIRST?: string;
+      /** FUZZ_RUNS from the shell (the full tier); empty: the fuzz test's default. */
+      TEST_FUZZ_RUNS?: string;
     }
     interface GlobalProps {
       mainModule: typeof import("../src/index.ts");

@@ -24,7 +24,8 @@ import {
 
 /** Change it to explore other requests; keep the one that found a bug in a regression test. */
 const FUZZ_SEED = 20_261_122;
-const FUZZ_RUNS = 2_100;
+/** The default; the full tier (`npm run test:full`) runs more through FUZZ_RUNS. */
+const FUZZ_RUNS = Number(env.TEST_FUZZ_RUNS) > 0 ? Number(env.TEST_FUZZ_RUNS) : 2_100;
 /** Runs grow with the routes (by weight), so each keeps at least MIN_REQUESTS_PER_ROUTE as routes are added. */
 const RUNS_PER_WEIGHT = 45;
 const MIN_REQUESTS = 2_000;
