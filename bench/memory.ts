@@ -6,7 +6,9 @@
 // (bench/model-server.ts, the same hashed vectors as a semantic embedder would vote them), which
 // answers after N ms, and each search waits for its query's vector at most the default embedding
 // budget of a turn (or `--budget-ms`): recall as a turn retrieves at that embedding latency.
+import { existsSync } from "node:fs";
 import { cpus } from "node:os";
+import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { createRecallTally, loadLocomo, type LocomoConversation } from "./locomo.ts";
 import { markdownTable, summarize, type Cell } from "./stats.ts";
@@ -15,7 +17,13 @@ import { startBenchWorker, type Call } from "./worker-harness.ts";
 import { BENCH_EMBEDDING_DIMENSIONS, startModelServer, type ModelServer } from "./model-server.ts";
 import { DEFAULT_EMBEDDING_BUDGET_MS } from "../src/runtime/retrieval/query-embedding.ts";
 
-const LOCOMO_PATH = "../shared/data/locomo-dev.json";
+/**
+ * The LoCoMo dev set: the team's shared/ folder beside the repository (where CI and the
+ * developers' machines have it), or LOCOMO_PATH. It is not in the repository (CC BY-NC).
+ */
+const LOCOMO_PATH =
+  process.env.LOCOMO_PATH ??
+  fileURLToPath(new URL("../../shared/data/locomo-dev.json", import.meta.url));
 const BATCH_SIZE = 500; // the API's MAX_MEMORIES_PER_REQUEST
 const RECALL_KS = [5, 10, 25];
 const LOCOMO_LIMIT = 25;
@@ -67,6 +75,11 @@ async function main(): Promise<void> {
     throw new UsageError(`--budget-ms takes 0 to 10000\n${HELP}`);
   if (embedMs !== null && values.only === "scale")
     throw new UsageError(`--embed-ms measures LoCoMo only\n${HELP}`);
+  // Said before a worker starts: a clone without the data set runs the scale part alone.
+  if (values.only !== "scale" && !existsSync(LOCOMO_PATH))
+    throw new UsageError(
+      `the LoCoMo dev set is not at ${LOCOMO_PATH} (it lives in the team's shared/data beside the repository; LOCOMO_PATH=<file> points elsewhere). Without it: npm run bench:memory -- --only scale`,
+    );
   const started = performance.now();
   const cpu = cpus();
   console.log(

@@ -2,16 +2,25 @@
 // against a model stand-in on loopback that streams a word every CHUNK_DELAY_MS. Compared with the
 // stand-in's own first chunk (the floor: what the model costs) and with the same turn answered as
 // one JSON body (what a client waits without streaming). Loopback only; fresh state every run.
+// `-- --turns N --warmup N` sizes it (100 and 10 by default, about 6 minutes on 2 cores).
 import { cpus } from "node:os";
+import { parseArgs } from "node:util";
 import { startModelServer } from "./model-server.ts";
 import { markdownTable, summarize } from "./stats.ts";
 import { createBenchAgent, startBenchWorker } from "./worker-harness.ts";
 
 const CHUNK_DELAY_MS = 20;
 const WORDS = 40;
-const TURNS = 100;
-const WARMUP = 10;
 const REPLY = Array.from({ length: WORDS }, (_, i) => `word${i}`).join(" ");
+
+function positive(value: string | undefined, flag: string, min = 1): number {
+  const parsed = Number(value);
+  if (!Number.isInteger(parsed) || parsed < min) {
+    console.error(`${flag} takes a whole number of at least ${min}`);
+    process.exit(2);
+  }
+  return parsed;
+}
 
 export interface Timed {
   firstToken: number;
@@ -36,6 +45,16 @@ export async function readStream(response: Response, started: number): Promise<T
 }
 
 async function main(): Promise<void> {
+  // Turns measured and warm-up turns before them (a smoke run: `-- --turns 3 --warmup 1`). Read
+  // here, not at the top: bench:dev and the production bench import readStream from this file.
+  const { values: args } = parseArgs({
+    options: {
+      turns: { type: "string", default: "100" },
+      warmup: { type: "string", default: "10" },
+    },
+  });
+  const TURNS = positive(args.turns, "--turns");
+  const WARMUP = positive(args.warmup, "--warmup", 0);
   const cpu = cpus();
   console.log(
     `\nedge-agents bench:stream: ${cpu[0]?.model ?? "unknown CPU"} x${cpu.length}, Node ${process.version}`,
