@@ -104,13 +104,11 @@ export function commandRefusal(admission: Admission, tool: string): "filtered" |
 }
 
 /** Just the rules the verdict reads: what a voice note's turn carries to its room. */
-function rulesOf(filter: FilterRules): FilterRules {
+function rulesOf({ words, patterns, maxLinks, minAccountAgeDays }: FilterRules): FilterRules {
   return {
-    words: [...filter.words],
-    patterns: [...filter.patterns],
-    ...(filter.maxLinks !== undefined ? { maxLinks: filter.maxLinks } : {}),
-    ...(filter.minAccountAgeDays !== undefined
-      ? { minAccountAgeDays: filter.minAccountAgeDays }
-      : {}),
+    words,
+    patterns,
+    ...(maxLinks !== undefined ? { maxLinks } : {}),
+    ...(minAccountAgeDays !== undefined ? { minAccountAgeDays } : {}),
   };
 }

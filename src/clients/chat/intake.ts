@@ -184,7 +184,7 @@ export async function amendMessage(
     | { kind: "edit"; text: string; filter: FilterRules | null | undefined }
     | { kind: "delete" },
   at: number,
-): Promise<"edited" | "deleted"> {
+): Promise<void> {
   const admitted =
     change.kind === "edit"
       ? admitEdit({ filter: change.filter, text: change.text, now: at })
@@ -195,7 +195,6 @@ export async function amendMessage(
     change: admitted.kind === "edit" ? admitted : { kind: "delete" },
     at,
   });
-  return admitted.kind === "edit" ? "edited" : "deleted";
 }
 
 /** The owner ids configured for a platform (DISCORD_OWNER_IDS, TELEGRAM_OWNER_IDS, SLACK_OWNER_IDS). */

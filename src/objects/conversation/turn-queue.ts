@@ -128,9 +128,9 @@ export class TurnQueue {
       if (!resume) {
         // Before anything reads the text: a voice note's transcript is the message. A member
         // whose place's budget is used gets no transcription either (the turn then says so).
-        const voice = (await runner.placeBudgetUsed(entry.input))
-          ? { entry, failure: null }
-          : await transcribeVoiceNote(entry, this.options.attachments, journal);
+        const voice = await transcribeVoiceNote(entry, this.options.attachments, journal, () =>
+          runner.placeBudgetUsed(entry.input),
+        );
         entry = voice.entry;
         if (voice.failure) {
           received = runner.receive(entry.input);

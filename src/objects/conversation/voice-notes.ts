@@ -3,6 +3,7 @@
 // person's words. The rewritten message is journalled before anything else happens, so a re-run
 // neither downloads nor transcribes again. A failed transcription keeps the message (with its
 // audio's reference) and fails the turn with words for the person, and no model call is made.
+// A member over their place's budget gets no transcription: the turn then gives the notice.
 import { flatten } from "../../runtime/context/quoted-data.ts";
 import { AppError } from "../../runtime/util/errors.ts";
 import type { TurnInput } from "../../runtime/turn/turn-types.ts";
@@ -34,9 +35,12 @@ export async function transcribeVoiceNote(
   entry: JournalEntry,
   ingest: AttachmentIngest,
   journal: TurnJournal,
+  /** The place's budget is used: nothing is transcribed (read only when there is audio to send). */
+  overBudget: () => Promise<boolean>,
 ): Promise<{ entry: JournalEntry; failure: VoiceNoteError | null }> {
   const { attachments, agentId } = entry.input;
   if (!ingest.transcribe || attachments.length === 0) return { entry, failure: null };
+  if (await overBudget()) return { entry, failure: null };
   const result = await ingest.transcribe(attachments, `attachments/${agentId}/${entry.turnId}`);
   if (!result) return { entry, failure: null };
   const input: TurnInput = {

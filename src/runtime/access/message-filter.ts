@@ -131,7 +131,8 @@ export const StoredChatFilterRules = chatFilterRules(false);
 export type ChatFilterRules = z.infer<typeof ChatFilterRules>;
 
 /** Which rule declined a message. */
-export type FilterVerdict = "word" | "pattern" | "links" | "account_age";
+export const FILTER_VERDICTS = ["word", "pattern", "links", "account_age"] as const;
+export type FilterVerdict = (typeof FILTER_VERDICTS)[number];
 
 /** The rules the verdict reads (a Telegram or Slack filter has no account age). */
 export type FilterRules = Pick<

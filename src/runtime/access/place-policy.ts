@@ -4,7 +4,7 @@
 // (src/clients/chat/admission.ts); it then travels with the turn or task as the principal does,
 // journalled, and is validated when read back, since it decides what a model may be offered.
 import { z } from "zod";
-import type { FilterRules, FilterVerdict } from "./message-filter.ts";
+import { FILTER_VERDICTS, type FilterRules, type FilterVerdict } from "./message-filter.ts";
 
 export interface PlacePolicy {
   /** Over the character's `respond.mode`; "never" answers nobody there, not even a mention. */
@@ -56,13 +56,6 @@ export function inheritedPlace(place: PlacePolicy | null | undefined): PlacePoli
   };
   return Object.keys(inherited).length > 0 ? inherited : undefined;
 }
-
-const FILTER_VERDICTS = [
-  "word",
-  "pattern",
-  "links",
-  "account_age",
-] as const satisfies readonly FilterVerdict[];
 
 const Budget = z.number().int().positive();
 

@@ -87,7 +87,13 @@ export async function command(c: Ctx, interaction: CommandInteraction) {
       }
       // The server's filter before the model: the message is stored, declined, and the person
       // told so privately at once (the turn then sends nothing to the interaction).
-      const { principal, place, filtered } = await admitHere(c, interaction, discordConfig, text);
+      const { principal, place, filtered } = await admitHere(
+        c,
+        interaction,
+        discordConfig,
+        channelId,
+        text,
+      );
       const delivery = interactionDelivery(interaction, channelId, now);
       await enqueueTurn(c.env, {
         idempotencyKey: `discord:${interaction.id}`,
@@ -128,7 +134,13 @@ export async function command(c: Ctx, interaction: CommandInteraction) {
       const now = Date.now();
       // The server's rules hold for a task as for /chat: its goal through the filter, and its
       // tools, roles and budgets carried with it to every model and tool call of every step.
-      const { principal, place, filtered } = await admitHere(c, interaction, discordConfig, goal);
+      const { principal, place, filtered } = await admitHere(
+        c,
+        interaction,
+        discordConfig,
+        channelId,
+        goal,
+      );
       if (filtered)
         return message(
           `This server's filter declined your task (${FILTER_RULE_NAMES[filtered]}); I won't start it.`,
@@ -160,7 +172,7 @@ export async function command(c: Ctx, interaction: CommandInteraction) {
       // /remember is the `remember` tool by hand: the filter reads the fact (later prompts will),
       // and a server that gates the tool by role gates the command too.
       const refusal = commandRefusal(
-        await admitHere(c, interaction, discordConfig, fact),
+        await admitHere(c, interaction, discordConfig, channelId, fact),
         "remember",
       );
       if (refusal === "filtered")
@@ -354,6 +366,7 @@ async function admitHere(
   c: Ctx,
   interaction: CommandInteraction,
   discordConfig: DiscordConfig,
+  channelId: string,
   text: string,
 ): Promise<Admission> {
   const principal = await memberPrincipal(
@@ -361,7 +374,6 @@ async function admitHere(
     owners(c),
     loadConfig(c.env).discordOwnerIds,
   );
-  const channelId = interaction.channel_id ?? "";
   const guildId = interaction.guild_id ?? null;
   const user = invoker(interaction);
   return admit({
