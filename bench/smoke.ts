@@ -27,6 +27,7 @@ const RUNS: Array<{ script: string; args: string[]; needsLocomo?: boolean }> = [
   { script: "bench:compare", args: ["--runs", "1", "--turns", "5", "--warmup", "1"] },
   { script: "bench:dev", args: ["--turns", "3", "--warmup", "1"] },
   { script: "bench:floor", args: ["--turns", "6", "--blocks", "1", "--load", "0"] },
+  { script: "bench:capacity", args: ["--turns", "20", "--rooms", "5"] },
 ];
 
 /** Where bench:memory reads the LoCoMo dev set (bench/memory.ts): not in the repository. */
