@@ -43,6 +43,8 @@ const baseBindings = {
   RATE_LIMIT_PER_TOKEN: "",
   RATE_LIMIT_PER_USER: "",
   DAILY_TOKEN_LIMIT: "",
+  MEMORY_RETENTION_DAYS: "",
+  INSPECTOR_TEXT_SHARE: "",
   ALLOW_LOOPBACK_FETCH: "",
   MCP_ALLOW_LOOPBACK: "",
   OTEL_EXPORTER_OTLP_ENDPOINT: "",
@@ -90,6 +92,8 @@ export default defineConfig(async () => {
     setupFiles = ["./test/setup/apply-migrations.ts"],
     /** A workerd per file (the plugin's default) rather than one for all the project's files. */
     isolate = false,
+    /** Memory databases MEMORY_DB_1..n besides DB (src/db/shards.ts). */
+    memoryDatabases = 0,
   ) => ({
     plugins: [
       cloudflareTest({
@@ -105,7 +109,15 @@ export default defineConfig(async () => {
             TEST_RUN_WORKER_FIRST: runWorkerFirst,
           },
           // An empty database for test/db/migrations.test.ts, which applies the migrations in steps.
-          d1Databases: { TEST_MIGRATION_DB: "test-migration-db" },
+          d1Databases: {
+            TEST_MIGRATION_DB: "test-migration-db",
+            ...Object.fromEntries(
+              Array.from({ length: memoryDatabases }, (_, i) => [
+                `MEMORY_DB_${i + 1}`,
+                `memory-db-${i + 1}`,
+              ]),
+            ),
+          },
           // The tokenizer's 2.4 MB rank table must not travel through Vitest's module WebSocket:
           // workerd caps a WebSocket message at 1 MiB, and a worker's warm-module snapshot bundles
           // every module of the graph into one message. Loading it from disk avoids that.
@@ -210,6 +222,20 @@ export default defineConfig(async () => {
           true,
         ),
         project("no-model", ["test/no-model/**/*.spec.ts"], {}),
+        // Agents spread over three memory databases besides the catalog (docs/scaling.md).
+        project(
+          "shards",
+          ["test/shards/**/*.spec.ts"],
+          {
+            ...withModelAndDiscord,
+            RATE_LIMIT_PER_TOKEN: "100000/min",
+            RATE_LIMIT_PER_USER: "100000/min",
+          },
+          undefined,
+          undefined,
+          false,
+          3,
+        ),
         // A database no migration was applied to: the worker brings it up to date itself.
         project(
           "fresh-db",

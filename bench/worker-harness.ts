@@ -34,6 +34,8 @@ export interface BenchWorkerOptions {
    * Durable Object classes): bench/latency/entry.ts, which delays and records D1 and object calls.
    */
   entry?: string;
+  /** Memory databases MEMORY_DB_1..n besides DB (src/db/shards.ts); none by default. */
+  memoryDatabases?: number;
   /** Opens workerd's inspector (Chrome DevTools protocol) on this port, for profiling. */
   inspectorPort?: number;
 }
@@ -92,6 +94,19 @@ export async function startBenchWorker(
       {
         ...workerOptions,
         name: "edge-agents",
+        ...(options.memoryDatabases
+          ? {
+              d1Databases: {
+                ...(workerOptions.d1Databases as Record<string, string> | undefined),
+                ...Object.fromEntries(
+                  Array.from({ length: options.memoryDatabases }, (_, i) => [
+                    `MEMORY_DB_${i + 1}`,
+                    `memory-db-${i + 1}`,
+                  ]),
+                ),
+              },
+            }
+          : {}),
         // The entry first, then what it imports (named as in its import statements).
         modules: [
           options.entry ? `${basename(options.entry, extname(options.entry))}.js` : "index.js",

@@ -4,7 +4,8 @@
 // moment without them), opens the worker's /health (its first request applies the migrations and
 // seeds the shipped characters), and registers the Discord commands when Discord is configured.
 // --var sets plain variables (wrangler.toml has no [vars] and keeps those set earlier);
-// --discord sets up the bot from its token alone; --vectorize moves memory vectors to Vectorize.
+// --discord sets up the bot from its token alone; --vectorize moves memory vectors to Vectorize;
+// --memory-shards N declares memory databases MEMORY_DB_1..N, which the deploy creates.
 // With TELEGRAM_BOT_TOKEN in the shell it also points the Telegram bot's webhook at the worker.
 // Running it again changes nothing that exists.
 // The admin token never travels on a command line (`ps` and shell history keep those) and is
@@ -30,6 +31,9 @@ const HELP = `Usage: npm run deploy [-- options]
                     (default: the one already chosen, else the first agent)
   --vectorize       create the Vectorize index (the embedder's dimension, metadata indexes), bind it,
                     deploy again and re-embed existing memories into it
+  --memory-shards N declare N memory databases (MEMORY_DB_1..N) in wrangler.toml, which this deploy
+                    creates; new agents go to the emptiest. Never fewer than declared: agents
+                    may live there (move them first: docs/scaling.md)
   --url URL         where the worker answers, when it is not the workers.dev address wrangler prints
 With TELEGRAM_BOT_TOKEN in this shell, the bot's webhook is pointed at the worker (with its secret:
 TELEGRAM_WEBHOOK_SECRET from this shell, else a new random one) and, when no agent answers there
@@ -648,6 +652,47 @@ async function setTelegramWebhook(telegram: TelegramSetup, base: string): Promis
   ].join("\n");
 }
 
+/** The memory databases wrangler.toml declares, by number (src/db/shards.ts). */
+export function declaredMemoryDatabases(toml: string): number[] {
+  return [...toml.matchAll(/^\s*binding\s*=\s*"MEMORY_DB_(\d+)"/gm)].map((m) => Number(m[1]));
+}
+
+/** wrangler.toml with MEMORY_DB_1..count declared (those missing appended; wrangler creates them). */
+export function withMemoryDatabases(
+  toml: string,
+  count: number,
+): { toml: string; added: number[] } {
+  const declared = new Set(declaredMemoryDatabases(toml));
+  const added: number[] = [];
+  let out = toml.trimEnd();
+  for (let n = 1; n <= count; n++) {
+    if (declared.has(n)) continue;
+    added.push(n);
+    out += `\n\n# A memory database (added by npm run deploy -- --memory-shards; docs/scaling.md).\n[[d1_databases]]\nbinding = "MEMORY_DB_${n}"\ndatabase_name = "edge-agents-memory-${n}"\n`;
+  }
+  return { toml: added.length > 0 ? `${out.trimEnd()}\n` : toml, added };
+}
+
+function declareMemoryDatabases(option: string): void {
+  const count = Number(option);
+  if (!Number.isInteger(count) || count < 0 || count > 999)
+    throw new Error("--memory-shards takes a number of memory databases, 0 to 999");
+  const toml = readFileSync("wrangler.toml", "utf8");
+  const declared = declaredMemoryDatabases(toml);
+  const highest = Math.max(0, ...declared);
+  if (count < highest)
+    throw new Error(
+      `wrangler.toml declares MEMORY_DB_${highest}; agents may live there, so --memory-shards ${count} would unbind it. ` +
+        "Move its agents first (npm run memory -- move), then remove the binding by hand (docs/scaling.md).",
+    );
+  const { toml: next, added } = withMemoryDatabases(toml, count);
+  if (added.length === 0) return;
+  writeFileSync("wrangler.toml", next);
+  console.log(
+    `Declared ${added.map((n) => `MEMORY_DB_${n}`).join(", ")} in wrangler.toml; this deploy creates them.`,
+  );
+}
+
 // ---- the deploy --------------------------------------------------------------------------------
 
 async function main(): Promise<void> {
@@ -660,6 +705,7 @@ async function main(): Promise<void> {
       discord: { type: "boolean" },
       agent: { type: "string" },
       vectorize: { type: "boolean" },
+      "memory-shards": { type: "string" },
       url: { type: "string" },
       help: { type: "boolean" },
     },
@@ -677,6 +723,7 @@ async function main(): Promise<void> {
     );
   const envToken = adminTokenFromEnv();
   const vars = parseVars(values.var ?? []);
+  if (values["memory-shards"] !== undefined) declareMemoryDatabases(values["memory-shards"]);
 
   // Discord first: a wrong token stops the deploy before it changes anything.
   const discord = values.discord ? await discordSetup() : undefined;

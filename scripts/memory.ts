@@ -1,4 +1,4 @@
-// `npm run memory -- <list|similar|clear|stats|init|knowledge>`: look into and manage an agent's long-term
+// `npm run memory -- <list|similar|clear|stats|init|knowledge|move>`: look into and manage an agent's long-term
 // memory over the HTTP API, against the local dev server (token from .dev.vars) or a deployed
 // worker (--url, --token). Only the API, never D1 directly, so it works the same everywhere.
 // Tables fit the terminal; --json prints the raw answers. Exit code 0 on success, 1 otherwise.
@@ -6,6 +6,7 @@ import { existsSync, readFileSync, statSync } from "node:fs";
 import { dirname } from "node:path";
 import { parseArgs } from "node:util";
 import { MAX_AGENT_BODY_BYTES } from "../src/http/body-limits.ts";
+import type { MoveProgress } from "../src/db/moves/agent-move.ts";
 import type { KnowledgeItem } from "../src/runtime/character.ts";
 import type { KnowledgeFiles } from "./knowledge-files.ts";
 
@@ -25,6 +26,10 @@ Commands:
             wait for a vector again). Safe to run again
   knowledge <file|folder>...   stores each .md/.txt file as a knowledge document of the agent
             (folders are read recursively); the same file again replaces its document
+  move <DB|MEMORY_DB_n> [--abort]   moves the agent's memories, rooms and inspector records to
+            that database while it keeps answering (copy, fence, verify, switch, clean up:
+            docs/scaling.md); an interrupted move resumes where it stopped when run again;
+            --abort rolls back a move that has not switched yet. Needs the admin token
   knowledge --character FILE   the same for the path and directory entries of a character
             file, which are relative to it and must stay inside its folder (--agent defaults
             to the character's id, as POST /agents and npm run seed derive it)
@@ -36,10 +41,11 @@ Options:
   --id I       memory ids (as list shows them); comma-separate several
   --url URL    the worker (default: $EDGE_AGENTS_URL, else http://localhost:8787)
   --token T    API token (default: $EDGE_AGENTS_TOKEN, else ADMIN_TOKEN from .dev.vars for a local URL)
+  --abort      move: roll back the move under way instead
   --json       print the API's JSON instead of tables
   --help       this text`;
 
-const COMMANDS = ["list", "similar", "clear", "stats", "init", "knowledge"] as const;
+const COMMANDS = ["list", "similar", "clear", "stats", "init", "knowledge", "move"] as const;
 type Command = (typeof COMMANDS)[number];
 const TYPES = ["message", "fact", "description", "lore", "document", "fragment", "summary"];
 /** Options each command accepts besides --agent, --url, --token, --json and --help. */
@@ -50,6 +56,7 @@ const COMMAND_OPTIONS: Record<Command, readonly string[]> = {
   stats: [],
   init: [],
   knowledge: ["character"],
+  move: ["abort"],
 };
 const MAX_LIST = 10_000;
 /** `clear` counts a filtered selection by paging through it; past this it says "at least". */
@@ -75,6 +82,8 @@ export interface CliOptions {
   cursor?: string;
   threshold?: number;
   yes: boolean;
+  /** move: roll back instead. */
+  abort: boolean;
   json: boolean;
   url: string;
   token?: string;
@@ -102,6 +111,7 @@ export function parseCli(
     help: { type: "boolean" },
     character: { type: "string" },
     id: { type: "string" },
+    abort: { type: "boolean" },
   } as const;
   const { values, positionals } = (() => {
     try {
@@ -119,7 +129,13 @@ export function parseCli(
     if (!["agent", "url", "token", "json", "help", ...COMMAND_OPTIONS[command]].includes(key))
       throw new CliError(`--${key} does not apply to ${command} (see --help)`);
   }
-  if (command !== "similar" && command !== "knowledge" && rest.length > 0)
+  if (command === "move" && rest.length !== (values.abort ? 0 : 1))
+    throw new CliError(
+      values.abort
+        ? "move --abort takes no database: it rolls back the move under way"
+        : "move takes the database to move to, e.g. npm run memory -- move MEMORY_DB_2 --agent ada",
+    );
+  if (command !== "similar" && command !== "knowledge" && command !== "move" && rest.length > 0)
     throw new CliError(`${command} takes no arguments besides options, got "${rest.join(" ")}"`);
   if (command === "knowledge" && rest.length > 0 === (values.character !== undefined)) {
     throw new CliError(
@@ -162,7 +178,8 @@ export function parseCli(
       command,
       agent: values.agent ?? "",
       query,
-      paths: command === "knowledge" ? rest : [],
+      paths: command === "knowledge" || command === "move" ? rest : [],
+      abort: values.abort ?? false,
       character: values.character,
       room: values.room,
       user: values.user,
@@ -463,7 +480,37 @@ async function run(options: CliOptions): Promise<number> {
       return init(api, options);
     case "knowledge":
       return knowledge(api, options);
+    case "move":
+      return move(api, options);
   }
+}
+
+/** Steps the move (or its roll-back) until it is done, one request per step. */
+async function move(api: Api, options: CliOptions): Promise<number> {
+  const path = `/agents/${encodeURIComponent(options.agent)}/move`;
+  const to = options.paths[0];
+  let progress = options.abort
+    ? await api<MoveProgress>("DELETE", path)
+    : await api<MoveProgress>("POST", path, { to });
+  let last = "";
+  while (progress.phase !== "done") {
+    const line = `${progress.source} -> ${progress.target}: ${progress.phase}${progress.table ? ` (${progress.table})` : ""}, ${progress.pass.sourceRows} rows read`;
+    if (!options.json && line !== last) console.log(line);
+    last = line;
+    progress = options.abort
+      ? await api<MoveProgress>("DELETE", path)
+      : await api<MoveProgress>("POST", path, {});
+  }
+  if (options.json) return out(progress);
+  if (options.abort) {
+    console.log(`rolled back: ${options.agent} stays in ${progress.source}`);
+    return 0;
+  }
+  const { pass } = progress;
+  console.log(
+    `moved ${options.agent} to ${progress.target}: ${pass.sourceRows} rows verified (counts ${pass.sourceRows} = ${pass.targetRows}, hash chains equal: ${pass.sourceChain === pass.targetChain}); writes held for ${(progress.switchedAt ?? 0) - (progress.fencedAt ?? 0)} ms`,
+  );
+  return 0;
 }
 
 async function clear(api: Api, options: CliOptions): Promise<number> {

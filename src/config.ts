@@ -195,6 +195,16 @@ const VarsSchema = z.object({
       .min(1)
       .optional(),
   ),
+  // Days an agent's messages and summaries are kept (the same bounds as settings.memory.retentionDays).
+  MEMORY_RETENTION_DAYS: z.preprocess(
+    unset,
+    z.coerce
+      .number({ error: "must be a whole number of days" })
+      .int("must be a whole number of days")
+      .min(1)
+      .max(36_500)
+      .optional(),
+  ),
   MAX_CONTEXT_TOKENS: z.preprocess(
     unset,
     z.coerce
@@ -203,6 +213,11 @@ const VarsSchema = z.object({
       .min(1_000)
       .max(2_000_000)
       .optional(),
+  ),
+  // The share of turns whose prompt text the inspector keeps in R2 (docs/observability.md).
+  INSPECTOR_TEXT_SHARE: z.preprocess(
+    unset,
+    z.coerce.number({ error: "must be a number from 0 to 1" }).min(0).max(1).optional(),
   ),
 });
 
@@ -245,6 +260,8 @@ export interface Config {
   vectors: Vectorize | null;
   /** Prompt budget in tokens; long-term memory sections take shares of it. */
   maxContextTokens: number;
+  /** INSPECTOR_TEXT_SHARE: the share of turns (0-1) whose prompt text the inspector keeps (R2). */
+  inspectorTextShare: number;
   adminToken?: string;
   secretsKey?: string;
   publicBaseUrl?: string;
@@ -252,6 +269,11 @@ export interface Config {
   rateLimits: { perToken: RateRule | null; perUser: RateRule | null };
   /** Model tokens an agent may spend per UTC day unless its character says otherwise; null: no ceiling. */
   dailyTokenLimit: number | null;
+  /**
+   * MEMORY_RETENTION_DAYS: messages and summaries older than this are deleted by the upkeep, for
+   * agents whose character sets no `settings.memory.retentionDays`; null keeps them.
+   */
+  memoryRetentionDays: number | null;
   /** Development only: the guarded fetch may reach loopback, over http too (tests, `npm run dev`). */
   allowLoopbackFetch: boolean;
   /** A fresh deployment seeds the shipped characters on its first start (SEED_CHARACTERS, default true). */
@@ -313,6 +335,8 @@ export const DEPLOYMENT_VARIABLES = [
   "RATE_LIMIT_PER_TOKEN",
   "RATE_LIMIT_PER_USER",
   "DAILY_TOKEN_LIMIT",
+  "MEMORY_RETENTION_DAYS",
+  "INSPECTOR_TEXT_SHARE",
   "SEED_CHARACTERS",
   "WORKERS_AI",
   "VECTORIZE",
@@ -361,11 +385,13 @@ export function loadConfig(env: Env): Config {
     embeddingAlternatives: embeddingAlternatives(vars, ai),
     vectors: vars.VECTORIZE === "false" ? null : (env.VECTORS ?? null),
     maxContextTokens: vars.MAX_CONTEXT_TOKENS ?? DEFAULT_MAX_CONTEXT_TOKENS,
+    inspectorTextShare: vars.INSPECTOR_TEXT_SHARE ?? 1,
     adminToken: vars.ADMIN_TOKEN,
     secretsKey: vars.SECRETS_KEY,
     publicBaseUrl: vars.PUBLIC_BASE_URL,
     rateLimits: { perToken: vars.RATE_LIMIT_PER_TOKEN, perUser: vars.RATE_LIMIT_PER_USER },
     dailyTokenLimit: vars.DAILY_TOKEN_LIMIT ?? null,
+    memoryRetentionDays: vars.MEMORY_RETENTION_DAYS ?? null,
     // ALLOW_LOOPBACK_FETCH wins; MCP_ALLOW_LOOPBACK is its old name.
     allowLoopbackFetch: (vars.ALLOW_LOOPBACK_FETCH ?? vars.MCP_ALLOW_LOOPBACK) === "true",
     discordOwnerIds: vars.DISCORD_OWNER_IDS,

@@ -24,7 +24,13 @@ export interface Env {
   GATEWAY?: DurableObjectNamespace<DiscordGatewayRpc>;
   /** Discord's REST rate limits shared by the bot's rooms (src/rate-limits/discord-rest-limiter.ts). */
   DISCORD_LIMITS?: DurableObjectNamespace<DiscordRestLimiterRpc>;
+  /** The catalog (agents, tokens, configs) and, without memory databases, everything else. */
   DB: D1Database;
+  /**
+   * Memory databases (`MEMORY_DB_1` .. `MEMORY_DB_<n>`, optional): each agent's memories, vector
+   * rows, rooms and inspector records live in one of them (src/db/shards.ts).
+   */
+  [memoryDb: `MEMORY_DB_${number}`]: D1Database | undefined;
   MEDIA: R2Bucket;
   VECTORS?: Vectorize;
   AI?: Ai;
@@ -66,6 +72,10 @@ export interface Env {
   RATE_LIMIT_PER_TOKEN?: string;
   RATE_LIMIT_PER_USER?: string;
   DAILY_TOKEN_LIMIT?: string;
+  /** Days messages and summaries are kept, for characters that set no retentionDays (config.ts). */
+  MEMORY_RETENTION_DAYS?: string;
+  /** The share of turns (0-1) whose prompt text the turn inspector keeps in R2; default 1. */
+  INSPECTOR_TEXT_SHARE?: string;
   SEED_CHARACTERS?: string;
   /** "false" ignores the AI binding (local development without a Cloudflare login, tests). */
   WORKERS_AI?: string;

@@ -18,6 +18,7 @@ export const NODE_TIER_FILES = [
   "test/clients/telegram/message-text.test.ts",
   "test/clients/telegram/update.test.ts",
   "test/db/json-column-checker.test.ts",
+  "test/db/stores/turn-inspection-shapes.test.ts",
   "test/http/openai-chat-response.test.ts",
   "test/http/turn-body.test.ts",
   "test/mcp/mcp-core.test.ts",

@@ -187,6 +187,10 @@ function wrapD1(db: D1Database, binding: string): D1Database {
           );
       if (prop === "exec")
         return (query: string) => trip("d1", `${binding}.exec`, () => target.exec(query), 1);
+      // A read-replica session (D1's Sessions API) sends its statements as the binding does.
+      if (prop === "withSession")
+        return (constraint?: string) =>
+          wrapD1(target.withSession(constraint) as unknown as D1Database, binding);
       const value: unknown = Reflect.get(target, prop, target);
       return typeof value === "function" ? value.bind(target) : value;
     },

@@ -7,12 +7,13 @@
 import { DurableObject } from "cloudflare:workers";
 import type { Env } from "../env.ts";
 import { MIGRATIONS } from "./migrations-bundle.ts";
-import { applyPendingMigrations, type SchemaState } from "./schema-migrator.ts";
+import { applyPendingMigrations, schemaCurrent, type SchemaState } from "./schema-migrator.ts";
 import { loadConfig } from "../config.ts";
 import type { SchemaGateRpc } from "../rpc.ts";
 import { errorField, log } from "../log.ts";
 import { SHIPPED_CHARACTERS } from "../characters/shipped-characters.ts";
-import { stores } from "./stores/index.ts";
+import { agentData, stores } from "./stores/index.ts";
+import { databaseBinding, memoryDatabases } from "./shards.ts";
 import { seedShippedCharacters } from "./seed-characters.ts";
 import { loadTokenCounter } from "../runtime/util/tokens.ts";
 
@@ -28,9 +29,9 @@ export class SchemaGate extends DurableObject<Env> implements SchemaGateRpc {
   /** Brings the schema up to date (or says why it could not) and answers where it stands. */
   async ensure(): Promise<SchemaState> {
     const last = this.last;
-    if (last && (last.state.error === null || Date.now() - last.at < SCHEMA_RETRY_MS))
+    if (last && (schemaCurrent(last.state) || Date.now() - last.at < SCHEMA_RETRY_MS))
       return last.state;
-    this.run ??= applyPendingMigrations(this.env.DB, MIGRATIONS)
+    this.run ??= this.migrateAll()
       .then(async (state) => {
         if (state.error === null) await this.seedOnce();
         this.last = { state, at: Date.now() };
@@ -42,16 +43,41 @@ export class SchemaGate extends DurableObject<Env> implements SchemaGateRpc {
     return this.run;
   }
 
+  /**
+   * The catalog, then each memory database on its own: one that fails keeps its error (and its
+   * agents get 503s) while the others serve.
+   */
+  private async migrateAll(): Promise<SchemaState> {
+    const state = await applyPendingMigrations(this.env.DB, MIGRATIONS);
+    const databases = await Promise.all(
+      memoryDatabases(this.env).map(async (name) => {
+        try {
+          const own = await applyPendingMigrations(databaseBinding(this.env, name), MIGRATIONS);
+          return { name, version: own.version, error: own.error };
+        } catch (error) {
+          const message = error instanceof Error ? error.message : String(error);
+          log.error("memory_database_migration_failed", { database: name, error: message });
+          return { name, version: null, error: { migration: "(none)", message } };
+        }
+      }),
+    );
+    return { ...state, databases };
+  }
+
   /** The first start of a deployment with no agent gets the shipped characters (never again). */
   private async seedOnce(): Promise<void> {
     if (this.ctx.storage.kv.get(SEEDED_KEY) !== undefined) return;
     const config = loadConfig(this.env);
     try {
-      const { db, pipeline, agents } = stores(this.env);
+      const { agents } = stores(this.env);
       const existing = await agents.list({ limit: 1 });
       if (config.seedCharacters && existing.agents.length === 0) {
         const created = await seedShippedCharacters(
-          { agents, db, pipeline, tokens: await loadTokenCounter() },
+          {
+            agents,
+            dataOf: (agentId) => agentData(this.env, agentId),
+            tokens: await loadTokenCounter(),
+          },
           SHIPPED_CHARACTERS,
           Date.now(),
         );

@@ -17,6 +17,19 @@ export interface SchemaState {
   pending: string[];
   /** Why the run stopped early; null when the schema is current. */
   error: { migration: string; message: string } | null;
+  /** Each memory database's own run (src/db/shards.ts); absent or empty without any. */
+  databases?: MemoryDatabaseSchema[];
+}
+
+export interface MemoryDatabaseSchema {
+  name: string;
+  version: string | null;
+  error: { migration: string; message: string } | null;
+}
+
+/** The catalog and every memory database are at this code's migrations. */
+export function schemaCurrent(state: SchemaState): boolean {
+  return state.error === null && (state.databases ?? []).every((each) => each.error === null);
 }
 
 export async function applyPendingMigrations(

@@ -4,7 +4,7 @@
 // version) and asks again after a pause; /health says which migration failed and why.
 import type { Env } from "../env.ts";
 import { errorField, log } from "../log.ts";
-import type { SchemaState } from "./schema-migrator.ts";
+import { schemaCurrent, type SchemaState } from "./schema-migrator.ts";
 
 const RETRY_MS = 30_000;
 
@@ -14,18 +14,19 @@ let retryAt = 0;
 
 /** Resolves once this isolate knows the schema is current, or that it cannot be made so now. */
 export function ensureSchema(env: Env, now = Date.now()): Promise<SchemaState | null> {
-  if (state?.error === null || now < retryAt) return Promise.resolve(state);
+  if ((state && schemaCurrent(state)) || now < retryAt) return Promise.resolve(state);
   checking ??= env.SCHEMA.getByName("schema")
     .ensure()
     .then((answer) => {
       state = answer;
       if (answer.applied.length > 0)
         log.info("schema_migrated", { applied: answer.applied, version: answer.version });
-      if (answer.error) {
+      if (!schemaCurrent(answer)) {
         retryAt = Date.now() + RETRY_MS;
         log.error("schema_migration_failed", {
-          migration: answer.error.migration,
-          error: answer.error.message,
+          migration: answer.error?.migration ?? null,
+          error: answer.error?.message ?? null,
+          databases: (answer.databases ?? []).filter((each) => each.error !== null),
         });
       }
       return answer;

@@ -23,6 +23,8 @@ export const agents = sqliteTable("agents", {
   character: text("character").notNull(),
   /** The character's secrets, AES-GCM encrypted with SECRETS_KEY (null when it has none). */
   secrets: text("secrets"),
+  /** The memory database holding the agent's data (`MEMORY_DB_<n>`); null: this one (shards.ts). */
+  shard: text("shard"),
   createdAt: integer("created_at").notNull(),
   updatedAt: integer("updated_at").notNull(),
 });
@@ -301,9 +303,18 @@ export const usageRecords = sqliteTable(
     /** Query embeddings that missed the retrieval budget: searches by text alone. */
     lateEmbeddings: integer("late_embeddings").notNull().default(0),
     createdAt: integer("created_at").notNull(),
+    /** Units of work this row counts: 1, or a rolled-up row's count (src/db/stores/usage-rollup.ts). */
+    units: integer("units").notNull().default(1),
+    /**
+     * A day's units of one (kind, room, user, guild, source, model, error) summed into one row after
+     * USAGE_ROLLUP_AFTER_DAYS; its `tools` are [{name, units, calls, failed}] instead of one per call.
+     */
+    rolledUp: integer("rolled_up", { mode: "boolean" }).notNull().default(false),
   },
   (t) => [
     primaryKey({ columns: [t.agentId, t.id] }),
+    // The rollup's queue: only rows not yet rolled up are in this index.
+    index("usage_records_unrolled_idx").on(t.agentId, t.day).where(sql`${t.rolledUp} = 0`),
     index("usage_records_day_idx").on(t.agentId, t.day),
     index("usage_records_user_idx").on(t.agentId, t.userId, t.day),
     index("usage_records_guild_idx").on(t.agentId, t.guildId, t.day),
@@ -357,6 +368,18 @@ export const evaluatorFailuresDaily = sqliteTable(
   },
   (t) => [primaryKey({ columns: [t.agentId, t.day, t.evaluator] })],
 );
+
+/**
+ * The database's size once a UTC day, taken by the hourly upkeep (the last sample of the day
+ * stays): /health and GET /agents/:id/storage read the growth rate and the days left to D1's limit
+ * from two samples instead of scanning tables.
+ */
+export const databaseSizeDaily = sqliteTable("database_size_daily", {
+  /** YYYY-MM-DD, UTC. */
+  day: text("day").primaryKey(),
+  bytes: integer("bytes").notNull(),
+  sampledAt: integer("sampled_at").notNull(),
+});
 
 /**
  * MCP servers added to one agent at runtime (`POST /agents/:agentId/tools`). Servers in the
@@ -519,3 +542,33 @@ export const agentCatalogServers = sqliteTable(
   },
   (t) => [primaryKey({ columns: [t.agentId, t.name] })],
 );
+
+/**
+ * An agent being moved to another database (`npm run memory -- move`, src/db/moves/): where from
+ * and to, the phase, and where the copy stands, so a move interrupted anywhere resumes from here
+ * (or rolls back). In the catalog only.
+ */
+export const agentMoves = sqliteTable("agent_moves", {
+  agentId: text("agent_id")
+    .primaryKey()
+    .references(() => agents.id, { onDelete: "cascade" }),
+  source: text("source").notNull(),
+  target: text("target").notNull(),
+  /** copy, sync, verify (src/db/moves/agent-move.ts). */
+  phase: text("phase").notNull(),
+  /** The table being copied (an index into MOVED_TABLES), and the last key copied there. */
+  tableIndex: integer("table_index").notNull().default(0),
+  cursor: text("cursor"),
+  startedAt: integer("started_at").notNull(),
+  updatedAt: integer("updated_at").notNull(),
+});
+
+/**
+ * Agents whose data must not change in this database: moved away, or being switched. Triggers on
+ * every table of an agent's data refuse a write for a fenced agent (migration 0023), so a writer
+ * that still thinks the agent lives here fails loudly instead of writing where nobody reads.
+ */
+export const agentFences = sqliteTable("agent_fences", {
+  agentId: text("agent_id").primaryKey(),
+  since: integer("since").notNull(),
+});

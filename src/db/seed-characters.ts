@@ -12,8 +12,8 @@ import { characterKnowledge, ingestDocument } from "../memory/knowledge.ts";
 
 export interface SeedDeps {
   agents: AgentStore;
-  db: Db;
-  pipeline: EmbeddingPipeline;
+  /** The database holding a (just created) agent's memories, and its embedding pipeline. */
+  dataOf(agentId: string): Promise<{ db: Db; pipeline: EmbeddingPipeline }>;
   tokens: TokenCounter;
 }
 
@@ -30,8 +30,9 @@ export async function seedShippedCharacters(
     await deps.agents.create(entry.character, now, (id, character) =>
       characterKnowledge(deps.tokens, id, character, now),
     );
+    const { db, pipeline } = await deps.dataOf(agentId);
     for (const file of entry.knowledgeFiles) {
-      await ingestDocument(deps.db, deps.pipeline, deps.tokens, {
+      await ingestDocument(db, pipeline, deps.tokens, {
         agentId,
         ...file,
         source: "character",

@@ -11,6 +11,7 @@ import type { AppEnv } from "./app-env.ts";
 import { handleError } from "./errors.ts";
 import { ensureSchema } from "../db/schema-ready.ts";
 import { agentRoutes } from "./routes/agents.ts";
+import { agentMoveRoutes } from "./routes/agent-moves.ts";
 import { discordRoutes, MAX_INTERACTION_BODY_BYTES } from "./routes/discord/discord.ts";
 import { chatClientConfigRoutes } from "./routes/chat-clients-config.ts";
 import { slackEventRoutes } from "./routes/slack/slack.ts";
@@ -31,6 +32,7 @@ import { taskRoutes } from "./routes/tasks/tasks.ts";
 import { taskAnswerRoutes } from "./routes/tasks/answer-routes.ts";
 import { scheduleRoutes } from "./routes/tasks/schedules.ts";
 import { usageRoutes } from "./routes/usage.ts";
+import { storageRoutes } from "./routes/storage.ts";
 import { turnRoutes } from "./routes/turns.ts";
 import { proposalRoutes } from "./routes/proposals.ts";
 import { openAIRoutes } from "./routes/openai/openai-routes.ts";
@@ -94,6 +96,7 @@ export function createApp(): OpenAPIHono<AppEnv> {
 
   app.route("/", healthRoutes());
   app.route("/", agentRoutes());
+  app.route("/", agentMoveRoutes());
   app.route("/", messageRoutes());
   app.route("/", knowledgeRoutes());
   app.route("/", memoryRoutes());
@@ -116,6 +119,7 @@ export function createApp(): OpenAPIHono<AppEnv> {
   app.route("/", skillRoutes());
   app.route("/", proposalRoutes());
   app.route("/", usageRoutes());
+  app.route("/", storageRoutes());
   app.route("/", turnRoutes());
   app.route("/", openAIRoutes());
   // Each agent as an MCP server (Streamable HTTP; not in /openapi.json: its operations are JSON-RPC).

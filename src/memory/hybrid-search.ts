@@ -45,6 +45,8 @@ export interface HybridSearchOptions {
   /** Weight of the vector ranking against the full-text one (1) in the fusion. */
   vectorWeight?: number;
   log?: (entry: Record<string, unknown>) => void;
+  /** Another retriever's embedQuery, to share its recent query vectors (a per-request retriever). */
+  queryVectors?: MemoryRetriever["embedQuery"];
 }
 
 /**
@@ -99,7 +101,7 @@ export function createHybridSearch(options: HybridSearchOptions): MemoryRetrieve
    * Failures are not kept.
    */
   const recent = new Map<string, Promise<Float32Array | null>>();
-  const embedQuery = (text: string): Promise<Float32Array | null> => {
+  const ownEmbedQuery = (text: string): Promise<Float32Array | null> => {
     if (!index || !embedder || !text.trim()) return Promise.resolve(null);
     const known = recent.get(text);
     if (known) {
@@ -116,6 +118,7 @@ export function createHybridSearch(options: HybridSearchOptions): MemoryRetrieve
     });
     return vector;
   };
+  const embedQuery = options.queryVectors ?? ownEmbedQuery;
 
   /** The vector leg's query, with room for the ids it must leave out; null without one. */
   const vectorQueryOf = (

@@ -1,5 +1,6 @@
 // The local VectorIndex, used when no Vectorize binding is configured (local dev, tests, small
-// deployments). Vectors live in D1 (`memory_vectors`: float32 blob, plus an int8 copy in `code`).
+// deployments). Vectors live in D1 (`memory_vectors`: the int8 copy in `code` and its sign bits;
+// the float32 `vector` column is left empty, see EMPTY_FLOAT_COPY).
 // Scanning them in SQL per query would be far too slow, so each isolate keeps a per-agent cache of
 // the int8 vectors and their sign bits (src/memory/vector-cache.ts), synced incrementally by `seq`
 // (one indexed query per search), and ranks there. D1 stays the source of truth: a vector deleted
@@ -63,7 +64,15 @@ const deleteVectors = compiled((db) =>
     ),
 );
 
-/** One memory's vector (float32 and int8 copies, the sign bits). */
+/**
+ * What new rows keep in the float32 `vector` column: nothing. Ranking reads only the int8 code
+ * and its sign bits, and the float32 copy made a 384-dimension row about 2,050 bytes, just over
+ * half a page, so SQLite kept one row per 4 KB page (8.4 KB of D1 per plain turn, two thirds of
+ * what a turn wrote; docs/scaling.md). Rows written before keep theirs until re-embedded.
+ */
+const EMPTY_FLOAT_COPY = new Uint8Array(0);
+
+/** One memory's vector (the int8 copy and its sign bits; see EMPTY_FLOAT_COPY). */
 const insertVector = compiled((db) =>
   db.insert(memoryVectors).values({
     memoryId: sql.placeholder("memoryId"),
@@ -178,7 +187,7 @@ export function createLocalVectorIndex(db: Db): VectorIndex {
           roomId: record.metadata.roomId,
           userId: record.metadata.userId,
           dimensions: expected,
-          vector: bytesOf(new Float32Array(record.values)),
+          vector: EMPTY_FLOAT_COPY,
           ...codeAndBits(record.values),
         }),
       );

@@ -1,6 +1,8 @@
 // Periodic memory upkeep, run by the cron trigger (wrangler.toml [triggers]): enforces each agent's
-// retention (`settings.memory.retentionDays`: messages and summaries older than that are deleted,
-// with their vectors), removes Vectorize vectors of deleted memories, and embeds memories that
+// retention (`settings.memory.retentionDays`, else MEMORY_RETENTION_DAYS: messages and summaries
+// older than that are deleted, with their vectors; facts, descriptions, lore and documents never
+// are), rolls up usage records past USAGE_ROLLUP_AFTER_DAYS and samples each database's size
+// (storage-upkeep.ts), removes Vectorize vectors of deleted memories, and embeds memories that
 // were left pending (a failed embedding call, a room evicted before its queue ran). Rooms whose
 // messages expired are told through an injected callback: src/memory/ knows nothing of rooms.
 // Proposals too: unanswered ones expire, and answered or expired ones are deleted after a while
@@ -9,7 +11,8 @@
 import { and, isNull, lt, ne } from "drizzle-orm";
 import type { Env } from "../env.ts";
 import type { AgentStore } from "../db/stores/agent-store.ts";
-import { stores } from "../db/stores/index.ts";
+import { type AgentData, agentData, dataOn, stores } from "../db/stores/index.ts";
+import { CATALOG_DB, type DatabaseName, memoryDatabases } from "../db/shards.ts";
 import { deleteMemories } from "./memory-repo.ts";
 import {
   DECIDED_PROPOSAL_RETENTION_MS,
@@ -18,6 +21,8 @@ import {
 import { TURN_INSPECTION_RETENTION_MS } from "../db/stores/turn-inspection-store.ts";
 import { memories } from "../db/schema.ts";
 import { errorField, log } from "../log.ts";
+import { loadConfig } from "../config.ts";
+import { rollUpAgentUsage, sampleDatabaseSizes } from "./storage-upkeep.ts";
 
 const DAY_MS = 86_400_000;
 /** Pending memories younger than this are their room's queue's job, not the sweep's. */
@@ -35,6 +40,10 @@ export interface MaintenanceReport {
   proposalsDeleted: number;
   /** Turn inspector records past their retention, deleted. */
   inspectionsDeleted: number;
+  /** Usage records summed into daily rolled-up rows (src/db/stores/usage-rollup.ts). */
+  usageRolledUp: number;
+  /** Databases whose size was sampled (for /health's days left). */
+  databasesSampled: number;
 }
 
 export interface MaintenanceOptions {
@@ -47,7 +56,7 @@ export async function runMemoryMaintenance(
   now: number,
   options: MaintenanceOptions,
 ): Promise<MaintenanceReport> {
-  const { db, pipeline, agents, proposals, inspections } = stores(env);
+  const { agents, proposals, catalog } = stores(env);
   const report: MaintenanceReport = {
     agentsChecked: 0,
     expired: 0,
@@ -56,27 +65,37 @@ export async function runMemoryMaintenance(
     proposalsExpired: 0,
     proposalsDeleted: 0,
     inspectionsDeleted: 0,
+    usageRolledUp: 0,
+    databasesSampled: 0,
   };
+  const defaultRetentionDays = loadConfig(env).memoryRetentionDays ?? undefined;
 
   for (let after: string | undefined, more = true; more; ) {
     const page = await agents.list({ limit: AGENTS_PER_PAGE, after });
     for (const summary of page.agents) {
       report.agentsChecked++;
-      const days = await retentionDays(agents, summary.id);
+      report.usageRolledUp += await rollUpAgentUsage(catalog, summary.id, now);
+      const days = (await retentionDays(agents, summary.id)) ?? defaultRetentionDays;
       if (days === undefined) continue;
-      const result = await deleteMemories(
-        db,
-        { agentId: summary.id, types: ["message", "summary"] },
-        now - days * DAY_MS,
-      );
-      report.expired += result.deleted;
-      if (result.rooms.length > 0) await options.forgetRoomHistory(summary.id, result.rooms);
+      try {
+        // Only the conversation: facts, descriptions, lore and documents are never expired.
+        const result = await deleteMemories(
+          (await agentData(env, summary.id)).db,
+          { agentId: summary.id, types: ["message", "summary"] },
+          now - days * DAY_MS,
+        );
+        report.expired += result.deleted;
+        if (result.rooms.length > 0) await options.forgetRoomHistory(summary.id, result.rooms);
+      } catch (error) {
+        // An agent being moved between databases refuses writes until the move is done.
+        log.warn("maintenance_retention_failed", { agentId: summary.id, error: errorField(error) });
+      }
     }
     after = page.nextCursor ?? undefined;
     more = page.nextCursor !== null;
   }
 
-  report.vectorsRemoved = await pipeline.sweepDeletions();
+  report.databasesSampled = await sampleDatabaseSizes(env, now);
 
   try {
     report.proposalsExpired = await proposals.expirePending(now - PENDING_PROPOSAL_TTL_MS, now);
@@ -85,12 +104,31 @@ export async function runMemoryMaintenance(
     // The memory upkeep below must still run.
     log.warn("maintenance_proposals_failed", { error: errorField(error) });
   }
-  try {
-    report.inspectionsDeleted = await inspections.prune(now - TURN_INSPECTION_RETENTION_MS);
-  } catch (error) {
-    log.warn("maintenance_inspections_failed", { error: errorField(error) });
+  const databases: DatabaseName[] = [CATALOG_DB, ...memoryDatabases(env)];
+  for (const name of databases) {
+    try {
+      await upkeepDatabase(dataOn(env, name), now, report);
+    } catch (error) {
+      // One database that does not answer must not stop the others' upkeep.
+      log.warn("maintenance_database_failed", { database: name, error: errorField(error) });
+    }
   }
+  log.info("memory_maintenance", { ...report });
+  return report;
+}
 
+/** What each database holding agents' data needs: vector deletions, inspections, embeddings. */
+async function upkeepDatabase(data: AgentData, now: number, report: MaintenanceReport) {
+  const { db, pipeline, inspections } = data;
+  report.vectorsRemoved += await pipeline.sweepDeletions();
+  try {
+    report.inspectionsDeleted += await inspections.prune(now - TURN_INSPECTION_RETENTION_MS);
+  } catch (error) {
+    log.warn("maintenance_inspections_failed", {
+      database: data.database,
+      error: errorField(error),
+    });
+  }
   const stale = await db
     .selectDistinct({ agentId: memories.agentId })
     .from(memories)
@@ -108,8 +146,6 @@ export async function runMemoryMaintenance(
       log.warn("maintenance_embedding_failed", { agentId, error: errorField(error) });
     }
   }
-  log.info("memory_maintenance", { ...report });
-  return report;
 }
 
 async function retentionDays(agents: AgentStore, agentId: string): Promise<number | undefined> {

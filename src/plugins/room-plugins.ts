@@ -6,7 +6,7 @@ import { loadConfig } from "../config.ts";
 import type { Env } from "../env.ts";
 import { mediaPostStore } from "../clients/instagram/platform.ts";
 import { loadRegistry, registryServers } from "../mcp/registry.ts";
-import { stores } from "../db/stores/index.ts";
+import { agentData, stores } from "../db/stores/index.ts";
 import { OUTBOUND_CAPS, outboundFetch } from "../net/outbound.ts";
 import type { Character } from "../runtime/character.ts";
 import type { Clock } from "../runtime/ports/events.ts";
@@ -63,7 +63,7 @@ export async function pluginTools(
   character: Character,
 ): Promise<ToolDefinition[]> {
   const host = createRoomPlugins(env, agentId, {
-    memory: stores(env).memories,
+    memory: (await agentData(env, agentId)).memories,
     clock: { now: () => Date.now() },
   });
   host.prepare(character, { surface: "rest" });

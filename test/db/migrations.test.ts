@@ -199,12 +199,24 @@ describe("migration 0013: memory ids per agent", () => {
     const triggers = await rows(
       "SELECT name FROM sqlite_master WHERE type = 'trigger' ORDER BY name",
     );
-    expect(triggers.map((t) => t.name)).toEqual([
-      "agents_number",
-      "memories_fts_delete",
-      "memories_fts_insert",
-      "memories_fts_update",
-    ]);
+    // The full-text index's, and from 0023 a move's fence on each table of an agent's data.
+    const fenced = [
+      "memories",
+      "memory_vectors",
+      "participants",
+      "relationships",
+      "rooms",
+      "turn_inspections",
+    ].flatMap((table) => [`${table}_fence_insert`, `${table}_fence_update`]);
+    expect(triggers.map((t) => t.name)).toEqual(
+      [
+        "agents_number",
+        "memories_fts_delete",
+        "memories_fts_insert",
+        "memories_fts_update",
+        ...fenced,
+      ].sort(),
+    );
   });
 
   it("lists every vector that may exist under an old Vectorize id, and leaves the outbox to the new scheme", async () => {

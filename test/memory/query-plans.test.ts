@@ -49,7 +49,7 @@ function memory(i: number, fields: Partial<Memory>): Memory {
 
 beforeAll(async () => {
   await env.DB.prepare(
-    "INSERT OR IGNORE INTO agents VALUES (?, 'Plans', NULL, 'json', '{}', NULL, 0, 0)",
+    "INSERT OR IGNORE INTO agents (id, name, username, format, character, secrets, created_at, updated_at) VALUES (?, 'Plans', NULL, 'json', '{}', NULL, 0, 0)",
   )
     .bind(agentId)
     .run();

@@ -4,7 +4,7 @@
 import { describe, expect, it } from "vitest";
 import { loadConfig } from "../../src/config.ts";
 import type { Env } from "../../src/env.ts";
-import { stores } from "../../src/db/stores/index.ts";
+import { dataOn } from "../../src/db/stores/index.ts";
 import { requiredBindings, type RequiredBindings } from "../helpers/bindings.ts";
 
 /** A fresh env object each time (loadConfig caches per object), with only the named variables. */
@@ -45,7 +45,7 @@ describe("vector index configuration", () => {
 
   it("leaves the binding unused in stores too: the local index in D1 serves", () => {
     const local = { ...requiredBindings(), VECTORS: binding, VECTORIZE: "false" };
-    expect(stores(local).index.kind).toBe("local");
-    expect(stores({ ...requiredBindings(), VECTORS: binding }).index.kind).toBe("vectorize");
+    expect(dataOn(local, "DB").index.kind).toBe("local");
+    expect(dataOn({ ...requiredBindings(), VECTORS: binding }, "DB").index.kind).toBe("vectorize");
   });
 });

@@ -657,6 +657,27 @@ describe("npm run deploy", () => {
     });
   });
 
+  it("--memory-shards N: declares MEMORY_DB_1..N before the deploy creates them, adds only what is missing, never unbinds one", async () => {
+    deployedBefore();
+    const toml = () => readFileSync(join(work, "wrangler.toml"), "utf8");
+    const declared = () => [...toml().matchAll(/binding = "(MEMORY_DB_\d+)"/g)].map((m) => m[1]);
+    const first = await deploy(["--memory-shards", "2"]);
+    expect(first.code, first.out).toBe(0);
+    expect(declared()).toEqual(["MEMORY_DB_1", "MEMORY_DB_2"]);
+    expect(toml()).toMatch(/binding = "MEMORY_DB_2"\ndatabase_name = "edge-agents-memory-2"/);
+    expect(calls().map(line)).toContain("deploy");
+    const again = await deploy(["--memory-shards", "3"]);
+    expect(again.code, again.out).toBe(0);
+    expect(declared()).toEqual(["MEMORY_DB_1", "MEMORY_DB_2", "MEMORY_DB_3"]);
+    // Fewer would unbind a database agents may live in: refused before anything is deployed.
+    const deploysBefore = calls().filter((call) => line(call) === "deploy").length;
+    const fewer = await deploy(["--memory-shards", "1"]);
+    expect(fewer.code).not.toBe(0);
+    expect(fewer.out).toContain("MEMORY_DB_3");
+    expect(calls().filter((call) => line(call) === "deploy")).toHaveLength(deploysBefore);
+    expect(declared()).toHaveLength(3);
+  });
+
   it("--vectorize: creates the index with the embedder's size and its metadata indexes before any vector, binds it, redeploys, re-embeds", async () => {
     deployedBefore();
     const admin = { ADMIN_TOKEN: "admin-token-for-the-test" };

@@ -311,6 +311,74 @@ describe("memory CLI: list, stats, init, clear", () => {
   });
 });
 
+describe("memory CLI: moving an agent between memory databases", () => {
+  let sharded: BenchWorker;
+  beforeAll(async () => {
+    sharded = await startBenchWorker({}, { memoryDatabases: 2 });
+  }, 120_000);
+  afterAll(async () => {
+    await sharded?.stop();
+  });
+  const moveCli = async (...args: string[]) => {
+    try {
+      const { stdout, stderr } = await run(process.execPath, [
+        "scripts/memory.ts",
+        "move",
+        ...args,
+        "--url",
+        sharded.base,
+        `--token=${sharded.token}`,
+      ]);
+      return { code: 0, stdout, stderr };
+    } catch (error) {
+      const failed = error as { code: number; stdout: string; stderr: string };
+      return { code: failed.code, stdout: failed.stdout, stderr: failed.stderr };
+    }
+  };
+
+  it("moves an agent to the other database and says what it verified", async () => {
+    expect(
+      (
+        await sharded.call("POST", "/agents", {
+          id: "mover",
+          name: "Mover",
+          bio: ["b"],
+          system: "You move.",
+        })
+      ).status,
+    ).toBe(201);
+    const memories = Array.from({ length: 50 }, (_, i) => ({
+      agentId: "mover",
+      type: "fact",
+      userId: "member",
+      text: `fact ${i}`,
+    }));
+    expect((await sharded.call("POST", "/memories", { memories })).status).toBe(201);
+    // New agents go to the emptiest memory database; the other one is where it moves.
+    const first = await moveCli("MEMORY_DB_1", "--agent", "mover");
+    const target = first.code === 0 ? "MEMORY_DB_1" : "MEMORY_DB_2";
+    const moved = first.code === 0 ? first : await moveCli("MEMORY_DB_2", "--agent", "mover");
+    if (first.code !== 0) expect(first.stderr).toContain("already lives in MEMORY_DB_1");
+    expect(moved.code, moved.stderr).toBe(0);
+    expect(moved.stdout).toMatch(
+      new RegExp(
+        `moved mover to ${target}: \\d+ rows verified \\(counts (\\d+) = \\1, hash chains equal: true\\)`,
+      ),
+    );
+    const listed = await sharded.call("GET", "/memories?agentId=mover&type=fact&limit=100");
+    expect(((await listed.json()) as { memories: unknown[] }).memories).toHaveLength(50);
+  });
+
+  it("refuses a database the worker does not bind, and an abort with nothing under way", async () => {
+    const unknown = await moveCli("MEMORY_DB_9", "--agent", "mover");
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toContain("MEMORY_DB_9 is not bound");
+    const abort = await moveCli("--abort", "--agent", "mover");
+    expect(abort.code).toBe(1);
+    expect(abort.stderr).toContain("not being moved");
+  });
+});
+
 describe("knowledge file reader", () => {
   const items = (...entries: KnowledgeItem[]) => entries;
 

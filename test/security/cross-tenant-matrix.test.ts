@@ -174,6 +174,16 @@ const ATTACKS: Record<string, (w: World, agent: string) => Attack> = {
   }),
   "GET /agents/{agentId}/skills": (_w, a) => ({ method: "GET", path: `/agents/${a}/skills` }),
   "GET /agents/{agentId}/usage": (_w, a) => ({ method: "GET", path: `/agents/${a}/usage?by=user` }),
+  // The whole agent's sizes span every tenant: a prefix token is refused, even as a reader.
+  "GET /agents/{agentId}/storage": (_w, a) => ({ method: "GET", path: `/agents/${a}/storage` }),
+  // Moving an agent between databases is the operator's (admin only).
+  "POST /agents/{agentId}/move": (_w, a) => ({
+    method: "POST",
+    path: `/agents/${a}/move`,
+    body: { to: "MEMORY_DB_1" },
+  }),
+  "GET /agents/{agentId}/move": (_w, a) => ({ method: "GET", path: `/agents/${a}/move` }),
+  "DELETE /agents/{agentId}/move": (_w, a) => ({ method: "DELETE", path: `/agents/${a}/move` }),
   "GET /agents/{agentId}/turns/{turnId}": (w, a) => ({
     method: "GET",
     path: `/agents/${a}/turns/${w.bTurns[a]}`,

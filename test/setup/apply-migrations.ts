@@ -10,6 +10,8 @@ import { forgetMemberNames } from "../../src/clients/slack/member-names.ts";
 import { forgetBotIdentity } from "../../src/clients/telegram/bot-identity.ts";
 import { resetLocalVectorCache } from "../../src/memory/local-vector-index.ts";
 import { resetRateCopies } from "../../src/rate-limits/admission.ts";
+import { forgetPlacements } from "../../src/db/stores/agent-placement.ts";
+import { databaseBinding, memoryDatabases } from "../../src/db/shards.ts";
 
 if (!env.TEST_MIGRATIONS) throw new Error("TEST_MIGRATIONS binding missing: see vitest.config.ts");
 // What a fresh isolate would not know: each of these mirrors storage or a stand-in's answers.
@@ -19,4 +21,9 @@ forgetBotIdentity();
 forgetSlackBotIdentity();
 forgetMemberNames();
 await reset();
+forgetPlacements();
 await applyD1Migrations(env.DB, env.TEST_MIGRATIONS);
+// The memory databases of the projects that declare them (the `shards` project).
+for (const name of memoryDatabases(env)) {
+  await applyD1Migrations(databaseBinding(env, name), env.TEST_MIGRATIONS);
+}

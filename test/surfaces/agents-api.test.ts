@@ -272,6 +272,18 @@ describe("authentication", () => {
       traces: null,
       // Filter patterns past the cost bound, kept but not applied: counts only (this is public).
       filters: { suspendedPatterns: { discord: 0, telegram: 0, slack: 0 } },
+      // D1's size and days left to its ceiling (the rate needs the upkeep's samples: none here).
+      storage: {
+        databases: [
+          {
+            name: "DB",
+            bytes: expect.any(Number),
+            limitBytes: 10_000_000_000,
+            bytesPerDay: null,
+            daysLeft: null,
+          },
+        ],
+      },
     });
     expect(JSON.stringify(healthBody)).not.toContain("sk-test");
     const spec = await json<{

@@ -223,6 +223,15 @@ const REQUESTS: Record<string, () => Promise<MatrixRequest>> = {
     withAgent((id) => ({ path: `/agents/${id}/skills`, status: 200 })),
   "GET /agents/{agentId}/usage": async () =>
     withAgent((id) => ({ path: `/agents/${id}/usage?by=user`, status: 200 })),
+  "GET /agents/{agentId}/storage": async () =>
+    withAgent((id) => ({ path: `/agents/${id}/storage`, status: 200 })),
+  // This project binds no memory database: the route answers that the agent already lives in DB.
+  "POST /agents/{agentId}/move": async () =>
+    withAgent((id) => ({ path: `/agents/${id}/move`, body: { to: "DB" }, status: 409 })),
+  "GET /agents/{agentId}/move": async () =>
+    withAgent((id) => ({ path: `/agents/${id}/move`, status: 404 })),
+  "DELETE /agents/{agentId}/move": async () =>
+    withAgent((id) => ({ path: `/agents/${id}/move`, status: 404 })),
   "GET /agents/{agentId}/turns/{turnId}": async () => {
     // A replied turn, kept for the inspector after the reply.
     const id = await createTestAgent();

@@ -20,7 +20,7 @@ import {
   memoryRowOf,
 } from "../../src/memory/memory-repo.ts";
 import { memories } from "../../src/db/schema.ts";
-import { stores } from "../../src/db/stores/index.ts";
+import { agentData } from "../../src/db/stores/index.ts";
 import { rankText } from "../../src/memory/text-search.ts";
 import { api, createTestAgent, json } from "../helpers/api.ts";
 
@@ -643,7 +643,7 @@ describe("full-text leg: filters inside the index", () => {
     expect(await rankText(db(), { agentId, text: "kayak", limit: 3 })).toHaveLength(3);
     // The whole hybrid search: the old hit and its neighbour, none of the shown ones, even as the
     // neighbour of a hit (the first shown message follows "It was cold").
-    const { retriever } = stores(env);
+    const { retriever } = await agentData(env, agentId);
     const hits = await retriever.search({
       agentId,
       text: "kayak trip",

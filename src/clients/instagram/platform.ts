@@ -4,7 +4,7 @@
 import { loadConfig } from "../../config.ts";
 import type { Env } from "../../env.ts";
 import type { MediaPostStore } from "../../db/stores/post-store.ts";
-import { stores } from "../../db/stores/index.ts";
+import { agentData, stores } from "../../db/stores/index.ts";
 import { signMediaUrl } from "../../media/signed-url.ts";
 import { createGraphClient } from "./graph.ts";
 import type { PostState, PublisherDeps } from "./publisher.ts";
@@ -45,7 +45,7 @@ export function publisherDeps(env: Env): PublisherDeps | { missing: string } {
 
 /** The agent remembers what it posted (searchable like any message it wrote). */
 export async function rememberPost(env: Env, post: PostState): Promise<void> {
-  await stores(env).memories.saveMemory({
+  await (await agentData(env, post.agentId)).memories.saveMemory({
     id: `instagram:${post.id}`,
     type: "message",
     agentId: post.agentId,

@@ -1,7 +1,9 @@
 // Agents in D1. The submitted character file is stored as written (minus its secrets, which are
 // sealed with SECRETS_KEY in their own column) and re-parsed on read, so one schema validates it
 // both ways and nothing of the author's file is lost. Creating or replacing an agent writes its
-// lore memories and its knowledge document in the same atomic batch.
+// lore memories and its knowledge document in the same atomic batch when the agent's data lives in
+// the catalog; in a memory database (src/db/shards.ts) they are written there first, under an
+// anchor row that gives its foreign keys something to cascade from, then the catalog row.
 import { and, asc, eq, gt, inArray, sql } from "drizzle-orm";
 import { z } from "zod";
 import { parseCharacter } from "../../characters/parse-character.ts";
@@ -18,8 +20,10 @@ import { compiled } from "../../memory/compiled.ts";
 import type { Db } from "../db.ts";
 import { readJsonColumn } from "../json-column.ts";
 import { overwriteMemoriesStatements } from "../../memory/memory-repo.ts";
-import { agents, memories } from "../schema.ts";
+import { agentFences, agents, memories } from "../schema.ts";
 import type { SecretBox } from "../secret-box.ts";
+import { CATALOG_DB, type DatabaseName } from "../shards.ts";
+import type { AgentPlacement } from "./agent-placement.ts";
 import {
   CHARACTER_DOCUMENT_ID,
   documentMemoryId,
@@ -86,7 +90,17 @@ const agentVersion = compiled((db) =>
     .where(eq(agents.id, sql.placeholder("id"))),
 );
 
-export function createAgentStore(db: Db, secretBox: SecretBox | null): AgentStore {
+/** Where agents' data lives, and a handle on each database. */
+export interface AgentHomes {
+  placement: AgentPlacement;
+  open(name: DatabaseName): Db;
+}
+
+export function createAgentStore(
+  db: Db,
+  secretBox: SecretBox | null,
+  homes: AgentHomes,
+): AgentStore {
   const sealSecrets = async (id: string, character: Character): Promise<string | null> => {
     if (Object.keys(character.secrets).length === 0) return null;
     if (!secretBox) {
@@ -134,20 +148,51 @@ export function createAgentStore(db: Db, secretBox: SecretBox | null): AgentStor
       }
       const secrets = await sealSecrets(id, character);
       const built = knowledge ? await knowledge(id, character) : null;
-      await db.batch([
-        db.insert(agents).values({
-          id,
-          name: character.name,
-          username: character.username ?? null,
-          format: character.format,
-          character: JSON.stringify(withoutSecrets(file)),
-          secrets,
-          createdAt: now,
-          updatedAt: now,
-        }),
-        ...loreInserts(db, id, character, now),
-        ...(built ? replaceDocumentStatements(db, built).inserts : []),
+      const home = await homes.placement.choose();
+      const row = {
+        id,
+        name: character.name,
+        username: character.username ?? null,
+        format: character.format,
+        character: JSON.stringify(withoutSecrets(file)),
+        secrets,
+        shard: home === CATALOG_DB ? null : home,
+        createdAt: now,
+        updatedAt: now,
+      };
+      const memoryWrites = (target: Db) => [
+        ...loreInserts(target, id, character, now),
+        ...(built ? replaceDocumentStatements(target, built).inserts : []),
+      ];
+      if (home === CATALOG_DB) {
+        await db.batch([
+          // A fence an agent of this id left when it moved away must not hold the new one.
+          db.delete(agentFences).where(eq(agentFences.agentId, id)),
+          db.insert(agents).values(row),
+          ...memoryWrites(db),
+        ]);
+        return { id, character, createdAt: now, updatedAt: now };
+      }
+      const data = homes.open(home);
+      const anchor = anchorRow(id, character.name, now);
+      // A row left by a create that failed half-way (the catalog does not know this id) goes
+      // first, with everything cascading from it.
+      await data.batch([
+        data.delete(agentFences).where(eq(agentFences.agentId, id)),
+        data.delete(agents).where(eq(agents.id, id)),
+        data.insert(agents).values(anchor),
+        ...memoryWrites(data),
       ]);
+      try {
+        await db.insert(agents).values(row);
+      } catch (error) {
+        // Ours only (the anchor's text): a create of the same id that won must keep its data.
+        await data
+          .delete(agents)
+          .where(and(eq(agents.id, id), eq(agents.character, anchor.character)))
+          .catch(() => undefined);
+        throw error;
+      }
       return { id, character, createdAt: now, updatedAt: now };
     },
 
@@ -209,29 +254,43 @@ export function createAgentStore(db: Db, secretBox: SecretBox | null): AgentStor
       const secrets = await sealSecrets(id, character);
       const updatedAt = Math.max(now, current.updatedAt + 1);
       const built = knowledge ? await knowledge(id, character) : null;
-      await db.batch([
-        db
-          .update(agents)
-          .set({
-            name: character.name,
-            username: character.username ?? null,
-            format: character.format,
-            character: JSON.stringify(withoutSecrets(file)),
-            secrets,
-            updatedAt,
-          })
-          .where(eq(agents.id, id)),
-        db.delete(memories).where(and(eq(memories.agentId, id), eq(memories.type, "lore"))),
-        ...loreInserts(db, id, character, now),
+      const update = db
+        .update(agents)
+        .set({
+          name: character.name,
+          username: character.username ?? null,
+          format: character.format,
+          character: JSON.stringify(withoutSecrets(file)),
+          secrets,
+          updatedAt,
+        })
+        .where(eq(agents.id, id));
+      const memoryWrites = async (target: Db) => [
+        target.delete(memories).where(and(eq(memories.agentId, id), eq(memories.type, "lore"))),
+        ...loreInserts(target, id, character, now),
         // The file's knowledge replaces what the previous version of the file brought.
-        removeDocumentStatement(db, id, await documentMemoryId(id, CHARACTER_DOCUMENT_ID)),
-        ...(built ? replaceDocumentStatements(db, built).inserts : []),
-      ]);
+        removeDocumentStatement(target, id, await documentMemoryId(id, CHARACTER_DOCUMENT_ID)),
+        ...(built ? replaceDocumentStatements(target, built).inserts : []),
+      ];
+      const home = await homes.placement.of(id);
+      if (home === CATALOG_DB) {
+        await db.batch([update, ...(await memoryWrites(db))]);
+      } else {
+        // The memories first: should the catalog's update then fail, a retry writes both again.
+        const data = homes.open(home);
+        const [first, ...rest] = await memoryWrites(data);
+        if (first) await data.batch([first, ...rest]);
+        await update;
+      }
       return { id, character, createdAt: current.createdAt, updatedAt };
     },
 
     async remove(id) {
-      // Memories, rooms, participants and relationships go with it (ON DELETE CASCADE).
+      // Memories, rooms, participants and relationships go with it (ON DELETE CASCADE), in its
+      // memory database first (no foreign key crosses databases), then in the catalog.
+      const home = await homes.placement.of(id);
+      if (home !== CATALOG_DB) await homes.open(home).delete(agents).where(eq(agents.id, id));
+      homes.placement.forget(id);
       const result = await db.delete(agents).where(eq(agents.id, id)).returning({ id: agents.id });
       return result.length > 0;
     },
@@ -282,6 +341,25 @@ function withoutSecrets(file: unknown): unknown {
     return { ...rest, settings: otherSettings };
   }
   return rest;
+}
+
+/**
+ * The agent's row in its memory database: only an anchor for the foreign keys there (the catalog
+ * holds the character; nothing reads agents from a memory database). Its character is a nonce,
+ * so a failed create removes only its own.
+ */
+function anchorRow(id: string, name: string, now: number) {
+  return {
+    id,
+    name,
+    username: null,
+    format: "v1" as const,
+    character: JSON.stringify({ anchor: crypto.randomUUID() }),
+    secrets: null,
+    shard: null,
+    createdAt: now,
+    updatedAt: now,
+  };
 }
 
 function loreInserts(db: Db, agentId: string, character: Character, now: number) {

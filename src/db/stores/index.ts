@@ -1,7 +1,10 @@
 // Every data-access object of one environment, built in one place and once per env object (the
-// worker's and each Durable Object's): one drizzle handle over D1, the stores on it, and the
-// memory stack (the embedder the configuration picks, the vector index: Vectorize when the VECTORS
-// binding exists, else the local index in D1; hybrid retrieval; the embedding pipeline).
+// worker's and each Durable Object's): `stores()` over the catalog (DB), and `agentData()` over the
+// database that holds an agent's data (src/db/shards.ts): its memory stack (the embedder the
+// configuration picks, the vector index: Vectorize when the VECTORS binding exists, else the local
+// index in that database; hybrid retrieval; the embedding pipeline) and its inspector records.
+// The HTTP routes that honour the caller's D1 bookmark get the same over a session of that database
+// (`agentDataIn()`, `catalogIn()`, ../read-sessions.ts), built per request.
 // Routes, rooms and clients ask here; nothing outside src/db/ and src/memory/ builds drizzle.
 import { loadConfig } from "../../config.ts";
 import type { Env } from "../../env.ts";
@@ -40,22 +43,24 @@ import { createD1SpendLedger } from "./spend-ledger.ts";
 import { createEvaluatorFailures, type EvaluatorFailures } from "./evaluator-failures.ts";
 import { createTokenStore, type TokenStore } from "./token-store.ts";
 import { createTurnInspectionStore, type TurnInspectionStore } from "./turn-inspection-store.ts";
-import { createVectorizeIndex } from "../../memory/vectorize-index.ts";
+import { createVectorizeIndex, type VectorizeIndex } from "../../memory/vectorize-index.ts";
+import { failuresNamed } from "../database-failures.ts";
+import { CATALOG_DB, type DatabaseName, databaseBinding, memoryDatabases } from "../shards.ts";
+import { type AgentPlacement, createAgentPlacement } from "./agent-placement.ts";
+import type { DatabaseSessions, SessionUse } from "../read-sessions.ts";
 
+/** What lives in the catalog (DB) whatever the deployment: agents, tokens, configs, usage. */
 export interface Stores {
-  /** For the query functions of memory-repo.ts and knowledge.ts; only src/memory/ imports drizzle. */
-  db: Db;
+  /** The catalog's handle, for the usage queries; agents' memories are in `agentData()`'s. */
+  catalog: Db;
   agents: AgentStore;
+  /** Which database holds each agent's data (src/db/shards.ts). */
+  placement: AgentPlacement;
   tokens: TokenStore;
   /** Model spend against the daily ceiling. */
   spend: SpendLedger;
   /** After-reply evaluators that failed, per day (for /health). */
   evaluatorFailures: EvaluatorFailures;
-  /** What replied turns kept for the turn inspector. */
-  inspections: TurnInspectionStore;
-  /** The runtime's MemoryStore (messages, facts, rooms, relationships). */
-  memories: MemoryStore;
-  messages: MessageHistory;
   posts: MediaPostStore;
   /** MCP servers added to one agent at runtime. */
   mcpServers: AgentServerStore;
@@ -69,15 +74,31 @@ export interface Stores {
   skills: SkillStore;
   /** What agents asked to change about themselves. */
   proposals: ProposalStore;
+  /** A cheap round trip to the catalog, for /health. */
+  reachable(): Promise<boolean>;
+}
+
+/** One database's agent data: memories and their vectors, rooms, the inspector's records. */
+export interface AgentData {
+  /** Which database this is. */
+  database: DatabaseName;
+  /** For the query functions of memory-repo.ts and knowledge.ts; only src/memory/ imports drizzle. */
+  db: Db;
+  /** What replied turns kept for the turn inspector. */
+  inspections: TurnInspectionStore;
+  /** The runtime's MemoryStore (messages, facts, rooms, relationships). */
+  memories: MemoryStore;
+  messages: MessageHistory;
   embedder: Embedder;
   index: VectorIndex;
   retriever: MemoryRetriever;
   pipeline: EmbeddingPipeline;
-  /** A cheap round trip to D1, for /health. */
+  /** A cheap round trip to this database. */
   reachable(): Promise<boolean>;
 }
 
 const cache = new WeakMap<object, Stores>();
+const dataCache = new WeakMap<object, Map<DatabaseName, AgentData>>();
 
 export function stores(env: Env): Stores {
   const cached = cache.get(env);
@@ -85,19 +106,15 @@ export function stores(env: Env): Stores {
   const config = loadConfig(env);
   const db = openDb(env.DB);
   const box = config.secretsKey ? createSecretBox(config.secretsKey) : null;
-  const vectorize = config.vectors ? createVectorizeIndex(config.vectors) : null;
-  const index = vectorize ?? createLocalVectorIndex(db);
-  // Without EMBEDDING_MODEL, the embedder whose size the index already holds keeps serving it.
-  const embedder = createEmbedder(config, () => index.dimensions());
+  const placement = createAgentPlacement(env, db);
+  const homes = { placement, open: (name: DatabaseName) => dataOn(env, name).db };
   const built: Stores = {
-    db,
-    agents: createAgentStore(db, box),
+    catalog: db,
+    agents: createAgentStore(db, box, homes),
+    placement,
     tokens: createTokenStore(db),
     spend: createD1SpendLedger(db),
     evaluatorFailures: createEvaluatorFailures(db),
-    inspections: createTurnInspectionStore(db),
-    memories: createD1MemoryStore(db),
-    messages: createMessageHistory(db),
     posts: createMediaPostStore(db),
     mcpServers: createAgentServerStore(db),
     mcpCredentials: box ? createMcpCredentialStore(db, box) : null,
@@ -106,9 +123,90 @@ export function stores(env: Env): Stores {
     slack: createChatClientStore(db, SLACK_CLIENT),
     skills: createSkillStore(db),
     proposals: createProposalStore(db),
+    reachable: () => databaseReachable(db),
+  };
+  cache.set(env, built);
+  return built;
+}
+
+/** The data of the agents one database holds (DB itself, or a memory database). */
+export function dataOn(env: Env, name: DatabaseName): AgentData {
+  const perEnv = dataCache.get(env) ?? new Map<DatabaseName, AgentData>();
+  dataCache.set(env, perEnv);
+  const cached = perEnv.get(name);
+  if (cached) return cached;
+  const built = buildAgentData(env, name);
+  perEnv.set(name, built);
+  return built;
+}
+
+/** The data of one agent, in whichever database holds it. */
+export async function agentData(env: Env, agentId: string): Promise<AgentData> {
+  if (memoryDatabases(env).length === 0) return dataOn(env, CATALOG_DB);
+  return dataOn(env, await stores(env).placement.of(agentId));
+}
+
+/**
+ * One agent's data over this request's session of its database (../read-sessions.ts): a read
+ * starts at the caller's bookmark, a write on the primary. Per request, since a session is one
+ * caller's; the isolate's embedder, Vectorize index and recent query vectors are shared.
+ */
+export async function agentDataIn(
+  env: Env,
+  agentId: string,
+  sessions: DatabaseSessions,
+  use: SessionUse,
+): Promise<AgentData> {
+  const shared = await agentData(env, agentId);
+  const name = shared.database;
+  return buildAgentData(env, name, {
+    binding: sessions.open(name, databaseBinding(env, name), use),
+    shared,
+  });
+}
+
+/** The catalog over this request's read session of it, for the usage and storage reads. */
+export function catalogIn(env: Env, sessions: DatabaseSessions): Db {
+  return openDb(sessions.open(CATALOG_DB, env.DB, "read"));
+}
+
+function buildAgentData(
+  env: Env,
+  name: DatabaseName,
+  session?: { binding: D1Database; shared: AgentData },
+): AgentData {
+  const config = loadConfig(env);
+  const binding = session?.binding ?? databaseBinding(env, name);
+  // A memory database's failures are its own agents' 503s, named (database-failures.ts).
+  const db = openDb(name === CATALOG_DB ? binding : failuresNamed(name, binding));
+  // One Vectorize index serves every database (its rows carry the agent); the local index lives
+  // beside the memories it indexes (its cache is the isolate's, so one per session costs nothing).
+  const vectorize = config.vectors ? vectorizeOf(config.vectors) : null;
+  const index = vectorize ?? createLocalVectorIndex(db);
+  // Without EMBEDDING_MODEL, the embedder whose size the index already holds keeps serving it.
+  const embedder = session?.shared.embedder ?? createEmbedder(config, () => index.dimensions());
+  const retriever = createHybridSearch({
+    db,
+    // A replica behind this isolate's vector cache does not prove a memory gone: only searches
+    // on the primary make the cache forget a vector (VectorIndex.forget).
+    index: session ? { ...index, forget: undefined } : index,
+    embedder,
+    vectorWeight: vectorWeightFor(embedder),
+    // The isolate's recent query vectors: a search repeated over a new session embeds once.
+    queryVectors: session?.shared.retriever.embedQuery,
+  });
+  return {
+    database: name,
+    db,
+    inspections: createTurnInspectionStore(db, {
+      bucket: env.MEDIA,
+      textShare: config.inspectorTextShare,
+    }),
+    memories: createD1MemoryStore(db),
+    messages: createMessageHistory(db),
     embedder,
     index,
-    retriever: createHybridSearch({ db, index, embedder, vectorWeight: vectorWeightFor(embedder) }),
+    retriever,
     pipeline: createEmbeddingPipeline({
       db,
       embedder,
@@ -118,7 +216,16 @@ export function stores(env: Env): Stores {
     }),
     reachable: () => databaseReachable(db),
   };
-  cache.set(env, built);
+}
+
+const vectorizeCache = new WeakMap<Vectorize, VectorizeIndex>();
+
+/** One Vectorize index per binding (it remembers its dimension), shared by every database. */
+function vectorizeOf(binding: Vectorize): VectorizeIndex {
+  const cached = vectorizeCache.get(binding);
+  if (cached) return cached;
+  const built = createVectorizeIndex(binding);
+  vectorizeCache.set(binding, built);
   return built;
 }
 

@@ -1,106 +1,149 @@
-// The turn inspector's records in D1 (turn_inspections): one per replied turn, written by the
-// room after the reply in the same shared trip as the reply and its usage record, read back by
-// GET /agents/:agentId/turns/:turnId (checked with zod: a row of another shape is an error that
-// names the row, never its content), and pruned after TURN_INSPECTION_RETENTION_MS by the upkeep.
+// The turn inspector's records: one per replied turn, written by the room after the reply, read
+// back by GET /agents/:agentId/turns/:turnId and pruned after TURN_INSPECTION_RETENTION_MS by the
+// upkeep. D1 (turn_inspections) keeps the compact outline in the room's after-reply trip; the
+// prompt's text and the tools' arguments and results go to R2 after it (turn-inspection-text.ts),
+// for a share of turns (`textShare`, all by default). Losing that text never loses the record.
 import { and, eq, lt } from "drizzle-orm";
-import { z } from "zod";
-import type { TurnInspection, TurnInspectionSink } from "../../runtime/turn/turn-inspection.ts";
-import { TURN_INSPECTION_VERSION } from "../../runtime/turn/turn-inspection.ts";
+import type { TurnInspectionSink } from "../../runtime/turn/turn-inspection.ts";
+import { errorField, log } from "../../log.ts";
 import type { Db } from "../db.ts";
 import { readJsonColumn } from "../json-column.ts";
 import { turnInspections } from "../schema.ts";
+import {
+  joinText,
+  type KeptInspection,
+  keptOf,
+  splitInspection,
+  StoredTurnInspectionShape,
+  type TextPlace,
+} from "./turn-inspection-shapes.ts";
+import {
+  deleteInspectionTexts,
+  getInspectionText,
+  inspectionTextKey,
+  putInspectionText,
+  sweepInspectionTexts,
+} from "./turn-inspection-text.ts";
 
 /** How long a turn stays inspectable: a week, enough to look into last days' odd replies. */
 export const TURN_INSPECTION_RETENTION_MS = 7 * 86_400_000;
 
-const MatchedByShape = z.array(z.enum(["text", "vector", "neighbour"]));
-
-/** The record as src/runtime/turn/turn-inspection.ts writes it (version 1). */
-export const TurnInspectionShape = z.object({
-  version: z.literal(TURN_INSPECTION_VERSION),
-  turnId: z.string(),
-  agentId: z.string(),
-  roomId: z.string(),
-  userId: z.string(),
-  startedAt: z.number(),
-  durationMs: z.number(),
-  resumed: z.boolean(),
-  sections: z.array(z.object({ name: z.string(), tokens: z.number(), text: z.string() })),
-  memories: z.array(
-    z.object({
-      id: z.string(),
-      type: z.enum(["message", "fact", "description", "lore", "document", "fragment", "summary"]),
-      score: z.number().nullable(),
-      provider: z.string(),
-      matchedBy: MatchedByShape.nullable(),
-    }),
-  ),
-  tools: z.array(
-    z.object({
-      id: z.string(),
-      name: z.string(),
-      ok: z.boolean(),
-      cached: z.boolean(),
-      startMs: z.number().nullable(),
-      durationMs: z.number(),
-      arguments: z.unknown(),
-      output: z.string(),
-      model: z.string(),
-    }),
-  ),
-  modelCalls: z.array(
-    z.object({
-      model: z.string(),
-      responseModel: z.string().nullable(),
-      startMs: z.number(),
-      durationMs: z.number(),
-      inputTokens: z.number(),
-      outputTokens: z.number(),
-      finishReason: z.string().nullable(),
-      error: z.string().nullable(),
-    }),
-  ),
-});
+export interface TurnInspectionStoreOptions {
+  /** Where the text goes (the MEDIA bucket). */
+  bucket: R2Bucket;
+  /** The share of turns whose text is kept, 0 to 1 (INSPECTOR_TEXT_SHARE; default 1). */
+  textShare?: number;
+}
 
 export interface TurnInspectionStore extends TurnInspectionSink {
-  get(agentId: string, turnId: string): Promise<TurnInspection | null>;
-  /** Deletes the records older than `before` (ms); returns how many went. */
+  /** The record from D1 alone: the outline, and the text only of a version-1 row. */
+  get(agentId: string, turnId: string): Promise<KeptInspection | null>;
+  /**
+   * The record with its text from R2 (and the memories' references, for an outline that was too
+   * large for D1), when it has one there; without, when it is gone.
+   */
+  withText(kept: KeptInspection): Promise<KeptInspection>;
+  /** Deletes the records older than `before` (ms) and their text; returns how many went. */
   prune(before: number): Promise<number>;
 }
 
-export function createTurnInspectionStore(db: Db): TurnInspectionStore {
+export function createTurnInspectionStore(
+  db: Db,
+  { bucket, textShare = 1 }: TurnInspectionStoreOptions,
+): TurnInspectionStore {
   const t = turnInspections;
+  const row = (agentId: string, turnId: string) =>
+    and(eq(t.agentId, agentId), eq(t.turnId, turnId));
   return {
     async record(inspection) {
-      await db
+      const place: TextPlace = sampled(inspection.turnId, textShare) ? "r2" : "none";
+      const { record, text } = splitInspection(inspection, place);
+      // Started before any await: it joins the reply's writes in the room's shared D1 trip.
+      const inserted = await db
         .insert(t)
         .values({
           agentId: inspection.agentId,
           turnId: inspection.turnId,
           roomId: inspection.roomId,
           userId: inspection.userId,
-          detail: JSON.stringify(inspection),
+          detail: JSON.stringify(record),
           createdAt: inspection.startedAt,
         })
-        // A turn replayed after an eviction keeps its first record.
-        .onConflictDoNothing();
+        // A turn replayed after an eviction keeps its first record, and its first text.
+        .onConflictDoNothing()
+        .run();
+      if (place === "none" || (inserted.meta.changes ?? 0) === 0) return;
+      const key = inspectionTextKey(inspection.agentId, inspection.turnId, inspection.startedAt);
+      try {
+        await putInspectionText(
+          bucket,
+          key,
+          text,
+          inspection.startedAt + TURN_INSPECTION_RETENTION_MS,
+        );
+      } catch (error) {
+        log.warn("inspection_text_not_stored", {
+          agentId: inspection.agentId,
+          turnId: inspection.turnId,
+          error: errorField(error),
+        });
+        // The record stays, said to be without text (a reader finding no object says the same),
+        // with its memories' references back in D1 if they had been moved to the text.
+        const without = splitInspection(inspection, "none").record;
+        await db
+          .update(t)
+          .set({ detail: JSON.stringify(without) })
+          .where(row(inspection.agentId, inspection.turnId))
+          .run()
+          .catch(() => undefined);
+      }
     },
     async get(agentId, turnId) {
-      const row = await db
-        .select({ detail: t.detail })
-        .from(t)
-        .where(and(eq(t.agentId, agentId), eq(t.turnId, turnId)))
-        .get();
-      if (!row) return null;
-      return readJsonColumn(
-        TurnInspectionShape,
-        row.detail,
+      const found = await db.select({ detail: t.detail }).from(t).where(row(agentId, turnId)).get();
+      if (!found) return null;
+      const stored = readJsonColumn(
+        StoredTurnInspectionShape,
+        found.detail,
         `turn_inspections.detail of ${turnId}`,
       );
+      return keptOf(stored);
+    },
+    async withText(kept) {
+      if (kept.text !== "r2") return kept;
+      const key = inspectionTextKey(kept.agentId, kept.turnId, kept.startedAt);
+      const text = await getInspectionText(bucket, key).catch((error: unknown) => {
+        log.warn("inspection_text_not_read", { turnId: kept.turnId, error: errorField(error) });
+        return null;
+      });
+      return text ? joinText(kept, text) : { ...kept, text: "none", memoriesInText: false };
     },
     async prune(before) {
-      const result = await db.delete(t).where(lt(t.createdAt, before)).run();
-      return result.meta.changes ?? 0;
+      const gone = await db
+        .delete(t)
+        .where(lt(t.createdAt, before))
+        .returning({ agentId: t.agentId, turnId: t.turnId, createdAt: t.createdAt });
+      // Then their text; what this misses (an R2 error, an agent deleted with its rows) goes
+      // with the sweep of whole days past the retention.
+      try {
+        const keys = gone.map((r) => inspectionTextKey(r.agentId, r.turnId, r.createdAt));
+        await deleteInspectionTexts(bucket, keys);
+        await sweepInspectionTexts(bucket, before);
+      } catch (error) {
+        log.warn("inspection_text_not_pruned", { error: errorField(error) });
+      }
+      return gone.length;
     },
   };
+}
+
+/**
+ * Whether a turn's text is kept: a fixed pick by its id (FNV-1a), so a replay picks the same,
+ * and a share of 0.1 keeps about one turn in ten.
+ */
+function sampled(turnId: string, share: number): boolean {
+  if (share >= 1) return true;
+  if (share <= 0) return false;
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < turnId.length; i++) hash = Math.imul(hash ^ turnId.charCodeAt(i), 0x01000193);
+  return (hash >>> 0) / 0x1_0000_0000 < share;
 }

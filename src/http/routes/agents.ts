@@ -16,7 +16,7 @@ import { AgentIdParam, errorContent, jsonContent } from "../schemas.ts";
 import { pathNestedDeeperThan } from "../json-depth.ts";
 import { forgetAgent } from "../known-agents.ts";
 import { characterKnowledge } from "../../memory/knowledge.ts";
-import { stores } from "../../db/stores/index.ts";
+import { agentData, stores } from "../../db/stores/index.ts";
 import type { KnowledgeBuilder } from "../../db/stores/agent-store.ts";
 import { loadTokenCounter } from "../../runtime/util/tokens.ts";
 import { mcpPlatform } from "../../mcp/platform.ts";
@@ -251,6 +251,8 @@ export function agentRoutes(): OpenAPIHono<AppEnv> {
     async (c) => {
       const { agentId } = c.req.valid("param");
       forgetAgent(agentId);
+      // Where its memories are, read before the catalog forgets it.
+      const data = await agentData(c.env, agentId);
       if (!(await stores(c.env).agents.remove(agentId)))
         throw new NotFoundError(`no agent with id "${agentId}"`);
       // Its schedules must not keep starting tasks for an agent that is gone.
@@ -258,8 +260,8 @@ export function agentRoutes(): OpenAPIHono<AppEnv> {
         logWarning("agent_tasks_stop_failed", error),
       );
       // The agent's vectors go too: the local index by cascade, Vectorize through the outbox.
-      await stores(c.env)
-        .pipeline.sweepDeletions()
+      await data.pipeline
+        .sweepDeletions()
         .catch((error: unknown) => logWarning("vector_sweep_failed", error));
       return c.body(null, 204);
     },
@@ -282,8 +284,8 @@ function knowledgeBuilder(now: number): KnowledgeBuilder {
 
 /** Lore and knowledge get their vectors now when they can; what fails stays pending (found by text). */
 async function embedAgentMemories(env: Env, agentId: string): Promise<void> {
-  await stores(env)
-    .pipeline.embedPending({ agentId, maxBatches: 5 })
+  await (await agentData(env, agentId)).pipeline
+    .embedPending({ agentId, maxBatches: 5 })
     .catch((error: unknown) => logWarning("agent_embedding_failed", error));
 }
 

@@ -3,15 +3,19 @@
 // that D1 answers, and which schema version it holds (the migrations the worker applied itself,
 // or the one that failed), with DISCORD_GATEWAY=true the Gateway's state (each shard's), and how
 // many after-reply evaluators failed today (facts and summaries lost while replies look fine), and
-// how many filter patterns saved before the filter's cost bound are suspended.
+// how many filter patterns saved before the filter's cost bound are suspended, and each database's
+// size with its days left to D1's ceiling (from the upkeep's daily samples: no table is scanned).
 // Public (no token): it names backends, never keys, session ids, URLs with credentials, or what a
 // filter holds (only counts; the admin's config route shows the patterns).
 import { exportStats, traceConfig } from "../../telemetry/otlp.ts";
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import { loadConfig } from "../../config.ts";
 import type { Env } from "../../env.ts";
-import { stores } from "../../db/stores/index.ts";
+import { CATALOG_DB } from "../../db/shards.ts";
+import { dataOn, stores } from "../../db/stores/index.ts";
 import { describeEmbedder } from "../../model/embedder.ts";
+import { deploymentSizes } from "../../db/stores/database-size.ts";
+import { DatabaseSizeShape } from "./storage.ts";
 import { ensureSchema } from "../../db/schema-ready.ts";
 import { gatewayObject } from "../../clients/discord/gateway/gateway-client.ts";
 import type { Stores } from "../../db/stores/index.ts";
@@ -141,6 +145,13 @@ const Health = z
         description:
           "Filter patterns saved before the filter's cost bound that pass it, per client (Discord: every server's together): kept, not applied, each named with its reason in GET /clients/{client}/config (`filter.suspended`) and Discord's /settings show. null: D1 could not be read",
       }),
+    storage: z
+      .object({ databases: z.array(DatabaseSizeShape) })
+      .nullable()
+      .openapi({
+        description:
+          "Each database's size, growth per day over the last week and days left to D1's ceiling, from the hourly upkeep's daily samples (docs/memory.md#watching-the-ceiling). null: D1 could not be read",
+      }),
     traces: z
       .object({
         collector: z.string().openapi({ description: "The OTLP endpoint's origin" }),
@@ -174,8 +185,13 @@ export function healthRoutes(): OpenAPIHono<{ Bindings: Env }> {
     async (c) => {
       const config = loadConfig(c.env);
       const tracing = traceConfig(c.env);
-      const { embedder, index } = stores(c.env);
+      const { embedder, index } = dataOn(c.env, CATALOG_DB);
       const gatewayStub = gatewayObject(c.env);
+      // One indexed read per database: D1 reports the size with it (database-size.ts).
+      const storage = deploymentSizes(c.env, Date.now()).then(
+        (databases) => ({ databases }),
+        () => null,
+      );
       const [database, indexDimensions, schemaNow, , gateway, evaluators, filters] =
         await Promise.all([
           stores(c.env)
@@ -235,6 +251,7 @@ export function healthRoutes(): OpenAPIHono<{ Bindings: Env }> {
         ...(gatewayStub ? { gateway } : {}),
         evaluators,
         filters,
+        storage: await storage,
         traces: tracing
           ? {
               collector: new URL(tracing.url).origin,

@@ -2,6 +2,7 @@
 // document and its fragments, embedded in batches. Ingesting a document with the same id (or the
 // same title) again replaces it; deleting removes it with its fragments and their vectors.
 // Knowledge reaches every user of the agent, so a token limited to a user prefix may not change it.
+// Both write over a D1 session and answer with its D1-Bookmark (../bookmarks.ts).
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import type { AppEnv } from "../app-env.ts";
 import { guard } from "../auth.ts";
@@ -12,7 +13,8 @@ import {
   ingestDocument,
   MAX_DOCUMENT_CHARS,
 } from "../../memory/knowledge.ts";
-import { stores } from "../../db/stores/index.ts";
+import { agentDataIn } from "../../db/stores/index.ts";
+import { answerBookmarks, sessionsOf } from "../bookmarks.ts";
 import { NotFoundError } from "../../runtime/util/errors.ts";
 import { loadTokenCounter } from "../../runtime/util/tokens.ts";
 import { assertAgentExists } from "../known-agents.ts";
@@ -73,13 +75,15 @@ export function knowledgeRoutes(): OpenAPIHono<AppEnv> {
       const body = c.req.valid("json");
       assertMayWriteAgentWide(c.get("principal"), "knowledge");
       await assertAgentExists(c.env, agentId);
-      const { db, pipeline } = stores(c.env);
+      const sessions = sessionsOf(c);
+      const { db, pipeline } = await agentDataIn(c.env, agentId, sessions, "write");
       const result = await ingestDocument(db, pipeline, await loadTokenCounter(), {
         agentId,
         ...body,
         source: "api",
         now: Date.now(),
       });
+      answerBookmarks(c, sessions);
       return c.json(result, 201);
     },
   );
@@ -105,11 +109,13 @@ export function knowledgeRoutes(): OpenAPIHono<AppEnv> {
       const { agentId, documentId } = c.req.valid("param");
       assertMayWriteAgentWide(c.get("principal"), "knowledge");
       await assertAgentExists(c.env, agentId);
-      const { db, pipeline } = stores(c.env);
+      const sessions = sessionsOf(c);
+      const { db, pipeline } = await agentDataIn(c.env, agentId, sessions, "write");
       const removed = await deleteDocument(db, agentId, documentId);
       if (removed === 0)
         throw new NotFoundError(`agent "${agentId}" has no document "${documentId}"`);
       await pipeline.sweepDeletions().catch(() => undefined);
+      answerBookmarks(c, sessions);
       return c.body(null, 204);
     },
   );

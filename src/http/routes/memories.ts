@@ -2,13 +2,15 @@
 // cursor, search them with the same hybrid retrieval the runtime uses, delete by filter (vectors
 // go too; deleting a user's memories is the "forget me" path), statistics, and a backfill that
 // embeds memories still waiting for a vector. User and room ids in bodies and filters follow the
-// namespace rules of ../namespaces.ts.
+// namespace rules of ../namespaces.ts. Listing, search and statistics read over a D1 session from
+// the caller's D1-Bookmark; storing and deleting answer with one (../bookmarks.ts).
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import type { AppEnv } from "../app-env.ts";
 import { assertMayActFor, guard } from "../auth.ts";
 import { assertMayFilterMemories, assertMayWriteMemory } from "../namespaces.ts";
 import { describeEmbedder } from "../../model/embedder.ts";
-import { stores } from "../../db/stores/index.ts";
+import { agentData, agentDataIn } from "../../db/stores/index.ts";
+import { answerBookmarks, sessionsOf } from "../bookmarks.ts";
 import {
   deleteMemories,
   insertMemories,
@@ -18,7 +20,11 @@ import {
 import { forgetRoomHistory } from "../../objects/conversation/room-client.ts";
 import { ValidationError } from "../../runtime/util/errors.ts";
 import type { Memory, MemoryType } from "../../runtime/ports/memory.ts";
-import type { RetrievalQuery, SearchTimings } from "../../runtime/ports/retrieval.ts";
+import type {
+  MemoryRetriever,
+  RetrievalQuery,
+  SearchTimings,
+} from "../../runtime/ports/retrieval.ts";
 import type { Env } from "../../env.ts";
 import { pathNestedDeeperThan } from "../json-depth.ts";
 import { assertAgentExists } from "../known-agents.ts";
@@ -187,7 +193,16 @@ export async function searchMemories(
   /** The query's vector as a turn waits for it (a budget); undefined: embedded and waited for. */
   vector?: Promise<Float32Array | null>,
 ): Promise<ScoredMemoryView[]> {
-  const hits = await stores(env).retriever.search(query, vector, timings);
+  return scoredSearch((await agentData(env, query.agentId)).retriever, query, timings, vector);
+}
+
+async function scoredSearch(
+  retriever: MemoryRetriever,
+  query: MemorySearchQuery,
+  timings?: SearchTimings,
+  vector?: Promise<Float32Array | null>,
+): Promise<ScoredMemoryView[]> {
+  const hits = await retriever.search(query, vector, timings);
   return hits.map((hit) => ({
     ...view({ ...hit.memory, embedded: hit.embedded }),
     score: round(hit.score),
@@ -245,7 +260,8 @@ export function memoryRoutes(): OpenAPIHono<AppEnv> {
       assertMayActFor(c.get("principal"), agentId);
       for (const input of inputs) assertMayWriteMemory(c.get("principal"), input);
       await assertAgentExists(c.env, agentId);
-      const backends = stores(c.env);
+      const sessions = sessionsOf(c);
+      const backends = await agentDataIn(c.env, agentId, sessions, "write");
       const now = Date.now();
       const items: Memory[] = inputs.map((input) => ({
         id: input.id ?? crypto.randomUUID(),
@@ -279,6 +295,7 @@ export function memoryRoutes(): OpenAPIHono<AppEnv> {
         // Stored either way: text search finds them, and the embedding queue retries.
         log.warn("inline_embedding_failed", { agentId, error: errorField(error) });
       }
+      answerBookmarks(c, sessions);
       return c.json(
         {
           memories: items.map((m) => ({ id: m.id, type: m.type, createdAt: m.createdAt })),
@@ -323,12 +340,14 @@ export function memoryRoutes(): OpenAPIHono<AppEnv> {
       assertMayActFor(c.get("principal"), agentId);
       assertMayFilterMemories(c.get("principal"), { userId, roomId });
       await assertAgentExists(c.env, agentId);
+      const sessions = sessionsOf(c);
       const page = await listMemories(
-        stores(c.env).db,
+        (await agentDataIn(c.env, agentId, sessions, "read")).db,
         { agentId, roomId, userId, types: type, ids: id },
         limit,
         cursor,
       );
+      answerBookmarks(c, sessions);
       return c.json({ memories: page.memories.map(view), nextCursor: page.nextCursor }, 200);
     },
   );
@@ -391,15 +410,14 @@ export function memoryRoutes(): OpenAPIHono<AppEnv> {
         body.type === undefined ? undefined : Array.isArray(body.type) ? body.type : [body.type];
       const timings: SearchTimings = {};
       const started = performance.now();
+      const sessions = sessionsOf(c);
+      const { retriever } = await agentDataIn(c.env, body.agentId, sessions, "read");
       const bounded =
         body.embeddingBudgetMs === undefined
           ? null
-          : boundedEmbedding(
-              () => stores(c.env).retriever.embedQuery(body.query),
-              body.embeddingBudgetMs,
-            );
-      const memories = await searchMemories(
-        c.env,
+          : boundedEmbedding(() => retriever.embedQuery(body.query), body.embeddingBudgetMs);
+      const memories = await scoredSearch(
+        retriever,
         {
           agentId: body.agentId,
           text: body.query,
@@ -421,6 +439,7 @@ export function memoryRoutes(): OpenAPIHono<AppEnv> {
         "Server-Timing",
         [...legs, `search;dur=${(performance.now() - started).toFixed(1)}`].join(", "),
       );
+      answerBookmarks(c, sessions);
       return c.json(bounded ? { memories, queryEmbedding: bounded.outcome() } : { memories }, 200);
     },
   );
@@ -448,7 +467,8 @@ export function memoryRoutes(): OpenAPIHono<AppEnv> {
       assertMayActFor(c.get("principal"), agentId);
       assertMayFilterMemories(c.get("principal"), { userId, roomId }, "memory.write");
       await assertAgentExists(c.env, agentId);
-      const backends = stores(c.env);
+      const sessions = sessionsOf(c);
+      const backends = await agentDataIn(c.env, agentId, sessions, "write");
       const result = await deleteMemories(backends.db, {
         agentId,
         roomId,
@@ -461,6 +481,7 @@ export function memoryRoutes(): OpenAPIHono<AppEnv> {
       await backends.pipeline.sweepDeletions().catch((error: unknown) => {
         log.warn("vector_sweep_failed", { error: errorField(error) });
       });
+      answerBookmarks(c, sessions);
       return c.json({ deleted: result.deleted }, 200);
     },
   );
@@ -498,12 +519,14 @@ export function memoryRoutes(): OpenAPIHono<AppEnv> {
       const { agentId } = c.req.valid("query");
       assertMayActFor(c.get("principal"), agentId);
       await assertAgentExists(c.env, agentId);
-      const backends = stores(c.env);
+      const sessions = sessionsOf(c);
+      const backends = await agentDataIn(c.env, agentId, sessions, "read");
       const [stats, dimensions] = await Promise.all([
         memoryStats(backends.db, agentId),
         backends.index.dimensions(),
       ]);
       await backends.embedder.ready?.();
+      answerBookmarks(c, sessions);
       return c.json(
         {
           agentId,
@@ -543,7 +566,10 @@ export function memoryRoutes(): OpenAPIHono<AppEnv> {
       const { agentId } = c.req.valid("json");
       assertMayActFor(c.get("principal"), agentId);
       await assertAgentExists(c.env, agentId);
-      const result = await stores(c.env).pipeline.embedPending({ agentId, maxBatches: 5 });
+      const result = await (await agentData(c.env, agentId)).pipeline.embedPending({
+        agentId,
+        maxBatches: 5,
+      });
       return c.json(result, 200);
     },
   );

@@ -21,7 +21,7 @@ import { readHistory, streamTurn, submitTurn } from "../../objects/conversation/
 import { clientTurnStream, turnBody } from "../turn-body.ts";
 import { historyBody } from "../history-body.ts";
 import { memoriesByIds } from "../../memory/memory-repo.ts";
-import { stores } from "../../db/stores/index.ts";
+import { agentData } from "../../db/stores/index.ts";
 import { AgentIdParam, errorContent, ExternalId, RoomIdParam } from "../schemas.ts";
 import { assertAgentExists } from "../known-agents.ts";
 import { sha256Hex } from "../../runtime/util/hashing.ts";
@@ -304,8 +304,8 @@ export function messageRoutes(): OpenAPIHono<AppEnv> {
       const body = await historyBody(page, {
         memories: showMemories
           ? async (ids) =>
-              (await memoriesByIds(stores(c.env).db, agentId, ids)).filter((memory) =>
-                mayBeShownMemory(principal, memory),
+              (await memoriesByIds((await agentData(c.env, agentId)).db, agentId, ids)).filter(
+                (memory) => mayBeShownMemory(principal, memory),
               )
           : null,
       });

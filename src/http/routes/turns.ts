@@ -1,23 +1,23 @@
 // The turn inspector: GET /agents/:agentId/turns/:turnId, what a replied turn kept (its prompt's
 // sections with their token counts, the memories used and which search legs found them, tool
-// calls, model timing), read from D1 (src/db/stores/turn-inspection-store.ts). Who sees what is
-// decided by `turn.read` in src/runtime/access/: a prefix token gets its own users' turns in
-// outline (another user's turn is a 404, as if it did not exist); the prompt's text and the tools'
-// arguments and results (the person's facts and history are in them) go to the admin token and to
-// tokens without a prefix that hold `memories:read`; memories need `memories:read`, each also
-// passing the rule for the memory's own user and room.
+// calls, model timing), read from D1 and its text from R2 (src/db/stores/turn-inspection-store.ts).
+// Who sees what is decided by `turn.read` in src/runtime/access/: a prefix token gets its own
+// users' turns in outline (another user's turn is a 404, as if it did not exist); the prompt's
+// text and the tools' arguments and results (the person's facts and history are in them) go to
+// the admin token and to tokens without a prefix that hold `memories:read`; memories need
+// `memories:read`, each also passing the rule for the memory's own user and room.
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import type { AppEnv } from "../app-env.ts";
 import { guard, hasScope } from "../auth.ts";
 import { assertAgentExists } from "../known-agents.ts";
 import { mayBeShownMemory } from "../namespaces.ts";
-import { stores } from "../../db/stores/index.ts";
+import { agentData } from "../../db/stores/index.ts";
 import { TURN_INSPECTION_RETENTION_MS } from "../../db/stores/turn-inspection-store.ts";
 import { memoriesByIds } from "../../memory/memory-repo.ts";
 import { authorize, decide } from "../../runtime/access/authorize.ts";
 import { usedMemory } from "../../runtime/context/memory-providers.ts";
 import { replyMessageId } from "../../runtime/turn/message-ids.ts";
-import type { TurnInspection } from "../../runtime/turn/turn-inspection.ts";
+import type { KeptInspection } from "../../db/stores/turn-inspection-shapes.ts";
 import { NotFoundError } from "../../runtime/util/errors.ts";
 import { AgentIdParam, errorContent, EXTERNAL_ID } from "../schemas.ts";
 
@@ -101,7 +101,8 @@ const TurnInspectionView = z
       description: "Resumed after an approval: the prompt was composed before and is not kept",
     }),
     content: z.boolean().openapi({
-      description: "Whether the prompt's text and the tools' arguments and results are shown",
+      description:
+        "Whether the prompt's text and the tools' arguments and results are shown (a turn whose text was not kept, by INSPECTOR_TEXT_SHARE or a failed write, has none to show)",
     }),
     sections: z.array(Section),
     memories: z.array(InspectedMemory).optional().openapi({
@@ -142,7 +143,7 @@ export function turnRoutes(): OpenAPIHono<AppEnv> {
       const principal = c.get("principal");
       authorize(principal, "agent.read", { agentId });
       await assertAgentExists(c.env, agentId);
-      const { inspections, db } = stores(c.env);
+      const { inspections, db } = await agentData(c.env, agentId);
       const kept = await inspections.get(agentId, turnId);
       const own = (userId: string | null) =>
         userId !== null && decide(principal, "turn.read", { agentId, turnUserId: userId }).allowed;
@@ -162,14 +163,19 @@ export function turnRoutes(): OpenAPIHono<AppEnv> {
         turnUserId: kept.userId,
         content: true,
       }).allowed;
-      const view = viewOf(kept, content);
-      if (hasScope(principal, "memories:read")) {
-        const ids = kept.memories.map((memory) => memory.id);
+      // R2 is read (for a version-2 record) only for a caller who may see the text, or the
+      // memories of a turn whose references were too many for D1 and went with the text.
+      const memoriesRead = hasScope(principal, "memories:read");
+      const full =
+        content || (memoriesRead && kept.memoriesInText) ? await inspections.withText(kept) : kept;
+      const view = viewOf(full, content);
+      if (memoriesRead) {
+        const ids = full.memories.map((memory) => memory.id);
         const now = ids.length > 0 ? await memoriesByIds(db, agentId, ids) : [];
         const shown = new Map(
           now.filter((memory) => mayBeShownMemory(principal, memory)).map((m) => [m.id, m]),
         );
-        view.memories = kept.memories.flatMap((used) => {
+        view.memories = full.memories.flatMap((used) => {
           const memory = shown.get(used.id);
           if (!memory) return [];
           const { text } = usedMemory(memory, used.score);
@@ -182,7 +188,7 @@ export function turnRoutes(): OpenAPIHono<AppEnv> {
   return app;
 }
 
-function viewOf(kept: TurnInspection, content: boolean): View {
+function viewOf(kept: KeptInspection, content: boolean): View {
   return {
     turnId: kept.turnId,
     agentId: kept.agentId,
@@ -192,11 +198,12 @@ function viewOf(kept: TurnInspection, content: boolean): View {
     durationMs: kept.durationMs,
     resumed: kept.resumed,
     content,
+    // A text that was not kept (not sampled, lost) is left out, as for a caller without content.
     sections: kept.sections.map(({ name, tokens, text }) =>
-      content ? { name, tokens, text } : { name, tokens },
+      content && text !== undefined ? { name, tokens, text } : { name, tokens },
     ),
     tools: kept.tools.map(({ arguments: args, output, ...call }) =>
-      content ? { ...call, arguments: args, output } : call,
+      content && output !== undefined ? { ...call, arguments: args, output } : call,
     ),
     modelCalls: kept.modelCalls,
   };

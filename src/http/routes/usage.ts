@@ -2,11 +2,14 @@
 // Read from the usage records each turn, task unit and caption leaves (src/db/schema.ts
 // usage_records, written with the day's tokens in the turn's own D1 trip). A token limited to a
 // user prefix sees only the records of its own users. With `settings.prices` in the character, each
-// row carries an estimated cost.
+// row carries an estimated cost. Records past USAGE_ROLLUP_AFTER_DAYS are summed per day and key
+// (src/db/stores/usage-rollup.ts): every grouping still answers the same. Read over a D1 session
+// from the caller's D1-Bookmark (../bookmarks.ts).
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import type { AppEnv } from "../app-env.ts";
 import { guard } from "../auth.ts";
-import { stores } from "../../db/stores/index.ts";
+import { catalogIn, stores } from "../../db/stores/index.ts";
+import { answerBookmarks, sessionsOf } from "../bookmarks.ts";
 import { authorize } from "../../runtime/access/authorize.ts";
 import { utcDay } from "../../runtime/turn/spend.ts";
 import { NotFoundError, ValidationError } from "../../runtime/util/errors.ts";
@@ -118,22 +121,30 @@ function usageStatement(
     params.push(userPrefix, userPrefix);
   }
   const filter = where.join(" AND ");
+  // A record's tool entry is one call ({name, ok}); a rolled-up record's sums a tool's calls over
+  // its units ({name, units, calls, failed}, src/db/stores/usage-rollup.ts). Not `key` for the
+  // name: GROUP BY would take json_each's own `key` column (the call's index) for it.
   if (by === "tool")
     return {
-      sql: `SELECT json_extract(t.value, '$.name') AS key, r.model AS model,
-        count(DISTINCT r.id) AS turns, 0 AS model_calls, 0 AS input_tokens, 0 AS output_tokens,
-        count(*) AS tool_calls, 0 AS late_embeddings,
-        sum(json_extract(t.value, '$.ok') = 0) AS errors
-      FROM usage_records r, json_each(r.tools) t WHERE ${filter}
-      GROUP BY key, r.model`,
+      sql: `SELECT tool AS key, model, sum(units) AS turns, 0 AS model_calls, 0 AS input_tokens,
+        0 AS output_tokens, sum(calls) AS tool_calls, 0 AS late_embeddings, sum(failed) AS errors
+      FROM (
+        SELECT r.id, json_extract(t.value, '$.name') AS tool, r.model AS model,
+          coalesce(sum(json_extract(t.value, '$.units')), 1) AS units,
+          sum(coalesce(json_extract(t.value, '$.calls'), 1)) AS calls,
+          sum(coalesce(json_extract(t.value, '$.failed'), json_extract(t.value, '$.ok') = 0)) AS failed
+        FROM usage_records r, json_each(r.tools) t WHERE ${filter}
+        GROUP BY r.id, tool
+      ) GROUP BY tool, model`,
       params,
     };
   const key = KEY_OF[by];
   return {
-    sql: `SELECT r.${key} AS key, r.model AS model, count(*) AS turns,
+    sql: `SELECT r.${key} AS key, r.model AS model, sum(r.units) AS turns,
       sum(r.model_calls) AS model_calls, sum(r.input_tokens) AS input_tokens,
       sum(r.output_tokens) AS output_tokens, sum(r.tool_calls) AS tool_calls,
-      sum(r.late_embeddings) AS late_embeddings, sum(r.error IS NOT NULL) AS errors
+      sum(r.late_embeddings) AS late_embeddings,
+      sum(CASE WHEN r.error IS NULL THEN 0 ELSE r.units END) AS errors
     FROM usage_records r WHERE ${filter}
     GROUP BY r.${key}, r.model`,
     params,
@@ -218,8 +229,8 @@ export function usageRoutes(): OpenAPIHono<AppEnv> {
       if (days < 0) throw new ValidationError("`since` is after `until`");
       if (days >= MAX_DAYS)
         throw new ValidationError(`at most ${MAX_DAYS} days at once (asked for ${days + 1})`);
-      const { agents, db } = stores(c.env);
-      const agent = await agents.get(agentId);
+      const sessions = sessionsOf(c);
+      const agent = await stores(c.env).agents.get(agentId);
       if (!agent) throw new NotFoundError(`no agent with id "${agentId}"`);
       // A token limited to a user prefix sees the work done for its own users only.
       const userPrefix = principal.kind === "token" ? principal.userPrefix : null;
@@ -230,11 +241,12 @@ export function usageRoutes(): OpenAPIHono<AppEnv> {
         query.kind,
         userPrefix,
       );
-      const { results } = await db.$client
-        .prepare(sql)
+      const { results } = await catalogIn(c.env, sessions)
+        .$client.prepare(sql)
         .bind(...params)
         .all<Aggregate>();
       const prices = agent.character.settings.prices;
+      answerBookmarks(c, sessions);
       return c.json(
         { by: query.by, since, until, rows: rowsOf(results, query.by, prices, query.limit) },
         200,

@@ -11,7 +11,7 @@ import { Agent, type AgentContext } from "agents";
 import type { Env } from "../../env.ts";
 import type { HistoryQuery } from "../../memory/message-history.ts";
 import { errorField, log } from "../../log.ts";
-import { createRoomRuntime, type RoomRuntime } from "../shared/agent-wiring.ts";
+import { createRoomRuntime, movedAway, type RoomRuntime } from "../shared/agent-wiring.ts";
 import type { RoomPlatform } from "../shared/reply-surface.ts";
 import type {
   AmendmentResult,
@@ -30,8 +30,8 @@ import { buildRoomParts, type RoomParts } from "./room-parts.ts";
 import { releaseSpentKey, repeatedKeyResult, replayStream, TurnWaiters } from "./turn-waiters.ts";
 import { amendMessage } from "./journal-edits.ts";
 import { failedTurnsOf } from "./failed-turns.ts";
+import { databaseBinding, memoryDatabases } from "../../db/shards.ts";
 import { type D1Trip, sharedTrips } from "../../db/shared-trips.ts";
-import { stores } from "../../db/stores/index.ts";
 
 /**
  * How long after a turn arrives its durable wake-up fires, if the room is still in memory it finds
@@ -60,7 +60,11 @@ export abstract class AgentRoomBase extends Agent<Env> implements AgentRoomRpc {
     // where it is per room (the agents' vector caches and characters are per isolate).
     // Each trip is watched by the room's tracer, once its runtime has one (src/telemetry/).
     const trips: { watch: ((trip: D1Trip) => void) | null } = { watch: null };
-    super(ctx, { ...env, DB: sharedTrips(env.DB, (trip) => trips.watch?.(trip)) });
+    const watch = (trip: D1Trip) => trips.watch?.(trip);
+    const own: Env = { ...env, DB: sharedTrips(env.DB, watch) };
+    for (const name of memoryDatabases(env))
+      own[name] = sharedTrips(databaseBinding(env, name), watch);
+    super(ctx, own);
     this.trips = trips;
   }
 
@@ -142,7 +146,7 @@ export abstract class AgentRoomBase extends Agent<Env> implements AgentRoomRpc {
     const result = await amendMessage(
       {
         journal: this.parts.journal,
-        db: stores(this.env).db,
+        db: (await this.getRuntime()).memoryDb,
         forgetHistory: () => this.forgetHistory(),
       },
       amendment,
@@ -251,7 +255,15 @@ export abstract class AgentRoomBase extends Agent<Env> implements AgentRoomRpc {
     return this.name.split(":")[0]!;
   }
 
-  private getRuntime(): Promise<RoomRuntime> {
+  /** The room's runtime, built again when its agent's memories moved to another database. */
+  private async getRuntime(): Promise<RoomRuntime> {
+    const runtime = await this.builtRuntime();
+    if (!(await movedAway(this.env, this.agentId(), runtime))) return runtime;
+    this.runtime = null;
+    return this.builtRuntime();
+  }
+
+  private builtRuntime(): Promise<RoomRuntime> {
     const settled = () => this.replies.settled();
     const waitUntil = (work: Promise<unknown>) => this.ctx.waitUntil(work);
     this.runtime ??= createRoomRuntime(this.env, this.agentId(), { settled, waitUntil }).then(

@@ -3,7 +3,6 @@
 // each handed what it needs and none reaching back into the object. agent-room.ts answers RPC,
 // schedules and queue items with them.
 import type { Env } from "../../env.ts";
-import { stores } from "../../db/stores/index.ts";
 import type { RoomRuntime } from "../shared/agent-wiring.ts";
 import type { RoomPlatform } from "../shared/reply-surface.ts";
 import type { AfterReplyChain } from "./after-reply-chain.ts";
@@ -58,7 +57,7 @@ export function buildRoomParts(source: RoomSource): RoomParts {
   const upkeep = new RoomUpkeep({
     room: source.name,
     delivery,
-    db: () => stores(source.env).db,
+    db: async () => (await source.runtime()).memoryDb,
     embeddings: async () => (await source.runtime()).embeddings,
     forgetHistory: () => source.forgetHistory(),
     queue: source.queue,

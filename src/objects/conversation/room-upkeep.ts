@@ -27,7 +27,7 @@ export interface RoomUpkeepOptions {
   /** The room's name, for logs. */
   room: string;
   delivery: RoomDelivery;
-  db(): Db;
+  db(): Promise<Db>;
   embeddings(): Promise<Pick<EmbeddingPipeline, "embedPending">>;
   /** The room's history kept in memory is stale (messages were pruned). */
   forgetHistory(): Promise<void>;
@@ -120,7 +120,9 @@ export class RoomUpkeep {
     if (this.evaluatedSincePrune < PRUNE_EVERY_TURNS) return;
     this.evaluatedSincePrune = 0;
     const room = { agentId, roomId, keep: MAX_UNANSWERED_PER_ROOM };
-    pruneUnansweredMessages(this.options.db(), room)
+    this.options
+      .db()
+      .then((db) => pruneUnansweredMessages(db, room))
       .then((pruned) => (pruned > 0 ? this.options.forgetHistory() : undefined))
       .catch((error: unknown) => {
         log.warn("prune_unanswered_failed", { room: this.options.room, error: errorField(error) });

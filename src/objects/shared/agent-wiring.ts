@@ -24,7 +24,9 @@ import {
   recallProvider,
   userFactsProvider,
 } from "../../runtime/context/memory-providers.ts";
-import { stores } from "../../db/stores/index.ts";
+import { agentData, stores } from "../../db/stores/index.ts";
+import type { Db } from "../../db/db.ts";
+import { CATALOG_DB, type DatabaseName, memoryDatabases } from "../../db/shards.ts";
 import type { EmbeddingPipeline } from "../../memory/embedding-pipeline.ts";
 import { createEventBus, type EventBus } from "../../runtime/util/events.ts";
 import { traceConfig } from "../../telemetry/otlp.ts";
@@ -58,6 +60,10 @@ export interface RoomRuntime {
   agents: AgentStore;
   messages: MessageHistory;
   embeddings: EmbeddingPipeline;
+  /** The database holding the agent's memories (edits and upkeep of the room's messages). */
+  memoryDb: Db;
+  /** Which database that is (src/db/shards.ts). */
+  memoryDatabase: DatabaseName;
   /** This room's MCP connections (also part of the runner's tools). */
   mcp: McpConnections;
   mcpPlatform: McpPlatform;
@@ -91,6 +97,29 @@ export function createMonotonicClock(): Clock {
   };
 }
 
+/** How long a turn waits for a move's fence to lift before it goes ahead (and is refused). */
+export const MOVE_FENCE_WAIT_MS = 30_000;
+const FENCE_POLL_MS = 250;
+
+/**
+ * Whether the agent's memories now live in another database than the runtime's (a move switched;
+ * src/db/moves/). Read fresh, not from the isolate's placement cache: a room must not write to a
+ * database the agent left. While a move's fence holds the agent's writes, the turn waits for the
+ * switch (up to MOVE_FENCE_WAIT_MS) rather than be refused. Only a deployment with memory
+ * databases pays the read.
+ */
+export async function movedAway(env: Env, agentId: string, runtime: RoomRuntime): Promise<boolean> {
+  if (memoryDatabases(env).length === 0 && runtime.memoryDatabase === CATALOG_DB) return false;
+  const placement = stores(env).placement;
+  const until = Date.now() + MOVE_FENCE_WAIT_MS;
+  let now = await placement.current(agentId);
+  while (now.fenced && Date.now() < until) {
+    await new Promise((resolve) => setTimeout(resolve, FENCE_POLL_MS));
+    now = await placement.current(agentId);
+  }
+  return now.home !== runtime.memoryDatabase;
+}
+
 export async function createRoomRuntime(
   env: Env,
   agentId: string,
@@ -102,7 +131,9 @@ export async function createRoomRuntime(
   const config = loadConfig(env);
   const clock = createMonotonicClock();
   const backends = stores(env);
-  const memory = createRoomHistoryStore(backends.memories, options);
+  // The agent's memories, in whichever database holds them (src/db/shards.ts).
+  const data = await agentData(env, agentId);
+  const memory = createRoomHistoryStore(data.memories, options);
   // With an OTLP endpoint configured, the turns' events become spans (src/telemetry/).
   const tracing = traceConfig(env);
   const tracer = tracing
@@ -170,7 +201,7 @@ export async function createRoomRuntime(
       summaryEvaluator,
       ...plugins.evaluators,
     ],
-    retriever: backends.retriever,
+    retriever: data.retriever,
     // Evaluators run inside the room's after-reply chain; reads there must not wait on it.
     afterReplyMemory: memory.inChain,
     clock,
@@ -179,7 +210,7 @@ export async function createRoomRuntime(
     limits: { ...DEFAULT_LIMITS, contextTokens: config.maxContextTokens },
     spend,
     dailyTokenLimit: config.dailyTokenLimit,
-    inspections: backends.inspections,
+    inspections: data.inspections,
   });
   return {
     runner,
@@ -188,8 +219,10 @@ export async function createRoomRuntime(
     config,
     history: memory,
     agents: backends.agents,
-    messages: backends.messages,
-    embeddings: backends.pipeline,
+    messages: data.messages,
+    embeddings: data.pipeline,
+    memoryDb: data.db,
+    memoryDatabase: data.database,
     mcp,
     mcpPlatform: platform,
     chat: { model: chat, models: config.models },

@@ -47,6 +47,7 @@ const ERROR_CODES: { [K in ErrorCode]: K } = {
   tool: "tool",
   embedding: "embedding",
   dimension_mismatch: "dimension_mismatch",
+  database_unavailable: "database_unavailable",
   internal: "internal",
 };
 

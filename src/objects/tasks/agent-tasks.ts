@@ -23,7 +23,7 @@ import {
   type TaskState,
 } from "../../runtime/tasks/task-types.ts";
 import type { ReplySurface } from "../shared/reply-surface.ts";
-import { createRoomRuntime, type RoomRuntime } from "../shared/agent-wiring.ts";
+import { createRoomRuntime, movedAway, type RoomRuntime } from "../shared/agent-wiring.ts";
 import { turnOrigin } from "../shared/turn-origin.ts";
 import type { AgentTasksRpc } from "../../rpc.ts";
 import { TaskEventFeed } from "./event-feed.ts";
@@ -459,7 +459,15 @@ export abstract class AgentTasksBase extends Agent<Env> implements AgentTasksRpc
     });
   }
 
-  private getRuntime(): Promise<RoomRuntime> {
+  /** The agent's runtime, built again when its memories moved to another database. */
+  private async getRuntime(): Promise<RoomRuntime> {
+    const runtime = await this.builtRuntime();
+    if (!(await movedAway(this.env, this.name, runtime))) return runtime;
+    this.runtime = null;
+    return this.builtRuntime();
+  }
+
+  private builtRuntime(): Promise<RoomRuntime> {
     this.runtime ??= createRoomRuntime(this.env, this.name, {
       settled: () => Promise.resolve(),
     }).catch((error: unknown) => {

@@ -16,7 +16,10 @@ export type MatchedBy = RetrievedMemory["matchedBy"];
 /** A section's text is kept up to this length (its token count is of the whole). */
 export const MAX_SECTION_TEXT_CHARS = 20_000;
 
-/** Version of the stored record; bump when its shape changes (older rows stay readable). */
+/**
+ * Version of this whole record's shape. D1 held it as is (version 1); the store now keeps an
+ * outline in D1 and the text apart (its own version 2): bump either when its shape changes.
+ */
 export const TURN_INSPECTION_VERSION = 1;
 
 export interface InspectedSection {
@@ -79,7 +82,7 @@ export interface TurnInspection {
   modelCalls: InspectedModelCall[];
 }
 
-/** Where inspections are kept (D1 in production); recorded after the reply, with it. */
+/** Where inspections are kept (D1 and R2 in production); recorded after the reply, with it. */
 export interface TurnInspectionSink {
   record(inspection: TurnInspection): Promise<void>;
 }

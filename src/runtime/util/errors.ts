@@ -17,6 +17,7 @@ export type ErrorCode =
   | "tool"
   | "embedding"
   | "dimension_mismatch"
+  | "database_unavailable"
   | "internal";
 
 export class AppError extends Error {
@@ -88,6 +89,16 @@ export class ConflictError extends AppError {
 export class PayloadTooLargeError extends AppError {
   constructor(message: string) {
     super("payload_too_large", 413, message);
+  }
+}
+
+/**
+ * One of the deployment's memory databases failed (src/db/shards.ts): the agents it holds answer
+ * this until it recovers, the others are not affected. The message names the database only.
+ */
+export class DatabaseUnavailableError extends AppError {
+  constructor(message: string) {
+    super("database_unavailable", 503, message);
   }
 }
 

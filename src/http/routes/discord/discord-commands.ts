@@ -22,7 +22,7 @@ import {
   managersHere,
   memberPrincipal,
 } from "../../../clients/discord/permissions.ts";
-import { stores } from "../../../db/stores/index.ts";
+import { agentData, stores } from "../../../db/stores/index.ts";
 import { insertMemories } from "../../../memory/memory-repo.ts";
 import { enqueueTurn } from "../../../objects/conversation/room-client.ts";
 import { placePolicy } from "../../../clients/discord/place-settings.ts";
@@ -61,7 +61,8 @@ export async function command(c: Ctx, interaction: CommandInteraction) {
   const resolvedAt = Date.now();
   const { agentId, config: discordConfig } = resolved;
   const userId = `discord:${user.id}`;
-  const db = stores(c.env).db;
+  const data = await agentData(c.env, agentId);
+  const db = data.db;
 
   switch (name) {
     case "chat": {
@@ -192,18 +193,14 @@ export async function command(c: Ctx, interaction: CommandInteraction) {
       };
       await insertMemories(db, [memory]);
       // The vector can follow the answer: until then text search finds the fact.
-      c.executionCtx.waitUntil(
-        stores(c.env)
-          .pipeline.embed([memory])
-          .catch(() => {}),
-      );
+      c.executionCtx.waitUntil(data.pipeline.embed([memory]).catch(() => {}));
       return message(`Got it, I'll remember: ${quote(fact)}`);
     }
     case "recall": {
       const limited = await userRateRefusal(c, user.id);
       if (limited) return limited;
       const query = stringOption(interaction, "query")?.trim();
-      const { retriever } = stores(c.env);
+      const { retriever } = data;
       const memories = query
         ? (
             await retriever.search({

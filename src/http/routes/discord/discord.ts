@@ -18,7 +18,7 @@ import {
   type ComponentInteraction,
 } from "../../../clients/discord/interaction.ts";
 import { DiscordConfig } from "../../../db/stores/discord-settings-store.ts";
-import { stores } from "../../../db/stores/index.ts";
+import { agentData, stores } from "../../../db/stores/index.ts";
 import { deleteMemories } from "../../../memory/memory-repo.ts";
 import { forgetRoomHistory, resolveApproval } from "../../../objects/conversation/room-client.ts";
 import {
@@ -223,7 +223,7 @@ async function component(c: Ctx, interaction: ComponentInteraction) {
       type: ResponseType.UPDATE_MESSAGE,
       data: { content: "Nothing was deleted.", components: [] },
     };
-  const { deleted, rooms } = await deleteMemories(stores(c.env).db, {
+  const { deleted, rooms } = await deleteMemories((await agentData(c.env, agentId!)).db, {
     agentId: agentId!,
     userId: `discord:${ownerId}`,
   });

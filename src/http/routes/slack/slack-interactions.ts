@@ -19,7 +19,7 @@ import {
 } from "../../../clients/slack/slack-surface.ts";
 import { loadConfig } from "../../../config.ts";
 import { configuredOwners } from "../../../clients/chat/intake.ts";
-import { stores } from "../../../db/stores/index.ts";
+import { agentData } from "../../../db/stores/index.ts";
 import { errorField, log } from "../../../log.ts";
 import { deleteMemories } from "../../../memory/memory-repo.ts";
 import { forgetRoomHistory, resolveApproval } from "../../../objects/conversation/room-client.ts";
@@ -156,7 +156,7 @@ async function onForget(
     answer("Nothing was deleted.");
     return "cancelled";
   }
-  const { deleted, rooms } = await deleteMemories(stores(c.env).db, {
+  const { deleted, rooms } = await deleteMemories((await agentData(c.env, click.agentId)).db, {
     agentId: click.agentId,
     userId: `slack:${click.userId}`,
   });

@@ -49,7 +49,7 @@ import {
   type TelegramMessage,
 } from "../../../clients/telegram/update.ts";
 import { loadConfig } from "../../../config.ts";
-import { stores } from "../../../db/stores/index.ts";
+import { agentData, stores } from "../../../db/stores/index.ts";
 import type { TelegramConfig } from "../../../db/stores/chat-client-store.ts";
 import { errorField, log } from "../../../log.ts";
 import { deleteMemories } from "../../../memory/memory-repo.ts";
@@ -317,7 +317,7 @@ async function onForgetPress(
   }
   let text = "Nothing was deleted.";
   if (forget.confirmed) {
-    const { deleted, rooms } = await deleteMemories(stores(c.env).db, {
+    const { deleted, rooms } = await deleteMemories((await agentData(c.env, agentId)).db, {
       agentId,
       userId: `telegram:${forget.userId}`,
     });
