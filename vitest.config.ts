@@ -60,6 +60,8 @@ const baseBindings = {
   SECRETS_KEY: "test-secrets-key-0123456789abcdef0123456789",
   MODEL: "test-primary",
   SMALL_MODEL: "test-small",
+  // The stand-in model is not OpenAI's endpoint, where `auto` would leave the key out.
+  PROMPT_CACHE_KEY: "on",
 };
 
 /** A real Ed25519 key pair per run: the worker gets the public key, tests sign with the private one. */

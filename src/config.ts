@@ -84,6 +84,7 @@ const VarsSchema = z.object({
   MODEL: optionalString,
   MODEL_FALLBACKS: commaList,
   SMALL_MODEL: optionalString,
+  PROMPT_CACHE_KEY: z.preprocess(unset, z.enum(["auto", "on", "off"]).optional()),
   ADMIN_TOKEN: z.preprocess(
     unset,
     z
@@ -237,7 +238,16 @@ export type EmbeddingBackend =
   | { kind: "local"; dimensions: number };
 
 export type ModelBackend =
-  | { kind: "openai"; apiKey: string; baseURL: string }
+  | {
+      kind: "openai";
+      apiKey: string;
+      baseURL: string;
+      /**
+       * Send `prompt_cache_key` (PROMPT_CACHE_KEY: `auto`, the default, sends it to OpenAI's own
+       * endpoint only: another OpenAI-compatible server may refuse a parameter it does not know).
+       */
+      promptCacheKey: boolean;
+    }
   | { kind: "workers-ai"; ai: Ai }
   | { kind: "none" };
 
@@ -315,6 +325,7 @@ export const DEPLOYMENT_VARIABLES = [
   "MODEL",
   "MODEL_FALLBACKS",
   "SMALL_MODEL",
+  "PROMPT_CACHE_KEY",
   "EMBEDDING_MODEL",
   "EMBEDDING_DIMENSIONS",
   "MAX_CONTEXT_TOKENS",
@@ -450,7 +461,13 @@ function chooseModel(
     // there, side prompts (facts, summaries, respond decisions) use MODEL unless SMALL_MODEL is set.
     const openAi = baseURL.replace(/\/+$/, "") === DEFAULT_OPENAI_BASE_URL;
     return {
-      model: { kind: "openai", apiKey: vars.OPENAI_API_KEY ?? "not-needed", baseURL },
+      model: {
+        kind: "openai",
+        apiKey: vars.OPENAI_API_KEY ?? "not-needed",
+        baseURL,
+        promptCacheKey:
+          vars.PROMPT_CACHE_KEY === "on" || (vars.PROMPT_CACHE_KEY !== "off" && openAi),
+      },
       models: {
         primary,
         fallbacks: vars.MODEL_FALLBACKS,

@@ -39,6 +39,8 @@ export interface Env {
   MODEL?: string;
   MODEL_FALLBACKS?: string;
   SMALL_MODEL?: string;
+  /** `auto` (default: OpenAI's own endpoint only), `on` or `off`: send `prompt_cache_key`. */
+  PROMPT_CACHE_KEY?: string;
   EMBEDDING_MODEL?: string;
   EMBEDDING_DIMENSIONS?: string;
   DISCORD_APPLICATION_ID?: string;

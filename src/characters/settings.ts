@@ -116,6 +116,8 @@ export const settingsSchema = z
           z.strictObject({
             inputPerMillion: z.number().min(0).max(1e6),
             outputPerMillion: z.number().min(0).max(1e6),
+            /** Input read from the provider's prompt cache; absent: the input price. */
+            cachedInputPerMillion: z.number().min(0).max(1e6).optional(),
           }),
         )
         .refine((prices) => Object.keys(prices).length <= 100, "at most 100 models")

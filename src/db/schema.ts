@@ -302,6 +302,8 @@ export const usageRecords = sqliteTable(
     error: text("error"),
     /** Query embeddings that missed the retrieval budget: searches by text alone. */
     lateEmbeddings: integer("late_embeddings").notNull().default(0),
+    /** Of input_tokens, those the provider read from its prompt cache (priced apart). */
+    cachedInputTokens: integer("cached_input_tokens").notNull().default(0),
     createdAt: integer("created_at").notNull(),
     /** Units of work this row counts: 1, or a rolled-up row's count (src/db/stores/usage-rollup.ts). */
     units: integer("units").notNull().default(1),

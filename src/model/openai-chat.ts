@@ -33,6 +33,8 @@ export interface OpenAIChatModelOptions {
   apiKey: string;
   baseURL: string;
   fetch: typeof fetch;
+  /** Send `prompt_cache_key` with requests that carry a cache scope (default: yes). */
+  promptCacheKey?: boolean;
   /** Per attempt, not per call. */
   timeoutMs?: number;
   retry?: RetryOptions;
@@ -60,6 +62,7 @@ type AttemptOutcome = { ok: true; response: ChatResponse } | { ok: false; failur
 
 interface CallContext {
   client: OpenAI;
+  sendCacheKey: boolean;
   apiKey: string;
   timeoutMs: number;
   policy: RetryPolicy;
@@ -74,6 +77,7 @@ export function createOpenAIChatModel(options: OpenAIChatModelOptions): ChatMode
   const client = createOpenAIClient({ ...options, timeoutMs });
   const context: CallContext = {
     client,
+    sendCacheKey: options.promptCacheKey ?? true,
     apiKey: options.apiKey,
     timeoutMs,
     policy: resolveRetryPolicy(options.retry),
@@ -89,7 +93,10 @@ async function completeWithRetries(
   request: ChatRequest,
 ): Promise<ChatResponse> {
   const { signal } = request;
-  const params = toCreateParams(request);
+  const params = toCreateParams(
+    request,
+    context.sendCacheKey ? await promptCacheKey(request.cacheScope) : undefined,
+  );
   for (let attempt = 1; ; attempt++) {
     signal?.throwIfAborted();
     const outcome = await attemptOnce(context, params, request, attempt);
@@ -176,17 +183,36 @@ export function createOpenAIClient(options: {
   });
 }
 
-function toCreateParams(request: ChatRequest): ChatCompletionCreateParamsNonStreaming {
+function toCreateParams(
+  request: ChatRequest,
+  cacheKey: string | undefined,
+): ChatCompletionCreateParamsNonStreaming {
   const params: ChatCompletionCreateParamsNonStreaming = {
     model: request.model,
     messages: toOpenAIMessages(request.messages),
   };
+  // OpenAI routes requests with one key to the same cache, so a room's turns find their prefix.
+  if (cacheKey) params.prompt_cache_key = cacheKey;
   const tools = toOpenAITools(request.tools);
   if (tools) params.tools = tools;
   if (request.temperature !== undefined) params.temperature = request.temperature;
   // `max_tokens` is deprecated and rejected by reasoning models; this one works everywhere.
   if (request.maxOutputTokens !== undefined) params.max_completion_tokens = request.maxOutputTokens;
   return params;
+}
+
+/** Hex characters of the SHA-256 kept in a `prompt_cache_key`: stable, short, no ids in clear. */
+const PROMPT_CACHE_KEY_HEX_CHARS = 32;
+
+/**
+ * The scope as OpenAI sees it: a hash, since a room id may carry a platform user id and the key is
+ * stored with the request on the provider's side. Same scope, same key, across isolates and deploys.
+ */
+export async function promptCacheKey(scope: string | undefined): Promise<string | undefined> {
+  if (!scope) return undefined;
+  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(scope));
+  const hex = [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
+  return `ea-${hex.slice(0, PROMPT_CACHE_KEY_HEX_CHARS)}`;
 }
 
 function classifyError(error: unknown, nowMs: number): AttemptFailure {

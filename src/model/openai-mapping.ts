@@ -117,6 +117,10 @@ export const WireUsage = z
   .object({
     prompt_tokens: z.number().int().nonnegative().nullish(),
     completion_tokens: z.number().int().nonnegative().nullish(),
+    // OpenAI's prompt cache: the part of prompt_tokens read from it (absent on most other servers).
+    prompt_tokens_details: z
+      .object({ cached_tokens: z.number().int().nonnegative().nullish() })
+      .nullish(),
   })
   .nullish();
 
@@ -156,10 +160,16 @@ export function parseOpenAICompletion(body: unknown, requestedModel: string): Pa
   };
 }
 
+/** Cached prompt tokens only when the server reported them; never more than the prompt itself. */
 export function toTokenUsage(usage: z.infer<typeof WireUsage>): ChatResponse["usage"] {
+  const promptTokens = usage?.prompt_tokens ?? 0;
+  const cached = usage?.prompt_tokens_details?.cached_tokens;
   return {
-    promptTokens: usage?.prompt_tokens ?? 0,
+    promptTokens,
     completionTokens: usage?.completion_tokens ?? 0,
+    ...(cached === undefined || cached === null
+      ? {}
+      : { cachedPromptTokens: Math.min(cached, promptTokens) }),
   };
 }
 

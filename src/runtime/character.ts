@@ -56,7 +56,15 @@ export interface RuntimeSettings {
   /** Model tokens this agent may spend per UTC day (overrides DAILY_TOKEN_LIMIT). */
   dailyTokens?: number;
   /** US dollars per million input and output tokens, by model name, for usage cost estimates. */
-  prices?: Record<string, { inputPerMillion: number; outputPerMillion: number }>;
+  prices?: Record<
+    string,
+    {
+      inputPerMillion: number;
+      outputPerMillion: number;
+      /** Input tokens read from the provider's prompt cache; absent: priced as other input. */
+      cachedInputPerMillion?: number;
+    }
+  >;
   /** Agent ids this agent may ask for help (ask_agent, delegate_task); absent or empty: none. */
   delegates?: string[];
   /** How the agent's autonomous tasks run: `concurrency` at once (default 2, at most 8). */

@@ -105,6 +105,8 @@ export function createTurnTracer(
             "gen_ai.request.model": event.model,
             "gen_ai.response.model": event.responseModel,
             "gen_ai.usage.input_tokens": event.inputTokens,
+            // GenAI semantic conventions: the part of input_tokens served from the provider's cache.
+            "gen_ai.usage.cache_read.input_tokens": event.cachedInputTokens,
             "gen_ai.usage.output_tokens": event.outputTokens,
             "gen_ai.response.finish_reasons": event.finishReason ? [event.finishReason] : null,
             "error.type": event.error,
@@ -159,6 +161,8 @@ export function createTurnTracer(
         turn.span.attributes["edge_agents.turn.status"] = event.status;
         turn.span.attributes["gen_ai.usage.input_tokens"] = event.usage.promptTokens;
         turn.span.attributes["gen_ai.usage.output_tokens"] = event.usage.completionTokens;
+        turn.span.attributes["gen_ai.usage.cache_read.input_tokens"] =
+          event.usage.cachedPromptTokens ?? 0;
         turn.span.attributes["edge_agents.model_calls"] = event.modelCalls;
         endSpan(
           turn.span,

@@ -15,7 +15,7 @@ import { api, createTestAgent, json, mintToken } from "../helpers/api.ts";
 const DAY_MS = 86_400_000;
 const GROUPINGS = ["user", "room", "day", "model", "tool", "guild"] as const;
 const PRICES = {
-  "model-a": { inputPerMillion: 2, outputPerMillion: 8 },
+  "model-a": { inputPerMillion: 2, outputPerMillion: 8, cachedInputPerMillion: 0.5 },
   "model-b": { inputPerMillion: 1, outputPerMillion: 3 },
 };
 
@@ -39,6 +39,8 @@ function history(agentId: string, now: number): UsageRecord[] {
       source: i % 2 === 0 ? "discord" : "rest",
       model: i % 6 === 0 ? null : i % 3 === 0 ? "model-b" : "model-a",
       inputTokens: 100 + i,
+      // Some units read part of their prompt from the provider's cache.
+      cachedInputTokens: i % 4 === 1 ? 64 : 0,
       outputTokens: 10 + (i % 4),
       modelCalls: 1 + (i % 2),
       tools,
@@ -70,6 +72,15 @@ async function tools(agentId: string, now: number) {
     await api("GET", `/agents/${agentId}/usage?by=tool&since=${since}`),
   );
   return rows.map(({ key, turns, toolCalls, errors }) => ({ key, turns, toolCalls, errors }));
+}
+
+/** Cached input tokens over the window, summed from the by=day rows. */
+async function cachedByDay(agentId: string, now: number): Promise<number> {
+  const since = utcDay(now - 50 * DAY_MS);
+  const { rows } = await json<{ rows: { cachedInputTokens: number }[] }>(
+    await api("GET", `/agents/${agentId}/usage?by=day&since=${since}`),
+  );
+  return rows.reduce((sum, row) => sum + row.cachedInputTokens, 0);
 }
 
 async function rowCount(agentId: string): Promise<{ raw: number; rolled: number }> {
@@ -106,6 +117,8 @@ describe("usage rollup", () => {
       { key: "web_read", turns: 15, toolCalls: 30, errors: 8 },
       { key: "remember", turns: 20, toolCalls: 20, errors: 0 },
     ]);
+    // Cached input is in the answers being compared: 15 units of 64 cached tokens each.
+    expect(await cachedByDay(agentId, now)).toBe(15 * 64);
 
     const rolled = await rollUpUsage(openDb(env.DB), agentId, usageRollupCutoff(now));
     expect(rolled).toBe(40);
@@ -118,6 +131,7 @@ describe("usage rollup", () => {
     expect(await everyAnswer(agentId, now)).toEqual(before);
     expect(await everyAnswer(agentId, now, token)).toEqual(beforeTenant);
     expect(await tools(agentId, now)).toEqual(byTool);
+    expect(await cachedByDay(agentId, now)).toBe(15 * 64);
   });
 
   it("an interrupted rollup resumes where it stopped, losing and doubling nothing", async () => {

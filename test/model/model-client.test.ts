@@ -61,6 +61,35 @@ describe("OpenAI chat model: mapping", () => {
     });
   });
 
+  it("reads the cached prompt tokens the provider reports, streamed or not", async () => {
+    const { standIn, model } = setup();
+    const usage = { promptTokens: 2048, completionTokens: 5, cachedTokens: 1024 };
+    standIn.script({ text: "plain", usage }, { text: "streamed", usage });
+
+    const plain = await model.complete(ask("hi"));
+    const streamed = await model.complete(ask("hi", { onText: () => undefined }));
+
+    const expected = { promptTokens: 2048, completionTokens: 5, cachedPromptTokens: 1024 };
+    expect(plain.usage).toEqual(expected);
+    expect(streamed.usage).toEqual(expected);
+  });
+
+  it("sends a hash of the cache scope as prompt_cache_key, the same for the same scope", async () => {
+    const { standIn, model } = setup();
+    await model.complete(ask("one", { cacheScope: "agent-1:discord:dm:4242" }));
+    await model.complete(ask("two", { cacheScope: "agent-1:discord:dm:4242" }));
+    await model.complete(ask("three", { cacheScope: "agent-1:room-2" }));
+    await model.complete(ask("four"));
+
+    const keys = standIn.calls.map((call) => call.promptCacheKey);
+    expect(keys[0]).toMatch(/^ea-[0-9a-f]{32}$/);
+    expect(keys[0]).not.toContain("4242");
+    expect(keys[1]).toBe(keys[0]);
+    expect(keys[2]).not.toBe(keys[0]);
+    // No scope, no key: the body carries no prompt_cache_key at all.
+    expect(standIn.calls[3]!.body).not.toHaveProperty("prompt_cache_key");
+  });
+
   it("maps tool calls with names, raw argument text and ids", async () => {
     const { standIn, model } = setup();
     standIn.script({

@@ -33,6 +33,23 @@ describe("chat model configuration", () => {
   });
 });
 
+describe("prompt cache key", () => {
+  const sends = (vars: Partial<Omit<Env, keyof RequiredBindings>>) => {
+    const model = loadConfig({ ...requiredBindings(), ...vars }).model;
+    return model.kind === "openai" ? model.promptCacheKey : null;
+  };
+
+  it("is sent to OpenAI's own endpoint by default, and elsewhere only when switched on", () => {
+    expect(sends({ OPENAI_API_KEY: "sk-x" })).toBe(true);
+    // Another OpenAI-compatible server may refuse a parameter it does not know.
+    expect(sends({ OPENAI_BASE_URL: "http://localhost:11434/v1" })).toBe(false);
+    expect(sends({ OPENAI_BASE_URL: "http://localhost:11434/v1", PROMPT_CACHE_KEY: "on" })).toBe(
+      true,
+    );
+    expect(sends({ OPENAI_API_KEY: "sk-x", PROMPT_CACHE_KEY: "off" })).toBe(false);
+  });
+});
+
 describe("vector index configuration", () => {
   const binding = { describe: async () => ({}) } as unknown as Vectorize;
 

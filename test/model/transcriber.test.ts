@@ -16,6 +16,7 @@ const openai: ModelBackend = {
   kind: "openai",
   apiKey: "sk-test-not-a-real-key",
   baseURL: "http://model.test/v1/",
+  promptCacheKey: false,
 };
 
 /** A Workers AI binding that records what `run` was given and answers `output` (or throws). */

@@ -6,6 +6,8 @@
 export interface StandInUsage {
   promptTokens?: number;
   completionTokens?: number;
+  /** Reported as `prompt_tokens_details.cached_tokens` (OpenAI's prompt cache); absent: not sent. */
+  cachedTokens?: number;
 }
 
 export interface StandInToolCall {
@@ -43,6 +45,8 @@ export interface StandInCall {
   headers: Record<string, string>;
   /** The whole parsed request body (temperature, max_completion_tokens, ...). */
   body: Record<string, unknown>;
+  /** The body's `prompt_cache_key`, when it had one. */
+  promptCacheKey: string | undefined;
 }
 
 export type StandInResponder = (call: StandInCall) => StandInStep | Promise<StandInStep>;
@@ -180,6 +184,7 @@ export function createOpenAIStandIn(options: OpenAIStandInOptions = {}): OpenAIS
         [...request.headers.entries()].map(([k, v]) => [k.toLowerCase(), v]),
       ),
       body,
+      promptCacheKey: typeof body.prompt_cache_key === "string" ? body.prompt_cache_key : undefined,
     };
     calls.push(call);
 
@@ -319,12 +324,20 @@ function answer(step: StandInStep, call: StandInCall, sequence: number): Respons
         finish_reason: toolCalls.length > 0 ? "tool_calls" : "stop",
       },
     ],
-    usage: {
-      prompt_tokens: promptTokens,
-      completion_tokens: completionTokens,
-      total_tokens: promptTokens + completionTokens,
-    },
+    usage: usageBody(promptTokens, completionTokens, step.usage?.cachedTokens),
   });
+}
+
+/** OpenAI's usage object; `prompt_tokens_details` only when the step reports cached tokens. */
+function usageBody(promptTokens: number, completionTokens: number, cachedTokens?: number) {
+  return {
+    prompt_tokens: promptTokens,
+    completion_tokens: completionTokens,
+    total_tokens: promptTokens + completionTokens,
+    ...(cachedTokens === undefined
+      ? {}
+      : { prompt_tokens_details: { cached_tokens: cachedTokens } }),
+  };
 }
 
 /**
@@ -392,11 +405,7 @@ function streamAnswer(
     chunks.push({
       ...envelope,
       choices: [],
-      usage: {
-        prompt_tokens: promptTokens,
-        completion_tokens: completionTokens,
-        total_tokens: promptTokens + completionTokens,
-      },
+      usage: usageBody(promptTokens, completionTokens, step.usage?.cachedTokens),
     });
   }
   const encoder = new TextEncoder();

@@ -71,6 +71,8 @@ function fixtureFor(agentId: string, turnId: string, memoryIds: string[]): TurnI
     agentId,
     turnId,
     memories: record.memories.map((memory, i) => ({ ...memory, id: memoryIds[i]! })),
+    // Built today, a record counts cached input tokens; the version-1 fixture predates them.
+    modelCalls: record.modelCalls.map((call) => ({ ...call, cachedInputTokens: 0 })),
   };
 }
 

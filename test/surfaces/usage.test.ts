@@ -13,6 +13,7 @@ interface Row {
   turns: number;
   modelCalls: number;
   inputTokens: number;
+  cachedInputTokens: number;
   outputTokens: number;
   toolCalls: number;
   lateEmbeddings: number;
@@ -78,6 +79,7 @@ describe("GET /agents/:agentId/usage", () => {
         turns: 1,
         modelCalls: 2,
         inputTokens: 200,
+        cachedInputTokens: 0,
         outputTokens: 20,
         toolCalls: 1,
         lateEmbeddings: 0,
@@ -89,6 +91,7 @@ describe("GET /agents/:agentId/usage", () => {
         turns: 1,
         modelCalls: 1,
         inputTokens: 100,
+        cachedInputTokens: 0,
         outputTokens: 10,
         toolCalls: 0,
         lateEmbeddings: 0,
@@ -113,6 +116,7 @@ describe("GET /agents/:agentId/usage", () => {
         turns: 1,
         modelCalls: 0,
         inputTokens: 0,
+        cachedInputTokens: 0,
         outputTokens: 0,
         toolCalls: 1,
         lateEmbeddings: 0,

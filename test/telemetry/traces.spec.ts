@@ -137,6 +137,8 @@ describe("traces", () => {
     expect(attribute(chat, "gen_ai.response.model")).toBe("test-primary");
     expect(attribute(chat, "gen_ai.usage.input_tokens")).toBe(120);
     expect(attribute(chat, "gen_ai.usage.output_tokens")).toBe(9);
+    // A provider that reports no cached tokens: none read from its cache.
+    expect(attribute(chat, "gen_ai.usage.cache_read.input_tokens")).toBe(0);
     expect(attribute(chat, "gen_ai.response.finish_reasons")).toEqual(["stop"]);
     expect(BigInt(chat.endTimeUnixNano)).toBeGreaterThanOrEqual(BigInt(chat.startTimeUnixNano));
     // The room's D1 round trips during the turn: the one before the model carries several
@@ -168,6 +170,25 @@ describe("traces", () => {
     expect(exports[0]!.headers["x-api-key"]).toBe("secret key");
     expect(exports[0]!.headers["x-tenant"]).toBe("acme");
     expect(exports[0]!.service).toEqual({ stringValue: "edge-agents-test" });
+  });
+
+  it("the model span and the turn carry the input tokens the provider read from its prompt cache", async () => {
+    const agentId = await createTestAgent({ settings: { memory: { factsEvery: 1000 } } });
+    model.script({
+      model: "test-primary",
+      text: "Cached, mostly.",
+      usage: { promptTokens: 2048, completionTokens: 4, cachedTokens: 1792 },
+    });
+    const response = await api("POST", `/agents/${agentId}/messages`, {
+      body: { userId: "alice", text: "Hello again" },
+    });
+    expect(response.status).toBe(200);
+    const spans = await traceWith("invoke_agent", 3);
+    const chat = spans.find((span) => span.name === "chat test-primary")!;
+    const turn = spans.find((span) => span.name === "invoke_agent")!;
+    expect(attribute(chat, "gen_ai.usage.input_tokens")).toBe(2048);
+    expect(attribute(chat, "gen_ai.usage.cache_read.input_tokens")).toBe(1792);
+    expect(attribute(turn, "gen_ai.usage.cache_read.input_tokens")).toBe(1792);
   });
 
   it("continues the client's traceparent, and a tool call is an execute_tool span", async () => {

@@ -42,6 +42,7 @@ const addUsage = compiled((db) => {
       source: value("source"),
       model: value("model"),
       inputTokens: value("inputTokens"),
+      cachedInputTokens: value("cachedInputTokens"),
       outputTokens: value("outputTokens"),
       modelCalls: value("modelCalls"),
       tools: value("tools"),
@@ -54,6 +55,7 @@ const addUsage = compiled((db) => {
       target: [usageRecords.agentId, usageRecords.id],
       set: {
         inputTokens: added(usageRecords.inputTokens, "inputTokens"),
+        cachedInputTokens: added(usageRecords.cachedInputTokens, "cachedInputTokens"),
         outputTokens: added(usageRecords.outputTokens, "outputTokens"),
         modelCalls: added(usageRecords.modelCalls, "modelCalls"),
         toolCalls: added(usageRecords.toolCalls, "toolCalls"),
@@ -120,6 +122,7 @@ export function createD1SpendLedger(db: Db): SpendLedger {
       const tokens = usage.inputTokens + usage.outputTokens;
       const record = addUsage.bind(db, {
         ...usage,
+        cachedInputTokens: usage.cachedInputTokens ?? 0,
         day,
         tools: JSON.stringify(usage.tools),
         toolCalls: usage.tools.length,

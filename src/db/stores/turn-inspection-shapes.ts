@@ -20,6 +20,8 @@ const ModelCallShape = z.object({
   startMs: z.number(),
   durationMs: z.number(),
   inputTokens: z.number(),
+  // Added with prompt-cache accounting (issue 56): rows written before it read as 0.
+  cachedInputTokens: z.number().default(0),
   outputTokens: z.number(),
   finishReason: z.string().nullable(),
   error: z.string().nullable(),

@@ -47,16 +47,17 @@ const ROLL_UP = `WITH picked AS (
     ) GROUP BY rolled_id
   )
   INSERT INTO usage_records (id, agent_id, kind, day, room_id, user_id, guild_id, source, model,
-    error, input_tokens, output_tokens, model_calls, tool_calls, late_embeddings, units, tools,
-    rolled_up, created_at)
+    error, input_tokens, cached_input_tokens, output_tokens, model_calls, tool_calls,
+    late_embeddings, units, tools, rolled_up, created_at)
   SELECT p.rolled_id, ?1, p.kind, p.day, p.room_id, p.user_id, p.guild_id, p.source, p.model,
-    p.error, sum(p.input_tokens), sum(p.output_tokens), sum(p.model_calls), sum(p.tool_calls),
-    sum(p.late_embeddings), sum(p.units),
+    p.error, sum(p.input_tokens), sum(p.cached_input_tokens), sum(p.output_tokens),
+    sum(p.model_calls), sum(p.tool_calls), sum(p.late_embeddings), sum(p.units),
     coalesce((SELECT g.tools FROM group_tools g WHERE g.rolled_id = p.rolled_id), '[]'),
     1, min(p.created_at)
   FROM picked p WHERE true GROUP BY p.rolled_id
   ON CONFLICT (agent_id, id) DO UPDATE SET
     input_tokens = input_tokens + excluded.input_tokens,
+    cached_input_tokens = cached_input_tokens + excluded.cached_input_tokens,
     output_tokens = output_tokens + excluded.output_tokens,
     model_calls = model_calls + excluded.model_calls,
     tool_calls = tool_calls + excluded.tool_calls,

@@ -74,6 +74,10 @@ const UsedMemoryView = z
 const TurnUsage = z.object({
   promptTokens: z.number(),
   completionTokens: z.number(),
+  cachedPromptTokens: z.number().optional().openapi({
+    description:
+      "Of promptTokens, those the provider read from its prompt cache; absent when it did not say",
+  }),
   modelCalls: z.number(),
 });
 

@@ -84,6 +84,9 @@ const ModelCall = z.object({
   startMs: z.number().openapi({ description: "From the turn's start" }),
   durationMs: z.number(),
   inputTokens: z.number().int(),
+  cachedInputTokens: z.number().int().openapi({
+    description: "Of inputTokens, read from the provider's prompt cache (0 when it did not say)",
+  }),
   outputTokens: z.number().int(),
   finishReason: z.string().nullable(),
   error: z.string().nullable(),

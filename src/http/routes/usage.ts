@@ -11,6 +11,7 @@ import { guard } from "../auth.ts";
 import { catalogIn, stores } from "../../db/stores/index.ts";
 import { answerBookmarks, sessionsOf } from "../bookmarks.ts";
 import { authorize } from "../../runtime/access/authorize.ts";
+import type { RuntimeSettings } from "../../runtime/character.ts";
 import { utcDay } from "../../runtime/turn/spend.ts";
 import { NotFoundError, ValidationError } from "../../runtime/util/errors.ts";
 import { AgentIdParam, errorContent } from "../schemas.ts";
@@ -60,6 +61,10 @@ const UsageRow = z
     turns: z.number().int().openapi({ description: "Units of work: turns, task units, captions" }),
     modelCalls: z.number().int(),
     inputTokens: z.number().int(),
+    cachedInputTokens: z.number().int().openapi({
+      description:
+        "Of inputTokens, those the provider read from its prompt cache (priced at cachedInputPerMillion)",
+    }),
     outputTokens: z.number().int(),
     toolCalls: z.number().int(),
     lateEmbeddings: z.number().int().openapi({
@@ -90,13 +95,14 @@ interface Aggregate {
   turns: number;
   model_calls: number;
   input_tokens: number;
+  cached_input_tokens: number;
   output_tokens: number;
   tool_calls: number;
   late_embeddings: number;
   errors: number;
 }
 
-type Prices = Record<string, { inputPerMillion: number; outputPerMillion: number }>;
+type Prices = NonNullable<RuntimeSettings["prices"]>;
 
 /**
  * One statement: the records in the window (and of the token's users), grouped by the key and the
@@ -127,7 +133,7 @@ function usageStatement(
   if (by === "tool")
     return {
       sql: `SELECT tool AS key, model, sum(units) AS turns, 0 AS model_calls, 0 AS input_tokens,
-        0 AS output_tokens, sum(calls) AS tool_calls, 0 AS late_embeddings, sum(failed) AS errors
+        0 AS cached_input_tokens, 0 AS output_tokens, sum(calls) AS tool_calls, 0 AS late_embeddings, sum(failed) AS errors
       FROM (
         SELECT r.id, json_extract(t.value, '$.name') AS tool, r.model AS model,
           coalesce(sum(json_extract(t.value, '$.units')), 1) AS units,
@@ -142,7 +148,7 @@ function usageStatement(
   return {
     sql: `SELECT r.${key} AS key, r.model AS model, sum(r.units) AS turns,
       sum(r.model_calls) AS model_calls, sum(r.input_tokens) AS input_tokens,
-      sum(r.output_tokens) AS output_tokens, sum(r.tool_calls) AS tool_calls,
+      sum(r.cached_input_tokens) AS cached_input_tokens, sum(r.output_tokens) AS output_tokens, sum(r.tool_calls) AS tool_calls,
       sum(r.late_embeddings) AS late_embeddings,
       sum(CASE WHEN r.error IS NULL THEN 0 ELSE r.units END) AS errors
     FROM usage_records r WHERE ${filter}
@@ -159,6 +165,7 @@ function rowsOf(aggregates: Aggregate[], by: Grouping, prices: Prices | undefine
       turns: 0,
       modelCalls: 0,
       inputTokens: 0,
+      cachedInputTokens: 0,
       outputTokens: 0,
       toolCalls: 0,
       lateEmbeddings: 0,
@@ -170,17 +177,14 @@ function rowsOf(aggregates: Aggregate[], by: Grouping, prices: Prices | undefine
     row.turns += part.turns;
     row.modelCalls += part.model_calls;
     row.inputTokens += part.input_tokens;
+    row.cachedInputTokens += part.cached_input_tokens;
     row.outputTokens += part.output_tokens;
     row.toolCalls += part.tool_calls;
     row.lateEmbeddings += part.late_embeddings;
     row.errors += part.errors;
     const price = part.model === null ? undefined : prices?.[part.model];
     const tokens = part.input_tokens + part.output_tokens;
-    if (price)
-      row.costUsd =
-        (row.costUsd ?? 0) +
-        (part.input_tokens * price.inputPerMillion + part.output_tokens * price.outputPerMillion) /
-          1e6;
+    if (price) row.costUsd = (row.costUsd ?? 0) + costOf(part, price);
     else if (tokens > 0) row.priced = false;
     rows.set(part.key, row);
   }
@@ -194,6 +198,21 @@ function rowsOf(aggregates: Aggregate[], by: Grouping, prices: Prices | undefine
   return ordered.slice(0, limit).map(({ priced, costUsd, ...row }) =>
     // Rounded to a millionth of a dollar: the estimate is no finer than that.
     priced && by !== "tool" ? { ...row, costUsd: Math.round((costUsd ?? 0) * 1e6) / 1e6 } : row,
+  );
+}
+
+/**
+ * Dollars for one (key, model) part. Cached input is part of the input (as OpenAI counts it) and
+ * costs cachedInputPerMillion when the price names one, the input price otherwise.
+ */
+function costOf(part: Aggregate, price: Prices[string]): number {
+  const cached = Math.min(part.cached_input_tokens, part.input_tokens);
+  const cachedPrice = price.cachedInputPerMillion ?? price.inputPerMillion;
+  return (
+    ((part.input_tokens - cached) * price.inputPerMillion +
+      cached * cachedPrice +
+      part.output_tokens * price.outputPerMillion) /
+    1e6
   );
 }
 

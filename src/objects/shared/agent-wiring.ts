@@ -240,6 +240,7 @@ function chatModelFor(config: Config): ChatModel | null {
       return createOpenAIChatModel({
         apiKey: config.model.apiKey,
         baseURL: config.model.baseURL,
+        promptCacheKey: config.model.promptCacheKey,
         fetch: (input, init) => fetch(input, init),
       });
     case "workers-ai":

@@ -170,6 +170,7 @@ async function recordSpend(
 ): Promise<void> {
   const now = state.usage;
   const inputTokens = now.promptTokens - before.promptTokens;
+  const cachedInputTokens = (now.cachedPromptTokens ?? 0) - (before.cachedPromptTokens ?? 0);
   const outputTokens = now.completionTokens - before.completionTokens;
   const modelCalls = now.modelCalls - before.modelCalls;
   const delegated = tokensOf(now.delegated) - tokensOf(before.delegated);
@@ -186,6 +187,7 @@ async function recordSpend(
         source: state.source,
         model: state.steps.at(-1)?.model ?? null,
         inputTokens,
+        cachedInputTokens,
         outputTokens,
         modelCalls,
         tools: audit

@@ -63,6 +63,8 @@ export type RuntimeEvent =
       model: string;
       responseModel: string | null;
       inputTokens: number;
+      /** Of `inputTokens`, those read from the provider's prompt cache (0 when it did not say). */
+      cachedInputTokens: number;
       outputTokens: number;
       finishReason: string | null;
       /** The error's code when the call failed; null when it answered. */

@@ -39,11 +39,22 @@ export interface ChatRequest {
    * ChatResponse is what counts).
    */
   onText?: (delta: string) => void;
+  /**
+   * Which conversation the prompt continues (`agent:room`, `agent:task:id`, `agent` for side
+   * calls): requests with the same scope share a prefix the provider can cache. The client sends
+   * only a hash of it (OpenAI's `prompt_cache_key`), never the ids themselves.
+   */
+  cacheScope?: string;
 }
 
 export interface TokenUsage {
   promptTokens: number;
   completionTokens: number;
+  /**
+   * Of `promptTokens`, those the provider read from its prompt cache (OpenAI's
+   * `usage.prompt_tokens_details.cached_tokens`). Absent: the provider did not say (read as 0).
+   */
+  cachedPromptTokens?: number;
 }
 
 export interface ChatResponse {

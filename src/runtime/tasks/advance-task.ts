@@ -83,6 +83,8 @@ export async function advanceTask(previous: TaskState, deps: TaskLoopDeps): Prom
     now: deps.now,
     ...(deps.admitModelCall ? { admit: deps.admitModelCall } : {}),
     ids: { turnId: state.taskId, agentId: state.agentId, roomId: state.roomId },
+    // A task's prompts continue one another, not the room's turns.
+    cacheScope: `${state.agentId}:task:${state.taskId}`,
     resume: {
       position: state.modelPosition,
       usage: { promptTokens: 0, completionTokens: 0, modelCalls: 0 },
@@ -342,11 +344,15 @@ async function specify(state: TaskState, deps: TaskLoopDeps, audit: AuditEntry[]
     goal: state.goal,
     model: admittedModel(deps),
     modelName: deps.models.small,
+    cacheScope: state.agentId,
     tools: await toolList(deps, state),
     signal: deps.signal,
   });
   state.usage.promptTokens += compiled.usage.promptTokens;
   state.usage.completionTokens += compiled.usage.completionTokens;
+  if (compiled.usage.cachedPromptTokens)
+    state.usage.cachedPromptTokens =
+      (state.usage.cachedPromptTokens ?? 0) + compiled.usage.cachedPromptTokens;
   state.usage.modelCalls += compiled.usage.modelCalls;
   state.spec = compiled.spec;
   state.specSource = compiled.source;
@@ -408,6 +414,9 @@ function addUsage(state: TaskState, session: ModelSession): void {
   state.usage.promptTokens += session.usage.promptTokens;
   state.usage.completionTokens += session.usage.completionTokens;
   state.usage.modelCalls += session.usage.modelCalls;
+  if (session.usage.cachedPromptTokens !== undefined)
+    state.usage.cachedPromptTokens =
+      (state.usage.cachedPromptTokens ?? 0) + session.usage.cachedPromptTokens;
 }
 
 async function toolList(deps: TaskLoopDeps, state: TaskState): Promise<string> {

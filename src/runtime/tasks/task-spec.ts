@@ -61,6 +61,8 @@ export async function compileSpec(input: {
   goal: string;
   model: ChatModel;
   modelName: string;
+  /** The prompt cache's scope (ChatRequest.cacheScope): the agent, whose spec prompt is shared. */
+  cacheScope?: string;
   tools: string;
   signal: AbortSignal;
 }): Promise<CompiledSpec> {
@@ -69,9 +71,12 @@ export async function compileSpec(input: {
   const counted: ChatModel = {
     backend: input.model.backend,
     async complete(request) {
-      const response = await input.model.complete(request);
+      const response = await input.model.complete({ cacheScope: input.cacheScope, ...request });
       usage.promptTokens += response.usage.promptTokens;
       usage.completionTokens += response.usage.completionTokens;
+      if (response.usage.cachedPromptTokens)
+        usage.cachedPromptTokens =
+          (usage.cachedPromptTokens ?? 0) + response.usage.cachedPromptTokens;
       usage.modelCalls += 1;
       return response;
     },

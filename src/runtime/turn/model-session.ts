@@ -35,6 +35,8 @@ export interface ModelSessionOptions {
    * asked to record message content (events themselves never carry text). Absent: nobody is.
    */
   observe?: (call: ObservedModelCall) => void;
+  /** The prompt cache's scope (ChatRequest.cacheScope); absent: the agent and the room. */
+  cacheScope?: string;
 }
 
 /** A model call with its content, for `observe`. */
@@ -46,6 +48,7 @@ export interface ObservedModelCall {
 
 export class ModelSession {
   private index = 0;
+  /** `cachedPromptTokens` appears once a provider reports it: absent means nobody said. */
   readonly usage: TokenUsage & { modelCalls: number } = {
     promptTokens: 0,
     completionTokens: 0,
@@ -91,9 +94,18 @@ export class ModelSession {
       this.usage.modelCalls += 1;
       const startedAt = this.options.now();
       try {
-        const response = await this.options.model.complete({ ...request, messages, model });
+        const response = await this.options.model.complete({
+          cacheScope:
+            this.options.cacheScope ?? `${this.options.ids.agentId}:${this.options.ids.roomId}`,
+          ...request,
+          messages,
+          model,
+        });
         this.usage.promptTokens += response.usage.promptTokens;
         this.usage.completionTokens += response.usage.completionTokens;
+        const cached = response.usage.cachedPromptTokens;
+        if (cached !== undefined)
+          this.usage.cachedPromptTokens = (this.usage.cachedPromptTokens ?? 0) + cached;
         this.called(model, startedAt, messages, response, null);
         return response;
       } catch (error) {
@@ -139,6 +151,7 @@ export class ModelSession {
       model,
       responseModel: response?.model ?? null,
       inputTokens: response?.usage.promptTokens ?? 0,
+      cachedInputTokens: response?.usage.cachedPromptTokens ?? 0,
       outputTokens: response?.usage.completionTokens ?? 0,
       finishReason: response?.finishReason ?? null,
       error: response ? null : error instanceof ModelCallError ? error.code : "internal",

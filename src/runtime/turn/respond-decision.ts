@@ -60,6 +60,8 @@ export async function decideWithModel(input: {
   history: ChatMessage[];
   text: string;
   signal: AbortSignal;
+  /** The prompt cache's scope (ChatRequest.cacheScope): the agent, for the small model's calls. */
+  cacheScope?: string;
 }): Promise<{ decision: RespondDecision; response: ChatResponse }> {
   const recent = input.history
     .slice(-10)
@@ -71,6 +73,7 @@ export async function decideWithModel(input: {
   const response = await input.model.complete({
     model: input.modelName,
     signal: input.signal,
+    cacheScope: input.cacheScope,
     maxOutputTokens: 5,
     temperature: 0,
     messages: [

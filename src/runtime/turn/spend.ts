@@ -49,6 +49,8 @@ export interface UsageRecord {
   /** The model that answered last; null when none did. */
   model: string | null;
   inputTokens: number;
+  /** Of `inputTokens`, those the provider read from its prompt cache (absent: none reported). */
+  cachedInputTokens?: number;
   outputTokens: number;
   modelCalls: number;
   tools: Array<{ name: string; ok: boolean }>;

@@ -60,6 +60,8 @@ export interface InspectedModelCall {
   startMs: number;
   durationMs: number;
   inputTokens: number;
+  /** Of `inputTokens`, read from the provider's prompt cache (0 when it did not say). */
+  cachedInputTokens: number;
   outputTokens: number;
   finishReason: string | null;
   error: string | null;
@@ -165,6 +167,7 @@ export function finishInspection(
       startMs: Math.max(0, call.startedAt - draft.startedAt),
       durationMs: Math.max(0, call.at - call.startedAt),
       inputTokens: call.inputTokens,
+      cachedInputTokens: call.cachedInputTokens,
       outputTokens: call.outputTokens,
       finishReason: call.finishReason,
       error: call.error,

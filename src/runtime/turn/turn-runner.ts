@@ -510,6 +510,7 @@ async function respondWith(
             history: state.history,
             text: input.text,
             signal,
+            cacheScope: input.agentId,
           })
         ).decision
       : rules;
@@ -728,13 +729,24 @@ function legCounts(
 function spentSince(
   session: ModelSession,
   resume:
-    | { usage: { promptTokens: number; completionTokens: number; modelCalls?: number } }
+    | {
+        usage: {
+          promptTokens: number;
+          completionTokens: number;
+          cachedPromptTokens?: number;
+          modelCalls?: number;
+        };
+      }
     | undefined,
 ): Spent {
   const now = session.usage;
   const before = resume?.usage;
   return {
     inputTokens: Math.max(0, now.promptTokens - (before?.promptTokens ?? 0)),
+    cachedInputTokens: Math.max(
+      0,
+      (now.cachedPromptTokens ?? 0) - (before?.cachedPromptTokens ?? 0),
+    ),
     outputTokens: Math.max(0, now.completionTokens - (before?.completionTokens ?? 0)),
     modelCalls: Math.max(0, now.modelCalls - (before?.modelCalls ?? 0)),
   };
@@ -764,6 +776,7 @@ function usageRecord(
     source: input.source,
     model: detail.model,
     ...spent,
+    cachedInputTokens: spent.cachedInputTokens ?? 0,
     tools: detail.tools.map(({ name, ok }) => ({ name, ok })),
     error: detail.error,
     lateEmbeddings: detail.lateEmbeddings ?? 0,
@@ -829,6 +842,10 @@ function emitEnded(
     durationMs: deps.clock.now() - started,
     status,
     modelCalls: usage.modelCalls,
-    usage: { promptTokens: usage.promptTokens, completionTokens: usage.completionTokens },
+    usage: {
+      promptTokens: usage.promptTokens,
+      completionTokens: usage.completionTokens,
+      cachedPromptTokens: usage.cachedPromptTokens ?? 0,
+    },
   });
 }

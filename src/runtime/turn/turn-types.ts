@@ -197,6 +197,8 @@ export interface TurnOutcome {
 /** Tokens and model calls of one run of a turn (a resumed turn's part after the pause). */
 export interface Spent {
   inputTokens: number;
+  /** Of `inputTokens`, read from the provider's prompt cache; absent in outcomes journalled before. */
+  cachedInputTokens?: number;
   outputTokens: number;
   modelCalls: number;
 }

@@ -55,6 +55,17 @@ describe("the turn inspector's stored record", () => {
     });
   });
 
+  it("reads a model call kept before cached input tokens were counted as 0 cached tokens", () => {
+    expect(versionOne.modelCalls[0]).not.toHaveProperty("cachedInputTokens");
+    const { record } = splitInspection(whole, "none");
+    const outline = roundTrip(record) as { modelCalls: Record<string, unknown>[] };
+    for (const call of outline.modelCalls) delete call.cachedInputTokens;
+    const kept = keptOf(StoredTurnInspectionShape.parse(outline));
+    expect(kept.modelCalls.map((call) => call.cachedInputTokens)).toEqual(
+      whole.modelCalls.map(() => 0),
+    );
+  });
+
   it("reads an outline without text when none was kept", () => {
     const { record } = splitInspection(whole, "none");
     const kept = keptOf(StoredTurnInspectionShape.parse(roundTrip(record)));

@@ -14,12 +14,16 @@ export interface CompletionMeta {
   created: number;
 }
 
+/** OpenAI's own shape; the cached part only when the model behind the agent reported one. */
 function usageOf(outcome: TurnOutcome) {
-  const { promptTokens, completionTokens } = outcome.usage;
+  const { promptTokens, completionTokens, cachedPromptTokens } = outcome.usage;
   return {
     prompt_tokens: promptTokens,
     completion_tokens: completionTokens,
     total_tokens: promptTokens + completionTokens,
+    ...(cachedPromptTokens === undefined
+      ? {}
+      : { prompt_tokens_details: { cached_tokens: cachedPromptTokens } }),
   };
 }
 
