@@ -17,6 +17,8 @@ import {
 export interface ModelServer {
   url: string;
   respondWith(responder: StandInResponder): void;
+  /** Sees every chat request, side prompts included (`side`), before it is answered. */
+  observe(observer: (call: StandInCall, side: boolean) => void): void;
   calls(): number;
   /** Of those, side prompts answered with JSON (fact extraction, summaries). */
   sideCalls(): number;
@@ -73,6 +75,7 @@ export async function startModelServer(options: ModelServerOptions = {}): Promis
   let sideFailure: number | null = null;
   let embeddings = 0;
   let firstTokens: number[] = [];
+  let observer: ((call: StandInCall, side: boolean) => void) | null = null;
   let latency: ModelLatency = {
     embedMs: 0,
     firstTokenMs: 0,
@@ -82,6 +85,7 @@ export async function startModelServer(options: ModelServerOptions = {}): Promis
   standIn.respondWith(async (call) => {
     const side = sideTaskAnswer(call);
     if (side) sideCount += 1;
+    observer?.(call, side !== null);
     const step = !side
       ? await responder(call)
       : sideFailure === null
@@ -130,6 +134,9 @@ export async function startModelServer(options: ModelServerOptions = {}): Promis
     url: `http://127.0.0.1:${port}`,
     respondWith: (next) => {
       responder = next;
+    },
+    observe: (next) => {
+      observer = next;
     },
     calls: () => count,
     sideCalls: () => sideCount,

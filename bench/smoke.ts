@@ -28,6 +28,7 @@ const RUNS: Array<{ script: string; args: string[]; needsLocomo?: boolean }> = [
   { script: "bench:dev", args: ["--turns", "3", "--warmup", "1"] },
   { script: "bench:floor", args: ["--turns", "6", "--blocks", "1", "--load", "0"] },
   { script: "bench:capacity", args: ["--turns", "20", "--rooms", "5"] },
+  { script: "bench:cache", args: ["--turns", "3"] },
 ];
 
 /** Where bench:memory reads the LoCoMo dev set (bench/memory.ts): not in the repository. */
