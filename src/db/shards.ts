@@ -18,13 +18,20 @@ export function isDatabaseName(name: string): name is DatabaseName {
   return name === CATALOG_DB || MEMORY_DB.test(name);
 }
 
+/** Per env object: every request and turn asks (agentData), and the bindings never change. */
+const declared = new WeakMap<object, DatabaseName[]>();
+
 /** The memory databases this deployment declares, in number order (none: everything is in DB). */
 export function memoryDatabases(env: Env): DatabaseName[] {
+  const known = declared.get(env);
+  if (known) return known;
   const names: DatabaseName[] = [];
   for (const [name, value] of Object.entries(env)) {
     if (MEMORY_DB.test(name) && isD1(value)) names.push(name as DatabaseName);
   }
-  return names.sort((a, b) => numberOf(a) - numberOf(b));
+  names.sort((a, b) => numberOf(a) - numberOf(b));
+  declared.set(env, names);
+  return names;
 }
 
 /** The binding of a database, or a 503 naming it when this deployment does not declare it. */

@@ -2,6 +2,7 @@
 // own retries switched off: we retry here (backoff with jitter, Retry-After, per-attempt timeout)
 // and turn every final failure into one ModelCallError whose `failover` says if another model helps.
 
+import { sha256Hex } from "../runtime/util/hashing.ts";
 import OpenAI, {
   APIConnectionError,
   APIConnectionTimeoutError,
@@ -210,9 +211,7 @@ const PROMPT_CACHE_KEY_HEX_CHARS = 32;
  */
 export async function promptCacheKey(scope: string | undefined): Promise<string | undefined> {
   if (!scope) return undefined;
-  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(scope));
-  const hex = [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
-  return `ea-${hex.slice(0, PROMPT_CACHE_KEY_HEX_CHARS)}`;
+  return `ea-${(await sha256Hex(scope)).slice(0, PROMPT_CACHE_KEY_HEX_CHARS)}`;
 }
 
 function classifyError(error: unknown, nowMs: number): AttemptFailure {

@@ -277,11 +277,10 @@ async function removeOnce(env: Env, row: MoveRow, cursor: StoredCursor): Promise
   const tables = MOVED_TABLES.filter((table) => table.scope === "agent").reverse();
   const table = tables[row.table_index];
   if (!table) {
-    const last = [env.DB.prepare("DELETE FROM agent_moves WHERE agent_id = ?1").bind(row.agent_id)];
-    if (name !== CATALOG_DB) {
+    // A memory database's anchor row goes last; the catalog's row is the agent itself.
+    if (name !== CATALOG_DB)
       await db.prepare("DELETE FROM agents WHERE id = ?1").bind(row.agent_id).run();
-    }
-    await env.DB.batch(last);
+    await env.DB.prepare("DELETE FROM agent_moves WHERE agent_id = ?1").bind(row.agent_id).run();
     return "done";
   }
   const results = await db.batch([

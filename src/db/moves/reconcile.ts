@@ -3,6 +3,7 @@
 // the old one no longer has them), in one atomic batch. The same pass copies (the new database is
 // empty), catches up (the agent kept answering meanwhile), and verifies (nothing left to change,
 // and each side's rows hashed page by page into a chain: equal counts and equal chains).
+import { fromHex, sha256Hex, toHex } from "../../runtime/util/hashing.ts";
 import {
   columnsOf,
   conflictColumns,
@@ -124,8 +125,8 @@ async function withParents(
 }
 
 /** Chains a page's hash onto what came before it: equal chains, equal pages in the same order. */
-export async function chain(previous: string, page: string): Promise<string> {
-  return hex(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(previous + page)));
+export function chain(previous: string, page: string): Promise<string> {
+  return sha256Hex(previous + page);
 }
 
 function cachedColumns(db: D1Database, table: MovedTable): Promise<TableColumns> {
@@ -186,7 +187,7 @@ function upsertStatements(
           ...chunk.flatMap((row) =>
             row.map((value, j) =>
               columns.blobs.has(columns.names[j]!) && typeof value === "string"
-                ? bytesFromHex(value)
+                ? fromHex(value)
                 : value,
             ),
           ),
@@ -220,25 +221,18 @@ function deleteStatements(
   return statements;
 }
 
-async function hashRows(rows: Row[]): Promise<string> {
-  return hex(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(JSON.stringify(rows))));
+function hashRows(rows: Row[]): Promise<string> {
+  return sha256Hex(JSON.stringify(rows));
 }
 
 function hexOf(value: unknown): string {
-  const bytes =
+  return toHex(
     value instanceof ArrayBuffer
       ? new Uint8Array(value)
       : ArrayBuffer.isView(value)
         ? new Uint8Array(value.buffer, value.byteOffset, value.byteLength)
-        : Uint8Array.from(value as number[]);
-  return hex(bytes);
-}
-
-function bytesFromHex(text: string): Uint8Array {
-  const bytes = new Uint8Array(text.length / 2);
-  for (let i = 0; i < bytes.length; i++)
-    bytes[i] = Number.parseInt(text.slice(2 * i, 2 * i + 2), 16);
-  return bytes;
+        : Uint8Array.from(value as number[]),
+  );
 }
 
 function placeholders(count: number, first: number): string {
@@ -247,13 +241,4 @@ function placeholders(count: number, first: number): string {
 
 function quote(name: string): string {
   return `"${name}"`;
-}
-
-const HEX = Array.from({ length: 256 }, (_, b) => b.toString(16).padStart(2, "0"));
-
-function hex(buffer: ArrayBuffer | Uint8Array): string {
-  const bytes = buffer instanceof Uint8Array ? buffer : new Uint8Array(buffer);
-  let out = "";
-  for (const byte of bytes) out += HEX[byte];
-  return out;
 }

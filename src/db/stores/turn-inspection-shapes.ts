@@ -14,6 +14,17 @@ import type {
 const MatchedByShape = z.array(z.enum(["text", "vector", "neighbour"]));
 const MemoryTypeShape = z.enum(MEMORY_TYPES);
 
+/** A tool call as both versions keep it; version 1 adds its text, version 2 the text's sizes. */
+const ToolCallShape = z.object({
+  id: z.string(),
+  name: z.string(),
+  ok: z.boolean(),
+  cached: z.boolean(),
+  startMs: z.number().nullable(),
+  durationMs: z.number(),
+  model: z.string(),
+});
+
 const ModelCallShape = z.object({
   model: z.string(),
   responseModel: z.string().nullable(),
@@ -51,19 +62,7 @@ export const TurnInspectionV1Shape = z.object({
       matchedBy: MatchedByShape.nullable(),
     }),
   ),
-  tools: z.array(
-    z.object({
-      id: z.string(),
-      name: z.string(),
-      ok: z.boolean(),
-      cached: z.boolean(),
-      startMs: z.number().nullable(),
-      durationMs: z.number(),
-      arguments: z.unknown(),
-      output: z.string(),
-      model: z.string(),
-    }),
-  ),
+  tools: z.array(ToolCallShape.extend({ arguments: z.unknown(), output: z.string() })),
   modelCalls: z.array(ModelCallShape),
 });
 
@@ -97,19 +96,7 @@ export const TurnInspectionV2Shape = z.object({
   text: z.enum(["r2", "none"]),
   sections: z.array(z.object({ name: z.string(), tokens: z.number(), chars: z.number() })),
   memories: z.union([z.array(MemoryRefShape), z.literal("r2")]),
-  tools: z.array(
-    z.object({
-      id: z.string(),
-      name: z.string(),
-      ok: z.boolean(),
-      cached: z.boolean(),
-      startMs: z.number().nullable(),
-      durationMs: z.number(),
-      model: z.string(),
-      argumentsChars: z.number(),
-      outputChars: z.number(),
-    }),
-  ),
+  tools: z.array(ToolCallShape.extend({ argumentsChars: z.number(), outputChars: z.number() })),
   modelCalls: z.array(ModelCallShape),
 });
 export type TurnInspectionV2 = z.infer<typeof TurnInspectionV2Shape>;

@@ -3,8 +3,20 @@
 // OAuth-state lookups, media checksums). Also base64url, for tokens, states, signatures and
 // Vectorize ids.
 
+const HEX = Array.from({ length: 256 }, (_, byte) => byte.toString(16).padStart(2, "0"));
+
 export function toHex(bytes: Uint8Array): string {
-  return Array.from(bytes, (byte) => byte.toString(16).padStart(2, "0")).join("");
+  let hex = "";
+  for (const byte of bytes) hex += HEX[byte];
+  return hex;
+}
+
+/** Bytes from lower- or upper-case hex (an even number of digits). */
+export function fromHex(hex: string): Uint8Array<ArrayBuffer> {
+  const bytes = new Uint8Array(hex.length / 2);
+  for (let i = 0; i < bytes.length; i++)
+    bytes[i] = Number.parseInt(hex.slice(2 * i, 2 * i + 2), 16);
+  return bytes;
 }
 
 /** SHA-256 of a text (as UTF-8) or of bytes. */
