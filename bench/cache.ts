@@ -81,6 +81,7 @@ try {
   const rows: string[][] = [];
   let previous: number[] | null = null;
   const shares: number[] = [];
+  let embeddingTotal = 0;
   for (let turn = 1; turn <= TURNS; turn++) {
     const embeddingsBefore = model.embeddingCalls();
     const mainBefore = seen.filter((s) => !s.side && !s.task).length;
@@ -106,6 +107,7 @@ try {
       ]);
       previous = request.tokens;
     }
+    embeddingTotal += model.embeddingCalls() - embeddingsBefore;
   }
   console.log(`\n${TURNS} plain turns in one room (the turn's model requests, as sent):\n`);
   console.log(
@@ -113,8 +115,9 @@ try {
   );
   const sorted = [...shares].sort((a, b) => a - b);
   const median = sorted[Math.floor(sorted.length / 2)] ?? 0;
+  const broken = shares.filter((share) => share < 0.5).length;
   console.log(
-    `\nmedian share ${(median * 100).toFixed(1)}%, lowest ${((sorted[0] ?? 0) * 100).toFixed(1)}%`,
+    `\nmedian share ${(median * 100).toFixed(1)}%, lowest ${((sorted[0] ?? 0) * 100).toFixed(1)}%; the prefix broke (under half shared) on ${broken} of ${shares.length} turns; embedding calls per turn ${(embeddingTotal / TURNS).toFixed(2)}`,
   );
 
   // A task: its consecutive model calls (plan, steps, checks) carry the same goal.

@@ -1,6 +1,7 @@
 // Model-facing tool names for MCP tools: `<server>__<tool>`, sanitized to the model API's rule
 // (^[a-zA-Z0-9_-]{1,64}$). Long names keep a hash of the original so two long names stay apart;
 // names that still collide after sanitizing get a numeric suffix, in a stable order.
+import { fnv1a32 } from "../runtime/util/hashing.ts";
 
 export const MODEL_TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
 const MAX_NAME = 64;
@@ -20,16 +21,7 @@ export function namespacedToolNames(server: string, tools: readonly string[]): M
 
 function fit(name: string, original: string): string {
   if (name.length <= MAX_NAME) return name;
-  const suffix = `_${fnv1a(original)}`;
+  // 32-bit FNV-1a as 8 hex digits: short, stable, enough to tell names apart.
+  const suffix = `_${fnv1a32(original).toString(16).padStart(8, "0")}`;
   return name.slice(0, MAX_NAME - suffix.length) + suffix;
-}
-
-/** 32-bit FNV-1a as 8 hex digits: short, stable, enough to tell names apart. */
-function fnv1a(text: string): string {
-  let hash = 0x811c9dc5;
-  for (let i = 0; i < text.length; i += 1) {
-    hash ^= text.charCodeAt(i);
-    hash = Math.imul(hash, 0x01000193) >>> 0;
-  }
-  return hash.toString(16).padStart(8, "0");
 }

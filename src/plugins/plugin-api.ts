@@ -74,9 +74,16 @@ export interface PluginTool<S> {
 
 export interface PluginProvider<S> {
   name: string;
-  /** Place in the system prompt; the core's sections sit at 10 (character) to 60 (history). */
+  /** Order within its slot; the core's sections sit at 0 (character) to 60 (recall). */
   position: number;
-  /** A section of the system prompt, or null for none this turn. */
+  /**
+   * "system" (the default): the system message, for text that rarely changes (a list, a standing
+   * rule), which the provider's prompt cache keeps from turn to turn. "context": the new message's
+   * context block, for text that depends on the message or the moment (a lookup, a live value).
+   * A "system" section that changes every turn makes every turn's prompt uncacheable.
+   */
+  slot?: "system" | "context";
+  /** A section of the prompt, or null for none this turn. */
   get(context: ProviderRunContext<S>): Promise<string | null>;
 }
 

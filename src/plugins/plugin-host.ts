@@ -125,6 +125,7 @@ export function createPluginHost(options: PluginHostOptions): PluginHost {
       (provider): Provider => ({
         name: `${plugin.name}:${provider.name}`,
         position: provider.position,
+        slot: provider.slot ?? "system",
         async get(context) {
           const entry = find(context.character, plugin);
           if (!entry) return null;

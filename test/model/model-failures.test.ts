@@ -58,7 +58,10 @@ describe("model failures", () => {
     const seen = fallbackCalls[0]!;
     // Only system + the person's message + the note: no assistant tool_calls, no tool results.
     expect(roles(seen)).toEqual(["system", "user", "system"]);
-    expect(seen.messages[1]).toMatchObject({ content: "Remember that I am testing failover" });
+    // The person's message goes over with its context block (the fallback needs it too).
+    expect(String(seen.messages[1]!.content)).toMatch(
+      /^Remember that I am testing failover\n\n<context>\n[\s\S]*\n<\/context>$/,
+    );
     expect(String(seen.messages[2]!.content)).toContain(FAILOVER_NOTE_START);
     expect(JSON.stringify(seen.messages)).not.toContain("tool_calls");
   });

@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import { api, createTestAgent, json, useModelStandIn } from "../helpers/api.ts";
-import { toolMessages } from "../helpers/model-messages.ts";
+import { contextOf, lastUserText, toolMessages } from "../helpers/model-messages.ts";
 
 const model = useModelStandIn();
 
@@ -47,11 +47,10 @@ describe("the runtime loop over REST", () => {
     expect(sent.model).toBe("test-primary");
     expect(sent.messages[0]).toMatchObject({ role: "system" });
     expect(String(sent.messages[0]!.content)).toContain("You are Testa, a test agent.");
-    expect(sent.messages.at(-1)).toMatchObject({
-      role: "user",
-      content: "Hi there",
-      name: "Alice",
-    });
+    expect(sent.messages.at(-1)).toMatchObject({ role: "user", name: "Alice" });
+    // The person's words, then the context block the turn adds (the time, what was retrieved).
+    expect(lastUserText(sent)).toBe("Hi there");
+    expect(contextOf(sent)).toContain("# Current time");
     expect((sent.tools ?? []).map((t) => (t.function as { name: string }).name)).toEqual([
       "list_available_tools",
       "remember",
@@ -192,11 +191,12 @@ describe("the runtime loop over REST", () => {
     await say(agentId, "My name is Alice.");
     await say(agentId, "What is my name?");
     const second = model.calls[1]!;
-    expect(second.messages.slice(1).map((m) => [m.role, m.content])).toEqual([
+    expect(second.messages.slice(1, -1).map((m) => [m.role, m.content])).toEqual([
       ["user", "My name is Alice."],
       ["assistant", "Nice to meet you, Alice."],
-      ["user", "What is my name?"],
     ]);
+    expect(second.messages.at(-1)!.role).toBe("user");
+    expect(lastUserText(second)).toBe("What is my name?");
   });
 
   it("answers the turn after an agent is replaced with the new character, in a warm room, with one model call", async () => {

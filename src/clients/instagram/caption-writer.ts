@@ -20,6 +20,8 @@ export interface CaptionWriterOptions {
   modelName: string;
   check: (caption: string) => string | null;
   signal?: AbortSignal;
+  /** The prompt cache's scope (ChatRequest.cacheScope): the agent, whose caption prompt repeats. */
+  cacheScope?: string;
 }
 
 export async function writeCaption(
@@ -43,6 +45,7 @@ export async function writeCaption(
       temperature: 0.8,
       maxOutputTokens: 700,
       signal: options.signal,
+      ...(options.cacheScope ? { cacheScope: options.cacheScope } : {}),
     });
     spent.inputTokens += response.usage.promptTokens;
     spent.outputTokens += response.usage.completionTokens;

@@ -103,7 +103,12 @@ export class PostPublishing {
       } = await writeCaption(
         character,
         { kinds: post.items.map((item) => item.kind), hint: post.caption || undefined, image },
-        { model, modelName: modelChoiceFor(character, models).primary, check: checkCaption },
+        {
+          model,
+          modelName: modelChoiceFor(character, models).primary,
+          check: checkCaption,
+          cacheScope: agentId,
+        },
       );
       await ledger.record({
         id: post.id,

@@ -9,6 +9,7 @@ import { errorField, log } from "../../log.ts";
 import type { Db } from "../db.ts";
 import { readJsonColumn } from "../json-column.ts";
 import { turnInspections } from "../schema.ts";
+import { fnv1a32 } from "../../runtime/util/hashing.ts";
 import {
   joinText,
   type KeptInspection,
@@ -143,7 +144,5 @@ export function createTurnInspectionStore(
 function sampled(turnId: string, share: number): boolean {
   if (share >= 1) return true;
   if (share <= 0) return false;
-  let hash = 0x811c9dc5;
-  for (let i = 0; i < turnId.length; i++) hash = Math.imul(hash ^ turnId.charCodeAt(i), 0x01000193);
-  return (hash >>> 0) / 0x1_0000_0000 < share;
+  return fnv1a32(turnId) / 0x1_0000_0000 < share;
 }

@@ -101,6 +101,8 @@ export const reflectionEvaluator: Evaluator = {
       modelName: model.name,
       schema,
       maxOutputTokens: toSummarize ? 1_400 : 800,
+      // The agent's side prompts share their instructions' prefix.
+      cacheScope: input.agentId,
       messages: [
         {
           role: "system",
@@ -182,6 +184,7 @@ export const summaryEvaluator: Evaluator = {
       modelName: model.name,
       schema: Summary,
       maxOutputTokens: 600,
+      cacheScope: context.input.agentId,
       messages: [
         {
           role: "system",

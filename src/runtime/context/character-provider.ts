@@ -10,6 +10,7 @@ const MAX_EXAMPLES = 3;
 export const characterProvider: Provider = {
   name: "character",
   position: 0,
+  slot: "system",
   async get({ character }) {
     return { text: renderCharacter(character) };
   },

@@ -1,6 +1,8 @@
 // State composition: every provider runs at once, each bounded by a timeout, and the results are
 // assembled in provider position order, not completion order. A slow or failing provider is
-// skipped (and reported as an event) instead of stalling or failing the turn.
+// skipped (and reported as an event) instead of stalling or failing the turn. Each section goes
+// where its provider says (see prompt-layout.ts): the system message for what rarely changes for
+// an agent, the context block carried with the new message for what changes each turn.
 import type { Character } from "../character.ts";
 import { withDeadline } from "../util/deadline.ts";
 import type { TokenCounter } from "../util/tokens.ts";
@@ -55,15 +57,27 @@ export interface ProviderResult {
   matchedBy?: MatchedBy[];
 }
 
+/**
+ * Where a provider's section goes: "system" for text that rarely changes for an agent (its
+ * character, its tools), which a provider's prompt cache keeps from turn to turn; "context" for
+ * text that changes with each message (the time, what was retrieved for it), which rides at the
+ * end of the request so the prefix before it stays identical.
+ */
+export type ProviderSlot = "system" | "context";
+
 export interface Provider {
   name: string;
-  /** Lower positions come first in the prompt. */
+  /** Lower positions come first within the provider's slot. */
   position: number;
+  slot: ProviderSlot;
   get(context: ProviderContext): Promise<ProviderResult | null>;
 }
 
 export interface ComposedState {
+  /** Sections of the system message (slot "system"). */
   sections: string[];
+  /** Sections of the new message's context block (slot "context"). */
+  context: string[];
   history: ChatMessage[];
   /** The long-term memories in `sections`, in prompt order. */
   memories: UsedMemory[];
@@ -95,17 +109,30 @@ export async function composeState(
       }),
     ),
   );
-  const state: ComposedState = { sections: [], history: [], memories: [], parts: [], found: [] };
+  const state: ComposedState = {
+    sections: [],
+    context: [],
+    history: [],
+    memories: [],
+    parts: [],
+    found: [],
+  };
+  // The inspector's parts in the request's order: the system message, the history, the context.
+  const parts: Record<"system" | "history" | "context", ComposedState["parts"]> = {
+    system: [],
+    history: [],
+    context: [],
+  };
   results.forEach((result, i) => {
     if (!result) return;
-    const name = ordered[i]!.name;
+    const { name, slot } = ordered[i]!;
     if (result.text) {
-      state.sections.push(result.text);
-      state.parts.push({ name, text: result.text });
+      (slot === "context" ? state.context : state.sections).push(result.text);
+      parts[slot].push({ name, text: result.text });
     }
     if (result.messages && result.messages.length > 0) {
       state.history.push(...result.messages);
-      state.parts.push({ name, messages: result.messages });
+      parts.history.push({ name, messages: result.messages });
     }
     if (result.memories) {
       state.memories.push(...result.memories);
@@ -114,6 +141,7 @@ export async function composeState(
       });
     }
   });
+  state.parts = [...parts.system, ...parts.history, ...parts.context];
   return state;
 }
 

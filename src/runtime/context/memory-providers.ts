@@ -13,6 +13,7 @@ import type { Memory } from "../ports/memory.ts";
 import type { RetrievedMemory } from "../ports/retrieval.ts";
 import { inboundMessageId } from "../turn/message-ids.ts";
 import { declinedByFilter } from "../access/message-filter.ts";
+import { historyWindow } from "./history-provider.ts";
 
 const MAX_USER_MEMORIES = 60;
 const KNOWLEDGE_HITS = 8;
@@ -23,6 +24,7 @@ const EXPANDED_HITS = 2;
 export const userFactsProvider: Provider = {
   name: "user-facts",
   position: 40,
+  slot: "context",
   async get({ retrieval, input, tokens }) {
     if (!retrieval) return null;
     const known = await retrieval.retriever.aboutUser({
@@ -59,6 +61,7 @@ export const userFactsProvider: Provider = {
 export const knowledgeProvider: Provider = {
   name: "knowledge",
   position: 50,
+  slot: "context",
   async get(context) {
     const { retrieval, input, tokens } = context;
     if (!retrieval || queryTerms(input.text).length === 0) return null;
@@ -94,17 +97,15 @@ export const knowledgeProvider: Provider = {
 export const recallProvider: Provider = {
   name: "recall",
   position: 60,
-  async get({ retrieval, input, memory, tokens, historyFetchLimit }) {
+  slot: "context",
+  async get(context) {
+    const { retrieval, input, tokens } = context;
     if (!retrieval || queryTerms(input.text).length === 0) return null;
     // Only a room longer than what the recent history shows has anything older to recall.
-    const recent = await memory.recentMessages({
-      agentId: input.agentId,
-      roomId: input.roomId,
-      limit: historyFetchLimit,
-    });
-    if (recent.length < historyFetchLimit) return null;
+    const window = await historyWindow(context);
+    if (!window.full) return null;
     // The person's own message is never recalled, whether or not its write has landed yet.
-    const shown = new Set([...recent.map((m) => m.id), inboundMessageId(input.turnId)]);
+    const shown = new Set([...window.messages.map((m) => m.id), inboundMessageId(input.turnId)]);
     const hits = await retrieval.retriever.search(
       {
         agentId: input.agentId,

@@ -12,6 +12,7 @@ const MAX_LISTED_DESCRIPTION_CHARS = 200;
 export const toolsProvider: Provider = {
   name: "tools",
   position: 30,
+  slot: "system",
   async get({ tools, toolSources }) {
     const unavailable = toolSources.filter((source) => source.state !== "ready");
     if (tools.length === 0 && unavailable.length === 0) return null;

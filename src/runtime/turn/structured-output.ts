@@ -31,6 +31,8 @@ export interface StructuredRequest<T extends z.ZodType> {
   signal?: AbortSignal;
   /** Attempts in all, including the first (default 2: one re-ask). */
   attempts?: number;
+  /** The prompt cache's scope (ChatRequest.cacheScope); absent: none sent. */
+  cacheScope?: string;
 }
 
 export interface StructuredResult<T> {
@@ -53,6 +55,7 @@ export async function completeStructured<T extends z.ZodType>(
       temperature: 0,
       maxOutputTokens: request.maxOutputTokens,
       signal: request.signal,
+      ...(request.cacheScope ? { cacheScope: request.cacheScope } : {}),
     });
     usage.promptTokens += response.usage.promptTokens;
     usage.completionTokens += response.usage.completionTokens;

@@ -17,6 +17,7 @@ import {
 } from "./spend.ts";
 import { composeState, type Provider, type TurnRetrieval } from "../context/compose-state.ts";
 import { chatName } from "../context/history-provider.ts";
+import { systemMessage, withContext } from "../context/prompt-layout.ts";
 import { inboundMessageId, replyMessageId } from "./message-ids.ts";
 import { withDelegatedUsage } from "./delegation.ts";
 import { decideByRules, decideWithModel, type RespondDecision } from "./respond-decision.ts";
@@ -518,20 +519,20 @@ async function respondWith(
   options.observer?.replying?.();
 
   const name = chatName(input.userName ?? input.userId);
-  const content = extra?.text ? `${input.text}\n\n${extra.text}` : input.text;
+  const said = extra?.text ? `${input.text}\n\n${extra.text}` : input.text;
   const current: ChatMessage = {
     role: "user",
-    content,
+    content: withContext(said, state.context),
     ...(name ? { name } : {}),
     ...(extra && extra.images.length > 0 ? { images: extra.images } : {}),
   };
   const messages: ChatMessage[] = [
-    { role: "system", content: state.sections.join("\n\n") },
+    { role: "system", content: systemMessage(state.sections) },
     ...state.history,
     current,
   ];
   if (draft) {
-    draft.parts.push(...state.parts, { name: "message", text: content });
+    draft.parts.push(...state.parts, { name: "message", text: said });
     draft.memories = inspectedMemories(state.memories, state.found);
   }
   const result = await runToolLoop({ ...loop, messages, turnStart: messages.length - 1 });

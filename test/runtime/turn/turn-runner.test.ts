@@ -235,12 +235,19 @@ describe("state composition", () => {
     const slow: Provider = {
       name: "slow",
       position: 0,
+      slot: "system",
       get: () => new Promise((resolve) => setTimeout(() => resolve({ text: "late" }), 200)),
     };
-    const later: Provider = { name: "b", position: 20, get: async () => ({ text: "second" }) };
+    const later: Provider = {
+      name: "b",
+      position: 20,
+      slot: "system",
+      get: async () => ({ text: "second" }),
+    };
     const first: Provider = {
       name: "a",
       position: 10,
+      slot: "system",
       get: () => new Promise((resolve) => setTimeout(() => resolve({ text: "first" }), 5)),
     };
     const events = eventRecorder();
@@ -355,6 +362,7 @@ describe("the turn inspector's record", () => {
     const system: Provider = {
       name: "character",
       position: 0,
+      slot: "system",
       get: async () => ({ text: "You are Nova." }),
     };
     const d = await deps({
