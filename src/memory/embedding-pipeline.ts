@@ -33,7 +33,13 @@ export interface EmbeddingPipeline {
     agentId: string;
     roomId?: string;
     maxBatches?: number;
-  }): Promise<{ embedded: number; pending: boolean }>;
+    /**
+     * Only what costs no call (vectors the embedder holds, such as a turn's message, embedded as
+     * its query); the rest is handed to the embedder to ride along with its next call and stays
+     * pending (`deferred`) for a later pass. For the pass right after a turn.
+     */
+    knownOnly?: boolean;
+  }): Promise<{ embedded: number; pending: boolean; deferred?: number }>;
   /** Removes vectors of deleted memories, and old-scheme vectors, from the index. Returns how many. */
   sweepDeletions(): Promise<number>;
   /** Throws DimensionMismatchError when the embedder does not fit the index. */
@@ -121,7 +127,18 @@ export function createEmbeddingPipeline(options: EmbeddingPipelineOptions): Embe
     embed,
     checkDimensions,
 
-    async embedPending({ agentId, roomId, maxBatches = 10 }) {
+    async embedPending({ agentId, roomId, maxBatches = 10, knownOnly = false }) {
+      // The local embedder costs no call, so nothing is saved by waiting: it embeds everything now.
+      if (knownOnly && embedder.kind !== "local" && embedder.known && embedder.later) {
+        const batch = await pendingEmbeddings(db, { agentId, roomId, limit: embedder.maxBatch });
+        const known = batch.filter((memory) => embedder.known!(embeddingText(memory)));
+        const rest = batch.filter(
+          (memory) => !known.includes(memory) && memory.type !== "document",
+        );
+        embedder.later(rest.map(embeddingText));
+        const embedded = await embed(known);
+        return { embedded, pending: rest.length > 0, deferred: rest.length };
+      }
       if (roomId === undefined) await sweepLegacy(agentId);
       let embedded = 0;
       for (let round = 0; round < maxBatches; round++) {
@@ -147,12 +164,18 @@ export function createEmbeddingPipeline(options: EmbeddingPipelineOptions): Embe
   };
 }
 
-/** What is embedded for a memory: who said it, and for a fragment the section it sits in. */
+/**
+ * What is embedded for a memory: its text, and for a fragment the section it sits in. A message is
+ * embedded as its words alone, as a query is, so a turn's stored message takes the vector its
+ * query already got (recent-vectors.ts): one embedding call saved per turn. The speaker's name
+ * used to lead the text; on the LoCoMo development set (`npm run bench:memory`, offline embedder)
+ * dropping it moved R@5 / R@10 / R@25 from 54.3 / 70.5 / 80.4 to 55.5 / 70.5 / 80.5. Vectors
+ * written before keep their name until re-embedded; both kinds are found.
+ */
 export function embeddingText(memory: Memory): string {
   const heading =
     typeof memory.metadata.heading === "string" && memory.metadata.heading
       ? `${memory.metadata.heading}\n`
       : "";
-  const speaker = memory.content.userName ? `${memory.content.userName}: ` : "";
-  return `${heading}${speaker}${memory.content.text}`.slice(0, MAX_EMBED_CHARS);
+  return `${heading}${memory.content.text}`.slice(0, MAX_EMBED_CHARS);
 }

@@ -45,8 +45,6 @@ export interface HybridSearchOptions {
   /** Weight of the vector ranking against the full-text one (1) in the fusion. */
   vectorWeight?: number;
   log?: (entry: Record<string, unknown>) => void;
-  /** Another retriever's embedQuery, to share its recent query vectors (a per-request retriever). */
-  queryVectors?: MemoryRetriever["embedQuery"];
 }
 
 /**
@@ -95,30 +93,9 @@ export function createHybridSearch(options: HybridSearchOptions): MemoryRetrieve
       return null;
     }
   };
-  /**
-   * The last query texts' vectors (or their embedding in flight), in this isolate: a repeated
-   * question, or one asked again after its turn stopped waiting for it, costs no second call.
-   * Failures are not kept.
-   */
-  const recent = new Map<string, Promise<Float32Array | null>>();
-  const ownEmbedQuery = (text: string): Promise<Float32Array | null> => {
-    if (!index || !embedder || !text.trim()) return Promise.resolve(null);
-    const known = recent.get(text);
-    if (known) {
-      // Most recently used last.
-      recent.delete(text);
-      recent.set(text, known);
-      return known;
-    }
-    const vector = embedOnce(text);
-    recent.set(text, vector);
-    if (recent.size > RECENT_QUERY_VECTORS) recent.delete(recent.keys().next().value!);
-    void vector.then((found) => {
-      if (!found && recent.get(text) === vector) recent.delete(text);
-    });
-    return vector;
-  };
-  const embedQuery = options.queryVectors ?? ownEmbedQuery;
+  // A repeated text costs no second call when the embedder remembers (recent-vectors.ts).
+  const embedQuery = (text: string): Promise<Float32Array | null> =>
+    text.trim() ? embedOnce(text) : Promise.resolve(null);
 
   /** The vector leg's query, with room for the ids it must leave out; null without one. */
   const vectorQueryOf = (
@@ -256,9 +233,6 @@ export function createHybridSearch(options: HybridSearchOptions): MemoryRetrieve
   });
   return retrieverWith(directReader(db));
 }
-
-/** Query vectors kept per isolate: 512 x 1,536 floats is 3 MiB at most. */
-const RECENT_QUERY_VECTORS = 512;
 
 /** Neighbourhoods read at first, beyond `limit`: a few hits turn out stale or filtered out. */
 const FIRST_READ_MARGIN = 5;

@@ -8,6 +8,7 @@
 // Routes, rooms and clients ask here; nothing outside src/db/ and src/memory/ builds drizzle.
 import { loadConfig } from "../../config.ts";
 import type { Env } from "../../env.ts";
+import { withRecentVectors } from "../../runtime/retrieval/recent-vectors.ts";
 import { createEmbedder } from "../../model/embedder.ts";
 import type { SpendLedger } from "../../runtime/turn/spend.ts";
 import type { MemoryStore } from "../../runtime/ports/memory.ts";
@@ -183,8 +184,11 @@ function buildAgentData(
   // beside the memories it indexes (its cache is the isolate's, so one per session costs nothing).
   const vectorize = config.vectors ? vectorizeOf(config.vectors) : null;
   const index = vectorize ?? createLocalVectorIndex(db);
-  // Without EMBEDDING_MODEL, the embedder whose size the index already holds keeps serving it.
-  const embedder = session?.shared.embedder ?? createEmbedder(config, () => index.dimensions());
+  // Without EMBEDDING_MODEL, the embedder whose size the index already holds keeps serving it. It
+  // remembers its recent texts' vectors for the search and the pipeline alike (a turn's message is
+  // embedded once, for its query and its stored copy), across this isolate's sessions.
+  const embedder =
+    session?.shared.embedder ?? withRecentVectors(createEmbedder(config, () => index.dimensions()));
   const retriever = createHybridSearch({
     db,
     // A replica behind this isolate's vector cache does not prove a memory gone: only searches
@@ -192,8 +196,6 @@ function buildAgentData(
     index: session ? { ...index, forget: undefined } : index,
     embedder,
     vectorWeight: vectorWeightFor(embedder),
-    // The isolate's recent query vectors: a search repeated over a new session embeds once.
-    queryVectors: session?.shared.retriever.embedQuery,
   });
   return {
     database: name,

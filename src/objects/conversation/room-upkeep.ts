@@ -17,6 +17,12 @@ const PRUNE_EVERY_TURNS = 50;
 /** Delivery retries (Discord 429/5xx beyond what one attempt waits): about 10 minutes in all. */
 export const DELIVERY_RETRY = { maxAttempts: 8, baseDelayMs: 5_000, maxDelayMs: 120_000 };
 const EMBED_ITEM_ID = "embed-pending";
+/**
+ * How long a room may be quiet before the memories left waiting for a vector (a reply, new facts)
+ * are embedded in a call of their own. A turn sooner takes them along with its query's embedding;
+ * a room evicted sooner leaves them to the hourly maintenance. Meanwhile text search finds them.
+ */
+export const EMBED_FLUSH_MS = 60_000;
 const DELIVER_ITEM_ID = "deliver-replies";
 
 /** The room object's queue callbacks that upkeep leaves items for. */
@@ -29,6 +35,8 @@ export interface RoomUpkeepOptions {
   delivery: RoomDelivery;
   db(): Promise<Db>;
   embeddings(): Promise<Pick<EmbeddingPipeline, "embedPending">>;
+  /** How long a quiet room waits before embedding what rode along with nothing (EMBED_FLUSH_MS). */
+  embedFlushMs?: number;
   /** The room's history kept in memory is stale (messages were pruned). */
   forgetHistory(): Promise<void>;
   /** A durable queue item for one of the object's callbacks (an item with the same id is replaced). */
@@ -44,6 +52,8 @@ export class RoomUpkeep {
   private embedding: Promise<void> | null = null;
   /** More memories arrived while `embedding` ran: one more pass follows it. */
   private embedAgain = false;
+  /** The quiet room's pass for memories still waiting (see EMBED_FLUSH_MS). */
+  private flush: ReturnType<typeof setTimeout> | null = null;
 
   constructor(options: RoomUpkeepOptions) {
     this.options = options;
@@ -84,20 +94,32 @@ export class RoomUpkeep {
 
   /**
    * Embeds here, after the turn that wrote the memories and never holding up the next one; one
-   * pass at a time, and one more if memories arrived meanwhile. A failed pass leaves a durable
-   * queue item to retry it. Should the room be evicted first, the next pass or the cron's
-   * maintenance embeds what was left.
+   * pass at a time, and one more if memories arrived meanwhile. The pass takes only vectors at
+   * hand (the message's, from its query): the rest ride along with the next turn's query, or
+   * get a call of their own once the room is quiet. A failed pass leaves a durable queue item to
+   * retry it. Should the room be evicted first, the next pass or the cron's maintenance embeds
+   * what was left.
    */
   private embedSoon(agentId: string, roomId: string): void {
+    if (this.flush) clearTimeout(this.flush);
+    this.flush = null;
     if (this.embedding) {
       this.embedAgain = true;
       return;
     }
     this.embedding = (async () => {
+      let deferred = 0;
       do {
         this.embedAgain = false;
-        await this.embedPending({ agentId, roomId });
+        const pass = await (await this.options.embeddings()).embedPending({
+          agentId,
+          roomId,
+          knownOnly: true,
+        });
+        deferred = pass.deferred ?? 0;
+        if (pass.pending && deferred === 0) this.queueEmbedding(agentId, roomId);
       } while (this.embedAgain);
+      if (deferred > 0) this.flushLater(agentId, roomId);
     })()
       .catch((error: unknown) => {
         log.warn("embedding_deferred", { room: this.options.room, error: errorField(error) });
@@ -106,6 +128,18 @@ export class RoomUpkeep {
       .finally(() => {
         this.embedding = null;
       });
+  }
+
+  /** A quiet room embeds what is still waiting, in one call (a new turn cancels it first). */
+  private flushLater(agentId: string, roomId: string): void {
+    if (this.flush) clearTimeout(this.flush);
+    this.flush = setTimeout(() => {
+      this.flush = null;
+      this.embedPending({ agentId, roomId }).catch((error: unknown) => {
+        log.warn("embedding_deferred", { room: this.options.room, error: errorField(error) });
+        this.queueEmbedding(agentId, roomId);
+      });
+    }, this.options.embedFlushMs ?? EMBED_FLUSH_MS);
   }
 
   private queueEmbedding(agentId: string, roomId: string): void {

@@ -17,6 +17,13 @@ export interface Embedder {
    * read `id` or `dimensions` before embedding anything await it first.
    */
   ready?(): Promise<void>;
+  /** Whether a text's vector is at hand, so embedding it now costs no call (recent-vectors.ts). */
+  known?(text: string): boolean;
+  /**
+   * Texts to send along with the next call instead of in a call of their own (a reply, whose
+   * vector nobody waits for, rides with the next turn's query). Their vectors are then known.
+   */
+  later?(texts: string[]): void;
 }
 
 /** What a vector is filtered by; mirrors its memory's columns. */
