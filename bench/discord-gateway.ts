@@ -77,18 +77,23 @@ function message(channel: number, mention: boolean, guild = "900000000000000001"
   };
 }
 
-/** 3. Mention -> reply posted, one at a time. */
-export async function benchGatewayMentions({ worker, gateway, discord }: Options): Promise<void> {
+/** 3. Mention -> reply posted, one at a time; `measured` brackets the measured mentions. */
+export async function benchGatewayMentions(
+  { worker, gateway, discord }: Options,
+  measured?: { start(): Promise<void>; stop(mentions: number): Promise<void> },
+): Promise<void> {
   const { control, ready } = gatewayClient(worker, gateway);
   await ready();
   const latencies: number[] = [];
   for (let i = 0; i < WARMUP + MENTIONS; i++) {
+    if (i === WARMUP) await measured?.start();
     const { id, event } = message(i % CHANNELS, true);
     const sentAt = performance.now();
     await control("dispatch", { events: [event] });
     const at = await discord.replyArrival(id, 30_000);
     if (i >= WARMUP) latencies.push(at - sentAt);
   }
+  await measured?.stop(MENTIONS);
   const mention = summarize(latencies);
   console.log(
     `\n3. Gateway: a mention (MESSAGE_CREATE over the socket) -> the reply's POST at the Discord stand-in, one at a time, ${MENTIONS} after ${WARMUP} warm-up\n`,

@@ -5,12 +5,14 @@
 // stand-in, one interaction at a time, with a model stand-in that answers at once. Then the Gateway
 // (bench/discord-gateway.ts): a mention to its reply, and the event rate the shards sustain, with 1
 // shard and then with a second worker running 2 (DISCORD_GATEWAY_SHARDS=2). `--gateway` runs only
-// the chatter rates with 1 and 2 shards.
+// the chatter rates with 1 and 2 shards; `--gateway --profile` only the mentions, with workerd's
+// isolates sampled over the measured ones (bench/profiler.ts).
 import { createServer, type IncomingMessage } from "node:http";
 import type { AddressInfo } from "node:net";
 import { cpus } from "node:os";
 import { createDiscordStandIn } from "../test/stand-ins/discord-stand-in.ts";
 import { startModelServer } from "./model-server.ts";
+import { type IsolateProfiler, profileIsolates } from "./profiler.ts";
 import { markdownTable, summarize } from "./stats.ts";
 import { type BenchWorker, createBenchAgent, startBenchWorker } from "./worker-harness.ts";
 import { benchGatewayChatter, benchGatewayMentions, type ChatterRow } from "./discord-gateway.ts";
@@ -23,6 +25,8 @@ const FOLLOW_UP_INTERACTIONS = 100;
 const WARMUP = 20;
 const PINGS = 300;
 const GATEWAY_ONLY = process.argv.includes("--gateway");
+const PROFILE = process.argv.includes("--profile");
+const INSPECTOR_PORT = 9_330;
 
 async function main(): Promise<void> {
   const cpu = cpus();
@@ -42,20 +46,23 @@ async function main(): Promise<void> {
   const gateway = await startGatewayStandIn();
   discord.standIn.setGateway(gateway.url);
   const startWorker = (shards: number) =>
-    startBenchWorker({
-      OPENAI_API_KEY: "bench",
-      OPENAI_BASE_URL: `${model.url}/v1`,
-      MODEL: "bench-model",
-      DISCORD_PUBLIC_KEY: publicKey,
-      DISCORD_APPLICATION_ID: APP_ID,
-      DISCORD_API_BASE: `${discord.url}/api/v10`,
-      // The Gateway connects from the first request on; the stand-in listens on ws://127.0.0.1.
-      DISCORD_GATEWAY: "true",
-      DISCORD_BOT_TOKEN: "test-bot-token-not-real",
-      ALLOW_LOOPBACK_FETCH: "true",
-      RATE_LIMIT_PER_USER: "100000/min",
-      DISCORD_GATEWAY_SHARDS: String(shards),
-    });
+    startBenchWorker(
+      {
+        OPENAI_API_KEY: "bench",
+        OPENAI_BASE_URL: `${model.url}/v1`,
+        MODEL: "bench-model",
+        DISCORD_PUBLIC_KEY: publicKey,
+        DISCORD_APPLICATION_ID: APP_ID,
+        DISCORD_API_BASE: `${discord.url}/api/v10`,
+        // The Gateway connects from the first request on; the stand-in listens on ws://127.0.0.1.
+        DISCORD_GATEWAY: "true",
+        DISCORD_BOT_TOKEN: "test-bot-token-not-real",
+        ALLOW_LOOPBACK_FETCH: "true",
+        RATE_LIMIT_PER_USER: "100000/min",
+        DISCORD_GATEWAY_SHARDS: String(shards),
+      },
+      PROFILE ? { inspectorPort: INSPECTOR_PORT } : {},
+    );
   const configure = async (worker: BenchWorker) => {
     await createBenchAgent(worker.call, {
       id: "discord-bench",
@@ -72,6 +79,19 @@ async function main(): Promise<void> {
   let worker = await startWorker(1);
   try {
     await configure(worker);
+    if (PROFILE) {
+      let profiler: IsolateProfiler | null = null;
+      await benchGatewayMentions(
+        { worker, gateway, discord },
+        {
+          start: async () => {
+            profiler = await profileIsolates(INSPECTOR_PORT);
+          },
+          stop: async (mentions) => profiler?.stop(mentions, "mention", 25),
+        },
+      );
+      return;
+    }
     if (!GATEWAY_ONLY) {
       /** Signs like Discord (timestamp + body) and times the round trip from after the signing. */
       const signedPost = async (body: string) => {

@@ -29,6 +29,7 @@ const RUNS: Array<{ script: string; args: string[]; needsLocomo?: boolean }> = [
   { script: "bench:floor", args: ["--turns", "6", "--blocks", "1", "--load", "0"] },
   { script: "bench:capacity", args: ["--turns", "20", "--rooms", "5"] },
   { script: "bench:cache", args: ["--turns", "3"] },
+  { script: "bench:profile", args: ["--turns", "5", "--warmup", "1", "--top", "5"] },
 ];
 
 /** Where bench:memory reads the LoCoMo dev set (bench/memory.ts): not in the repository. */

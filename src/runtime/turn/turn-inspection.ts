@@ -136,10 +136,13 @@ export function finishInspection(
   endedAt: number,
 ): TurnInspection {
   const sections = draft.parts.map((part) => {
-    const text = "text" in part ? part.text : part.messages.map(messageLine).join("\n");
+    const lines = "text" in part ? [part.text] : part.messages.map(messageLine);
+    const text = lines.join("\n");
     const kept =
       text.length > MAX_SECTION_TEXT_CHARS ? `${text.slice(0, MAX_SECTION_TEXT_CHARS)}…` : text;
-    return { name: part.name, tokens: tokens.count(text), text: kept };
+    // Message by message: the counter remembers a room's messages, so only new ones cost BPE.
+    const counted = lines.reduce((sum, line) => sum + tokens.count(line), 0);
+    return { name: part.name, tokens: counted, text: kept };
   });
   return {
     version: TURN_INSPECTION_VERSION,

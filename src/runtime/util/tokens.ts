@@ -18,9 +18,42 @@ export function loadTokenCounter(): Promise<TokenCounter> {
     // model APIs treat it, instead of throwing on hostile input.
     const options = { disallowedSpecial: new Set<string>() };
     const count = (text: string) => (text.length === 0 ? 0 : countTokens(text, options));
-    return { count: (text: string) => countInPieces(text, count) };
+    return { count: remembering((text: string) => countInPieces(text, count)) };
   });
   return loading;
+}
+
+/** Texts up to this long have their counts kept; at most RECENT_CHARS characters of them in all. */
+const MAX_KEPT_CHARS = 8_192;
+const RECENT_CHARS = 1_000_000;
+
+/**
+ * Keeps recent texts' counts: a room's turns count the same texts again and again (the character
+ * and tools sections, the person's facts, the history's messages), and BPE was the largest single
+ * cost of a plain turn's JavaScript (about 1 ms of it, `npm run bench:profile`).
+ */
+export function remembering(count: (text: string) => number): (text: string) => number {
+  const recent = new Map<string, number>();
+  let chars = 0;
+  return (text) => {
+    if (text.length > MAX_KEPT_CHARS) return count(text);
+    const known = recent.get(text);
+    if (known !== undefined) {
+      // Most recently used last.
+      recent.delete(text);
+      recent.set(text, known);
+      return known;
+    }
+    const counted = count(text);
+    recent.set(text, counted);
+    chars += text.length;
+    for (const oldest of recent.keys()) {
+      if (chars <= RECENT_CHARS) break;
+      recent.delete(oldest);
+      chars -= oldest.length;
+    }
+    return counted;
+  };
 }
 
 /**
