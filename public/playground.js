@@ -145,7 +145,8 @@ $("token-forget").addEventListener("click", () => {
 
 /**
  * Says when after-reply evaluators (facts, summaries) failed today, from /health: the replies look
- * fine then, but nothing is remembered. Checked on sign-in and a moment after each reply.
+ * fine then, but nothing is remembered. Names the last one's cause and what to check (/health's
+ * `fix`). Checked on sign-in and a moment after each reply.
  */
 async function checkEvaluators() {
   let evaluators = null;
@@ -160,7 +161,7 @@ async function checkEvaluators() {
     "memory-warning",
     failed === 0
       ? ""
-      : `${plural(failed, "memory step")} failed today (last: ${last?.evaluator ?? "unknown"}${last ? ` at ${time(last.at)}` : ""}): replies still work, but facts and summaries are not being saved. Usually SMALL_MODEL names a model the endpoint does not serve (docs/configuration.md).`,
+      : `${plural(failed, "memory step")} failed today (last: ${last?.evaluator ?? "unknown"}${last ? ` at ${time(last.at)}` : ""}${last?.cause ? `, ${last.cause.replace("_", " ")}` : ""}): replies still work, but facts and summaries are not being saved. ${last?.fix ?? ""}`,
     failed === 0 ? "info" : "error",
   );
 }

@@ -1,12 +1,13 @@
-// `npm run deploy [-- --var NAME=value] [--discord] [--vectorize]`: the one deploy command. It
-// runs `wrangler deploy` (which creates the D1 database and R2 bucket on a first deploy) with the
-// secrets the worker lacks in the same upload (`--secrets-file`, so a new worker never serves a
-// moment without them), opens the worker's /health (its first request applies the migrations and
-// seeds the shipped characters), and registers the Discord commands when Discord is configured.
-// --var sets plain variables (wrangler.toml has no [vars] and keeps those set earlier);
-// --discord sets up the bot from its token alone; --vectorize moves memory vectors to Vectorize;
+// `npm run deploy [-- --var NAME=value] [--discord] [--telegram] [--slack] [--vectorize]`: the one
+// deploy command. It runs `wrangler deploy` (which creates the D1 database and R2 bucket on a first
+// deploy) with the secrets the worker lacks in the same upload (`--secrets-file`, so a new worker
+// never serves a moment without them), opens the worker's /health (its first request applies the
+// migrations and seeds the shipped characters), and registers the Discord commands when Discord is
+// configured. --var sets plain variables (wrangler.toml has no [vars] and keeps those set earlier);
+// --discord sets up the bot from its token alone; --telegram (or TELEGRAM_BOT_TOKEN in the shell)
+// the Telegram bot and its webhook (deploy-telegram.ts); --slack the Slack app from its token and
+// Signing Secret (deploy-slack.ts); --vectorize moves memory vectors to Vectorize;
 // --memory-shards N declares memory databases MEMORY_DB_1..N, which the deploy creates.
-// With TELEGRAM_BOT_TOKEN in the shell it also points the Telegram bot's webhook at the worker.
 // Running it again changes nothing that exists.
 // The admin token never travels on a command line (`ps` and shell history keep those) and is
 // printed only to a terminal (CI logs keep everything else): see docs/deploying.md.
@@ -16,9 +17,11 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "no
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { PermissionFlagsBits } from "discord-api-types/v10";
+import { ApplicationFlags, PermissionFlagsBits } from "discord-api-types/v10";
 import { z } from "zod";
 import { DEPLOYMENT_VARIABLES, MIN_ADMIN_TOKEN_CHARS, variableIssues } from "../src/config.ts";
+import { type SlackSetup, slackReport, slackSetup } from "./deploy-slack.ts";
+import { setTelegramWebhook, telegramSetup } from "./deploy-telegram.ts";
 
 const HELP = `Usage: npm run deploy [-- options]
   --var NAME=value  set a variable on the worker; repeat it for more. Later deploys keep it;
@@ -26,18 +29,25 @@ const HELP = `Usage: npm run deploy [-- options]
                       --var OPENAI_BASE_URL=https://api.groq.com/openai/v1 --var MODEL=<model>
                     (its key: OPENAI_API_KEY in this shell). The variables: docs/configuration.md
   --discord         set up the Discord bot from its token (DISCORD_BOT_TOKEN in this shell, or
-                    asked for): secrets, commands, interactions endpoint, default agent, invite URL
-  --agent ID        with --discord: the agent every channel talks to until one picks another
-                    (default: the one already chosen, else the first agent)
+                    asked for): secrets, commands, interactions endpoint, default agent, invite URL.
+                    @mentions, replies and DMs also need the Message Content intent (Bot page) and
+                    --var DISCORD_GATEWAY=true (docs/discord.md)
+  --telegram        set up the Telegram bot from its token (TELEGRAM_BOT_TOKEN in this shell, or
+                    asked for): secrets, webhook, default agent. A TELEGRAM_BOT_TOKEN in this shell
+                    does the same without the option
+  --slack           set up the Slack app from its bot token and Signing Secret (SLACK_BOT_TOKEN and
+                    SLACK_SIGNING_SECRET in this shell, or asked for): secrets, default agent, and
+                    the request URLs to paste into the app. The app comes first, from the
+                    manifest in docs/slack.md with this worker's address
+  --agent ID        with --discord, --telegram or --slack: the agent the bot talks as until one is
+                    picked there (default: the one already chosen, else the first agent)
   --vectorize       create the Vectorize index (the embedder's dimension, metadata indexes), bind it,
                     deploy again and re-embed existing memories into it
   --memory-shards N declare N memory databases (MEMORY_DB_1..N) in wrangler.toml, which this deploy
                     creates; new agents go to the emptiest. Never fewer than declared: agents
                     may live there (move them first: docs/scaling.md)
   --url URL         where the worker answers, when it is not the workers.dev address wrangler prints
-With TELEGRAM_BOT_TOKEN in this shell, the bot's webhook is pointed at the worker (with its secret:
-TELEGRAM_WEBHOOK_SECRET from this shell, else a new random one) and, when no agent answers there
-yet, the first agent (or --agent) is bound to the bot's chats.
+The Telegram webhook's secret is TELEGRAM_WEBHOOK_SECRET from this shell, else a new random one.
 Secrets (OPENAI_API_KEY, DISCORD_BOT_TOKEN, INSTAGRAM_ACCESS_TOKEN, ...) are read from this shell's
 environment when the worker lacks them; never from the command line. The admin token comes from
 ADMIN_TOKEN in the environment, or is made (on a terminal) or asked for when it is needed.`;
@@ -68,9 +78,6 @@ const OPTIONAL_SECRETS = [
 /** Every secret the worker reads: refused as --var, which would show it on a command line. */
 const SECRET_NAMES = new Set(["ADMIN_TOKEN", "SECRETS_KEY", ...OPTIONAL_SECRETS]);
 const DISCORD_API = "https://discord.com/api/v10";
-const TELEGRAM_API = "https://api.telegram.org";
-/** The Updates the webhook handles (src/http/routes/telegram/telegram.ts); others are not sent. */
-export const TELEGRAM_ALLOWED_UPDATES = ["message", "edited_message", "callback_query"];
 /**
  * What the bot asks for when invited: to see and answer in channels and threads, and to read the
  * history a reply refers to. Slash commands and their replies need no permission.
@@ -173,7 +180,10 @@ async function deploy(secrets: Record<string, string>, vars: Record<string, stri
 
 class Refused extends Error {}
 
-/** GET a JSON path on the worker, a few times: a new worker takes a moment to answer everywhere. */
+/**
+ * GET a JSON path on the worker, a few times: a new worker takes a moment to answer everywhere. A
+ * degraded /health (503 with its report: a failed migration, a stopped Gateway) is an answer too.
+ */
 async function workerJson(
   base: string,
   path: string,
@@ -184,6 +194,10 @@ async function workerJson(
     try {
       const response = await fetch(new URL(path, base), init);
       if (response.ok) return (await response.json()) as Record<string, unknown>;
+      if (response.status === 503) {
+        const report = (await response.json().catch(() => null)) as Record<string, unknown> | null;
+        if (report?.status === "degraded") return report;
+      }
       // A refusal (a wrong token, say) is not a worker still starting: no point asking again.
       if (response.status < 500)
         throw new Refused(`${base}${path} answered HTTP ${response.status}`);
@@ -428,6 +442,7 @@ const DiscordApplication = z.object({
   name: z.string(),
   verify_key: z.string().regex(/^[0-9a-f]{64}$/i),
   interactions_endpoint_url: z.string().nullish(),
+  flags: z.number().int().nullish(),
 });
 type DiscordApplication = z.infer<typeof DiscordApplication>;
 
@@ -535,7 +550,7 @@ async function bindDefaultAgent(
   base: string,
   adminToken: string,
   wanted: string | undefined,
-  client: "discord" | "telegram" = "discord",
+  client: "discord" | "telegram" | "slack" = "discord",
 ): Promise<string> {
   const path = `/clients/${client}/config`;
   const headers = { authorization: `Bearer ${adminToken}`, "content-type": "application/json" };
@@ -564,93 +579,45 @@ async function bindDefaultAgent(
   return `Default agent: ${agentId}${wanted ? "" : " (the first agent; --agent <id> picks another)"}.`;
 }
 
-const inviteUrl = (appId: string): string =>
-  `https://discord.com/oauth2/authorize?client_id=${appId}&scope=bot+applications.commands&permissions=${BOT_PERMISSIONS}`;
-
-// ---- Telegram ----------------------------------------------------------------------------------
-
-interface TelegramSetup {
-  token: string;
-  secret: string;
-  username: string;
-}
-
-const telegramBase = (): string =>
-  (process.env.TELEGRAM_API_BASE?.trim() || TELEGRAM_API).replace(/\/+$/, "");
-
-/** One Bot API call. Its URL holds the token: no error here names the URL or the whole body. */
-async function telegramCall(
-  token: string,
-  method: string,
-  body?: unknown,
-): Promise<{ ok: boolean; status: number; result?: unknown; description?: string }> {
-  let response: Response;
-  try {
-    response = await fetch(`${telegramBase()}/bot${token}/${method}`, {
-      method: body === undefined ? "GET" : "POST",
-      ...(body === undefined
-        ? {}
-        : { headers: { "content-type": "application/json" }, body: JSON.stringify(body) }),
-    });
-  } catch {
-    throw new Error(`Telegram's Bot API did not answer ${method} (network error)`);
-  }
-  let answer: { ok?: unknown; result?: unknown; description?: unknown } = {};
-  try {
-    answer = (await response.json()) as typeof answer;
-  } catch {}
-  return {
-    ok: response.ok && answer.ok === true,
-    status: response.status,
-    result: answer.result,
-    ...(typeof answer.description === "string"
-      ? { description: answer.description.slice(0, 200) }
-      : {}),
-  };
-}
+/** Either flag says the Message Content intent is on (the limited one: under 100 servers). */
+const MESSAGE_CONTENT_INTENT =
+  ApplicationFlags.GatewayMessageContent | ApplicationFlags.GatewayMessageContentLimited;
 
 /**
- * The bot behind TELEGRAM_BOT_TOKEN (getMe), checked before the account is touched, and the
- * webhook secret to upload with it: the shell's TELEGRAM_WEBHOOK_SECRET, else a new random one
- * (the webhook is set with it right after the deploy; Telegram retries what it sends in between).
+ * Slash commands need only the token; @mentions, replies and DMs come over the Gateway, which needs
+ * the Message Content intent switched on in the portal and DISCORD_GATEWAY=true. Says which of the
+ * two is missing. Without the intent Discord closes with 4014, and a Gateway stopped that way waits
+ * for a new token (src/clients/discord/gateway/discord-gateway.ts).
  */
-async function telegramSetup(): Promise<TelegramSetup | undefined> {
-  const token = process.env.TELEGRAM_BOT_TOKEN?.trim();
-  if (!token) return undefined;
-  const issues = variableIssues({
-    TELEGRAM_BOT_TOKEN: token,
-    TELEGRAM_WEBHOOK_SECRET: process.env.TELEGRAM_WEBHOOK_SECRET?.trim() ?? "",
-  });
-  if (issues.length > 0) throw new Error(`Telegram: ${issues.join("; ")}`);
-  const me = await telegramCall(token, "getMe");
-  if (me.status === 401 || me.status === 404)
-    throw new Error(
-      "Telegram refused TELEGRAM_BOT_TOKEN (HTTP 401): copy it again from @BotFather (/token)",
-    );
-  const bot = me.result as { username?: unknown } | undefined;
-  if (!me.ok || typeof bot?.username !== "string")
-    throw new Error(
-      `Telegram did not say which bot the token belongs to (HTTP ${me.status}${me.description ? `: ${me.description}` : ""})`,
-    );
-  const secret =
-    process.env.TELEGRAM_WEBHOOK_SECRET?.trim() || randomBytes(32).toString("base64url");
-  return { token, secret, username: bot.username };
-}
-
-/** Points the bot's webhook at the worker, with its secret and the Updates it handles. */
-async function setTelegramWebhook(telegram: TelegramSetup, base: string): Promise<string> {
-  const url = `${base.replace(/\/+$/, "")}/telegram/webhook`;
-  const set = await telegramCall(telegram.token, "setWebhook", {
-    url,
-    secret_token: telegram.secret,
-    allowed_updates: TELEGRAM_ALLOWED_UPDATES,
-  });
-  if (set.ok) return `Telegram webhook: ${url} (set, with its secret).`;
+function gatewayHint(
+  app: DiscordApplication,
+  gateway: { state?: unknown; stoppedReason?: unknown } | undefined,
+): string {
+  const intent = ((app.flags ?? 0) & MESSAGE_CONTENT_INTENT) !== 0;
+  const portal = "developer portal, Bot, Privileged Gateway Intents";
+  const guide = "docs/discord.md#conversations-over-the-gateway";
+  if (gateway) {
+    const state = String(gateway.state ?? "on");
+    const reason = typeof gateway.stoppedReason === "string" ? ` (${gateway.stoppedReason})` : "";
+    if (!intent)
+      return [
+        `Gateway: ${state}${reason}, but the Message Content intent is off, so Discord refuses it (4014).`,
+        `  Switch it on (${portal}); a Gateway stopped by that starts again with a new token:`,
+        "  Reset Token on the Bot page, then npm run deploy -- --discord",
+      ].join("\n");
+    if (state === "stopped") return `Gateway: stopped${reason} (${guide}).`;
+    return `Gateway: ${state} (@mentions, replies, DMs).`;
+  }
   return [
-    `Telegram webhook: Telegram did not take ${url} (HTTP ${set.status}${set.description ? `: ${set.description}` : ""}).`,
-    "  Telegram needs a public https address; pass --url if the worker answers elsewhere.",
+    `Slash commands work now. For @mentions, replies and DMs too (${guide}):`,
+    intent
+      ? "  npm run deploy -- --var DISCORD_GATEWAY=true   (the Message Content intent is on)"
+      : `  switch on the Message Content intent (${portal}), then\n  npm run deploy -- --var DISCORD_GATEWAY=true`,
   ].join("\n");
 }
+
+const inviteUrl = (appId: string): string =>
+  `https://discord.com/oauth2/authorize?client_id=${appId}&scope=bot+applications.commands&permissions=${BOT_PERMISSIONS}`;
 
 /** The memory databases wrangler.toml declares, by number (src/db/shards.ts). */
 export function declaredMemoryDatabases(toml: string): number[] {
@@ -703,6 +670,8 @@ async function main(): Promise<void> {
     options: {
       var: { type: "string", multiple: true },
       discord: { type: "boolean" },
+      telegram: { type: "boolean" },
+      slack: { type: "boolean" },
       agent: { type: "string" },
       vectorize: { type: "boolean" },
       "memory-shards": { type: "string" },
@@ -717,9 +686,10 @@ async function main(): Promise<void> {
   }
   if (!existsSync("wrangler.toml"))
     throw new Error("run it from the project's folder (where wrangler.toml is)");
-  if (values.agent !== undefined && !values.discord && !process.env.TELEGRAM_BOT_TOKEN?.trim())
+  const telegramAsked = Boolean(values.telegram || process.env.TELEGRAM_BOT_TOKEN?.trim());
+  if (values.agent !== undefined && !values.discord && !values.slack && !telegramAsked)
     throw new Error(
-      "--agent goes with --discord or a TELEGRAM_BOT_TOKEN (it picks the bot's default agent)",
+      "--agent goes with --discord, --telegram or --slack (it picks the bot's default agent)",
     );
   const envToken = adminTokenFromEnv();
   const vars = parseVars(values.var ?? []);
@@ -728,7 +698,8 @@ async function main(): Promise<void> {
   // Discord first: a wrong token stops the deploy before it changes anything.
   const discord = values.discord ? await discordSetup() : undefined;
   if (discord) vars.DISCORD_APPLICATION_ID = discord.app.id;
-  const telegram = await telegramSetup();
+  const telegram = await telegramSetup(telegramAsked, onTerminal() ? askHidden : undefined);
+  const slack = values.slack ? await slackSetup(onTerminal() ? askHidden : undefined) : undefined;
 
   const listed = await remoteSecrets();
   const present = listed === "no worker" ? new Set<string>() : listed;
@@ -739,6 +710,7 @@ async function main(): Promise<void> {
     ...(telegram
       ? { TELEGRAM_BOT_TOKEN: telegram.token, TELEGRAM_WEBHOOK_SECRET: telegram.secret }
       : {}),
+    ...(slack ? { SLACK_BOT_TOKEN: slack.token, SLACK_SIGNING_SECRET: slack.signingSecret } : {}),
   });
   const deployed = await deploy(plan.secrets, vars);
   const base = values.url ?? /https:\/\/[a-z0-9.-]+\.workers\.dev/i.exec(deployed)?.[0];
@@ -752,14 +724,12 @@ async function main(): Promise<void> {
   const tokenSet = present.has("ADMIN_TOKEN") || plan.adminToken !== undefined;
   if (!tokenSet) console.error(NO_ADMIN_TOKEN);
 
+  let health: WorkerHealth | undefined;
   if (base) {
     // The first request applies pending migrations and, on a new deployment, seeds the characters.
-    const health = (await workerJson(base, "/health")) as {
-      schema?: { version: string | null; error: unknown } | null;
-      model?: { backend: string };
-    };
+    health = (await workerJson(base, "/health")) as WorkerHealth;
     console.log(
-      `Worker at ${base}: schema ${health.schema?.version ?? "unknown"}, model backend ${health.model?.backend ?? "unknown"}.`,
+      `Worker at ${base}: ${health.status === "degraded" ? "degraded, " : ""}schema ${health.schema?.version ?? "unknown"}, model backend ${health.model?.backend ?? "unknown"}.`,
     );
     if (health.schema?.error)
       console.log(`  A migration failed: ${JSON.stringify(health.schema.error)}`);
@@ -788,6 +758,7 @@ async function main(): Promise<void> {
       lines.push("Interactions endpoint and default agent: not set (pass --url).");
     }
     lines.push(`Invite the bot to a server: ${inviteUrl(discord.app.id)}`);
+    lines.push(gatewayHint(discord.app, health ? health.gateway : undefined));
     console.log(lines.join("\n"));
   } else if (process.env.DISCORD_APPLICATION_ID && process.env.DISCORD_BOT_TOKEN) {
     await registerCommands({});
@@ -813,6 +784,14 @@ async function main(): Promise<void> {
     console.log(lines.join("\n"));
   }
 
+  if (slack)
+    await reportSlack(
+      slack,
+      base,
+      values.agent,
+      () => plan.adminToken ?? adminTokenForApi(envToken, "choose the Slack agent"),
+    );
+
   if (values.vectorize) {
     if (!base) throw new Error("--vectorize needs the worker's address: pass --url");
     await vectorize(
@@ -821,6 +800,39 @@ async function main(): Promise<void> {
     );
   }
   console.log(tokenSet ? "Deployed." : "Deployed; ADMIN_TOKEN is still to set (see above).");
+}
+
+/** What the deploy reads from /health; `gateway` is there only when DISCORD_GATEWAY is on. */
+interface WorkerHealth {
+  status?: string;
+  schema?: { version: string | null; error: unknown } | null;
+  model?: { backend: string };
+  gateway?: { state?: unknown; stoppedReason?: unknown };
+}
+
+/** After the deploy: who the Slack bot is, the URLs to paste into the app, the agent it talks as. */
+async function reportSlack(
+  slack: SlackSetup,
+  base: string | undefined,
+  wanted: string | undefined,
+  adminToken: () => Promise<string | undefined> | string | undefined,
+): Promise<void> {
+  const lines = [`Slack: @${slack.user} in ${slack.team} (${slack.teamId})`];
+  if (base) {
+    lines.push(...(await slackReport(slack, base)));
+    const token = await adminToken();
+    lines.push(
+      token
+        ? (await bindDefaultAgent(base, token, wanted, "slack")).replace(
+            /^Default agent/,
+            "Slack's agent",
+          )
+        : "Slack's agent: not chosen (no admin token): POST /clients/slack/config (docs/slack.md).",
+    );
+  } else {
+    lines.push("Slack request URLs and agent: not known (pass --url).");
+  }
+  console.log(lines.join("\n"));
 }
 
 async function discordSetup(): Promise<{ token: string; app: DiscordApplication }> {

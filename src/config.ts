@@ -6,6 +6,7 @@ import { z } from "zod";
 import { NotConfiguredError } from "./runtime/util/errors.ts";
 import type { ModelChoice } from "./runtime/ports/model.ts";
 import type { Env } from "./env.ts";
+import { log } from "./log.ts";
 import { parseRateRule, RATE_RULE_FORMAT, type RateRule } from "./rate-limits/token-bucket.ts";
 import {
   DEFAULT_WORKERS_AI_EMBEDDING_MODEL,
@@ -313,6 +314,46 @@ export interface Config {
   transcriptionModel: string;
   /** Instagram publishing; null unless both the account id and the token are set. */
   instagram: { userId: string; accessToken: string; graphBase?: string } | null;
+  /**
+   * Surfaces turned off because one of their own variables is malformed, each with the problem
+   * (the variable and the rule, never its value). The rest of the worker runs without them.
+   */
+  surfacesOff: Partial<Record<Surface, string>>;
+}
+
+/**
+ * The surfaces whose variables are theirs alone, by prefix: a malformed one turns that surface off
+ * (its routes answer 503 naming the variable, /health says why), not the whole worker. A mistake
+ * in any other variable (the model, the admin token, the limits) still stops every route.
+ */
+const SURFACE_PREFIXES = {
+  discord: "DISCORD_",
+  telegram: "TELEGRAM_",
+  slack: "SLACK_",
+  instagram: "INSTAGRAM_",
+} as const;
+export type Surface = keyof typeof SURFACE_PREFIXES;
+export const SURFACES = Object.keys(SURFACE_PREFIXES) as Surface[];
+
+const SURFACE_NAMES: Record<Surface, string> = {
+  discord: "Discord",
+  telegram: "Telegram",
+  slack: "Slack",
+  instagram: "Instagram",
+};
+
+/** The 503 of a surface's route when it is off or not set up: names the variable to fix. */
+export function surfaceUnavailable(
+  config: Config,
+  surface: Surface,
+  missing: string,
+): NotConfiguredError {
+  const problem = config.surfacesOff[surface];
+  return new NotConfiguredError(
+    problem
+      ? `${SURFACE_NAMES[surface]} is off: ${problem}`
+      : `${SURFACE_NAMES[surface]} is not configured: set ${missing}`,
+  );
 }
 
 /**
@@ -381,12 +422,7 @@ export function loadConfig(env: Env): Config {
         `configuration: the ${binding} binding is missing; check wrangler.toml`,
       );
   }
-  const parsed = VarsSchema.safeParse(env);
-  if (!parsed.success) {
-    // Name the variable and the rule; never echo the value (it may be a secret).
-    throw new NotConfiguredError(`configuration: ${issueList(parsed.error).join("; ")}`);
-  }
-  const vars = parsed.data;
+  const { vars, surfacesOff } = parseVariables(env);
   // The AI binding is declared for deployments; locally it answers only when logged in, so
   // .dev.vars and the tests set WORKERS_AI=false and a local run works offline.
   const ai = vars.WORKERS_AI === "false" ? undefined : env.AI;
@@ -436,10 +472,47 @@ export function loadConfig(env: Env): Config {
             graphBase: vars.INSTAGRAM_GRAPH_BASE,
           }
         : null,
+    surfacesOff,
   };
   config.transcriptionModel = chooseTranscriptionModel(vars.TRANSCRIPTION_MODEL, config.model);
   cache.set(env, config);
   return config;
+}
+
+/**
+ * The variables, checked. Problems only in surfaces' own variables turn those surfaces off: their
+ * variables are dropped (the surface is then unset) and each problem is logged once per isolate,
+ * the config being built once per environment. Any other problem throws, naming the variable and
+ * the rule; a value is never echoed (it may be a secret).
+ */
+function parseVariables(env: Env): {
+  vars: z.infer<typeof VarsSchema>;
+  surfacesOff: Config["surfacesOff"];
+} {
+  const parsed = VarsSchema.safeParse(env);
+  if (parsed.success) return { vars: parsed.data, surfacesOff: {} };
+  const surfaceOf = (name: string) =>
+    SURFACES.find((surface) => name.startsWith(SURFACE_PREFIXES[surface]));
+  const problems = parsed.error.issues.map((issue) => ({
+    surface: surfaceOf(String(issue.path[0] ?? "")),
+    text: `${issue.path.join(".")} ${issue.message}`,
+  }));
+  if (problems.some((problem) => !problem.surface))
+    throw new NotConfiguredError(`configuration: ${issueList(parsed.error).join("; ")}`);
+  const surfacesOff: Config["surfacesOff"] = {};
+  for (const { surface, text } of problems) {
+    const off = surface!;
+    surfacesOff[off] = surfacesOff[off] ? `${surfacesOff[off]}; ${text}` : text;
+  }
+  const kept = Object.fromEntries(
+    Object.entries(env).filter(([name]) => !surfacesOff[surfaceOf(name) as Surface]),
+  );
+  const again = VarsSchema.safeParse(kept);
+  if (!again.success)
+    throw new NotConfiguredError(`configuration: ${issueList(again.error).join("; ")}`);
+  for (const [surface, problem] of Object.entries(surfacesOff))
+    log.error("surface_misconfigured", { surface, problem });
+  return { vars: again.data, surfacesOff };
 }
 
 /** Whisper on the backend that serves the model: Workers AI names only go to Workers AI. */

@@ -7,6 +7,7 @@
 /** Platform-free tests outside test/runtime/: the `fast` project, in plain Node. */
 export const NODE_TIER_FILES = [
   "test/characters/characters.test.ts",
+  "test/clients/member-error.test.ts",
   "test/clients/slack/blocks.test.ts",
   "test/clients/slack/events.test.ts",
   "test/clients/slack/message-text.test.ts",

@@ -367,8 +367,31 @@ export const evaluatorFailuresDaily = sqliteTable(
     evaluator: text("evaluator").notNull(),
     count: integer("count").notNull().default(0),
     lastAt: integer("last_at").notNull(),
+    /** Why the last one's model call failed (ModelFailureCause); null: not a model failure. */
+    lastCause: text("last_cause"),
   },
   (t) => [primaryKey({ columns: [t.agentId, t.day, t.evaluator] })],
+);
+
+/**
+ * Turns whose model failed (after retries and fallbacks), counted per agent, UTC day, model and
+ * cause (ModelFailureCause), so GET /health can say the model is down, since when, and what to
+ * check. Names, causes and times only: never a failure's message, which may carry a remote body.
+ */
+export const modelFailuresDaily = sqliteTable(
+  "model_failures_daily",
+  {
+    agentId: text("agent_id")
+      .notNull()
+      .references(() => agents.id, { onDelete: "cascade" }),
+    /** YYYY-MM-DD, UTC. */
+    day: text("day").notNull(),
+    model: text("model").notNull(),
+    cause: text("cause").notNull(),
+    count: integer("count").notNull().default(0),
+    lastAt: integer("last_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.agentId, t.day, t.model, t.cause] })],
 );
 
 /**

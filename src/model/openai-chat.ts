@@ -63,6 +63,8 @@ type AttemptOutcome = { ok: true; response: ChatResponse } | { ok: false; failur
 
 interface CallContext {
   client: OpenAI;
+  /** The endpoint's origin, for the operator's error messages (never a path or a key). */
+  endpoint: string;
   sendCacheKey: boolean;
   apiKey: string;
   timeoutMs: number;
@@ -78,6 +80,7 @@ export function createOpenAIChatModel(options: OpenAIChatModelOptions): ChatMode
   const client = createOpenAIClient({ ...options, timeoutMs });
   const context: CallContext = {
     client,
+    endpoint: originOf(options.baseURL),
     sendCacheKey: options.promptCacheKey ?? true,
     apiKey: options.apiKey,
     timeoutMs,
@@ -268,6 +271,12 @@ function toModelCallError(
       message: redact(message, context.apiKey),
       failover,
       upstreamStatus,
+      cause:
+        failure.kind === "timeout" || failure.kind === "network"
+          ? "unreachable"
+          : failure.kind === "malformed"
+            ? "invalid_reply"
+            : undefined,
     });
   switch (failure.kind) {
     case "http": {
@@ -293,18 +302,41 @@ function toModelCallError(
         );
       }
       if (status === 404)
-        return build(`model ${model}: HTTP 404 (unknown model or endpoint)${quoted}`, true, status);
+        return build(
+          `model ${model}: HTTP 404 (unknown model or endpoint)${quoted}; check MODEL, SMALL_MODEL and OPENAI_BASE_URL (${context.endpoint})`,
+          true,
+          status,
+        );
       const failover = isRetryableStatus(status);
       return build(`model ${model}: HTTP ${status} ${after}${quoted}`, failover, status);
     }
     case "timeout":
-      return build(`model ${model}: no answer within ${context.timeoutMs} ms ${after}`, true);
+      return build(
+        `model ${model}: no answer within ${context.timeoutMs} ms ${after}; ${unreachableHint(context)}`,
+        true,
+      );
     case "network":
-      return build(`model ${model}: network error ${after}: ${failure.detail}`, true);
+      return build(
+        `model ${model}: network error ${after}: ${failure.detail}; ${unreachableHint(context)}`,
+        true,
+      );
     case "malformed":
       return build(`model ${model}: malformed output ${after}: ${failure.detail}`, true);
     case "client":
       return build(`model ${model}: client error: ${failure.detail}`, false);
+  }
+}
+
+/** What an operator checks when the endpoint does not answer: where it is, and the variable. */
+function unreachableHint(context: CallContext): string {
+  return `is the endpoint at ${context.endpoint} (OPENAI_BASE_URL) up and reachable?`;
+}
+
+function originOf(baseURL: string): string {
+  try {
+    return new URL(baseURL).origin;
+  } catch {
+    return "OPENAI_BASE_URL";
   }
 }
 

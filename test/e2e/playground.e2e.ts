@@ -834,6 +834,11 @@ async function main(): Promise<void> {
         (await warning.textContent())?.includes("SMALL_MODEL"),
         `the warning does not say where to look: ${await warning.textContent()}`,
       );
+      // The cause, from /health: the endpoint's 404 reads as an unknown model.
+      check(
+        (await warning.textContent())?.includes("unknown model"),
+        `the warning does not name the cause: ${await warning.textContent()}`,
+      );
       model.failSideTasks(null);
       await page.selectOption("#agent-select", AGENT_ID);
     });

@@ -372,6 +372,7 @@ describe("OpenAI chat model: final errors", () => {
     const error = await failureOf(model.complete(ask("hi")));
 
     expect(error).toMatchObject({ failover: true, upstreamStatus: 404 });
+    expect(error.message).toMatch(/check MODEL, SMALL_MODEL and OPENAI_BASE_URL \(https?:/);
     expect(standIn.calls).toHaveLength(1);
   });
 
@@ -385,6 +386,8 @@ describe("OpenAI chat model: final errors", () => {
 
     expect(error.failover).toBe(true);
     expect(error.message).toContain("network error after 2 attempts: Network connection lost.");
+    // Where the operator looks: the endpoint's origin and the variable that names it.
+    expect(error.message).toMatch(/is the endpoint at https?:\/\/[^ /]+ \(OPENAI_BASE_URL\) up/);
     expect(delays).toHaveLength(1);
   });
 });

@@ -1,12 +1,14 @@
 // `npm run deploy` against a stub `wrangler` first on PATH that records every call (what it read on
 // stdin, and the secrets file a deploy uploads) and plays a Cloudflare account's state, and one
-// loopback server standing in for the worker after deploying and for Discord's API. A fresh account
-// gets exactly the calls it needs, with its secrets in the first upload; a second run overwrites
-// nothing; --var passes checked variables; --discord sets the bot up from its token; --vectorize
-// creates the index once, with the embedder's size.
+// loopback server standing in for the worker after deploying and for Discord's, Telegram's and
+// Slack's APIs. A fresh account gets exactly the calls it needs, with its secrets in the first
+// upload; a second run overwrites nothing; --var passes checked variables; --discord, --telegram and
+// --slack set each bot up from its secrets; --vectorize creates the index once, with the embedder's
+// size.
 // The admin token never rides on a command line and is printed only to a terminal: runs "on a
 // terminal" go through util-linux `script`, which gives the deploy a pseudo-terminal.
 import { execFile, execFileSync, spawn } from "node:child_process";
+import { createHmac, timingSafeEqual } from "node:crypto";
 import {
   chmodSync,
   copyFileSync,
@@ -87,6 +89,9 @@ const PUBLIC_KEY = "ab".repeat(32);
 const BOT_TOKEN = "bot-token-MTIzNDU2.secret-part-0123456789";
 /** The Telegram bot the stand-in plays. */
 const TELEGRAM_TOKEN = "123456789:AAH-telegram-secret-part_0123456789";
+/** The Slack app the stand-in plays: its bot token and Signing Secret. */
+const SLACK_TOKEN = "xoxb-1234567890-0987654321-slackSecretPart0123";
+const SLACK_SECRET = "8f742231b10e8888abcd99yyyzzz85a5";
 
 let work: string;
 let bin: string;
@@ -105,6 +110,14 @@ let refuseEndpoint = false;
 let telegramWebhook: Record<string, unknown> | null;
 let refuseWebhook = false;
 let telegramConfig: { defaultAgentId: string | null; allowedChats: string[] };
+/** The worker's Slack binding, and the Signing Secret it checks signatures with. */
+let slackConfig: { defaultAgentId: string | null; allowedChannels: string[] };
+let workerSlackSecret: string;
+/** The signed url_verification requests the worker answered. */
+let slackChecks: number;
+/** The Discord application's flags (the Message Content intent) and the worker's Gateway report. */
+let appFlags: number;
+let gatewayHealth: { state: string } | null;
 
 beforeAll(async () => {
   bin = mkdtempSync(join(tmpdir(), "edge-agents-stub-"));
@@ -145,6 +158,39 @@ beforeAll(async () => {
       }
       return answer(404, { ok: false, error_code: 404, description: "Not Found" });
     }
+    if (req.url === "/slack-api/auth.test") {
+      if (req.headers.authorization !== `Bearer ${SLACK_TOKEN}`)
+        return answer(200, { ok: false, error: "invalid_auth" });
+      return answer(200, {
+        ok: true,
+        url: "https://ada-workspace.slack.com/",
+        team: "Ada's workspace",
+        user: "edge-agent",
+        team_id: "T0123ABCD",
+        user_id: "U0BOT1234",
+        bot_id: "B0BOT1234",
+      });
+    }
+    if (req.url === "/slack/events") {
+      // The worker's check (src/http/routes/slack/signed-request.ts): v0 HMAC over the raw body.
+      const stamp = String(req.headers["x-slack-request-timestamp"] ?? "");
+      const expected = `v0=${createHmac("sha256", workerSlackSecret).update(`v0:${stamp}:${text}`).digest("hex")}`;
+      const given = String(req.headers["x-slack-signature"] ?? "");
+      const fresh = Math.abs(Date.now() / 1000 - Number(stamp)) < 300;
+      if (
+        !fresh ||
+        given.length !== expected.length ||
+        !timingSafeEqual(Buffer.from(given), Buffer.from(expected))
+      )
+        return answer(401, { error: { code: "unauthorized" } });
+      slackChecks++;
+      return answer(200, { challenge: body?.challenge });
+    }
+    if (req.url === "/clients/slack/config") {
+      if (req.method === "GET") return answer(200, slackConfig);
+      slackConfig = body as typeof slackConfig;
+      return answer(200, slackConfig);
+    }
     if (req.url === "/clients/telegram/config") {
       if (req.method === "GET") return answer(200, telegramConfig);
       telegramConfig = body as typeof telegramConfig;
@@ -160,6 +206,7 @@ beforeAll(async () => {
           name: "Ada's bot",
           verify_key: PUBLIC_KEY,
           interactions_endpoint_url: endpoint,
+          flags: appFlags,
         });
       if (path === "/applications/@me" && req.method === "PATCH") {
         if (refuseEndpoint)
@@ -176,13 +223,17 @@ beforeAll(async () => {
       }
       return answer(404, { message: "Unknown" });
     }
-    if (req.url === "/health")
-      return answer(200, {
-        status: "ok",
+    if (req.url === "/health") {
+      // A stopped Gateway makes the worker degraded, and /health says so with a 503.
+      const stopped = gatewayHealth?.state === "stopped";
+      return answer(stopped ? 503 : 200, {
+        status: stopped ? "degraded" : "ok",
         schema: { version: "0013_x.sql", error: null },
         model: { backend: "workers-ai" },
         embedding: { dimensions: embedDimensions },
+        ...(gatewayHealth ? { gateway: gatewayHealth } : {}),
       });
+    }
     if (req.url === "/clients/discord/config") {
       if (req.method === "GET") return answer(200, discordConfig);
       if (body?.defaultAgentId === "nobody") return answer(404, { error: { code: "not_found" } });
@@ -217,6 +268,11 @@ beforeEach(() => {
   telegramWebhook = null;
   refuseWebhook = false;
   telegramConfig = { defaultAgentId: null, allowedChats: [] };
+  slackConfig = { defaultAgentId: null, allowedChannels: [] };
+  workerSlackSecret = SLACK_SECRET;
+  slackChecks = 0;
+  appFlags = 0;
+  gatewayHealth = null;
   setState({ exists: false, secrets: [], vars: {}, vectorize: null });
 });
 
@@ -265,6 +321,8 @@ function deployEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
     "DISCORD_PUBLIC_KEY",
     "TELEGRAM_BOT_TOKEN",
     "TELEGRAM_WEBHOOK_SECRET",
+    "SLACK_BOT_TOKEN",
+    "SLACK_SIGNING_SECRET",
     "INSTAGRAM_ACCESS_TOKEN",
     "BRAVE_SEARCH_API_KEY",
   ])
@@ -273,6 +331,7 @@ function deployEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
     ...env,
     DISCORD_API_BASE: `${url}/discord-api`,
     TELEGRAM_API_BASE: `${url}/telegram-api`,
+    SLACK_API_BASE: `${url}/slack-api`,
     ...extra,
   };
 }
@@ -505,6 +564,9 @@ describe("npm run deploy", () => {
       expect(discordConfig).toEqual({ defaultAgentId: "ada", allowedChannels: [] });
       expect(out).toContain(`Discord: Ada's bot (application ${APP_ID})`);
       expect(out).toContain("Default agent: ada (the first agent");
+      // Slash commands need only the token; mentions need the intent and the Gateway: it says so.
+      expect(out).toContain("switch on the Message Content intent");
+      expect(out).toContain("npm run deploy -- --var DISCORD_GATEWAY=true");
       const invite = /https:\/\/discord\.com\/oauth2\/authorize\S+/.exec(out)?.[0];
       expect(invite).toBeDefined();
       const params = new URL(invite!).searchParams;
@@ -531,6 +593,35 @@ describe("npm run deploy", () => {
       ]);
       expect(again.out).toContain("(already set)");
       expect(again.out).toContain("Default agent: ada (chosen before");
+    });
+
+    it("says what @mentions still need: the Gateway when the intent is on; the intent when the Gateway is on without it, even with /health degraded", async () => {
+      deployedBefore();
+      appFlags = 1 << 19; // GATEWAY_MESSAGE_CONTENT_LIMITED: switched on in the portal
+      const intentOn = await deploy(["--discord"], withBot);
+      expect(intentOn.code, intentOn.out).toBe(0);
+      expect(intentOn.out).toContain(
+        "npm run deploy -- --var DISCORD_GATEWAY=true   (the Message Content intent is on)",
+      );
+      expect(intentOn.out).not.toContain("switch on the Message Content intent");
+
+      // The Gateway on without the intent: Discord closed it with 4014, and /health answers 503.
+      appFlags = 0;
+      gatewayHealth = { state: "stopped" };
+      const stopped = await deploy(["--discord"], withBot);
+      expect(stopped.code, stopped.out).toBe(0);
+      expect(stopped.out).toContain("degraded");
+      expect(stopped.out).toContain("Gateway: stopped, but the Message Content intent is off");
+      expect(stopped.out).toContain(
+        "Reset Token on the Bot page, then npm run deploy -- --discord",
+      );
+      expect(stopped.out).not.toContain("--var DISCORD_GATEWAY=true");
+
+      appFlags = 1 << 18; // GATEWAY_MESSAGE_CONTENT: a verified app's
+      gatewayHealth = { state: "connected" };
+      const running = await deploy(["--discord"], withBot);
+      expect(running.code, running.out).toBe(0);
+      expect(running.out).toContain("Gateway: connected (@mentions, replies, DMs).");
     });
 
     it("--agent picks another default agent; an agent the worker lacks stops with a clear error", async () => {
@@ -647,6 +738,31 @@ describe("npm run deploy", () => {
       expect(out).not.toContain(TELEGRAM_TOKEN);
     });
 
+    it("--telegram off a terminal without TELEGRAM_BOT_TOKEN: says where the token comes from, touches nothing", async () => {
+      const { code, out } = await deploy(["--telegram"]);
+      expect(code).not.toBe(0);
+      expect(out).toContain("--telegram needs the bot token: set TELEGRAM_BOT_TOKEN");
+      expect(calls()).toEqual([]);
+      expect(requests).toEqual([]);
+    });
+
+    it.skipIf(!hasScript)(
+      "--telegram on a terminal: asks for the bot token, never echoes it, and sets the bot up",
+      async () => {
+        deployedBefore();
+        const { code, out } = await deployOnTerminal(
+          ["--telegram"],
+          [{ prompt: "Telegram bot token", answer: TELEGRAM_TOKEN }],
+          { ADMIN_TOKEN: "admin-token-for-the-test" },
+        );
+        expect(code, out).toBe(0);
+        expect(out).not.toContain(TELEGRAM_TOKEN);
+        expect(calls()[1]!.secrets!.TELEGRAM_BOT_TOKEN).toBe(TELEGRAM_TOKEN);
+        expect(telegramWebhook?.url).toBe(`${url}/telegram/webhook`);
+        expect(telegramConfig.defaultAgentId).toBe("ada");
+      },
+    );
+
     it("a token Telegram refuses stops everything before the account is touched, and is not echoed", async () => {
       const wrong = "987654321:AAH-wrong-token_0123456789";
       const { code, out } = await deploy([], { TELEGRAM_BOT_TOKEN: wrong });
@@ -655,6 +771,139 @@ describe("npm run deploy", () => {
       expect(out).not.toContain(wrong);
       expect(calls()).toEqual([]);
     });
+  });
+
+  describe("--slack", () => {
+    const withApp = {
+      SLACK_BOT_TOKEN: SLACK_TOKEN,
+      SLACK_SIGNING_SECRET: SLACK_SECRET,
+      ADMIN_TOKEN: "admin-token-for-the-test",
+    };
+
+    it("from the bot token and Signing Secret: checks the token first, uploads both with the deploy, passes Slack's URL check, prints the request URLs, binds the first agent, echoes neither", async () => {
+      const { code, out } = await deploy(["--slack"], withApp);
+      expect(code, out).toBe(0);
+      const made = calls();
+      expect(made.map(line)).toEqual(["secret list --format json", "deploy --secrets-file <file>"]);
+      expect(made[1]!.secrets).toMatchObject({
+        SLACK_BOT_TOKEN: SLACK_TOKEN,
+        SLACK_SIGNING_SECRET: SLACK_SECRET,
+      });
+      expect(requests).toEqual([
+        "POST /slack-api/auth.test",
+        "GET /health",
+        "POST /slack/events",
+        "GET /clients/slack/config",
+        "GET /agents?limit=100",
+        "POST /clients/slack/config",
+      ]);
+      // Signed as Slack signs: the stand-in worker checked it with the uploaded secret.
+      expect(slackChecks).toBe(1);
+      expect(slackConfig).toEqual({ defaultAgentId: "ada", allowedChannels: [] });
+      expect(out).toContain("Slack: @edge-agent in Ada's workspace (T0123ABCD)");
+      expect(out).toContain(`Event Subscriptions, Request URL:       ${url}/slack/events`);
+      expect(out).toContain(`Interactivity & Shortcuts, Request URL: ${url}/slack/interactions`);
+      expect(out).toContain(`Slash Commands /ask and /forget, URL:   ${url}/slack/commands`);
+      expect(out).toContain("Slack's URL check: the worker answers it.");
+      expect(out).toContain("Slack's agent: ada (the first agent");
+      for (const secret of [SLACK_TOKEN, SLACK_SECRET]) {
+        expect(out).not.toContain(secret);
+        expect(made.every((c) => !c.args.join(" ").includes(secret))).toBe(true);
+      }
+    });
+
+    it("run again with --agent: uploads both again (replaced), moves the agent, keeps the channels allowed before", async () => {
+      deployedBefore(["ADMIN_TOKEN", "SECRETS_KEY", "SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET"]);
+      slackConfig = { defaultAgentId: "ada", allowedChannels: ["C0123ABCD"] };
+      const { code, out } = await deploy(["--slack", "--agent", "marlowe"], withApp);
+      expect(code, out).toBe(0);
+      expect(calls()[1]!.secrets).toEqual({
+        SLACK_BOT_TOKEN: SLACK_TOKEN,
+        SLACK_SIGNING_SECRET: SLACK_SECRET,
+      });
+      expect(out).toContain("Set SLACK_SIGNING_SECRET (replaced).");
+      expect(slackConfig).toEqual({ defaultAgentId: "marlowe", allowedChannels: ["C0123ABCD"] });
+      expect(out).toContain("Slack's agent: marlowe.");
+    });
+
+    it("a token Slack refuses stops everything before the account is touched, and is not echoed", async () => {
+      const wrong = "xoxb-0000000000-wrong-token-0123";
+      const { code, out } = await deploy(["--slack"], { ...withApp, SLACK_BOT_TOKEN: wrong });
+      expect(code).not.toBe(0);
+      expect(out).toContain("Slack refused SLACK_BOT_TOKEN (invalid_auth)");
+      expect(out).not.toContain(wrong);
+      expect(calls()).toEqual([]);
+    });
+
+    it("refuses, before touching anything: values the worker would refuse (naming the rule, not the value), and missing ones off a terminal", async () => {
+      const cases: Array<[Record<string, string>, string, string]> = [
+        [
+          { SLACK_SIGNING_SECRET: "not-hex/0123456789abcdef" },
+          "SLACK_SIGNING_SECRET must be the app's signing secret (letters and digits)",
+          "not-hex/0123456789abcdef",
+        ],
+        [
+          { SLACK_BOT_TOKEN: "xoxp-user-token-0123456789" },
+          "SLACK_BOT_TOKEN must be a Slack bot token (xoxb-...)",
+          "xoxp-user-token-0123456789",
+        ],
+      ];
+      for (const [env, said, value] of cases) {
+        const { code, out } = await deploy(["--slack"], { ...withApp, ...env });
+        expect(code, said).not.toBe(0);
+        expect(out).toContain(said);
+        expect(out).not.toContain(value);
+      }
+      const missing = await deploy(["--slack"], { SLACK_BOT_TOKEN: SLACK_TOKEN });
+      expect(missing.code).not.toBe(0);
+      expect(missing.out).toContain("--slack needs SLACK_SIGNING_SECRET: set it in this shell");
+      expect(calls()).toEqual([]);
+      expect(requests).toEqual([]);
+    });
+
+    it("a worker that does not pass Slack's URL check: says so and where; the rest is done", async () => {
+      workerSlackSecret = "another0signing0secret0held0there";
+      const { code, out } = await deploy(["--slack"], withApp);
+      expect(code, out).toBe(0);
+      expect(out).toContain(
+        "Slack's URL check: the worker did not answer a signed url_verification (HTTP 401)",
+      );
+      expect(out).toContain(`${url}/slack/events`);
+      expect(slackConfig.defaultAgentId).toBe("ada");
+    });
+
+    it.skipIf(!hasScript)(
+      "on a terminal: asks for the token and the Signing Secret, echoing neither",
+      async () => {
+        deployedBefore();
+        const { code, out } = await deployOnTerminal(
+          ["--slack"],
+          [
+            { prompt: "Slack bot token", answer: SLACK_TOKEN },
+            { prompt: "Slack signing secret", answer: SLACK_SECRET },
+          ],
+          { ADMIN_TOKEN: "admin-token-for-the-test" },
+        );
+        expect(code, out).toBe(0);
+        expect(out).not.toContain(SLACK_TOKEN);
+        expect(out).not.toContain(SLACK_SECRET);
+        expect(calls()[1]!.secrets).toMatchObject({
+          SLACK_BOT_TOKEN: SLACK_TOKEN,
+          SLACK_SIGNING_SECRET: SLACK_SECRET,
+        });
+        expect(slackChecks).toBe(1);
+      },
+    );
+  });
+
+  it("--help names the set-up of every chat surface", async () => {
+    const { code, out } = await deploy(["--help"]);
+    expect(code, out).toBe(0);
+    for (const option of ["--discord", "--telegram", "--slack", "--agent"])
+      expect(out).toContain(option);
+    expect(out).toContain("--var DISCORD_GATEWAY=true");
+    expect(out).toContain("manifest in docs/slack.md");
+    expect(calls()).toEqual([]);
   });
 
   it("--memory-shards N: declares MEMORY_DB_1..N before the deploy creates them, adds only what is missing, never unbinds one", async () => {

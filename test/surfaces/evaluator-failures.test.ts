@@ -1,13 +1,22 @@
 // A reply can look fine while nothing is remembered: the after-reply evaluators (fact extraction,
 // summaries) call SMALL_MODEL, and an endpoint that does not serve it refuses every call. Each
 // failure is counted per agent and UTC day (src/db/stores/evaluator-failures.ts), and /health
-// says how many failed today and which was last, never the failure's message.
+// says how many failed today, which was last, its cause and what to check, never the failure's
+// message. A turn whose model failed is counted the same way (model-failures.ts): /health's model
+// then says so, where it said nothing while every turn answered 502.
 import { describe, expect, it, vi } from "vitest";
 import { api, createTestAgent, json, useModelStandIn } from "../helpers/api.ts";
 
 interface Health {
   status: string;
-  evaluators: { failedToday: number; last: { evaluator: string; at: number } | null } | null;
+  model: {
+    failedToday: number | null;
+    lastFailure: { model: string; cause: string; at: number; fix: string } | null;
+  };
+  evaluators: {
+    failedToday: number;
+    last: { evaluator: string; at: number; cause: string | null; fix: string } | null;
+  } | null;
 }
 
 async function health(): Promise<Health> {
@@ -42,8 +51,33 @@ describe("evaluators that fail", () => {
     const { evaluators, status } = await health();
     expect(status).toBe("ok");
     expect(["reflection", "summary"]).toContain(evaluators!.last!.evaluator);
+    // The cause and what to check: an endpoint's 404 is a model it does not serve.
+    expect(evaluators!.last!.cause).toBe("unknown_model");
+    expect(evaluators!.last!.fix).toContain("SMALL_MODEL");
     // Names and times only: the model's error text stays in the log.
     expect(JSON.stringify(evaluators)).not.toContain("down");
     model.restoreModel("test-small");
+  });
+
+  it("and a turn whose model failed shows on /health's model, with its cause", async () => {
+    const agentId = await createTestAgent();
+    const started = Date.now();
+    model.respondWith(() => ({ status: 401, body: { error: { message: "bad key sk-live-123" } } }));
+    const response = await api("POST", `/agents/${agentId}/messages`, {
+      body: { userId: "alice", text: "Hello?" },
+    });
+    expect(response.status).toBe(502);
+    await vi.waitFor(
+      async () => {
+        const { model: now } = await health();
+        expect(now.lastFailure?.at ?? 0).toBeGreaterThanOrEqual(started);
+      },
+      { timeout: 5_000, interval: 50 },
+    );
+    const { model: seen } = await health();
+    expect(seen.failedToday).toBeGreaterThanOrEqual(1);
+    expect(seen.lastFailure).toMatchObject({ model: "test-primary", cause: "credentials" });
+    expect(seen.lastFailure!.fix).toContain("OPENAI_API_KEY");
+    expect(JSON.stringify(seen)).not.toContain("sk-live");
   });
 });

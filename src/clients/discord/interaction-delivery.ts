@@ -3,6 +3,7 @@
 // remaining messages go to the channel with the bot token. Progress is reported after every
 // message, so a delivery resumed after an eviction sends none twice. The delivery target and the
 // posted message are kept by the room as opaque JSON: their shapes are checked here on the way back.
+import { memberErrorText } from "../chat/member-error.ts";
 import { z } from "zod";
 import type { SerializedError } from "../../runtime/util/errors.ts";
 import {
@@ -56,7 +57,7 @@ export interface DeliveryJob {
 
 /** What the user sees: the reply, or what went wrong (error messages carry no secrets). */
 export function deliveryText(job: Pick<DeliveryJob, "reply" | "error">): string {
-  if (job.error) return `⚠️ I couldn't answer that: ${job.error.message}`;
+  if (job.error) return memberErrorText(job.error);
   const reply = job.reply?.trim();
   return reply ? reply : "…(I have nothing to add.)";
 }

@@ -19,7 +19,11 @@ export function mediaPostStore(env: Env): MediaPostStore {
 export function publisherDeps(env: Env): PublisherDeps | { missing: string } {
   const config = loadConfig(env);
   if (!config.instagram)
-    return { missing: "INSTAGRAM_USER_ID and INSTAGRAM_ACCESS_TOKEN must be set to publish" };
+    return {
+      missing: config.surfacesOff.instagram
+        ? `Instagram is off: ${config.surfacesOff.instagram}`
+        : "INSTAGRAM_USER_ID and INSTAGRAM_ACCESS_TOKEN must be set to publish",
+    };
   if (!config.publicBaseUrl)
     return { missing: "PUBLIC_BASE_URL must be set: Instagram fetches the media from it" };
   if (!config.secretsKey) return { missing: "SECRETS_KEY must be set: it signs the media links" };

@@ -5,6 +5,8 @@
 // is a Block Kit message (blocks.ts) answered through POST /slack/interactions, updated when
 // answered or expired. Slack has no typing indicator for bots (the Events API app cannot show
 // one), so there is no startTyping. Tasks' questions are posted as plain text (no Answer button).
+import { memberErrorText } from "../chat/member-error.ts";
+import type { SerializedError } from "../../runtime/util/errors.ts";
 import { z } from "zod";
 import { loadConfig } from "../../config.ts";
 import type { Env } from "../../env.ts";
@@ -125,7 +127,10 @@ function inThread<T extends { text: string }>(delivery: SlackMessageDelivery, me
   };
 }
 
-function replyText(job: { reply: string | null; error: { message: string } | null }): string {
-  if (job.error) return `⚠️ I couldn't answer that: ${job.error.message}`;
+function replyText(job: {
+  reply: string | null;
+  error: Pick<SerializedError, "code" | "message"> | null;
+}): string {
+  if (job.error) return memberErrorText(job.error);
   return job.reply?.trim() || "…(I have nothing to add.)";
 }

@@ -6,6 +6,8 @@
 // text only (no parse_mode): model text needs no escaping. A turn's tool approval is an inline
 // keyboard (approval.ts) answered through the webhook's callback_query; the prompt is edited when
 // answered or expired. Tasks' questions are posted as plain text (no Answer button yet).
+import { memberErrorText } from "../chat/member-error.ts";
+import type { SerializedError } from "../../runtime/util/errors.ts";
 import { z } from "zod";
 import type { Env } from "../../env.ts";
 import { loadConfig } from "../../config.ts";
@@ -171,11 +173,11 @@ function message(
 
 function replyText(job: {
   reply: string | null;
-  error: { message: string; details?: unknown } | null;
+  error: (Pick<SerializedError, "code" | "message"> & { details?: unknown }) | null;
 }): string {
   // A voice note that could not be transcribed: the error is written for the person already.
   if (job.error && isVoiceNoteFailure(job.error.details)) return `⚠️ ${job.error.message}`;
-  if (job.error) return `⚠️ I couldn't answer that: ${job.error.message}`;
+  if (job.error) return memberErrorText(job.error);
   return job.reply?.trim() || "…(I have nothing to add.)";
 }
 

@@ -37,7 +37,24 @@ const PlaceSettingsShape = {
 };
 /** Model tokens a day (UTC); at most ten billion. */
 const DailyTokens = z.number().int().positive().max(10_000_000_000);
-export const ChannelSettings = z.strictObject(PlaceSettingsShape);
+
+/**
+ * Unknown keys refused, and a `filter` where Discord has none (the top level, a channel) refused
+ * saying where it goes: Telegram's and Slack's filter is top-level, so one copied from there lands
+ * here, and zod's bare `Unrecognized key: "filter"` would not say that Discord's is per server.
+ */
+const filterIsPerServer = (notHere: string) => ({
+  error: (issue: z.core.$ZodRawIssue) => {
+    if (issue.code !== "unrecognized_keys") return undefined;
+    const where = `Discord's filter is per server, ${notHere}: set it at guilds.<server id>.filter`;
+    const keys = issue.keys.map((key) => (key === "filter" ? `"filter" (${where})` : `"${key}"`));
+    return `Unrecognized key${keys.length > 1 ? "s" : ""}: ${keys.join(", ")}`;
+  },
+});
+export const ChannelSettings = z.strictObject(
+  PlaceSettingsShape,
+  filterIsPerServer("not per channel"),
+);
 export type ChannelSettings = z.infer<typeof ChannelSettings>;
 /** A server's settings, with the filter checked as when saved or as when read back. */
 function guildSettings(filter: typeof MessageFilterRules | typeof StoredMessageFilterRules) {
@@ -62,22 +79,25 @@ export const GuildSettings = guildSettings(MessageFilterRules);
 export type GuildSettings = z.infer<typeof GuildSettings>;
 
 function discordConfig(filter: typeof MessageFilterRules | typeof StoredMessageFilterRules) {
-  return z.strictObject({
-    /** The agent for channels that have not chosen one with /agent. */
-    defaultAgentId: AgentId.nullable().default(null),
-    /** When not empty, the bot answers only in these channels (DMs included by their channel id). */
-    allowedChannels: z.array(Snowflake("channel")).max(1_000).default([]),
-    /** Per server (guild id): its agent, respond policy, tools and role-gated tools. */
-    guilds: z
-      .record(Snowflake("server"), guildSettings(filter))
-      .refine(placeCount, `at most ${MAX_PLACES} servers`)
-      .default({}),
-    /** Per channel or thread (channel id): respond policy and tools, over its server's. */
-    channels: z
-      .record(Snowflake("channel"), ChannelSettings)
-      .refine(placeCount, `at most ${MAX_PLACES} channels`)
-      .default({}),
-  });
+  return z.strictObject(
+    {
+      /** The agent for channels that have not chosen one with /agent. */
+      defaultAgentId: AgentId.nullable().default(null),
+      /** When not empty, the bot answers only in these channels (DMs: by their channel id). */
+      allowedChannels: z.array(Snowflake("channel")).max(1_000).default([]),
+      /** Per server (guild id): its agent, respond policy, tools and role-gated tools. */
+      guilds: z
+        .record(Snowflake("server"), guildSettings(filter))
+        .refine(placeCount, `at most ${MAX_PLACES} servers`)
+        .default({}),
+      /** Per channel or thread (channel id): respond policy and tools, over its server's. */
+      channels: z
+        .record(Snowflake("channel"), ChannelSettings)
+        .refine(placeCount, `at most ${MAX_PLACES} channels`)
+        .default({}),
+    },
+    filterIsPerServer("not top-level"),
+  );
 }
 
 /**

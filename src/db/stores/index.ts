@@ -42,6 +42,7 @@ import { createSecretBox } from "../secret-box.ts";
 import { createSkillStore, type SkillStore } from "./skill-store.ts";
 import { createD1SpendLedger } from "./spend-ledger.ts";
 import { createEvaluatorFailures, type EvaluatorFailures } from "./evaluator-failures.ts";
+import { createModelFailures, type ModelFailures } from "./model-failures.ts";
 import { createTokenStore, type TokenStore } from "./token-store.ts";
 import { createTurnInspectionStore, type TurnInspectionStore } from "./turn-inspection-store.ts";
 import { createVectorizeIndex, type VectorizeIndex } from "../../memory/vectorize-index.ts";
@@ -62,6 +63,7 @@ export interface Stores {
   spend: SpendLedger;
   /** After-reply evaluators that failed, per day (for /health). */
   evaluatorFailures: EvaluatorFailures;
+  modelFailures: ModelFailures;
   posts: MediaPostStore;
   /** MCP servers added to one agent at runtime. */
   mcpServers: AgentServerStore;
@@ -116,6 +118,7 @@ export function stores(env: Env): Stores {
     tokens: createTokenStore(db),
     spend: createD1SpendLedger(db),
     evaluatorFailures: createEvaluatorFailures(db),
+    modelFailures: createModelFailures(db),
     posts: createMediaPostStore(db),
     mcpServers: createAgentServerStore(db),
     mcpCredentials: box ? createMcpCredentialStore(db, box) : null,

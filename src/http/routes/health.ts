@@ -9,7 +9,8 @@
 // filter holds (only counts; the admin's config route shows the patterns).
 import { exportStats, traceConfig } from "../../telemetry/otlp.ts";
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
-import { loadConfig } from "../../config.ts";
+import { type Config, loadConfig, SURFACES, type Surface } from "../../config.ts";
+import type { ModelFailureCause } from "../../runtime/util/errors.ts";
 import type { Env } from "../../env.ts";
 import { CATALOG_DB } from "../../db/shards.ts";
 import { dataOn, stores } from "../../db/stores/index.ts";
@@ -19,6 +20,11 @@ import { DatabaseSizeShape } from "./storage.ts";
 import { ensureSchema } from "../../db/schema-ready.ts";
 import { gatewayObject } from "../../clients/discord/gateway/gateway-client.ts";
 import type { Stores } from "../../db/stores/index.ts";
+
+const SurfaceHealth = z.object({
+  state: z.enum(["on", "off", "unset"]),
+  problem: z.string().nullable(),
+});
 
 const ShardHealth = z.object({
   state: z.enum([
@@ -86,6 +92,21 @@ const Health = z
       primary: z.string().nullable(),
       fallbacks: z.array(z.string()),
       small: z.string().nullable(),
+      failedToday: z.number().int().nullable().openapi({
+        description:
+          "Turns whose model failed today (UTC), after retries and fallbacks; null: D1 could not be read",
+      }),
+      lastFailure: z
+        .object({
+          model: z.string(),
+          cause: z.string().openapi({
+            description:
+              "unreachable, unknown_model, credentials, overloaded, invalid_reply or other",
+          }),
+          at: z.number().openapi({ description: "Milliseconds since the epoch" }),
+          fix: z.string(),
+        })
+        .nullable(),
     }),
     database: z.enum(["ok", "unavailable"]),
     schema: z
@@ -117,6 +138,17 @@ const Health = z
       status: z.enum(["ok", "dimension_mismatch", "unavailable"]),
     }),
     gateway: GatewayHealth,
+    surfaces: z
+      .object({
+        discord: SurfaceHealth,
+        telegram: SurfaceHealth,
+        slack: SurfaceHealth,
+        instagram: SurfaceHealth,
+      })
+      .openapi({
+        description:
+          "Each chat surface: on, unset (its variables are not set), or off because one of its own variables is malformed (problem names the variable and the rule). An off surface's routes answer 503; the rest of the worker runs",
+      }),
     evaluators: z
       .object({
         failedToday: z.number().int(),
@@ -124,13 +156,18 @@ const Health = z
           .object({
             evaluator: z.string(),
             at: z.number().openapi({ description: "Milliseconds since the epoch" }),
+            cause: z.string().nullable().openapi({
+              description:
+                "Why its model call failed (as model.lastFailure.cause); null: not the model",
+            }),
+            fix: z.string(),
           })
           .nullable(),
       })
       .nullable()
       .openapi({
         description:
-          "After-reply evaluators (facts, summaries) that failed today (UTC): the replies looked fine, but nothing was remembered. Usually SMALL_MODEL names a model the endpoint does not serve. null: D1 could not be read",
+          "After-reply evaluators (facts, summaries) that failed today (UTC): the replies looked fine, but nothing was remembered. The last one's cause and what to check. null: D1 could not be read",
       }),
     filters: z
       .object({
@@ -192,7 +229,7 @@ export function healthRoutes(): OpenAPIHono<{ Bindings: Env }> {
         (databases) => ({ databases }),
         () => null,
       );
-      const [database, indexDimensions, schemaNow, , gateway, evaluators, filters] =
+      const [database, indexDimensions, schemaNow, , gateway, evaluators, modelFailures, filters] =
         await Promise.all([
           stores(c.env)
             .reachable()
@@ -208,7 +245,13 @@ export function healthRoutes(): OpenAPIHono<{ Bindings: Env }> {
             : null,
           stores(c.env)
             .evaluatorFailures.today(Date.now())
-            .then(({ failed, last }) => ({ failedToday: failed, last }))
+            .then(({ failed, last }) => ({
+              failedToday: failed,
+              last: last ? { ...last, fix: fixFor(last.cause) } : null,
+            }))
+            .catch(() => null),
+          stores(c.env)
+            .modelFailures.today(Date.now())
             .catch(() => null),
           suspendedFilterPatterns(stores(c.env)).catch(() => null),
         ]);
@@ -243,12 +286,17 @@ export function healthRoutes(): OpenAPIHono<{ Bindings: Env }> {
           primary: configured ? config.models.primary : null,
           fallbacks: configured ? config.models.fallbacks : [],
           small: configured ? config.models.small : null,
+          failedToday: modelFailures?.failed ?? null,
+          lastFailure: modelFailures?.last
+            ? { ...modelFailures.last, fix: fixFor(modelFailures.last.cause) }
+            : null,
         },
         database,
         schema,
         embedding: describeEmbedder(embedder),
         vectors,
         ...(gatewayStub ? { gateway } : {}),
+        surfaces: surfaceStates(config, c.env),
         evaluators,
         filters,
         storage: await storage,
@@ -265,6 +313,43 @@ export function healthRoutes(): OpenAPIHono<{ Bindings: Env }> {
     },
   );
   return app;
+}
+
+/** What an operator checks for each cause of a model failure (ModelFailureCause). */
+const FIXES: Record<ModelFailureCause, string> = {
+  unreachable:
+    "The model endpoint did not answer: check OPENAI_BASE_URL and that the model server is running.",
+  unknown_model:
+    "The endpoint does not serve that model: check MODEL (SMALL_MODEL for memory steps) against its model list.",
+  credentials: "The endpoint refused the key: check OPENAI_API_KEY.",
+  overloaded:
+    "The endpoint was busy or failing (429 or 5xx): this usually passes; MODEL_FALLBACKS names models to try meanwhile.",
+  invalid_reply:
+    "The model did not reply with the JSON asked for: use a model that follows JSON instructions (SMALL_MODEL for memory steps).",
+  other: "See the worker's log lines for that turn (run_failed, evaluator_failed).",
+};
+
+function fixFor(cause: string | null): string {
+  return FIXES[(cause ?? "other") as ModelFailureCause] ?? FIXES.other;
+}
+
+/** Which surfaces run (see Config.surfacesOff). */
+function surfaceStates(config: Config, env: Env) {
+  const set: Record<Surface, boolean> = {
+    discord: /^[0-9a-fA-F]{64}$/.test(env.DISCORD_PUBLIC_KEY?.trim() ?? ""),
+    telegram: config.telegram !== null,
+    slack: config.slack !== null,
+    instagram: config.instagram !== null,
+  };
+  return Object.fromEntries(
+    SURFACES.map((surface) => {
+      const problem = config.surfacesOff[surface] ?? null;
+      return [
+        surface,
+        { state: problem ? "off" : set[surface] ? "on" : "unset", problem } as const,
+      ];
+    }),
+  ) as Record<Surface, { state: "on" | "off" | "unset"; problem: string | null }>;
 }
 
 /** Suspended filter patterns per client, from the configs as read back (counts only). */

@@ -141,14 +141,29 @@ export async function createRoomRuntime(
     : null;
   const events = createEventBus(tracer ? { fields: tracer.fieldsFor } : {});
   if (tracer) events.subscribe(tracer.record);
-  // A failed evaluator is counted for /health, off the reply path; a count that fails is logged.
+  // A failed evaluator or model is counted for /health, off the reply path; a count that fails is
+  // logged.
   events.subscribe((event) => {
     if (event.type === "inspection_not_recorded") {
       log.warn("turn_inspection_not_recorded", { agentId, turnId: event.turnId });
       return;
     }
+    // A turn whose model failed is counted for /health too ("ok" while every turn fails misleads).
+    if (event.type === "run_failed" && event.model) {
+      const { name, cause } = event.model;
+      const failure = { agentId: event.agentId, model: name, cause, at: event.at };
+      backends.modelFailures.record(failure).catch((error: unknown) => {
+        log.warn("model_failure_not_counted", { agentId, error: errorField(error) });
+      });
+      return;
+    }
     if (event.type !== "evaluator_failed") return;
-    const failure = { agentId: event.agentId, evaluator: event.evaluator, at: event.at };
+    const failure = {
+      agentId: event.agentId,
+      evaluator: event.evaluator,
+      at: event.at,
+      cause: event.cause,
+    };
     backends.evaluatorFailures.record(failure).catch((error: unknown) => {
       log.warn("evaluator_failure_not_counted", { agentId, error: errorField(error) });
     });

@@ -1,29 +1,24 @@
 // The filter before the model: a place's rules (a Discord server's `filter`, a Telegram or Slack
 // client's) that decline a message before any model call. Words, patterns, a link limit and a
 // minimum account age. Patterns are RE2 syntax, matched by re2js in time linear in the message,
-// and their compiled size is bounded (filter-cost.ts), so no rule set can make a message slow.
+// and their compiled size is bounded (filter-cost.ts), so no rule set can make a message slow;
+// one RE2 refuses is refused saying why (filter-pattern-syntax.ts).
 // Pure: a rule set is compiled once (words into a trie of tokens, patterns into one RE2 program)
 // and the surface asks `filterVerdict` with what it knows of the sender; the turn carries it.
 import { RE2JS } from "re2js";
 import { z } from "zod";
 import { patternBudget, patternInstructions, type SuspendedPattern } from "./filter-cost.ts";
+import { patternSyntaxError, regexLiteralError } from "./filter-pattern-syntax.ts";
 
 const MAX_PATTERN_CHARS = 200;
-
-/** A pattern RE2 compiles; its syntax error, if not. */
-function patternError(source: string): string | null {
-  try {
-    RE2JS.compile(source);
-    return null;
-  } catch (error) {
-    return error instanceof Error ? error.message : "not a pattern";
-  }
-}
 
 const FilterFields = {
   /** Declined when the message holds one of these as a whole word (case-insensitive). */
   words: z.array(z.string().trim().min(1).max(100)).max(500).default([]),
-  /** Declined when one matches anywhere (RE2 syntax, case-insensitive; linear time). */
+  /**
+   * Declined when one matches anywhere (RE2 syntax without slashes or flags, case-insensitive;
+   * linear time, so no lookaround or backreferences).
+   */
   patterns: z
     .array(
       z
@@ -31,7 +26,7 @@ const FilterFields = {
         .min(1)
         .max(MAX_PATTERN_CHARS)
         .superRefine((source, ctx) => {
-          const error = patternError(source);
+          const error = patternSyntaxError(source);
           if (error) ctx.addIssue({ code: "custom", message: `not an RE2 pattern: ${error}` });
         }),
     )
@@ -60,8 +55,17 @@ const FilterFields = {
     ),
 };
 
-/** Saving: a pattern past the cost bound is refused at its path (`filter.patterns.3`). */
-function withinCost(rules: { patterns: string[] }, ctx: z.RefinementCtx): void {
+/**
+ * Saving: a pattern written like a regex literal ("/casino/i") or past the cost bound is refused
+ * at its path (`filter.patterns.3`). Only when saving: a config that failed to parse would take
+ * every other setting down, so one stored before loads (a literal as written, applied as it was;
+ * one past the bound suspended).
+ */
+function savable(rules: { patterns: string[] }, ctx: z.RefinementCtx): void {
+  rules.patterns.forEach((pattern, index) => {
+    const literal = regexLiteralError(pattern);
+    if (literal) ctx.addIssue({ code: "custom", path: ["patterns", index], message: literal });
+  });
   // A pattern RE2 cannot compile has its own issue already.
   for (const { index, pattern, reason } of patternBudget(rules.patterns).suspended)
     if (patternInstructions(pattern) !== null)
@@ -77,10 +81,13 @@ function markSuspended<T extends { patterns: string[]; suspended?: SuspendedPatt
   return (suspended.length > 0 ? { ...rest, suspended } : rest) as T;
 }
 
-/** A filter as it may be saved now: every field checked, patterns within the cost bound. */
+/**
+ * A filter as it may be saved now: every field checked, no pattern written like a regex literal,
+ * patterns within the cost bound.
+ */
 export const MessageFilterRules = z
   .strictObject(FilterFields)
-  .superRefine(withinCost)
+  .superRefine(savable)
   .overwrite(markSuspended);
 export type MessageFilterRules = z.infer<typeof MessageFilterRules>;
 
@@ -107,8 +114,8 @@ const {
 /**
  * The filter of a Telegram or Slack client: neither platform says how old an account is, and the
  * webhook deletes nothing, so those fields are refused there, each at its own path (a 400 naming
- * `filter.minAccountAgeDays`), as is any other key. Saved, patterns stay within the cost bound;
- * read back (`stored`), those past it are suspended.
+ * `filter.minAccountAgeDays`), as is any other key. Saved, patterns are checked as Discord's are
+ * (no regex literals, within the cost bound); read back (`stored`), those past it are suspended.
  */
 function chatFilterRules(saving: boolean) {
   return z
@@ -122,7 +129,7 @@ function chatFilterRules(saving: boolean) {
           message: DISCORD_ONLY[key] ?? "not a filter setting",
         });
       }
-      if (saving) withinCost(rules, ctx);
+      if (saving) savable(rules, ctx);
     })
     .overwrite(markSuspended);
 }

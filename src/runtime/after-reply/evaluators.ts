@@ -1,6 +1,7 @@
 // Evaluators run after the reply has gone out, so they never delay it. Each is time-bounded and
 // isolated: one failing is reported as an event and does not stop the others or fail the turn.
 // They must be idempotent, since an evicted turn re-runs its evaluation phase.
+import { modelFailureCause } from "../util/errors.ts";
 import type { Character } from "../character.ts";
 import { withDeadline } from "../util/deadline.ts";
 import type { TurnInput, TurnOutcome } from "../turn/turn-types.ts";
@@ -67,6 +68,7 @@ async function runConcurrently(
             at: context.clock.now(),
             evaluator: evaluator.name,
             reason: error instanceof Error ? error.message : String(error),
+            cause: modelFailureCause(error),
           });
         }
       }),

@@ -1,5 +1,6 @@
 // Time and lifecycle events: the Clock the runtime reads, every RuntimeEvent a turn or task emits,
 // and the EventSink that receives them.
+import type { ModelFailureCause } from "../util/errors.ts";
 import type { TokenUsage } from "./model.ts";
 import type { QueryEmbeddingOutcome } from "./retrieval.ts";
 
@@ -119,6 +120,8 @@ export type RuntimeEvent =
       at: number;
       evaluator: string;
       reason: string;
+      /** Why its model call failed, when that is what failed. */
+      cause: ModelFailureCause | null;
     }
   | {
       type: "run_failed";
@@ -128,6 +131,8 @@ export type RuntimeEvent =
       at: number;
       code: string;
       reason: string;
+      /** With code "model": the model that failed and why. */
+      model?: { name: string; cause: ModelFailureCause };
     }
   | { type: "spend_not_recorded"; agentId: string; at: number; tokens: number; reason: string }
   | {

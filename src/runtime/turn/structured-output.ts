@@ -17,6 +17,7 @@ export class InvalidStructuredReplyError extends ModelCallError {
       model,
       message: `the model's structured reply stayed invalid: ${problem}`,
       failover: false,
+      cause: "invalid_reply",
     });
     this.problem = problem;
   }

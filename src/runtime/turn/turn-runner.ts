@@ -4,7 +4,7 @@
 // reply in D1 and runs the evaluators, off the caller's critical path. Every phase is safe to
 // repeat after an eviction: ids are derived from the turn, so nothing is written twice.
 import type { Character } from "../character.ts";
-import { AppError, ModelNotConfiguredError } from "../util/errors.ts";
+import { AppError, ModelCallError, ModelNotConfiguredError } from "../util/errors.ts";
 import { runEvaluators, type Evaluator } from "../after-reply/evaluators.ts";
 import { ModelSession, type ObservedModelCall } from "./model-session.ts";
 import {
@@ -380,6 +380,9 @@ async function respondOrPause(
       at: deps.clock.now(),
       code: failure?.code ?? "internal",
       reason: error instanceof Error ? error.message : String(error),
+      ...(error instanceof ModelCallError
+        ? { model: { name: error.model, cause: error.failureCause } }
+        : {}),
     });
     // Unknown errors may carry internals (SQL, stack details): the caller gets a plain message.
     throw (

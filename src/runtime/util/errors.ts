@@ -115,6 +115,19 @@ export class ModelNotConfiguredError extends AppError {
   }
 }
 
+/**
+ * Why a model call failed, for the operator's fix (GET /health, the playground): the endpoint did
+ * not answer; it does not serve the model; it refused the key; it was busy or failing (429, 5xx);
+ * its reply was unusable (not the JSON asked for, malformed); anything else.
+ */
+export type ModelFailureCause =
+  | "unreachable"
+  | "unknown_model"
+  | "credentials"
+  | "overloaded"
+  | "invalid_reply"
+  | "other";
+
 /** The model API failed for good (after the client's retries) or answered with something unusable. */
 export class ModelCallError extends AppError {
   /** The model that failed. */
@@ -123,18 +136,34 @@ export class ModelCallError extends AppError {
   readonly upstreamStatus?: number;
   /** Whether trying another model could help (unavailable, overloaded, unknown model, malformed). */
   readonly failover: boolean;
+  readonly failureCause: ModelFailureCause;
 
   constructor(input: {
     model: string;
     message: string;
     upstreamStatus?: number;
     failover: boolean;
+    cause?: ModelFailureCause;
   }) {
     super("model", 502, input.message);
     this.model = input.model;
     this.upstreamStatus = input.upstreamStatus;
     this.failover = input.failover;
+    this.failureCause = input.cause ?? causeOfStatus(input.upstreamStatus);
   }
+}
+
+function causeOfStatus(status: number | undefined): ModelFailureCause {
+  if (status === undefined) return "other";
+  if (status === 401 || status === 403) return "credentials";
+  if (status === 404) return "unknown_model";
+  if (status === 429 || status >= 500) return "overloaded";
+  return "other";
+}
+
+/** A failure's model cause, or null when it is not a model call's failure. */
+export function modelFailureCause(error: unknown): ModelFailureCause | null {
+  return error instanceof ModelCallError ? error.failureCause : null;
 }
 
 /** The embedding service failed (after retries) or returned something unusable. */

@@ -350,7 +350,13 @@ describe("evaluators", () => {
     const lines: string[] = [];
     const bus = createEventBus({ log: (line) => lines.push(line) });
     const ids = { turnId: "t", agentId: "a", roomId: "r", at: 1 };
-    bus.emit({ type: "evaluator_failed", ...ids, evaluator: "reflection", reason: "404" });
+    bus.emit({
+      type: "evaluator_failed",
+      ...ids,
+      evaluator: "reflection",
+      reason: "404",
+      cause: "unknown_model",
+    });
     bus.emit({ type: "run_started", ...ids, userId: "u", source: "rest" });
     expect(lines.map((line) => JSON.parse(line).level)).toEqual(["warn", "info"]);
   });

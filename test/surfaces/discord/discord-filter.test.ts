@@ -3,6 +3,7 @@
 // person is told privately at once, and nothing else is sent and no model is called. The Gateway's
 // side (deleting, the log channel) is test/gateway/message-filter.spec.ts. Patterns past the
 // filter's cost bound are refused when saved; saved before it, they are suspended and reported.
+// A filter outside a server, a regex literal and a lookbehind are refused saying what to write.
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { api, json } from "../../helpers/api.ts";
@@ -110,5 +111,48 @@ describe("/chat: what the filter's patterns may cost", () => {
       await api("GET", "/health"),
     );
     expect(after.filters.suspendedPatterns.discord).toBe(0);
+  });
+});
+
+describe("POST /clients/discord/config: where the filter goes and how patterns are written", () => {
+  /** The 400 a config gets, as the operator reads it. */
+  async function refusal(body: unknown): Promise<string> {
+    const saved = await api("POST", "/clients/discord/config", { body });
+    expect(saved.status).toBe(400);
+    const { error } = await json<{ error: { code: string; message: string } }>(saved);
+    expect(error.code).toBe("validation");
+    return error.message;
+  }
+
+  it("refuses a filter at the top level or on a channel, saying it goes per server", async () => {
+    // Telegram's and Slack's filter is top-level; Discord's is a server's setting.
+    const topLevel = await refusal({ filter: { words: ["casino"] } });
+    expect(topLevel).toContain(
+      `Unrecognized key: "filter" (Discord's filter is per server, not top-level: ` +
+        "set it at guilds.<server id>.filter)",
+    );
+    const onChannel = await refusal({ channels: { [snowflake()]: { filter: { words: ["x"] } } } });
+    expect(onChannel).toContain("not per channel: set it at guilds.<server id>.filter");
+    // Where it belongs, the same filter is taken.
+    const taken = await api("POST", "/clients/discord/config", {
+      body: { guilds: { [SERVER]: { filter: { words: ["casino"] } } } },
+    });
+    expect(taken.status).toBe(200);
+  });
+
+  it("refuses a regex literal and a lookbehind at their paths, saying what to write", async () => {
+    const literal = await refusal({
+      guilds: { [SERVER]: { filter: { patterns: ["/casino/i"] } } },
+    });
+    expect(literal).toContain(`guilds.${SERVER}.filter.patterns.0: written like a JavaScript`);
+    expect(literal).toContain('write "casino"');
+    const lookbehind = await refusal({
+      guilds: { [SERVER]: { filter: { patterns: ["(?<!not )spam"] } } },
+    });
+    expect(lookbehind).toContain(
+      `guilds.${SERVER}.filter.patterns.0: not an RE2 pattern: ` +
+        "lookbehind ((?<=…), (?<!…)) is not supported",
+    );
+    expect(lookbehind).not.toContain("named capture");
   });
 });

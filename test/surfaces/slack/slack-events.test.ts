@@ -2,6 +2,7 @@
 // agent's rooms, replies through the Web API stand-in. Grouped by Slack's rules: the signature,
 // the events the app is sent, who is answered, and Slack's redelivery.
 import { describe, expect, it } from "vitest";
+import { UNAVAILABLE_TEXT } from "../../../src/clients/chat/member-error.ts";
 import { roomName } from "../../../src/objects/conversation/room-client.ts";
 import { api, createTestAgent, json } from "../../helpers/api.ts";
 import { journalRows, settledJournal } from "../../helpers/room-journal.ts";
@@ -58,6 +59,16 @@ describe("Slack Events API: a mention", () => {
     const prompt = JSON.stringify(model.calls.at(0)!.messages);
     expect(prompt).toContain("what is 2+2?");
     expect(prompt).not.toContain(`<@${BOT_USER}>`);
+  });
+
+  it("tells the member in neutral words when the model fails, never the model's error", async () => {
+    const agentId = await agentBound();
+    const channel = channelId();
+    const ts = messageTs();
+    model.script({ status: 400, body: { error: { message: "model fake-large does not exist" } } });
+    await postEvent(envelope(appMention({ channel, ts, text: "are you there?" })));
+    await settledJournal(roomName(agentId, `slack:${channel}:${ts}`));
+    expect(slack.posted(channel).map((m) => m.text)).toEqual([UNAVAILABLE_TEXT]);
   });
 
   it("takes the same message under app_mention, message.channels and a retry as one turn", async () => {

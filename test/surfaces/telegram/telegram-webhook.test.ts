@@ -1,6 +1,7 @@
 // Telegram end to end: Updates posted to POST /telegram/webhook with the secret token, turns in the
 // bound agent's rooms, replies through the Bot API stand-in. Grouped by the Bot API's rules.
 import { describe, expect, it } from "vitest";
+import { UNAVAILABLE_TEXT } from "../../../src/clients/chat/member-error.ts";
 import { roomName } from "../../../src/objects/conversation/room-client.ts";
 import { messageUpdate } from "../../stand-ins/telegram-stand-in.ts";
 import { api, createTestAgent, json } from "../../helpers/api.ts";
@@ -70,6 +71,15 @@ describe("Telegram webhook: a group mention", () => {
     // The model read the text without the bot's mention.
     expect(JSON.stringify(model.calls.at(0)!.messages)).toContain("what is 2+2?");
     expect(JSON.stringify(model.calls.at(0)!.messages)).not.toContain(MENTION);
+  });
+
+  it("tells the member in neutral words when the model fails, never the model's error", async () => {
+    const agentId = await agentBound();
+    const chatId = groupChatId();
+    model.script({ status: 400, body: { error: { message: "model fake-large does not exist" } } });
+    await postUpdate(mention(chatId, "are you there?"));
+    await settledJournal(roomName(agentId, `telegram:${chatId}`));
+    expect(telegram.sent(chatId)).toEqual([UNAVAILABLE_TEXT]);
   });
 
   it("takes the same Update delivered twice as one turn: one model call, one reply", async () => {

@@ -10,9 +10,9 @@ import { readCappedBody } from "../../capped-body.ts";
 import { verifySlackSignature } from "../../../clients/slack/signature.ts";
 import { type SlackBotIdentity, slackBotIdentity } from "../../../clients/slack/bot-identity.ts";
 import { slackWebApi } from "../../../clients/slack/slack-surface.ts";
-import { loadConfig } from "../../../config.ts";
+import { loadConfig, surfaceUnavailable } from "../../../config.ts";
 import { log } from "../../../log.ts";
-import { NotConfiguredError, UnauthorizedError } from "../../../runtime/util/errors.ts";
+import { UnauthorizedError } from "../../../runtime/util/errors.ts";
 
 /** Events, interactions and commands are a few KB; Slack's largest message text is 40,000 chars. */
 export const MAX_SLACK_BODY_BYTES = 1024 * 1024;
@@ -23,11 +23,9 @@ export interface SignedSlackBody {
 }
 
 export async function readSignedSlackBody(c: Context<AppEnv>): Promise<SignedSlackBody> {
-  const slack = loadConfig(c.env).slack;
-  if (!slack)
-    throw new NotConfiguredError(
-      "Slack is not configured: set SLACK_BOT_TOKEN and SLACK_SIGNING_SECRET",
-    );
+  const config = loadConfig(c.env);
+  const slack = config.slack;
+  if (!slack) throw surfaceUnavailable(config, "slack", "SLACK_BOT_TOKEN and SLACK_SIGNING_SECRET");
   const bytes = await readCappedBody(c.req.raw, MAX_SLACK_BODY_BYTES);
   const verdict = await verifySlackSignature({
     signingSecret: slack.signingSecret,

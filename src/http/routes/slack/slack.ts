@@ -58,7 +58,7 @@ export const SLACK_SIGNED_RESPONSES = {
   400: errorContent("A body that is not a valid Slack payload"),
   401: errorContent("A missing or wrong signature, or a stale timestamp"),
   413: errorContent("A body over 1 MB"),
-  503: errorContent("Slack is not configured"),
+  503: errorContent("Slack is not configured, or off (a malformed variable of its own)"),
 };
 
 export function slackEventRoutes(): OpenAPIHono<AppEnv> {

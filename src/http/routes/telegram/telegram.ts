@@ -48,17 +48,13 @@ import {
   parseUpdate,
   type TelegramMessage,
 } from "../../../clients/telegram/update.ts";
-import { loadConfig } from "../../../config.ts";
+import { loadConfig, surfaceUnavailable } from "../../../config.ts";
 import { agentData, stores } from "../../../db/stores/index.ts";
 import type { TelegramConfig } from "../../../db/stores/chat-client-store.ts";
 import { errorField, log } from "../../../log.ts";
 import { deleteMemories } from "../../../memory/memory-repo.ts";
 import { forgetRoomHistory, resolveApproval } from "../../../objects/conversation/room-client.ts";
-import {
-  NotConfiguredError,
-  UnauthorizedError,
-  ValidationError,
-} from "../../../runtime/util/errors.ts";
+import { UnauthorizedError, ValidationError } from "../../../runtime/util/errors.ts";
 import { errorContent } from "../../schemas.ts";
 
 /** Updates are a few KB; a message is at most 4,096 characters. */
@@ -103,15 +99,17 @@ export function telegramRoutes(): OpenAPIHono<AppEnv> {
       400: errorContent("A body that is not a valid Update"),
       401: errorContent("Missing or wrong secret token"),
       413: errorContent("A body over 1 MB"),
-      503: errorContent("Telegram is not configured"),
+      503: errorContent("Telegram is not configured, or off (a malformed variable of its own)"),
     },
   });
 
   app.post("/telegram/webhook", async (c) => {
     const telegram = loadConfig(c.env).telegram;
     if (!telegram)
-      throw new NotConfiguredError(
-        "Telegram is not configured: set TELEGRAM_BOT_TOKEN and TELEGRAM_WEBHOOK_SECRET",
+      throw surfaceUnavailable(
+        loadConfig(c.env),
+        "telegram",
+        "TELEGRAM_BOT_TOKEN and TELEGRAM_WEBHOOK_SECRET",
       );
     const given = c.req.header(SECRET_HEADER);
     if (!given || !(await sameSecret(given, telegram.webhookSecret)))
