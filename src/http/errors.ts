@@ -7,6 +7,9 @@ import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { AppError, type ErrorCode } from "../runtime/util/errors.ts";
 import { errorField, log } from "../log.ts";
 
+/** What hono's JSON validator throws for a body it cannot parse. */
+const HONO_MALFORMED_JSON = "Malformed JSON in request body";
+
 export function errorBody(code: ErrorCode, message: string, details?: unknown) {
   return { error: details === undefined ? { code, message } : { code, message, details } };
 }
@@ -39,7 +42,10 @@ export function handleError(error: unknown, c: Context): Response {
     const message =
       status === 415
         ? 'the body must be JSON, sent with the header "content-type: application/json"'
-        : error.message || "bad request";
+        : // Hono's validator words an unparsable body its own way; every route says it as ours do.
+          error.message === HONO_MALFORMED_JSON
+          ? "invalid request body: not JSON"
+          : error.message || "bad request";
     return c.json(errorBody(code, message), status as ContentfulStatusCode);
   }
   log.error("unhandled_error", { path: c.req.path, error: errorField(error, true) });

@@ -168,7 +168,15 @@ describe("request validation and errors", () => {
     await api("POST", "/agents", { body: { id: "json-agent", name: "J", bio: "x" } });
     const malformed = await api("POST", "/agents/json-agent/messages", { body: "{not json" });
     expect(malformed.status).toBe(400);
-    expect((await json<Problem>(malformed)).error.code).toBe("validation");
+    // Worded as every route words it (the Discord and Telegram webhooks too), not the router's way.
+    expect((await json<Problem>(malformed)).error).toEqual({
+      code: "validation",
+      message: "invalid request body: not JSON",
+    });
+    const agentMalformed = await api("POST", "/agents", { body: "{not json" });
+    expect((await json<Problem>(agentMalformed)).error.message).toBe(
+      "invalid request body: not JSON",
+    );
     const noType = await exports.default.fetch(
       new Request("https://agents.test/agents/json-agent/messages", {
         method: "POST",
@@ -259,11 +267,21 @@ describe("authentication", () => {
         primary: "test-primary",
         fallbacks: ["test-fallback"],
         small: "test-small",
+        // Turns whose model failed today, and the last one's cause: model names and causes only.
+        failedToday: expect.any(Number),
+        lastFailure: expect.toBeOneOf([null, expect.any(Object)]),
       },
       database: "ok",
       schema: { version: LATEST_MIGRATION, latest: LATEST_MIGRATION, pending: [], error: null },
       embedding: { backend: "local", id: "local:hash-v1", dimensions: 384 },
       vectors: { backend: "local", dimensions: expect.toBeOneOf([null, 384]), status: "ok" },
+      // This project configures every surface (vitest.config.ts); none is off.
+      surfaces: {
+        discord: { state: "on", problem: null },
+        telegram: { state: "on", problem: null },
+        slack: { state: "on", problem: null },
+        instagram: { state: "on", problem: null },
+      },
       evaluators: {
         failedToday: expect.any(Number),
         last: expect.toBeOneOf([null, expect.any(Object)]),

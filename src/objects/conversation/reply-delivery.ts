@@ -84,7 +84,9 @@ export class RoomDelivery {
     } catch (error) {
       told(false);
       const final = surface.isPermanentFailure(error);
-      log.error("discord_delivery_failed", {
+      // Named by the surface (discord, telegram, slack): each one's operator searches for its own.
+      log.error("delivery_failed", {
+        surface: entry.delivery.kind,
         room,
         turnId: entry.turnId,
         final,

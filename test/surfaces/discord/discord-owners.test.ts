@@ -144,9 +144,11 @@ describe("DISCORD_OWNER_IDS", () => {
     expect(config("").discordOwnerIds).toEqual([]);
   });
 
-  it("refuses anything else, naming the variable", () => {
-    expect(() => config("400000000000000001,@dana")).toThrow(
-      /DISCORD_OWNER_IDS.*comma list of Discord user ids/,
+  it("turns Discord off for anything else, naming the variable, and gives no one ownership", () => {
+    const malformed = config("400000000000000001,@dana");
+    expect(malformed.surfacesOff.discord).toMatch(
+      /^DISCORD_OWNER_IDS\S* must be a comma list of Discord user ids/,
     );
+    expect(malformed.discordOwnerIds).toEqual([]);
   });
 });

@@ -1,6 +1,6 @@
 // Telegram end to end: Updates posted to POST /telegram/webhook with the secret token, turns in the
 // bound agent's rooms, replies through the Bot API stand-in. Grouped by the Bot API's rules.
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, onTestFinished, vi } from "vitest";
 import { UNAVAILABLE_TEXT } from "../../../src/clients/chat/member-error.ts";
 import { roomName } from "../../../src/objects/conversation/room-client.ts";
 import { messageUpdate } from "../../stand-ins/telegram-stand-in.ts";
@@ -80,6 +80,25 @@ describe("Telegram webhook: a group mention", () => {
     await postUpdate(mention(chatId, "are you there?"));
     await settledJournal(roomName(agentId, `telegram:${chatId}`));
     expect(telegram.sent(chatId)).toEqual([UNAVAILABLE_TEXT]);
+  });
+
+  it("logs a reply Telegram refuses for good as this surface's delivery failure", async () => {
+    const errors = vi.spyOn(console, "error");
+    onTestFinished(() => errors.mockRestore());
+    const agentId = await agentBound();
+    const chatId = groupChatId();
+    model.script({ text: "Four." });
+    telegram.failNext("sendMessage", {
+      error_code: 403,
+      description: "Forbidden: bot was kicked from the supergroup chat",
+    });
+    await postUpdate(mention(chatId, "what is 2+2?"));
+    await settledJournal(roomName(agentId, `telegram:${chatId}`));
+    const failed = errors.mock.calls
+      .map((args) => String(args[0]))
+      .filter((line) => line.includes('"delivery_failed"'))
+      .map((line) => JSON.parse(line));
+    expect(failed).toEqual([expect.objectContaining({ surface: "telegram-message", final: true })]);
   });
 
   it("takes the same Update delivered twice as one turn: one model call, one reply", async () => {
