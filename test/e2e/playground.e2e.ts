@@ -10,6 +10,7 @@ import { chromium, type Browser, type Page } from "playwright-core";
 import { startModelServer, type ModelServer } from "../../bench/model-server.ts";
 import { startBenchWorker, type BenchWorker } from "../../bench/worker-harness.ts";
 import { startMcpPeers, type McpPeers } from "../peers/mcp-peers.ts";
+import { lastUserText } from "../helpers/model-messages.ts";
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 const ARTIFACTS = "test/artifacts";
@@ -41,7 +42,8 @@ const SLOW_STORY = `Once upon a time ${Array.from({ length: 36 }, (_, i) => `wor
 function scriptModel(model: ModelServer): void {
   model.respondWith((call) => {
     const last = call.messages.at(-1);
-    const asked = String(call.messages.findLast((m) => m.role === "user")?.content ?? "");
+    // The person's words, without the context block the turn adds after them.
+    const asked = lastUserText(call);
     if (last?.role === "tool" && /break/i.test(asked)) return { status: 400 };
     if (last?.role === "tool")
       return { text: `In Paris it is now ${String(last.content).slice(0, 80)}. Anything else?` };
