@@ -74,6 +74,11 @@ export function turnInspector(page) {
     });
     return [
       el("h4", { text: `Prompt: ${tokensText(total)}` }),
+      // The model calls below count more input than the sections: say why, once.
+      el("p", {
+        class: "muted small",
+        text: "The model calls' input counts more: the tool definitions sent for function calling, and a few tokens of framing per message.",
+      }),
       turn.resumed
         ? el("p", {
             class: "muted small",

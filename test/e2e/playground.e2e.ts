@@ -485,6 +485,13 @@ async function main(): Promise<void> {
         check((await inspect.getAttribute("aria-expanded")) === "true", "Inspect not expanded");
         const panel = reply.locator(".inspector");
         await panel.locator("h4", { hasText: "Prompt:" }).waitFor();
+        // Why the model calls' input is larger than the sections' sum.
+        check(
+          (await panel
+            .locator("p", { hasText: "tool definitions sent for function calling" })
+            .count()) === 1,
+          "the inspector does not say why the model's input is larger than the prompt",
+        );
         const sections = panel.locator(".inspect-sections > li");
         const names = await sections.locator(".inspect-name").allTextContents();
         check(names.includes("character") && names.at(-1) === "message", `sections: ${names}`);
