@@ -215,8 +215,37 @@ export function turnInspector(page) {
     return [
       el("h4", { text: `Model calls (${turn.modelCalls.length}) over ${span} ms` }),
       picture,
+      legend(),
       el("ol", { class: "inspect-list small" }, ...rows),
     ];
+  }
+
+  /** What the timeline's colours mean, each as a swatch of the bar's own class. */
+  function legend() {
+    const entry = (kind, text) =>
+      el(
+        "li",
+        {},
+        svg(
+          "svg",
+          {
+            class: "inspect-swatch",
+            viewBox: "0 0 12 12",
+            width: 12,
+            height: 12,
+            "aria-hidden": "true",
+          },
+          svg("rect", { class: kind, x: 0, y: 0, width: 12, height: 12 }),
+        ),
+        ` ${text}`,
+      );
+    return el(
+      "ul",
+      { class: "inspect-legend small muted" },
+      entry("inspect-call", "model call"),
+      entry("inspect-call failed", "failed model call"),
+      entry("inspect-span-tool", "tool call"),
+    );
   }
 
   function render(turn) {

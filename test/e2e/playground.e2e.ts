@@ -532,6 +532,13 @@ async function main(): Promise<void> {
           (await panel.locator("svg.inspect-timeline rect.inspect-span-tool").count()) === 1,
           "the timeline does not show the tool call",
         );
+        // Its colours are explained, each beside a swatch of the bar it names.
+        const legend = await panel.locator(".inspect-legend li").allTextContents();
+        check(
+          legend.map((text) => text.trim()).join(", ") ===
+            "model call, failed model call, tool call",
+          `the timeline's legend: ${legend}`,
+        );
         await reply.screenshot({ path: `${ARTIFACTS}/playground-inspector.png` });
         // A fresh reply has its Inspect control too (its record lands just after the reply).
         await page.fill("#message", "echo: inspect me");
