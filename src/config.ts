@@ -7,6 +7,7 @@ import { NotConfiguredError } from "./runtime/util/errors.ts";
 import type { ModelChoice } from "./runtime/ports/model.ts";
 import type { Env } from "./env.ts";
 import { log } from "./log.ts";
+import { type Surface, type SurfacesOff, surfaceOf } from "./surfaces.ts";
 import { parseRateRule, RATE_RULE_FORMAT, type RateRule } from "./rate-limits/token-bucket.ts";
 import {
   DEFAULT_WORKERS_AI_EMBEDDING_MODEL,
@@ -318,42 +319,7 @@ export interface Config {
    * Surfaces turned off because one of their own variables is malformed, each with the problem
    * (the variable and the rule, never its value). The rest of the worker runs without them.
    */
-  surfacesOff: Partial<Record<Surface, string>>;
-}
-
-/**
- * The surfaces whose variables are theirs alone, by prefix: a malformed one turns that surface off
- * (its routes answer 503 naming the variable, /health says why), not the whole worker. A mistake
- * in any other variable (the model, the admin token, the limits) still stops every route.
- */
-const SURFACE_PREFIXES = {
-  discord: "DISCORD_",
-  telegram: "TELEGRAM_",
-  slack: "SLACK_",
-  instagram: "INSTAGRAM_",
-} as const;
-export type Surface = keyof typeof SURFACE_PREFIXES;
-export const SURFACES = Object.keys(SURFACE_PREFIXES) as Surface[];
-
-const SURFACE_NAMES: Record<Surface, string> = {
-  discord: "Discord",
-  telegram: "Telegram",
-  slack: "Slack",
-  instagram: "Instagram",
-};
-
-/** The 503 of a surface's route when it is off or not set up: names the variable to fix. */
-export function surfaceUnavailable(
-  config: Config,
-  surface: Surface,
-  missing: string,
-): NotConfiguredError {
-  const problem = config.surfacesOff[surface];
-  return new NotConfiguredError(
-    problem
-      ? `${SURFACE_NAMES[surface]} is off: ${problem}`
-      : `${SURFACE_NAMES[surface]} is not configured: set ${missing}`,
-  );
+  surfacesOff: SurfacesOff;
 }
 
 /**
@@ -491,8 +457,6 @@ function parseVariables(env: Env): {
 } {
   const parsed = VarsSchema.safeParse(env);
   if (parsed.success) return { vars: parsed.data, surfacesOff: {} };
-  const surfaceOf = (name: string) =>
-    SURFACES.find((surface) => name.startsWith(SURFACE_PREFIXES[surface]));
   const problems = parsed.error.issues.map((issue) => ({
     surface: surfaceOf(String(issue.path[0] ?? "")),
     text: `${issue.path.join(".")} ${issue.message}`,

@@ -130,14 +130,21 @@ export function createEmbeddingPipeline(options: EmbeddingPipelineOptions): Embe
     async embedPending({ agentId, roomId, maxBatches = 10, knownOnly = false }) {
       // The local embedder costs no call, so nothing is saved by waiting: it embeds everything now.
       if (knownOnly && embedder.kind !== "local" && embedder.known && embedder.later) {
-        const batch = await pendingEmbeddings(db, { agentId, roomId, limit: embedder.maxBatch });
-        const known = batch.filter((memory) => embedder.known!(embeddingText(memory)));
-        const rest = batch.filter(
-          (memory) => !known.includes(memory) && memory.type !== "document",
-        );
-        embedder.later(rest.map(embeddingText));
+        // Documents are never pending: the read leaves them out.
+        const known: Memory[] = [];
+        const waiting: string[] = [];
+        for (const memory of await pendingEmbeddings(db, {
+          agentId,
+          roomId,
+          limit: embedder.maxBatch,
+        })) {
+          const text = embeddingText(memory);
+          if (embedder.known(text)) known.push(memory);
+          else waiting.push(text);
+        }
+        embedder.later(waiting);
         const embedded = await embed(known);
-        return { embedded, pending: rest.length > 0, deferred: rest.length };
+        return { embedded, pending: waiting.length > 0, deferred: waiting.length };
       }
       if (roomId === undefined) await sweepLegacy(agentId);
       let embedded = 0;

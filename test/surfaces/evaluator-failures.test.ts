@@ -1,8 +1,8 @@
 // A reply can look fine while nothing is remembered: the after-reply evaluators (fact extraction,
 // summaries) call SMALL_MODEL, and an endpoint that does not serve it refuses every call. Each
-// failure is counted per agent and UTC day (src/db/stores/evaluator-failures.ts), and /health
+// failure is counted per agent and UTC day (src/db/stores/failure-counts.ts), and /health
 // says how many failed today, which was last, its cause and what to check, never the failure's
-// message. A turn whose model failed is counted the same way (model-failures.ts): /health's model
+// message. A turn whose model failed is counted the same way (same file): /health's model
 // then says so, where it said nothing while every turn answered 502.
 import { describe, expect, it, vi } from "vitest";
 import { api, createTestAgent, json, useModelStandIn } from "../helpers/api.ts";

@@ -41,8 +41,12 @@ import { createProposalStore, type ProposalStore } from "./proposal-store.ts";
 import { createSecretBox } from "../secret-box.ts";
 import { createSkillStore, type SkillStore } from "./skill-store.ts";
 import { createD1SpendLedger } from "./spend-ledger.ts";
-import { createEvaluatorFailures, type EvaluatorFailures } from "./evaluator-failures.ts";
-import { createModelFailures, type ModelFailures } from "./model-failures.ts";
+import {
+  createEvaluatorFailures,
+  createModelFailures,
+  type EvaluatorFailures,
+  type ModelFailures,
+} from "./failure-counts.ts";
 import { createTokenStore, type TokenStore } from "./token-store.ts";
 import { createTurnInspectionStore, type TurnInspectionStore } from "./turn-inspection-store.ts";
 import { createVectorizeIndex, type VectorizeIndex } from "../../memory/vectorize-index.ts";

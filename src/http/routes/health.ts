@@ -9,7 +9,8 @@
 // filter holds (only counts; the admin's config route shows the patterns).
 import { exportStats, traceConfig } from "../../telemetry/otlp.ts";
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
-import { type Config, loadConfig, SURFACES, type Surface } from "../../config.ts";
+import { type Config, loadConfig } from "../../config.ts";
+import { discordPublicKey, SURFACES, type Surface } from "../../surfaces.ts";
 import type { ModelFailureCause } from "../../runtime/util/errors.ts";
 import type { Env } from "../../env.ts";
 import { CATALOG_DB } from "../../db/shards.ts";
@@ -336,7 +337,7 @@ function fixFor(cause: string | null): string {
 /** Which surfaces run (see Config.surfacesOff). */
 function surfaceStates(config: Config, env: Env) {
   const set: Record<Surface, boolean> = {
-    discord: /^[0-9a-fA-F]{64}$/.test(env.DISCORD_PUBLIC_KEY?.trim() ?? ""),
+    discord: discordPublicKey(env) !== null,
     telegram: config.telegram !== null,
     slack: config.slack !== null,
     instagram: config.instagram !== null,

@@ -34,32 +34,47 @@ export const historyProvider: Provider = {
   },
 };
 
+type WindowContext = Pick<
+  ProviderContext,
+  "input" | "memory" | "tokens" | "historyTokens" | "historyFetchLimit"
+>;
+type Window = { messages: Memory[]; full: boolean };
+
+/** Each turn's window, worked out once: every provider of a turn gets the same context object. */
+const windows = new WeakMap<WindowContext, Promise<Window>>();
+
 /**
  * The room's messages the prompt shows, oldest first, and whether older ones are left out (then
- * recall may bring some back). Both the history and recall providers ask; the room's reads are
- * cached, and the answer is the same for both.
+ * recall may bring some back). Both the history and recall providers ask, and share the answer.
  */
-export async function historyWindow({
+export function historyWindow(context: WindowContext): Promise<Window> {
+  let window = windows.get(context);
+  if (!window) {
+    window = readWindow(context);
+    windows.set(context, window);
+  }
+  return window;
+}
+
+async function readWindow({
   input,
   memory,
   tokens,
   historyTokens,
   historyFetchLimit,
-}: Pick<
-  ProviderContext,
-  "input" | "memory" | "tokens" | "historyTokens" | "historyFetchLimit"
->): Promise<{ messages: Memory[]; full: boolean }> {
+}: WindowContext): Promise<Window> {
   const recent = await memory.recentMessages({
     agentId: input.agentId,
     roomId: input.roomId,
     limit: historyFetchLimit,
   });
+  const inbound = inboundMessageId(input.turnId);
   const kept: Memory[] = [];
   let used = 0;
   // Older messages are left out by the budget, or by a room longer than one read.
   let full = recent.length >= historyFetchLimit;
   for (const message of recent) {
-    if (message.id === inboundMessageId(input.turnId) || declinedByFilter(message)) continue;
+    if (message.id === inbound || declinedByFilter(message)) continue;
     const cost = messageTokens(message, tokens);
     if (used + cost > historyTokens) {
       full = true;

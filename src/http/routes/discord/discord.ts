@@ -4,7 +4,8 @@
 // (type 5) at once; the room edits that response when the turn is done. The other commands are
 // small D1 reads and writes answered directly (discord-commands.ts). Room = `discord:<channel>`,
 // user = `discord:<user>`.
-import { loadConfig, surfaceUnavailable } from "../../../config.ts";
+import { loadConfig } from "../../../config.ts";
+import { discordPublicKey, surfaceUnavailable } from "../../../surfaces.ts";
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import { verifyKey } from "discord-interactions";
 import type { AppEnv } from "../../app-env.ts";
@@ -97,9 +98,10 @@ export function discordRoutes(): OpenAPIHono<AppEnv> {
 
   app.post("/discord/interactions", async (c) => {
     const config = loadConfig(c.env);
-    if (config.surfacesOff.discord) throw surfaceUnavailable(config, "discord", "");
-    const keyHex = c.env.DISCORD_PUBLIC_KEY?.trim();
-    if (!keyHex || !/^[0-9a-fA-F]{64}$/.test(keyHex)) {
+    if (config.surfacesOff.discord)
+      throw surfaceUnavailable(config, "discord", "DISCORD_PUBLIC_KEY");
+    const keyHex = discordPublicKey(c.env);
+    if (!keyHex) {
       throw new NotConfiguredError(
         "DISCORD_PUBLIC_KEY is not set (or is not 64 hex characters): copy it from the Discord developer portal",
       );

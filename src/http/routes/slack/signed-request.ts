@@ -10,7 +10,8 @@ import { readCappedBody } from "../../capped-body.ts";
 import { verifySlackSignature } from "../../../clients/slack/signature.ts";
 import { type SlackBotIdentity, slackBotIdentity } from "../../../clients/slack/bot-identity.ts";
 import { slackWebApi } from "../../../clients/slack/slack-surface.ts";
-import { loadConfig, surfaceUnavailable } from "../../../config.ts";
+import { loadConfig } from "../../../config.ts";
+import { surfaceUnavailable } from "../../../surfaces.ts";
 import { log } from "../../../log.ts";
 import { UnauthorizedError } from "../../../runtime/util/errors.ts";
 

@@ -48,7 +48,8 @@ import {
   parseUpdate,
   type TelegramMessage,
 } from "../../../clients/telegram/update.ts";
-import { loadConfig, surfaceUnavailable } from "../../../config.ts";
+import { loadConfig } from "../../../config.ts";
+import { surfaceUnavailable } from "../../../surfaces.ts";
 import { agentData, stores } from "../../../db/stores/index.ts";
 import type { TelegramConfig } from "../../../db/stores/chat-client-store.ts";
 import { errorField, log } from "../../../log.ts";
