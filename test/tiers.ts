@@ -28,6 +28,7 @@ export const NODE_TIER_FILES = [
   "test/model/model-client.test.ts",
   "test/model/transcriber.test.ts",
   "test/objects/conversation/history-cache.test.ts",
+  "test/objects/conversation/model-retry.test.ts",
   "test/objects/conversation/room-upkeep.test.ts",
   "test/objects/tasks/event-feed.test.ts",
   "test/objects/tasks/task-delegations.test.ts",

@@ -81,11 +81,12 @@ export abstract class AgentRoomBase extends Agent<Env> implements AgentRoomRpc {
       expireApproval: (payload) => this.expireApproval(payload),
       queue: (callback, payload, item) => this.queue(callback, payload, item),
       expireAt: (at, payload) => this.schedule(at, "expireApproval", payload, { idempotent: true }),
+      wakeAt: (at) => this.schedule(at, "resumeTurns", {}),
     });
     const { journal, turns, upkeep } = this.parts;
     // Work left by an earlier instance (eviction, crash, deploy) resumes on first contact.
     turns.finishReplied();
-    if (journal.nextToRun()) void turns.drain();
+    if (journal.nextToRun(Date.now())) void turns.drain();
     if (journal.undelivered().length > 0) upkeep.deliver();
     for (const entry of journal.awaitingApproval()) upkeep.paused(entry);
   }

@@ -1,7 +1,8 @@
 // Edits and deletions of a message after its turn was journalled (Discord's MESSAGE_UPDATE and
 // MESSAGE_DELETE). A turn still waiting to run takes the new text, or is dropped with nothing
-// stored or sent. Once it ran, the stored message follows instead: edited text (no second answer),
-// or the message deleted from memory, as the person deleted it.
+// sent. Once it ran, the stored message follows instead: edited text (no second answer), or the
+// message deleted from memory, as the person deleted it. A turn waiting to retry after a model
+// failure does both: it ran once, so its message is stored, and it has not answered yet.
 import { editStoredMessage } from "../../memory/message-amendments.ts";
 import { deleteMemories } from "../../memory/memory-repo.ts";
 import type { Db } from "../../db/db.ts";
@@ -31,8 +32,13 @@ export async function amendMessage(
   if (!entry) return "unknown";
   const { change, at } = amendment;
   // Synchronous checks and writes: the turn cannot start in between.
-  if (change.kind === "edit" && journal.reviseText(entry.turnId, change.text, at)) return "revised";
-  if (change.kind === "delete" && journal.markDropped(entry.turnId, DROPPED, at)) return "dropped";
+  const waiting =
+    change.kind === "edit"
+      ? journal.reviseText(entry.turnId, change.text, at)
+      : journal.markDropped(entry.turnId, DROPPED, at);
+  const result = change.kind === "edit" ? "revised" : "dropped";
+  // Stored only once the turn ran (a retry after a model failure waits with it stored).
+  if (waiting && entry.retries === 0) return result;
   const { agentId } = entry.input;
   const id = inboundMessageId(entry.turnId);
   if (change.kind === "edit") {
@@ -43,9 +49,9 @@ export async function amendMessage(
       editedAt: at,
     });
     if (edited) await deps.forgetHistory();
-    return "edited";
+    return waiting ? result : "edited";
   }
   const { deleted } = await deleteMemories(deps.db, { agentId, ids: [id] });
   if (deleted > 0) await deps.forgetHistory();
-  return "deleted";
+  return waiting ? result : "deleted";
 }

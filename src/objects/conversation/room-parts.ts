@@ -21,7 +21,7 @@ export interface RoomParts {
 }
 
 /** What the object gives its parts: its storage and platform, and its durable scheduling. */
-export interface RoomSource extends Pick<RoomUpkeepOptions, "queue" | "expireAt"> {
+export interface RoomSource extends Pick<RoomUpkeepOptions, "queue" | "expireAt" | "wakeAt"> {
   name: string;
   env: Env;
   sql: SqlStorage;
@@ -62,6 +62,7 @@ export function buildRoomParts(source: RoomSource): RoomParts {
     forgetHistory: () => source.forgetHistory(),
     queue: source.queue,
     expireAt: source.expireAt,
+    wakeAt: source.wakeAt,
   });
   const turns = new TurnQueue({
     room: source.name,

@@ -43,6 +43,8 @@ export interface RoomUpkeepOptions {
   queue(callback: UpkeepCallback, payload: object, item: QueueItem): Promise<unknown>;
   /** A durable `expireApproval` schedule at `at`; arming the same one twice changes nothing. */
   expireAt(at: Date, payload: { turnId: string; approvalId: string }): Promise<unknown>;
+  /** A durable `resumeTurns` wake-up at `at`. */
+  wakeAt(at: Date): Promise<unknown>;
 }
 
 export class RoomUpkeep {
@@ -74,6 +76,18 @@ export class RoomUpkeep {
     const at = new Date(Math.max(pause.expiresAt, Date.now() + 1_000));
     this.options.expireAt(at, payload).catch((error: unknown) => {
       log.error("approval_expiry_failed", { room: this.options.room, error: errorField(error) });
+    });
+  }
+
+  /**
+   * A chat turn failed on the model and waits to run again (model-retry.ts): wake the room then,
+   * evicted or not. The operator reads why in the turn's `run_failed` line; this says when.
+   */
+  retryAt(at: number, turn: { turnId: string; retries: number; code: string }): void {
+    const { room } = this.options;
+    log.warn("turn_retry_scheduled", { room, ...turn, retryAt: new Date(at).toISOString() });
+    this.options.wakeAt(new Date(at)).catch((error: unknown) => {
+      log.error("turn_retry_wake_failed", { room, error: errorField(error) });
     });
   }
 

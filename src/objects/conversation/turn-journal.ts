@@ -5,7 +5,9 @@
 // Finished turns are kept for IDEMPOTENCY_WINDOW_MS so a retried request finds its answer. While a
 // turn runs, each tool call is journalled as it starts and each successful output as it returns:
 // an attempt after a crash reuses the outputs instead of calling those tools again, and refuses
-// the calls that started and never finished (one that exceeds the CPU limit would again).
+// the calls that started and never finished (one that exceeds the CPU limit would again). A chat
+// turn that failed on an unreachable model goes back to `received` with a retry time
+// (model-retry.ts) and runs again then, or sooner when a newer message arrives.
 import { z } from "zod";
 import type { SerializedError } from "../../runtime/util/errors.ts";
 import type {
@@ -100,6 +102,10 @@ export interface JournalEntry {
   deliveredParts: number;
   /** Set while (and after) the turn waited for a tool approval. */
   pause: ApprovalPause | null;
+  /** When a turn waiting after a model failure runs again (null: not waiting). */
+  retryAt: number | null;
+  /** How many times the turn was put back after a model failure (model-retry.ts). */
+  retries: number;
 }
 
 const Row = z.object({
@@ -118,6 +124,8 @@ const Row = z.object({
   delivery_status: z.enum(["pending", "delivered", "failed"]).nullable(),
   delivered_parts: z.number(),
   pause: z.string().nullable(),
+  retry_at: z.number().nullable(),
+  retries: z.number(),
 });
 
 export class TurnJournal {
@@ -159,6 +167,11 @@ export class TurnJournal {
       );
     // Added with tool approval.
     if (!columns.has("pause")) this.sql.exec("ALTER TABLE turn_journal ADD COLUMN pause TEXT");
+    // Added with retries after a model failure.
+    if (!columns.has("retry_at"))
+      this.sql.exec("ALTER TABLE turn_journal ADD COLUMN retry_at INTEGER");
+    if (!columns.has("retries"))
+      this.sql.exec("ALTER TABLE turn_journal ADD COLUMN retries INTEGER NOT NULL DEFAULT 0");
     this.sql.exec(
       "CREATE INDEX IF NOT EXISTS turn_journal_delivery ON turn_journal (delivery_status, seq)",
     );
@@ -211,7 +224,10 @@ export class TurnJournal {
     );
   }
 
-  /** Synchronous on purpose: callers rely on nothing interleaving between check and insert. */
+  /**
+   * Synchronous on purpose: callers rely on nothing interleaving between check and insert. A
+   * newer message releases the turns waiting to retry on the model: they run first, in order.
+   */
   insert(entry: {
     input: TurnInput;
     idempotencyKey?: string;
@@ -230,6 +246,11 @@ export class TurnJournal {
       entry.now,
       entry.delivery ? writeSaved(DELIVERY, entry.delivery) : null,
       entry.delivery ? "pending" : null,
+    );
+    this.sql.exec(
+      "UPDATE turn_journal SET retry_at = ? WHERE status = 'received' AND retry_at > ?",
+      entry.now,
+      entry.now,
     );
   }
 
@@ -355,10 +376,11 @@ export class TurnJournal {
       .map(toEntry);
   }
 
-  /** The oldest turn still waiting for its reply. */
-  nextToRun(): JournalEntry | null {
+  /** The oldest turn still waiting for its reply, and not for a later retry. */
+  nextToRun(now: number): JournalEntry | null {
     return this.one(
-      "SELECT * FROM turn_journal WHERE status IN ('received', 'running') ORDER BY seq LIMIT 1",
+      "SELECT * FROM turn_journal WHERE status IN ('received', 'running') AND coalesce(retry_at, 0) <= ? ORDER BY seq LIMIT 1",
+      now,
     );
   }
 
@@ -372,7 +394,7 @@ export class TurnJournal {
 
   markRunning(turnId: string, now: number): void {
     this.sql.exec(
-      "UPDATE turn_journal SET status = 'running', attempts = attempts + 1, updated_at = ? WHERE turn_id = ?",
+      "UPDATE turn_journal SET status = 'running', attempts = attempts + 1, retry_at = NULL, updated_at = ? WHERE turn_id = ?",
       now,
       turnId,
     );
@@ -381,7 +403,7 @@ export class TurnJournal {
   markReplied(turnId: string, outcome: TurnOutcome, now: number): void {
     this.sql.exec("DELETE FROM turn_tool_outputs WHERE turn_id = ?", turnId);
     this.sql.exec(
-      "UPDATE turn_journal SET status = 'replied', outcome = ?, updated_at = ? WHERE turn_id = ?",
+      "UPDATE turn_journal SET status = 'replied', outcome = ?, error = NULL, updated_at = ? WHERE turn_id = ?",
       writeSaved(OUTCOME, outcome),
       now,
       turnId,
@@ -401,6 +423,21 @@ export class TurnJournal {
     this.sql.exec(
       "UPDATE turn_journal SET status = 'failed', error = ?, updated_at = ? WHERE turn_id = ?",
       writeSaved(ERROR, error),
+      now,
+      turnId,
+    );
+  }
+
+  /**
+   * running -> received, to run again at `retryAt` after a model failure (model-retry.ts). The
+   * error stays for the operator; the tools' journalled outputs stay, so the retry reuses them;
+   * the crash counter restarts, as a failure the turn saw is not a crash.
+   */
+  markRetrying(turnId: string, error: SerializedError, retryAt: number, now: number): void {
+    this.sql.exec(
+      "UPDATE turn_journal SET status = 'received', error = ?, retry_at = ?, retries = retries + 1, attempts = 0, updated_at = ? WHERE turn_id = ?",
+      writeSaved(ERROR, error),
+      retryAt,
       now,
       turnId,
     );
@@ -483,6 +520,8 @@ function toEntry(raw: unknown): JournalEntry {
     deliveryStatus: row.delivery_status,
     deliveredParts: row.delivered_parts,
     pause: column(PAUSE, row.pause, "pause"),
+    retryAt: row.retry_at,
+    retries: row.retries,
   };
 }
 

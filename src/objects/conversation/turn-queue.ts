@@ -26,6 +26,7 @@ import type { AfterReplyChain } from "./after-reply-chain.ts";
 import type { RoomUpkeep } from "./room-upkeep.ts";
 import type { TurnWaiters } from "./turn-waiters.ts";
 import { transcribeVoiceNote } from "./voice-notes.ts";
+import { modelRetryAt } from "./model-retry.ts";
 
 interface TurnQueueOptions {
   /** The room's name, for logs. */
@@ -39,8 +40,8 @@ interface TurnQueueOptions {
   waiters: Pick<TurnWaiters, "observer" | "settle">;
   /** Where each reply's write and evaluation are chained, in turn order. */
   replies: AfterReplyChain;
-  /** Delivery to the surface, approval deadlines and the upkeep after an evaluated turn. */
-  upkeep: Pick<RoomUpkeep, "deliver" | "paused" | "evaluated">;
+  /** Delivery to the surface, approval deadlines, retries and the upkeep after a turn. */
+  upkeep: Pick<RoomUpkeep, "deliver" | "paused" | "evaluated" | "retryAt">;
 }
 
 /** The surface's typing indicator around one turn (TurnQueue.typing). */
@@ -61,13 +62,17 @@ export class TurnQueue {
     if (!this.draining) {
       let completed = false;
       this.draining = (async () => {
-        for (let entry = journal.nextToRun(); entry; entry = journal.nextToRun())
+        for (
+          let entry = journal.nextToRun(Date.now());
+          entry;
+          entry = journal.nextToRun(Date.now())
+        )
           await this.run(entry);
         completed = true;
       })().finally(() => {
         this.draining = null;
         // A turn journalled while the loop was finishing would otherwise wait for the alarm.
-        if (completed && journal.nextToRun()) void this.drain();
+        if (completed && journal.nextToRun(Date.now())) void this.drain();
       });
     }
     return this.draining;
@@ -110,7 +115,10 @@ export class TurnQueue {
     return pause;
   }
 
-  /** received/running -> replied (or failed, or awaiting_approval). The caller is answered here. */
+  /**
+   * received/running -> replied (or failed, or awaiting_approval, or back to received to retry
+   * after a model failure). The caller is answered here.
+   */
   private async run(journalled: JournalEntry): Promise<void> {
     let entry = journalled;
     const { journal, waiters, upkeep } = this.options;
@@ -161,7 +169,15 @@ export class TurnQueue {
       await received.catch(() => undefined);
       // A missing agent makes the inbound write fail on its foreign key; report the cause.
       const serialized = serializeError(await this.explain(agentId, error));
-      journal.markFailed(turnId, serialized, Date.now());
+      const now = Date.now();
+      const retryAt = modelRetryAt(entry, error, now);
+      if (retryAt !== null) {
+        // Nobody waits on a chat turn (enqueueTurn): its member hears nothing until it runs again.
+        journal.markRetrying(turnId, serialized, retryAt, now);
+        upkeep.retryAt(retryAt, { turnId, retries: entry.retries + 1, code: serialized.code });
+        return;
+      }
+      journal.markFailed(turnId, serialized, now);
       waiters.settle(turnId, { ok: false, replayed: false, turnId, error: serialized });
       if (entry.delivery) upkeep.deliver();
     } finally {

@@ -28,6 +28,7 @@ function upkeep(answer: (pass: Pass) => Awaited<ReturnType<EmbeddingPipeline["em
       queued.push(callback);
     },
     expireAt: async () => undefined,
+    wakeAt: async () => undefined,
     embedFlushMs: 40,
   });
   return { room, passes, queued };
