@@ -395,6 +395,23 @@ export const modelFailuresDaily = sqliteTable(
 );
 
 /**
+ * Who was told, once, that an agent does not take their direct messages on a platform
+ * (src/clients/chat/dm-notice.ts): a refused DM after that gets silence, so a person who keeps
+ * writing does not get the same sentence each time. `user_id` is `<platform>:<id>`.
+ */
+export const dmNotices = sqliteTable(
+  "dm_notices",
+  {
+    agentId: text("agent_id")
+      .notNull()
+      .references(() => agents.id, { onDelete: "cascade" }),
+    userId: text("user_id").notNull(),
+    toldAt: integer("told_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.agentId, t.userId] })],
+);
+
+/**
  * The database's size once a UTC day, taken by the hourly upkeep (the last sample of the day
  * stays): /health and GET /agents/:id/storage read the growth rate and the days left to D1's limit
  * from two samples instead of scanning tables.

@@ -6,6 +6,7 @@
 import { env } from "cloudflare:workers";
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
+import { DM_CLOSED_TEXT } from "../../src/clients/chat/dm-notice.ts";
 import { messageTurnKey } from "../../src/clients/discord/gateway/message-intake.ts";
 import { shardName } from "../../src/clients/discord/gateway/shard-plan.ts";
 import { api, createTestAgent, json } from "../helpers/api.ts";
@@ -230,9 +231,17 @@ describe("Gateway: direct messages", () => {
     );
     expect(await settledTurns(ownerDm, seqs)).toEqual([turnOf(owners)]);
     expect(repliesIn(ownerDm)).toHaveLength(1);
-    // The stranger's event was handed over too (settledTurns waited for both): no turn, no reply.
+    // The stranger's event was handed over too (settledTurns waited for both): no turn, and
+    // one sentence saying DMs are closed; their next DM gets silence.
     expect(await journalRows(discordRoom(defaultAgent, strangerDm))).toEqual([]);
-    expect(repliesIn(strangerDm)).toHaveLength(0);
+    await waitForReplies(strangerDm, 1);
+    expect(repliesIn(strangerDm).map((call) => (call.body as { content: string }).content)).toEqual(
+      [DM_CLOSED_TEXT],
+    );
+    const again = messageEvent(strangerDm, "hello?", { guild: null, user: "710000000000000009" });
+    const ownerAgain = messageEvent(ownerDm, "and you?", { guild: null, user: OWNER });
+    await settledTurns(ownerDm, await dispatch(again, ownerAgain), 2);
+    expect(repliesIn(strangerDm)).toHaveLength(1);
     const page = await json<{ messages: unknown[] }>(
       await api("GET", `/agents/${defaultAgent}/rooms/discord:${strangerDm}/messages`),
     );

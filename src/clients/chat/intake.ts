@@ -18,6 +18,7 @@ import type { Attachment } from "../../runtime/ports/memory.ts";
 import type { PlacePolicy } from "../../runtime/access/place-policy.ts";
 import { RateLimitedError } from "../../runtime/util/errors.ts";
 import { admit, admitEdit } from "./admission.ts";
+import { type TellDmClosed, tellDmClosedOnce } from "./dm-notice.ts";
 
 /** A message as every adapter hands it over. */
 export interface ChatMessage {
@@ -69,6 +70,11 @@ export interface IntakePolicy {
   directMessageOwner?(senderId: string): Promise<boolean>;
   /** Keeps the rate limit's charge alive without holding the message up (default: awaited). */
   keepAlive?: KeepAlive;
+  /**
+   * Says in the refused DM's chat that the agent does not take the sender's DMs; called the first
+   * time only (./dm-notice.ts). Without it a refused DM gets silence.
+   */
+  tellDmClosed?: TellDmClosed;
 }
 
 const PLATFORM_NAMES: Record<MemberPlatform, string> = {
@@ -95,15 +101,21 @@ export async function takeMessage(
       policy.directMessages ?? ((id) => agentDirectMessages(env, id, message.platform))
     )(agentId);
     // A DM has no server to manage: the agent's policy says whose it takes (default: owners).
-    if (dm === "off") return "dm_refused";
-    if (dm === "owners") {
-      const dmOwner = policy.directMessageOwner
-        ? await policy.directMessageOwner(message.sender.id)
-        : owner;
-      if (!dmOwner) return "dm_refused";
+    const refused =
+      dm === "off" ||
+      (dm === "owners" &&
+        !(policy.directMessageOwner ? await policy.directMessageOwner(message.sender.id) : owner));
+    if (refused) {
+      if (policy.tellDmClosed) {
+        const notice = { agentId, userId: userIdOf(message), at: message.receivedAt };
+        const told = tellDmClosedOnce(env, notice, policy.tellDmClosed);
+        if (policy.keepAlive) policy.keepAlive(told);
+        else await told;
+      }
+      return "dm_refused";
     }
   }
-  const userId = `${message.platform}:${message.sender.id}`;
+  const userId = userIdOf(message);
   // A chat message carries no server permissions: nobody manages through it; the owners
   // named for the platform are owners (docs/security.md).
   const { principal, place } = admit({
@@ -155,6 +167,11 @@ export async function takeMessage(
     delivery: message.delivery,
   });
   return queued.duplicate ? "duplicate" : "queued";
+}
+
+/** The member's id across the product: `<platform>:<their id>`. */
+function userIdOf(message: ChatMessage): string {
+  return `${message.platform}:${message.sender.id}`;
 }
 
 /**

@@ -47,6 +47,7 @@ import {
   type EvaluatorFailures,
   type ModelFailures,
 } from "./failure-counts.ts";
+import { createDmNoticeStore, type DmNoticeStore } from "./dm-notice-store.ts";
 import { createTokenStore, type TokenStore } from "./token-store.ts";
 import { createTurnInspectionStore, type TurnInspectionStore } from "./turn-inspection-store.ts";
 import { createVectorizeIndex, type VectorizeIndex } from "../../memory/vectorize-index.ts";
@@ -81,6 +82,8 @@ export interface Stores {
   skills: SkillStore;
   /** What agents asked to change about themselves. */
   proposals: ProposalStore;
+  /** Who was told an agent does not take their DMs. */
+  dmNotices: DmNoticeStore;
   /** A cheap round trip to the catalog, for /health. */
   reachable(): Promise<boolean>;
 }
@@ -131,6 +134,7 @@ export function stores(env: Env): Stores {
     slack: createChatClientStore(db, SLACK_CLIENT),
     skills: createSkillStore(db),
     proposals: createProposalStore(db),
+    dmNotices: createDmNoticeStore(db),
     reachable: () => databaseReachable(db),
   };
   cache.set(env, built);

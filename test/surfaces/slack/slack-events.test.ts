@@ -2,6 +2,7 @@
 // agent's rooms, replies through the Web API stand-in. Grouped by Slack's rules: the signature,
 // the events the app is sent, who is answered, and Slack's redelivery.
 import { describe, expect, it } from "vitest";
+import { DM_CLOSED_TEXT } from "../../../src/clients/chat/dm-notice.ts";
 import { UNAVAILABLE_TEXT } from "../../../src/clients/chat/member-error.ts";
 import { roomName } from "../../../src/objects/conversation/room-client.ts";
 import { api, createTestAgent, json } from "../../helpers/api.ts";
@@ -195,6 +196,10 @@ describe("Slack Events API: direct messages (the DM policy)", () => {
     expect(await outcome(await postEvent(envelope(event)))).toBe("dm_refused");
     expect(await journalRows(roomName(agentId, `slack:${dm}`))).toEqual([]);
     expect(model.calls).toHaveLength(0);
+    // Told once, in the DM, that DMs are closed; a second DM gets silence.
+    const again = messageEvent({ ...event, ts: messageTs() });
+    expect(await outcome(await postEvent(envelope(again)))).toBe("dm_refused");
+    expect(slack.posted(dm).map((m) => m.text)).toEqual([DM_CLOSED_TEXT]);
   });
 
   it("answers an owner's DM (SLACK_OWNER_IDS) in the message's thread, one room per DM", async () => {

@@ -1,6 +1,7 @@
 // Telegram end to end: Updates posted to POST /telegram/webhook with the secret token, turns in the
 // bound agent's rooms, replies through the Bot API stand-in. Grouped by the Bot API's rules.
 import { describe, expect, it, onTestFinished, vi } from "vitest";
+import { DM_CLOSED_TEXT } from "../../../src/clients/chat/dm-notice.ts";
 import { UNAVAILABLE_TEXT } from "../../../src/clients/chat/member-error.ts";
 import { roomName } from "../../../src/objects/conversation/room-client.ts";
 import { messageUpdate } from "../../stand-ins/telegram-stand-in.ts";
@@ -198,15 +199,41 @@ describe("Telegram webhook: private chats (the DM policy)", () => {
   it("refuses a non-owner's private chat under the default policy (owners)", async () => {
     const agentId = await agentBound();
     const stranger = 800000099;
-    const update = messageUpdate({
-      chat: { id: stranger, type: "private" },
-      from: { id: stranger, first_name: "Stranger" },
-      text: "hi bot",
-    });
-    const response = await postUpdate(update);
+    const dm = () =>
+      messageUpdate({
+        chat: { id: stranger, type: "private" },
+        from: { id: stranger, first_name: "Stranger" },
+        text: "hi bot",
+      });
+    const response = await postUpdate(dm());
     expect((await json<{ outcome: string }>(response)).outcome).toBe("dm_refused");
     expect(await journalRows(roomName(agentId, `telegram:${stranger}`))).toEqual([]);
     expect(primaryCalls()).toBe(0);
+    // Told once, in the chat, that DMs are closed; a second DM gets silence.
+    expect(telegram.sent(stranger)).toEqual([DM_CLOSED_TEXT]);
+    const again = await postUpdate(dm());
+    expect((await json<{ outcome: string }>(again)).outcome).toBe("dm_refused");
+    expect(telegram.sent(stranger)).toEqual([DM_CLOSED_TEXT]);
+  });
+
+  it("tells a refused DM again next time when the notice could not be sent", async () => {
+    await agentBound();
+    const stranger = 800000098;
+    const dm = () =>
+      messageUpdate({
+        chat: { id: stranger, type: "private" },
+        from: { id: stranger, first_name: "Stranger" },
+        text: "hello?",
+      });
+    telegram.failNext("sendMessage", {
+      error_code: 400,
+      description: "Bad Request: chat not found",
+    });
+    expect((await json<{ outcome: string }>(await postUpdate(dm()))).outcome).toBe("dm_refused");
+    expect(telegram.sent(stranger)).toEqual([]);
+    await postUpdate(dm());
+    await postUpdate(dm());
+    expect(telegram.sent(stranger)).toEqual([DM_CLOSED_TEXT]);
   });
 
   it("answers an owner's private chat (TELEGRAM_OWNER_IDS)", async () => {

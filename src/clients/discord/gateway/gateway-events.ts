@@ -199,6 +199,7 @@ export class GatewayEvents {
           }).isOwner(userId),
         // The charge need not hold the message up: this object lives as long as its socket.
         keepAlive: () => undefined,
+        tellDmClosed: (text) => this.rest().channelMessage(intake.channelId, { content: text }),
       },
     );
     // Deleted and reported beside the channel's later events (each request bounded: rest.ts); a

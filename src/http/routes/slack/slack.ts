@@ -161,6 +161,11 @@ async function onEvent(c: Ctx, envelope: EventCallback, bot: SlackBotIdentity): 
       ...clientBudgets(channel.config),
     },
     agentId,
+    {
+      // One attempt: Slack wants its event acknowledged within 3 s.
+      tellDmClosed: (text) =>
+        slackWebApi(c.env, { maxAttempts: 1 }).postMessage({ channel: event.channel, text }),
+    },
   );
 }
 

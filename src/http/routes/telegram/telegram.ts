@@ -186,6 +186,9 @@ async function onMessage(c: Ctx, message: TelegramMessage, token: string): Promi
       ...clientBudgets(chat.config),
     },
     agentId,
+    {
+      tellDmClosed: (text) => telegramBotApi(c.env).sendMessage({ chat_id: message.chat.id, text }),
+    },
   );
 }
 
