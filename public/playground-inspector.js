@@ -275,6 +275,21 @@ export function turnInspector(page) {
     }
   }
 
+  /**
+   * The panel opens below its reply, often past the bottom of the conversation's scrolling box (the
+   * last reply's always did): when it is not wholly in view, the box scrolls the control to its top,
+   * so the panel follows it on screen.
+   */
+  function reveal(button, panel) {
+    const box = panel.closest(".log");
+    if (!box) return;
+    const shown = box.getBoundingClientRect();
+    const rect = panel.getBoundingClientRect();
+    if (rect.top >= shown.top && rect.bottom <= shown.bottom) return;
+    const still = window.matchMedia("(prefers-reduced-motion: reduce)").matches;
+    button.scrollIntoView({ block: "start", behavior: still ? "auto" : "smooth" });
+  }
+
   /** The "Inspect" control for one reply, and the panel it opens below it. */
   function control(turnId, { fresh = false } = {}) {
     const panel = el("div", { class: "inspector", hidden: true, "aria-live": "polite" });
@@ -289,12 +304,15 @@ export function turnInspector(page) {
         panel.hidden = !open;
         button.setAttribute("aria-expanded", String(open));
         button.textContent = open ? "Close inspector" : "Inspect";
-        if (!open || loaded) return;
+        if (!open) return;
+        if (loaded) return reveal(button, panel);
         panel.replaceChildren(el("p", { class: "muted small", text: "Loading the turn…" }));
+        reveal(button, panel);
         try {
           const turn = await load(turnId, fresh);
           loaded = true;
           panel.replaceChildren(...render(turn).filter(Boolean));
+          reveal(button, panel);
         } catch (error) {
           const needs =
             error?.status === 403

@@ -168,6 +168,8 @@ async function main(): Promise<void> {
           ["/playground-usage.js", "javascript"],
           ["/playground-inspector.js", "javascript"],
           ["/playground.css", "text/css"],
+          // Browsers ask for it on every page, /health's JSON included: no 404 in the dev log.
+          ["/favicon.ico", "image/"],
         ] as const) {
           const response = await fetch(`${base}${path}`);
           check(response.status === 200, `${path}: HTTP ${response.status}`);
@@ -546,6 +548,23 @@ async function main(): Promise<void> {
         const fresh = page.locator("#log .msg.agent", { hasText: "inspect me" }).last();
         await fresh.locator("button.inspect").click();
         await fresh.locator(".inspector h4", { hasText: "Model calls (1)" }).waitFor();
+        // The newest reply's panel opened below the conversation's visible part: it was brought
+        // into view, not left for the user to find.
+        const inView = await page
+          .waitForFunction(
+            () => {
+              const panels = document.querySelectorAll("#log .msg.agent .inspector:not([hidden])");
+              const panel = panels[panels.length - 1];
+              const box = panel?.closest(".log")?.getBoundingClientRect();
+              const rect = panel?.getBoundingClientRect();
+              return !!box && !!rect && rect.top >= box.top - 1 && rect.top < box.bottom - 40;
+            },
+            null,
+            { timeout: 3_000 },
+          )
+          .then(() => true)
+          .catch(() => false);
+        check(inView, "the opened inspector is out of the conversation's view");
         await page.locator("#send:not([disabled])").waitFor();
       },
     );
