@@ -552,13 +552,13 @@ async function main(): Promise<void> {
         // into view, not left for the user to find.
         const inView = await page
           .waitForFunction(
-            () => {
+            `(() => {
               const panels = document.querySelectorAll("#log .msg.agent .inspector:not([hidden])");
               const panel = panels[panels.length - 1];
-              const box = panel?.closest(".log")?.getBoundingClientRect();
-              const rect = panel?.getBoundingClientRect();
-              return !!box && !!rect && rect.top >= box.top - 1 && rect.top < box.bottom - 40;
-            },
+              const box = panel && panel.closest(".log").getBoundingClientRect();
+              const rect = panel && panel.getBoundingClientRect();
+              return !!box && rect.top >= box.top - 1 && rect.top < box.bottom - 40;
+            })()`,
             null,
             { timeout: 3_000 },
           )
