@@ -65,7 +65,14 @@ export async function mcpRefusal(agentId: string, token: string | null): Promise
   return (error as StreamableHTTPError).code ?? 0;
 }
 
-/** Whether a tool call came back as a result rather than an error result. */
+/**
+ * Whether a tool call was served: a result, not an error result nor the protocol's error for a
+ * tool the server does not have (what a tool the token may not use is).
+ */
 export async function served(call: Promise<unknown>): Promise<boolean> {
-  return ((await call) as CallToolResult).isError !== true;
+  try {
+    return ((await call) as CallToolResult).isError !== true;
+  } catch {
+    return false;
+  }
 }

@@ -52,7 +52,7 @@ describe("MCP server: tools and the token's scopes", () => {
     );
   });
 
-  it("refuses a tool the token may not use: not listed, and calling it is an error result", async () => {
+  it("refuses a tool the token may not use: not listed, and calling it is the unknown-tool error", async () => {
     const agentId = await createTestAgent();
     const client = await connectMcp(agentId, await mint(agentId, ["memories:read"]));
     const calls = model.calls.length;
@@ -61,9 +61,10 @@ describe("MCP server: tools and the token's scopes", () => {
       ["start_task", { goal: "anything" }],
       ["get_task", { taskId: crypto.randomUUID() }],
     ] as const) {
-      const result = (await client.callTool({ name, arguments: args })) as CallToolResult;
-      expect(result.isError, name).toBe(true);
-      expect(textOf(result), name).toContain(`Tool ${name} not found`);
+      // The spec's protocol error for a tool the server does not have (-32602), as for any name.
+      await expect(client.callTool({ name, arguments: args }), name).rejects.toThrow(
+        `MCP error -32602: Tool ${name} not found`,
+      );
     }
     await expect(client.readResource({ uri: `agent://${agentId}/character` })).rejects.toThrow(
       "not found",

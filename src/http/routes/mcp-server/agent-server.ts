@@ -3,8 +3,8 @@
 // token on this agent are registered, the others are not, so tools/list shows only what the token
 // may call and calling another is the SDK's "not found" tool error. The server's instructions say
 // which tools were left out and why, in the check's words.
-import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
-import { CfWorkerJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/cfworker-provider.js";
+import { McpServer } from "@modelcontextprotocol/server";
+import { CfWorkerJsonSchemaValidator } from "@modelcontextprotocol/server/validators/cf-worker";
 import { type Action, decide } from "../../../runtime/access/index.ts";
 import { CHARACTER_MIME_TYPE, characterUri, readCharacter } from "./character-resource.ts";
 import { chat, ChatInput, ChatOutput } from "./chat-tool.ts";

@@ -1,7 +1,7 @@
 // The agent's character as a read-only MCP resource, `agent://<agentId>/character` (JSON): what
 // GET /agents/:agentId shows of it, so secret values are left out (only their names, in
 // `secretNames`), by the same publicCharacter.
-import type { ReadResourceResult } from "@modelcontextprotocol/sdk/types.js";
+import type { ReadResourceResult } from "@modelcontextprotocol/server";
 import { publicCharacter } from "../../../characters/parse-character.ts";
 import { stores } from "../../../db/stores/index.ts";
 import { authorize } from "../../../runtime/access/index.ts";

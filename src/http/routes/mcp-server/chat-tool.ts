@@ -4,7 +4,7 @@
 // turn id, room, user and usage are the structured content, with the memories the prompt held for
 // a token that may read memories (as over REST).
 import { apiTurnInput, enforcePersonRate, roomRestarted } from "../../api-turn.ts";
-import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import type { CallToolResult } from "@modelcontextprotocol/server";
 import { z } from "zod";
 import { submitTurn } from "../../../objects/conversation/room-client.ts";
 import type { TurnResult } from "../../../objects/conversation/room-types.ts";

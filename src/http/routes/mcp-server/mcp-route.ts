@@ -1,9 +1,11 @@
 // /agents/:agentId/mcp: an MCP server per agent over Streamable HTTP, stateless. The REST API's
 // auth middleware admits the request (bearer token, its rate bucket, any one of the scopes a tool
-// needs, the agent among the token's), then a fresh McpServer and transport built for this token
-// answer the one POST. Stateless, so there is no stream to open with GET and no session to end
+// needs, the agent among the token's), then the SDK's handler answers the one POST with a fresh
+// McpServer built for this token: a 2026-07-28 request (protocol version and client in its own
+// `_meta`, no handshake) on the modern path, a 2025 one (initialize, then requests) by the
+// stateless fallback. Stateless, so there is no stream to open with GET and no session to end
 // with DELETE: both are 405 (the spec's answer for a server that offers neither).
-import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
+import { createMcpHandler } from "@modelcontextprotocol/server";
 import { Hono } from "hono";
 import { AppError, ValidationError } from "../../../runtime/util/errors.ts";
 import type { AppEnv } from "../../app-env.ts";
@@ -12,6 +14,7 @@ import { errorResponse } from "../../errors.ts";
 import { assertAgentExists } from "../../known-agents.ts";
 import { AGENT_ID } from "../../schemas.ts";
 import { createAgentMcpServer } from "./agent-server.ts";
+import { errorField, log } from "../../../log.ts";
 
 export const MCP_SERVER_PATH = "/agents/:agentId/mcp";
 
@@ -37,17 +40,18 @@ export function mcpServerRoutes(): Hono<AppEnv> {
           ),
         );
       }
-      const server = createAgentMcpServer({
+      const context = {
         env: c.env,
         principal: c.get("principal"),
         agentId,
         keepAlive: keepAliveOf(c),
+      };
+      // Built per request: the server it makes is this token's (its tools, its instructions).
+      const handler = createMcpHandler(() => createAgentMcpServer(context), {
+        legacy: "stateless",
+        onerror: (error) => log.warn("mcp_server_refused", { agentId, error: errorField(error) }),
       });
-      const transport = new WebStandardStreamableHTTPServerTransport({
-        sessionIdGenerator: undefined,
-      });
-      await server.connect(transport);
-      return transport.handleRequest(c.req.raw);
+      return handler.fetch(c.req.raw);
     },
   );
   return app;

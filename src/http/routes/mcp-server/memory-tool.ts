@@ -1,7 +1,7 @@
 // The `search_memories` tool: the memory API's search (POST /memories/similar, the runtime's hybrid
 // retrieval) on the URL's agent, under the same rule: a token with a user prefix names one of its
 // users in `userId`, since without one the answer would span every user of the agent.
-import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import type { CallToolResult } from "@modelcontextprotocol/server";
 import { z } from "zod";
 import { authorize } from "../../../runtime/access/index.ts";
 import { EXTERNAL_ID } from "../../schemas.ts";

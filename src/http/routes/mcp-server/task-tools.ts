@@ -3,7 +3,7 @@
 // as its requester), and read back under the task rule of the one check (`task.read`), through
 // the same door as GET /agents/:agentId/tasks/:taskId: a task of another tenant answers exactly as
 // a task that does not exist.
-import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import type { CallToolResult } from "@modelcontextprotocol/server";
 import { z } from "zod";
 import { loadConfig, MODEL_NOT_CONFIGURED_MESSAGE } from "../../../config.ts";
 import { createTask } from "../../../objects/tasks/task-client.ts";

@@ -1,7 +1,7 @@
 // How a tool's failure reaches an MCP host: a tool result with `isError` (MCP's "tool execution
 // error", which the host shows to its model), its text the error's code and message as the REST
 // API would give them. Anything else is logged and reported without internals, as handleError does.
-import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import type { CallToolResult } from "@modelcontextprotocol/server";
 import { errorField, log } from "../../../log.ts";
 import { AppError } from "../../../runtime/util/errors.ts";
 
