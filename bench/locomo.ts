@@ -1,7 +1,8 @@
 // The LoCoMo dev set (../shared/data/locomo-dev.json, CC BY-NC 4.0, evaluation only) for the memory
-// benchmark: conversations as timestamped turns, questions with their evidence turns, and the
-// paper's retrieval metric (recall@k = share of a question's evidence turns in the top k; a question
-// without evidence counts as 1), tallied per category. Pure apart from reading the file.
+// benchmark: conversations as timestamped turns, questions with their evidence turns, the paper's
+// retrieval metric (recall@k = share of a question's evidence turns in the top k; a question
+// without evidence counts as 1) and the session-level one (a session holding evidence among the
+// top k sessions, ranked by their best turn), tallied per category. Pure apart from reading the file.
 import { readFileSync } from "node:fs";
 import { z } from "zod";
 
@@ -165,33 +166,34 @@ export function recallAtK(
 export interface RecallRow {
   category: string;
   questions: number;
-  /** Mean recall per k, in percent, in the order of `ks`. */
+  /** Mean of each column over the category's questions, in percent. */
   recall: number[];
 }
 
-export interface RecallTally {
-  add(category: number, retrieved: readonly string[], evidence: readonly string[]): void;
+/** Per-question values (each 0..1) averaged per category, in percent. */
+export interface CategoryTally {
+  add(category: number, values: readonly number[]): void;
   /** One row per category seen (in category order), then "overall". */
   rows(): RecallRow[];
 }
 
-export function createRecallTally(ks: readonly number[]): RecallTally {
+export function createCategoryTally(width: number): CategoryTally {
   const sums = new Map<number, { n: number; sums: number[] }>();
   const row = (category: string, entries: { n: number; sums: number[] }[]): RecallRow => {
     const n = entries.reduce((a, e) => a + e.n, 0);
     return {
       category,
       questions: n,
-      recall: ks.map((_, i) =>
+      recall: Array.from({ length: width }, (_, i) =>
         n === 0 ? NaN : (100 * entries.reduce((a, e) => a + e.sums[i]!, 0)) / n,
       ),
     };
   };
   return {
-    add(category, retrieved, evidence) {
-      const entry = sums.get(category) ?? { n: 0, sums: ks.map(() => 0) };
+    add(category, values) {
+      const entry = sums.get(category) ?? { n: 0, sums: Array.from({ length: width }, () => 0) };
       entry.n++;
-      for (const [i, k] of ks.entries()) entry.sums[i]! += recallAtK(retrieved, evidence, k);
+      for (let i = 0; i < width; i++) entry.sums[i]! += values[i] ?? 0;
       sums.set(category, entry);
     },
     rows() {
@@ -202,4 +204,55 @@ export function createRecallTally(ks: readonly number[]): RecallTally {
       ];
     },
   };
+}
+
+export interface RecallTally {
+  add(category: number, retrieved: readonly string[], evidence: readonly string[]): void;
+  /** One row per category seen (in category order), then "overall". */
+  rows(): RecallRow[];
+}
+
+/** Turn-level recall@k per category. */
+export function createRecallTally(ks: readonly number[]): RecallTally {
+  const tally = createCategoryTally(ks.length);
+  return {
+    add: (category, retrieved, evidence) =>
+      tally.add(
+        category,
+        ks.map((k) => recallAtK(retrieved, evidence, k)),
+      ),
+    rows: () => tally.rows(),
+  };
+}
+
+/**
+ * Sessions in the order of their best turn in a turn ranking (each session where its first turn
+ * is). `sessionOf` names a retrieved turn's session, or undefined for one it does not know.
+ */
+export function rankSessions(
+  retrieved: readonly string[],
+  sessionOf: (diaId: string) => number | undefined,
+): number[] {
+  const sessions: number[] = [];
+  for (const id of retrieved) {
+    const session = sessionOf(id);
+    if (session !== undefined && !sessions.includes(session)) sessions.push(session);
+  }
+  return sessions;
+}
+
+/**
+ * Session-level recall@k of one question: 1 when any session holding its evidence is among the
+ * first k sessions ("any"), or only when every such session is ("all"); 1 without evidence.
+ */
+export function sessionRecallAtK(
+  ranked: readonly number[],
+  evidenceSessions: readonly number[],
+  k: number,
+  mode: "any" | "all",
+): number {
+  if (evidenceSessions.length === 0) return 1;
+  const top = new Set(ranked.slice(0, k));
+  const found = (s: number) => top.has(s);
+  return (mode === "any" ? evidenceSessions.some(found) : evidenceSessions.every(found)) ? 1 : 0;
 }

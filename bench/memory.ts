@@ -1,16 +1,25 @@
 // `npm run bench:memory [-- --only locomo|scale] [--sizes 10000,100000]`: long-term memory through
 // the real worker in local workerd (offline default stack), over the HTTP API only. (a) LoCoMo:
-// recall@5/10/25 of POST /memories/similar, the runtime's hybrid retrieval, per category; (b) one
-// agent holding 10k, then 100k synthetic memories: ingest rate and query latency.
+// recall@5/10/25 of POST /memories/similar, the runtime's hybrid retrieval, per category and per
+// conversation, turn-level and session-level (`--dump <file>` writes each question's outcome);
+// (b) one agent holding 10k, then 100k synthetic memories: ingest rate and query latency.
 // `--embed-ms N` (LoCoMo only): the worker embeds through the model stand-in's /embeddings
 // (bench/model-server.ts, the same hashed vectors as a semantic embedder would vote them), which
 // answers after N ms, and each search waits for its query's vector at most the default embedding
 // budget of a turn (or `--budget-ms`): recall as a turn retrieves at that embedding latency.
-import { existsSync } from "node:fs";
+import { existsSync, writeFileSync } from "node:fs";
 import { cpus } from "node:os";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { createRecallTally, loadLocomo, type LocomoConversation } from "./locomo.ts";
+import {
+  createCategoryTally,
+  createRecallTally,
+  loadLocomo,
+  rankSessions,
+  recallAtK,
+  sessionRecallAtK,
+  type LocomoConversation,
+} from "./locomo.ts";
 import { markdownTable, summarize, type Cell } from "./stats.ts";
 import { createCorpus } from "./synthetic-memories.ts";
 import { startBenchWorker, type Call } from "./worker-harness.ts";
@@ -26,11 +35,12 @@ const LOCOMO_PATH =
   fileURLToPath(new URL("../../shared/data/locomo-dev.json", import.meta.url));
 const BATCH_SIZE = 500; // the API's MAX_MEMORIES_PER_REQUEST
 const RECALL_KS = [5, 10, 25];
+const SESSION_KS = [5, 10];
 const LOCOMO_LIMIT = 25;
 const SCALE_QUERIES = 200;
 const SCALE_WARMUP = 20;
 const SCALE_LIMIT = 10;
-const HELP = `Usage: npm run bench:memory -- [--only locomo|scale] [--sizes 10000,100000] [--embed-ms N [--budget-ms N]]`;
+const HELP = `Usage: npm run bench:memory -- [--only locomo|scale] [--sizes 10000,100000] [--embed-ms N [--budget-ms N]] [--dump <file.json>]`;
 
 type MemoryInput = Record<string, unknown>;
 
@@ -52,6 +62,7 @@ async function main(): Promise<void> {
           sizes: { type: "string" },
           "embed-ms": { type: "string" },
           "budget-ms": { type: "string" },
+          dump: { type: "string" },
           help: { type: "boolean" },
         },
         strict: true,
@@ -109,7 +120,8 @@ async function main(): Promise<void> {
       console.log(
         `query embeddings through the stand-in's /embeddings after ${embedMs} ms; each search waits at most ${budgetMs} ms for its vector`,
       );
-    if (values.only !== "scale") await locomo(worker.call, embedMs === null ? undefined : budgetMs);
+    if (values.only !== "scale")
+      await locomo(worker.call, embedMs === null ? undefined : budgetMs, values.dump);
     if (values.only !== "locomo" && embedMs === null) await scale(worker.call, sizes);
   } finally {
     await worker.stop();
@@ -118,9 +130,27 @@ async function main(): Promise<void> {
   console.log(`\ndone in ${((performance.now() - started) / 1000).toFixed(0)} s`);
 }
 
-async function locomo(call: Call, budgetMs?: number): Promise<void> {
+/** One question's outcome, as `--dump` writes it (for the leave-one-conversation-out check). */
+interface QuestionOutcome {
+  conversation: string;
+  question: string;
+  evidence: string[];
+  /** The dia_ids retrieved, best first. */
+  retrieved: string[];
+  category: number;
+  /** Turn-level recall at RECALL_KS, then session-level any and all at SESSION_KS. */
+  turn: number[];
+  sessionAny: number[];
+  sessionAll: number[];
+}
+
+async function locomo(call: Call, budgetMs?: number, dump?: string): Promise<void> {
   const conversations = loadLocomo(LOCOMO_PATH);
   const tally = createRecallTally(RECALL_KS);
+  // Session-level: any evidence session in the top k, then all of them.
+  const sessions = createCategoryTally(SESSION_KS.length * 2);
+  const byConversation = new Map<string, ReturnType<typeof createRecallTally>>();
+  const outcomes: QuestionOutcome[] = [];
   const latencies: number[] = [];
   const legs = new Map<string, number[]>();
   let turns = 0;
@@ -133,6 +163,10 @@ async function locomo(call: Call, budgetMs?: number): Promise<void> {
     await createAgent(call, agentId, `LoCoMo ${conversation.id}`);
     const result = await ingestAll(call, agentId, locomoMemories(conversation, agentId));
     turns += conversation.turns.length;
+    const sessionOfTurn = new Map(conversation.turns.map((turn) => [turn.diaId, turn.session]));
+    const sessionOf = (diaId: string) => sessionOfTurn.get(diaId);
+    const ownTally = createRecallTally(RECALL_KS);
+    byConversation.set(conversation.id, ownTally);
     ingest = {
       seconds: ingest.seconds + result.seconds,
       embeddedInline: ingest.embeddedInline + result.embeddedInline,
@@ -159,6 +193,22 @@ async function locomo(call: Call, budgetMs?: number): Promise<void> {
         typeof m.metadata.dia_id === "string" ? m.metadata.dia_id : "",
       );
       tally.add(question.category, retrieved, question.evidence);
+      ownTally.add(question.category, retrieved, question.evidence);
+      const ranked = rankSessions(retrieved, sessionOf);
+      const evidenceSessions = [...new Set(question.evidence.map((id) => sessionOf(id)!))];
+      const any = SESSION_KS.map((k) => sessionRecallAtK(ranked, evidenceSessions, k, "any"));
+      const all = SESSION_KS.map((k) => sessionRecallAtK(ranked, evidenceSessions, k, "all"));
+      sessions.add(question.category, [...any, ...all]);
+      outcomes.push({
+        conversation: conversation.id,
+        question: question.question,
+        evidence: question.evidence,
+        retrieved,
+        category: question.category,
+        turn: RECALL_KS.map((k) => recallAtK(retrieved, question.evidence, k)),
+        sessionAny: any,
+        sessionAll: all,
+      });
       dropped += question.dropped.length;
       if (question.evidence.length === 0) withoutEvidence++;
     }
@@ -187,6 +237,36 @@ async function locomo(call: Call, budgetMs?: number): Promise<void> {
       [0, 0, 1, 1, 1],
     ),
   );
+  console.log(
+    `\n   Session-level recall@k in %: sessions ranked by their best turn in the same 25 results; "any": a`,
+  );
+  console.log(
+    `   session holding the question's evidence is in the top k; "all": every such session is.\n`,
+  );
+  console.log(
+    markdownTable(
+      [
+        "category",
+        "questions",
+        ...SESSION_KS.map((k) => `any R@${k}`),
+        ...SESSION_KS.map((k) => `all R@${k}`),
+      ],
+      sessions.rows().map((row) => [row.category, row.questions, ...row.recall]),
+      [0, 0, ...SESSION_KS.flatMap(() => [1, 1])],
+    ),
+  );
+  console.log(`\n   Turn-level recall@k in % per conversation (the spread across the five):\n`);
+  console.log(
+    markdownTable(
+      ["conversation", "questions", ...RECALL_KS.map((k) => `R@${k}`)],
+      [...byConversation].map(([id, own]) => {
+        const overall = own.rows().at(-1)!;
+        return [id, overall.questions, ...overall.recall];
+      }),
+      [0, 0, 1, 1, 1],
+    ),
+  );
+  if (dump !== undefined) writeFileSync(dump, JSON.stringify(outcomes));
   const lat = summarize(latencies);
   console.log(
     `\ningest: ${turns} memories in ${ingest.seconds.toFixed(1)} s = ${Math.round(turns / ingest.seconds)} memories/s through POST /memories (batches of ${BATCH_SIZE}); ${describeEmbedding(ingest)}`,

@@ -1,13 +1,15 @@
 // Hybrid retrieval over D1 and the vector index: the FTS5 leg and the vector leg run at once and
-// are fused by reciprocal rank (src/runtime/retrieval/fusion.ts). A memory not embedded yet is still found by
-// its text; a vector index that fails or no longer fits the embedder degrades the search to text
-// alone (logged) instead of failing the turn. Message hits bring their neighbouring messages.
+// are fused by rank and BM25 score (src/runtime/retrieval/fusion.ts), then re-ranked by what the
+// rows say (rerank.ts: conversation, named speaker, named month). A memory not embedded yet is
+// still found by its text; a vector index that fails or no longer fits the embedder degrades the
+// search to text alone (logged) instead of failing the turn. Message hits bring their neighbours.
 // The full-text statement returns its hits' rows and their neighbours; a local vector index ranks
 // what it holds at once, so those hits' rows are read in the same round trip as its catch-up.
 // Rows the fusion needs beyond these are read after, in one more batch. Scoped to one agent.
 import { and, eq, inArray, sql } from "drizzle-orm";
 import { SQLiteAsyncDialect } from "drizzle-orm/sqlite-core";
 import { dedupeByText, fuseRankings, type FusedHit } from "../runtime/retrieval/fusion.ts";
+import { rerankHits, rerankResults } from "../runtime/retrieval/rerank.ts";
 import type { Memory } from "../runtime/ports/memory.ts";
 import type {
   MemoryRetriever,
@@ -258,7 +260,7 @@ async function assemble(
   reader: RowReader,
   index: VectorIndex | null,
   query: RetrievalQuery,
-  text: Read & { hits: Array<{ id: string }> },
+  text: Read & { hits: Array<{ id: string; score: number }> },
   vectorHits: VectorMatch[],
   vectorWeight: number,
 ): Promise<RetrievedMemory[]> {
@@ -306,9 +308,9 @@ async function assemble(
 }
 
 /**
- * The results, if the rows read so far decide them; else the rows and neighbourhoods still needed.
- * Results come from the fused hits up to the first one not read yet; the hits after it score no
- * more than it, so once the `limit`-th result beats that score nothing unread can change the list.
+ * The results, once every fused hit's row has been read (assemble's first batch reads them all);
+ * else the rows and neighbourhoods still needed. Re-ranking weighs each hit by the others of its
+ * conversation (rerank.ts), so no result is decided on a partial read.
  */
 function settle(
   fused: FusedHit[],
@@ -316,15 +318,11 @@ function settle(
   around: Map<string, Loaded[]>,
   query: RetrievalQuery,
 ): { results: RetrievedMemory[] } | { need: { rows: string[]; around: string[] } } {
+  const unread = fused.filter((hit) => !rows.has(hit.id)).map((hit) => hit.id);
+  if (unread.length > 0) return { need: { rows: unread, around: [] } };
   const results: RetrievedMemory[] = [];
-  let next = fused.length;
-  for (let i = 0; i < fused.length; i++) {
-    const hit = fused[i]!;
-    const found = rows.get(hit.id);
-    if (!found) {
-      next = i;
-      break;
-    }
+  for (const hit of fused) {
+    const found = rows.get(hit.id)!;
     // Gone, or outside the filter (shared facts, a lagging index's metadata).
     if (
       found === GONE ||
@@ -341,22 +339,14 @@ function settle(
       embedded,
     });
   }
-  const unread = fused.slice(next);
-  const readMore = (count: number) => ({
-    need: { rows: unread.slice(0, count).map((hit) => hit.id), around: [] as string[] },
-  });
-  if (unread.length > 0 && results.length < query.limit) return readMore(query.limit);
-  const seeds = neighbourSeeds(query, results);
+  const ranked = rerankHits(results);
+  const seeds = neighbourSeeds(query, ranked);
   const missing = seeds.filter((seed) => !around.has(seed.memory.id)).map((seed) => seed.memory.id);
   if (missing.length > 0) return { need: { rows: [], around: missing } };
-  const expanded = withNeighbours(query, results, seeds, around, unread);
-  const final = dedupeByText(expanded, (r) => r.memory.content.text).slice(0, query.limit);
-  if (
-    unread.length > 0 &&
-    (final.length < query.limit || final[query.limit - 1]!.score <= unread[0]!.score)
-  )
-    return readMore(query.limit);
-  return { results: final };
+  const expanded = rerankResults(withNeighbours(query, ranked, seeds, around), query.text);
+  return {
+    results: dedupeByText(expanded, (r) => r.memory.content.text).slice(0, query.limit),
+  };
 }
 
 /**
@@ -383,14 +373,9 @@ function withNeighbours(
   results: RetrievedMemory[],
   seeds: RetrievedMemory[],
   around: Map<string, Loaded[]>,
-  later: FusedHit[],
 ): RetrievedMemory[] {
   if (seeds.length === 0) return results;
   const byId = new Map(results.map((hit) => [hit.memory.id, hit]));
-  // A neighbour that is itself a fused hit past the ones read: a result of its own, placed (for
-  // equal scores) where reading every row would have put it, after the read results.
-  const laterIndex = new Map(later.map((hit, i) => [hit.id, i]));
-  const promoted = new Map<string, number>();
   const added = new Map<string, RetrievedMemory>();
   for (const seed of seeds) {
     const score = seed.score * NEIGHBOUR_DECAY;
@@ -398,20 +383,7 @@ function withNeighbours(
       const { embedded, ...memory } = neighbour;
       if (!matchesFilter(memory, query)) continue;
       const id = memory.id;
-      let known = byId.get(id) ?? added.get(id);
-      const i = laterIndex.get(id);
-      if (!known && i !== undefined && passesThreshold(query, later[i]!, embedded)) {
-        const hit = later[i]!;
-        known = {
-          memory,
-          score: hit.score,
-          similarity: hit.similarity,
-          matchedBy: hit.matchedBy,
-          embedded,
-        };
-        promoted.set(id, i);
-        byId.set(id, known);
-      }
+      const known = byId.get(id) ?? added.get(id);
       const upgraded = !known
         ? { memory, score, similarity: null, matchedBy: ["neighbour" as const], embedded }
         : known.score < score
@@ -421,12 +393,8 @@ function withNeighbours(
       else added.set(id, upgraded);
     }
   }
-  const read = [...byId.values()].filter((hit) => !promoted.has(hit.memory.id));
-  const fromLater = [...promoted.keys()]
-    .sort((a, b) => promoted.get(a)! - promoted.get(b)!)
-    .map((id) => byId.get(id)!);
   // Stable: equal scores keep the fused order.
-  return [...read, ...fromLater, ...added.values()].sort((a, b) => b.score - a.score);
+  return [...byId.values(), ...added.values()].sort((a, b) => b.score - a.score);
 }
 
 /** The similarity threshold: a vector match must reach it; a text-only match passes unless embedded. */

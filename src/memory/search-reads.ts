@@ -31,8 +31,8 @@ export async function readText(
   reader: RowReader,
   query: RetrievalQuery,
   seeds: number,
-): Promise<Read & { hits: Array<{ id: string }> }> {
-  const read: Read & { hits: Array<{ id: string }> } = {
+): Promise<Read & { hits: Array<{ id: string; score: number }> }> {
+  const read: Read & { hits: Array<{ id: string; score: number }> } = {
     hits: [],
     rows: new Map(),
     around: new Map(),
@@ -50,7 +50,7 @@ export async function readText(
     } else neighbours.push({ seedId: raw.seed_id as string, memory: row });
   }
   // BM25 is lower for better matches; equal scores keep the statement's order.
-  read.hits = scored.sort((a, b) => a.score - b.score).map(({ id }) => ({ id }));
+  read.hits = scored.sort((a, b) => a.score - b.score);
   const found = adjacentFromRows(query.agentId, neighbours);
   for (const { id } of read.hits.slice(0, seeds)) read.around.set(id, found.get(id) ?? []);
   return read;

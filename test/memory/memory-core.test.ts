@@ -97,6 +97,22 @@ describe("rank fusion", () => {
     expect(light.map((h) => h.id)).toEqual(["a", "c"]);
   });
 
+  it("gives a weak text match half the vote of the best one, not nearly all of it by rank", () => {
+    // BM25 from FTS5: negative, lower is better.
+    const text = [
+      { id: "best", score: -10 },
+      { id: "weak", score: -1 },
+    ];
+    const score = (hits: Array<{ id: string; score: number }>, id: string) =>
+      hits.find((h) => h.id === id)!.score;
+    const fused = fuseRankings(text, []);
+    const byRank = fuseRankings(text, [], { textScoreShare: 0 });
+    expect(score(byRank, "weak") / score(byRank, "best")).toBeGreaterThan(0.95);
+    expect(score(fused, "weak") / score(fused, "best")).toBeLessThan(0.6);
+    expect(fused.map((h) => h.id)).toEqual(["best", "weak"]);
+    expect(fused.every((h) => h.score > 0 && h.score <= 1)).toBe(true);
+  });
+
   it("collapses texts that differ only in case, spacing or punctuation", () => {
     expect(dedupeByText(["Hello there!", "hello   there", "Bye"], (t) => t)).toEqual([
       "Hello there!",

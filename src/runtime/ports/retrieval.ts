@@ -26,7 +26,7 @@ export interface RetrievalQuery {
 
 export interface RetrievedMemory {
   memory: Memory;
-  /** Fused rank score, 0..1 (1 = first by both text and vector). */
+  /** Fused and re-ranked score, 0..1 (src/runtime/retrieval/fusion.ts, rerank.ts). */
   score: number;
   /** Cosine similarity to the query, when the vector leg found it. */
   similarity: number | null;
