@@ -23,6 +23,7 @@ export const NODE_TIER_FILES = [
   "test/http/openai-chat-response.test.ts",
   "test/http/turn-body.test.ts",
   "test/mcp/mcp-core.test.ts",
+  "test/mcp/oauth-client.test.ts",
   "test/media/validate.test.ts",
   "test/memory/rows.test.ts",
   "test/model/model-client.test.ts",

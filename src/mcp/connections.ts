@@ -27,7 +27,11 @@ import type {
 } from "../runtime/ports/tools.ts";
 import type { McpCredentialStore } from "../db/stores/mcp-credential-store.ts";
 import { namespacedToolNames } from "./names.ts";
-import { AgentOAuthProvider, TOKEN_REFRESH_MARGIN_MS } from "./oauth-provider.ts";
+import {
+  type AgentOAuthProvider,
+  loadProvider,
+  TOKEN_REFRESH_MARGIN_MS,
+} from "./oauth-provider.ts";
 import { secretRefusal, type McpServerEntry } from "./registry.ts";
 import { describeRemoteError } from "./remote-errors.ts";
 import { toolFailure, toToolOutput } from "./results.ts";
@@ -63,8 +67,12 @@ export interface McpConnectionOptions {
   credentials: McpCredentialStore | null;
   /** Where OAuth consent returns (PUBLIC_BASE_URL/oauth/callback); null when unknown. */
   redirectUrl: string | null;
-  /** Reads a worker secret by name (bearer auth). */
+  /** The worker's Client ID Metadata Document URL (client-metadata.ts); null when none. */
+  clientMetadataUrl: string | null;
+  /** Reads a worker secret by name (bearer auth, a pre-registered OAuth client's secret). */
   secret: (name: string) => string | undefined;
+  /** The origins mcp-servers.json lets a secret go to. */
+  secretOrigins: (name: string) => ReadonlySet<string>;
   now: () => number;
   connectTimeoutMs?: number;
 }
@@ -290,6 +298,16 @@ export class McpConnections implements ToolHost {
             provider.pendingAuthUrl ?? undefined,
           );
         }
+        if (provider.stepUpPending) {
+          // Connecting again with the same tokens would meet the same refusal and start another
+          // authorization, voiding the link a person may be about to follow.
+          return this.setStatus(
+            connection,
+            "authenticating",
+            "the server asks for more access (scope); waiting for someone to authorize it",
+            provider.pendingAuthUrl ?? undefined,
+          );
+        }
         const expiresAt = provider.tokenExpiresAt;
         if (expiresAt !== null && expiresAt - this.options.now() < TOKEN_REFRESH_MARGIN_MS) {
           // Refresh ahead of time (auth() uses the refresh token when there is one).
@@ -378,14 +396,14 @@ export class McpConnections implements ToolHost {
   }
 
   private async oauthProvider(entry: McpServerEntry): Promise<AgentOAuthProvider | undefined> {
-    const { credentials, redirectUrl } = this.options;
+    const { credentials } = this.options;
     if (!credentials || entry.config.auth.type !== "oauth") return undefined;
-    return AgentOAuthProvider.load(credentials, this.options.agentId, entry.name, {
-      redirectUrl,
-      scopes: entry.config.auth.scopes ?? [],
-      clientName: `edge-agents (${this.options.agentId})`,
-      now: this.options.now,
-    });
+    return loadProvider(
+      { ...this.options, credentials },
+      this.options.agentId,
+      entry,
+      this.options.now,
+    );
   }
 
   private markNotReady(connection: Connection, error: unknown): void {

@@ -14,6 +14,7 @@ import type {
   OAuthTokens,
 } from "@modelcontextprotocol/sdk/shared/auth.js";
 import { ConflictError, NotConfiguredError, ValidationError } from "../runtime/util/errors.ts";
+import type { McpServerEntry } from "./registry.ts";
 import { sha256Hex, toBase64Url } from "../runtime/util/hashing.ts";
 import type { McpCredentialRow, McpCredentialStore } from "../db/stores/mcp-credential-store.ts";
 
@@ -27,11 +28,75 @@ const LEASE_POLL_MS = 100;
 /** Waiting rooms give up after this many polls (a lease always ends within REFRESH_LEASE_MS). */
 const MAX_LEASE_POLLS = Math.ceil((2 * REFRESH_LEASE_MS) / LEASE_POLL_MS);
 
+/** Credentials registered beforehand (the server entry's `auth.client`), secret resolved. */
+export interface PreRegisteredClient {
+  clientId: string;
+  secret?: {
+    name: string;
+    /** Undefined when the worker secret is not set. */
+    value: string | undefined;
+    /** The origins mcp-servers.json lets it go to: the token endpoint must be one of them. */
+    origins: ReadonlySet<string>;
+  };
+}
+
+/** What every place that opens an agent's OAuth credentials for a server knows. */
+export interface ProviderSource {
+  credentials: McpCredentialStore;
+  redirectUrl: string | null;
+  clientMetadataUrl: string | null;
+  secret(name: string): string | undefined;
+  secretOrigins(name: string): ReadonlySet<string>;
+}
+
+/** The provider for one agent and one OAuth server (the rooms, the overview, the callback). */
+export function loadProvider(
+  source: ProviderSource,
+  agentId: string,
+  entry: McpServerEntry,
+  now: () => number,
+): Promise<AgentOAuthProvider> {
+  const auth = entry.config.auth.type === "oauth" ? entry.config.auth : null;
+  const client = auth?.client;
+  const secretName = client?.secret;
+  return AgentOAuthProvider.load(source.credentials, agentId, entry.name, {
+    redirectUrl: source.redirectUrl,
+    clientMetadataUrl: source.clientMetadataUrl,
+    scopes: auth?.scopes ?? [],
+    clientName: `edge-agents (${agentId})`,
+    now,
+    ...(client
+      ? {
+          preRegistered: {
+            clientId: client.id,
+            ...(secretName
+              ? {
+                  secret: {
+                    name: secretName,
+                    value: source.secret(secretName),
+                    origins: source.secretOrigins(secretName),
+                  },
+                }
+              : {}),
+          },
+        }
+      : {}),
+  });
+}
+
 export interface ProviderOptions {
   /** PUBLIC_BASE_URL/oauth/callback (or the request's origin); a flow in progress keeps its own. */
   redirectUrl: string | null;
+  /**
+   * The worker's Client ID Metadata Document URL (client-metadata.ts): the SDK uses it as the
+   * client_id where the authorization server advertises `client_id_metadata_document_supported`,
+   * and registers (RFC 7591) elsewhere. Null without an https PUBLIC_BASE_URL.
+   */
+  clientMetadataUrl: string | null;
   scopes: readonly string[];
   clientName: string;
+  /** Used instead of a registration or a metadata document when the server entry has one. */
+  preRegistered?: PreRegisteredClient;
   now: () => number;
 }
 
@@ -92,6 +157,10 @@ export class AgentOAuthProvider implements OAuthClientProvider {
     };
   }
 
+  get clientMetadataUrl(): string | undefined {
+    return this.options.clientMetadataUrl ?? undefined;
+  }
+
   get tokenExpiresAt(): number | null {
     return this.row.tokenExpiresAt;
   }
@@ -103,6 +172,14 @@ export class AgentOAuthProvider implements OAuthClientProvider {
   /** The pending consent link's state has expired (or there is none). */
   get authorizationExpired(): boolean {
     return this.row.stateExpiresAt === null || this.row.stateExpiresAt <= this.options.now();
+  }
+
+  /**
+   * A consent link is pending beside tokens: a server refused them for want of scope (403
+   * insufficient_scope, a step-up) and a person must grant more before they are used again.
+   */
+  get stepUpPending(): boolean {
+    return this.hasTokens() && !!this.row.data.authUrl && !this.authorizationExpired;
   }
 
   hasTokens(): boolean {
@@ -119,10 +196,39 @@ export class AgentOAuthProvider implements OAuthClientProvider {
   }
 
   clientInformation(): OAuthClientInformationMixed | undefined {
-    return this.row.data.clientInformation;
+    const pre = this.options.preRegistered;
+    return pre ? this.preRegisteredInformation(pre) : this.row.data.clientInformation;
+  }
+
+  /**
+   * Pre-registered credentials for the authorization server discovery just found (auth() saves
+   * the discovery before it asks). They are never stored; the secret goes out only when that
+   * server's token endpoint is at an origin mcp-servers.json declares for it.
+   */
+  private preRegisteredInformation(pre: PreRegisteredClient): OAuthClientInformationMixed {
+    const discovery = this.row.data.discovery;
+    const issuer = discovery?.authorizationServerUrl;
+    const stamp = issuer ? { issuer } : {};
+    if (!pre.secret) return { client_id: pre.clientId, ...stamp };
+    const { name, value, origins } = pre.secret;
+    if (!value)
+      throw new NotConfiguredError(`the secret ${name} is not set (wrangler secret put ${name})`);
+    const endpoint =
+      discovery?.authorizationServerMetadata?.token_endpoint ??
+      (issuer ? new URL("/token", issuer).href : undefined);
+    const origin = endpoint ? new URL(endpoint).origin : null;
+    if (!origin || !origins.has(origin)) {
+      const declared = origins.size > 0 ? [...origins].sort().join(", ") : "none is declared";
+      throw new ValidationError(
+        `${name} may only be sent to the origins declared for it in mcp-servers.json (secretOrigins): ${declared}; not to ${origin ?? "an unknown token endpoint"}`,
+      );
+    }
+    return { client_id: pre.clientId, client_secret: value, ...stamp };
   }
 
   async saveClientInformation(information: OAuthClientInformationMixed): Promise<void> {
+    // Pre-registered credentials come from the server entry each time; a secret is never stored.
+    if (this.options.preRegistered) return;
     this.row.data.clientInformation = information;
     await this.persist();
   }

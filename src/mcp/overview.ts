@@ -3,14 +3,12 @@
 // connection from the worker (rooms keep their own); an OAuth server without tokens gets a
 // consent link, reusing one still pending or starting a new authorization. A failure says what
 // failed (and the HTTP status), never what a remote server answered.
-import { auth } from "@modelcontextprotocol/sdk/client/auth.js";
-import { assertSafeServerUrl } from "../net/url-safety.ts";
-import { AppError, NotConfiguredError } from "../runtime/util/errors.ts";
 import { McpConnections, type ServerState } from "./connections.ts";
-import { AgentOAuthProvider } from "./oauth-provider.ts";
+import { beginAuthorization } from "./consent.ts";
+import { loadProvider } from "./oauth-provider.ts";
 import type { McpPlatform } from "./platform.ts";
 import type { McpServerEntry } from "./registry.ts";
-import { describeRemoteError, traceResponses } from "./remote-errors.ts";
+import { describeRemoteError } from "./remote-errors.ts";
 
 export interface ServerOverview {
   name: string;
@@ -93,16 +91,18 @@ async function baseOverview(
       state: "failed",
       error: "OAuth servers need SECRETS_KEY, which encrypts their tokens",
     };
-  const provider = await AgentOAuthProvider.load(platform.credentials, agentId, entry.name, {
-    redirectUrl: platform.redirectUrl,
-    scopes: entry.config.auth.scopes ?? [],
-    clientName: `edge-agents (${agentId})`,
-    now: options.now,
-  });
-  if (provider.hasTokens()) return overview;
+  const provider = await loadProvider(
+    { ...platform, credentials: platform.credentials },
+    agentId,
+    entry,
+    options.now,
+  );
   const pending = provider.pendingAuthUrl;
+  // A pending link beside tokens is a step-up: the server asked a room for more scope (403
+  // insufficient_scope) and only a person's consent gives it.
   if (pending && !provider.authorizationExpired)
     return { ...overview, state: "authenticating", authUrl: pending };
+  if (provider.hasTokens()) return overview;
   if (!options.startAuthorization)
     return { ...overview, state: "authenticating", error: "not authorized yet" };
   try {
@@ -115,25 +115,4 @@ async function baseOverview(
       error: `could not start the authorization: ${describeRemoteError(error)}`,
     };
   }
-}
-
-/** Discovery, registration and a PKCE authorization request; returns the consent URL (null if already authorized). */
-export async function beginAuthorization(
-  platform: McpPlatform,
-  entry: McpServerEntry,
-  provider: AgentOAuthProvider,
-): Promise<string | null> {
-  if (!provider.canRedirect)
-    throw new NotConfiguredError("no OAuth callback URL is known: set PUBLIC_BASE_URL");
-  const url = await assertSafeServerUrl(entry.config.url, platform.urlPolicy);
-  const trace = traceResponses(platform.oauthFetch);
-  let result: Awaited<ReturnType<typeof auth>>;
-  try {
-    result = await auth(provider, { serverUrl: url, fetchFn: trace.fetch });
-  } catch (error) {
-    throw new AppError("upstream", 502, describeRemoteError(error, trace));
-  }
-  return result === "REDIRECT"
-    ? (provider.authorizationUrl?.toString() ?? provider.pendingAuthUrl)
-    : null;
 }

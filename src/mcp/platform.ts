@@ -11,8 +11,8 @@ import type { UrlPolicy } from "../net/url-safety.ts";
 import type { AgentServerStore } from "../db/stores/agent-server-store.ts";
 import type { McpCredentialStore } from "../db/stores/mcp-credential-store.ts";
 import { stores } from "../db/stores/index.ts";
-
-export const OAUTH_CALLBACK_PATH = "/oauth/callback";
+import { clientMetadataUrl, OAUTH_CALLBACK_PATH } from "./client-metadata.ts";
+import { secretOrigins } from "./registry.ts";
 
 export interface McpPlatform {
   servers: AgentServerStore;
@@ -21,7 +21,11 @@ export interface McpPlatform {
   urlPolicy: UrlPolicy;
   /** null when PUBLIC_BASE_URL is unset and no request origin was given. */
   redirectUrl: string | null;
+  /** The worker's Client ID Metadata Document URL (its client_id); null unless https. */
+  clientMetadataUrl: string | null;
   secret(name: string): string | undefined;
+  /** The origins mcp-servers.json lets a secret go to. */
+  secretOrigins(name: string): ReadonlySet<string>;
   /** The transports' fetch (guarded, OUTBOUND_CAPS.mcp). */
   fetch: typeof fetch;
   /** OAuth discovery, registration, code exchange and refresh (guarded, OUTBOUND_CAPS.oauth). */
@@ -38,10 +42,13 @@ export function mcpPlatform(env: Env, requestOrigin?: string): McpPlatform {
     credentials: stores(env).mcpCredentials,
     urlPolicy: policy,
     redirectUrl: base ? new URL(OAUTH_CALLBACK_PATH, base).toString() : null,
+    // PUBLIC_BASE_URL only, never a request's origin: the document's URL is the client's identity.
+    clientMetadataUrl: clientMetadataUrl(config.publicBaseUrl),
     secret: (name) => {
       const value = (env as unknown as Record<string, unknown>)[name];
       return typeof value === "string" && value.length > 0 ? value : undefined;
     },
+    secretOrigins: (name) => secretOrigins(name),
     fetch: createGuardedFetch({ fetch: network, policy, caps: OUTBOUND_CAPS.mcp }),
     oauthFetch: createGuardedFetch({ fetch: network, policy, caps: OUTBOUND_CAPS.oauth }),
   };

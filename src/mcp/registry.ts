@@ -44,6 +44,20 @@ export const McpAuth = z.discriminatedUnion("type", [
       .array(z.string().regex(/^[\x21-\x7e]{1,100}$/))
       .max(20)
       .optional(),
+    /**
+     * Credentials registered with the server's authorization server beforehand, for one that
+     * neither registers clients (RFC 7591) nor takes metadata documents. The secret is a worker
+     * secret's name, sent only to a token endpoint at an origin declared for it (secretOrigins).
+     */
+    client: z
+      .strictObject({
+        id: z.string().regex(/^[\x21-\x7e]{1,200}$/, "printable ASCII, 1-200 characters"),
+        secret: z
+          .string()
+          .regex(SECRET_NAME, "the name of a worker secret starting with MCP_, not the secret")
+          .optional(),
+      })
+      .optional(),
   }),
 ]);
 
@@ -143,6 +157,11 @@ export function parseRegistry(file: unknown): Registry {
 export function loadRegistry(): Registry {
   registry ??= parseRegistry(registryFile);
   return registry;
+}
+
+/** The origins mcp-servers.json lets a worker secret go to (none when it declares none). */
+export function secretOrigins(name: string, from: Registry = loadRegistry()): ReadonlySet<string> {
+  return from.secretOrigins.get(name) ?? new Set<string>();
 }
 
 export function registryServers(): Map<string, McpServerConfig> {

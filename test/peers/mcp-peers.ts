@@ -138,7 +138,7 @@ function plainServer(calls: Map<string, number>): McpServer {
 }
 
 /** Stateless Streamable HTTP: a fresh server and transport per request, as the SDK documents. */
-async function handleMcp(
+export async function handleMcp(
   build: () => McpServer,
   req: IncomingMessage & { auth?: AuthInfo },
   res: ServerResponse,
@@ -170,7 +170,7 @@ interface StoredToken {
 }
 
 /** An authorization server that approves at once, with expiring access tokens and rotating refresh tokens. */
-class PeerAuthProvider implements OAuthServerProvider {
+export class PeerAuthProvider implements OAuthServerProvider {
   readonly counts = { registrations: 0, authorizations: 0, codeExchanges: 0, refreshes: 0 };
   accessTtlSeconds = 3600;
   private readonly clients = new Map<string, OAuthClientInformationFull>();
@@ -304,7 +304,7 @@ class PeerAuthProvider implements OAuthServerProvider {
   }
 }
 
-async function listen(server: Server, port = 0): Promise<number> {
+export async function listen(server: Server, port = 0): Promise<number> {
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(port, "127.0.0.1", () => resolve());
@@ -312,12 +312,12 @@ async function listen(server: Server, port = 0): Promise<number> {
   return (server.address() as AddressInfo).port;
 }
 
-function closeServer(server: Server, sockets: Set<Socket>): Promise<void> {
+export function closeServer(server: Server, sockets: Set<Socket>): Promise<void> {
   for (const socket of sockets) socket.destroy();
   return new Promise((resolve) => server.close(() => resolve()));
 }
 
-function tracked(server: Server): Set<Socket> {
+export function tracked(server: Server): Set<Socket> {
   const sockets = new Set<Socket>();
   server.on("connection", (socket) => {
     sockets.add(socket);

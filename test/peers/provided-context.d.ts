@@ -10,6 +10,10 @@ declare module "vitest" {
       oauthUrl: string;
       authServerUrl: string;
       controlUrl: string;
+      /** An authorization server that takes Client ID Metadata Documents only (mcp-cimd-peer.ts). */
+      cimd: { url: string; authServerUrl: string; controlUrl: string };
+      /** v2 SDK servers (mcp-v2-peers.ts): 2026-07-28 and 2025-11-25, or 2026-07-28 only. */
+      v2: { bothUrl: string; modernUrl: string };
     };
     gatewayPeer: { url: string; controlUrl: string };
     /** A second Gateway stand-in for the sharded bot (test/gateway/sharding.spec.ts). */

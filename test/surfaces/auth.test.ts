@@ -426,6 +426,8 @@ describe("API tokens and scopes", () => {
       "GET /health",
       "GET /media/{key}",
       "GET /oauth/callback",
+      // The worker's OAuth Client ID Metadata Document: public by design (its URL is the client_id).
+      "GET /oauth/client-metadata.json",
       "POST /discord/interactions",
       // Authenticated by Slack's request signature (SLACK_SIGNING_SECRET), not a bearer token.
       "POST /slack/commands",

@@ -4,18 +4,20 @@
 // in D1 for every room of the agent, and the server is connected once to confirm. A browser gets
 // a small page; other clients get JSON. Nothing secret is ever shown, nor what the authorization
 // server answered. `iss` is checked (RFC 9207) against the server the flow was started with.
-import { auth } from "@modelcontextprotocol/sdk/client/auth.js";
+// GET /oauth/client-metadata.json: the worker's Client ID Metadata Document
+// (src/mcp/client-metadata.ts), public: its URL is the client_id.
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
-import { sha256Hex } from "../../runtime/util/hashing.ts";
-import { AgentOAuthProvider } from "../../mcp/oauth-provider.ts";
+import { completeAuthorization } from "../../mcp/consent.ts";
 import { describeServers } from "../../mcp/overview.ts";
-import { mcpPlatform, OAUTH_CALLBACK_PATH } from "../../mcp/platform.ts";
-import { findServer } from "../../mcp/registry.ts";
-import { describeRemoteError, traceResponses } from "../../mcp/remote-errors.ts";
-import type { McpAuthData } from "../../db/stores/mcp-credential-store.ts";
-import { assertSafeServerUrl } from "../../net/url-safety.ts";
-import { AppError, NotConfiguredError, ValidationError } from "../../runtime/util/errors.ts";
+import {
+  CLIENT_METADATA_PATH,
+  clientMetadataDocument,
+  OAUTH_CALLBACK_PATH,
+} from "../../mcp/client-metadata.ts";
+import { mcpPlatform } from "../../mcp/platform.ts";
+import { loadConfig } from "../../config.ts";
+import { AppError, NotFoundError } from "../../runtime/util/errors.ts";
 import type { AppEnv } from "../app-env.ts";
 import { errorBody } from "../errors.ts";
 import { errorContent } from "../schemas.ts";
@@ -56,49 +58,9 @@ export function oauthRoutes(): OpenAPIHono<AppEnv> {
       try {
         const query = CallbackQuery.safeParse(c.req.query());
         if (!query.success) throw validationError("query", query.error.issues);
-        const { state, code, error, error_description: description, iss } = query.data;
         const platform = mcpPlatform(c.env, new URL(c.req.url).origin);
-        if (!platform.credentials)
-          throw new NotConfiguredError("SECRETS_KEY is not set, so no authorization can be stored");
-        const row = await platform.credentials.findByStateHash(await sha256Hex(state));
-        if (!row || row.stateExpiresAt === null || row.stateExpiresAt <= Date.now()) {
-          throw new ValidationError(
-            "this authorization link is unknown or has expired (links last 15 minutes); start again from the agent's tools",
-          );
-        }
-        // Before anything else, for an error answer too: a response from another server is not ours to act on.
-        assertIssuer(row.data, iss);
-        if (error)
-          throw new ValidationError(
-            `the authorization was not given: ${error}${description ? ` (${description})` : ""}`,
-          );
-        if (!code) throw new ValidationError("the callback has neither a code nor an error");
-        const entry = findServer(row.server, await platform.servers.list(row.agentId));
-        if (entry.config.auth.type !== "oauth")
-          throw new ValidationError(`the MCP server "${row.server}" no longer uses OAuth`);
-        const provider = await AgentOAuthProvider.load(
-          platform.credentials,
-          row.agentId,
-          row.server,
-          {
-            redirectUrl: platform.redirectUrl,
-            scopes: entry.config.auth.scopes ?? [],
-            clientName: `edge-agents (${row.agentId})`,
-            now: Date.now,
-          },
-        );
-        const url = await assertSafeServerUrl(entry.config.url, platform.urlPolicy);
-        const trace = traceResponses(platform.oauthFetch);
-        try {
-          await auth(provider, { serverUrl: url, authorizationCode: code, fetchFn: trace.fetch });
-        } catch (exchangeError) {
-          throw new AppError(
-            "upstream",
-            400,
-            `the code could not be exchanged for tokens: ${describeRemoteError(exchangeError, trace)}`,
-          );
-        }
-        const [view] = await describeServers(platform, row.agentId, [entry], {
+        const { agentId, entry } = await completeAuthorization(platform, query.data, Date.now);
+        const [view] = await describeServers(platform, agentId, [entry], {
           probe: true,
           startAuthorization: false,
           now: Date.now,
@@ -106,12 +68,12 @@ export function oauthRoutes(): OpenAPIHono<AppEnv> {
         const tools = view?.tools.length ?? 0;
         const summary =
           view?.state === "ready"
-            ? `The agent ${row.agentId} can now use ${row.server} (${tools} tool${tools === 1 ? "" : "s"}).`
-            : `Authorized, but ${row.server} could not be reached just now (${view?.error ?? "unknown"}); the agent will retry.`;
+            ? `The agent ${agentId} can now use ${entry.name} (${tools} tool${tools === 1 ? "" : "s"}).`
+            : `Authorized, but ${entry.name} could not be reached just now (${view?.error ?? "unknown"}); the agent will retry.`;
         return respond(
           c,
           200,
-          { agentId: row.agentId, server: row.server, state: view?.state ?? "unknown", tools },
+          { agentId, server: entry.name, state: view?.state ?? "unknown", tools },
           "Connected",
           summary,
         );
@@ -136,32 +98,33 @@ export function oauthRoutes(): OpenAPIHono<AppEnv> {
       }
     },
   );
+  app.openapi(
+    createRoute({
+      method: "get",
+      path: CLIENT_METADATA_PATH,
+      summary:
+        "The worker's OAuth Client ID Metadata Document, its client_id for MCP servers' authorization servers",
+      responses: {
+        200: {
+          description: "The document (its URL is the client_id)",
+          content: { "application/json": { schema: z.record(z.string(), z.unknown()) } },
+        },
+        404: errorContent("PUBLIC_BASE_URL is not an https URL, so there is no stable client_id"),
+      },
+    }),
+    (c) => {
+      const base = loadConfig(c.env).publicBaseUrl;
+      const document = base ? clientMetadataDocument(base) : null;
+      if (!document)
+        throw new NotFoundError(
+          "no client metadata document: PUBLIC_BASE_URL is not set to an https URL",
+        );
+      // Authorization servers fetch it when they first see the client_id and may cache it.
+      c.header("Cache-Control", "public, max-age=3600");
+      return c.json(document, 200);
+    },
+  );
   return app;
-}
-
-/**
- * RFC 9207: `iss`, when sent, must be the issuer of the authorization server the flow was started
- * with (its metadata's `issuer`, compared as a plain string); a server whose metadata says
- * `authorization_response_iss_parameter_supported` must send it. Otherwise no code is exchanged.
- */
-function assertIssuer(data: McpAuthData, iss: string | undefined): void {
-  const metadata = data.discovery?.authorizationServerMetadata;
-  const expected = metadata?.issuer ?? data.discovery?.authorizationServerUrl;
-  if (iss === undefined) {
-    const promised =
-      (metadata as { authorization_response_iss_parameter_supported?: unknown } | undefined)
-        ?.authorization_response_iss_parameter_supported === true;
-    if (promised)
-      throw new ValidationError(
-        "the callback came without iss, which this authorization server promises to send (RFC 9207); no code was exchanged",
-      );
-    return;
-  }
-  if (!expected || iss !== expected) {
-    throw new ValidationError(
-      "the callback's iss does not match the authorization server this authorization was started with (RFC 9207); no code was exchanged",
-    );
-  }
 }
 
 function respond(

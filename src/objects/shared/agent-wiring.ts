@@ -177,7 +177,9 @@ export async function createRoomRuntime(
     urlPolicy: platform.urlPolicy,
     credentials: platform.credentials,
     redirectUrl: platform.redirectUrl,
+    clientMetadataUrl: platform.clientMetadataUrl,
     secret: platform.secret,
+    secretOrigins: platform.secretOrigins,
     now: () => Date.now(),
   });
   const builtins = createBuiltinToolHost({
