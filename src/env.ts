@@ -32,6 +32,11 @@ export interface Env {
    */
   [memoryDb: `MEMORY_DB_${number}`]: D1Database | undefined;
   MEDIA: R2Bucket;
+  /**
+   * The MCP server's OAuth for hosts (@cloudflare/workers-oauth-provider): clients, grants and
+   * tokens (hashed; grant props encrypted). Provisioned by `wrangler deploy`.
+   */
+  OAUTH_KV: KVNamespace;
   VECTORS?: Vectorize;
   AI?: Ai;
   OPENAI_API_KEY?: string;

@@ -38,6 +38,8 @@ import { proposalRoutes } from "./routes/proposals.ts";
 import { openAIRoutes } from "./routes/openai/openai-routes.ts";
 import { skillRoutes } from "./routes/skills.ts";
 import { mcpServerRoutes } from "./routes/mcp-server/mcp-route.ts";
+import { mcpOAuthRoutes } from "./routes/mcp-server/oauth/oauth-routes.ts";
+import { mcpGrantRoutes } from "./routes/mcp-server/oauth/grant-routes.ts";
 import { docsHeaders, docsPage } from "./docs-page.ts";
 import { PLUGINS } from "../plugins/index.ts";
 import { validationError } from "./validation.ts";
@@ -124,6 +126,10 @@ export function createApp(): OpenAPIHono<AppEnv> {
   app.route("/", openAIRoutes());
   // Each agent as an MCP server (Streamable HTTP; not in /openapi.json: its operations are JSON-RPC).
   app.route("/", mcpServerRoutes());
+  // Its OAuth for MCP hosts: public discovery, registration, token and consent routes, and the
+  // operator's listing and revocation of grants.
+  app.route("/", mcpOAuthRoutes());
+  app.route("/", mcpGrantRoutes());
   // Each plugin's routes under /plugins/<name>/, declaring their scopes like every other route.
   for (const plugin of PLUGINS) {
     if (!plugin.routes) continue;

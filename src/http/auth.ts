@@ -56,8 +56,20 @@ export function assertScope(principal: Principal, scope: Scope, why: string): vo
 }
 
 export function requireScope(...scopes: [Scope, ...Scope[]]): MiddlewareHandler<AppEnv> {
+  return requireScopeWith(async () => null, ...scopes);
+}
+
+/**
+ * As requireScope, for a route that also takes credentials of its own (the MCP server's OAuth
+ * access tokens): `resolve` names the principal they stand for, or null to read the header as an
+ * API token. Either way the principal then passes the same rate bucket, scope and agent checks.
+ */
+export function requireScopeWith(
+  resolve: (c: Context<AppEnv>) => Promise<Principal | null>,
+  ...scopes: [Scope, ...Scope[]]
+): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
-    const principal = await authenticate(c);
+    const principal = (await resolve(c)) ?? (await authenticate(c));
     await enforceRate(
       c.env,
       `token:${principal.id}`,
@@ -92,12 +104,21 @@ export function assertMayActFor(principal: Principal, agentId: string): void {
     throw new ForbiddenError(`this token may not act for agent "${agentId}"`);
 }
 
-async function authenticate(c: Context<AppEnv>): Promise<Principal> {
+/** The bearer credential of the Authorization header, if it has the RFC 6750 shape. */
+export function bearerOf(c: Context<AppEnv>): string | null {
   const header = c.req.header("authorization") ?? "";
   const match = /^Bearer[ \t]+([\x21-\x7e]+)[ \t]*$/i.exec(header);
-  if (!match?.[1])
-    throw new UnauthorizedError("send an API token as `Authorization: Bearer <token>`");
-  const given = match[1];
+  return match?.[1] ?? null;
+}
+
+async function authenticate(c: Context<AppEnv>): Promise<Principal> {
+  const given = bearerOf(c);
+  if (!given) throw new UnauthorizedError("send an API token as `Authorization: Bearer <token>`");
+  return authenticateApiToken(c, given);
+}
+
+/** An API token (ADMIN_TOKEN or a minted one) given some other way than the header: a form. */
+export async function authenticateApiToken(c: Context<AppEnv>, given: string): Promise<Principal> {
   const adminToken = loadConfig(c.env).adminToken;
   if (given.startsWith(TOKEN_PREFIX)) {
     const record = await findToken(c.env, given);

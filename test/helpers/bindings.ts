@@ -5,7 +5,7 @@ import type { Env } from "../../src/env.ts";
 
 export type RequiredBindings = Pick<
   Env,
-  "DB" | "ROOMS" | "LIMITS" | "TASKS" | "PUBLISHER" | "SCHEMA" | "MEDIA"
+  "DB" | "ROOMS" | "LIMITS" | "TASKS" | "PUBLISHER" | "SCHEMA" | "MEDIA" | "OAUTH_KV"
 >;
 
 export function requiredBindings(): RequiredBindings {
@@ -17,5 +17,6 @@ export function requiredBindings(): RequiredBindings {
     PUBLISHER: env.PUBLISHER,
     SCHEMA: env.SCHEMA,
     MEDIA: env.MEDIA,
+    OAUTH_KV: env.OAUTH_KV,
   };
 }

@@ -1,12 +1,14 @@
 // Runs in the `limits` project (RATE_LIMIT_PER_USER=3/min): the MCP server's `chat` is held to the
 // REST turn route's limits. Each HTTP request to /agents/:agentId/mcp draws from its token's
 // bucket; a person's turns draw from one per-user bucket whether they come over REST or MCP; and
-// the agent's daily model budget refuses an MCP turn as it refuses a REST one.
+// the agent's daily model budget refuses an MCP turn as it refuses a REST one. An MCP host's OAuth
+// grant is held to the same buckets as an API token.
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { describe, expect, it } from "vitest";
 import { api, json, useModelStandIn } from "../helpers/api.ts";
 import { connectMcp, textOf } from "../helpers/mcp-client.ts";
+import { authorizeGrant } from "../helpers/mcp-oauth.ts";
 
 const model = useModelStandIn();
 let adminToken: string | undefined;
@@ -79,6 +81,27 @@ describe("MCP server chat: the REST turn route's limits", () => {
       () => null,
       (thrown: unknown) => thrown,
     );
+    expect(error).toBeInstanceOf(StreamableHTTPError);
+    expect((error as StreamableHTTPError).code).toBe(429);
+    expect(String(error)).toContain("this API token: rate limit reached");
+  });
+
+  it("holds an OAuth grant to a token's bucket (RATE_LIMIT_PER_TOKEN) and the per-user bucket", async () => {
+    const agentId = await agent();
+    const { tokens } = await authorizeGrant(agentId, await admin(), "messages:write");
+    const client = await connectMcp(agentId, tokens.access_token);
+    model.respondWith(() => ({ text: "Something." }));
+    for (let turn = 0; turn < 3; turn++)
+      expect((await say(client, "oauth-walker")).isError).toBeFalsy();
+    const refused = await say(client, "oauth-walker");
+    expect(textOf(refused)).toMatch(/^rate_limited: user "oauth-walker": rate limit reached/);
+    // The project's 30/min per token: the grant's own bucket runs out within a few dozen requests.
+    let error: unknown = null;
+    for (let request = 0; request < 40 && !error; request++)
+      error = await client.listTools().then(
+        () => null,
+        (thrown: unknown) => thrown,
+      );
     expect(error).toBeInstanceOf(StreamableHTTPError);
     expect((error as StreamableHTTPError).code).toBe(429);
     expect(String(error)).toContain("this API token: rate limit reached");

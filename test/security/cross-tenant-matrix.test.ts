@@ -14,6 +14,7 @@ import type { StandInCall } from "../stand-ins/openai-stand-in.ts";
 import { api, createTestAgent, json, mintToken, useModelStandIn } from "../helpers/api.ts";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { connectMcp, mcpRefusal } from "../helpers/mcp-client.ts";
+import { authorizeGrant } from "../helpers/mcp-oauth.ts";
 
 const model = useModelStandIn();
 
@@ -48,6 +49,8 @@ interface World {
   bScheduleId: string;
   /** B's turn on each agent, by agent id (for the turn inspector). */
   bTurns: Record<string, string>;
+  /** The OAuth grant B's operator approved for an MCP host on each agent, by agent id. */
+  bGrants: Record<string, string>;
 }
 
 interface Attack {
@@ -70,6 +73,14 @@ const ATTACKS: Record<string, (w: World, agent: string) => Attack> = {
   }),
   "GET /agents": () => ({ method: "GET", path: "/agents" }),
   "GET /agents/{agentId}": (_w, a) => ({ method: "GET", path: `/agents/${a}` }),
+  "GET /agents/{agentId}/mcp/grants": (_w, a) => ({
+    method: "GET",
+    path: `/agents/${a}/mcp/grants`,
+  }),
+  "DELETE /agents/{agentId}/mcp/grants/{grantId}": (w, a) => ({
+    method: "DELETE",
+    path: `/agents/${a}/mcp/grants/${w.bGrants[a]}`,
+  }),
   "PUT /agents/{agentId}": (_w, a) => ({
     method: "PUT",
     path: `/agents/${a}`,
@@ -329,10 +340,27 @@ async function buildWorld(): Promise<World> {
     },
     { timeout: 15_000, interval: 50 },
   );
+  // B's operator connects an MCP host to each agent over OAuth (src/http/routes/mcp-server/oauth/).
+  const bOperator = await mintToken({
+    name: "globex operator",
+    scopes: [...TENANT_SCOPES, "agents:read", "agents:write"],
+    agents: [shared, bOwn],
+    userPrefix: "globex:",
+  });
+  const bGrants: Record<string, string> = {};
+  for (const agent of [shared, bOwn]) {
+    await authorizeGrant(agent, bOperator.token);
+    const { grants } = (await admin("GET", `/agents/${agent}/mcp/grants`)) as {
+      grants: { id: string }[];
+    };
+    bGrants[agent] = grants[0]?.id ?? "";
+    expect(bGrants[agent]).not.toBe("");
+  }
   return {
     shared,
     aOwn,
     bOwn,
+    bGrants,
     bToken: b.token,
     bTokenId: b.id,
     bTaskId: taskId,
@@ -385,6 +413,14 @@ async function snapshotOfB(w: World) {
     ownAgent: bOwn.character,
     ownSpend: spend.results,
     tokenStatus: stillValid.status,
+    // B's grants (A's own, made later on the shared agent, are left out).
+    mcpGrants: await Promise.all(
+      [w.shared, w.bOwn].map(async (agent) =>
+        (
+          (await admin("GET", `/agents/${agent}/mcp/grants`)) as { grants: { id: string }[] }
+        ).grants.filter((grant) => grant.id === w.bGrants[agent]),
+      ),
+    ),
   };
 }
 
@@ -446,8 +482,13 @@ const MCP_ATTACKS: Record<string, (w: World) => Record<string, unknown>[]> = {
  * B's agent's character through it, and B's own agent's server with the operator token. Returns
  * the calls that were served.
  */
-async function mcpAttacks(w: World, reader: string, operator: string): Promise<string[]> {
-  expect(await mcpRefusal(w.bOwn, operator)).toBe(403);
+async function mcpAttacks(
+  w: World,
+  reader: string,
+  operator: string,
+  refusedWith = 403,
+): Promise<string[]> {
+  expect(await mcpRefusal(w.bOwn, operator)).toBe(refusedWith);
   const client = await connectMcp(w.shared, reader);
   const listed = (await client.listTools()).tools.map((tool) => tool.name);
   expect(listed.sort()).toEqual(Object.keys(MCP_ATTACKS).sort());
@@ -524,6 +565,8 @@ describe("cross-tenant matrix: tenant A reaches nothing of tenant B", () => {
         "GET /agents as reader -> 200",
         "GET /agents/{agentId} as reader -> 200",
         "GET /agents/{agentId}/proposals as reader -> 200",
+        // The shared agent's MCP grants of A's own tenant: none (checked below).
+        "GET /agents/{agentId}/mcp/grants as reader -> 200",
         "GET /agents/{agentId}/schedules as reader -> 200",
         "GET /agents/{agentId}/skills as reader -> 200",
         "GET /agents/{agentId}/tasks as reader -> 200",
@@ -547,6 +590,8 @@ describe("cross-tenant matrix: tenant A reaches nothing of tenant B", () => {
       rows: { key: string | null }[];
     };
     expect(rows).toEqual([]);
+    const { grants } = (await asReader(`/agents/${w.shared}/mcp/grants`)) as { grants: unknown[] };
+    expect(grants).toEqual([]);
     // The OpenAI-compatible model list shows a token its own agents, never B's.
     for (const [token, own] of [
       [tenant.token, [w.shared, w.aOwn]],
@@ -560,6 +605,16 @@ describe("cross-tenant matrix: tenant A reaches nothing of tenant B", () => {
 
     // The MCP server: A's own task (it names B, but runs in A's room, as A) is all it serves.
     expect(await mcpAttacks(w, reader.token, wide.token)).toEqual(["MCP start_task"]);
+    // The same over OAuth: a host A's manager connected to the shared agent holds A's tenant, and
+    // its grant is no token at all on B's agent (401).
+    const manager = await mintToken({
+      name: "acme manager",
+      scopes: [...TENANT_SCOPES, "agents:read", "agents:write"],
+      agents: [w.shared, w.aOwn],
+      userPrefix: "acme:",
+    });
+    const oauth = (await authorizeGrant(w.shared, manager.token)).tokens.access_token;
+    expect(await mcpAttacks(w, oauth, oauth, 401)).toEqual(["MCP start_task"]);
     await vi.waitFor(
       async () => {
         const { tasks } = (await admin("GET", `/agents/${w.shared}/tasks`)) as {

@@ -8,10 +8,12 @@ import { describe, expect, inject, it, vi } from "vitest";
 import { TOKEN_CACHE_MS } from "../../src/http/known-tokens.ts";
 import { stores } from "../../src/db/stores/index.ts";
 import type { OpenAIStandIn } from "../stand-ins/openai-stand-in.ts";
-import { api, createTestAgent, json, useModelStandIn } from "../helpers/api.ts";
+import { ADMIN_TOKEN, api, createTestAgent, json, useModelStandIn } from "../helpers/api.ts";
 import { planReply, scriptTask, specReply, standInResponder } from "../helpers/task-script.ts";
 import { connectMcp, type McpClient, mcpRefusal, served } from "../helpers/mcp-client.ts";
 import { MCP_TOOL_ACTIONS } from "../../src/http/routes/mcp-server/agent-server.ts";
+import { MCP_OAUTH_SCOPES } from "../../src/http/routes/mcp-server/oauth/authorization-server.ts";
+import { authorizeGrant } from "../helpers/mcp-oauth.ts";
 
 const ALL_SCOPES = [
   "admin",
@@ -102,6 +104,15 @@ const REQUESTS: Record<string, () => Promise<MatrixRequest>> = {
     withAgent((id) => ({ path: `/memories/stats?agentId=${id}`, status: 200 })),
   "POST /memories/embed": async () =>
     withAgent((id) => ({ path: "/memories/embed", body: { agentId: id }, status: 200 })),
+  "GET /agents/{agentId}/mcp/grants": async () =>
+    withAgent((id) => ({ path: `/agents/${id}/mcp/grants`, status: 200 })),
+  "DELETE /agents/{agentId}/mcp/grants/{grantId}": async () => {
+    const id = await createTestAgent();
+    await authorizeGrant(id, ADMIN_TOKEN);
+    const { grants } = await admin("GET", `/agents/${id}/mcp/grants`, undefined, 200);
+    const [grant] = grants as Array<{ id: string }>;
+    return { path: `/agents/${id}/mcp/grants/${grant?.id}`, agentId: id, status: 204 };
+  },
   "GET /agents/{agentId}/tools": async () =>
     withAgent((id) => ({ path: `/agents/${id}/tools`, status: 200 })),
   "POST /agents/{agentId}/tools": async () =>
@@ -423,11 +434,22 @@ describe("API tokens and scopes", () => {
         .map(([method]) => `${method.toUpperCase()} ${path}`),
     );
     expect(open.sort()).toEqual([
+      // OAuth for MCP hosts (src/http/routes/mcp-server/oauth/), which come without a token:
+      // discovery metadata (RFC 9728, RFC 8414) is public by definition; the consent page is
+      // public, and allowing on it takes an API token that may manage the agent, in the form;
+      // registration (RFC 7591) gets a client nothing until a consent; the token endpoint is
+      // authenticated by the code and its PKCE verifier, or the refresh token.
+      "GET /.well-known/oauth-authorization-server/agents/{agentId}",
+      "GET /.well-known/oauth-protected-resource/agents/{agentId}/mcp",
+      "GET /agents/{agentId}/oauth/authorize",
       "GET /health",
       "GET /media/{key}",
       "GET /oauth/callback",
       // The worker's OAuth Client ID Metadata Document: public by design (its URL is the client_id).
       "GET /oauth/client-metadata.json",
+      "POST /agents/{agentId}/oauth/authorize",
+      "POST /agents/{agentId}/oauth/register",
+      "POST /agents/{agentId}/oauth/token",
       "POST /discord/interactions",
       // Authenticated by Slack's request signature (SLACK_SIGNING_SECRET), not a bearer token.
       "POST /slack/commands",
@@ -655,6 +677,30 @@ describe("API tokens and scopes: the MCP server", () => {
 
       const right = await mint({ name: "right", scopes: [row.scope], agents: [agentId] });
       const client = await connectMcp(agentId, right.token);
+      expect(await row.listed(client), where).toBe(true);
+      expect(await row.use(client, fixture), where).toBe(true);
+    }
+  });
+
+  // The same rows for OAuth access tokens (src/http/routes/mcp-server/oauth/), each granted by
+  // the admin token for the scopes the host asked.
+  it("holds OAuth grants to the same rows: only the granted scopes, on the granted agent only", async () => {
+    const agentId = await createTestAgent();
+    const other = await createTestAgent();
+    const { taskId } = await admin("POST", `/agents/${agentId}/tasks`, { goal: "Check" }, 202);
+    const fixture = { agentId, taskId: String(taskId) };
+    const grant = async (agent: string, scopes: readonly string[]) =>
+      (await authorizeGrant(agent, ADMIN_TOKEN, scopes.join(" "))).tokens.access_token;
+    for (const [where, row] of Object.entries(MCP_ROWS)) {
+      const otherScopes = MCP_OAUTH_SCOPES.filter((scope) => scope !== row.scope);
+      const wrong = await connectMcp(agentId, await grant(agentId, otherScopes));
+      expect(await row.listed(wrong), where).toBe(false);
+      expect(await row.use(wrong, fixture), where).toBe(false);
+
+      // Another agent's grant is not a token of this resource at all: 401, as RFC 6750 says.
+      expect(await mcpRefusal(agentId, await grant(other, [row.scope])), where).toBe(401);
+
+      const client = await connectMcp(agentId, await grant(agentId, [row.scope]));
       expect(await row.listed(client), where).toBe(true);
       expect(await row.use(client, fixture), where).toBe(true);
     }

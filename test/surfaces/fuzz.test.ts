@@ -133,6 +133,20 @@ function expectErrorEnvelope(request: FuzzRequest, response: Response, text: str
     if (request.method !== "HEAD") expect(text, where).toContain("<h1>Not connected</h1>");
     return;
   }
+  // Documented: the MCP server's consent page answers a browser with pages, and its token and
+  // registration endpoints answer in the shape RFC 6749 §5.2 and RFC 7591 §3.2.2 prescribe
+  // (`{"error":"<code>","error_description":…}`), which MCP hosts parse.
+  if (/ \/agents\/\{agentId\}\/oauth\/authorize$/.test(request.route)) {
+    const html = /^text\/html/.test(response.headers.get("content-type") ?? "");
+    if (html && request.method !== "HEAD") expect(text, where).toContain("<h1>");
+    if (html) return;
+  }
+  if (
+    / \/agents\/\{agentId\}\/oauth\/(token|register)$/.test(request.route) &&
+    /^application\/json/.test(response.headers.get("content-type") ?? "") &&
+    (request.method === "HEAD" || typeof JSON.parse(text).error === "string")
+  )
+    return;
   expect(response.headers.get("content-type") ?? "", where).toMatch(/^application\/json/);
   if (request.method === "HEAD") return;
   let parsed: unknown;

@@ -5,16 +5,21 @@
 // `_meta`, no handshake) on the modern path, a 2025 one (initialize, then requests) by the
 // stateless fallback. Stateless, so there is no stream to open with GET and no session to end
 // with DELETE: both are 405 (the spec's answer for a server that offers neither).
+// It is also an OAuth-protected resource (./oauth/): an access token an MCP host got through the
+// agent's authorization server stands for the grant's principal; an API token is read as on every
+// route; a 401 names the resource's metadata (RFC 9728 §5.1) so a host can start OAuth from it.
 import { createMcpHandler } from "@modelcontextprotocol/server";
-import { Hono } from "hono";
+import { Hono, type MiddlewareHandler } from "hono";
 import { AppError, ValidationError } from "../../../runtime/util/errors.ts";
 import type { AppEnv } from "../../app-env.ts";
-import { keepAliveOf, requireScope } from "../../auth.ts";
+import { keepAliveOf, requireScopeWith } from "../../auth.ts";
 import { errorResponse } from "../../errors.ts";
 import { assertAgentExists } from "../../known-agents.ts";
 import { AGENT_ID } from "../../schemas.ts";
 import { createAgentMcpServer } from "./agent-server.ts";
 import { errorField, log } from "../../../log.ts";
+import { bearerChallenge } from "./oauth/authorization-server.ts";
+import { oauthPrincipal } from "./oauth/grant-principal.ts";
 
 export const MCP_SERVER_PATH = "/agents/:agentId/mcp";
 
@@ -23,7 +28,8 @@ export function mcpServerRoutes(): Hono<AppEnv> {
   // A token with none of these may use no tool here (chat/start_task, search_memories, get_task).
   app.all(
     MCP_SERVER_PATH,
-    requireScope("messages:write", "memories:read", "agents:read"),
+    challengeOn401,
+    requireScopeWith(oauthPrincipal, "messages:write", "memories:read", "agents:read"),
     async (c) => {
       const agentId = c.req.param("agentId");
       if (!AGENT_ID.test(agentId))
@@ -56,3 +62,18 @@ export function mcpServerRoutes(): Hono<AppEnv> {
   );
   return app;
 }
+
+/** Every 401 here carries the Bearer challenge that points an MCP host at OAuth discovery. */
+const challengeOn401: MiddlewareHandler<AppEnv> = async (c, next) => {
+  await next();
+  if (c.res.status !== 401) return;
+  const agentId = c.req.param("agentId");
+  if (!agentId || !AGENT_ID.test(agentId)) return;
+  const hadToken = c.req.header("authorization") !== undefined;
+  const res = new Response(c.res.body, c.res);
+  res.headers.set(
+    "WWW-Authenticate",
+    bearerChallenge(new URL(c.req.url).origin, agentId, hadToken),
+  );
+  c.res = res;
+};
