@@ -122,8 +122,20 @@ export default defineConfig(async () => {
           },
           // The tokenizer's 2.4 MB rank table must not travel through Vitest's module WebSocket:
           // workerd caps a WebSocket message at 1 MiB, and a worker's warm-module snapshot bundles
-          // every module of the graph into one message. Loading it from disk avoids that.
-          modulesRules: [{ type: "ESModule", include: ["**/gpt-tokenizer/esm/bpeRanks/*.js"] }],
+          // every module of the graph into one message. Loading it from disk avoids that. The MCP
+          // SDK's v2 packages are loaded from disk too: with them in the graph, the gateway
+          // project's workerd exited when its second test file started.
+          modulesRules: [
+            {
+              type: "ESModule",
+              include: [
+                "**/gpt-tokenizer/esm/bpeRanks/*.js",
+                "**/@modelcontextprotocol/server/dist/**/*.mjs",
+                "**/@modelcontextprotocol/client/dist/**/*.mjs",
+                "**/@modelcontextprotocol/core/dist/**/*.mjs",
+              ],
+            },
+          ],
         },
       }),
     ],
