@@ -5,16 +5,20 @@
 // servers use the agent's shared credentials (oauth-provider.ts) and refresh ahead of expiry.
 // Everything goes through the guarded fetch; a bearer secret only to an origin declared for it;
 // what a server writes (descriptions, errors) reaches the model quoted, never as instructions.
-import { auth, UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
 import {
+  auth,
+  Client,
+  ProtocolError,
+  SdkError,
+  SdkErrorCode,
+  SdkHttpError,
+  SSEClientTransport,
   StreamableHTTPClientTransport,
-  StreamableHTTPError,
-} from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
-import { ErrorCode, McpError, type Tool } from "@modelcontextprotocol/sdk/types.js";
-import { CfWorkerJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/cfworker-provider.js";
+  type Tool,
+  type Transport,
+  UnauthorizedError,
+} from "@modelcontextprotocol/client";
+import { CfWorkerJsonSchemaValidator } from "@modelcontextprotocol/client/validators/cf-worker";
 import { assertSafeServerUrl, type UrlPolicy } from "../net/url-safety.ts";
 import { AppError } from "../runtime/util/errors.ts";
 import { quoteInline } from "../runtime/context/quoted-data.ts";
@@ -199,28 +203,32 @@ export class McpConnections implements ToolHost {
   ): Promise<ToolOutput> {
     const timeout = connection.entry.config.timeoutMs ?? MCP_TOOL_TIMEOUT_MS;
     try {
-      const result = await client.callTool({ name: tool, arguments: args }, undefined, {
-        signal: ctx.signal,
-        timeout,
-      });
+      const result = await client.callTool(
+        { name: tool, arguments: args },
+        {
+          signal: ctx.signal,
+          timeout,
+        },
+      );
       return toToolOutput(
         connection.entry.name,
         tool,
         result as Parameters<typeof toToolOutput>[2],
       );
     } catch (error) {
-      if (error instanceof McpError && error.code === ErrorCode.RequestTimeout) {
+      // First: v2 reports a caller's cancellation as a timeout error.
+      if (ctx.signal.aborted)
+        return { ok: false, error: `${connection.entry.name}/${tool} was cancelled` };
+      if (error instanceof SdkError && error.code === SdkErrorCode.RequestTimeout) {
         return {
           ok: false,
           error: `${connection.entry.name}/${tool} did not answer within ${timeout} ms`,
         };
       }
-      if (error instanceof McpError && error.code !== ErrorCode.ConnectionClosed) {
+      if (error instanceof ProtocolError) {
         // The server answered with a protocol error (unknown tool, invalid params): it is up.
         return toolFailure(connection.entry.name, tool, error.message);
       }
-      if (ctx.signal.aborted)
-        return { ok: false, error: `${connection.entry.name}/${tool} was cancelled` };
       // The connection itself failed: the server is down until a later turn reconnects.
       this.markNotReady(connection, error);
       return {
@@ -357,7 +365,12 @@ export class McpConnections implements ToolHost {
     const attempt = async (transport: Transport) => {
       const client = new Client(
         { name: "edge-agents", version: "0.1.0" },
-        { capabilities: {}, jsonSchemaValidator: new CfWorkerJsonSchemaValidator() },
+        {
+          capabilities: {},
+          jsonSchemaValidator: new CfWorkerJsonSchemaValidator(),
+          // 2026-07-28 servers (stateless) and 2025 ones (initialize) alike.
+          versionNegotiation: { mode: "auto" },
+        },
       );
       await client.connect(transport);
       return client;
@@ -382,7 +395,8 @@ export class McpConnections implements ToolHost {
       );
     } catch (error) {
       // A server with only the 2024-11-05 HTTP+SSE transport answers the POST with 404 or 405.
-      if (error instanceof StreamableHTTPError && (error.code === 404 || error.code === 405)) {
+      // In v2 that arrives as an SdkHttpError with the status.
+      if (error instanceof SdkHttpError && (error.status === 404 || error.status === 405)) {
         return attempt(
           new SSEClientTransport(url, {
             authProvider: provider,

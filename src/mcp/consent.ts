@@ -4,8 +4,12 @@
 // which discovery and the authorization request then use. Finishing is what /oauth/callback
 // does: the pending authorization found by its state's hash, `iss` checked (RFC 9207), the code
 // exchanged with the PKCE verifier. Both go through the guarded fetch of the platform.
-import { auth, extractWWWAuthenticateParams } from "@modelcontextprotocol/sdk/client/auth.js";
-import { LATEST_PROTOCOL_VERSION } from "@modelcontextprotocol/sdk/types.js";
+import {
+  auth,
+  extractWWWAuthenticateParams,
+  IssuerMismatchError,
+  LATEST_PROTOCOL_VERSION,
+} from "@modelcontextprotocol/client";
 import type { McpAuthData } from "../db/stores/mcp-credential-store.ts";
 import { assertSafeServerUrl } from "../net/url-safety.ts";
 import { AppError, NotConfiguredError, ValidationError } from "../runtime/util/errors.ts";
@@ -43,13 +47,30 @@ export async function beginAuthorization(
   const trace = traceResponses(platform.oauthFetch);
   let result: Awaited<ReturnType<typeof auth>>;
   try {
-    result = await auth(provider, { serverUrl: url, ...challenge, fetchFn: trace.fetch });
+    const options = { serverUrl: url, ...challenge, fetchFn: trace.fetch };
+    result = await auth(provider, options).catch((error: unknown) => {
+      if (!isSameOriginLegacyIssuer(error, url)) throw error;
+      return auth(provider, { ...options, skipIssuerMetadataValidation: true });
+    });
   } catch (error) {
     throw new AppError("upstream", 502, describeRemoteError(error, trace));
   }
   return result === "REDIRECT"
     ? (provider.authorizationUrl?.toString() ?? provider.pendingAuthUrl)
     : null;
+}
+
+/**
+ * The v2 SDK checks that authorization server metadata names the URL it was fetched for as its
+ * issuer (RFC 8414 section 3.3). A 2025-03-26 server (no protected-resource metadata) has its
+ * authorization server at its own origin, and some name an issuer with a path there (`/oauth`):
+ * the 1.x SDK accepted that, and it is still the same origin, so the same party. Only that case
+ * is let through; metadata naming any other origin is refused.
+ */
+function isSameOriginLegacyIssuer(error: unknown, serverUrl: URL): boolean {
+  if (!(error instanceof IssuerMismatchError) || error.kind !== "metadata") return false;
+  if (error.expected !== new URL("/", serverUrl).href || !error.received) return false;
+  return URL.canParse(error.received) && new URL(error.received).origin === serverUrl.origin;
 }
 
 /**
@@ -132,6 +153,8 @@ export async function completeAuthorization(
     await auth(provider, {
       serverUrl: url,
       authorizationCode: params.code,
+      // Checked above already; the v2 SDK checks it again (RFC 9207) and refuses a code without it.
+      ...(params.iss !== undefined ? { iss: params.iss } : {}),
       fetchFn: trace.fetch,
     });
   } catch (exchangeError) {

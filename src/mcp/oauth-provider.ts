@@ -5,14 +5,12 @@
 // Every room of an agent shares the tokens, so refreshes go one at a time (refreshingFetch): a
 // server that rotates refresh tokens (OAuth 2.1, section 4.3.1) refuses a second use of one.
 import type {
-  OAuthClientProvider,
-  OAuthDiscoveryState,
-} from "@modelcontextprotocol/sdk/client/auth.js";
-import type {
   OAuthClientInformationMixed,
   OAuthClientMetadata,
+  OAuthClientProvider,
+  OAuthDiscoveryState,
   OAuthTokens,
-} from "@modelcontextprotocol/sdk/shared/auth.js";
+} from "@modelcontextprotocol/client";
 import { ConflictError, NotConfiguredError, ValidationError } from "../runtime/util/errors.ts";
 import type { McpServerEntry } from "./registry.ts";
 import { sha256Hex, toBase64Url } from "../runtime/util/hashing.ts";

@@ -3,11 +3,21 @@
 // "Error POSTing to endpoint: <body>", JSON parse errors quoting the text), and a body may be
 // an internal service's. Errors are told apart by class; the status comes from a trace of the
 // answers. Our own typed errors (AppError, the guard's refusals) keep their messages.
-import { UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
-import { SseError } from "@modelcontextprotocol/sdk/client/sse.js";
-import { StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { OAuthError } from "@modelcontextprotocol/sdk/server/auth/errors.js";
-import { McpError } from "@modelcontextprotocol/sdk/types.js";
+import {
+  AuthorizationServerMismatchError,
+  InsecureTokenEndpointError,
+  InsufficientScopeError,
+  IssuerMismatchError,
+  OAuthClientFlowError,
+  OAuthError,
+  ProtocolError,
+  RegistrationRejectedError,
+  SdkError,
+  SdkErrorCode,
+  SdkHttpError,
+  SseError,
+  UnauthorizedError,
+} from "@modelcontextprotocol/client";
 import { AppError } from "../runtime/util/errors.ts";
 
 export interface ResponseTrace {
@@ -37,18 +47,34 @@ export function describeRemoteError(error: unknown, trace?: ResponseTrace): stri
   const failed = trace?.lastFailure();
   const answered = failed ? `${failed.origin} answered HTTP ${failed.status}` : null;
   if (error instanceof AppError) return error.message;
-  if (error instanceof OAuthError) {
-    const code = (error.constructor as { errorCode?: unknown }).errorCode;
-    return `the authorization server answered ${typeof code === "string" ? code : "an error"}${answered ? ` (${answered})` : ""}`;
-  }
-  if (error instanceof StreamableHTTPError)
-    return (error.code ?? 0) > 0
-      ? `the server answered HTTP ${error.code}`
+  if (error instanceof OAuthError)
+    return `the authorization server answered ${typeof error.code === "string" && /^[a-z_]{1,64}$/.test(error.code) ? error.code : "an error"}${answered ? ` (${answered})` : ""}`;
+  // The OAuth client's own checks: named, never with the values compared.
+  if (error instanceof IssuerMismatchError)
+    return error.kind === "metadata"
+      ? "the authorization server's metadata names another issuer than the URL it came from (RFC 8414)"
+      : "the authorization response's iss does not match the authorization server (RFC 9207)";
+  if (error instanceof AuthorizationServerMismatchError)
+    return "the authorization server is not the one this authorization was started with";
+  if (error instanceof InsecureTokenEndpointError)
+    return "the authorization server's token endpoint is not HTTPS";
+  if (error instanceof RegistrationRejectedError)
+    return `the authorization server refused to register the client (HTTP ${error.status})`;
+  if (error instanceof InsufficientScopeError) return "the server asks for more access (scope)";
+  if (error instanceof OAuthClientFlowError) return "the OAuth flow could not go on";
+  if (error instanceof SdkHttpError)
+    return error.status > 0
+      ? `the server answered HTTP ${error.status}`
       : "the server answered with an unexpected content type";
   if (error instanceof SseError)
     return `its event stream failed${typeof error.code === "number" && error.code > 0 ? ` (HTTP ${error.code})` : ""}`;
   if (error instanceof UnauthorizedError) return "the server needs authorization";
-  if (error instanceof McpError) return `the server answered with MCP error ${error.code}`;
+  if (error instanceof ProtocolError) return `the server answered with MCP error ${error.code}`;
+  if (error instanceof SdkError) {
+    if (error.code === SdkErrorCode.RequestTimeout) return "the server did not answer in time";
+    if (error.code === SdkErrorCode.ConnectionClosed) return "the connection was closed";
+    return `the MCP client failed (${error.code})`;
+  }
   if (answered) return answered;
   if (error instanceof SyntaxError) return "an answer was not valid JSON";
   if (error instanceof TypeError) return "the server could not be reached";

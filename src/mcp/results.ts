@@ -3,7 +3,7 @@
 // with their URI; structured content is given as JSON unless a text part already says the same.
 // The whole result is quoted as untrusted data with its source, and capped; so is a failure the
 // server describes (`isError`, or a JSON-RPC error): the server's words never read as ours.
-import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import type { CallToolResult } from "@modelcontextprotocol/client";
 import {
   quoteData,
   TOOL_ERROR_PREAMBLE,

@@ -1,12 +1,14 @@
 // The worker as an OAuth client of MCP servers, the parts that need no server: its Client ID
 // Metadata Document, pre-registered credentials and where their secret may go, the challenge a
-// server's 401 carries (MCP 2025-11-25 authorization, scope selection), and a pending step-up.
+// server's 401 carries (MCP 2025-11-25 authorization, scope selection), a pending step-up, and
+// the issuer a 2025-03-26 server's own-origin authorization server may name.
 // End to end: test/surfaces/mcp.test.ts, test/surfaces/mcp-cimd.test.ts, and the conformance
 // suite (npm run mcp:conformance:client).
 import { describe, expect, it } from "vitest";
 import { clientMetadataDocument, clientMetadataUrl } from "../../src/mcp/client-metadata.ts";
-import { readChallenge } from "../../src/mcp/consent.ts";
-import { McpServerConfig } from "../../src/mcp/registry.ts";
+import { beginAuthorization, readChallenge } from "../../src/mcp/consent.ts";
+import type { McpPlatform } from "../../src/mcp/platform.ts";
+import { McpServerConfig, type McpServerEntry } from "../../src/mcp/registry.ts";
 import {
   AgentOAuthProvider,
   type PreRegisteredClient,
@@ -179,5 +181,75 @@ describe("step-up authorization (403 insufficient_scope)", () => {
     expect(pending.stepUpPending).toBe(true);
     await pending.saveTokens(tokens);
     expect(pending.stepUpPending).toBe(false);
+  });
+});
+
+describe("a 2025-03-26 server's authorization server at its own origin (RFC 8414 section 3.3)", () => {
+  const MCP = "https://legacy.example";
+
+  /** No protected-resource metadata; the authorization server's metadata at the server's origin. */
+  function legacyServer(issuer: string): typeof fetch {
+    return async (input, init) => {
+      const url = new URL(input instanceof Request ? input.url : String(input));
+      if (url.origin !== MCP) return new Response(null, { status: 404 });
+      if (url.pathname === "/.well-known/oauth-authorization-server")
+        return Response.json({
+          issuer,
+          authorization_endpoint: `${MCP}/oauth/authorize`,
+          token_endpoint: `${MCP}/oauth/token`,
+          registration_endpoint: `${MCP}/oauth/register`,
+          response_types_supported: ["code"],
+          code_challenge_methods_supported: ["S256"],
+        });
+      if (url.pathname === "/oauth/register" && init?.method === "POST")
+        return Response.json(
+          { client_id: "registered", redirect_uris: ["https://agents.example/oauth/callback"] },
+          { status: 201 },
+        );
+      if (url.pathname === "/mcp") return new Response(null, { status: 401 });
+      return new Response(null, { status: 404 });
+    };
+  }
+
+  function platform(fetchFn: typeof fetch): McpPlatform {
+    return {
+      servers: { list: async () => [] } as unknown as McpPlatform["servers"],
+      credentials: null,
+      urlPolicy: {
+        allowLoopback: false,
+        resolve: async () => ["93.184.216.34"],
+        trustedOrigins: [MCP],
+      },
+      redirectUrl: "https://agents.example/oauth/callback",
+      clientMetadataUrl: null,
+      secret: () => undefined,
+      secretOrigins: () => new Set(),
+      fetch: fetchFn,
+      oauthFetch: fetchFn,
+    };
+  }
+
+  const entry: McpServerEntry = {
+    name: "crm",
+    config: McpServerConfig.parse({ url: `${MCP}/mcp`, auth: { type: "oauth" } }),
+    origin: "agent",
+  };
+
+  it("accepts an issuer with a path at the server's own origin, as the 1.x client did", async () => {
+    const fetchFn = legacyServer(`${MCP}/oauth`);
+    const consent = await beginAuthorization(
+      platform(fetchFn),
+      entry,
+      await provider({}, { discovery: undefined }),
+    );
+    expect(consent).not.toBeNull();
+    expect(new URL(consent!).origin + new URL(consent!).pathname).toBe(`${MCP}/oauth/authorize`);
+  });
+
+  it("refuses metadata that names an issuer at another origin", async () => {
+    const fetchFn = legacyServer("https://elsewhere.example/oauth");
+    await expect(
+      beginAuthorization(platform(fetchFn), entry, await provider({}, { discovery: undefined })),
+    ).rejects.toMatchObject({ status: 502, message: expect.stringContaining("another issuer") });
   });
 });

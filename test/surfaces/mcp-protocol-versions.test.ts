@@ -1,7 +1,7 @@
 // End to end (workerd): which MCP protocol versions the agent's client speaks, against servers
-// built with the v2 SDK (test/peers/mcp-v2-peers.ts). The client is the 1.x SDK's and speaks
-// 2025-11-25: a server that also serves 2025 clients works; a 2026-07-28-only server refuses it,
-// and the agent says so instead of failing its turn (docs/mcp.md, "Conformance (client)").
+// built with the v2 SDK (test/peers/mcp-v2-peers.ts). The client is the v2 SDK's and negotiates
+// (versionNegotiation "auto"): a server that also serves 2025 clients works, and so does a
+// 2026-07-28-only (stateless) one (docs/mcp.md, "Protocol versions").
 import { describe, expect, inject, it } from "vitest";
 import { api, createTestAgent, json, useModelStandIn } from "../helpers/api.ts";
 
@@ -37,10 +37,19 @@ describe("MCP protocol versions (v2 SDK servers)", () => {
     expect(body.toolCalls).toMatchObject([{ name: "both__echo", ok: true }]);
   });
 
-  it("marks a 2026-07-28-only server down with the reason, since the client speaks 2025-11-25", async () => {
+  it("lists and calls the tools of a 2026-07-28-only server (stateless)", async () => {
     const agentId = await createTestAgent();
     const view = await addServer(agentId, "modern", peers.v2.modernUrl);
-    expect(view.state).toBe("down");
-    expect(view.error).toBe("the server answered HTTP 400");
+    expect(view).toMatchObject({ state: "ready", tools: [{ name: "modern__echo" }] });
+    expect(view.error).toBeUndefined();
+    model.script(
+      { toolCalls: [{ name: "modern__echo", arguments: { text: "hello" } }] },
+      { text: "done" },
+    );
+    const reply = await api("POST", `/agents/${agentId}/messages`, {
+      body: { text: "echo hello", userId: "u1", roomId: "r1" },
+    });
+    const body = await json<{ toolCalls: Array<{ name: string; ok: boolean }> }>(reply);
+    expect(body.toolCalls).toMatchObject([{ name: "modern__echo", ok: true }]);
   });
 });
