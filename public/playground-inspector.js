@@ -278,16 +278,19 @@ export function turnInspector(page) {
   /**
    * The panel opens below its reply, often past the bottom of the conversation's scrolling box (the
    * last reply's always did): when it is not wholly in view, the box scrolls the control to its top,
-   * so the panel follows it on screen.
+   * so the panel follows it on screen, and stays there while the reply's last events arrive.
    */
   function reveal(button, panel) {
     const box = panel.closest(".log");
     if (!box) return;
+    // The conversation stops following new events until the reader scrolls back to its end.
+    box.dataset.pinned = "inspector";
     const shown = box.getBoundingClientRect();
     const rect = panel.getBoundingClientRect();
     if (rect.top >= shown.top && rect.bottom <= shown.bottom) return;
-    const still = window.matchMedia("(prefers-reduced-motion: reduce)").matches;
-    button.scrollIntoView({ block: "start", behavior: still ? "auto" : "smooth" });
+    // Within the box only (the page stays put), and at once: a smooth scroll still under way when
+    // the reply's last events grew the log ended short of the control.
+    box.scrollTop += button.getBoundingClientRect().top - shown.top - 8;
   }
 
   /** The "Inspect" control for one reply, and the panel it opens below it. */

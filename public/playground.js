@@ -470,6 +470,7 @@ async function openRoom() {
     // A message sent while the history loaded is in the log already; the history lacks it.
     if (version !== state.logVersion) return;
     $("log").replaceChildren(...messages.reverse().map(historyItem));
+    delete $("log").dataset.pinned;
     setStatus(
       "chat-status",
       messages.length === 0 ? `Room ${roomId()} is empty: say something.` : `Room ${roomId()}.`,
@@ -490,10 +491,22 @@ function plural(count, noun) {
   return `${count} ${noun}${count === 1 ? "" : "s"}`;
 }
 
-function scrollLog() {
+/**
+ * Keeps the newest messages in view, unless the reader opened a turn inspector (it pins the
+ * conversation where it is until they scroll back to the end): a reply's last events must not
+ * pull an inspector they just opened out of view. `follow` is a new message or room: back to the end.
+ */
+function scrollLog(follow = false) {
   const log = $("log");
+  if (follow) delete log.dataset.pinned;
+  if (log.dataset.pinned) return;
   log.scrollTop = log.scrollHeight;
 }
+
+$("log").addEventListener("scroll", () => {
+  const log = $("log");
+  if (log.scrollHeight - log.scrollTop - log.clientHeight < 2) delete log.dataset.pinned;
+});
 
 function pretty(value) {
   if (typeof value === "string") {
@@ -682,7 +695,7 @@ async function send(text) {
   $("log").append(messageItem("user", userId, text, Date.now()));
   const turn = turnView();
   $("log").append(turn.item);
-  scrollLog();
+  scrollLog(true);
   const body = {
     userId,
     text,
