@@ -5,6 +5,7 @@
 // top k sessions, ranked by their best turn), tallied per category. Pure apart from reading the file.
 import { readFileSync } from "node:fs";
 import { z } from "zod";
+import { MONTHS } from "../src/runtime/retrieval/query-dates.ts";
 
 export interface LocomoTurn {
   diaId: string;
@@ -52,21 +53,6 @@ const Sample = z.looseObject({
   conversation: z.record(z.string(), z.unknown()),
   qa: z.array(Question),
 });
-
-const MONTHS = [
-  "january",
-  "february",
-  "march",
-  "april",
-  "may",
-  "june",
-  "july",
-  "august",
-  "september",
-  "october",
-  "november",
-  "december",
-];
 
 export function loadLocomo(path: string): LocomoConversation[] {
   const samples = z.array(Sample).parse(JSON.parse(readFileSync(path, "utf8")));

@@ -7,7 +7,6 @@
 // Started by vitest's global setup (test/setup/mcp-peers.ts) beside the other MCP peers.
 import { createServer, type IncomingMessage } from "node:http";
 import express from "express";
-import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { requireBearerAuth } from "@modelcontextprotocol/sdk/server/auth/middleware/bearerAuth.js";
 import {
   createOAuthMetadata,
@@ -21,7 +20,14 @@ import {
   OAuthClientInformationFullSchema,
   type OAuthClientInformationFull,
 } from "@modelcontextprotocol/sdk/shared/auth.js";
-import { closeServer, handleMcp, listen, PeerAuthProvider, tracked } from "./mcp-peers.ts";
+import {
+  closeServer,
+  handleMcp,
+  listen,
+  PeerAuthProvider,
+  tracked,
+  whoamiServer,
+} from "./mcp-peers.ts";
 
 export interface CimdPeer {
   /** The MCP server (tool `whoami` names the client_id it was called by). */
@@ -82,17 +88,7 @@ export async function startCimdPeer(): Promise<CimdPeer> {
     resourceMetadataUrl: getOAuthProtectedResourceMetadataUrl(url),
     expectedResource: url,
   });
-  const whoami = () => {
-    const server = new McpServer({ name: "cimd-peer", version: "1.0.0" });
-    server.registerTool(
-      "whoami",
-      { description: "Says which OAuth client is calling", inputSchema: {} },
-      async (_args, extra) => ({
-        content: [{ type: "text", text: `client ${extra.authInfo?.clientId ?? "unknown"}` }],
-      }),
-    );
-    return server;
-  };
+  const whoami = () => whoamiServer("cimd-peer");
   mcpApp.all(
     "/mcp",
     bearer,

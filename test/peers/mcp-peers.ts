@@ -137,6 +137,19 @@ function plainServer(calls: Map<string, number>): McpServer {
   return server;
 }
 
+/** An OAuth-protected peer's one tool: it says which OAuth client is calling. */
+export function whoamiServer(name: string): McpServer {
+  const server = new McpServer({ name, version: "1.0.0" });
+  server.registerTool(
+    "whoami",
+    { description: "Says which OAuth client is calling", inputSchema: {} },
+    async (_args, extra) => ({
+      content: [{ type: "text", text: `client ${extra.authInfo?.clientId ?? "unknown"}` }],
+    }),
+  );
+  return server;
+}
+
 /** Stateless Streamable HTTP: a fresh server and transport per request, as the SDK documents. */
 export async function handleMcp(
   build: () => McpServer,
@@ -399,17 +412,7 @@ export async function startMcpPeers(): Promise<McpPeers> {
     resourceMetadataUrl: getOAuthProtectedResourceMetadataUrl(oauthUrl),
     expectedResource: oauthUrl,
   });
-  const whoami = () => {
-    const server = new McpServer({ name: "oauth-peer", version: "1.0.0" });
-    server.registerTool(
-      "whoami",
-      { description: "Says which OAuth client is calling", inputSchema: {} },
-      async (_args, extra) => ({
-        content: [{ type: "text", text: `client ${extra.authInfo?.clientId ?? "unknown"}` }],
-      }),
-    );
-    return server;
-  };
+  const whoami = () => whoamiServer("oauth-peer");
   oauthApp.all(
     "/mcp",
     bearer,

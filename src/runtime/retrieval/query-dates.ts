@@ -10,7 +10,8 @@ export interface NamedMonth {
   year?: number;
 }
 
-const MONTHS = [
+/** English month names, lower-case, January first. */
+export const MONTHS = [
   "january",
   "february",
   "march",
