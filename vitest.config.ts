@@ -13,12 +13,14 @@
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
 import { configDefaults, defineConfig } from "vitest/config";
 import { unstable_readConfig } from "wrangler";
+import { SETTINGS } from "./src/settings.ts";
 import { NODE_TIER_FILES } from "./test/tiers.ts";
 
 export const TEST_ADMIN_TOKEN = "test-admin-token-0123456789";
 
 // Every variable is set explicitly, so a developer's .dev.vars (which wrangler would load, possibly
-// with real keys) never leaks into a test run.
+// with real keys) never leaks into a test run. Each must be declared in src/settings.ts (checked
+// below and by test/node/settings.spec.ts); TEST_* are the tests' own, MCP_* a family of secrets.
 const baseBindings = {
   OPENAI_API_KEY: "",
   OPENAI_BASE_URL: "",
@@ -96,6 +98,22 @@ export default defineConfig(async () => {
     isolate = false,
     /** Memory databases MEMORY_DB_1..n besides DB (src/db/shards.ts). */
     memoryDatabases = 0,
+  ) => {
+    const undeclared = Object.keys({ ...baseBindings, ...bindings }).filter(
+      (name) => !Object.hasOwn(SETTINGS, name) && !/^(TEST|MCP)_/.test(name),
+    );
+    if (undeclared.length > 0)
+      throw new Error(`vitest.config.ts binds undeclared variables: ${undeclared.join(", ")}`);
+    return projectOf(name, include, bindings, globalSetup, setupFiles, isolate, memoryDatabases);
+  };
+  const projectOf = (
+    name: string,
+    include: string[],
+    bindings: Record<string, unknown>,
+    globalSetup: string[],
+    setupFiles: string[],
+    isolate: boolean,
+    memoryDatabases: number,
   ) => ({
     plugins: [
       cloudflareTest({

@@ -31,7 +31,7 @@ CREATE INDEX `memory_vectors_agent_idx` ON `memory_vectors` (`agent_id`,`seq`);-
 DROP INDEX `memories_id_unique`;--> statement-breakpoint
 PRAGMA defer_foreign_keys = off;--> statement-breakpoint
 -- Vectorize: vectors were stored under the memory id itself; they now go under a per-agent id
--- (src/memory/vectorize-index.ts). Every vector that may exist under an old id is listed here for
+-- (src/db/memory/vectorize-index.ts). Every vector that may exist under an old id is listed here for
 -- the sweeper to delete: embedded memories without a row in the local index (so, written to
 -- Vectorize), and the outbox's pending deletions. Those memories become pending again, and the
 -- embedding queue, the hourly sweep or `npm run memory -- init` gives them new vectors. On a

@@ -1,11 +1,11 @@
-// Assembles src/memory/wasm/rank.wat into rank.wasm (committed, so installing and deploying need
+// Assembles src/db/memory/wasm/rank.wat into rank.wasm (committed, so installing and deploying need
 // no build step). Run after editing the .wat: `npm run build:wasm`; `--check` fails when the
 // committed binary is not what the source assembles to (CI runs it).
 import { readFileSync, writeFileSync } from "node:fs";
 import wabtModule from "wabt";
 
-const source = "src/memory/wasm/rank.wat";
-const target = "src/memory/wasm/rank.wasm";
+const source = "src/db/memory/wasm/rank.wat";
+const target = "src/db/memory/wasm/rank.wasm";
 const wabt = await wabtModule();
 const parsed = wabt.parseWat(source, readFileSync(source, "utf8"));
 parsed.validate();

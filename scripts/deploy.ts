@@ -19,7 +19,12 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { ApplicationFlags, PermissionFlagsBits } from "discord-api-types/v10";
 import { z } from "zod";
-import { DEPLOYMENT_VARIABLES, MIN_ADMIN_TOKEN_CHARS, variableIssues } from "../src/config.ts";
+import { MIN_ADMIN_TOKEN_CHARS, variableIssues } from "../src/config.ts";
+import {
+  DEPLOYMENT_VARIABLES,
+  SECRET_NAMES as ALL_SECRETS,
+  SHELL_SECRETS,
+} from "../src/settings.ts";
 import { type SlackSetup, slackReport, slackSetup } from "./deploy-slack.ts";
 import { setTelegramWebhook, telegramSetup } from "./deploy-telegram.ts";
 
@@ -60,23 +65,12 @@ const TOKEN_OPTION_REFUSED =
   "or run on a terminal without it and you will be asked for it when it is needed.";
 
 export const VECTORIZE_INDEX = "edge-agents-memories";
-/** Metadata the vector index filters on (src/memory/vectorize-index.ts), indexed before any vector. */
+/** Metadata the vector index filters on (src/db/memory/vectorize-index.ts), indexed before any vector. */
 export const METADATA_INDEXES = ["agentId", "type", "roomId", "userId", "memoryId"];
 /** Secrets copied from this shell to the worker when they are set here and not there. */
-const OPTIONAL_SECRETS = [
-  "OPENAI_API_KEY",
-  "DISCORD_PUBLIC_KEY",
-  "DISCORD_BOT_TOKEN",
-  "TELEGRAM_BOT_TOKEN",
-  "TELEGRAM_WEBHOOK_SECRET",
-  "SLACK_BOT_TOKEN",
-  "SLACK_SIGNING_SECRET",
-  "INSTAGRAM_ACCESS_TOKEN",
-  "BRAVE_SEARCH_API_KEY",
-  "OTEL_EXPORTER_OTLP_HEADERS",
-];
+const OPTIONAL_SECRETS = SHELL_SECRETS;
 /** Every secret the worker reads: refused as --var, which would show it on a command line. */
-const SECRET_NAMES = new Set(["ADMIN_TOKEN", "SECRETS_KEY", ...OPTIONAL_SECRETS]);
+const SECRET_NAMES = new Set<string>(ALL_SECRETS);
 const DISCORD_API = "https://discord.com/api/v10";
 /**
  * What the bot asks for when invited: to see and answer in channels and threads, and to read the

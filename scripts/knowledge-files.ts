@@ -5,7 +5,7 @@
 import { readdir, readFile, realpath, stat } from "node:fs/promises";
 import { extname, isAbsolute, join, normalize, relative, resolve, sep } from "node:path";
 import type { KnowledgeItem } from "../src/runtime/character.ts";
-import { MAX_DOCUMENT_CHARS } from "../src/memory/knowledge.ts";
+import { MAX_DOCUMENT_CHARS } from "../src/db/memory/knowledge.ts";
 import { sha256Hex } from "../src/runtime/util/hashing.ts";
 
 /** Files one run reads at most: a directory entry pointing at the wrong folder should not upload it all. */

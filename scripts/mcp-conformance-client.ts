@@ -7,12 +7,12 @@
 // who consents is played by following the authorization URL: the suite's server approves at once.
 import { registerHooks } from "node:module";
 import type { McpPlatform } from "../src/mcp/platform.ts";
-import type { McpServerConfig, McpServerEntry } from "../src/mcp/registry.ts";
+import type { McpServerConfig, McpServerEntry } from "../src/mcp-registry.ts";
 import type { UrlPolicy } from "../src/net/url-safety.ts";
 import type { ToolContext } from "../src/runtime/ports/tools.ts";
 import { createFixedServerStore, createMemoryCredentialStore } from "./mcp-conformance-stores.ts";
 
-// The worker's bundler imports mcp-servers.json (src/mcp/registry.ts) without an import
+// The worker's bundler imports mcp-servers.json (src/mcp-registry.ts) without an import
 // attribute; Node asks for one, so JSON modules get it here, before the product is loaded.
 registerHooks({
   load: (url, context, nextLoad) =>
@@ -26,7 +26,7 @@ const { completeAuthorization } = await import("../src/mcp/consent.ts");
 const { describeServers } = await import("../src/mcp/overview.ts");
 const { createGuardedFetch } = await import("../src/net/guarded-fetch.ts");
 const { OUTBOUND_CAPS } = await import("../src/net/outbound.ts");
-const { parseRegistry, secretOrigins } = await import("../src/mcp/registry.ts");
+const { parseRegistry, secretOrigins } = await import("../src/mcp-registry.ts");
 
 const AGENT_ID = "conformance";
 const SERVER_NAME = "peer";

@@ -8,7 +8,7 @@ import type {
   RefreshLease,
 } from "../src/db/stores/mcp-credential-store.ts";
 import type { AgentServerStore } from "../src/db/stores/agent-server-store.ts";
-import type { McpServerEntry } from "../src/mcp/registry.ts";
+import type { McpServerEntry } from "../src/mcp-registry.ts";
 
 interface StoredRow {
   row: McpCredentialRow;

@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseCharacter } from "../src/characters/parse-character.ts";
 import { agentIdFor } from "../src/db/stores/agent-store.ts";
-import { buildDocument, characterKnowledge } from "../src/memory/knowledge.ts";
+import { buildDocument, characterKnowledge } from "../src/db/memory/knowledge.ts";
 import { loadTokenCounter } from "../src/runtime/util/tokens.ts";
 import { KnowledgeFileError, readKnowledgeFiles } from "./knowledge-files.ts";
 

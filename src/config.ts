@@ -1,228 +1,56 @@
-// Environment and bindings, parsed once per env object with zod. A missing binding or a malformed
-// variable is a clear error naming the variable (never its value). Empty strings count as unset,
-// so a variable set to "" is as good as absent (`npm run deploy -- --var NAME=` unsets one). The raw
-// bindings' type is `Env` in src/env.ts.
-import { z } from "zod";
+// Environment and bindings, parsed once per env object with the checks settings.ts declares. A
+// missing binding or a malformed variable is a clear error naming the variable (never its value).
+// Empty strings count as unset, so a variable set to "" is as good as absent
+// (`npm run deploy -- --var NAME=` unsets one). The raw bindings' type is `Env` in src/env.ts.
+import type { z } from "zod";
 import { NotConfiguredError } from "./runtime/util/errors.ts";
 import type { ModelChoice } from "./runtime/ports/model.ts";
 import type { Env } from "./env.ts";
 import { log } from "./log.ts";
 import { type Surface, type SurfacesOff, surfaceOf } from "./surfaces.ts";
-import { parseRateRule, RATE_RULE_FORMAT, type RateRule } from "./rate-limits/token-bucket.ts";
+import type { RateRule } from "./rate-limits/token-bucket.ts";
 import {
   DEFAULT_WORKERS_AI_EMBEDDING_MODEL,
   WORKERS_AI_EMBEDDING_DIMENSIONS,
 } from "./model/workers-ai-embedder.ts";
 import { DEFAULT_HASH_DIMENSIONS } from "./runtime/retrieval/hash-embedder.ts";
+import {
+  DEFAULT_MAX_CONTEXT_TOKENS,
+  DEFAULT_OPENAI_BASE_URL,
+  DEFAULT_OPENAI_MODEL,
+  DEFAULT_OPENAI_SMALL_MODEL,
+  DEFAULT_SLACK_API_BASE,
+  DEFAULT_TELEGRAM_API_BASE,
+  DEFAULT_TRANSCRIPTION_MODEL,
+  DEFAULT_WORKERS_AI_MODEL,
+  DEFAULT_WORKERS_AI_SMALL_MODEL,
+  DEFAULT_WORKERS_AI_TRANSCRIPTION_MODEL,
+  SettingsSchema as VarsSchema,
+  type ShardSetting,
+} from "./settings.ts";
 
-/** DISCORD_GATEWAY_SHARDS: "auto" follows GET /gateway/bot's `shards`; a number is fixed. */
-export type ShardSetting = "auto" | number;
-/** Past this many shards Discord's large-bot sharding applies, which this runtime does not do. */
-export const MAX_GATEWAY_SHARDS = 1_024;
+// The settings' names, defaults and limits are declared in settings.ts; these are read from here.
+export {
+  DEFAULT_MAX_CONTEXT_TOKENS,
+  DEFAULT_OPENAI_BASE_URL,
+  DEFAULT_OPENAI_MODEL,
+  DEFAULT_OPENAI_SMALL_MODEL,
+  DEFAULT_RATE_LIMIT_PER_TOKEN,
+  DEFAULT_RATE_LIMIT_PER_USER,
+  DEFAULT_SLACK_API_BASE,
+  DEFAULT_TELEGRAM_API_BASE,
+  DEFAULT_TRANSCRIPTION_MODEL,
+  DEFAULT_WORKERS_AI_MODEL,
+  DEFAULT_WORKERS_AI_SMALL_MODEL,
+  DEFAULT_WORKERS_AI_TRANSCRIPTION_MODEL,
+  DEPLOYMENT_VARIABLES,
+  MAX_EMBEDDING_DIMENSIONS,
+  MAX_GATEWAY_SHARDS,
+  MIN_ADMIN_TOKEN_CHARS,
+  type ShardSetting,
+} from "./settings.ts";
 
-export const DEFAULT_TELEGRAM_API_BASE = "https://api.telegram.org";
-export const DEFAULT_SLACK_API_BASE = "https://slack.com/api";
-/** The OpenAI-compatible `/audio/transcriptions` model voice notes go to (TRANSCRIPTION_MODEL). */
-export const DEFAULT_TRANSCRIPTION_MODEL = "whisper-1";
-/** Workers AI's Whisper, when Workers AI is the configured backend. */
-export const DEFAULT_WORKERS_AI_TRANSCRIPTION_MODEL = "@cf/openai/whisper";
-export const DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1";
-export const DEFAULT_OPENAI_MODEL = "gpt-4.1-mini";
-export const DEFAULT_OPENAI_SMALL_MODEL = "gpt-4.1-nano";
-export const DEFAULT_WORKERS_AI_MODEL = "@cf/meta/llama-3.3-70b-instruct-fp8-fast";
-export const DEFAULT_WORKERS_AI_SMALL_MODEL = "@cf/meta/llama-3.1-8b-instruct-fast";
-export const MIN_ADMIN_TOKEN_CHARS = 16;
-export const DEFAULT_MAX_CONTEXT_TOKENS = 8_000;
-/** Per API token: bursts of 600, 600 a minute sustained. */
-export const DEFAULT_RATE_LIMIT_PER_TOKEN = "600/min";
-/** Per end user (a Discord user, a REST userId): chat turns. */
-export const DEFAULT_RATE_LIMIT_PER_USER = "20/min";
 export const DEFAULT_LOCAL_EMBEDDING_DIMENSIONS = DEFAULT_HASH_DIMENSIONS;
-/** Vectorize's largest dimension. */
-export const MAX_EMBEDDING_DIMENSIONS = 1536;
-const EMBEDDING_DIMENSIONS_RULE = `must be a whole number from 1 to ${MAX_EMBEDDING_DIMENSIONS}`;
-
-const unset = (value: unknown) =>
-  typeof value === "string" && value.trim() === "" ? undefined : value;
-const optionalString = z.preprocess(unset, z.string().trim().optional());
-const optionalUrl = z.preprocess(unset, z.url({ protocol: /^https?$/ }).optional());
-/** A switch: "true", "false" or unset. */
-const trueOrFalse = z.preprocess(
-  unset,
-  z.enum(["true", "false"], { error: 'must be "true" or "false"' }).optional(),
-);
-const commaList = z.preprocess(
-  unset,
-  z
-    .string()
-    .optional()
-    .transform((value) =>
-      value
-        ? value
-            .split(",")
-            .map((item) => item.trim())
-            .filter(Boolean)
-        : [],
-    ),
-);
-
-function rateRule(fallback: string) {
-  return z.preprocess(
-    (value) => unset(value) ?? fallback,
-    z.string().transform((text, ctx): RateRule | null => {
-      try {
-        return parseRateRule(text);
-      } catch {
-        ctx.addIssue({ code: "custom", message: `must be ${RATE_RULE_FORMAT}` });
-        return z.NEVER;
-      }
-    }),
-  );
-}
-
-const VarsSchema = z.object({
-  OPENAI_API_KEY: optionalString,
-  OPENAI_BASE_URL: optionalUrl,
-  MODEL: optionalString,
-  MODEL_FALLBACKS: commaList,
-  SMALL_MODEL: optionalString,
-  PROMPT_CACHE_KEY: z.preprocess(unset, z.enum(["auto", "on", "off"]).optional()),
-  ADMIN_TOKEN: z.preprocess(
-    unset,
-    z
-      .string()
-      .min(MIN_ADMIN_TOKEN_CHARS, `must be at least ${MIN_ADMIN_TOKEN_CHARS} characters`)
-      .optional(),
-  ),
-  SECRETS_KEY: z.preprocess(unset, z.string().min(32, "must be at least 32 characters").optional()),
-  PUBLIC_BASE_URL: optionalUrl,
-  EMBEDDING_MODEL: optionalString,
-  // Vectorize's ceiling is 1,536 dimensions.
-  EMBEDDING_DIMENSIONS: z.preprocess(
-    unset,
-    z.coerce
-      .number({ error: EMBEDDING_DIMENSIONS_RULE })
-      .int(EMBEDDING_DIMENSIONS_RULE)
-      .min(1, EMBEDDING_DIMENSIONS_RULE)
-      .max(MAX_EMBEDDING_DIMENSIONS, EMBEDDING_DIMENSIONS_RULE)
-      .optional(),
-  ),
-  RATE_LIMIT_PER_TOKEN: rateRule(DEFAULT_RATE_LIMIT_PER_TOKEN),
-  RATE_LIMIT_PER_USER: rateRule(DEFAULT_RATE_LIMIT_PER_USER),
-  INSTAGRAM_USER_ID: z.preprocess(
-    unset,
-    z
-      .string()
-      .regex(/^\d{1,30}$/, "must be the numeric Instagram professional account id")
-      .optional(),
-  ),
-  INSTAGRAM_ACCESS_TOKEN: optionalString,
-  INSTAGRAM_GRAPH_BASE: optionalUrl,
-  // Discord user ids (snowflakes) who manage the bot in DMs, besides the application's owner.
-  DISCORD_OWNER_IDS: commaList.pipe(
-    z.array(z.string().regex(/^\d{1,20}$/, "must be a comma list of Discord user ids")),
-  ),
-  TELEGRAM_BOT_TOKEN: z.preprocess(
-    unset,
-    z
-      .string()
-      .trim()
-      .regex(
-        /^\d{1,20}:[A-Za-z0-9_-]{1,200}$/,
-        "must be a bot token from BotFather (<bot id>:<secret>)",
-      )
-      .optional(),
-  ),
-  // setWebhook's secret_token rule: Telegram sends it back in X-Telegram-Bot-Api-Secret-Token.
-  TELEGRAM_WEBHOOK_SECRET: z.preprocess(
-    unset,
-    z
-      .string()
-      .regex(/^[A-Za-z0-9_-]{16,256}$/, "must be 16-256 of A-Z, a-z, 0-9, _ and -")
-      .optional(),
-  ),
-  TELEGRAM_API_BASE: optionalUrl,
-  // Telegram user ids who manage the bot and whose private chats the default DM policy takes.
-  TELEGRAM_OWNER_IDS: commaList.pipe(
-    z.array(z.string().regex(/^\d{1,20}$/, "must be a comma list of Telegram user ids")),
-  ),
-  SLACK_BOT_TOKEN: z.preprocess(
-    unset,
-    z
-      .string()
-      .trim()
-      .regex(/^xoxb-[A-Za-z0-9-]{1,250}$/, "must be a Slack bot token (xoxb-...)")
-      .optional(),
-  ),
-  // The app's Signing Secret (Basic Information): a 32-character hex string.
-  SLACK_SIGNING_SECRET: z.preprocess(
-    unset,
-    z
-      .string()
-      .trim()
-      .regex(/^[A-Za-z0-9]{16,128}$/, "must be the app's signing secret (letters and digits)")
-      .optional(),
-  ),
-  SLACK_API_BASE: optionalUrl,
-  // Slack user ids (U..., W...) who manage the bot and whose DMs the default DM policy takes.
-  SLACK_OWNER_IDS: commaList.pipe(
-    z.array(z.string().regex(/^[UW][A-Z0-9]{2,20}$/, "must be a comma list of Slack user ids")),
-  ),
-  TRANSCRIPTION_MODEL: optionalString,
-  ALLOW_LOOPBACK_FETCH: trueOrFalse,
-  MCP_ALLOW_LOOPBACK: trueOrFalse,
-  WORKERS_AI: trueOrFalse,
-  VECTORIZE: trueOrFalse,
-  DISCORD_GATEWAY: trueOrFalse,
-  // "auto" (or unset): the shard count GET /gateway/bot recommends; else a fixed count.
-  DISCORD_GATEWAY_SHARDS: z.preprocess(
-    unset,
-    z
-      .string()
-      .trim()
-      .refine(
-        (value) =>
-          value === "auto" ||
-          (/^\d{1,5}$/.test(value) && Number(value) >= 1 && Number(value) <= MAX_GATEWAY_SHARDS),
-        { error: `must be "auto" or a whole number from 1 to ${MAX_GATEWAY_SHARDS}` },
-      )
-      .transform((value): ShardSetting => (value === "auto" ? "auto" : Number(value)))
-      .optional(),
-  ),
-  SEED_CHARACTERS: trueOrFalse,
-  DAILY_TOKEN_LIMIT: z.preprocess(
-    unset,
-    z.coerce
-      .number({ error: "must be a whole number" })
-      .int("must be a whole number")
-      .min(1)
-      .optional(),
-  ),
-  // Days an agent's messages and summaries are kept (the same bounds as settings.memory.retentionDays).
-  MEMORY_RETENTION_DAYS: z.preprocess(
-    unset,
-    z.coerce
-      .number({ error: "must be a whole number of days" })
-      .int("must be a whole number of days")
-      .min(1)
-      .max(36_500)
-      .optional(),
-  ),
-  MAX_CONTEXT_TOKENS: z.preprocess(
-    unset,
-    z.coerce
-      .number({ error: "must be a whole number" })
-      .int("must be a whole number")
-      .min(1_000)
-      .max(2_000_000)
-      .optional(),
-  ),
-  // The share of turns whose prompt text the inspector keeps in R2 (docs/observability.md).
-  INSPECTOR_TEXT_SHARE: z.preprocess(
-    unset,
-    z.coerce.number({ error: "must be a number from 0 to 1" }).min(0).max(1).optional(),
-  ),
-});
 
 /**
  * Default sizes of OpenAI's embedding models. text-embedding-3-large natively gives 3,072; it is
@@ -321,49 +149,6 @@ export interface Config {
    */
   surfacesOff: SurfacesOff;
 }
-
-/**
- * The plain (not secret) variables a deployment sets with `npm run deploy -- --var NAME=value`.
- * wrangler.toml has no `[vars]` and sets `keep_vars`, so a value set once stays through later
- * deploys. ALLOW_LOOPBACK_FETCH is development only and not among them.
- */
-export const DEPLOYMENT_VARIABLES = [
-  "OPENAI_BASE_URL",
-  "MODEL",
-  "MODEL_FALLBACKS",
-  "SMALL_MODEL",
-  "PROMPT_CACHE_KEY",
-  "EMBEDDING_MODEL",
-  "EMBEDDING_DIMENSIONS",
-  "MAX_CONTEXT_TOKENS",
-  "DISCORD_APPLICATION_ID",
-  "DISCORD_API_BASE",
-  "DISCORD_OWNER_IDS",
-  "DISCORD_GATEWAY",
-  "DISCORD_GATEWAY_SHARDS",
-  "TELEGRAM_API_BASE",
-  "TELEGRAM_OWNER_IDS",
-  "SLACK_API_BASE",
-  "SLACK_OWNER_IDS",
-  "TRANSCRIPTION_MODEL",
-  "INSTAGRAM_USER_ID",
-  "INSTAGRAM_GRAPH_BASE",
-  "PUBLIC_BASE_URL",
-  "BRAVE_SEARCH_BASE",
-  "RATE_LIMIT_PER_TOKEN",
-  "RATE_LIMIT_PER_USER",
-  "DAILY_TOKEN_LIMIT",
-  "MEMORY_RETENTION_DAYS",
-  "INSPECTOR_TEXT_SHARE",
-  "SEED_CHARACTERS",
-  "WORKERS_AI",
-  "VECTORIZE",
-  "OTEL_EXPORTER_OTLP_ENDPOINT",
-  "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
-  "OTEL_SERVICE_NAME",
-  "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT",
-  "OTEL_TRACE_PLAIN_IDS",
-] as const;
 
 /** What the worker would say of these variables: each bad one's name and rule, never its value. */
 export function variableIssues(vars: Readonly<Record<string, string>>): string[] {
@@ -564,11 +349,7 @@ function chooseEmbedding(vars: z.infer<typeof VarsSchema>, ai: Ai | undefined): 
   const isWorkersAiName = !!model && /^@(cf|hf)\//.test(model);
   if (model && !isWorkersAiName && (vars.OPENAI_API_KEY || vars.OPENAI_BASE_URL)) {
     const dimensions = vars.EMBEDDING_DIMENSIONS ?? OPENAI_EMBEDDING_DIMENSIONS[model];
-    if (dimensions === undefined) {
-      throw new NotConfiguredError(
-        `configuration: EMBEDDING_DIMENSIONS must be set for the embedding model "${model}" (its size is not known)`,
-      );
-    }
+    if (dimensions === undefined) throw sizeUnknown(model);
     return {
       kind: "openai",
       apiKey: vars.OPENAI_API_KEY ?? "not-needed",
@@ -584,15 +365,18 @@ function chooseEmbedding(vars: z.infer<typeof VarsSchema>, ai: Ai | undefined): 
   if (ai && (isWorkersAiName || !openaiChat)) {
     const name = isWorkersAiName ? model : DEFAULT_WORKERS_AI_EMBEDDING_MODEL;
     const dimensions = WORKERS_AI_EMBEDDING_DIMENSIONS[name] ?? vars.EMBEDDING_DIMENSIONS;
-    if (dimensions === undefined) {
-      throw new NotConfiguredError(
-        `configuration: EMBEDDING_DIMENSIONS must be set for the embedding model "${name}" (its size is not known)`,
-      );
-    }
+    if (dimensions === undefined) throw sizeUnknown(name);
     return { kind: "workers-ai", ai, model: name, dimensions };
   }
   return {
     kind: "local",
     dimensions: vars.EMBEDDING_DIMENSIONS ?? DEFAULT_LOCAL_EMBEDDING_DIMENSIONS,
   };
+}
+
+/** An embedding model whose size neither we know nor EMBEDDING_DIMENSIONS says. */
+function sizeUnknown(model: string): NotConfiguredError {
+  return new NotConfiguredError(
+    `configuration: EMBEDDING_DIMENSIONS must be set for the embedding model "${model}" (its size is not known)`,
+  );
 }

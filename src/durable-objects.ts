@@ -1,7 +1,8 @@
 // The Durable Object classes wrangler.toml binds, assembled where the worker knows its surfaces:
-// the room and the task object (src/objects/) take the reply surface and attachment ingest as
-// interfaces, and get the chat platforms' (src/clients/) here, one surface routing each delivery
-// target by its kind, so src/objects/ never imports a client.
+// the room and the task object (src/objects/) take the reply surface, attachment ingest and the
+// agent's plugins as interfaces, and get the chat platforms' (src/clients/), one surface routing
+// each delivery target by its kind, and src/plugins/' here, so src/objects/ never imports a
+// client or a plugin.
 import { createAttachmentRouter } from "./clients/chat/attachment-router.ts";
 import { createSurfaceRouter } from "./clients/chat/surface-router.ts";
 import {
@@ -23,7 +24,9 @@ import { createTelegramAttachmentIngest } from "./clients/telegram/telegram-file
 import type { Env } from "./env.ts";
 import { AgentRoomBase } from "./objects/conversation/agent-room.ts";
 import { AgentTasksBase } from "./objects/tasks/agent-tasks.ts";
+import type { RoomPluginsFactory } from "./objects/shared/plugin-port.ts";
 import type { ReplySurface, RoomPlatform } from "./objects/shared/reply-surface.ts";
+import { createRoomPlugins } from "./plugins/room-plugins.ts";
 
 export { DiscordGateway } from "./clients/discord/gateway/discord-gateway.ts";
 export { DiscordRestLimiter } from "./rate-limits/discord-rest-limiter.ts";
@@ -55,10 +58,18 @@ export class AgentRoom extends AgentRoomBase {
       ]),
     };
   }
+
+  protected override plugins(): RoomPluginsFactory {
+    return createRoomPlugins;
+  }
 }
 
 export class AgentTasks extends AgentTasksBase {
   protected override replySurface(): ReplySurface {
     return chatSurface(this.env);
+  }
+
+  protected override plugins(): RoomPluginsFactory {
+    return createRoomPlugins;
   }
 }

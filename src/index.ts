@@ -7,7 +7,7 @@
 // Gateway connection is up.
 import type { Env } from "./env.ts";
 import { createApp } from "./http/app.ts";
-import { runMemoryMaintenance } from "./memory/maintenance.ts";
+import { runMemoryMaintenance } from "./db/memory/maintenance.ts";
 import { ensureSchema } from "./db/schema-ready.ts";
 import { forgetRoomHistory } from "./objects/conversation/room-client.ts";
 import { startGateway } from "./clients/discord/gateway/gateway-client.ts";

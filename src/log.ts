@@ -2,7 +2,7 @@
 // tail` and Workers Logs index by field. Every module outside the pure runtime logs through here;
 // the runtime emits events instead (src/runtime/util/events.ts), which the room logs the same way.
 // Fields must never hold message text, tokens or remote bodies: ids, counts and our own reasons.
-import { currentTraceId } from "./telemetry/current-context.ts";
+import { currentTraceId } from "./trace-context.ts";
 
 export type LogFields = Record<string, unknown>;
 type Level = "info" | "warn" | "error";

@@ -1,7 +1,7 @@
 // What callers may ask of each Durable Object over RPC, as interfaces: src/env.ts types its
 // namespaces with these, so the bindings stay typed without env.ts importing the classes (which
 // import Env). Each class implements its interface; schedule and queue callbacks are left out.
-import type { HistoryQuery } from "./memory/message-history.ts";
+import type { HistoryQuery } from "./db/memory/message-history.ts";
 import type { BucketState, RateRule } from "./rate-limits/token-bucket.ts";
 import type { DiscordRoute, RateLimitSeen } from "./rate-limits/discord-buckets.ts";
 import type { TaskState } from "./runtime/tasks/task-types.ts";

@@ -5,7 +5,7 @@
 import type { Trip } from "../latency/instrument.ts";
 import type { Call } from "../worker-harness.ts";
 
-/** The table only the local vector index writes and reads (src/memory/local-vector-index.ts). */
+/** The table only the local vector index writes and reads (src/db/memory/local-vector-index.ts). */
 export const LOCAL_VECTOR_TABLE = "memory_vectors";
 
 export interface TripTotals {

@@ -1,5 +1,5 @@
 // The one handle on D1: drizzle over the DB binding. Built once per environment object by
-// src/db/stores/index.ts; every store and query in src/db/ and src/memory/ takes it. Nothing outside
+// src/db/stores/index.ts; every store and query in src/db/ (memory/ included) takes it. Nothing outside
 // those two folders sees drizzle (test/node/boundaries.spec.ts holds that).
 import { drizzle, type DrizzleD1Database } from "drizzle-orm/d1";
 

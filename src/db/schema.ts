@@ -1,6 +1,6 @@
 // D1 tables, declared once with drizzle; `npm run db:generate` turns changes into migrations.
 // Every memory belongs to one agent (cascade on delete); messages also carry their room, facts and
-// descriptions their user. JSON columns are re-validated on read (src/memory/rows.ts).
+// descriptions their user. JSON columns are re-validated on read (src/db/memory/rows.ts).
 import { sql } from "drizzle-orm";
 import {
   blob,

@@ -7,8 +7,8 @@ import type { ShippedCharacter } from "../characters/shipped-characters.ts";
 import type { TokenCounter } from "../runtime/util/tokens.ts";
 import { agentIdFor, type AgentStore } from "./stores/agent-store.ts";
 import type { Db } from "./db.ts";
-import type { EmbeddingPipeline } from "../memory/embedding-pipeline.ts";
-import { characterKnowledge, ingestDocument } from "../memory/knowledge.ts";
+import type { EmbeddingPipeline } from "./memory/embedding-pipeline.ts";
+import { characterKnowledge, ingestDocument } from "./memory/knowledge.ts";
 
 export interface SeedDeps {
   agents: AgentStore;

@@ -5,26 +5,40 @@
 import { loadConfig } from "../config.ts";
 import type { Env } from "../env.ts";
 import { errorField, log } from "../log.ts";
-import { enforceRate, type KeepAlive } from "../rate-limits/admission.ts";
+import type { Context } from "hono";
+import { admit, type KeepAlive } from "../rate-limits/admission.ts";
+import { personBucket, tokenBucket } from "../rate-limits/buckets.ts";
 import type { Attachment } from "../runtime/ports/memory.ts";
 import type { TurnInput } from "../runtime/turn/turn-types.ts";
 import { AppError } from "../runtime/util/errors.ts";
-import { type Principal, tokenPrincipalOf } from "./app-env.ts";
+import { type AppEnv, type Principal, tokenPrincipalOf } from "./app-env.ts";
+import { keepAliveOf } from "./auth.ts";
 
-/** One person's turns draw from one bucket (RATE_LIMIT_PER_USER), over any API surface. */
+/**
+ * The one admission before a REST or OpenAI-compatible turn (routes guarded by guardTurn): the
+ * token's bucket and the person's, refused (429) if either is empty, drawn from together.
+ */
+export function admitTurn(c: Context<AppEnv>, agentId: string, userId: string): Promise<void> {
+  const principal = c.get("principal");
+  const person = personBucket(
+    { kind: "api", agentId, userId },
+    loadConfig(c.env).rateLimits.perUser,
+  );
+  return admit(c.env, [tokenBucket(principal), person], keepAliveOf(c));
+}
+
+/**
+ * One person's turns draw from one bucket (RATE_LIMIT_PER_USER), over any API surface; for a
+ * caller whose token was drawn from already (the MCP server's `chat`, one tool of a request).
+ */
 export function enforcePersonRate(
   env: Env,
   agentId: string,
   userId: string,
   keepAlive: KeepAlive | undefined,
 ): Promise<void> {
-  return enforceRate(
-    env,
-    `user:rest:${agentId}:${userId}`,
-    loadConfig(env).rateLimits.perUser,
-    `user "${userId}"`,
-    keepAlive,
-  );
+  const rule = loadConfig(env).rateLimits.perUser;
+  return admit(env, [personBucket({ kind: "api", agentId, userId }, rule)], keepAlive);
 }
 
 /** A turn a person asked for through the API: written to the agent directly, always answered. */

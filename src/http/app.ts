@@ -42,6 +42,8 @@ import { mcpOAuthRoutes } from "./routes/mcp-server/oauth/oauth-routes.ts";
 import { mcpGrantRoutes } from "./routes/mcp-server/oauth/grant-routes.ts";
 import { docsHeaders, docsPage } from "./docs-page.ts";
 import { PLUGINS } from "../plugins/index.ts";
+import { guard } from "./auth.ts";
+import { errorContent, jsonContent } from "./schemas.ts";
 import { validationError } from "./validation.ts";
 import {
   MAX_AGENT_BODY_BYTES,
@@ -134,7 +136,7 @@ export function createApp(): OpenAPIHono<AppEnv> {
   for (const plugin of PLUGINS) {
     if (!plugin.routes) continue;
     const routes = new OpenAPIHono<AppEnv>();
-    plugin.routes(routes);
+    plugin.routes(routes, { guard, errorContent, jsonContent });
     app.route(`/plugins/${plugin.name}`, routes);
   }
 

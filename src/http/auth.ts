@@ -1,8 +1,8 @@
 // Bearer-token authentication and scope checks. Every protected route spreads `guard(scope)` into
 // its createRoute definition, so the scope it declares in /openapi.json and the scope it enforces
 // are one value. Each authenticated request then draws from its token's rate bucket (admitted at
-// once, charged after: src/rate-limits/admission.ts). ADMIN_TOKEN is compared as SHA-256 digests in constant
-// time; minted tokens are looked up by hash, cached per isolate for a short time
+// once, charged after: src/rate-limits/admission.ts; a turn's route draws it with the person's,
+// guardTurn). ADMIN_TOKEN is compared as SHA-256 digests in constant time; minted tokens are looked up by hash, cached per isolate for a short time
 // (known-tokens.ts). Error messages never echo the presented token.
 import type { Context, MiddlewareHandler } from "hono";
 import { loadConfig } from "../config.ts";
@@ -17,7 +17,8 @@ import { findToken, noteTokenUse } from "./known-tokens.ts";
 import { ForbiddenError, NotConfiguredError, UnauthorizedError } from "../runtime/util/errors.ts";
 import { parseRateRule } from "../rate-limits/token-bucket.ts";
 import type { AppEnv, Principal } from "./app-env.ts";
-import { enforceRate, type KeepAlive } from "../rate-limits/admission.ts";
+import { admit, type KeepAlive } from "../rate-limits/admission.ts";
+import { tokenBucket } from "../rate-limits/buckets.ts";
 import { errorField, log } from "../log.ts";
 import { sha256 } from "../runtime/util/hashing.ts";
 import {
@@ -33,6 +34,17 @@ export function guard(scope: Scope) {
   return {
     security: [{ bearerAuth: [scope] }],
     middleware: [requireScope(scope)],
+  };
+}
+
+/**
+ * As guard, for a route that starts a turn: the token's bucket is not drawn from here but with
+ * the person's, in one admission before the turn (admitTurn in api-turn.ts).
+ */
+export function guardTurn(scope: Scope) {
+  return {
+    security: [{ bearerAuth: [scope] }],
+    middleware: [checkScope(async () => null, [scope], false)],
   };
 }
 
@@ -68,15 +80,17 @@ export function requireScopeWith(
   resolve: (c: Context<AppEnv>) => Promise<Principal | null>,
   ...scopes: [Scope, ...Scope[]]
 ): MiddlewareHandler<AppEnv> {
+  return checkScope(resolve, scopes, true);
+}
+
+function checkScope(
+  resolve: (c: Context<AppEnv>) => Promise<Principal | null>,
+  scopes: readonly Scope[],
+  drawFromToken: boolean,
+): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     const principal = (await resolve(c)) ?? (await authenticate(c));
-    await enforceRate(
-      c.env,
-      `token:${principal.id}`,
-      principal.rateRule,
-      "this API token",
-      keepAliveOf(c),
-    );
+    if (drawFromToken) await admit(c.env, [tokenBucket(principal)], keepAliveOf(c));
     if (!scopes.some((scope) => hasScope(principal, scope))) {
       throw new ForbiddenError(
         `this token lacks the \`${scopes.join("` or `")}\` scope (it has: ${principal.scopes.join(", ")})`,

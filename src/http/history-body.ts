@@ -10,17 +10,14 @@ import { usedMemory } from "../runtime/context/memory-providers.ts";
 import type { Memory } from "../runtime/ports/memory.ts";
 import { replyMessageId } from "../runtime/turn/message-ids.ts";
 import type { UsedMemory } from "../runtime/turn/turn-types.ts";
+import { TurnUsageCounts } from "./schemas.ts";
 
 /** A reply's metadata as the turn runner writes it (src/runtime/turn/turn-runner.ts, buildReply). */
 const ReplyMetadata = z.object({
   turnId: z.string(),
   model: z.string().nullable(),
   stopReason: z.string(),
-  usage: z.object({
-    promptTokens: z.number(),
-    completionTokens: z.number(),
-    modelCalls: z.number(),
-  }),
+  usage: TurnUsageCounts,
   // Ids and scores only: the text stays in the memories themselves (and goes with them).
   memories: z.array(z.object({ id: z.string(), score: z.number().nullable() })).optional(),
 });

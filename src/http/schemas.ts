@@ -41,3 +41,29 @@ export const jsonContent = <T extends z.ZodType>(schema: T, description: string)
   description,
   content: { "application/json": { schema } },
 });
+
+/** A required JSON request body of `schema` for a route's OpenAPI definition. */
+export const jsonBody = <T extends z.ZodType>(schema: T) => ({
+  required: true as const,
+  content: { "application/json": { schema } },
+});
+
+/**
+ * The body of a webhook route that is documented, not validated by the route schema: its
+ * signature covers the raw bytes, so the route reads and verifies them before parsing.
+ */
+export const signedBody = (contentType: string, schema: z.ZodType) => ({
+  required: true,
+  content: { [contentType]: { schema } },
+});
+
+/** A JSON object of any fields (a platform's payload, parsed by the route after its signature). */
+export const anyJsonObject = (description: string) =>
+  z.record(z.string(), z.unknown()).openapi({ description });
+
+/** What a turn spent, as a reply's history and the MCP server's `chat` give it. */
+export const TurnUsageCounts = z.object({
+  promptTokens: z.number(),
+  completionTokens: z.number(),
+  modelCalls: z.number(),
+});

@@ -5,7 +5,7 @@
 // never used past the version it was read at (src/runtime/util/per-character.ts).
 import type { Character } from "../runtime/character.ts";
 import { readOncePer } from "../runtime/util/per-character.ts";
-import type { McpServerEntry } from "./registry.ts";
+import type { McpServerEntry } from "../mcp-registry.ts";
 
 const byCharacter = new WeakMap<Character, Promise<McpServerEntry[]>>();
 

@@ -36,7 +36,7 @@ import {
   loadProvider,
   TOKEN_REFRESH_MARGIN_MS,
 } from "./oauth-provider.ts";
-import { secretRefusal, type McpServerEntry } from "./registry.ts";
+import { secretRefusal, type McpServerEntry } from "../mcp-registry.ts";
 import { describeRemoteError } from "./remote-errors.ts";
 import { toolFailure, toToolOutput } from "./results.ts";
 

@@ -16,7 +16,7 @@ import { AppError, NotConfiguredError, ValidationError } from "../runtime/util/e
 import { sha256Hex } from "../runtime/util/hashing.ts";
 import { type AgentOAuthProvider, loadProvider } from "./oauth-provider.ts";
 import type { McpPlatform } from "./platform.ts";
-import { findServer, type McpServerEntry } from "./registry.ts";
+import { findServer, type McpServerEntry } from "../mcp-registry.ts";
 import { describeRemoteError, traceResponses } from "./remote-errors.ts";
 
 /** What a server's 401 (or 403) says about its authorization: both optional. */

@@ -12,7 +12,7 @@ import type {
   OAuthTokens,
 } from "@modelcontextprotocol/client";
 import { ConflictError, NotConfiguredError, ValidationError } from "../runtime/util/errors.ts";
-import type { McpServerEntry } from "./registry.ts";
+import type { McpServerEntry } from "../mcp-registry.ts";
 import { sha256Hex, toBase64Url } from "../runtime/util/hashing.ts";
 import type { McpCredentialRow, McpCredentialStore } from "../db/stores/mcp-credential-store.ts";
 

@@ -7,7 +7,7 @@ import { McpConnections, type ServerState } from "./connections.ts";
 import { beginAuthorization } from "./consent.ts";
 import { loadProvider } from "./oauth-provider.ts";
 import type { McpPlatform } from "./platform.ts";
-import type { McpServerEntry } from "./registry.ts";
+import type { McpServerEntry } from "../mcp-registry.ts";
 import { describeRemoteError } from "./remote-errors.ts";
 
 export interface ServerOverview {

@@ -12,7 +12,7 @@ import type { AgentServerStore } from "../db/stores/agent-server-store.ts";
 import type { McpCredentialStore } from "../db/stores/mcp-credential-store.ts";
 import { stores } from "../db/stores/index.ts";
 import { clientMetadataUrl, OAUTH_CALLBACK_PATH } from "./client-metadata.ts";
-import { secretOrigins } from "./registry.ts";
+import { secretOrigins } from "../mcp-registry.ts";
 
 export interface McpPlatform {
   servers: AgentServerStore;

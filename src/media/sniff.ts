@@ -1,5 +1,6 @@
 // What a file is, from its first bytes: the one content check every upload path uses (Instagram
-// uploads, Discord attachments). Names and declared types are never trusted for binary formats.
+// uploads, the files people attach on Discord and Telegram, Telegram's voice notes). Names and
+// declared types are never trusted for binary formats; a name only lets text be tried.
 
 export type SniffedType =
   | "image/jpeg"
@@ -58,4 +59,61 @@ export function describeType(type: SniffedType | null): string {
     case null:
       return "not a file type we recognise";
   }
+}
+
+/** Names that may hold text; the bytes must still decode as UTF-8. */
+const TEXT_EXTENSIONS = /\.(txt|md|markdown|csv|json|log|ya?ml|xml|html?|ts|js|py)$/i;
+
+/** What a chat attachment is to the model: an image (by its bytes) or UTF-8 text. */
+export interface ChatFileKind {
+  kind: "image" | "text";
+  contentType: string;
+}
+
+/**
+ * A file attached in a chat: an image by its first bytes; text only when its name or declared type
+ * says text and it decodes as UTF-8 without NULs; anything else (a PDF, an executable) is null.
+ */
+export function sniffChatFile(
+  bytes: Uint8Array,
+  name: string,
+  declared?: string,
+): ChatFileKind | null {
+  const type = sniffType(bytes);
+  if (type?.startsWith("image/")) return { kind: "image", contentType: type };
+  if (type) return null;
+  const looksText =
+    TEXT_EXTENSIONS.test(name) ||
+    (declared ?? "").startsWith("text/") ||
+    declared === "application/json";
+  if (!looksText || bytes.includes(0)) return null;
+  try {
+    new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(bytes);
+  } catch {
+    return null;
+  }
+  return { kind: "text", contentType: "text/plain; charset=utf-8" };
+}
+
+/** A recording's format from its first bytes: what voice notes and audio files are. */
+export function sniffAudioType(bytes: Uint8Array): string | null {
+  const at = (offset: number, ...signature: number[]) =>
+    signature.every((byte, i) => bytes[offset + i] === byte);
+  if (at(0, 0x4f, 0x67, 0x67, 0x53)) return "audio/ogg"; // OggS: voice notes (Opus)
+  if (at(0, 0x49, 0x44, 0x33) || (bytes[0] === 0xff && ((bytes[1] ?? 0) & 0xe0) === 0xe0))
+    return "audio/mpeg";
+  if (at(4, 0x66, 0x74, 0x79, 0x70)) return "audio/mp4"; // ftyp: m4a
+  if (at(0, 0x52, 0x49, 0x46, 0x46) && at(8, 0x57, 0x41, 0x56, 0x45)) return "audio/wav";
+  if (at(0, 0x66, 0x4c, 0x61, 0x43)) return "audio/flac";
+  if (at(0, 0x1a, 0x45, 0xdf, 0xa3)) return "audio/webm";
+  return null;
+}
+
+/** An attachment's name made safe for an R2 key and a note to the model. */
+export function safeFileName(name: string): string {
+  const cleaned = name
+    .replace(/[^A-Za-z0-9._-]+/g, "_")
+    .replace(/^[._]+/, "")
+    .slice(0, 100);
+  return cleaned || "file";
 }

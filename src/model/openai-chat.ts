@@ -16,15 +16,14 @@ import { parseOpenAICompletion, toOpenAIMessages, toOpenAITools } from "./openai
 import { collectStream } from "./openai-stream.ts";
 import {
   MAX_SERVER_RETRY_DELAY_MS,
-  abortableSleep,
-  backoffDelayMs,
   isRetryableStatus,
   resolveRetryPolicy,
   serverRetryDelayMs,
   type RetryOptions,
   type RetryPolicy,
   type Sleep,
-} from "./retry.ts";
+} from "../runtime/util/retry.ts";
+import { retrying, type RetryAdvice } from "../runtime/util/retry.ts";
 
 export const DEFAULT_MODEL_TIMEOUT_MS = 60_000;
 /** Upstream error text quoted in our messages is cut to this length. */
@@ -69,7 +68,7 @@ interface CallContext {
   apiKey: string;
   timeoutMs: number;
   policy: RetryPolicy;
-  sleep: Sleep;
+  sleep: Sleep | undefined;
   random: () => number;
   now: () => number;
 }
@@ -85,7 +84,7 @@ export function createOpenAIChatModel(options: OpenAIChatModelOptions): ChatMode
     apiKey: options.apiKey,
     timeoutMs,
     policy: resolveRetryPolicy(options.retry),
-    sleep: options.sleep ?? abortableSleep,
+    sleep: options.sleep,
     random: options.random ?? Math.random,
     now: options.now ?? Date.now,
   };
@@ -101,26 +100,23 @@ async function completeWithRetries(
     request,
     context.sendCacheKey ? await promptCacheKey(request.cacheScope) : undefined,
   );
-  for (let attempt = 1; ; attempt++) {
-    signal?.throwIfAborted();
-    const outcome = await attemptOnce(context, params, request, attempt);
-    if (outcome.ok) return outcome.response;
-    const { failure } = outcome;
-    if (!isRetryable(failure) || attempt >= context.policy.maxAttempts) {
-      throw toModelCallError(context, request.model, failure, attempt);
-    }
-    const serverDelayMs = failure.kind === "http" ? failure.serverDelayMs : undefined;
-    if (serverDelayMs !== undefined && serverDelayMs > MAX_SERVER_RETRY_DELAY_MS) {
-      // Waiting that long would stall the turn; another model is the better bet.
-      throw toModelCallError(context, request.model, failure, attempt, serverDelayMs);
-    }
-    await context.sleep(
-      serverDelayMs ?? backoffDelayMs(attempt, context.policy, context.random),
-      signal,
-    );
-    // An injected sleep may ignore the signal; an abort during it still ends the call here.
-    signal?.throwIfAborted();
-  }
+  const result = await retrying(
+    async (attempt) => {
+      const outcome = await attemptOnce(context, params, request, attempt);
+      if (outcome.ok) return { ok: true, value: outcome.response };
+      return { ok: false, failure: outcome.failure, retry: adviceFor(outcome.failure) };
+    },
+    { policy: context.policy, sleep: context.sleep, random: context.random, signal },
+  );
+  if (result.ok) return result.value;
+  // A server wait past the cap would stall the turn; another model is the better bet.
+  throw toModelCallError(
+    context,
+    request.model,
+    result.failure,
+    result.attempts,
+    result.tooLongWaitMs,
+  );
 }
 
 async function attemptOnce(
@@ -242,6 +238,14 @@ function classifyError(error: unknown, nowMs: number): AttemptFailure {
   if (error instanceof SyntaxError)
     return { kind: "malformed", detail: "response body is not valid JSON" };
   return { kind: "client", detail: error instanceof Error ? error.message : String(error) };
+}
+
+/** Retried: the server's own wait when it named one, else backoff; never a client error. */
+function adviceFor(failure: AttemptFailure): RetryAdvice {
+  if (!isRetryable(failure)) return "final";
+  if (failure.kind === "http" && failure.serverDelayMs !== undefined)
+    return { afterMs: failure.serverDelayMs };
+  return "backoff";
 }
 
 function isRetryable(failure: AttemptFailure): boolean {

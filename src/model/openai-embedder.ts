@@ -10,16 +10,14 @@ import { EmbeddingError } from "../runtime/util/errors.ts";
 import { unitVector } from "../runtime/retrieval/hash-embedder.ts";
 import type { Embedder } from "../runtime/ports/vectors.ts";
 import {
-  MAX_SERVER_RETRY_DELAY_MS,
-  abortableSleep,
-  backoffDelayMs,
   isRetryableStatus,
   resolveRetryPolicy,
   serverRetryDelayMs,
   type RetryOptions,
   type RetryPolicy,
   type Sleep,
-} from "./retry.ts";
+} from "../runtime/util/retry.ts";
+import { retrying, type AttemptOutcome } from "../runtime/util/retry.ts";
 
 /** Inputs per request; OpenAI takes more, but smaller batches fail and retry more cheaply. */
 export const OPENAI_EMBEDDING_MAX_BATCH = 100;
@@ -59,7 +57,7 @@ interface Context {
   options: OpenAIEmbedderOptions;
   timeoutMs: number;
   policy: RetryPolicy;
-  sleep: Sleep;
+  sleep: Sleep | undefined;
   random: () => number;
   now: () => number;
 }
@@ -82,7 +80,7 @@ export function createOpenAIEmbedder(options: OpenAIEmbedderOptions): Embedder {
     options,
     timeoutMs,
     policy: resolveRetryPolicy(options.retry),
-    sleep: options.sleep ?? abortableSleep,
+    sleep: options.sleep,
     random: options.random ?? Math.random,
     now: options.now ?? Date.now,
   };
@@ -120,18 +118,17 @@ async function embedBatch(
     encoding_format: "float" as const,
     ...(ACCEPTS_DIMENSIONS.test(model) ? { dimensions } : {}),
   };
-  for (let attempt = 1; ; attempt++) {
-    signal?.throwIfAborted();
+  const attempt = async (n: number): Promise<AttemptOutcome<Float32Array[], Failure>> => {
     let failure: Failure;
     try {
       const body: unknown = await context.client.embeddings.create(params, {
         signal,
         timeout: context.timeoutMs,
         maxRetries: 0,
-        headers: { "x-stainless-retry-count": String(attempt - 1) },
+        headers: { "x-stainless-retry-count": String(n - 1) },
       });
       const parsed = toVectors(body, texts.length, context.options);
-      if (parsed.ok) return parsed.vectors;
+      if (parsed.ok) return { ok: true, value: parsed.vectors };
       failure = { kind: "malformed", detail: parsed.problem };
     } catch (error) {
       // The caller's abort is not a service failure: surface the caller's own reason.
@@ -140,18 +137,22 @@ async function embedBatch(
       if (error instanceof EmbeddingError) throw error;
       failure = classify(error, context.now());
     }
+    if (!isRetryable(failure)) return { ok: false, failure, retry: "final" };
     const serverDelayMs = failure.kind === "http" ? failure.serverDelayMs : undefined;
-    if (!isRetryable(failure) || attempt >= context.policy.maxAttempts)
-      throw toEmbeddingError(context, failure, attempt);
-    if (serverDelayMs !== undefined && serverDelayMs > MAX_SERVER_RETRY_DELAY_MS) {
-      throw toEmbeddingError(context, failure, attempt, serverDelayMs);
-    }
-    await context.sleep(
-      serverDelayMs ?? backoffDelayMs(attempt, context.policy, context.random),
-      signal,
-    );
-    signal?.throwIfAborted();
-  }
+    return {
+      ok: false,
+      failure,
+      retry: serverDelayMs === undefined ? "backoff" : { afterMs: serverDelayMs },
+    };
+  };
+  const result = await retrying(attempt, {
+    policy: context.policy,
+    sleep: context.sleep,
+    random: context.random,
+    signal,
+  });
+  if (result.ok) return result.value;
+  throw toEmbeddingError(context, result.failure, result.attempts, result.tooLongWaitMs);
 }
 
 /**

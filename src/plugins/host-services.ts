@@ -6,7 +6,7 @@ import type { AgentServerStore } from "../db/stores/agent-server-store.ts";
 import type { SkillStore } from "../db/stores/skill-store.ts";
 import { errorField, log } from "../log.ts";
 import { agentServersOf } from "../mcp/agent-servers.ts";
-import type { Registry } from "../mcp/registry.ts";
+import type { Registry } from "../mcp-registry.ts";
 import type { Character } from "../runtime/character.ts";
 import { readOncePer } from "../runtime/util/per-character.ts";
 import type { ProposalDesk } from "./proposal-desk.ts";

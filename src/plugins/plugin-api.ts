@@ -6,6 +6,8 @@
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import { z } from "zod";
 import type { AppEnv } from "../http/app-env.ts";
+import type { guard } from "../http/auth.ts";
+import type { errorContent, jsonContent } from "../http/schemas.ts";
 import type { Clock } from "../runtime/ports/events.ts";
 import type { MemoryStore } from "../runtime/ports/memory.ts";
 import type { ToolOutput } from "../runtime/ports/tools.ts";
@@ -106,9 +108,22 @@ export interface Plugin {
   tools: PluginTool<unknown>[];
   providers: PluginProvider<unknown>[];
   evaluators: PluginEvaluator<unknown>[];
-  /** Mounted under /plugins/<name>/; each route declares its scope with guard() (src/http/auth.ts). */
-  routes?: (app: OpenAPIHono<AppEnv>) => void;
+  /** Mounted under /plugins/<name>/; each route declares its scope with the kit's guard(). */
+  routes?: PluginRoutes;
 }
+
+/**
+ * What the HTTP edge lends a plugin's routes when it mounts them: the scope guard
+ * (src/http/auth.ts) and the response shapes (src/http/schemas.ts) every route uses. Handed in,
+ * not imported, so src/plugins/ stays below src/http/, which imports the plugins.
+ */
+export interface PluginRouteKit {
+  guard: typeof guard;
+  errorContent: typeof errorContent;
+  jsonContent: typeof jsonContent;
+}
+
+export type PluginRoutes = (app: OpenAPIHono<AppEnv>, kit: PluginRouteKit) => void;
 
 /** What a plugin may know about the deployment to decide whether it is on by default. */
 export interface PluginDeployment {
@@ -127,7 +142,7 @@ export interface PluginSpec<S> {
   tools?: PluginTool<S>[] | ((helpers: PluginHelpers<S>) => PluginTool<S>[]);
   providers?: PluginProvider<S>[] | ((helpers: PluginHelpers<S>) => PluginProvider<S>[]);
   evaluators?: PluginEvaluator<S>[] | ((helpers: PluginHelpers<S>) => PluginEvaluator<S>[]);
-  routes?: (app: OpenAPIHono<AppEnv>) => void;
+  routes?: PluginRoutes;
 }
 
 export interface ToolSpec<A extends z.ZodObject, S> {

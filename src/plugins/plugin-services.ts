@@ -4,14 +4,10 @@
 import type { Skill } from "../characters/skills.ts";
 import type { MediaPostStore } from "../db/stores/post-store.ts";
 import type { Proposal, ProposalChange } from "../db/stores/proposal-store.ts";
+import type { TurnOrigin } from "../objects/shared/turn-origin.ts";
 
-/** Where a turn or task step came from, and how to show a new proposal there. */
-export interface TurnOrigin {
-  /** "rest", "discord", "task", ... */
-  surface: string;
-  /** Posts a new proposal where the turn came from (Discord: with Approve / Deny); best effort. */
-  announce?(proposal: Proposal, agentName: string): Promise<void>;
-}
+/** Where a turn or task step came from, and how to show a new proposal there: the rooms' port. */
+export type { TurnOrigin } from "../objects/shared/turn-origin.ts";
 
 export interface SkillEntry extends Skill {
   /** `character` (settings.skills), `api` or `agent` (an approved proposal). */

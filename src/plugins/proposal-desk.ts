@@ -14,7 +14,7 @@ import type {
 } from "../db/stores/proposal-store.ts";
 import { MAX_PENDING_PROPOSALS, PENDING_PROPOSAL_TTL_MS } from "../db/stores/proposal-store.ts";
 import type { SkillStore } from "../db/stores/skill-store.ts";
-import type { McpServerConfig } from "../mcp/registry.ts";
+import type { McpServerConfig } from "../mcp-registry.ts";
 import { ConflictError, NotFoundError } from "../runtime/util/errors.ts";
 import { sha256Hex } from "../runtime/util/hashing.ts";
 import { stableStringify } from "../runtime/util/stable-json.ts";

@@ -5,7 +5,7 @@
 import { loadConfig } from "../config.ts";
 import type { Env } from "../env.ts";
 import { mediaPostStore } from "../clients/instagram/platform.ts";
-import { loadRegistry, registryServers } from "../mcp/registry.ts";
+import { loadRegistry, registryServers } from "../mcp-registry.ts";
 import { agentData, stores } from "../db/stores/index.ts";
 import { OUTBOUND_CAPS, outboundFetch } from "../net/outbound.ts";
 import type { Character } from "../runtime/character.ts";

@@ -31,29 +31,54 @@ interface Copy {
 
 const copies = new Map<string, Copy>();
 
+/** One bucket a request draws from: its limiter key, its rule (null: unlimited), whose it is. */
+export interface Bucket {
+  key: string;
+  rule: RateRule | null;
+  /** Names the bucket's owner in a refusal ("this API token", `user "ann"`). */
+  what: string;
+}
+
 /**
- * Refuses with 429 when the key's bucket (as this isolate knows it) is empty; otherwise admits
- * the request and charges it to the exact bucket, kept alive by `keepAlive`. Without one (a
- * caller with no execution context) the charge is awaited.
+ * Refuses with 429 when any of the buckets (as this isolate knows them) is empty, taking from
+ * none of them; otherwise admits the request and charges it to each exact bucket, kept alive by
+ * `keepAlive`. Without one (a caller with no execution context) the charges are awaited.
  */
-export async function enforceRate(
+export async function admit(
+  env: Env,
+  buckets: readonly Bucket[],
+  keepAlive?: KeepAlive,
+): Promise<void> {
+  const now = Date.now();
+  const taken: Array<{ key: string; copy: Copy; before: BucketState | undefined }> = [];
+  for (const { key, rule, what } of buckets) {
+    if (!rule) continue;
+    const copy = copyOf(key, rule);
+    const before = copy.state;
+    const { state, result } = takeFromBucket(before, rule, now);
+    copy.state = state;
+    if (!result.allowed) {
+      // What was taken from the buckets before this one is put back: the request is not admitted.
+      for (const earlier of taken) earlier.copy.state = earlier.before;
+      const seconds = Math.max(1, Math.ceil(result.retryAfterSeconds));
+      throw new RateLimitedError(`${what}: rate limit reached; retry in ${seconds} s`, seconds);
+    }
+    taken.push({ key, copy, before });
+  }
+  const charged = taken.map(({ key, copy }) => charge(env, key, copy));
+  if (keepAlive) for (const charging of charged) keepAlive(charging);
+  else await Promise.all(charged);
+}
+
+/** One bucket: as admit. */
+export function enforceRate(
   env: Env,
   key: string,
   rule: RateRule | null,
   what: string,
   keepAlive?: KeepAlive,
 ): Promise<void> {
-  if (!rule) return;
-  const copy = copyOf(key, rule);
-  const { state, result } = takeFromBucket(copy.state, rule, Date.now());
-  copy.state = state;
-  if (!result.allowed) {
-    const seconds = Math.max(1, Math.ceil(result.retryAfterSeconds));
-    throw new RateLimitedError(`${what}: rate limit reached; retry in ${seconds} s`, seconds);
-  }
-  const charged = charge(env, key, copy);
-  if (keepAlive) keepAlive(charged);
-  else await charged;
+  return admit(env, [{ key, rule, what }], keepAlive);
 }
 
 /** Forgets every copy (tests simulate a fresh isolate with it). */

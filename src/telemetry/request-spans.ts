@@ -1,15 +1,14 @@
 // The request's span in the worker: one `SERVER` span per request (method, matched route, status;
 // never the path, which holds agent and room ids), continuing a `traceparent` the client sent.
-// While the request runs, its context is the current one (./current-context.ts), so the room RPC
+// While the request runs, its context is the current one (src/trace-context.ts), so the room RPC
 // carries it on (src/objects/conversation/room-client.ts) and log lines carry its trace id.
 // The spans are exported after the response, through waitUntil.
 import type { MiddlewareHandler } from "hono";
 import { routePath } from "hono/route";
 import type { Env } from "../env.ts";
-import { withSpanContext } from "./current-context.ts";
+import { parseTraceparent, withSpanContext } from "../trace-context.ts";
 import { queueSpans, traceConfig } from "./otlp.ts";
 import { endSpan, SpanBatch } from "./spans.ts";
-import { parseTraceparent } from "./trace-context.ts";
 
 export function traceRequests(): MiddlewareHandler<{ Bindings: Env }> {
   return async (c, next) => {

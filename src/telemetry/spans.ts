@@ -1,7 +1,7 @@
 // The spans one request or one turn records before they are exported together: a small model of
 // OpenTelemetry's (name, kind, times, attributes, status) kept as plain data, so recording costs
 // a few object writes and nothing waits on it.
-import { newSpanId, newTraceId, type SpanContext } from "./trace-context.ts";
+import { newSpanId, newTraceId, type SpanContext } from "../trace-context.ts";
 
 export type SpanKind = "internal" | "server" | "client";
 export type AttributeValue = string | number | boolean | string[];

@@ -7,7 +7,7 @@
 import type { TaskEventBody } from "../runtime/tasks/task-types.ts";
 import { queueSpans, type TraceConfig } from "./otlp.ts";
 import { type Span, SpanBatch } from "./spans.ts";
-import { hashedId, parseTraceparent } from "./trace-context.ts";
+import { hashedId, parseTraceparent } from "../trace-context.ts";
 
 interface OpenTask {
   task: Span;

@@ -10,7 +10,7 @@ import type { D1Trip } from "../db/shared-trips.ts";
 import type { RuntimeEvent } from "../runtime/ports/events.ts";
 import { queueSpans, type TraceConfig } from "./otlp.ts";
 import { endSpan, type Span, SpanBatch } from "./spans.ts";
-import { hashedId, parseTraceparent, type SpanContext } from "./trace-context.ts";
+import { hashedId, parseTraceparent, type SpanContext } from "../trace-context.ts";
 
 /** Turns handed a traceparent that have not started yet, per isolate; the oldest go first. */
 const carried = new Map<string, string>();

@@ -7,12 +7,12 @@ import { applyD1Migrations } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { drizzle } from "drizzle-orm/d1";
 import { beforeAll, describe, expect, it } from "vitest";
-import { createHybridSearch } from "../../src/memory/hybrid-search.ts";
+import { createHybridSearch } from "../../src/db/memory/hybrid-search.ts";
 import {
   createLocalVectorIndex,
   resetLocalVectorCache,
-} from "../../src/memory/local-vector-index.ts";
-import { rankText } from "../../src/memory/text-search.ts";
+} from "../../src/db/memory/local-vector-index.ts";
+import { rankText } from "../../src/db/memory/text-search.ts";
 import { createHashEmbedder } from "../../src/runtime/retrieval/hash-embedder.ts";
 
 const db = env.TEST_MIGRATION_DB!;

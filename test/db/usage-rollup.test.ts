@@ -8,7 +8,7 @@ import { describe, expect, it } from "vitest";
 import { openDb } from "../../src/db/db.ts";
 import { createD1SpendLedger } from "../../src/db/stores/spend-ledger.ts";
 import { ROLLUP_SLICE, rollUpUsage } from "../../src/db/stores/usage-rollup.ts";
-import { usageRollupCutoff } from "../../src/memory/storage-upkeep.ts";
+import { usageRollupCutoff } from "../../src/db/memory/storage-upkeep.ts";
 import { BUDGET_USED, type UsageRecord, utcDay } from "../../src/runtime/turn/spend.ts";
 import { api, createTestAgent, json, mintToken } from "../helpers/api.ts";
 

@@ -1,6 +1,6 @@
 // A stand-in for the Vectorize binding, which has no local simulator: tests of the Vectorize
 // adapter, and of the pipeline and search over it, see what a real index would hold.
-import type { VectorizeBinding } from "../../src/memory/vectorize-index.ts";
+import type { VectorizeBinding } from "../../src/db/memory/vectorize-index.ts";
 
 /**
  * A stand-in for a Vectorize index: ids unique across the whole index (a namespace is an attribute

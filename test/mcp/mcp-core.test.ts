@@ -2,7 +2,7 @@
 // server settings, and how a tools/call result reaches the model.
 import { describe, expect, it } from "vitest";
 import { MODEL_TOOL_NAME, namespacedToolNames } from "../../src/mcp/names.ts";
-import { McpServerConfig, assertKnownServers } from "../../src/mcp/registry.ts";
+import { McpServerConfig, assertKnownServers } from "../../src/mcp-registry.ts";
 import { toToolOutput } from "../../src/mcp/results.ts";
 import {
   assertSafeServerUrl,

@@ -8,7 +8,7 @@ import { describe, expect, it } from "vitest";
 import { clientMetadataDocument, clientMetadataUrl } from "../../src/mcp/client-metadata.ts";
 import { beginAuthorization, readChallenge } from "../../src/mcp/consent.ts";
 import type { McpPlatform } from "../../src/mcp/platform.ts";
-import { McpServerConfig, type McpServerEntry } from "../../src/mcp/registry.ts";
+import { McpServerConfig, type McpServerEntry } from "../../src/mcp-registry.ts";
 import {
   AgentOAuthProvider,
   type PreRegisteredClient,

@@ -20,9 +20,8 @@ const where = (edge: ImportEdge) =>
 const inside = (path: string | null, folder: string): boolean => path?.startsWith(folder) === true;
 
 /**
- * What storage (src/db/, src/memory/) must not reach: everything built on it. The MCP registry
- * (src/mcp/registry.ts) is the exception: the operator's declared servers, a leaf that imports
- * nothing of ours but errors, which the stores validate against.
+ * What storage (src/db/, long-term memory in src/db/memory/ included) must not reach: everything
+ * built on it. The MCP registry it validates against is src/mcp-registry.ts, a leaf below it.
  */
 const ABOVE_STORAGE = [
   "src/objects/",
@@ -36,6 +35,13 @@ const ABOVE_STORAGE = [
   "src/index.ts",
   "src/durable-objects.ts",
 ];
+
+/**
+ * Files of a folder above storage that the configuration (src/config.ts, which storage imports)
+ * uses: the token-bucket arithmetic, a pure leaf, parses the configured rate rules. Storage may
+ * reach it through the configuration; importing it directly stays forbidden.
+ */
+const BELOW_CONFIG = ["src/rate-limits/token-bucket.ts"];
 
 /** The files that may import a client: the surfaces' edges and the entry points. */
 const EDGES = [
@@ -59,22 +65,21 @@ const RULES: Array<{ rule: string; breaks: (edge: ImportEdge) => boolean }> = [
       !inside(edge.target, "src/runtime/"),
   },
   {
-    rule: "only src/db/ and src/memory/ import drizzle-orm",
-    breaks: (edge) =>
-      /^drizzle-orm(\/|$)/.test(edge.specifier) &&
-      !inside(edge.from, "src/memory/") &&
-      !inside(edge.from, "src/db/"),
+    rule: "only src/db/ imports drizzle-orm",
+    breaks: (edge) => /^drizzle-orm(\/|$)/.test(edge.specifier) && !inside(edge.from, "src/db/"),
   },
   {
-    rule: "src/db/ and src/memory/ import nothing above them (objects, edges, plugins, media, MCP client)",
+    rule: "src/db/ imports nothing above it (objects, edges, plugins, media, MCP, telemetry)",
     breaks: (edge) =>
-      (inside(edge.from, "src/memory/") || inside(edge.from, "src/db/")) &&
-      ABOVE_STORAGE.some((folder) => inside(edge.target, folder)) &&
-      edge.target !== "src/mcp/registry.ts",
+      inside(edge.from, "src/db/") && ABOVE_STORAGE.some((folder) => inside(edge.target, folder)),
   },
   {
     rule: "src/objects/ imports no src/clients/ (surfaces arrive as interfaces)",
     breaks: (edge) => inside(edge.from, "src/objects/") && inside(edge.target, "src/clients/"),
+  },
+  {
+    rule: "src/objects/ imports no src/plugins/ (the entry point hands rooms their plugins)",
+    breaks: (edge) => inside(edge.from, "src/objects/") && inside(edge.target, "src/plugins/"),
   },
   {
     rule: "only the edges (src/http/, src/plugins/, the entry points, the clients) import src/clients/",
@@ -117,6 +122,143 @@ export function layerViolations(edges: readonly ImportEdge[]): Violation[] {
       where: where(edge),
     })),
   );
+}
+
+/**
+ * The layer rules again, on what a folder reaches through others: from each import that leaves
+ * a rule's folder, the value imports that follow must not arrive where the rule forbids (the
+ * imports a file makes itself are the direct rules' to hold). `objects/` importing a plugin that
+ * imports a client breaks "src/objects/ reaches no src/clients/" though each import alone is
+ * allowed. Value imports only: a type-only import loads nothing, and the direct rules hold it.
+ * src/runtime/ needs no rule here: it imports nothing outside it, so it reaches nothing.
+ */
+const REACH_RULES: Array<{
+  rule: string;
+  /** Which side of the rule a file is on: files of one group start a path; null for the rest. */
+  group: (file: string) => string | null;
+  /** Whether a path from the group may not arrive at `target`. */
+  forbids: (group: string, target: string) => boolean;
+}> = [
+  {
+    rule: "src/db/ reaches nothing above it",
+    group: (file) => (inside(file, "src/db/") ? "db" : null),
+    forbids: (_, target) =>
+      ABOVE_STORAGE.some((folder) => inside(target, folder)) && !BELOW_CONFIG.includes(target),
+  },
+  {
+    rule: "src/objects/ reaches no src/clients/",
+    group: (file) => (inside(file, "src/objects/") ? "objects" : null),
+    forbids: (_, target) => inside(target, "src/clients/"),
+  },
+  {
+    rule: "only the edges reach src/clients/",
+    group: (file) => (EDGES.some((edgeFile) => inside(file, edgeFile)) ? null : "inner"),
+    forbids: (_, target) => inside(target, "src/clients/"),
+  },
+  {
+    rule: "src/clients/ reaches no src/http/",
+    group: (file) => (inside(file, "src/clients/") ? "clients" : null),
+    forbids: (_, target) => inside(target, "src/http/"),
+  },
+  {
+    rule: "src/clients/chat/ reaches no platform's folder",
+    group: (file) => (inside(file, "src/clients/chat/") ? "chat" : null),
+    forbids: (_, target) => platformOf(target) !== null,
+  },
+  {
+    rule: "a platform's client reaches no other platform's",
+    group: platformOf,
+    forbids: (platform, target) => platformOf(target) !== null && platformOf(target) !== platform,
+  },
+];
+
+export function reachViolations(edges: readonly ImportEdge[]): Violation[] {
+  const graph: Graph = new Map();
+  for (const edge of edges) {
+    if (edge.typeOnly || !inside(edge.target, "src/")) continue;
+    graph.set(edge.from, [...(graph.get(edge.from) ?? []), edge]);
+  }
+  return REACH_RULES.flatMap(({ rule, group, forbids }) =>
+    [...graph.values()].flat().flatMap((exit) => {
+      const from = group(exit.from);
+      const target = exit.target!;
+      if (from === null || group(target) === from || forbids(from, target)) return [];
+      const rest = shortestPath(graph, target, (file) => forbids(from, file));
+      if (!rest) return [];
+      const path = [exit, ...rest];
+      return [
+        {
+          rule,
+          key: `${exit.from} -> ${path.at(-1)!.target}`,
+          where: path.map((edge) => where(edge)).join(" -> "),
+        },
+      ];
+    }),
+  );
+}
+
+/** The imports of a shortest path from `start` to a file `arrives` accepts; null if none. */
+function shortestPath(
+  graph: Graph,
+  start: string,
+  arrives: (file: string) => boolean,
+): ImportEdge[] | null {
+  const cameBy = new Map<string, ImportEdge | null>([[start, null]]);
+  const queue = [start];
+  for (let at = 0; at < queue.length; at++) {
+    for (const edge of graph.get(queue[at]!) ?? []) {
+      const target = edge.target!;
+      if (cameBy.has(target)) continue;
+      cameBy.set(target, edge);
+      if (arrives(target)) {
+        const path: ImportEdge[] = [];
+        for (let step = cameBy.get(target); step; step = cameBy.get(step.from)) path.unshift(step);
+        return path;
+      }
+      queue.push(target);
+    }
+  }
+  return null;
+}
+
+/** The node a file is in the graph of top folders: `src/db/` for src/db/stores/x.ts, src/log.ts itself. */
+export function topNodeOf(file: string, under: string): string {
+  const slash = file.indexOf("/", under.length);
+  return slash === -1 ? file : file.slice(0, slash + 1);
+}
+
+/**
+ * Loops among the top folders of `under` (a file at the top, like src/log.ts, is a node of its
+ * own), counting value imports, or type-only ones too: one violation per strongly connected set
+ * of folders, showing one loop through it with an import for each step.
+ */
+export function folderCycleViolations(
+  edges: readonly ImportEdge[],
+  under: string,
+  { typeOnly = false }: { typeOnly?: boolean } = {},
+): Violation[] {
+  const graph: Graph = new Map();
+  const madeBy = new Map<ImportEdge, ImportEdge>();
+  for (const edge of edges) {
+    if (!inside(edge.from, under) || !inside(edge.target, under)) continue;
+    if (edge.typeOnly && !typeOnly) continue;
+    const from = topNodeOf(edge.from, under);
+    const target = topNodeOf(edge.target!, under);
+    const out = graph.get(from) ?? [];
+    graph.set(from, out);
+    // One edge per pair of folders (the first import seen), which the loop shows as its example.
+    if (from === target || out.some((known) => known.target === target)) continue;
+    const folderEdge = { ...edge, from, target };
+    madeBy.set(folderEdge, edge);
+    out.push(folderEdge);
+  }
+  return components(graph).map((component) => ({
+    rule: `no loop among the top folders of ${under} (${typeOnly ? "type-only imports count" : "value imports"})`,
+    key: [...component].sort().join(" <-> "),
+    where: cycleThrough(graph, component)
+      .map((step) => `${step.from} -> ${step.target} (${where(madeBy.get(step)!)})`)
+      .join(", "),
+  }));
 }
 
 /**

@@ -16,8 +16,9 @@ const DEFINITIONS = new Set([
   "src/objects/conversation/room-client.ts",
   "src/objects/conversation/agent-room.ts",
   "src/objects/conversation/journal-edits.ts",
+  "src/objects/conversation/room-parts.ts",
   "src/objects/tasks/task-client.ts",
-  "src/memory/memory-repo.ts",
+  "src/db/memory/memory-repo.ts",
 ]);
 
 function sourceFiles(dir: string): string[] {

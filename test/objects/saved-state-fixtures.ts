@@ -11,7 +11,7 @@ import versionsRoom from "../fixtures/saved-state/2-versions-recorded/agent-room
 import versionsTasks from "../fixtures/saved-state/2-versions-recorded/agent-tasks.json";
 import versionsPosts from "../fixtures/saved-state/2-versions-recorded/post-publisher.json";
 import type { SavedShape } from "../../src/db/json-column.ts";
-import { JOURNAL_SAVED_STATE } from "../../src/objects/conversation/turn-journal.ts";
+import { JOURNAL_SAVED_STATE } from "../../src/objects/conversation/journal-rows.ts";
 import { SCHEDULE_SAVED_STATE } from "../../src/objects/tasks/schedule-store.ts";
 import { TASK_SAVED_STATE } from "../../src/objects/tasks/task-store.ts";
 import { PUBLISH_STEP_SAVED_STATE } from "../../src/clients/instagram/post-publisher.ts";

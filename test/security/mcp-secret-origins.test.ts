@@ -4,7 +4,7 @@
 // anything is stored) and again when connecting (a row stored before the rule never sends it).
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { parseRegistry, secretRefusal, McpServerConfig } from "../../src/mcp/registry.ts";
+import { parseRegistry, secretRefusal, McpServerConfig } from "../../src/mcp-registry.ts";
 import { api, createTestAgent, json } from "../helpers/api.ts";
 import { createNetworkStandIn } from "../stand-ins/network-stand-in.ts";
 

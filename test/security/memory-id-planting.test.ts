@@ -6,7 +6,7 @@
 // the API stored under their ids in the same agent, so that cannot break them either.
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
-import { CHARACTER_DOCUMENT_ID, documentMemoryId } from "../../src/memory/knowledge.ts";
+import { CHARACTER_DOCUMENT_ID, documentMemoryId } from "../../src/db/memory/knowledge.ts";
 import { profileId } from "../../src/runtime/after-reply/memory-evaluators.ts";
 import { api, createTestAgent, json, useModelStandIn } from "../helpers/api.ts";
 

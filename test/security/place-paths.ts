@@ -297,16 +297,17 @@ export const ENTRY_PATHS: EntryPath[] = [
   { name: "chat intake", file: "src/clients/chat/intake.ts", sink: "enqueueTurn", kind: "funnel" },
   { name: "chat edits", file: "src/clients/chat/intake.ts", sink: "amendMessage", kind: "funnel" },
   // API tokens speak from no chat place: their rules are scopes, agents and user prefixes.
-  { name: "REST turn", file: "src/http/routes/messages.ts", sink: "submitTurn", kind: "token" },
+  // REST's messages route and the OpenAI-compatible chat completions reach the room through the
+  // one turn writer, whole or streamed.
   {
-    name: "REST turn, streamed",
-    file: "src/http/routes/messages.ts",
-    sink: "streamTurn",
+    name: "REST and OpenAI-compatible turns",
+    file: "src/http/turn-writer.ts",
+    sink: "submitTurn",
     kind: "token",
   },
   {
-    name: "OpenAI chat completions, streamed",
-    file: "src/http/routes/openai/chat-completions.ts",
+    name: "REST and OpenAI-compatible turns, streamed",
+    file: "src/http/turn-writer.ts",
     sink: "streamTurn",
     kind: "token",
   },
@@ -320,12 +321,6 @@ export const ENTRY_PATHS: EntryPath[] = [
     name: "REST task input",
     file: "src/http/routes/tasks/answer-routes.ts",
     sink: "answerTaskInput",
-    kind: "token",
-  },
-  {
-    name: "OpenAI chat completions",
-    file: "src/http/routes/openai/chat-completions.ts",
-    sink: "submitTurn",
     kind: "token",
   },
   {

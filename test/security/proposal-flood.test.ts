@@ -7,7 +7,7 @@
 // DECIDED_PROPOSAL_RETENTION_MS after their answer.
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { runMemoryMaintenance } from "../../src/memory/maintenance.ts";
+import { runMemoryMaintenance } from "../../src/db/memory/maintenance.ts";
 import {
   DECIDED_PROPOSAL_RETENTION_MS,
   MAX_PENDING_PROPOSALS,

@@ -8,7 +8,7 @@ import { env } from "cloudflare:workers";
 import { forgetSlackBotIdentity } from "../../src/clients/slack/bot-identity.ts";
 import { forgetMemberNames } from "../../src/clients/slack/member-names.ts";
 import { forgetBotIdentity } from "../../src/clients/telegram/bot-identity.ts";
-import { resetLocalVectorCache } from "../../src/memory/local-vector-index.ts";
+import { resetLocalVectorCache } from "../../src/db/memory/local-vector-index.ts";
 import { resetRateCopies } from "../../src/rate-limits/admission.ts";
 import { forgetPlacements } from "../../src/db/stores/agent-placement.ts";
 import { databaseBinding, memoryDatabases } from "../../src/db/shards.ts";

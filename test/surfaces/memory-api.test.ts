@@ -6,10 +6,10 @@ import { env } from "cloudflare:workers";
 import { eq } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/d1";
 import { describe, expect, it } from "vitest";
-import { createD1MemoryStore } from "../../src/memory/d1-memory-store.ts";
-import { runMemoryMaintenance } from "../../src/memory/maintenance.ts";
+import { createD1MemoryStore } from "../../src/db/memory/d1-memory-store.ts";
+import { runMemoryMaintenance } from "../../src/db/memory/maintenance.ts";
 import { forgetRoomHistory } from "../../src/objects/conversation/room-client.ts";
-import { resetLocalVectorCache } from "../../src/memory/local-vector-index.ts";
+import { resetLocalVectorCache } from "../../src/db/memory/local-vector-index.ts";
 import {
   adjacentFromRows,
   adjacentMessages,
@@ -18,10 +18,10 @@ import {
   memoriesByIds,
   memoriesByIdsQueries,
   memoryRowOf,
-} from "../../src/memory/memory-repo.ts";
+} from "../../src/db/memory/memory-repo.ts";
 import { memories } from "../../src/db/schema.ts";
 import { agentData } from "../../src/db/stores/index.ts";
-import { rankText } from "../../src/memory/text-search.ts";
+import { rankText } from "../../src/db/memory/text-search.ts";
 import { api, createTestAgent, json } from "../helpers/api.ts";
 
 interface MemoryView {

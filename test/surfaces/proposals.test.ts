@@ -5,7 +5,7 @@
 // asks for a server of the deployment's catalog (mcp-servers.json), which is added only after a
 // yes; a server outside the catalog is refused.
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from "vitest";
-import { loadRegistry, McpServerConfig } from "../../src/mcp/registry.ts";
+import { loadRegistry, McpServerConfig } from "../../src/mcp-registry.ts";
 import { api, createTestAgent, json } from "../helpers/api.ts";
 import {
   APP_ID,

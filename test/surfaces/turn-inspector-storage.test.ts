@@ -9,7 +9,7 @@ import ada from "../../characters/ada.json";
 import { openDb } from "../../src/db/db.ts";
 import { createTurnInspectionStore } from "../../src/db/stores/turn-inspection-store.ts";
 import { inspectionTextKey } from "../../src/db/stores/turn-inspection-text.ts";
-import { runMemoryMaintenance } from "../../src/memory/maintenance.ts";
+import { runMemoryMaintenance } from "../../src/db/memory/maintenance.ts";
 import type { TurnInspection } from "../../src/runtime/turn/turn-inspection.ts";
 import versionOne from "../fixtures/turn-inspection/version-1.json";
 import { api, createTestAgent, json, useModelStandIn } from "../helpers/api.ts";

@@ -6,7 +6,7 @@
 // never another user's (404, as if it did not exist).
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
-import { runMemoryMaintenance } from "../../src/memory/maintenance.ts";
+import { runMemoryMaintenance } from "../../src/db/memory/maintenance.ts";
 import { api, createTestAgent, json, mintToken, useModelStandIn } from "../helpers/api.ts";
 
 const model = useModelStandIn();

@@ -9,7 +9,7 @@ import { createOpenAIStandIn } from "../stand-ins/openai-stand-in.ts";
 import { chat, post, useAgentIn } from "../helpers/discord.ts";
 import { oneStepScript, scriptTask, standInResponder } from "../helpers/task-script.ts";
 import { api, createTestAgent, json, MODEL_HOST } from "../helpers/api.ts";
-import { hashedId } from "../../src/telemetry/trace-context.ts";
+import { hashedId } from "../../src/trace-context.ts";
 
 interface OtlpSpan {
   traceId: string;

@@ -10,7 +10,8 @@ import type { Env } from "../../env.ts";
 import { stores } from "../../db/stores/index.ts";
 import { enqueueTurn, roomName } from "../../objects/conversation/room-client.ts";
 import type { DeliveryTarget } from "../../objects/shared/reply-surface.ts";
-import { enforceRate, type KeepAlive } from "../../rate-limits/admission.ts";
+import { admit as admitRate, type KeepAlive } from "../../rate-limits/admission.ts";
+import { personBucket } from "../../rate-limits/buckets.ts";
 import type { FilterRules, FilterVerdict } from "../../runtime/access/message-filter.ts";
 import type { MemberPlatform } from "../../runtime/access/principal.ts";
 import type { DirectMessagePolicy } from "../../runtime/character.ts";
@@ -135,13 +136,12 @@ export async function takeMessage(
     ...(message.transcribed ? { transcribed: true } : {}),
   });
   try {
-    await enforceRate(
-      env,
-      `user:${userId}`,
-      config.rateLimits.perUser,
-      `this ${PLATFORM_NAMES[message.platform]} user`,
-      policy.keepAlive,
-    );
+    const person = {
+      kind: "member",
+      userId,
+      platformName: PLATFORM_NAMES[message.platform],
+    } as const;
+    await admitRate(env, [personBucket(person, config.rateLimits.perUser)], policy.keepAlive);
   } catch (error) {
     if (error instanceof RateLimitedError) return "rate_limited";
     throw error;

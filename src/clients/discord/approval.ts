@@ -2,7 +2,6 @@
 // the buttons' custom ids, and the texts that replace the buttons once someone answers. The room
 // (or the agent's task object) keeps the pending state; a click is routed back to it by the
 // prefix, the agent id and (for a room) the channel it carries.
-import { APPROVAL_WINDOW_MS } from "../../objects/shared/approvals.ts";
 import {
   type ApprovalButton,
   type ApprovalTarget,
@@ -10,6 +9,13 @@ import {
   decodeApprovalButton,
   encodeApprovalButton,
 } from "../chat/approval-button.ts";
+import {
+  type ApprovalOutcome,
+  type ApprovalPromptFields,
+  type ApprovalTextStyle,
+  approvalOutcomeText,
+  shownArguments,
+} from "../chat/approval-text.ts";
 import type { DiscordMessageBody } from "./rest.ts";
 
 /** Discord's limit on a component's custom_id. */
@@ -32,16 +38,9 @@ export function canRouteApproval(agentId: string, target: ApprovalTarget = "room
   return canRouteApprovalWithin(agentId, target, MAX_CUSTOM_ID);
 }
 
-export interface ApprovalPromptInput {
-  target: ApprovalTarget;
-  approvalId: string;
-  agentId: string;
-  agentName: string;
-  tool: string;
-  arguments: Record<string, unknown>;
+export interface ApprovalPromptInput extends ApprovalPromptFields {
   /** The Discord user id (snowflake) of the person who asked; only they can answer. */
   requesterDiscordId: string | null;
-  expiresAt: number;
 }
 
 export function approvalPrompt(input: ApprovalPromptInput): DiscordMessageBody {
@@ -49,8 +48,7 @@ export function approvalPrompt(input: ApprovalPromptInput): DiscordMessageBody {
   const approve = approvalCustomId({ ...button, approve: true });
   const deny = approvalCustomId({ ...button, approve: false });
   if (!approve || !deny) throw new Error("agent id too long for an approval button");
-  const args = JSON.stringify(input.arguments, null, 2);
-  const shown = args.length > MAX_ARGUMENT_CHARS ? `${args.slice(0, MAX_ARGUMENT_CHARS)}\n…` : args;
+  const shown = shownArguments(input.arguments, MAX_ARGUMENT_CHARS);
   const who = input.requesterDiscordId ? `<@${input.requesterDiscordId}>` : "the person who asked";
   const deadline = Math.floor(input.expiresAt / 1000);
   return {
@@ -73,20 +71,15 @@ export function approvalPrompt(input: ApprovalPromptInput): DiscordMessageBody {
   };
 }
 
+const DISCORD_TEXT: ApprovalTextStyle = {
+  icons: { approved: "✅", denied: "🚫", expired: "⌛" },
+  tool: (tool) => `\`${tool}\``,
+  name: (name) => escapeMarkdown(name),
+};
+
 /** What the prompt turns into once answered (the buttons are removed). */
-export function approvalResultText(
-  tool: string,
-  decision: "approved" | "denied" | "expired",
-  by?: string,
-): string {
-  switch (decision) {
-    case "approved":
-      return `✅ ${by ? escapeMarkdown(by) : "Approved"}${by ? " approved" : ""}: running \`${tool}\`…`;
-    case "denied":
-      return `🚫 ${by ? `${escapeMarkdown(by)} denied` : "Denied"} \`${tool}\`: it was not run.`;
-    case "expired":
-      return `⌛ Nobody answered within ${APPROVAL_WINDOW_MS / 60_000} minutes: \`${tool}\` was not run.`;
-  }
+export function approvalResultText(tool: string, decision: ApprovalOutcome, by?: string): string {
+  return approvalOutcomeText(tool, decision, by, DISCORD_TEXT);
 }
 
 function escapeMarkdown(text: string): string {

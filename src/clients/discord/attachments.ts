@@ -8,9 +8,8 @@ import type { Env } from "../../env.ts";
 import { OutboundRequestError, type FetchCaps } from "../../net/guarded-fetch.ts";
 import { outboundFetch } from "../../net/outbound.ts";
 import { dataUrl } from "../../media/data-url.ts";
-import { sniffType } from "../../media/sniff.ts";
+import { safeFileName, sniffChatFile } from "../../media/sniff.ts";
 import { storeMedia } from "../../media/store.ts";
-import { ATTACHMENT_PREAMBLE, quoteData } from "../../runtime/context/quoted-data.ts";
 import type { Attachment } from "../../runtime/ports/memory.ts";
 
 export const MAX_ATTACHMENTS = 4;
@@ -27,27 +26,19 @@ export const ATTACHMENT_CAPS: FetchCaps = {
   maxBytes: MAX_IMAGE_BYTES,
   streams: false,
 };
-const TEXT_EXTENSIONS = /\.(txt|md|markdown|csv|json|log|ya?ml|xml|html?|ts|js|py)$/i;
+
+/** A file copied into R2 under `key`, read for the model. */
+interface StoredAttachment {
+  ok: true;
+  title: string;
+  key: string;
+  contentType: string;
+  size: number;
+}
 
 export type IngestedAttachment =
-  | {
-      ok: true;
-      title: string;
-      key: string;
-      contentType: string;
-      size: number;
-      kind: "image";
-      dataUrl: string;
-    }
-  | {
-      ok: true;
-      title: string;
-      key: string;
-      contentType: string;
-      size: number;
-      kind: "text";
-      text: string;
-    }
+  | (StoredAttachment & { kind: "image"; dataUrl: string })
+  | (StoredAttachment & { kind: "text"; text: string })
   | { ok: false; title: string; reason: string };
 
 export interface IngestOptions {
@@ -79,7 +70,7 @@ export async function ingestAttachments(
 ): Promise<IngestedAttachment[]> {
   const results: IngestedAttachment[] = [];
   for (const [index, attachment] of attachments.entries()) {
-    const title = safeName(attachment.title ?? `attachment-${index + 1}`);
+    const title = safeFileName(attachment.title ?? `attachment-${index + 1}`);
     if (index >= MAX_ATTACHMENTS) {
       results.push({
         ok: false,
@@ -115,7 +106,7 @@ async function ingestOne(
   const bytes = stored
     ? new Uint8Array(await stored.arrayBuffer())
     : await download(attachment.url, options);
-  const kind = sniff(bytes, title, attachment.contentType);
+  const kind = sniffChatFile(bytes, title, attachment.contentType);
   if (!kind)
     throw new AttachmentRefused(
       "only JPEG, PNG, GIF and WebP images and UTF-8 text files are accepted",
@@ -174,56 +165,4 @@ async function download(url: string, options: IngestOptions): Promise<Uint8Array
       throw new AttachmentRefused(`it did not download within ${DOWNLOAD_TIMEOUT_MS / 1000} s`);
     throw error;
   }
-}
-
-/** The file's real type from its first bytes; text only when it decodes as UTF-8 without NULs. */
-export function sniff(
-  bytes: Uint8Array,
-  name: string,
-  declared?: string,
-): { kind: "image" | "text"; contentType: string } | null {
-  const type = sniffType(bytes);
-  if (type?.startsWith("image/")) return { kind: "image", contentType: type };
-  if (type) return null;
-  const looksText =
-    TEXT_EXTENSIONS.test(name) ||
-    (declared ?? "").startsWith("text/") ||
-    declared === "application/json";
-  if (!looksText || bytes.includes(0)) return null;
-  try {
-    new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(bytes);
-  } catch {
-    return null;
-  }
-  return { kind: "text", contentType: "text/plain; charset=utf-8" };
-}
-
-/** What the model gets: text files and refusals appended to the message, images alongside it. */
-export function attachmentPrompt(results: IngestedAttachment[]): {
-  text: string;
-  images: string[];
-} {
-  const notes: string[] = [];
-  const files: { source: string; text: string }[] = [];
-  const images: string[] = [];
-  for (const result of results) {
-    if (!result.ok)
-      notes.push(`(The attachment "${result.title}" was not read: ${result.reason}.)`);
-    else if (result.kind === "text")
-      files.push({ source: `file ${result.title}`, text: result.text });
-    else {
-      notes.push(`(Image attached: "${result.title}".)`);
-      images.push(result.dataUrl);
-    }
-  }
-  if (files.length > 0) notes.push(quoteData("Attached files", files, ATTACHMENT_PREAMBLE));
-  return { text: notes.join("\n\n"), images };
-}
-
-function safeName(name: string): string {
-  const cleaned = name
-    .replace(/[^A-Za-z0-9._-]+/g, "_")
-    .replace(/^[._]+/, "")
-    .slice(0, 100);
-  return cleaned || "file";
 }

@@ -10,9 +10,11 @@ import type {
   PostedPrompt,
   ReplySurface,
 } from "../../objects/shared/reply-surface.ts";
+import { approvalPromptFields } from "../chat/approval-text.ts";
 import { approvalPrompt, approvalResultText, canRouteApproval } from "./approval.ts";
 import { proposalPrompt } from "./proposal-prompt.ts";
-import { attachmentPrompt, attachmentSource, ingestAttachments } from "./attachments.ts";
+import { attachmentPrompt } from "../chat/attachment-prompt.ts";
+import { attachmentSource, ingestAttachments } from "./attachments.ts";
 import {
   deliverToDiscord,
   DiscordDelivery,
@@ -20,7 +22,12 @@ import {
   PostedMessage,
   postForInteraction,
 } from "./interaction-delivery.ts";
-import { createDiscordRest, DiscordApiError, type DiscordRest } from "./rest.ts";
+import {
+  createDiscordRest,
+  DiscordApiError,
+  type DiscordMessageBody,
+  type DiscordRest,
+} from "./rest.ts";
 import { createSharedLimiter } from "./rest-limiter.ts";
 import {
   deliverMessageReply,
@@ -39,6 +46,11 @@ export function createDiscordSurface(env: Env): ReplySurface {
       botToken: env.DISCORD_BOT_TOKEN,
       limiter: createSharedLimiter(env),
     }));
+  /** A message where the target is: a reply to a Gateway message, else on the interaction. */
+  const post = async (target: DeliveryTarget, body: DiscordMessageBody) =>
+    target.kind === "discord-message"
+      ? await postReply(discord(), DiscordMessageDelivery.parse(target), body)
+      : await postForInteraction(discord(), discordTarget(target), body, Date.now);
   return {
     canAskApproval: (target, agentId) =>
       (target.kind === "discord" || target.kind === "discord-message") && canRouteApproval(agentId),
@@ -56,26 +68,14 @@ export function createDiscordSurface(env: Env): ReplySurface {
       );
     },
     async postLine(target, text) {
-      if (target.kind === "discord-message") {
-        await postReply(discord(), DiscordMessageDelivery.parse(target), { content: text });
-        return;
-      }
-      await postForInteraction(discord(), discordTarget(target), { content: text }, Date.now);
+      await post(target, { content: text });
     },
     async postApprovalPrompt(target, request) {
       const body = approvalPrompt({
-        target: request.asker,
-        approvalId: request.approvalId,
-        agentId: request.agentId,
-        agentName: request.agentName,
-        tool: request.tool,
-        arguments: request.arguments,
+        ...approvalPromptFields(request),
         requesterDiscordId: discordUserId(request.requesterId),
-        expiresAt: request.expiresAt,
       });
-      if (target.kind === "discord-message")
-        return await postReply(discord(), DiscordMessageDelivery.parse(target), body);
-      return await postForInteraction(discord(), discordTarget(target), body, Date.now);
+      return await post(target, body);
     },
     async closeExpiredPrompt(posted: PostedPrompt, tool: string) {
       const body = { content: approvalResultText(tool, "expired"), components: [] };
@@ -83,12 +83,8 @@ export function createDiscordSurface(env: Env): ReplySurface {
     },
     async postQuestion(target, request) {
       const body = questionPrompt({
-        inputId: request.inputId,
-        agentId: request.agentId,
-        agentName: request.agentName,
-        question: request.question,
+        ...request,
         requesterDiscordId: discordUserId(request.requesterId),
-        expiresAt: request.expiresAt,
       });
       return await postForInteraction(discord(), discordTarget(target), body, Date.now);
     },

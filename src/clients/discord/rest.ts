@@ -5,15 +5,11 @@
 // says whether it may go (Discord's route buckets and global limit, shared by the bot's rooms:
 // rest-limiter.ts); each response's rate-limit headers go back to it. A 429 is
 // waited out the same way; 5xx and network errors back off; any other 4xx is final (with
-// Discord's error code). A wait past 30 s is left to the room's retry (alarm). Every message is
+// Discord's error code): the shared caller, src/net/retrying-call.ts. A wait past 30 s is left to the room's retry (alarm). Every message is
 // sent with `allowed_mentions: {parse: []}`, so nothing the model writes can ping @everyone, a
 // role or a user.
-import {
-  backoffDelayMs,
-  resolveRetryPolicy,
-  abortableSleep,
-  type Sleep,
-} from "../../model/retry.ts";
+import { abortableSleep, resolveRetryPolicy, type Sleep } from "../../runtime/util/retry.ts";
+import { retryingCall, type ApiAdapter } from "../../net/retrying-call.ts";
 import { log } from "../../log.ts";
 import {
   discordRoute,
@@ -120,17 +116,18 @@ export function createDiscordRest(options: DiscordRestOptions = {}): DiscordRest
   });
 
   /** Waits until the limiter lets `route` go; a wait past MAX_INLINE_WAIT_MS goes to the alarm. */
-  const waitForTurn = async (route: DiscordRoute): Promise<void> => {
+  const waitForTurn = async (route: DiscordRoute): Promise<DiscordApiError | undefined> => {
     let waited = 0;
     for (;;) {
       const wait = await limiter.reserve(route);
       if (wait === 0) break;
       if (waited + wait > MAX_INLINE_WAIT_MS)
-        throw new DiscordApiError(429, `Discord rate limit (retry after ${wait} ms)`, true);
+        return new DiscordApiError(429, `Discord rate limit (retry after ${wait} ms)`, true);
       await sleep(wait);
       waited += wait;
     }
     if (waited > 0) log.info("discord_request_paced", { route: route.template, waitedMs: waited });
+    return undefined;
   };
 
   /** Reports a response; awaited only when it changes what our next request does. */
@@ -159,65 +156,70 @@ export function createDiscordRest(options: DiscordRestOptions = {}): DiscordRest
   ): Promise<SentMessage> => {
     // Interaction webhooks (no bot token) are not bound by the global limit.
     const route = discordRoute(method, path, !auth);
-    let last: DiscordApiError | null = null;
-    for (let attempt = 1; attempt <= policy.maxAttempts; attempt++) {
-      await waitForTurn(route);
-      let response: Response;
-      try {
-        response = await doFetch(`${base}${path}`, {
-          method,
-          headers: {
-            ...(payload === null ? {} : { "content-type": "application/json" }),
-            ...(auth ? { authorization: auth } : {}),
-            ...extraHeaders,
-          },
-          ...(payload === null ? {} : { body: payload }),
-        });
-      } catch (error) {
+    const init = {
+      method,
+      headers: {
+        ...(payload === null ? {} : { "content-type": "application/json" }),
+        ...(auth ? { authorization: auth } : {}),
+        ...extraHeaders,
+      },
+      ...(payload === null ? {} : { body: payload }),
+    };
+    const result = await retryingCall(() => doFetch(`${base}${path}`, init), adapter(route), {
+      policy,
+      sleep,
+      random,
+      now: options.now,
+    });
+    if (result.ok) return result.value;
+    throw result.failure;
+  };
+
+  /** Discord's side of the shared caller: the limiter paces each request and learns from it. */
+  const adapter = (route: DiscordRoute): ApiAdapter<SentMessage, DiscordApiError> => {
+    let attempt = 0;
+    return {
+      async before() {
+        attempt++;
+        return waitForTurn(route);
+      },
+      async unreachable(error) {
         await report(route, rateLimitSeen(0, new Headers(), ""));
-        last = new DiscordApiError(
+        return new DiscordApiError(
           0,
           `Discord unreachable: ${error instanceof Error ? error.message : String(error)}`,
           true,
         );
-        await sleep(backoffDelayMs(attempt, policy, random));
-        continue;
-      }
-      const text = await response.text();
-      const seen = rateLimitSeen(response.status, response.headers, text);
-      await report(route, seen);
-      if (response.ok) return { id: messageId(text) };
-      if (response.status === 429) {
-        // The limiter now holds the wait (this bucket's, or every global request's).
-        log.warn("discord_rate_limited", {
-          route: route.template,
-          bucket: seen.bucket,
-          scope: seen.scope ?? (seen.globalLimit ? "global" : null),
-          global: seen.globalLimit,
-          retryAfterMs: seen.retryAfterMs,
-          attempt,
-        });
-        last = new DiscordApiError(
-          429,
-          `Discord rate limit (retry after ${seen.retryAfterMs} ms)`,
-          true,
-        );
-        continue;
-      }
-      if (response.status >= 500) {
-        last = new DiscordApiError(response.status, `Discord answered ${response.status}`, true);
-        await sleep(backoffDelayMs(attempt, policy, random));
-        continue;
-      }
-      // The path holds the interaction token: never put it in an error.
-      throw new DiscordApiError(
-        response.status,
-        `Discord refused the request (${response.status}): ${discordMessage(text)}`,
-        false,
-        discordCode(text),
-      );
-    }
-    throw last ?? new DiscordApiError(0, "Discord delivery failed", true);
+      },
+      async read(response) {
+        const text = await response.text();
+        const seen = rateLimitSeen(response.status, response.headers, text);
+        await report(route, seen);
+        if (response.ok) return { ok: true, value: { id: messageId(text) } };
+        if (response.status === 429) {
+          // The limiter now holds the wait (this bucket's, or every global request's): ask again
+          // at once and let it pace the request.
+          log.warn("discord_rate_limited", {
+            route: route.template,
+            bucket: seen.bucket,
+            scope: seen.scope ?? (seen.globalLimit ? "global" : null),
+            global: seen.globalLimit,
+            retryAfterMs: seen.retryAfterMs,
+            attempt,
+          });
+          const message = `Discord rate limit (retry after ${seen.retryAfterMs} ms)`;
+          return { ok: false, failure: new DiscordApiError(429, message, true), retryAfterMs: 0 };
+        }
+        if (response.status >= 500) {
+          const message = `Discord answered ${response.status}`;
+          return { ok: false, failure: new DiscordApiError(response.status, message, true) };
+        }
+        // The path holds the interaction token: never put it in an error.
+        const message = `Discord refused the request (${response.status}): ${discordMessage(text)}`;
+        const refusal = new DiscordApiError(response.status, message, false, discordCode(text));
+        return { ok: false, failure: refusal };
+      },
+    };
   };
 
   const bot = (): string => {

@@ -16,6 +16,7 @@ import {
 } from "../../objects/shared/character-source.ts";
 import { PostPublishing } from "./publishing-steps.ts";
 import { createRoomRuntime, type RoomRuntime } from "../../objects/shared/agent-wiring.ts";
+import { NO_PLUGINS } from "../../objects/shared/plugin-port.ts";
 import type { PostPublisherRpc } from "../../rpc.ts";
 
 /**
@@ -74,7 +75,7 @@ export class PostPublisher extends Agent<Env> implements PostPublisherRpc {
 
   private caption(): Promise<CaptionRuntime> {
     const settled = () => Promise.resolve();
-    this.captionRuntime ??= createRoomRuntime(this.env, this.name, { settled })
+    this.captionRuntime ??= createRoomRuntime(this.env, this.name, { settled, plugins: NO_PLUGINS })
       .then((runtime) => ({ runtime, characters: createCharacterSource(runtime.agents) }))
       .catch((error: unknown) => {
         this.captionRuntime = null;

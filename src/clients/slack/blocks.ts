@@ -2,13 +2,17 @@
 // posts, the buttons' action ids, and what the message becomes once answered or expired. A click
 // (block_actions) is routed back by the action id, `<ap|tap>:<y|n>:<approval id>:<agent id>` as on
 // every platform (src/clients/chat/approval-button.ts), and for a room by the button's value, the room id, checked against the clicked channel.
-import { APPROVAL_WINDOW_MS } from "../../objects/shared/approvals.ts";
 import {
   type ApprovalTarget,
   canRouteApprovalWithin,
   decodeApprovalButton,
   encodeApprovalButton,
 } from "../chat/approval-button.ts";
+import {
+  type ApprovalOutcome,
+  type ApprovalPromptFields,
+  approvalOutcomeText,
+} from "../chat/approval-text.ts";
 import type { BlockAction, BlockActionsPayload } from "./events.ts";
 import { escapeSlackText } from "./web-api.ts";
 
@@ -39,18 +43,11 @@ export interface SlackPrompt {
   blocks: SlackBlock[];
 }
 
-export interface ApprovalPromptInput {
-  target: ApprovalTarget;
-  approvalId: string;
-  agentId: string;
+export interface ApprovalPromptInput extends ApprovalPromptFields {
   /** The room the prompt is posted in (required for target "room"). */
   roomId: string | null;
-  agentName: string;
-  tool: string;
-  arguments: Record<string, unknown>;
   /** Shown, not mentioned: a Slack mention would notify, and nothing the bot posts pings. */
   requesterName: string | null;
-  expiresAt: number;
 }
 
 /** `<ap|tap>:<y|n>:<approval id>:<agent id>`, or null when it does not fit Block Kit's 255. */
@@ -167,32 +164,31 @@ export function approvalPromptBlocks(input: ApprovalPromptInput): SlackPrompt {
   };
 }
 
+const SLACK_ICONS = {
+  approved: ":white_check_mark:",
+  denied: ":no_entry_sign:",
+  expired: ":hourglass:",
+};
+
 /** What the prompt becomes once answered or expired: the outcome, no buttons. */
 export function approvalOutcomeBlocks(
   tool: string,
-  outcome: "approved" | "denied" | "expired",
+  outcome: ApprovalOutcome,
   by?: string,
 ): SlackPrompt {
   const name = by ? bounded(by) : null;
-  const plain = outcomeText(bounded(tool), outcome, name, (s) => s);
-  const mrkdwn = outcomeText(escapeSlackText(bounded(tool)), outcome, name, escapeSlackText);
+  const code = (text: string) => `\`${text}\``;
+  const plain = approvalOutcomeText(bounded(tool), outcome, name, {
+    icons: SLACK_ICONS,
+    tool: code,
+    name: (text) => text,
+  });
+  const mrkdwn = approvalOutcomeText(escapeSlackText(bounded(tool)), outcome, name, {
+    icons: SLACK_ICONS,
+    tool: code,
+    name: escapeSlackText,
+  });
   return { text: plain, blocks: [{ type: "section", text: { type: "mrkdwn", text: mrkdwn } }] };
-}
-
-function outcomeText(
-  tool: string,
-  outcome: "approved" | "denied" | "expired",
-  by: string | null,
-  quote: (text: string) => string,
-): string {
-  switch (outcome) {
-    case "approved":
-      return `:white_check_mark: ${by ? `${quote(by)} approved` : "Approved"}: running \`${tool}\`…`;
-    case "denied":
-      return `:no_entry_sign: ${by ? `${quote(by)} denied` : "Denied"} \`${tool}\`: it was not run.`;
-    case "expired":
-      return `:hourglass: Nobody answered within ${APPROVAL_WINDOW_MS / 60_000} minutes: \`${tool}\` was not run.`;
-  }
 }
 
 function button(

@@ -5,16 +5,12 @@
 // is a Block Kit message (blocks.ts) answered through POST /slack/interactions, updated when
 // answered or expired. Slack has no typing indicator for bots (the Events API app cannot show
 // one), so there is no startTyping. Tasks' questions are posted as plain text (no Answer button).
-import { memberErrorText } from "../chat/member-error.ts";
-import type { SerializedError } from "../../runtime/util/errors.ts";
+import { createMessageSurface } from "../chat/message-surface.ts";
 import { z } from "zod";
 import { loadConfig } from "../../config.ts";
 import type { Env } from "../../env.ts";
-import type {
-  DeliveryTarget,
-  PostedPrompt,
-  ReplySurface,
-} from "../../objects/shared/reply-surface.ts";
+import type { PostedPrompt, ReplySurface } from "../../objects/shared/reply-surface.ts";
+import { approvalPromptFields } from "../chat/approval-text.ts";
 import { approvalOutcomeBlocks, approvalPromptBlocks, canRouteApproval } from "./blocks.ts";
 import { createSlackWebApi, SlackApiError, type SlackWebApi, slackReplyParts } from "./web-api.ts";
 
@@ -64,37 +60,20 @@ export function slackWebApi(env: Env, options: { maxAttempts?: number } = {}): S
 export function createSlackSurface(env: Env): ReplySurface {
   let api: SlackWebApi | null = null;
   const slack = () => (api ??= slackWebApi(env));
-  const post = async (target: DeliveryTarget, text: string) => {
-    const delivery = SlackMessageDelivery.parse(target);
-    for (const part of slackReplyParts(text))
-      await slack().postMessage(inThread(delivery, { text: part }));
-  };
-  return {
-    // Only a room's turn: a click is routed back by the room id its button carries.
-    canAskApproval: (target, agentId) =>
-      target.kind === SLACK_MESSAGE_KIND && canRouteApproval(agentId, "room"),
-    async sendReply(target, job, onSent) {
-      const delivery = SlackMessageDelivery.parse(target);
-      if (job.ignored || (job.error && !delivery.addressed)) return;
-      const parts = slackReplyParts(replyText(job));
-      for (let i = job.sentParts; i < parts.length; i++) {
-        await slack().postMessage(inThread(delivery, { text: parts[i]! }));
-        onSent(i + 1);
-      }
+  return createMessageSurface<SlackMessageDelivery>({
+    kind: SLACK_MESSAGE_KIND,
+    parse: (target) => SlackMessageDelivery.parse(target),
+    canRouteApproval: (agentId) => canRouteApproval(agentId, "room"),
+    split: slackReplyParts,
+    // Every part goes into the thread: Slack has no reply to a single message.
+    async send(delivery, text) {
+      await slack().postMessage(inThread(delivery, { text }));
     },
-    postLine: (target, text) => post(target, text),
-    async postApprovalPrompt(target, request) {
-      const delivery = SlackMessageDelivery.parse(target);
+    async postApprovalPrompt(delivery, request) {
       const prompt = approvalPromptBlocks({
-        target: request.asker,
-        approvalId: request.approvalId,
-        agentId: request.agentId,
+        ...approvalPromptFields(request),
         roomId: request.asker === "room" ? delivery.roomId : null,
-        agentName: request.agentName,
-        tool: request.tool,
-        arguments: request.arguments,
         requesterName: null,
-        expiresAt: request.expiresAt,
       });
       const sent = await slack().postMessage(
         inThread(delivery, { text: prompt.text, blocks: prompt.blocks }),
@@ -107,16 +86,9 @@ export function createSlackSurface(env: Env): ReplySurface {
       const outcome = approvalOutcomeBlocks(tool, "expired");
       await slack().update({ channel, ts, text: outcome.text, blocks: outcome.blocks });
     },
-    async postQuestion(target, request) {
-      await post(target, `${request.agentName} asks: ${request.question}`);
-      return null;
-    },
-    async closeExpiredQuestion() {},
-    openingUsed: (target) => target,
-    afterAnswer: (target) => target,
     // invalid_auth, channel_not_found, not_in_channel, msg_too_long…: Slack's final answers.
     isPermanentFailure: (error) => error instanceof SlackApiError && !error.retryable,
-  };
+  });
 }
 
 function inThread<T extends { text: string }>(delivery: SlackMessageDelivery, message: T) {
@@ -125,12 +97,4 @@ function inThread<T extends { text: string }>(delivery: SlackMessageDelivery, me
     ...(delivery.threadTs ? { thread_ts: delivery.threadTs } : {}),
     ...message,
   };
-}
-
-function replyText(job: {
-  reply: string | null;
-  error: Pick<SerializedError, "code" | "message"> | null;
-}): string {
-  if (job.error) return memberErrorText(job.error);
-  return job.reply?.trim() || "…(I have nothing to add.)";
 }

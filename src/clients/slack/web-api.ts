@@ -2,24 +2,17 @@
 // workspace admins), and its messages (chat.postMessage in a thread, chat.update, chat.postEphemeral).
 // Slack answers HTTP 200 with `{ok: false, error}` for most failures; those are final, except its
 // own server-side codes. 429 waits the Retry-After Slack gives (up to 30 s inline); 5xx and network
-// errors back off. `text` is always escaped here (Slack's `&`, `<`, `>` rule), so nothing the model
+// errors back off (the shared caller, src/net/retrying-call.ts). `text` is always escaped here (Slack's `&`, `<`, `>` rule), so nothing the model
 // writes can become `<!channel>` or `<@U…>`; only `blocks`, built by blocks.ts, carry markup.
 import { z } from "zod";
 import { DEFAULT_SLACK_API_BASE } from "../../config.ts";
 import { splitMessage } from "../chat/split.ts";
-import {
-  abortableSleep,
-  backoffDelayMs,
-  resolveRetryPolicy,
-  serverRetryDelayMs,
-  type Sleep,
-} from "../../model/retry.ts";
+import { resolveRetryPolicy, serverRetryDelayMs, type Sleep } from "../../runtime/util/retry.ts";
+import { retryingCall, type ApiAdapter } from "../../net/retrying-call.ts";
 
 export { DEFAULT_SLACK_API_BASE };
 /** Slack's advice for one message (it truncates at 40,000); a reply is split at this length. */
 export const SLACK_MESSAGE_LIMIT = 4_000;
-/** Longer rate-limit waits than this are left to the room's retry (alarm) instead of sleeping. */
-const MAX_INLINE_WAIT_MS = 30_000;
 /** Codes Slack gives with HTTP 200 for its own trouble: worth another attempt. */
 const RETRYABLE_CODES = new Set([
   "internal_error",
@@ -143,8 +136,6 @@ export function slackReplyParts(text: string): string[] {
 export function createSlackWebApi(options: SlackWebApiOptions): SlackWebApi {
   const base = (options.baseUrl || DEFAULT_SLACK_API_BASE).replace(/\/+$/, "");
   const doFetch = options.fetch ?? ((input, init) => fetch(input, init));
-  const sleep = options.sleep ?? abortableSleep;
-  const random = options.random ?? Math.random;
   const now = options.now ?? Date.now;
   const policy = resolveRetryPolicy({
     maxAttempts: options.maxAttempts ?? 5,
@@ -172,48 +163,13 @@ export function createSlackWebApi(options: SlackWebApiOptions): SlackWebApi {
           ? "application/json; charset=utf-8"
           : "application/x-www-form-urlencoded",
     };
-    let last: SlackApiError | null = null;
-    for (let attempt = 1; attempt <= policy.maxAttempts; attempt++) {
-      let response: Response;
-      try {
-        response = await doFetch(`${base}/${method}`, { method: "POST", headers, body });
-      } catch {
-        // The thrown error's text is not ours to repeat; the code says what happened.
-        last = new SlackApiError(method, "network_error", 0, true);
-        await sleep(backoffDelayMs(attempt, policy, random));
-        continue;
-      }
-      if (response.status === 429) {
-        await response.body?.cancel();
-        const wait = serverRetryDelayMs(response.headers, now()) ?? 1_000;
-        last = new SlackApiError(method, "ratelimited", 429, true, wait);
-        if (wait > MAX_INLINE_WAIT_MS) break;
-        await sleep(wait);
-        continue;
-      }
-      if (response.status >= 500) {
-        await response.body?.cancel();
-        last = new SlackApiError(method, `http_${response.status}`, response.status, true);
-        await sleep(backoffDelayMs(attempt, policy, random));
-        continue;
-      }
-      const answer = await readJson(response);
-      const failed = Failure.safeParse(answer);
-      const code = failed.success ? errorCode(failed.data.error) : `http_${response.status}`;
-      if (!response.ok) throw new SlackApiError(method, code, response.status, false);
-      if (failed.success) {
-        last = new SlackApiError(method, code, response.status, RETRYABLE_CODES.has(code));
-        if (!last.retryable) throw last;
-        await sleep(backoffDelayMs(attempt, policy, random));
-        continue;
-      }
-      const ok = z.object({ ok: z.literal(true) }).safeParse(answer);
-      const parsed = schema.safeParse(answer);
-      if (!ok.success || !parsed.success)
-        throw new SlackApiError(method, "invalid_response", response.status, false);
-      return parsed.data;
-    }
-    throw last ?? new SlackApiError(method, "unknown_error", 0, true);
+    const result = await retryingCall(
+      () => doFetch(`${base}/${method}`, { method: "POST", headers, body }),
+      slackAdapter(method, schema, now),
+      { policy, sleep: options.sleep, random: options.random, now },
+    );
+    if (result.ok) return result.value;
+    throw result.failure;
   }
 
   return {
@@ -261,6 +217,49 @@ export function createSlackWebApi(options: SlackWebApiOptions): SlackWebApi {
         },
         Ephemeral,
       ),
+  };
+}
+
+/** Slack's side of the shared caller: 429 with Retry-After, `{ok: false}` with HTTP 200. */
+function slackAdapter<T>(
+  method: string,
+  schema: z.ZodType<T>,
+  now: () => number,
+): ApiAdapter<T, SlackApiError> {
+  return {
+    async read(response) {
+      if (response.status === 429) {
+        await response.body?.cancel();
+        const wait = serverRetryDelayMs(response.headers, now()) ?? 1_000;
+        const failure = new SlackApiError(method, "ratelimited", 429, true, wait);
+        return { ok: false, failure, retryAfterMs: wait };
+      }
+      if (response.status >= 500) {
+        await response.body?.cancel();
+        const failure = new SlackApiError(method, `http_${response.status}`, response.status, true);
+        return { ok: false, failure };
+      }
+      const answer = await readJson(response);
+      const failed = Failure.safeParse(answer);
+      const code = failed.success ? errorCode(failed.data.error) : `http_${response.status}`;
+      if (!response.ok)
+        return { ok: false, failure: new SlackApiError(method, code, response.status, false) };
+      if (failed.success) {
+        const retryable = RETRYABLE_CODES.has(code);
+        const failure = new SlackApiError(method, code, response.status, retryable);
+        return { ok: false, failure, retryable };
+      }
+      const ok = z.object({ ok: z.literal(true) }).safeParse(answer);
+      const parsed = schema.safeParse(answer);
+      if (!ok.success || !parsed.success)
+        return {
+          ok: false,
+          failure: new SlackApiError(method, "invalid_response", response.status, false),
+        };
+      return { ok: true, value: parsed.data };
+    },
+    // The thrown error's text is not ours to repeat; the code says what happened.
+    unreachable: () => new SlackApiError(method, "network_error", 0, true),
   };
 }
 

@@ -2,7 +2,6 @@
 // inline keyboard, the buttons' callback_data, and the text the prompt becomes once answered. The
 // room (or the agent's task object) keeps the pending state; a press is routed back to it by the
 // prefix, the agent id it carries and (for a room) the chat and topic the pressed message is in.
-import { APPROVAL_WINDOW_MS } from "../../objects/shared/approvals.ts";
 import {
   type ApprovalButton,
   type ApprovalTarget,
@@ -10,6 +9,13 @@ import {
   decodeApprovalButton,
   encodeApprovalButton,
 } from "../chat/approval-button.ts";
+import {
+  type ApprovalOutcome,
+  type ApprovalPromptFields,
+  type ApprovalTextStyle,
+  approvalOutcomeText,
+  shownArguments,
+} from "../chat/approval-text.ts";
 import { type InlineKeyboardMarkup, TELEGRAM_MESSAGE_LIMIT } from "./bot-api.ts";
 
 /** Bot API: an inline button's callback_data is 1-64 bytes (agent ids are ASCII: bytes). */
@@ -33,16 +39,9 @@ export function canRouteApproval(agentId: string, target: ApprovalTarget = "room
   return canRouteApprovalWithin(agentId, target, MAX_CALLBACK_DATA_BYTES);
 }
 
-export interface ApprovalPromptInput {
-  target: ApprovalTarget;
-  approvalId: string;
-  agentId: string;
-  agentName: string;
-  tool: string;
-  arguments: Record<string, unknown>;
+export interface ApprovalPromptInput extends ApprovalPromptFields {
   /** The requester's display name (senderName), or null: named in the prompt, not pinged. */
   requesterName: string | null;
-  expiresAt: number;
   now: number;
 }
 
@@ -57,8 +56,7 @@ export function approvalPrompt(input: ApprovalPromptInput): ApprovalPrompt {
   const approve = approvalCallbackData({ ...button, approve: true });
   const deny = approvalCallbackData({ ...button, approve: false });
   if (!approve || !deny) throw new Error("agent id too long for an approval button");
-  const args = JSON.stringify(input.arguments, null, 2);
-  const shown = args.length > MAX_ARGUMENT_CHARS ? `${args.slice(0, MAX_ARGUMENT_CHARS)}\n…` : args;
+  const shown = shownArguments(input.arguments, MAX_ARGUMENT_CHARS);
   const who = input.requesterName ?? "the person who asked";
   const minutes = Math.max(1, Math.ceil((input.expiresAt - input.now) / 60_000));
   const text =
@@ -79,18 +77,14 @@ export function approvalPrompt(input: ApprovalPromptInput): ApprovalPrompt {
   };
 }
 
+/** Plain text: nothing is quoted or escaped. */
+const TELEGRAM_TEXT: ApprovalTextStyle = {
+  icons: { approved: "✅", denied: "🚫", expired: "⌛" },
+  tool: (tool) => tool,
+  name: (name) => name,
+};
+
 /** What the prompt turns into once answered (edited without a keyboard, which removes it). */
-export function approvalResultText(
-  tool: string,
-  decision: "approved" | "denied" | "expired",
-  by?: string,
-): string {
-  switch (decision) {
-    case "approved":
-      return by ? `✅ ${by} approved: running ${tool}…` : `✅ Approved: running ${tool}…`;
-    case "denied":
-      return by ? `🚫 ${by} denied ${tool}: it was not run.` : `🚫 Denied ${tool}: it was not run.`;
-    case "expired":
-      return `⌛ Nobody answered within ${APPROVAL_WINDOW_MS / 60_000} minutes: ${tool} was not run.`;
-  }
+export function approvalResultText(tool: string, decision: ApprovalOutcome, by?: string): string {
+  return approvalOutcomeText(tool, decision, by, TELEGRAM_TEXT);
 }

@@ -1,17 +1,12 @@
 // Telegram's Bot API for what the bot sends and fetches: POST JSON to `<base>/bot<token>/<method>`,
 // answers `{ok: true, result}` or `{ok: false, error_code, description, parameters}` checked with zod.
 // 429s wait Telegram's `retry_after` (up to 30 s inline), 5xx and network errors back off, any other
-// 4xx is final. Replies are plain text (no parse_mode), so model text needs no escaping. The token is
+// 4xx is final (the shared caller, src/net/retrying-call.ts). Replies are plain text (no parse_mode), so model text needs no escaping. The token is
 // in every URL's path: no error message ever carries the token, a URL or more than Telegram's
 // short `description`.
 import { z } from "zod";
-import {
-  abortableSleep,
-  backoffDelayMs,
-  resolveRetryPolicy,
-  serverRetryDelayMs,
-  type Sleep,
-} from "../../model/retry.ts";
+import { resolveRetryPolicy, serverRetryDelayMs, type Sleep } from "../../runtime/util/retry.ts";
+import { retryingCall, type ApiAdapter } from "../../net/retrying-call.ts";
 import { DEFAULT_TELEGRAM_API_BASE } from "../../config.ts";
 import { TelegramUser } from "./update.ts";
 
@@ -21,8 +16,6 @@ export { DEFAULT_TELEGRAM_API_BASE };
 export const TELEGRAM_MESSAGE_LIMIT = 4_096;
 /** The Bot API serves files up to 20 MB to bots. */
 export const TELEGRAM_MAX_DOWNLOAD_BYTES = 20 * 1024 * 1024;
-/** Longer rate-limit waits than this are left to the caller's retry (the room's alarm). */
-const MAX_INLINE_WAIT_MS = 30_000;
 /** An API answer is a few KB; anything past this is not one. */
 const MAX_ANSWER_BYTES = 1024 * 1024;
 const MAX_DESCRIPTION_CHARS = 200;
@@ -185,8 +178,6 @@ export interface TelegramBotApi {
 export function createTelegramBotApi(options: TelegramBotApiOptions): TelegramBotApi {
   const base = (options.baseUrl || DEFAULT_TELEGRAM_API_BASE).replace(/\/+$/, "");
   const doFetch = options.fetch;
-  const sleep = options.sleep ?? abortableSleep;
-  const random = options.random ?? Math.random;
   const now = options.now ?? Date.now;
   const policy = resolveRetryPolicy({
     maxAttempts: options.maxAttempts ?? 5,
@@ -241,34 +232,46 @@ export function createTelegramBotApi(options: TelegramBotApiOptions): TelegramBo
     );
   };
 
-  /** One request; a network failure becomes a retryable error that names no URL. */
-  const request = async (method: string, url: string, init: RequestInit): Promise<Response> => {
-    try {
-      return await doFetch(url, init);
-    } catch (error) {
-      // The fetch error's message may quote the URL, which holds the token: keep only its name.
-      const kind = error instanceof Error ? error.name : "error";
-      throw new TelegramApiError(method, "network", `Telegram unreachable on ${method} (${kind})`);
-    }
-  };
-
-  /** Runs `attempt` until it succeeds, fails for good, or the attempts run out. */
-  const retrying = async <T>(attempts: number, attempt: () => Promise<T>): Promise<T> => {
-    let last: TelegramApiError | null = null;
-    for (let n = 1; n <= attempts; n++) {
+  /** Telegram's side of the shared caller: its errors carry the wait and whether to try again. */
+  const adapter = <T>(
+    method: string,
+    read: (response: Response) => Promise<T>,
+  ): ApiAdapter<T, TelegramApiError> => ({
+    async read(response) {
       try {
-        return await attempt();
+        return { ok: true, value: await read(response) };
       } catch (error) {
-        if (!(error instanceof TelegramApiError) || !error.retryable) throw error;
-        last = error;
-        if (n === attempts) break;
-        if (error.reason === "rate_limited") {
-          if ((error.retryAfterMs ?? 0) > MAX_INLINE_WAIT_MS) break;
-          await sleep(error.retryAfterMs ?? 1_000);
-        } else await sleep(backoffDelayMs(n, policy, random));
+        if (!(error instanceof TelegramApiError)) throw error;
+        const wait =
+          error.reason === "rate_limited" ? { retryAfterMs: error.retryAfterMs ?? 1_000 } : {};
+        return { ok: false, failure: error, retryable: error.retryable, ...wait };
       }
-    }
-    throw last ?? new TelegramApiError("call", "network", "Telegram call failed");
+    },
+    // The fetch error's message may quote the URL, which holds the token: keep only its name.
+    unreachable: (error) =>
+      new TelegramApiError(
+        method,
+        "network",
+        `Telegram unreachable on ${method} (${error instanceof Error ? error.name : "error"})`,
+      ),
+  });
+
+  /** One call through the shared caller; its last failure is thrown. */
+  const send = async <T>(
+    method: string,
+    url: string,
+    init: RequestInit,
+    read: (response: Response) => Promise<T>,
+    attempts = policy.maxAttempts,
+  ): Promise<T> => {
+    const result = await retryingCall(() => doFetch(url, init), adapter(method, read), {
+      policy: { ...policy, maxAttempts: attempts },
+      sleep: options.sleep,
+      random: options.random,
+      now,
+    });
+    if (result.ok) return result.value;
+    throw result.failure;
   };
 
   const call = async <T>(
@@ -278,27 +281,30 @@ export function createTelegramBotApi(options: TelegramBotApiOptions): TelegramBo
     attempts = policy.maxAttempts,
   ): Promise<T> => {
     const url = `${base}/bot${token(method)}/${method}`;
-    const body = JSON.stringify(params);
-    return retrying(attempts, async () => {
-      const response = await request(method, url, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body,
-      });
-      const answer = await readAnswer(method, response);
-      if (!response.ok || !answer?.ok) throw failure(method, response, answer);
-      const parsed = result.safeParse(answer.result);
-      if (!parsed.success)
-        throw new TelegramApiError(
-          method,
-          "bad_answer",
-          `Telegram's ${method} result is malformed`,
-          {
-            status: response.status,
-          },
-        );
-      return parsed.data;
-    });
+    const init = {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(params),
+    };
+    return send(
+      method,
+      url,
+      init,
+      async (response) => {
+        const answer = await readAnswer(method, response);
+        if (!response.ok || !answer?.ok) throw failure(method, response, answer);
+        const parsed = result.safeParse(answer.result);
+        if (!parsed.success)
+          throw new TelegramApiError(
+            method,
+            "bad_answer",
+            `Telegram's ${method} result is malformed`,
+            { status: response.status },
+          );
+        return parsed.data;
+      },
+      attempts,
+    );
   };
 
   return {
@@ -343,8 +349,7 @@ export function createTelegramBotApi(options: TelegramBotApiOptions): TelegramBo
       if (!FILE_PATH.test(filePath))
         throw new TelegramApiError(method, "invalid_request", "not a Telegram file path");
       const url = `${base}/file/bot${token(method)}/${filePath}`;
-      return retrying(policy.maxAttempts, async () => {
-        const response = await request(method, url, { method: "GET" });
+      return send(method, url, { method: "GET" }, async (response) => {
         if (!response.ok) throw failure(method, response, await readAnswer(method, response));
         const announced = Number(response.headers.get("content-length") ?? Number.NaN);
         if (Number.isFinite(announced) && announced > maxBytes) {

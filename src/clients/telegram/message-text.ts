@@ -39,38 +39,59 @@ export function roomIdOf(message: MessagePlace): string {
 /** `/cmd` or `/cmd@botname` (Bot API: commands are 1-32 of a-z, 0-9 and _; usernames 5-32). */
 const COMMAND = /^\/([A-Za-z0-9_]{1,32})(?:@([A-Za-z0-9_]{1,64}))?$/;
 
-export function addressing(message: TelegramMessage, bot: TelegramBotIdentity): Addressing {
+/** A message read once: whether it is addressed to the bot, and the text the model sees. */
+export interface ReadMessage extends Addressing {
+  /** The text (or caption) without the bot's own mentions and a leading command of ours. */
+  text: string;
+  /** A mention, a reply to the bot or a command of ours. */
+  addressed: boolean;
+}
+
+/** One pass over the message's entities: what addresses the bot, and what to cut from the text. */
+export function readMessage(message: TelegramMessage, bot: TelegramBotIdentity): ReadMessage {
   const { text, entities } = textAndEntities(message);
   let mentionsBot = false;
   let command: string | null = null;
-  for (const entity of entities) {
-    const slice = entitySlice(text, entity);
-    if (slice === null) continue;
-    if (entity.type === "mention" && isBotMention(slice, bot)) mentionsBot = true;
-    if (entity.type === "text_mention" && entity.user?.id === bot.id) mentionsBot = true;
-    if (entity.type === "bot_command" && entity.offset === 0) command = ownCommand(slice, bot);
-  }
-  return { mentionsBot, replyToBot: repliesToBot(message, bot), command };
-}
-
-/** The text (or caption) without the bot's own mentions and a leading command of ours, trimmed. */
-export function textForModel(message: TelegramMessage, bot: TelegramBotIdentity): string {
-  const { text, entities } = textAndEntities(message);
   const cuts: Array<[number, number]> = [];
   for (const entity of entities) {
     const slice = entitySlice(text, entity);
     if (slice === null) continue;
-    const ours =
+    const mention =
       (entity.type === "mention" && isBotMention(slice, bot)) ||
-      (entity.type === "text_mention" && entity.user?.id === bot.id) ||
-      (entity.type === "bot_command" && entity.offset === 0 && ownCommand(slice, bot) !== null);
-    if (ours) cuts.push([entity.offset, entity.offset + entity.length]);
+      (entity.type === "text_mention" && entity.user?.id === bot.id);
+    const own =
+      entity.type === "bot_command" && entity.offset === 0 ? ownCommand(slice, bot) : null;
+    if (mention) mentionsBot = true;
+    if (entity.type === "bot_command" && entity.offset === 0) command = own;
+    if (mention || own !== null) cuts.push([entity.offset, entity.offset + entity.length]);
   }
+  const replyToBot = repliesToBot(message, bot);
+  return {
+    mentionsBot,
+    replyToBot,
+    command,
+    addressed: mentionsBot || replyToBot || command !== null,
+    text: cutText(text, cuts),
+  };
+}
+
+export function addressing(message: TelegramMessage, bot: TelegramBotIdentity): Addressing {
+  const { mentionsBot, replyToBot, command } = readMessage(message, bot);
+  return { mentionsBot, replyToBot, command };
+}
+
+/** The text (or caption) without the bot's own mentions and a leading command of ours, trimmed. */
+export function textForModel(message: TelegramMessage, bot: TelegramBotIdentity): string {
+  return readMessage(message, bot).text;
+}
+
+/** The text with the bot's own entities cut out, trimmed. */
+function cutText(text: string, cuts: Array<[number, number]>): string {
   // From the end, so earlier offsets stay valid; overlapping entities are cut once.
-  cuts.sort((a, b) => b[0] - a[0]);
+  const ordered = [...cuts].sort((a, b) => b[0] - a[0]);
   let out = text;
   let floor = Number.POSITIVE_INFINITY;
-  for (const [start, rawEnd] of cuts) {
+  for (const [start, rawEnd] of ordered) {
     const end = Math.min(rawEnd, floor);
     if (end <= start) continue;
     // "hey @bot what" → "hey what": take one following space when one precedes the cut.
@@ -80,7 +101,7 @@ export function textForModel(message: TelegramMessage, bot: TelegramBotIdentity)
   }
   out = out.trim();
   // "@bot, what is x" → "what is x".
-  if (cuts.some(([start]) => text.slice(0, start).trim() === ""))
+  if (ordered.some(([start]) => text.slice(0, start).trim() === ""))
     out = out.replace(/^[,:;]\s*/, "");
   return out.trim();
 }

@@ -6,7 +6,7 @@
 import { loadConfig } from "../../config.ts";
 import type { Env } from "../../env.ts";
 import { dataUrl } from "../../media/data-url.ts";
-import { sniffType } from "../../media/sniff.ts";
+import { safeFileName, sniffAudioType, sniffChatFile } from "../../media/sniff.ts";
 import { storeMedia } from "../../media/store.ts";
 import {
   createTranscriber,
@@ -14,7 +14,7 @@ import {
   type Transcriber,
 } from "../../model/transcriber.ts";
 import type { AttachmentIngest, VoiceTranscript } from "../../objects/shared/reply-surface.ts";
-import { ATTACHMENT_PREAMBLE, quoteData } from "../../runtime/context/quoted-data.ts";
+import { attachmentPrompt, type ReadAttachment } from "../chat/attachment-prompt.ts";
 import { STORED_MEDIA_PREFIX } from "../chat/attachment-router.ts";
 import { TELEGRAM_MAX_DOWNLOAD_BYTES, TelegramApiError, type TelegramBotApi } from "./bot-api.ts";
 import { TELEGRAM_FILE_REF, TELEGRAM_VOICE_REF, telegramFileId } from "./message-files.ts";
@@ -25,7 +25,6 @@ export const MAX_IMAGE_BYTES = 8 * 1024 * 1024;
 export const MAX_TEXT_BYTES = 256 * 1024;
 /** Images go to the model inline (base64); larger ones need a public URL we do not serve yet. */
 export const MAX_INLINE_IMAGE_BYTES = 4 * 1024 * 1024;
-const TEXT_EXTENSIONS = /\.(txt|md|markdown|csv|json|log|ya?ml|xml|html?|ts|js|py)$/i;
 const MB = 1024 * 1024;
 
 export interface TelegramFilesOptions {
@@ -83,21 +82,19 @@ export function telegramFiles(options: TelegramFilesOptions): AttachmentIngest {
 
   return {
     async read(attachments, keyPrefix) {
-      const notes: string[] = [];
-      const files: { source: string; text: string }[] = [];
-      const images: string[] = [];
+      const results: ReadAttachment[] = [];
       let count = 0;
       for (const [index, attachment] of attachments.entries()) {
         const fileId = telegramFileId(attachment, TELEGRAM_FILE_REF);
         if (!fileId) continue; // A voice note is the transcriber's.
-        const title = safeName(attachment.title ?? `file-${index + 1}`);
+        const title = safeFileName(attachment.title ?? `file-${index + 1}`);
         count += 1;
         try {
           if (count > MAX_TELEGRAM_FILES)
             throw new FileRefused(`only ${MAX_TELEGRAM_FILES} files are read per message`);
           const key = `${keyPrefix}/tg-${index}-${title}`;
           const { bytes, stored } = await bytesOf(fileId, key, MAX_IMAGE_BYTES);
-          const kind = classify(bytes, title, attachment.contentType);
+          const kind = sniffChatFile(bytes, title, attachment.contentType);
           if (!kind)
             throw new FileRefused(
               "only JPEG, PNG, GIF and WebP images and UTF-8 text files are accepted",
@@ -116,19 +113,17 @@ export function telegramFiles(options: TelegramFilesOptions): AttachmentIngest {
               filename: title,
               source: "telegram",
             });
-          if (kind.kind === "text")
-            files.push({ source: `file ${title}`, text: new TextDecoder().decode(bytes) });
-          else {
-            notes.push(`(Image attached: "${title}".)`);
-            images.push(dataUrl(kind.contentType, bytes));
-          }
+          results.push(
+            kind.kind === "text"
+              ? { ok: true, title, kind: "text", text: new TextDecoder().decode(bytes) }
+              : { ok: true, title, kind: "image", dataUrl: dataUrl(kind.contentType, bytes) },
+          );
         } catch (error) {
           const reason = error instanceof FileRefused ? error.message : "it could not be read";
-          notes.push(`(The attachment "${title}" was not read: ${reason}.)`);
+          results.push({ ok: false, title, reason });
         }
       }
-      if (files.length > 0) notes.push(quoteData("Attached files", files, ATTACHMENT_PREAMBLE));
-      return { text: notes.join("\n\n"), images };
+      return attachmentPrompt(results);
     },
 
     async transcribe(attachments, keyPrefix): Promise<VoiceTranscript | null> {
@@ -136,13 +131,13 @@ export function telegramFiles(options: TelegramFilesOptions): AttachmentIngest {
       const voice = attachments[index];
       const fileId = voice ? telegramFileId(voice, TELEGRAM_VOICE_REF) : null;
       if (!voice || !fileId) return null;
-      const title = safeName(voice.title ?? "voice.ogg");
+      const title = safeFileName(voice.title ?? "voice.ogg");
       const key = `${keyPrefix}/tg-voice-${index}-${title}`;
       let audio: { bytes: Uint8Array; contentType: string };
       let kept = attachments;
       try {
         const { bytes, stored } = await bytesOf(fileId, key, TELEGRAM_MAX_DOWNLOAD_BYTES);
-        const contentType = audioType(bytes);
+        const contentType = sniffAudioType(bytes);
         if (!contentType) throw new FileRefused("it is not a recording in a format we can read");
         if (!stored)
           await storeMedia(bucket, key, bytes, contentType, {
@@ -172,48 +167,4 @@ export function telegramFiles(options: TelegramFilesOptions): AttachmentIngest {
       }
     },
   };
-}
-
-/** The recording's format from its first bytes: what Telegram's voice notes and audio files are. */
-export function audioType(bytes: Uint8Array): string | null {
-  const at = (offset: number, ...signature: number[]) =>
-    signature.every((byte, i) => bytes[offset + i] === byte);
-  if (at(0, 0x4f, 0x67, 0x67, 0x53)) return "audio/ogg"; // OggS: voice notes (Opus)
-  if (at(0, 0x49, 0x44, 0x33) || (bytes[0] === 0xff && ((bytes[1] ?? 0) & 0xe0) === 0xe0))
-    return "audio/mpeg";
-  if (at(4, 0x66, 0x74, 0x79, 0x70)) return "audio/mp4"; // ftyp: m4a
-  if (at(0, 0x52, 0x49, 0x46, 0x46) && at(8, 0x57, 0x41, 0x56, 0x45)) return "audio/wav";
-  if (at(0, 0x66, 0x4c, 0x61, 0x43)) return "audio/flac";
-  if (at(0, 0x1a, 0x45, 0xdf, 0xa3)) return "audio/webm";
-  return null;
-}
-
-/** An image by its bytes; text only when it decodes as UTF-8 without NULs. */
-function classify(
-  bytes: Uint8Array,
-  name: string,
-  declared?: string,
-): { kind: "image" | "text"; contentType: string } | null {
-  const type = sniffType(bytes);
-  if (type?.startsWith("image/")) return { kind: "image", contentType: type };
-  if (type) return null;
-  const looksText =
-    TEXT_EXTENSIONS.test(name) ||
-    (declared ?? "").startsWith("text/") ||
-    declared === "application/json";
-  if (!looksText || bytes.includes(0)) return null;
-  try {
-    new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(bytes);
-  } catch {
-    return null;
-  }
-  return { kind: "text", contentType: "text/plain; charset=utf-8" };
-}
-
-function safeName(name: string): string {
-  const cleaned = name
-    .replace(/[^A-Za-z0-9._-]+/g, "_")
-    .replace(/^[._]+/, "")
-    .slice(0, 100);
-  return cleaned || "file";
 }

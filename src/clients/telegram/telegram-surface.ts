@@ -6,18 +6,14 @@
 // text only (no parse_mode): model text needs no escaping. A turn's tool approval is an inline
 // keyboard (approval.ts) answered through the webhook's callback_query; the prompt is edited when
 // answered or expired. Tasks' questions are posted as plain text (no Answer button yet).
-import { memberErrorText } from "../chat/member-error.ts";
-import type { SerializedError } from "../../runtime/util/errors.ts";
+import { createMessageSurface } from "../chat/message-surface.ts";
 import { z } from "zod";
 import type { Env } from "../../env.ts";
 import { loadConfig } from "../../config.ts";
 import { errorField, log } from "../../log.ts";
 import { VOICE_NOTE_FAILED } from "../../objects/conversation/voice-notes.ts";
-import type {
-  DeliveryTarget,
-  PostedPrompt,
-  ReplySurface,
-} from "../../objects/shared/reply-surface.ts";
+import type { PostedPrompt, ReplySurface } from "../../objects/shared/reply-surface.ts";
+import { approvalPromptFields } from "../chat/approval-text.ts";
 import { approvalPrompt, approvalResultText, canRouteApproval } from "./approval.ts";
 import { splitMessage } from "../chat/split.ts";
 import {
@@ -68,38 +64,18 @@ export function telegramBotApi(env: Env): TelegramBotApi {
 export function createTelegramSurface(env: Env): ReplySurface {
   let api: TelegramBotApi | null = null;
   const telegram = () => (api ??= telegramBotApi(env));
-  const post = async (target: DeliveryTarget, text: string, asReply: boolean) => {
-    const delivery = TelegramMessageDelivery.parse(target);
-    for (const part of splitMessage(text, TELEGRAM_MESSAGE_LIMIT)) {
-      await telegram().sendMessage(message(delivery, part, asReply));
-      asReply = false;
-    }
-  };
-  return {
-    // Only a room's turn: a press is routed back by the chat (and topic) it was made in.
-    canAskApproval: (target, agentId) =>
-      target.kind === TELEGRAM_MESSAGE_KIND && canRouteApproval(agentId, "room"),
-    async sendReply(target, job, onSent) {
-      const delivery = TelegramMessageDelivery.parse(target);
-      if (job.ignored || (job.error && !delivery.addressed)) return;
-      const parts = splitMessage(replyText(job), TELEGRAM_MESSAGE_LIMIT);
-      for (let i = job.sentParts; i < parts.length; i++) {
-        await telegram().sendMessage(message(delivery, parts[i]!, i === 0));
-        onSent(i + 1);
-      }
+  return createMessageSurface<TelegramMessageDelivery>({
+    kind: TELEGRAM_MESSAGE_KIND,
+    parse: (target) => TelegramMessageDelivery.parse(target),
+    canRouteApproval: (agentId) => canRouteApproval(agentId, "room"),
+    split: (text) => splitMessage(text, TELEGRAM_MESSAGE_LIMIT),
+    async send(delivery, text, first) {
+      await telegram().sendMessage(message(delivery, text, first));
     },
-    postLine: (target, text) => post(target, text, true),
-    async postApprovalPrompt(target, request) {
-      const delivery = TelegramMessageDelivery.parse(target);
+    async postApprovalPrompt(delivery, request) {
       const prompt = approvalPrompt({
-        target: request.asker,
-        approvalId: request.approvalId,
-        agentId: request.agentId,
-        agentName: request.agentName,
-        tool: request.tool,
-        arguments: request.arguments,
+        ...approvalPromptFields(request),
         requesterName: null,
-        expiresAt: request.expiresAt,
         now: Date.now(),
       });
       const sent = await telegram().sendMessage({
@@ -122,17 +98,11 @@ export function createTelegramSurface(env: Env): ReplySurface {
         text: approvalResultText(tool, "expired"),
       });
     },
-    async postQuestion(target, request) {
-      await post(target, `${request.agentName} asks: ${request.question}`, true);
-      return null;
-    },
-    async closeExpiredQuestion() {},
-    openingUsed: (target) => target,
-    afterAnswer: (target) => target,
     // 400 (chat not found, bad request) and 403 (the bot was removed or blocked) are final.
     isPermanentFailure: (error) => error instanceof TelegramApiError && !error.retryable,
-    startTyping(target) {
-      const delivery = TelegramMessageDelivery.parse(target);
+    // A voice note that could not be transcribed: the error is written for the person already.
+    errorText: (error) => (isVoiceNoteFailure(error.details) ? `⚠️ ${error.message}` : null),
+    startTyping(delivery) {
       let stopped = false;
       const beat = () => {
         if (stopped) return;
@@ -152,7 +122,7 @@ export function createTelegramSurface(env: Env): ReplySurface {
         clearInterval(timer);
       };
     },
-  };
+  });
 }
 
 function message(
@@ -169,16 +139,6 @@ function message(
       : {}),
     link_preview_options: { is_disabled: true },
   };
-}
-
-function replyText(job: {
-  reply: string | null;
-  error: (Pick<SerializedError, "code" | "message"> & { details?: unknown }) | null;
-}): string {
-  // A voice note that could not be transcribed: the error is written for the person already.
-  if (job.error && isVoiceNoteFailure(job.error.details)) return `⚠️ ${job.error.message}`;
-  if (job.error) return memberErrorText(job.error);
-  return job.reply?.trim() || "…(I have nothing to add.)";
 }
 
 function isVoiceNoteFailure(details: unknown): boolean {

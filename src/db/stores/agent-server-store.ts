@@ -4,7 +4,7 @@
 // an approved request_tool added to the agent are kept by name only (their settings stay the
 // registry's) and listed with origin `registry`.
 import { and, asc, eq } from "drizzle-orm";
-import { McpServerConfig, registryServers, type McpServerEntry } from "../../mcp/registry.ts";
+import { McpServerConfig, registryServers, type McpServerEntry } from "../../mcp-registry.ts";
 import { ConflictError } from "../../runtime/util/errors.ts";
 import type { Db } from "../db.ts";
 import { readJsonColumn } from "../json-column.ts";

@@ -16,10 +16,10 @@ import {
   ValidationError,
 } from "../../runtime/util/errors.ts";
 import type { Memory } from "../../runtime/ports/memory.ts";
-import { compiled } from "../../memory/compiled.ts";
+import { compiled } from "../memory/compiled.ts";
 import type { Db } from "../db.ts";
 import { readJsonColumn } from "../json-column.ts";
-import { overwriteMemoriesStatements } from "../../memory/memory-repo.ts";
+import { overwriteMemoriesStatements } from "../memory/memory-repo.ts";
 import { agentFences, agents, memories } from "../schema.ts";
 import type { SecretBox } from "../secret-box.ts";
 import { CATALOG_DB, type DatabaseName } from "../shards.ts";
@@ -30,7 +30,7 @@ import {
   removeDocumentStatement,
   replaceDocumentStatements,
   type BuiltDocument,
-} from "../../memory/knowledge.ts";
+} from "../memory/knowledge.ts";
 
 export const AGENT_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
 

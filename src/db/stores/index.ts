@@ -5,7 +5,7 @@
 // index in that database; hybrid retrieval; the embedding pipeline) and its inspector records.
 // The HTTP routes that honour the caller's D1 bookmark get the same over a session of that database
 // (`agentDataIn()`, `catalogIn()`, ../read-sessions.ts), built per request.
-// Routes, rooms and clients ask here; nothing outside src/db/ and src/memory/ builds drizzle.
+// Routes, rooms and clients ask here; nothing outside src/db/ builds drizzle.
 import { loadConfig } from "../../config.ts";
 import type { Env } from "../../env.ts";
 import { withRecentVectors } from "../../runtime/retrieval/recent-vectors.ts";
@@ -24,18 +24,15 @@ import {
 } from "./chat-client-store.ts";
 import { createAgentServerStore, type AgentServerStore } from "./agent-server-store.ts";
 import { createAgentStore, type AgentStore } from "./agent-store.ts";
-import { createD1MemoryStore } from "../../memory/d1-memory-store.ts";
+import { createD1MemoryStore } from "../memory/d1-memory-store.ts";
 import { openDb, type Db } from "../db.ts";
 import { createDiscordSettingsStore, type DiscordSettingsStore } from "./discord-settings-store.ts";
-import {
-  createEmbeddingPipeline,
-  type EmbeddingPipeline,
-} from "../../memory/embedding-pipeline.ts";
-import { createHybridSearch } from "../../memory/hybrid-search.ts";
-import { createLocalVectorIndex } from "../../memory/local-vector-index.ts";
+import { createEmbeddingPipeline, type EmbeddingPipeline } from "../memory/embedding-pipeline.ts";
+import { createHybridSearch } from "../memory/hybrid-search.ts";
+import { createLocalVectorIndex } from "../memory/local-vector-index.ts";
 import { createMcpCredentialStore, type McpCredentialStore } from "./mcp-credential-store.ts";
 import { createMediaPostStore, type MediaPostStore } from "./post-store.ts";
-import { createMessageHistory, type MessageHistory } from "../../memory/message-history.ts";
+import { createMessageHistory, type MessageHistory } from "../memory/message-history.ts";
 import { databaseReachable } from "../ping.ts";
 import { createProposalStore, type ProposalStore } from "./proposal-store.ts";
 import { createSecretBox } from "../secret-box.ts";
@@ -50,7 +47,7 @@ import {
 import { createDmNoticeStore, type DmNoticeStore } from "./dm-notice-store.ts";
 import { createTokenStore, type TokenStore } from "./token-store.ts";
 import { createTurnInspectionStore, type TurnInspectionStore } from "./turn-inspection-store.ts";
-import { createVectorizeIndex, type VectorizeIndex } from "../../memory/vectorize-index.ts";
+import { createVectorizeIndex, type VectorizeIndex } from "../memory/vectorize-index.ts";
 import { failuresNamed } from "../database-failures.ts";
 import { CATALOG_DB, type DatabaseName, databaseBinding, memoryDatabases } from "../shards.ts";
 import { type AgentPlacement, createAgentPlacement } from "./agent-placement.ts";
@@ -92,7 +89,7 @@ export interface Stores {
 export interface AgentData {
   /** Which database this is. */
   database: DatabaseName;
-  /** For the query functions of memory-repo.ts and knowledge.ts; only src/memory/ imports drizzle. */
+  /** For the query functions of memory-repo.ts and knowledge.ts; only src/db/memory/ imports drizzle. */
   db: Db;
   /** What replied turns kept for the turn inspector. */
   inspections: TurnInspectionStore;

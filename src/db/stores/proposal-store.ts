@@ -7,7 +7,7 @@
 import { and, desc, eq, lt, ne, sql } from "drizzle-orm";
 import { z } from "zod";
 import { SkillSchema } from "../../characters/skills.ts";
-import { SERVER_NAME } from "../../mcp/registry.ts";
+import { SERVER_NAME } from "../../mcp-registry.ts";
 import type { Db } from "../db.ts";
 import { readJsonColumn } from "../json-column.ts";
 import { type PROPOSAL_STATUSES, proposals } from "../schema.ts";

@@ -5,7 +5,7 @@
 import { and, eq, sql } from "drizzle-orm";
 import { SQLiteAsyncDialect } from "drizzle-orm/sqlite-core";
 import { BUDGET_USED, type SpendLedger, utcDay } from "../../runtime/turn/spend.ts";
-import { compiled } from "../../memory/compiled.ts";
+import { compiled } from "../memory/compiled.ts";
 import type { Db } from "../db.ts";
 import { modelUsageDaily, usageRecords } from "../schema.ts";
 

@@ -12,7 +12,7 @@ import {
   DOCUMENT_ID_PATTERN,
   ingestDocument,
   MAX_DOCUMENT_CHARS,
-} from "../../memory/knowledge.ts";
+} from "../../db/memory/knowledge.ts";
 import { agentDataIn } from "../../db/stores/index.ts";
 import { answerBookmarks, sessionsOf } from "../bookmarks.ts";
 import { NotFoundError } from "../../runtime/util/errors.ts";

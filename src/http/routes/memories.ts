@@ -16,7 +16,7 @@ import {
   insertMemories,
   listMemories,
   memoryStats,
-} from "../../memory/memory-repo.ts";
+} from "../../db/memory/memory-repo.ts";
 import { forgetRoomHistory } from "../../objects/conversation/room-client.ts";
 import { ValidationError } from "../../runtime/util/errors.ts";
 import type { Memory, MemoryType } from "../../runtime/ports/memory.ts";
@@ -28,7 +28,7 @@ import type {
 import type { Env } from "../../env.ts";
 import { pathNestedDeeperThan } from "../json-depth.ts";
 import { assertAgentExists } from "../known-agents.ts";
-import { AGENT_ID, errorContent, jsonContent, ExternalId } from "../schemas.ts";
+import { AGENT_ID, errorContent, ExternalId, jsonBody, jsonContent } from "../schemas.ts";
 import { errorField, log } from "../../log.ts";
 import { boundedEmbedding } from "../../runtime/retrieval/query-embedding.ts";
 
@@ -221,16 +221,11 @@ export function memoryRoutes(): OpenAPIHono<AppEnv> {
       summary: "Store memories (embedded at once, in batches)",
       ...guard("memories:write"),
       request: {
-        body: {
-          required: true,
-          content: {
-            "application/json": {
-              schema: z.strictObject({
-                memories: z.array(MemoryInput).min(1).max(MAX_MEMORIES_PER_REQUEST),
-              }),
-            },
-          },
-        },
+        body: jsonBody(
+          z.strictObject({
+            memories: z.array(MemoryInput).min(1).max(MAX_MEMORIES_PER_REQUEST),
+          }),
+        ),
       },
       responses: {
         201: jsonContent(
@@ -359,29 +354,24 @@ export function memoryRoutes(): OpenAPIHono<AppEnv> {
       summary: "Search memories (full text + vectors, fused)",
       ...guard("memories:read"),
       request: {
-        body: {
-          required: true,
-          content: {
-            "application/json": {
-              schema: z.strictObject({
-                query: z.string().trim().min(1, "must not be empty").max(MAX_MEMORY_TEXT_CHARS),
-                agentId: AgentId,
-                type: z.union([z.enum(ALL_TYPES), z.array(z.enum(ALL_TYPES)).min(1)]).optional(),
-                roomId: ExternalId.optional(),
-                userId: ExternalId.optional(),
-                threshold: z.number().min(0).max(1).optional().openapi({
-                  description:
-                    "Minimum cosine similarity; memories not embedded yet pass when their text matches, and the neighbouring messages of a hit that passes come with it",
-                }),
-                limit: z.int().min(1).max(100).default(10),
-                embeddingBudgetMs: z.int().min(0).max(10_000).optional().openapi({
-                  description:
-                    "Wait at most this long (ms) for the query's embedding, then search by text alone, as a turn does with settings.memory.embeddingBudgetMs; unset: wait for it",
-                }),
-              }),
-            },
-          },
-        },
+        body: jsonBody(
+          z.strictObject({
+            query: z.string().trim().min(1, "must not be empty").max(MAX_MEMORY_TEXT_CHARS),
+            agentId: AgentId,
+            type: z.union([z.enum(ALL_TYPES), z.array(z.enum(ALL_TYPES)).min(1)]).optional(),
+            roomId: ExternalId.optional(),
+            userId: ExternalId.optional(),
+            threshold: z.number().min(0).max(1).optional().openapi({
+              description:
+                "Minimum cosine similarity; memories not embedded yet pass when their text matches, and the neighbouring messages of a hit that passes come with it",
+            }),
+            limit: z.int().min(1).max(100).default(10),
+            embeddingBudgetMs: z.int().min(0).max(10_000).optional().openapi({
+              description:
+                "Wait at most this long (ms) for the query's embedding, then search by text alone, as a turn does with settings.memory.embeddingBudgetMs; unset: wait for it",
+            }),
+          }),
+        ),
       },
       responses: {
         200: jsonContent(

@@ -4,10 +4,10 @@
 // speak as and where is checked in ../namespaces.ts; the memories a turn used (a person's facts)
 // are shown only to a token that may read memories, and in the history (../history-body.ts) only
 // those of users and rooms it may name.
-import { apiTurnInput, enforcePersonRate, roomRestarted } from "../api-turn.ts";
+import { admitTurn, apiTurnInput } from "../api-turn.ts";
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import type { AppEnv } from "../app-env.ts";
-import { guard, hasScope, keepAliveOf } from "../auth.ts";
+import { guard, guardTurn, hasScope } from "../auth.ts";
 import {
   assertMayNameRoom,
   assertMayNameUser,
@@ -15,12 +15,11 @@ import {
   mayBeShownMemory,
 } from "../namespaces.ts";
 import { stableStringify } from "../../runtime/util/stable-json.ts";
-import { type AppError, fromSerialized } from "../../runtime/util/errors.ts";
-import type { StreamedTurnResult, TurnResult } from "../../objects/conversation/room-types.ts";
-import { readHistory, streamTurn, submitTurn } from "../../objects/conversation/room-client.ts";
+import { readHistory } from "../../objects/conversation/room-client.ts";
 import { clientTurnStream, turnBody } from "../turn-body.ts";
 import { historyBody } from "../history-body.ts";
-import { memoriesByIds } from "../../memory/memory-repo.ts";
+import { writeTurn } from "../turn-writer.ts";
+import { memoriesByIds } from "../../db/memory/memory-repo.ts";
 import { agentData } from "../../db/stores/index.ts";
 import { AgentIdParam, errorContent, ExternalId, RoomIdParam } from "../schemas.ts";
 import { assertAgentExists } from "../known-agents.ts";
@@ -159,7 +158,7 @@ export function messageRoutes(): OpenAPIHono<AppEnv> {
       method: "post",
       path: "/agents/{agentId}/messages",
       summary: "Send a message and get the agent's reply",
-      ...guard("messages:write"),
+      ...guardTurn("messages:write"),
       request: {
         params: z.object({ agentId: AgentIdParam }),
         headers: z.object({ "idempotency-key": IdempotencyKey }),
@@ -198,7 +197,8 @@ export function messageRoutes(): OpenAPIHono<AppEnv> {
       if (body.roomId !== undefined) assertMayNameRoom(principal, body.roomId);
       const showMemories = hasScope(principal, "memories:read");
       await assertAgentExists(c.env, agentId);
-      await enforcePersonRate(c.env, agentId, body.userId, keepAliveOf(c));
+      // The token's bucket and the person's, in one admission (the guard left the token's here).
+      await admitTurn(c, agentId, body.userId);
       const roomId = body.roomId ?? defaultRoomOf(body.userId);
       const input = apiTurnInput({
         agentId,
@@ -213,49 +213,17 @@ export function messageRoutes(): OpenAPIHono<AppEnv> {
       const fingerprint = idempotencyKey
         ? await sha256Hex(stableStringify({ roomId, ...body }))
         : undefined;
-      const request = { input, idempotencyKey, fingerprint, showMemories };
-      const restarted = (error: unknown): AppError =>
-        roomRestarted(
-          { agentId, roomId },
-          error,
-          idempotencyKey
-            ? "retry with the same Idempotency-Key to get the reply"
-            : "the turn will still complete (see the room's history)",
-        );
-      const markReplayed = (result: TurnResult | StreamedTurnResult): void => {
-        // A replayed failure is marked too: the client learns that retrying this key will not help.
-        if (result.replayed && (result.ok || result.error.code !== "conflict"))
-          c.header("Idempotent-Replayed", "true");
-      };
-
-      if (wantsEventStream(c.req.header("accept"))) {
-        let streamed: StreamedTurnResult;
-        try {
-          streamed = await streamTurn(c.env, request);
-        } catch (error) {
-          throw restarted(error);
-        }
-        markReplayed(streamed);
-        if (!streamed.ok) throw fromSerialized(streamed.error);
-        return c.body(clientTurnStream(streamed.stream, roomId, showMemories), 200, {
-          "content-type": "text/event-stream; charset=utf-8",
-          "cache-control": "no-cache, no-transform",
-        });
-      }
-
-      // Declared, not inferred: the RPC stub's inferred type collapses on `unknown` fields.
-      let result: TurnResult;
-      const started = Date.now();
-      try {
-        result = await submitTurn(c.env, request);
-        // How long the room took (journal, D1, model, tools), for clients and `npm run bench`.
-        c.header("Server-Timing", `turn;dur=${Date.now() - started}`);
-      } catch (error) {
-        throw restarted(error);
-      }
-      markReplayed(result);
-      if (!result.ok) throw fromSerialized(result.error);
-      return c.json(turnBody(result.outcome, roomId, showMemories), 200);
+      return writeTurn(c, {
+        request: { input, idempotencyKey, fingerprint, showMemories },
+        stream: wantsEventStream(c.req.header("accept")),
+        format: {
+          body: (outcome) => turnBody(outcome, roomId, showMemories),
+          stream: (room) => clientTurnStream(room, roomId, showMemories),
+        },
+        afterRestart: idempotencyKey
+          ? "retry with the same Idempotency-Key to get the reply"
+          : "the turn will still complete (see the room's history)",
+      });
     },
   );
 

@@ -5,7 +5,7 @@
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import { describeServers } from "../../mcp/overview.ts";
 import { mcpPlatform } from "../../mcp/platform.ts";
-import { findServer } from "../../mcp/registry.ts";
+import { findServer } from "../../mcp-registry.ts";
 import type { Proposal } from "../../db/stores/proposal-store.ts";
 import { stores } from "../../db/stores/index.ts";
 import { PROPOSAL_STATUSES } from "../../db/schema.ts";

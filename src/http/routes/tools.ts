@@ -14,7 +14,7 @@ import {
   McpServerConfig,
   SERVER_NAME,
   SERVER_NAME_RULE,
-} from "../../mcp/registry.ts";
+} from "../../mcp-registry.ts";
 import { assertSafeServerUrl } from "../../net/url-safety.ts";
 import { BUILTIN_TOOL_DEFINITIONS } from "../../runtime/turn/builtin-tools.ts";
 import { pluginTools } from "../../plugins/room-plugins.ts";

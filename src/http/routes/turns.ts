@@ -13,7 +13,7 @@ import { assertAgentExists } from "../known-agents.ts";
 import { mayBeShownMemory } from "../namespaces.ts";
 import { agentData } from "../../db/stores/index.ts";
 import { TURN_INSPECTION_RETENTION_MS } from "../../db/stores/turn-inspection-store.ts";
-import { memoriesByIds } from "../../memory/memory-repo.ts";
+import { memoriesByIds } from "../../db/memory/memory-repo.ts";
 import { authorize, decide } from "../../runtime/access/authorize.ts";
 import { usedMemory } from "../../runtime/context/memory-providers.ts";
 import { replyMessageId } from "../../runtime/turn/message-ids.ts";

@@ -2,16 +2,17 @@
 // turn journal (its SQLite), the wake-up that resumes work after an eviction, and who waits for a
 // turn; its parts (room-parts.ts) run turns (turn-queue.ts), send replies (reply-delivery.ts) and
 // do the rest (room-upkeep.ts: deadlines, vectors, pruning) with the schedules and queue items it
-// answers here. The caller is answered once the reply is journalled. A turn is journalled with a durable wake-up pending (a `resumeTurns`
-// schedule, armed once for every turn that arrives before it fires, not once per turn), and every
-// alarm of the room first finishes what the journal holds, so a turn cut off by eviction or a
-// crash is resumed and answered exactly once.
+// answers here. The caller is answered once the reply is journalled. A turn is journalled with a
+// durable wake-up pending (a `resumeTurns` schedule, armed once for every turn that arrives
+// before it fires, not once per turn), and every alarm of the room first finishes what the
+// journal holds, so a turn cut off by eviction or a crash is resumed and answered exactly once.
 import { carryTrace } from "../../telemetry/turn-spans.ts";
 import { Agent, type AgentContext } from "agents";
 import type { Env } from "../../env.ts";
-import type { HistoryQuery } from "../../memory/message-history.ts";
-import { errorField, log } from "../../log.ts";
-import { createRoomRuntime, movedAway, type RoomRuntime } from "../shared/agent-wiring.ts";
+import type { HistoryQuery } from "../../db/memory/message-history.ts";
+import { log } from "../../log.ts";
+import type { RoomPluginsFactory } from "../shared/plugin-port.ts";
+import type { RuntimeCell } from "../shared/runtime-cell.ts";
 import type { RoomPlatform } from "../shared/reply-surface.ts";
 import type {
   AmendmentResult,
@@ -26,46 +27,36 @@ import type {
 } from "./room-types.ts";
 import type { AgentRoomRpc } from "../../rpc.ts";
 import { AfterReplyChain } from "./after-reply-chain.ts";
-import { buildRoomParts, type RoomParts } from "./room-parts.ts";
+import { buildRoomParts, type RoomParts, resumeLeftWork } from "./room-parts.ts";
 import { releaseSpentKey, repeatedKeyResult, replayStream, TurnWaiters } from "./turn-waiters.ts";
-import { amendMessage } from "./journal-edits.ts";
 import { failedTurnsOf } from "./failed-turns.ts";
-import { databaseBinding, memoryDatabases } from "../../db/shards.ts";
-import { type D1Trip, sharedTrips } from "../../db/shared-trips.ts";
+import { roomBindings, roomRuntimeCell } from "./room-runtime.ts";
 
-/**
- * How long after a turn arrives its durable wake-up fires, if the room is still in memory it finds
- * nothing to do; after an eviction it resumes the turn. Turns arriving before it fires share it.
- */
-export const WAKE_AFTER_S = 5;
-
-/** Binds to ROOMS as `AgentRoom` (src/durable-objects.ts), which plugs in the platform. */
+/** Binds to ROOMS as `AgentRoom` (src/durable-objects.ts), which plugs in platform and plugins. */
 export abstract class AgentRoomBase extends Agent<Env> implements AgentRoomRpc {
-  /** The journal, the delivery of replies, the upkeep and the turn queue (room-parts.ts). */
+  /** The journal, the delivery of replies, the upkeep, the turn queue, edits (room-parts.ts). */
   private parts!: RoomParts;
-  private runtime: Promise<RoomRuntime> | null = null;
+  private readonly runtime: RuntimeCell;
   private readonly waiters = new TurnWaiters();
   /** Each reply's write and evaluation, in turn order; reads of the room's history wait on it. */
   private readonly replies = new AfterReplyChain();
-  /** A `resumeTurns` schedule is stored and has not started yet: new turns need no other. */
-  private wakeArmed = false;
-  private readonly trips: { watch: ((trip: D1Trip) => void) | null };
 
   protected abstract platform(): RoomPlatform;
+  /** The deployment's plugins (src/plugins/), handed in so that no object imports them. */
+  protected abstract plugins(): RoomPluginsFactory;
 
   constructor(ctx: AgentContext, env: Env) {
-    // D1 calls this room starts together (a turn's reads before the model, its writes after the
-    // reply) share one round trip (src/db/shared-trips.ts). Its own binding: the rooms of an
-    // isolate must not send each other's calls, and what is built per env (stores.ts) is cheap
-    // where it is per room (the agents' vector caches and characters are per isolate).
-    // Each trip is watched by the room's tracer, once its runtime has one (src/telemetry/).
-    const trips: { watch: ((trip: D1Trip) => void) | null } = { watch: null };
-    const watch = (trip: D1Trip) => trips.watch?.(trip);
-    const own: Env = { ...env, DB: sharedTrips(env.DB, watch) };
-    for (const name of memoryDatabases(env))
-      own[name] = sharedTrips(databaseBinding(env, name), watch);
+    // The room's own D1 bindings, whose shared trips its runtime watches (room-runtime.ts).
+    const { env: own, trips } = roomBindings(env);
     super(ctx, own);
-    this.trips = trips;
+    this.runtime = roomRuntimeCell({
+      env: this.env,
+      trips,
+      agentId: () => this.agentId(),
+      plugins: this.plugins(),
+      settled: () => this.replies.settled(),
+      waitUntil: (work) => this.ctx.waitUntil(work),
+    });
   }
 
   override onStart(): void {
@@ -76,19 +67,14 @@ export abstract class AgentRoomBase extends Agent<Env> implements AgentRoomRpc {
       platform: this.platform(),
       waiters: this.waiters,
       replies: this.replies,
-      runtime: () => this.getRuntime(),
+      runtime: () => this.runtime.get(),
       forgetHistory: () => this.forgetHistory(),
       expireApproval: (payload) => this.expireApproval(payload),
       queue: (callback, payload, item) => this.queue(callback, payload, item),
       expireAt: (at, payload) => this.schedule(at, "expireApproval", payload, { idempotent: true }),
-      wakeAt: (at) => this.schedule(at, "resumeTurns", {}),
+      wake: (when) => this.schedule(when, "resumeTurns", {}),
     });
-    const { journal, turns, upkeep } = this.parts;
-    // Work left by an earlier instance (eviction, crash, deploy) resumes on first contact.
-    turns.finishReplied();
-    if (journal.nextToRun(Date.now())) void turns.drain();
-    if (journal.undelivered().length > 0) upkeep.deliver();
-    for (const entry of journal.awaitingApproval()) upkeep.paused(entry);
+    resumeLeftWork(this.parts);
   }
 
   /** Runs one turn (or finds the one its Idempotency-Key started) and waits for its reply. */
@@ -144,14 +130,7 @@ export abstract class AgentRoomBase extends Agent<Env> implements AgentRoomRpc {
 
   /** The message behind a turn was edited or deleted on its platform (Discord's Gateway). */
   async amendMessage(amendment: MessageAmendment): Promise<AmendmentResult> {
-    const result = await amendMessage(
-      {
-        journal: this.parts.journal,
-        db: (await this.getRuntime()).memoryDb,
-        forgetHistory: () => this.forgetHistory(),
-      },
-      amendment,
-    );
+    const result = await this.parts.amend(amendment);
     log.info("message_amended", { room: this.name, result, change: amendment.change.kind });
     return result;
   }
@@ -170,14 +149,14 @@ export abstract class AgentRoomBase extends Agent<Env> implements AgentRoomRpc {
    */
   async readHistory(query: HistoryQuery): Promise<RoomHistoryPage> {
     await this.replies.settled();
-    const page = await (await this.getRuntime()).messages.page(query);
+    const page = await (await this.runtime.get()).messages.page(query);
     return { ...page, failedTurns: failedTurnsOf(this.parts.journal, page.messages) };
   }
 
   /** The memory API changed this room's messages: drop the history kept in memory. */
   async forgetHistory(): Promise<void> {
     await this.replies.settled();
-    (await this.getRuntime()).history.reset();
+    (await this.runtime.get()).history.reset();
   }
 
   /** Schedule callback: nobody answered in time, so the turn goes on without the tool. */
@@ -195,13 +174,13 @@ export abstract class AgentRoomBase extends Agent<Env> implements AgentRoomRpc {
    * Turns that arrive from now on arm the next one.
    */
   async resumeTurns(): Promise<void> {
-    this.wakeArmed = false;
-    await this.finishJournal();
+    this.parts.upkeep.woke();
+    await this.parts.turns.finishJournal();
   }
 
-  /** Every alarm of the room (a wake-up, an approval deadline, a retry) finishes the journal first. */
+  /** Every alarm (a wake-up, an approval deadline, a retry) first finishes the journal. */
   override async onAlarm(): Promise<void> {
-    await this.finishJournal();
+    await this.parts.turns.finishJournal();
   }
 
   /** Queue callback: retries replies that could not reach their surface yet (throws to retry). */
@@ -215,13 +194,6 @@ export abstract class AgentRoomBase extends Agent<Env> implements AgentRoomRpc {
    */
   async embedPending(payload: { agentId: string; roomId: string }): Promise<void> {
     await this.parts.upkeep.embedPending(payload);
-  }
-
-  /** Replied turns stored and evaluated, waiting ones run; resolves when all of it is done. */
-  private async finishJournal(): Promise<void> {
-    this.parts.turns.finishReplied();
-    await this.parts.turns.drain();
-    await this.replies.settled();
   }
 
   /**
@@ -240,43 +212,12 @@ export abstract class AgentRoomBase extends Agent<Env> implements AgentRoomRpc {
 
   /** Makes sure a durable wake-up is pending, and runs what the journal holds. */
   private resume(): void {
-    if (!this.wakeArmed) {
-      // Stored in the same event as the journal write, so both commit together.
-      this.wakeArmed = true;
-      this.schedule(WAKE_AFTER_S, "resumeTurns", {}).catch((error: unknown) => {
-        this.wakeArmed = false;
-        log.error("resume_wake_failed", { room: this.name, error: errorField(error) });
-      });
-    }
+    this.parts.upkeep.armWake();
     void this.parts.turns.drain();
   }
 
   private agentId(): string {
     // Room names are `<agentId>:<roomId>`; agent ids contain no ':'.
     return this.name.split(":")[0]!;
-  }
-
-  /** The room's runtime, built again when its agent's memories moved to another database. */
-  private async getRuntime(): Promise<RoomRuntime> {
-    const runtime = await this.builtRuntime();
-    if (!(await movedAway(this.env, this.agentId(), runtime))) return runtime;
-    this.runtime = null;
-    return this.builtRuntime();
-  }
-
-  private builtRuntime(): Promise<RoomRuntime> {
-    const settled = () => this.replies.settled();
-    const waitUntil = (work: Promise<unknown>) => this.ctx.waitUntil(work);
-    this.runtime ??= createRoomRuntime(this.env, this.agentId(), { settled, waitUntil }).then(
-      (runtime) => {
-        this.trips.watch = runtime.tracer?.d1Trip ?? null;
-        return runtime;
-      },
-      (error) => {
-        this.runtime = null;
-        throw error;
-      },
-    );
-    return this.runtime;
   }
 }

@@ -22,101 +22,130 @@ export interface RoomHistoryStore extends MemoryStore {
   readonly inChain: MemoryStore;
 }
 
+const roomKey = (agentId: string, roomId: string) => `${agentId}\u0000${roomId}`;
+
+/** What the room holds of its own messages, newest first, and of its newest summary. */
+class RecentMessages {
+  /** The room whose messages are held (agent and room id); null: none yet. */
+  private key: string | null = null;
+  /** Newest first. */
+  private cached: Memory[] = [];
+  /** True when `cached` holds every message the room has (fewer than were asked for came back). */
+  private complete = false;
+  /** The room's newest summary once read (null: it has none); undefined: not known. */
+  private summary: Memory | null | undefined;
+
+  add(memory: Memory): void {
+    this.noteSummary(memory);
+    if (memory.type !== "message" || !memory.roomId || !this.holds(memory.agentId, memory.roomId))
+      return;
+    if (this.cached.some((m) => m.id === memory.id)) return;
+    this.cached = [memory, ...this.cached].sort((a, b) => b.createdAt - a.createdAt);
+    if (this.cached.length > ROOM_HISTORY_CAPACITY) {
+      this.cached = this.cached.slice(0, ROOM_HISTORY_CAPACITY);
+      this.complete = false;
+    }
+  }
+
+  /** A summary this room writes is its newest (summaries sort by the last message they cover). */
+  noteSummary(memory: Memory): void {
+    if (memory.type !== "summary" || !memory.roomId) return;
+    if (!this.holds(memory.agentId, memory.roomId) || this.summary === undefined) return;
+    if (this.summary === null || memory.createdAt >= this.summary.createdAt) this.summary = memory;
+  }
+
+  /** The newest `limit` messages of the room, newest first, when they are all held; else null. */
+  recent(query: { agentId: string; roomId: string; limit: number }): Memory[] | null {
+    if (!this.holds(query.agentId, query.roomId)) return null;
+    return this.complete || this.cached.length >= query.limit
+      ? this.cached.slice(0, query.limit)
+      : null;
+  }
+
+  /** The newest messages as read from D1 (`limit` asked for): the room's history from now on. */
+  fill(agentId: string, roomId: string, rows: Memory[], limit: number): void {
+    if (!this.holds(agentId, roomId)) this.summary = undefined;
+    this.key = roomKey(agentId, roomId);
+    this.cached = rows;
+    this.complete = rows.length < limit;
+  }
+
+  /**
+   * The room's messages after `afterMs`, oldest first, when it holds all of them: it holds every
+   * message of the room, or its oldest is no newer than `afterMs` (the cache is the newest
+   * messages, so everything after its oldest is in it). Else null.
+   */
+  after(agentId: string, roomId: string, afterMs: number, limit: number): Memory[] | null {
+    if (!this.holds(agentId, roomId)) return null;
+    const oldest = this.cached[this.cached.length - 1];
+    if (!this.complete && (oldest === undefined || oldest.createdAt > afterMs)) return null;
+    return this.cached
+      .filter((m) => m.createdAt > afterMs)
+      .reverse()
+      .slice(0, limit);
+  }
+
+  /** The room's newest summary (null: none) when known; undefined: not known. */
+  latestSummary(agentId: string, roomId: string): Memory | null | undefined {
+    return this.holds(agentId, roomId) ? this.summary : undefined;
+  }
+
+  /** What D1 said of the room's newest summary, kept while the room's messages are held. */
+  learnSummary(agentId: string, roomId: string, found: Memory | null): void {
+    if (this.holds(agentId, roomId)) this.summary = found;
+  }
+
+  reset(): void {
+    this.key = null;
+    this.cached = [];
+    this.complete = false;
+    this.summary = undefined;
+  }
+
+  private holds(agentId: string, roomId: string): boolean {
+    return this.key === roomKey(agentId, roomId);
+  }
+}
+
 export function createRoomHistoryStore(
   store: MemoryStore,
   options: { settled: () => Promise<void> },
 ): RoomHistoryStore {
-  let key: string | null = null;
-  /** Newest first. */
-  let cached: Memory[] = [];
-  /** True when `cached` holds every message the room has (fewer than were asked for came back). */
-  let complete = false;
-  /** The room's newest summary once read (null: it has none); undefined: not known. */
-  let summary: Memory | null | undefined;
-
-  const roomKey = (agentId: string, roomId: string) => `${agentId}\u0000${roomId}`;
-  const add = (memory: Memory) => {
-    noteSummary(memory);
-    if (
-      memory.type !== "message" ||
-      !memory.roomId ||
-      key !== roomKey(memory.agentId, memory.roomId)
-    )
-      return;
-    if (cached.some((m) => m.id === memory.id)) return;
-    cached = [memory, ...cached].sort((a, b) => b.createdAt - a.createdAt);
-    if (cached.length > ROOM_HISTORY_CAPACITY) {
-      cached = cached.slice(0, ROOM_HISTORY_CAPACITY);
-      complete = false;
-    }
-  };
-
-  /** A summary this room writes is its newest (summaries sort by the last message they cover). */
-  const noteSummary = (memory: Memory) => {
-    if (memory.type !== "summary" || !memory.roomId) return;
-    if (key !== roomKey(memory.agentId, memory.roomId) || summary === undefined) return;
-    if (summary === null || memory.createdAt >= summary.createdAt) summary = memory;
-  };
-
-  /**
-   * The room's messages after `afterMs`, oldest first, from the cache when it holds all of them:
-   * it holds every message of the room, or its oldest is no newer than `afterMs` (the cache is the
-   * newest messages, so everything after its oldest is in it). Else null.
-   */
-  const cachedAfter = (agentId: string, roomId: string, afterMs: number, limit: number) => {
-    if (key !== roomKey(agentId, roomId)) return null;
-    const oldest = cached[cached.length - 1];
-    if (!complete && (oldest === undefined || oldest.createdAt > afterMs)) return null;
-    return cached
-      .filter((m) => m.createdAt > afterMs)
-      .reverse()
-      .slice(0, limit);
-  };
-
+  const held = new RecentMessages();
   const build = (settled: () => Promise<void>): MemoryStore => ({
     async saveInbound(message: InboundMessage) {
       await store.saveInbound(message);
-      add(message.memory);
+      held.add(message.memory);
     },
     async saveMemory(memory) {
       await store.saveMemory(memory);
-      add(memory);
+      held.add(memory);
     },
     async recentMessages(query) {
-      const wanted = roomKey(query.agentId, query.roomId);
-      if (
-        query.beforeMs === undefined &&
-        key === wanted &&
-        (complete || cached.length >= query.limit)
-      ) {
-        return cached.slice(0, query.limit);
-      }
+      const known = query.beforeMs === undefined ? held.recent(query) : null;
+      if (known) return known;
       await settled();
       const rows = await store.recentMessages(query);
-      if (query.beforeMs === undefined && query.limit <= ROOM_HISTORY_CAPACITY) {
-        if (key !== wanted) summary = undefined;
-        key = wanted;
-        cached = rows;
-        complete = rows.length < query.limit;
-      }
+      if (query.beforeMs === undefined && query.limit <= ROOM_HISTORY_CAPACITY)
+        held.fill(query.agentId, query.roomId, rows, query.limit);
       return rows;
     },
     recordInteraction: (input) => store.recordInteraction(input),
     async upsertMemory(memory) {
       await store.upsertMemory(memory);
-      noteSummary(memory);
+      held.noteSummary(memory);
     },
     async roomMessagesAfter(query) {
-      const known = cachedAfter(query.agentId, query.roomId, query.afterMs, query.limit);
+      const known = held.after(query.agentId, query.roomId, query.afterMs, query.limit);
       if (known) return known;
       await settled();
       return store.roomMessagesAfter(query);
     },
     async latestSummary(query) {
-      const wanted = roomKey(query.agentId, query.roomId);
-      if (key === wanted && summary !== undefined) return summary;
+      const known = held.latestSummary(query.agentId, query.roomId);
+      if (known !== undefined) return known;
       const found = await store.latestSummary(query);
-      if (key === wanted) summary = found;
+      held.learnSummary(query.agentId, query.roomId, found);
       return found;
     },
   });
@@ -124,12 +153,7 @@ export function createRoomHistoryStore(
   return {
     ...build(options.settled),
     inChain: build(() => Promise.resolve()),
-    remember: add,
-    reset() {
-      key = null;
-      cached = [];
-      complete = false;
-      summary = undefined;
-    },
+    remember: (memory) => held.add(memory),
+    reset: () => held.reset(),
   };
 }

@@ -3,8 +3,8 @@
 // sent. Once it ran, the stored message follows instead: edited text (no second answer), or the
 // message deleted from memory, as the person deleted it. A turn waiting to retry after a model
 // failure does both: it ran once, so its message is stored, and it has not answered yet.
-import { editStoredMessage } from "../../memory/message-amendments.ts";
-import { deleteMemories } from "../../memory/memory-repo.ts";
+import { editStoredMessage } from "../../db/memory/message-amendments.ts";
+import { deleteMemories } from "../../db/memory/memory-repo.ts";
 import type { Db } from "../../db/db.ts";
 import { inboundMessageId } from "../../runtime/turn/message-ids.ts";
 import type { AmendmentResult, MessageAmendment } from "./room-types.ts";

@@ -7,7 +7,7 @@
 // member gets the neutral failure text. REST and streaming callers are answered at once instead:
 // they hold the request and retry with their Idempotency-Key.
 import { type ModelFailureCause, modelFailureCause } from "../../runtime/util/errors.ts";
-import type { JournalEntry } from "./turn-journal.ts";
+import type { JournalEntry } from "./journal-rows.ts";
 
 export const MODEL_RETRY = { windowMs: 8 * 60_000, firstDelayMs: 30_000, maxDelayMs: 120_000 };
 

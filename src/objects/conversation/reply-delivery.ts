@@ -3,7 +3,8 @@
 // is in the journal, so a delivery cut off by an eviction resumes without repeating a part. The
 // room decides when to deliver and how to retry (its durable queue); this file only sends.
 import type { Delivery } from "../../telemetry/turn-spans.ts";
-import type { JournalEntry, TurnJournal } from "./turn-journal.ts";
+import type { JournalEntry } from "./journal-rows.ts";
+import type { TurnJournal } from "./turn-journal.ts";
 import type { DeliveryTarget, PostedPrompt, ReplySurface } from "../shared/reply-surface.ts";
 import { errorField, log } from "../../log.ts";
 

@@ -2,7 +2,7 @@
 // here, once: workers-types maps RPC results through its Serializable type, which collapses on
 // `unknown` fields (tool arguments, error details) although they are plain JSON at runtime.
 import type { Env } from "../../env.ts";
-import type { HistoryQuery } from "../../memory/message-history.ts";
+import type { HistoryQuery } from "../../db/memory/message-history.ts";
 import type {
   ApprovalAnswer,
   ApprovalAnswerResult,
@@ -13,7 +13,7 @@ import type {
   TurnResult,
 } from "./room-types.ts";
 import { errorField, log } from "../../log.ts";
-import { currentTraceparent } from "../../telemetry/current-context.ts";
+import { currentTraceparent } from "../../trace-context.ts";
 
 /** The request with the current trace context, so the room's spans join the worker's trace. */
 function traced<T extends { traceparent?: string }>(request: T): T {

@@ -1,12 +1,15 @@
 // The parts of one room object, put together when it starts: its turn journal (migrated and
-// pruned), the delivery of replies to the surface, the upkeep around turns and the turn queue,
-// each handed what it needs and none reaching back into the object. agent-room.ts answers RPC,
-// schedules and queue items with them.
+// pruned), the delivery of replies to the surface, the upkeep around turns, the turn queue and
+// the edits of journalled messages, each handed what it needs and none reaching back into the
+// object; then the work an earlier instance left is resumed. agent-room.ts answers RPC, schedules
+// and queue items with them.
 import type { Env } from "../../env.ts";
 import type { RoomRuntime } from "../shared/agent-wiring.ts";
 import type { RoomPlatform } from "../shared/reply-surface.ts";
 import type { AfterReplyChain } from "./after-reply-chain.ts";
+import { amendMessage } from "./journal-edits.ts";
 import { RoomDelivery } from "./reply-delivery.ts";
+import type { AmendmentResult, MessageAmendment } from "./room-types.ts";
 import { RoomUpkeep, type RoomUpkeepOptions } from "./room-upkeep.ts";
 import { TurnJournal } from "./turn-journal.ts";
 import { TurnQueue } from "./turn-queue.ts";
@@ -18,10 +21,12 @@ export interface RoomParts {
   delivery: RoomDelivery;
   upkeep: RoomUpkeep;
   turns: TurnQueue;
+  /** The message behind a turn was edited or deleted on its platform (journal-edits.ts). */
+  amend(amendment: MessageAmendment): Promise<AmendmentResult>;
 }
 
 /** What the object gives its parts: its storage and platform, and its durable scheduling. */
-export interface RoomSource extends Pick<RoomUpkeepOptions, "queue" | "expireAt" | "wakeAt"> {
+export interface RoomSource extends Pick<RoomUpkeepOptions, "queue" | "expireAt" | "wake"> {
   name: string;
   env: Env;
   sql: SqlStorage;
@@ -62,7 +67,7 @@ export function buildRoomParts(source: RoomSource): RoomParts {
     forgetHistory: () => source.forgetHistory(),
     queue: source.queue,
     expireAt: source.expireAt,
-    wakeAt: source.wakeAt,
+    wake: source.wake,
   });
   const turns = new TurnQueue({
     room: source.name,
@@ -74,5 +79,17 @@ export function buildRoomParts(source: RoomSource): RoomParts {
     replies: source.replies,
     upkeep,
   });
-  return { journal, delivery, upkeep, turns };
+  const amend = async (amendment: MessageAmendment) => {
+    const db = (await source.runtime()).memoryDb;
+    return amendMessage({ journal, db, forgetHistory: () => source.forgetHistory() }, amendment);
+  };
+  return { journal, delivery, upkeep, turns, amend };
+}
+
+/** Work left by an earlier instance (eviction, crash, deploy) resumes on first contact. */
+export function resumeLeftWork({ journal, turns, upkeep }: RoomParts): void {
+  turns.finishReplied();
+  if (journal.nextToRun(Date.now())) void turns.drain();
+  if (journal.undelivered().length > 0) upkeep.deliver();
+  for (const entry of journal.awaitingApproval()) upkeep.paused(entry);
 }

@@ -3,7 +3,7 @@
 import type { SerializedError } from "../../runtime/util/errors.ts";
 import type { TurnInput, TurnOutcome } from "../../runtime/turn/turn-types.ts";
 import type { DeliveryTarget } from "../shared/reply-surface.ts";
-import type { HistoryPage } from "../../memory/message-history.ts";
+import type { HistoryPage } from "../../db/memory/message-history.ts";
 
 export interface SubmitTurnRequest {
   input: TurnInput;

@@ -1,14 +1,15 @@
 // What a room does around its turns besides running them, with the object's durable scheduling
-// handed in: send what is ready for the surface (retried by a queue item while it fails), arm an
-// approval's deadline, give new memories their vectors after each evaluated turn, and keep a
-// Discord room's unanswered channel chatter bounded. The turn queue (turn-queue.ts) calls these;
-// agent-room.ts answers the schedules and queue items they leave.
+// handed in: send what is ready for the surface (retried by a queue item while it fails), keep a
+// durable wake-up pending for the turns that arrive, arm an approval's deadline, give new
+// memories their vectors after each evaluated turn, and keep a Discord room's unanswered channel
+// chatter bounded. The turn queue (turn-queue.ts) and the room call these; agent-room.ts answers
+// the schedules and queue items they leave.
 import { errorField, log } from "../../log.ts";
 import type { Db } from "../../db/db.ts";
-import { pruneUnansweredMessages } from "../../memory/message-amendments.ts";
-import type { EmbeddingPipeline } from "../../memory/embedding-pipeline.ts";
+import { pruneUnansweredMessages } from "../../db/memory/message-amendments.ts";
+import type { EmbeddingPipeline } from "../../db/memory/embedding-pipeline.ts";
 import type { RoomDelivery } from "./reply-delivery.ts";
-import type { JournalEntry } from "./turn-journal.ts";
+import type { JournalEntry } from "./journal-rows.ts";
 
 /** Unanswered messages a Discord room keeps for context (channel chatter read on the Gateway). */
 export const MAX_UNANSWERED_PER_ROOM = 200;
@@ -24,6 +25,11 @@ const EMBED_ITEM_ID = "embed-pending";
  */
 export const EMBED_FLUSH_MS = 60_000;
 const DELIVER_ITEM_ID = "deliver-replies";
+/**
+ * How long after a turn arrives its durable wake-up fires, if the room is still in memory it finds
+ * nothing to do; after an eviction it resumes the turn. Turns arriving before it fires share it.
+ */
+export const WAKE_AFTER_S = 5;
 
 /** The room object's queue callbacks that upkeep leaves items for. */
 export type UpkeepCallback = "deliverReplies" | "embedPending";
@@ -39,17 +45,19 @@ export interface RoomUpkeepOptions {
   embedFlushMs?: number;
   /** The room's history kept in memory is stale (messages were pruned). */
   forgetHistory(): Promise<void>;
-  /** A durable queue item for one of the object's callbacks (an item with the same id is replaced). */
+  /** A durable queue item for one of the object's callbacks (one with the same id is replaced). */
   queue(callback: UpkeepCallback, payload: object, item: QueueItem): Promise<unknown>;
   /** A durable `expireApproval` schedule at `at`; arming the same one twice changes nothing. */
   expireAt(at: Date, payload: { turnId: string; approvalId: string }): Promise<unknown>;
-  /** A durable `resumeTurns` wake-up at `at`. */
-  wakeAt(at: Date): Promise<unknown>;
+  /** A durable `resumeTurns` wake-up at `when`, or that many seconds from now. */
+  wake(when: Date | number): Promise<unknown>;
 }
 
 export class RoomUpkeep {
   private readonly options: RoomUpkeepOptions;
   private evaluatedSincePrune = 0;
+  /** A `resumeTurns` wake-up is stored and has not started yet: new turns need no other. */
+  private wakeArmed = false;
   /** The room's new memories are being given vectors in this instance (null: idle). */
   private embedding: Promise<void> | null = null;
   /** More memories arrived while `embedding` ran: one more pass follows it. */
@@ -66,6 +74,24 @@ export class RoomUpkeep {
     const item = { id: DELIVER_ITEM_ID, retry: DELIVERY_RETRY };
     const retryLater = () => this.push("deliverReplies", {}, item, "deliver_item_failed");
     void this.options.delivery.pending().catch(retryLater);
+  }
+
+  /**
+   * Turns arrived: makes sure a durable wake-up is pending. Stored in the same event as their
+   * journal write, so both commit together.
+   */
+  armWake(): void {
+    if (this.wakeArmed) return;
+    this.wakeArmed = true;
+    this.options.wake(WAKE_AFTER_S).catch((error: unknown) => {
+      this.wakeArmed = false;
+      log.error("resume_wake_failed", { room: this.options.room, error: errorField(error) });
+    });
+  }
+
+  /** The wake-up started: turns that arrive from now on arm the next one. */
+  woke(): void {
+    this.wakeArmed = false;
   }
 
   /** The turn paused for approval: arm its deadline (idempotent, so re-arming on start is safe). */
@@ -86,7 +112,7 @@ export class RoomUpkeep {
   retryAt(at: number, turn: { turnId: string; retries: number; code: string }): void {
     const { room } = this.options;
     log.warn("turn_retry_scheduled", { room, ...turn, retryAt: new Date(at).toISOString() });
-    this.options.wakeAt(new Date(at)).catch((error: unknown) => {
+    this.options.wake(new Date(at)).catch((error: unknown) => {
       log.error("turn_retry_wake_failed", { room, error: errorField(error) });
     });
   }

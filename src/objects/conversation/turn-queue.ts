@@ -14,12 +14,8 @@ import { APPROVAL_WINDOW_MS, newApprovalId } from "../shared/approvals.ts";
 import { CharacterChangedError } from "../shared/character-source.ts";
 import type { AttachmentIngest, ReplySurface } from "../shared/reply-surface.ts";
 import type { ApprovalAnswer, ApprovalAnswerResult } from "./room-types.ts";
-import {
-  MAX_TURN_ATTEMPTS,
-  type ApprovalPause,
-  type JournalEntry,
-  type TurnJournal,
-} from "./turn-journal.ts";
+import type { ApprovalPause, JournalEntry } from "./journal-rows.ts";
+import { MAX_TURN_ATTEMPTS, type TurnJournal } from "./turn-journal.ts";
 import { turnOrigin } from "../shared/turn-origin.ts";
 import type { TurnServices } from "./turn-services.ts";
 import type { AfterReplyChain } from "./after-reply-chain.ts";
@@ -81,6 +77,13 @@ export class TurnQueue {
   /** Stores and evaluates replies an earlier instance gave but did not finish. */
   finishReplied(): void {
     for (const entry of this.options.journal.replied()) this.finish(entry);
+  }
+
+  /** Replied turns stored and evaluated, waiting ones run; resolves when all of it is done. */
+  async finishJournal(): Promise<void> {
+    this.finishReplied();
+    await this.drain();
+    await this.options.replies.settled();
   }
 
   /**

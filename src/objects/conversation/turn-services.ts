@@ -2,10 +2,10 @@
 // the room's message history, the agent's character and its tools. Built once per room runtime;
 // the MCP servers an agent added at runtime are read once per character version and isolate
 // (src/mcp/agent-servers.ts), and the character's delegates (ask_agent) are set before every turn.
-import type { McpServerEntry } from "../../mcp/registry.ts";
+import type { McpServerEntry } from "../../mcp-registry.ts";
 import { agentServersOf } from "../../mcp/agent-servers.ts";
-import { effectiveServers } from "../../mcp/registry.ts";
-import type { TurnOrigin } from "../../plugins/plugin-services.ts";
+import { effectiveServers } from "../../mcp-registry.ts";
+import type { TurnOrigin } from "../shared/turn-origin.ts";
 import type { Character } from "../../runtime/character.ts";
 import type { TurnRunner } from "../../runtime/turn/turn-runner.ts";
 import { createCharacterSource, type CharacterSource } from "../shared/character-source.ts";

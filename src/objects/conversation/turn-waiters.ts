@@ -4,7 +4,8 @@
 import { AppError } from "../../runtime/util/errors.ts";
 import type { TurnInput, TurnObserver, TurnOutcome } from "../../runtime/turn/turn-types.ts";
 import type { StreamedTurnResult, SubmitTurnRequest, TurnResult } from "./room-types.ts";
-import type { JournalEntry, TurnJournal } from "./turn-journal.ts";
+import type { JournalEntry } from "./journal-rows.ts";
+import type { TurnJournal } from "./turn-journal.ts";
 import { TurnStream } from "./turn-stream.ts";
 
 export class TurnWaiters {

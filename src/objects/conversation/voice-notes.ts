@@ -10,7 +10,8 @@ import type { TurnInput } from "../../runtime/turn/turn-types.ts";
 import { filterVerdict } from "../../runtime/access/message-filter.ts";
 import type { PlacePolicy } from "../../runtime/access/place-policy.ts";
 import type { AttachmentIngest } from "../shared/reply-surface.ts";
-import type { JournalEntry, TurnJournal } from "./turn-journal.ts";
+import type { JournalEntry } from "./journal-rows.ts";
+import type { TurnJournal } from "./turn-journal.ts";
 
 /** What `details.kind` says on the error of a turn whose voice note could not be transcribed. */
 export const VOICE_NOTE_FAILED = "voice_note_not_transcribed";

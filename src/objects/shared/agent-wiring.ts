@@ -1,12 +1,12 @@
 // Wires the platform into the runtime's interfaces for one room object: the D1 stores,
 // the configured model backend, long-term memory (retrieval, embeddings), the built-in tools, the
-// plugins (src/plugins/room-plugins.ts), the system clock and the structured log.
+// plugins the object was handed (shared/plugin-port.ts), the system clock and the structured log.
 // This is the only place that knows which concrete implementation backs each interface.
 import { loadConfig, MODEL_NOT_CONFIGURED_MESSAGE, type Config } from "../../config.ts";
 import type { Env } from "../../env.ts";
 import { errorField, log } from "../../log.ts";
 import type { AgentStore } from "../../db/stores/agent-store.ts";
-import type { MessageHistory } from "../../memory/message-history.ts";
+import type { MessageHistory } from "../../db/memory/message-history.ts";
 import { createOpenAIChatModel } from "../../model/openai-chat.ts";
 import { createWorkersAIChatModel } from "../../model/workers-ai-chat.ts";
 import { combineToolHosts, createBuiltinToolHost } from "../../runtime/turn/builtin-tools.ts";
@@ -24,10 +24,10 @@ import {
   recallProvider,
   userFactsProvider,
 } from "../../runtime/context/memory-providers.ts";
-import { agentData, stores } from "../../db/stores/index.ts";
+import { type AgentData, agentData, type Stores, stores } from "../../db/stores/index.ts";
 import type { Db } from "../../db/db.ts";
-import { CATALOG_DB, type DatabaseName, memoryDatabases } from "../../db/shards.ts";
-import type { EmbeddingPipeline } from "../../memory/embedding-pipeline.ts";
+import type { DatabaseName } from "../../db/shards.ts";
+import type { EmbeddingPipeline } from "../../db/memory/embedding-pipeline.ts";
 import { createEventBus, type EventBus } from "../../runtime/util/events.ts";
 import { traceConfig } from "../../telemetry/otlp.ts";
 import { createTurnTracer, type TurnTracer } from "../../telemetry/turn-spans.ts";
@@ -44,8 +44,7 @@ import type { ToolHost } from "../../runtime/ports/tools.ts";
 import type { SpendLedger } from "../../runtime/turn/spend.ts";
 import { createRoomHistoryStore, type RoomHistoryStore } from "../conversation/history-cache.ts";
 import { McpConnections } from "../../mcp/connections.ts";
-import { createRoomPlugins } from "../../plugins/room-plugins.ts";
-import type { PluginHost } from "../../plugins/plugin-host.ts";
+import type { RoomPlugins, RoomPluginsFactory } from "./plugin-port.ts";
 import { mcpPlatform, type McpPlatform } from "../../mcp/platform.ts";
 import { ensureSchema } from "../../db/schema-ready.ts";
 import { createAgentAsker } from "../conversation/agent-calls.ts";
@@ -72,7 +71,7 @@ export interface RoomRuntime {
   /** Every tool the agent can call (built-ins, plugins, MCP): autonomous tasks use them too. */
   tools: ToolHost;
   /** The agent's plugins: prepared with the character before each turn or task step. */
-  plugins: PluginHost;
+  plugins: RoomPlugins;
   /** Where model spend is counted against the daily ceiling. */
   spend: SpendLedger;
   /** ask_agent: told the agent's character (its `delegates`) before each turn or task step. */
@@ -84,6 +83,8 @@ export interface RoomRuntimeOptions {
   settled: () => Promise<void>;
   /** Keeps the object alive for work after a turn (exporting its spans). */
   waitUntil?: (work: Promise<unknown>) => void;
+  /** Builds the agent's plugins: the deployment's own, handed in by src/durable-objects.ts. */
+  plugins: RoomPluginsFactory;
 }
 
 /** Never returns the same millisecond twice: timestamps double as the room's message order. */
@@ -95,29 +96,6 @@ export function createMonotonicClock(): Clock {
       return last;
     },
   };
-}
-
-/** How long a turn waits for a move's fence to lift before it goes ahead (and is refused). */
-export const MOVE_FENCE_WAIT_MS = 30_000;
-const FENCE_POLL_MS = 250;
-
-/**
- * Whether the agent's memories now live in another database than the runtime's (a move switched;
- * src/db/moves/). Read fresh, not from the isolate's placement cache: a room must not write to a
- * database the agent left. While a move's fence holds the agent's writes, the turn waits for the
- * switch (up to MOVE_FENCE_WAIT_MS) rather than be refused. Only a deployment with memory
- * databases pays the read.
- */
-export async function movedAway(env: Env, agentId: string, runtime: RoomRuntime): Promise<boolean> {
-  if (memoryDatabases(env).length === 0 && runtime.memoryDatabase === CATALOG_DB) return false;
-  const placement = stores(env).placement;
-  const until = Date.now() + MOVE_FENCE_WAIT_MS;
-  let now = await placement.current(agentId);
-  while (now.fenced && Date.now() < until) {
-    await new Promise((resolve) => setTimeout(resolve, FENCE_POLL_MS));
-    now = await placement.current(agentId);
-  }
-  return now.home !== runtime.memoryDatabase;
 }
 
 export async function createRoomRuntime(
@@ -134,15 +112,66 @@ export async function createRoomRuntime(
   // The agent's memories, in whichever database holds them (src/db/shards.ts).
   const data = await agentData(env, agentId);
   const memory = createRoomHistoryStore(data.memories, options);
-  // With an OTLP endpoint configured, the turns' events become spans (src/telemetry/).
+  const { events, tracer } = observeTurns(env, options);
+  countFailures(events, backends, agentId);
+  const platform = mcpPlatform(env);
+  const mcp = connectMcp(platform, agentId);
+  let tools: ToolHost;
+  const builtins = createBuiltinToolHost({
+    memory,
+    clock,
+    listAll: () => tools.list(),
+    sources: () => mcp.sources(),
+  });
+  // Plugins (Instagram publishing where configured, skills, the web reader, ...): one host.
+  const plugins = options.plugins(env, agentId, { memory, clock });
+  // ask_agent reaches another agent's room through the platform (agent-calls.ts).
+  const delegation = createDelegationToolHost({ caller: agentId, asker: createAgentAsker(env) });
+  tools = combineToolHosts([builtins, delegation, plugins.tools, mcp]);
+  const chat = chatModelFor(config);
+  const spend = backends.spend;
+  const runner = await turnRunnerFor(
+    { config, chat, memory, tools, plugins, data, spend },
+    { clock, events, tracer },
+  );
+  return {
+    runner,
+    events,
+    tracer,
+    config,
+    history: memory,
+    agents: backends.agents,
+    messages: data.messages,
+    embeddings: data.pipeline,
+    memoryDb: data.db,
+    memoryDatabase: data.database,
+    mcp,
+    mcpPlatform: platform,
+    chat: { model: chat, models: config.models },
+    tools,
+    plugins,
+    spend,
+    delegation,
+  };
+}
+
+/** The room's event bus; with an OTLP endpoint configured, its events become spans too. */
+function observeTurns(
+  env: Env,
+  options: RoomRuntimeOptions,
+): { events: EventBus; tracer: TurnTracer | null } {
   const tracing = traceConfig(env);
-  const tracer = tracing
-    ? createTurnTracer(tracing, options.waitUntil ?? ((work) => void work.catch(() => undefined)))
-    : null;
+  const keepAlive = options.waitUntil ?? ((work) => void work.catch(() => undefined));
+  const tracer = tracing ? createTurnTracer(tracing, keepAlive) : null;
   const events = createEventBus(tracer ? { fields: tracer.fieldsFor } : {});
   if (tracer) events.subscribe(tracer.record);
-  // A failed evaluator or model is counted for /health, off the reply path; a count that fails is
-  // logged.
+  return { events, tracer };
+}
+/**
+ * Counts a failed evaluator or model for /health, off the reply path (a count that fails is
+ * logged), and logs a turn whose inspection was not recorded.
+ */
+function countFailures(events: EventBus, backends: Stores, agentId: string): void {
   events.subscribe((event) => {
     if (event.type === "inspection_not_recorded") {
       log.warn("turn_inspection_not_recorded", { agentId, turnId: event.turnId });
@@ -168,9 +197,11 @@ export async function createRoomRuntime(
       log.warn("evaluator_failure_not_counted", { agentId, error: errorField(error) });
     });
   });
-  let tools: ToolHost;
-  const platform = mcpPlatform(env);
-  const mcp = new McpConnections({
+}
+
+/** The room's MCP connections, over the deployment's MCP platform (src/mcp/platform.ts). */
+function connectMcp(platform: McpPlatform, agentId: string): McpConnections {
+  return new McpConnections({
     agentId,
     fetch: platform.fetch,
     oauthFetch: platform.oauthFetch,
@@ -182,20 +213,24 @@ export async function createRoomRuntime(
     secretOrigins: platform.secretOrigins,
     now: () => Date.now(),
   });
-  const builtins = createBuiltinToolHost({
-    memory,
-    clock,
-    listAll: () => tools.list(),
-    sources: () => mcp.sources(),
-  });
-  // Plugins (Instagram publishing where configured, skills, the web reader, ...): one host.
-  const plugins = createRoomPlugins(env, agentId, { memory, clock });
-  // ask_agent reaches another agent's room through the platform (agent-calls.ts).
-  const delegation = createDelegationToolHost({ caller: agentId, asker: createAgentAsker(env) });
-  tools = combineToolHosts([builtins, delegation, plugins.tools, mcp]);
-  const chat = chatModelFor(config);
-  const spend = backends.spend;
-  const runner = createTurnRunner({
+}
+
+/** What the turn runner is built from: the agent's configuration, model, memory and tools. */
+interface RunnerParts {
+  config: Config;
+  chat: ChatModel | null;
+  memory: RoomHistoryStore;
+  tools: ToolHost;
+  plugins: RoomPlugins;
+  data: AgentData;
+  spend: SpendLedger;
+}
+
+async function turnRunnerFor(
+  { config, chat, memory, tools, plugins, data, spend }: RunnerParts,
+  { clock, events, tracer }: { clock: Clock; events: EventBus; tracer: TurnTracer | null },
+): Promise<TurnRunner> {
+  return createTurnRunner({
     model: chat,
     observeModel: tracer?.observe,
     modelNotConfiguredMessage: MODEL_NOT_CONFIGURED_MESSAGE,
@@ -229,25 +264,6 @@ export async function createRoomRuntime(
     dailyTokenLimit: config.dailyTokenLimit,
     inspections: data.inspections,
   });
-  return {
-    runner,
-    events,
-    tracer,
-    config,
-    history: memory,
-    agents: backends.agents,
-    messages: data.messages,
-    embeddings: data.pipeline,
-    memoryDb: data.db,
-    memoryDatabase: data.database,
-    mcp,
-    mcpPlatform: platform,
-    chat: { model: chat, models: config.models },
-    tools,
-    plugins,
-    spend,
-    delegation,
-  };
 }
 
 function chatModelFor(config: Config): ChatModel | null {

@@ -23,7 +23,9 @@ import {
   type TaskState,
 } from "../../runtime/tasks/task-types.ts";
 import type { ReplySurface } from "../shared/reply-surface.ts";
-import { createRoomRuntime, movedAway, type RoomRuntime } from "../shared/agent-wiring.ts";
+import { createRoomRuntime } from "../shared/agent-wiring.ts";
+import type { RoomPluginsFactory } from "../shared/plugin-port.ts";
+import { RuntimeCell } from "../shared/runtime-cell.ts";
 import { turnOrigin } from "../shared/turn-origin.ts";
 import type { AgentTasksRpc } from "../../rpc.ts";
 import { TaskEventFeed } from "./event-feed.ts";
@@ -65,7 +67,16 @@ const CONCURRENCY_CACHE_MS = 5_000;
 export abstract class AgentTasksBase extends Agent<Env> implements AgentTasksRpc {
   private store!: TaskStore;
   private schedules!: TaskScheduleStore;
-  private runtime: Promise<RoomRuntime> | null = null;
+  /** The agent's runtime, built again when its memories moved to another database. */
+  private readonly runtime = new RuntimeCell(
+    this.env,
+    () => this.name,
+    () =>
+      createRoomRuntime(this.env, this.name, {
+        settled: () => Promise.resolve(),
+        plugins: this.plugins(),
+      }),
+  );
   private pool!: TaskPool;
   private pauses!: TaskPauses;
   private surface!: ReplySurface;
@@ -78,6 +89,8 @@ export abstract class AgentTasksBase extends Agent<Env> implements AgentTasksRpc
 
   /** Where tasks started on a surface report (progress, prompts, result). */
   protected abstract replySurface(): ReplySurface;
+  /** The deployment's plugins (src/plugins/), handed in so that no object imports them. */
+  protected abstract plugins(): RoomPluginsFactory;
 
   override onStart(): void {
     this.surface = this.replySurface();
@@ -101,7 +114,7 @@ export abstract class AgentTasksBase extends Agent<Env> implements AgentTasksRpc
       surface: this.surface,
       agentId: this.name,
       agentName: async () =>
-        (await (await this.getRuntime()).agents.get(this.name))?.character.name ?? this.name,
+        (await (await this.runtime.get()).agents.get(this.name))?.character.name ?? this.name,
       expire: (payload) => this.expireTaskApproval(payload),
       retryLater: () => this.armDelivery(),
     });
@@ -388,7 +401,7 @@ export abstract class AgentTasksBase extends Agent<Env> implements AgentTasksRpc
       {
         agentId: this.name,
         store: this.store,
-        runtime: () => this.getRuntime(),
+        runtime: () => this.runtime.get(),
         emit: (taskId, event) => this.emit(taskId, event),
         // Plugins see where the task started: a proposal filed in a step is shown there.
         origin: (taskId) => turnOrigin("task", this.surface, this.store.delivery(taskId)),
@@ -406,7 +419,7 @@ export abstract class AgentTasksBase extends Agent<Env> implements AgentTasksRpc
     if (cached && Date.now() - cached.at < CONCURRENCY_CACHE_MS) return cached.value;
     let value = DEFAULT_TASK_CONCURRENCY;
     try {
-      const record = await (await this.getRuntime()).agents.get(this.name);
+      const record = await (await this.runtime.get()).agents.get(this.name);
       value = record?.character.settings.tasks?.concurrency ?? DEFAULT_TASK_CONCURRENCY;
     } catch (error) {
       log.warn("task_concurrency_unread", { agent: this.name, error: errorField(error) });
@@ -457,23 +470,5 @@ export abstract class AgentTasksBase extends Agent<Env> implements AgentTasksRpc
     }).catch((error: unknown) => {
       log.error("task_expiry_failed", { agent: this.name, callback, error: errorField(error) });
     });
-  }
-
-  /** The agent's runtime, built again when its memories moved to another database. */
-  private async getRuntime(): Promise<RoomRuntime> {
-    const runtime = await this.builtRuntime();
-    if (!(await movedAway(this.env, this.name, runtime))) return runtime;
-    this.runtime = null;
-    return this.builtRuntime();
-  }
-
-  private builtRuntime(): Promise<RoomRuntime> {
-    this.runtime ??= createRoomRuntime(this.env, this.name, {
-      settled: () => Promise.resolve(),
-    }).catch((error: unknown) => {
-      this.runtime = null;
-      throw error;
-    });
-    return this.runtime;
   }
 }

@@ -5,7 +5,7 @@
 // ceiling with their spend so far. A setup failure (or a spent ceiling) ends the task `failed`.
 import { MODEL_NOT_CONFIGURED_MESSAGE } from "../../config.ts";
 import { errorField, log } from "../../log.ts";
-import { effectiveServers } from "../../mcp/registry.ts";
+import { effectiveServers } from "../../mcp-registry.ts";
 import { AppError, ModelNotConfiguredError, NotFoundError } from "../../runtime/util/errors.ts";
 import {
   assertWithinDailyBudget,
@@ -31,7 +31,7 @@ import { originOf } from "../../runtime/access/principal.ts";
 import { modelChoiceFor } from "../../runtime/turn/turn-runner.ts";
 import { DEFAULT_LIMITS } from "../../runtime/turn/turn-types.ts";
 import { APPROVAL_WINDOW_MS, newApprovalId } from "../shared/approvals.ts";
-import type { TurnOrigin } from "../../plugins/plugin-services.ts";
+import type { TurnOrigin } from "../shared/turn-origin.ts";
 import type { RoomRuntime } from "../shared/agent-wiring.ts";
 import { MAX_STEP_ATTEMPTS, type TaskStore } from "./task-store.ts";
 

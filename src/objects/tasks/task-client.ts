@@ -4,7 +4,7 @@
 import type { Env } from "../../env.ts";
 import type { TaskEvent, TaskState } from "../../runtime/tasks/task-types.ts";
 import { RateLimitedError } from "../../runtime/util/errors.ts";
-import { currentTraceparent } from "../../telemetry/current-context.ts";
+import { currentTraceparent } from "../../trace-context.ts";
 import type {
   CreateTaskRequest,
   CreateTaskResult,

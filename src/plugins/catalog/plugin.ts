@@ -3,7 +3,7 @@
 // a proposal to add one. On a person's yes the server is added to the agent (an OAuth server then
 // waits for consent, as any other). Never a server outside the catalog.
 import { z } from "zod";
-import { SERVER_NAME } from "../../mcp/registry.ts";
+import { SERVER_NAME } from "../../mcp-registry.ts";
 import { MAX_REASON_CHARS } from "../../db/stores/proposal-store.ts";
 import { definePlugin } from "../plugin-api.ts";
 import { pendingProposalText } from "../proposal-text.ts";

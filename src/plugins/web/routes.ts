@@ -3,10 +3,9 @@
 // the URL on the caller's behalf, so it needs `tools:write`, like adding a tool to an agent.
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import type { AppEnv } from "../../http/app-env.ts";
-import { guard } from "../../http/auth.ts";
-import { errorContent, jsonContent } from "../../http/schemas.ts";
 import { OUTBOUND_CAPS, outboundFetch } from "../../net/outbound.ts";
 import { ValidationError } from "../../runtime/util/errors.ts";
+import type { PluginRouteKit } from "../plugin-api.ts";
 import { readUrl } from "./read-url.ts";
 
 const ReadBody = z
@@ -31,7 +30,10 @@ const ReadView = z
   })
   .openapi("WebPage");
 
-export function webRoutes(app: OpenAPIHono<AppEnv>): void {
+export function webRoutes(
+  app: OpenAPIHono<AppEnv>,
+  { guard, errorContent, jsonContent }: PluginRouteKit,
+): void {
   app.openapi(
     createRoute({
       method: "post",

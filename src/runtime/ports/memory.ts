@@ -1,6 +1,6 @@
 // The memories the runtime keeps and the store it keeps them in: what a memory is (its type,
 // content and attachments), a message as it arrives, and the MemoryStore interface the platform
-// implements (src/memory/ on D1).
+// implements (src/db/memory/ on D1).
 
 export type MemoryType =
   | "message"

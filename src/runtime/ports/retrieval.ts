@@ -1,5 +1,5 @@
 // Retrieval as a turn asks for it: the query, what comes back (with its score and where it came
-// from), the timings of its legs, and the MemoryRetriever interface (hybrid search in src/memory/).
+// from), the timings of its legs, and the MemoryRetriever interface (hybrid search in src/db/memory/).
 import type { Memory, MemoryType } from "./memory.ts";
 
 export interface RetrievalQuery {

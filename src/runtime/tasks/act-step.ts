@@ -1,34 +1,21 @@
-// One act step of a task and its reflection: the step runs through the chat turn's tool loop
-// (same tools, validation, timeouts, failover), then a structured reflection compares the outcome
-// with the step's check. A failure records its analysis and the different approach the next
-// attempt must take; a plan step's first failure is retried that way before it counts. A step
-// pauses (the task holds no slot) at a tool that needs a person's approval, or at delegate_task,
-// whose task the host starts on the other agent; it carries on from that point with the answer.
+// One act step of a task: the step runs through the chat turn's tool loop (same tools,
+// validation, timeouts, failover), then a structured reflection compares the outcome with the
+// step's check (step-reflection.ts). A step pauses (the task holds no slot) at a tool that needs a
+// person's approval, or at delegate_task, whose task the host starts on the other agent; it
+// carries on from that point with the answer.
 import { addUsage, delegateTaskTool, delegatesOf, delegationRefusal } from "../turn/delegation.ts";
 import { requesterKey } from "../access/principal.ts";
 import { placeToolHost } from "../access/place-tools.ts";
 import { renderCharacter } from "../context/character-provider.ts";
 import type { ModelSession } from "../turn/model-session.ts";
-import { completeStructured } from "../turn/structured-output.ts";
 import type { TaskLoopDeps } from "./task-deps.ts";
-import {
-  clip,
-  REFLECTION_INSTRUCTIONS,
-  ReflectionReply,
-  renderPlan,
-  renderProgress,
-  revisePlan,
-  TASK_AGENT_INSTRUCTIONS,
-} from "./task-plan.ts";
+import { renderPlan, renderProgress, TASK_AGENT_INSTRUCTIONS } from "./task-plan.ts";
+import { reflectOnStep } from "./step-reflection.ts";
 import { renderSpec } from "./task-spec.ts";
-import {
-  DELEGATE_WAIT_MS,
-  type AuditEntry,
-  type StepRecord,
-  type TaskState,
-} from "./task-types.ts";
+import { DELEGATE_WAIT_MS, type AuditEntry, type TaskState } from "./task-types.ts";
 import { ToolExecutor } from "../turn/tool-executor.ts";
-import { runToolLoop } from "../turn/tool-loop.ts";
+import { runToolLoop, type ToolLoopInput } from "../turn/tool-loop.ts";
+import type { ToolCallRecord } from "../turn/turn-types.ts";
 import type { RuntimeEvent } from "../ports/events.ts";
 import type { ChatMessage, ChatModel } from "../ports/model.ts";
 import type { ToolHost } from "../ports/tools.ts";
@@ -56,7 +43,36 @@ export async function act(
     state.phase = "evaluate";
     return true;
   }
-  const planStep = plan.steps[current]!;
+  const step = startStep(state, deps, current);
+  const loop = await runStepLoop(state, deps, session, step);
+  if (deps.signal.aborted) return false;
+  if (loop.kind === "paused") {
+    pauseStep(state, deps, step, loop);
+    return false;
+  }
+  state.modelSwitched = false;
+  auditCalls(state, deps, step, loop.toolCalls, audit);
+  const model = { client: sessionModel(session, deps), name: session.current };
+  await reflectOnStep(state, deps, model, step, loop);
+  const unsummarized = state.steps.length - state.summarizedThrough;
+  state.phase = unsummarized >= SUMMARY_EVERY_STEPS ? "summarize" : "act";
+  return false;
+}
+
+/** The step being run: a new one, or one that paused and carries on with its answer. */
+interface ActStep {
+  /** The plan step's index, and the step's number among the task's steps. */
+  current: number;
+  number: number;
+  startedAt: number;
+  /** The pause this run answers: a person's approval, or a delegated task's output. */
+  approved: TaskState["approval"];
+  delegated: TaskState["delegation"];
+}
+
+type StepLoop = Awaited<ReturnType<typeof runToolLoop>>;
+
+function startStep(state: TaskState, deps: TaskLoopDeps, current: number): ActStep {
   // A step that paused (approval, delegated task) carries on where it stopped, with its answer.
   const approved = state.approval?.decision ? state.approval : null;
   const delegated = state.delegation?.output ? state.delegation : null;
@@ -70,10 +86,36 @@ export async function act(
       type: "step_started",
       step: number,
       planStep: current,
-      title: planStep.title,
+      title: state.plan!.steps[current]!.title,
       approach: state.retry?.approach ?? null,
     });
+  return { current, number, startedAt, approved, delegated };
+}
 
+/** The step's prompt: the task's goal, spec, plan and progress, and what this step is to do. */
+function stepMessages(state: TaskState, deps: TaskLoopDeps, current: number): ChatMessage[] {
+  const plan = state.plan!;
+  const planStep = plan.steps[current]!;
+  const retry = state.retry
+    ? `\n\nThe previous attempt at this step failed. Analysis: ${state.retry.analysis}\nTake a different approach: ${state.retry.approach}`
+    : "";
+  const switched = state.modelSwitched ? `\n\n${TASK_SWITCH_NOTE}` : "";
+  return [
+    { role: "system", content: `${renderCharacter(deps.character)}\n\n${TASK_AGENT_INSTRUCTIONS}` },
+    {
+      role: "user",
+      content: `Goal: ${state.goal}\n\n${state.spec ? `${renderSpec(state.spec)}\n\n` : ""}${renderPlan(plan, current)}\n\nProgress so far:\n${renderProgress(state)}${switched}\n\nNow do step ${current + 1}: ${planStep.title} (done when: ${planStep.doneWhen})${retry}`,
+    },
+  ];
+}
+
+/** The step through the chat turn's tool loop, bounded by the step's timeout and the task's cancel. */
+async function runStepLoop(
+  state: TaskState,
+  deps: TaskLoopDeps,
+  session: ModelSession,
+  step: ActStep,
+): Promise<StepLoop> {
   const host = taskTools(deps, state);
   const executor = new ToolExecutor({
     host,
@@ -83,31 +125,18 @@ export async function act(
     maxResultChars: deps.maxToolResultChars,
     now: deps.now,
   });
-  const definitions = executor.tools;
-  const retry = state.retry
-    ? `\n\nThe previous attempt at this step failed. Analysis: ${state.retry.analysis}\nTake a different approach: ${state.retry.approach}`
-    : "";
-  const switched = state.modelSwitched ? `\n\n${TASK_SWITCH_NOTE}` : "";
-  const messages: ChatMessage[] = [
-    { role: "system", content: `${renderCharacter(deps.character)}\n\n${TASK_AGENT_INSTRUCTIONS}` },
-    {
-      role: "user",
-      content: `Goal: ${state.goal}\n\n${state.spec ? `${renderSpec(state.spec)}\n\n` : ""}${renderPlan(plan, current)}\n\nProgress so far:\n${renderProgress(state)}${switched}\n\nNow do step ${current + 1}: ${planStep.title} (done when: ${planStep.doneWhen})${retry}`,
-    },
-  ];
   const controller = new AbortController();
   const onCancel = () => controller.abort(deps.signal.reason);
   deps.signal.addEventListener("abort", onCancel, { once: true });
   const timer = setTimeout(() => controller.abort(new Error("step timeout")), deps.stepTimeoutMs);
-  let loop: Awaited<ReturnType<typeof runToolLoop>>;
   try {
-    loop = await runToolLoop({
+    return await runToolLoop({
       session,
       executor,
-      events: { emit: (event) => onRuntimeEvent(event, deps, number) },
+      events: { emit: (event) => onRuntimeEvent(event, deps, step.number) },
       now: deps.now,
       ids: {
-        turnId: `${state.taskId}:${number}`,
+        turnId: `${state.taskId}:${step.number}`,
         agentId: state.agentId,
         roomId: state.roomId,
         userId: taskUserOf(state),
@@ -115,9 +144,9 @@ export async function act(
         ...(state.requester ? { principal: state.requester } : {}),
         ...(state.place ? { place: state.place } : {}),
       },
-      messages,
+      messages: stepMessages(state, deps, step.current),
       turnStart: 1,
-      tools: definitions.map(({ name, description, parameters }) => ({
+      tools: executor.tools.map(({ name, description, parameters }) => ({
         name,
         description,
         parameters,
@@ -139,28 +168,42 @@ export async function act(
           chain: state.chain,
           target: String(args.agentId),
         }) === null,
-      ...(approved
-        ? { resume: { checkpoint: approved.checkpoint, decision: approved.decision!.value } }
-        : delegated
-          ? {
-              resume: {
-                checkpoint: delegated.checkpoint,
-                output: delegated.output!,
-                ...(delegated.approval ? { decision: delegated.approval } : {}),
-              },
-            }
-          : {}),
+      ...resumeFrom(step),
     });
   } finally {
     clearTimeout(timer);
     deps.signal.removeEventListener("abort", onCancel);
   }
-  if (deps.signal.aborted) return false;
-  if (loop.kind === "paused" && loop.reason === "deferred") {
-    const requestedAt = deps.now();
+}
+
+/** Where a paused step's loop carries on, with the answer that ended the pause. */
+function resumeFrom(step: ActStep): Pick<ToolLoopInput, "resume"> {
+  const { approved, delegated } = step;
+  if (approved)
+    return { resume: { checkpoint: approved.checkpoint, decision: approved.decision!.value } };
+  if (delegated)
+    return {
+      resume: {
+        checkpoint: delegated.checkpoint,
+        output: delegated.output!,
+        ...(delegated.approval ? { decision: delegated.approval } : {}),
+      },
+    };
+  return {};
+}
+
+/** The step stops (the task holds no slot): a delegated task to wait for, or an approval to ask. */
+function pauseStep(
+  state: TaskState,
+  deps: TaskLoopDeps,
+  step: ActStep,
+  loop: Extract<StepLoop, { kind: "paused" }>,
+): void {
+  const requestedAt = deps.now();
+  if (loop.reason === "deferred") {
     state.delegation = {
-      step: number,
-      stepStartedAt: startedAt,
+      step: step.number,
+      stepStartedAt: step.startedAt,
       callId: loop.checkpoint.pendingCalls[0]!.id,
       agentId: String(loop.arguments.agentId),
       goal: String(loop.arguments.goal),
@@ -172,34 +215,40 @@ export async function act(
       ...(loop.approval ? { approval: loop.approval } : {}),
     };
     state.status = "awaiting_delegate";
-    return false;
+    return;
   }
-  if (loop.kind === "paused") {
-    const requestedAt = deps.now();
-    state.approval = {
-      approvalId: deps.newApprovalId(),
-      step: number,
-      stepStartedAt: startedAt,
-      tool: loop.tool,
-      arguments: loop.arguments,
-      requestedAt,
-      expiresAt: requestedAt + deps.approvalWindowMs,
-      checkpoint: loop.checkpoint,
-      decision: null,
-    };
-    state.status = "awaiting_approval";
-    deps.emit({
-      type: "approval_requested",
-      step: number,
-      tool: loop.tool,
-      arguments: loop.arguments,
-      approvalId: state.approval.approvalId,
-      expiresAt: state.approval.expiresAt,
-    });
-    return false;
-  }
-  state.modelSwitched = false;
-  for (const record of loop.toolCalls) {
+  state.approval = {
+    approvalId: deps.newApprovalId(),
+    step: step.number,
+    stepStartedAt: step.startedAt,
+    tool: loop.tool,
+    arguments: loop.arguments,
+    requestedAt,
+    expiresAt: requestedAt + deps.approvalWindowMs,
+    checkpoint: loop.checkpoint,
+    decision: null,
+  };
+  state.status = "awaiting_approval";
+  deps.emit({
+    type: "approval_requested",
+    step: step.number,
+    tool: loop.tool,
+    arguments: loop.arguments,
+    approvalId: state.approval.approvalId,
+    expiresAt: state.approval.expiresAt,
+  });
+}
+
+/** The step's tool calls in the task's audit, with what other agents spent answering them. */
+function auditCalls(
+  state: TaskState,
+  deps: TaskLoopDeps,
+  step: ActStep,
+  calls: ToolCallRecord[],
+  audit: AuditEntry[],
+): void {
+  const { delegated } = step;
+  for (const record of calls) {
     // What other agents spent answering (ask_agent, delegate_task) is reported with the task's.
     if (record.usage) state.usage.delegated = addUsage(state.usage.delegated, record.usage);
     const link =
@@ -207,7 +256,7 @@ export async function act(
         ? { link: { agentId: delegated.agentId, taskId: delegated.childTaskId } }
         : {};
     audit.push({
-      step: number,
+      step: step.number,
       callId: record.id,
       tool: record.name,
       arguments: record.arguments,
@@ -222,95 +271,12 @@ export async function act(
       ...link,
     });
   }
-
-  const reflection = await completeStructured({
-    model: sessionModel(session, deps),
-    modelName: session.current,
-    schema: ReflectionReply,
-    signal: deps.signal,
-    messages: [
-      { role: "system", content: REFLECTION_INSTRUCTIONS },
-      {
-        role: "user",
-        content:
-          `Goal: ${state.goal}\n\n${renderPlan(plan, current)}\n\nStep ${current + 1}: ${planStep.title} (done when: ${planStep.doneWhen})\n` +
-          `Tool calls:\n${renderCalls(loop.toolCalls)}\nThe agent's report: ${loop.text}\nHow the step ended: ${loop.stopReason}`,
-      },
-    ],
-  });
-  const verdict = reflection.value;
-  // The model's claim is not enough: a step whose tool loop hit a bound, or whose every tool call
-  // failed, did not succeed whatever the reflection says.
-  const allToolsFailed = loop.toolCalls.length > 0 && loop.toolCalls.every((call) => !call.ok);
-  const succeeded = verdict.succeeded && loop.stopReason === "completed" && !allToolsFailed;
-  const failureAnalysis = succeeded
-    ? null
-    : verdict.failureAnalysis ||
-      failureFromCalls(loop.toolCalls, loop.stopReason) ||
-      verdict.reflection;
-  const counted = !succeeded && state.failuresOnCurrent >= 1;
-  const record: StepRecord = {
-    step: number,
-    planStep: current,
-    title: planStep.title,
-    approach: state.retry?.approach ?? null,
-    outcome: succeeded ? "succeeded" : "failed",
-    output: clip(loop.text, 4_000),
-    reflection: verdict.reflection,
-    failureAnalysis,
-    countedAsFailure: counted,
-    toolCalls: loop.toolCalls.length,
-    model: loop.model,
-    startedAt,
-    finishedAt: deps.now(),
-  };
-  state.steps.push(record);
-  deps.emit({
-    type: "step_finished",
-    step: number,
-    outcome: record.outcome,
-    output: record.output,
-    countedAsFailure: counted,
-  });
-  deps.emit({
-    type: "reflection",
-    step: number,
-    text: verdict.reflection,
-    failureAnalysis,
-    nextApproach: succeeded ? null : (verdict.nextApproach ?? null),
-  });
-
-  if (succeeded) {
-    planStep.status = "done";
-    state.consecutiveFailures = 0;
-    state.failuresOnCurrent = 0;
-    state.retry = null;
-    if (verdict.revisedRemainingSteps) {
-      state.plan = revisePlan(plan, current, verdict.revisedRemainingSteps);
-      emitPlan(state, deps);
-    }
-  } else {
-    state.failuresOnCurrent += 1;
-    if (counted) state.consecutiveFailures += 1;
-    state.retry = {
-      analysis: failureAnalysis ?? "the step did not succeed",
-      approach:
-        verdict.nextApproach ||
-        "do not repeat what failed; use another tool, other arguments or another way to reach the step's check",
-    };
-  }
-  const unsummarized = state.steps.length - state.summarizedThrough;
-  state.phase = unsummarized >= SUMMARY_EVERY_STEPS ? "summarize" : "act";
-  return false;
 }
 
 /**
- * The tools of a task step: the agent's, plus delegate_task when it has delegates. An allowed
- * delegate_task call never reaches `call` (the loop defers it); a refused one gets the reason.
- */
-/**
  * The tools of a task's step: the agent's, delegate_task when it has delegates, and of those only
- * what the place it was started from allows (listed and callable), at every step.
+ * what the place it was started from allows (listed and callable), at every step. An allowed
+ * delegate_task call never reaches `call` (the loop defers it); a refused one gets the reason.
  */
 export function taskTools(deps: TaskLoopDeps, state: TaskState): ToolHost {
   return placeToolHost(agentTaskTools(deps, state), state.place);
@@ -368,38 +334,6 @@ export function onRuntimeEvent(event: RuntimeEvent, deps: TaskLoopDeps, step?: n
   } else if (event.type === "model_failover") {
     deps.emit({ type: "model_failover", from: event.from, to: event.to, reason: event.reason });
   }
-}
-
-export function emitPlan(state: TaskState, deps: TaskLoopDeps): void {
-  const plan = state.plan!;
-  deps.emit({
-    type: "plan",
-    revision: plan.revision,
-    steps: plan.steps.map((s) => ({ ...s })),
-    successCriteria: [...plan.successCriteria],
-  });
-}
-
-function renderCalls(
-  calls: { name: string; arguments: unknown; ok: boolean; output: string }[],
-): string {
-  if (calls.length === 0) return "none";
-  return calls
-    .map(
-      (call) =>
-        `- ${call.name}(${clip(JSON.stringify(call.arguments), 300)}) -> ${call.ok ? "ok" : "FAILED"}: ${clip(call.output, 500)}`,
-    )
-    .join("\n");
-}
-
-function failureFromCalls(
-  calls: { name: string; ok: boolean; output: string }[],
-  stopReason: string,
-): string | null {
-  const failed = calls.filter((call) => !call.ok);
-  if (failed.length > 0)
-    return failed.map((call) => `${call.name}: ${clip(call.output, 300)}`).join("; ");
-  return stopReason === "completed" ? null : `the step ended with ${stopReason}`;
 }
 
 /**

@@ -23,7 +23,8 @@ import {
   SUMMARY_INSTRUCTIONS,
 } from "./task-plan.ts";
 import type { TaskLoopDeps } from "./task-deps.ts";
-import { act, emitPlan, onRuntimeEvent, sessionModel, taskTools } from "./act-step.ts";
+import { act, onRuntimeEvent, sessionModel, taskTools } from "./act-step.ts";
+import { emitPlan } from "./step-reflection.ts";
 import {
   INPUT_WINDOW_MS,
   isPaused,

@@ -3,7 +3,7 @@
 // reply can be found from its message. The one home of the scheme: the turn runner writes by it,
 // the history provider leaves the current message out by it, a room's history finds the turns
 // behind its messages by it, and SQL that pairs the two
-// (src/memory/message-amendments.ts) is written from these constants.
+// (src/db/memory/message-amendments.ts) is written from these constants.
 export const INBOUND_SUFFIX = ":in";
 export const REPLY_SUFFIX = ":out";
 

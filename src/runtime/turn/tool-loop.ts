@@ -7,6 +7,7 @@
 // output its host got for it (the other agent's task result).
 import { type ModelSession, transcriptForFallback } from "./model-session.ts";
 import type { ToolExecutor } from "./tool-executor.ts";
+import { TIMEOUT_REPLY } from "./turn-deadline.ts";
 import type { Principal } from "../access/principal.ts";
 import type { PlacePolicy } from "../access/place-policy.ts";
 import type {
@@ -82,135 +83,55 @@ export type ToolLoopResult =
       approval?: ApprovalDecision;
     };
 
+/** Where the loop is: what a checkpoint keeps, and what it resumes from. */
+interface LoopState {
+  messages: ChatMessage[];
+  turnStart: number;
+  records: ToolCallRecord[];
+  consecutiveFailures: number;
+  step: number;
+  /** Calls of the latest model response still to run; a resume's answer is for the first. */
+  pending: ToolCall[];
+  model: string;
+}
+
+/** A resumed loop's answer for its first pending call: a person's decision, or a host's output. */
+type Answer = { callId: string; decision?: ApprovalDecision; output?: ToolOutput };
+type Paused = Extract<ToolLoopResult, { kind: "paused" }>;
+
 export async function runToolLoop(input: ToolLoopInput): Promise<ToolLoopResult> {
   const from = input.resume?.checkpoint;
-  let messages = from ? [...from.messages] : input.messages;
-  const turnStart = from?.turnStart ?? input.turnStart;
-  const records: ToolCallRecord[] = from ? [...from.records] : [];
-  let consecutiveFailures = from?.consecutiveFailures ?? 0;
-  let step = from?.step ?? 0;
-  // Calls of the latest model response still to run; the decision applies to the first of them.
-  let pending: ToolCall[] = from ? [...from.pendingCalls] : [];
-  let model = from?.model ?? "";
-  const decided =
-    input.resume && pending[0]
-      ? { callId: pending[0].id, decision: input.resume.decision, output: input.resume.output }
+  const state: LoopState = {
+    messages: from ? [...from.messages] : input.messages,
+    turnStart: from?.turnStart ?? input.turnStart,
+    records: from ? [...from.records] : [],
+    consecutiveFailures: from?.consecutiveFailures ?? 0,
+    step: from?.step ?? 0,
+    pending: from ? [...from.pendingCalls] : [],
+    model: from?.model ?? "",
+  };
+  const first = state.pending[0];
+  const answer: Answer | null =
+    input.resume && first
+      ? { callId: first.id, decision: input.resume.decision, output: input.resume.output }
       : null;
-
   const onFailover = (): ChatMessage[] => {
     input.executor.clearCache();
-    messages = transcriptForFallback(messages, turnStart);
-    return messages;
+    state.messages = transcriptForFallback(state.messages, state.turnStart);
+    return state.messages;
   };
 
   for (;;) {
-    while (pending.length > 0 && !input.signal.aborted) {
-      const call = pending[0]!;
-      const answer = decided?.callId === call.id ? decided : null;
-      const approval = answer?.decision;
-      const checkpoint = (): ToolLoopCheckpoint => ({
-        messages,
-        turnStart,
-        step,
-        consecutiveFailures,
-        records,
-        pendingCalls: pending,
-        model,
-        modelIndex: input.session.position,
-        usage: { ...input.session.usage },
-      });
-      if (approval === undefined && !answer?.output && input.canAskApproval) {
-        const args = input.executor.awaitingApproval(call);
-        if (args) {
-          input.events.emit({
-            type: "tool_approval_requested",
-            turnId: input.ids.turnId,
-            agentId: input.ids.agentId,
-            roomId: input.ids.roomId,
-            at: input.now(),
-            tool: call.name,
-          });
-          const paused = checkpoint();
-          return {
-            kind: "paused",
-            reason: "approval",
-            tool: call.name,
-            arguments: args,
-            checkpoint: paused,
-          };
-        }
-      }
-      // A deferred call (approved, when it needs that) goes to the host, unless it answered it.
-      if (input.defer && !answer?.output && (approval === undefined || approval === "approved")) {
-        const args = input.executor.deferral(call);
-        if (args && input.defer(call.name, args))
-          return {
-            kind: "paused",
-            reason: "deferred",
-            tool: call.name,
-            arguments: args,
-            checkpoint: checkpoint(),
-            ...(approval ? { approval } : {}),
-          };
-      }
-      pending = pending.slice(1);
-      input.observer?.toolCall?.({
-        id: call.id,
-        name: call.name,
-        arguments: parsedOrRaw(call.arguments),
-      });
-      const { record, modelContent } = answer?.output
-        ? input.executor.given(call, answer.output, model, approval)
-        : await input.executor.execute(
-            call,
-            {
-              agentId: input.ids.agentId,
-              roomId: input.ids.roomId,
-              userId: input.ids.userId,
-              turnId: input.ids.turnId,
-              signal: input.signal,
-              model,
-              ...(input.ids.delegation ? { delegation: input.ids.delegation } : {}),
-              ...(input.ids.principal ? { principal: input.ids.principal } : {}),
-              ...(input.ids.place ? { place: input.ids.place } : {}),
-            },
-            approval,
-          );
-      records.push(record);
-      input.observer?.toolResult?.(record);
-      messages.push({ role: "tool", toolCallId: call.id, content: modelContent });
-      input.events.emit({
-        type: "tool_called",
-        turnId: input.ids.turnId,
-        agentId: input.ids.agentId,
-        roomId: input.ids.roomId,
-        at: input.now(),
-        tool: record.name,
-        ok: record.ok,
-        cached: record.cached,
-        durationMs: record.durationMs,
-      });
-      consecutiveFailures = record.ok ? 0 : consecutiveFailures + 1;
-    }
+    const paused = await runPendingCalls(input, state, answer);
+    if (paused) return paused;
     if (input.signal.aborted) break;
-    if (consecutiveFailures >= input.maxConsecutiveFailures) {
-      const failed = records.slice(-consecutiveFailures).map((r) => r.name);
-      return {
-        kind: "reply",
-        text:
-          `I couldn't finish this: ${consecutiveFailures} tool calls failed in a row (${unique(failed).join(", ")}). ` +
-          "Please check the request or try again later.",
-        stopReason: "max_failures",
-        toolCalls: records,
-        model: null,
-      };
-    }
-    if (step >= input.maxSteps) break;
+    if (state.consecutiveFailures >= input.maxConsecutiveFailures) return tooManyFailures(state);
+    if (state.step >= input.maxSteps) break;
 
-    step += 1;
+    state.step += 1;
     const response = await input.session.complete(
       {
-        messages,
+        messages: state.messages,
         tools: input.tools.length > 0 ? input.tools : undefined,
         temperature: input.temperature,
         maxOutputTokens: input.maxOutputTokens,
@@ -220,33 +141,172 @@ export async function runToolLoop(input: ToolLoopInput): Promise<ToolLoopResult>
       onFailover,
     );
     if (response.toolCalls.length === 0) {
-      const text = (response.text ?? "").trim();
+      const text = (response.text ?? "").trim() || "(no answer)";
       return {
         kind: "reply",
-        text: text || "(no answer)",
+        text,
         stopReason: "completed",
-        toolCalls: records,
+        toolCalls: state.records,
         model: response.model,
       };
     }
-    messages = [
-      ...messages,
+    state.messages = [
+      ...state.messages,
       { role: "assistant", content: response.text, toolCalls: response.toolCalls },
     ];
-    pending = [...response.toolCalls];
-    model = response.model;
+    state.pending = [...response.toolCalls];
+    state.model = response.model;
   }
+  return input.signal.aborted ? outOfTime(state) : outOfSteps(input, state);
+}
 
-  if (input.signal.aborted) {
-    return {
-      kind: "reply",
-      text: "I ran out of time on this one before I could finish. Please try again.",
-      stopReason: "timeout",
-      toolCalls: records,
-      model: null,
-    };
+/** Runs the pending calls in order, unless one pauses the loop (an approval, a deferred call). */
+async function runPendingCalls(
+  input: ToolLoopInput,
+  state: LoopState,
+  answered: Answer | null,
+): Promise<Paused | null> {
+  while (state.pending.length > 0 && !input.signal.aborted) {
+    const call = state.pending[0]!;
+    const answer = answered?.callId === call.id ? answered : null;
+    const paused = pauseAt(input, state, call, answer);
+    if (paused) return paused;
+    state.pending = state.pending.slice(1);
+    await runCall(input, state, call, answer);
   }
-  const used = unique(records.map((r) => r.name));
+  return null;
+}
+
+/** A pause at this call: it needs an approval nobody gave yet, or its host is to answer it. */
+function pauseAt(
+  input: ToolLoopInput,
+  state: LoopState,
+  call: ToolCall,
+  answer: Answer | null,
+): Paused | null {
+  const approval = answer?.decision;
+  const checkpoint = (): ToolLoopCheckpoint => ({
+    messages: state.messages,
+    turnStart: state.turnStart,
+    step: state.step,
+    consecutiveFailures: state.consecutiveFailures,
+    records: state.records,
+    pendingCalls: state.pending,
+    model: state.model,
+    modelIndex: input.session.position,
+    usage: { ...input.session.usage },
+  });
+  if (approval === undefined && !answer?.output && input.canAskApproval) {
+    const args = input.executor.awaitingApproval(call);
+    if (args) {
+      input.events.emit({
+        type: "tool_approval_requested",
+        turnId: input.ids.turnId,
+        agentId: input.ids.agentId,
+        roomId: input.ids.roomId,
+        at: input.now(),
+        tool: call.name,
+      });
+      const paused = checkpoint();
+      return {
+        kind: "paused",
+        reason: "approval",
+        tool: call.name,
+        arguments: args,
+        checkpoint: paused,
+      };
+    }
+  }
+  // A deferred call (approved, when it needs that) goes to the host, unless it answered it.
+  if (input.defer && !answer?.output && (approval === undefined || approval === "approved")) {
+    const args = input.executor.deferral(call);
+    if (args && input.defer(call.name, args))
+      return {
+        kind: "paused",
+        reason: "deferred",
+        tool: call.name,
+        arguments: args,
+        checkpoint: checkpoint(),
+        ...(approval ? { approval } : {}),
+      };
+  }
+  return null;
+}
+
+/** Runs one call (or takes the host's output for it) and feeds its result back to the model. */
+async function runCall(
+  input: ToolLoopInput,
+  state: LoopState,
+  call: ToolCall,
+  answer: Answer | null,
+): Promise<void> {
+  const approval = answer?.decision;
+  input.observer?.toolCall?.({
+    id: call.id,
+    name: call.name,
+    arguments: parsedOrRaw(call.arguments),
+  });
+  const { ids } = input;
+  const { record, modelContent } = answer?.output
+    ? input.executor.given(call, answer.output, state.model, approval)
+    : await input.executor.execute(
+        call,
+        {
+          agentId: ids.agentId,
+          roomId: ids.roomId,
+          userId: ids.userId,
+          turnId: ids.turnId,
+          signal: input.signal,
+          model: state.model,
+          ...(ids.delegation ? { delegation: ids.delegation } : {}),
+          ...(ids.principal ? { principal: ids.principal } : {}),
+          ...(ids.place ? { place: ids.place } : {}),
+        },
+        approval,
+      );
+  state.records.push(record);
+  input.observer?.toolResult?.(record);
+  state.messages.push({ role: "tool", toolCallId: call.id, content: modelContent });
+  input.events.emit({
+    type: "tool_called",
+    turnId: ids.turnId,
+    agentId: ids.agentId,
+    roomId: ids.roomId,
+    at: input.now(),
+    tool: record.name,
+    ok: record.ok,
+    cached: record.cached,
+    durationMs: record.durationMs,
+  });
+  state.consecutiveFailures = record.ok ? 0 : state.consecutiveFailures + 1;
+}
+
+function tooManyFailures(state: LoopState): ToolLoopResult {
+  const failures = state.consecutiveFailures;
+  const failed = state.records.slice(-failures).map((r) => r.name);
+  return {
+    kind: "reply",
+    text:
+      `I couldn't finish this: ${failures} tool calls failed in a row (${unique(failed).join(", ")}). ` +
+      "Please check the request or try again later.",
+    stopReason: "max_failures",
+    toolCalls: state.records,
+    model: null,
+  };
+}
+
+function outOfTime(state: LoopState): ToolLoopResult {
+  return {
+    kind: "reply",
+    text: TIMEOUT_REPLY,
+    stopReason: "timeout",
+    toolCalls: state.records,
+    model: null,
+  };
+}
+
+function outOfSteps(input: ToolLoopInput, state: LoopState): ToolLoopResult {
+  const used = unique(state.records.map((r) => r.name));
   return {
     kind: "reply",
     text:
@@ -254,7 +314,7 @@ export async function runToolLoop(input: ToolLoopInput): Promise<ToolLoopResult>
       (used.length > 0 ? ` (tools used: ${used.join(", ")})` : "") +
       ". Ask me to continue if you want me to keep going.",
     stopReason: "max_steps",
-    toolCalls: records,
+    toolCalls: state.records,
     model: null,
   };
 }

@@ -4,7 +4,7 @@
 // upkeep is platform-free (its scheduling is handed in), so this runs in plain Node.
 import { describe, expect, it } from "vitest";
 import { RoomUpkeep } from "../../../src/objects/conversation/room-upkeep.ts";
-import type { EmbeddingPipeline } from "../../../src/memory/embedding-pipeline.ts";
+import type { EmbeddingPipeline } from "../../../src/db/memory/embedding-pipeline.ts";
 
 type Pass = Parameters<EmbeddingPipeline["embedPending"]>[0];
 
@@ -28,7 +28,7 @@ function upkeep(answer: (pass: Pass) => Awaited<ReturnType<EmbeddingPipeline["em
       queued.push(callback);
     },
     expireAt: async () => undefined,
-    wakeAt: async () => undefined,
+    wake: async () => undefined,
     embedFlushMs: 40,
   });
   return { room, passes, queued };

@@ -416,6 +416,26 @@ describe("turn deadline", () => {
     expect(outcome.reply?.text).toContain("ran out of time");
     expect(events.events.map((e) => e.type)).toContain("run_timed_out");
   });
+
+  it("answers the same way when the time runs out while the small model decides whether to answer", async () => {
+    const model = scriptedModel([
+      (request) =>
+        new Promise((_, reject) =>
+          request.signal?.addEventListener("abort", () => reject(request.signal?.reason), {
+            once: true,
+          }),
+        ),
+    ]);
+    const events = eventRecorder();
+    const d = await deps({ model, events, limits: { ...DEFAULT_LIMITS, turnTimeoutMs: 30 } });
+    const llm = character({ settings: { respond: { mode: "llm" } } });
+    const outcome = await createTurnRunner(d).respond(llm, turnInput());
+    expect(outcome).toMatchObject({ status: "replied", stopReason: "timeout", toolCalls: [] });
+    expect(model.requests.map((r) => r.model)).toEqual(["small"]);
+    const types = events.events.map((e) => e.type);
+    expect(types).toContain("run_timed_out");
+    expect(types).not.toContain("run_failed");
+  });
 });
 
 describe("token counting", () => {

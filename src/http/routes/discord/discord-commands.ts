@@ -3,8 +3,6 @@
 // /recall, /forget, /tools, ...) read and write D1 directly (/settings: discord-settings.ts); and
 // the agent autocomplete.
 import { loadConfig } from "../../../config.ts";
-import { enforceRate } from "../../../rate-limits/admission.ts";
-import { keepAliveOf } from "../../auth.ts";
 import { COMMANDS } from "../../../clients/discord/commands.ts";
 import { createTask } from "../../../objects/tasks/task-client.ts";
 import { DEFAULT_TASK_LIMITS } from "../../../runtime/tasks/task-types.ts";
@@ -23,7 +21,7 @@ import {
   memberPrincipal,
 } from "../../../clients/discord/permissions.ts";
 import { agentData, stores } from "../../../db/stores/index.ts";
-import { insertMemories } from "../../../memory/memory-repo.ts";
+import { insertMemories } from "../../../db/memory/memory-repo.ts";
 import { enqueueTurn } from "../../../objects/conversation/room-client.ts";
 import { placePolicy } from "../../../clients/discord/place-settings.ts";
 import { accountCreatedAt, FILTER_RULE_NAMES } from "../../../clients/discord/filter-actions.ts";
@@ -33,10 +31,17 @@ import { BUILTIN_TOOL_DEFINITIONS } from "../../../runtime/turn/builtin-tools.ts
 import { pluginTools } from "../../../plugins/room-plugins.ts";
 import { describeServers } from "../../../mcp/overview.ts";
 import { mcpPlatform } from "../../../mcp/platform.ts";
-import { effectiveServers } from "../../../mcp/registry.ts";
+import { effectiveServers } from "../../../mcp-registry.ts";
 import { RateLimitedError, ValidationError } from "../../../runtime/util/errors.ts";
 import type { Attachment, Memory } from "../../../runtime/ports/memory.ts";
-import { type Ctx, message, owners, resolveAgent, userRateRefusal } from "./discord-replies.ts";
+import {
+  admitDiscordUser,
+  type Ctx,
+  message,
+  owners,
+  resolveAgent,
+  userRateRefusal,
+} from "./discord-replies.ts";
 import { settingsCommand } from "./discord-settings.ts";
 
 const MAX_FACTS_SHOWN = 15;
@@ -71,13 +76,7 @@ export async function command(c: Ctx, interaction: CommandInteraction) {
       const now = Date.now();
       const attachments = chatAttachments(interaction);
       try {
-        await enforceRate(
-          c.env,
-          `user:discord:${user.id}`,
-          loadConfig(c.env).rateLimits.perUser,
-          "this Discord user",
-          keepAliveOf(c),
-        );
+        await admitDiscordUser(c, user.id);
       } catch (error) {
         // Discord shows a failed interaction for an HTTP error: tell the person instead, privately.
         if (error instanceof RateLimitedError)

@@ -5,7 +5,8 @@
 import type { Context } from "hono";
 import { loadConfig } from "../../../config.ts";
 import type { AppEnv } from "../../app-env.ts";
-import { enforceRate } from "../../../rate-limits/admission.ts";
+import { admit } from "../../../rate-limits/admission.ts";
+import { personBucket } from "../../../rate-limits/buckets.ts";
 import { keepAliveOf } from "../../auth.ts";
 import {
   EPHEMERAL,
@@ -87,19 +88,23 @@ export async function resolveAgent(
   return { agentId: chosen, config };
 }
 
+/** Draws from a Discord user's bucket, the one their Gateway messages draw from too (429 if empty). */
+export function admitDiscordUser(c: Ctx, discordUserId: string): Promise<void> {
+  const person = {
+    kind: "member",
+    userId: `discord:${discordUserId}`,
+    platformName: "Discord",
+  } as const;
+  return admit(c.env, [personBucket(person, loadConfig(c.env).rateLimits.perUser)], keepAliveOf(c));
+}
+
 /** The per-user bucket that /chat and /task draw from; a private "try again" when it is empty. */
 export async function userRateRefusal(
   c: Ctx,
   discordUserId: string,
 ): Promise<ReturnType<typeof message> | null> {
   try {
-    await enforceRate(
-      c.env,
-      `user:discord:${discordUserId}`,
-      loadConfig(c.env).rateLimits.perUser,
-      "this Discord user",
-      keepAliveOf(c),
-    );
+    await admitDiscordUser(c, discordUserId);
     return null;
   } catch (error) {
     if (error instanceof RateLimitedError)

@@ -10,7 +10,7 @@ import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import { verifyKey } from "discord-interactions";
 import type { AppEnv } from "../../app-env.ts";
 import { guard } from "../../auth.ts";
-import { answerTaskApprovalClick } from "../../../objects/tasks/task-client.ts";
+import { answerApprovalPress } from "../../../clients/chat/approval-flow.ts";
 import { interactionDelivery } from "../../../clients/discord/interaction-delivery.ts";
 import {
   Interaction,
@@ -21,8 +21,8 @@ import {
 } from "../../../clients/discord/interaction.ts";
 import { DiscordConfig } from "../../../db/stores/discord-settings-store.ts";
 import { agentData, stores } from "../../../db/stores/index.ts";
-import { deleteMemories } from "../../../memory/memory-repo.ts";
-import { forgetRoomHistory, resolveApproval } from "../../../objects/conversation/room-client.ts";
+import { deleteMemories } from "../../../db/memory/memory-repo.ts";
+import { forgetRoomHistory } from "../../../objects/conversation/room-client.ts";
 import {
   approvalResultText,
   parseApprovalCustomId,
@@ -36,7 +36,7 @@ import {
   UnauthorizedError,
   ValidationError,
 } from "../../../runtime/util/errors.ts";
-import { errorContent } from "../../schemas.ts";
+import { anyJsonObject, errorContent, signedBody } from "../../schemas.ts";
 import { validationError } from "../../validation.ts";
 import { taskQuestionClick, taskQuestionSubmit } from "./discord-task-input.ts";
 import { autocomplete, command } from "./discord-commands.ts";
@@ -76,16 +76,7 @@ export function discordRoutes(): OpenAPIHono<AppEnv> {
           .string()
           .openapi({ description: "Unix seconds; refused when more than 5 minutes off" }),
       }),
-      body: {
-        required: true,
-        content: {
-          "application/json": {
-            schema: z
-              .record(z.string(), z.unknown())
-              .openapi({ description: "A Discord interaction" }),
-          },
-        },
-      },
+      body: signedBody("application/json", anyJsonObject("A Discord interaction")),
     },
     responses: {
       200: {
@@ -250,24 +241,20 @@ async function answerApproval(c: Ctx, interaction: ComponentInteraction, button:
   const user = invoker(interaction);
   if (!user || !interaction.channel_id) return message("That button is no longer valid.");
   const name = user.global_name ?? user.username;
-  const click = {
-    approvalId: button.approvalId,
-    approve: button.approve,
+  const from = {
     userId: `discord:${user.id}`,
     userName: name,
     // The click's own interaction: its token is fresh, and its @original is the prompt.
     via: interactionDelivery(interaction, interaction.channel_id, Date.now()),
   };
-  const result =
-    button.target === "task"
-      ? await answerTaskApprovalClick(c.env, button.agentId, click)
-      : await resolveApproval(c.env, button.agentId, `discord:${interaction.channel_id}`, click);
+  const roomId = `discord:${interaction.channel_id}`;
+  const result = await answerApprovalPress(c.env, { button, roomId, from }, { tasks: true });
   switch (result.status) {
+    case "invalid":
+      return message("That button is no longer valid.");
     case "not_yours":
       return message("Only the person who asked can approve or deny this.");
     case "gone":
-    // A click never gets `on_discord` (that is the REST answer to a Discord task); read it as gone.
-    case "on_discord":
       return message(
         "This request is no longer waiting for an answer: it was already answered, or it expired.",
       );

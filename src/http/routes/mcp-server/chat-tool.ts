@@ -12,7 +12,7 @@ import { authorize, decide } from "../../../runtime/access/index.ts";
 import { fromSerialized } from "../../../runtime/util/errors.ts";
 import type { Principal } from "../../app-env.ts";
 import { defaultRoomOf } from "../../namespaces.ts";
-import { EXTERNAL_ID } from "../../schemas.ts";
+import { EXTERNAL_ID, TurnUsageCounts } from "../../schemas.ts";
 import { MAX_MESSAGE_CHARS } from "../messages.ts";
 import type { McpCallContext } from "./context.ts";
 
@@ -42,11 +42,7 @@ export const ChatOutput = z.object({
   reply: z.string().nullable().describe("The agent's reply (null: it did not reply)"),
   model: z.string().nullable(),
   stopReason: z.string(),
-  usage: z.object({
-    promptTokens: z.number(),
-    completionTokens: z.number(),
-    modelCalls: z.number(),
-  }),
+  usage: TurnUsageCounts,
   memories: z
     .array(
       z.object({

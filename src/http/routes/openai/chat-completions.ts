@@ -3,21 +3,16 @@
 // same principal check, user and room rules (../../namespaces.ts), per-user rate limit, daily
 // spend ceiling (in the room) and idempotency (the room's journal; chat-keys.ts says which
 // requests are one turn). `stream: true` answers with OpenAI's chunks (chat-response.ts).
-import { apiTurnInput, enforcePersonRate, roomRestarted } from "../../api-turn.ts";
+import { admitTurn, apiTurnInput } from "../../api-turn.ts";
 import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
-import { streamTurn, submitTurn } from "../../../objects/conversation/room-client.ts";
-import type {
-  StreamedTurnResult,
-  SubmitTurnRequest,
-  TurnResult,
-} from "../../../objects/conversation/room-types.ts";
+import type { SubmitTurnRequest } from "../../../objects/conversation/room-types.ts";
 import { authorize } from "../../../runtime/access/index.ts";
-import { type AppError, fromSerialized } from "../../../runtime/util/errors.ts";
 import type { AppEnv } from "../../app-env.ts";
-import { guard, keepAliveOf } from "../../auth.ts";
+import { guardTurn } from "../../auth.ts";
 import { assertAgentExists } from "../../known-agents.ts";
 import { assertMayNameRoom, assertMayNameUser } from "../../namespaces.ts";
 import { EXTERNAL_ID, ExternalId } from "../../schemas.ts";
+import { writeTurn } from "../../turn-writer.ts";
 import {
   defaultUserOf,
   derivedKeyOf,
@@ -80,7 +75,7 @@ export function registerChatCompletionRoutes(app: OpenAPIHono<AppEnv>): void {
       method: "post",
       path: "/v1/chat/completions",
       summary: "Talk to an agent as an OpenAI-compatible chat model (`model` = agent id)",
-      ...guard("messages:write"),
+      ...guardTurn("messages:write"),
       request: {
         headers: RequestHeaders,
         body: {
@@ -126,8 +121,9 @@ export function registerChatCompletionRoutes(app: OpenAPIHono<AppEnv>): void {
       await assertAgentExists(c.env, agentId).catch((error: unknown) => {
         throw namingParam("model", error);
       });
-      // The REST turn's bucket: one person has one allowance, whichever surface they use.
-      await enforcePersonRate(c.env, agentId, userId, keepAliveOf(c));
+      // The token's bucket and the REST turn's person bucket, in one admission: one person has
+      // one allowance, whichever surface they use.
+      await admitTurn(c, agentId, userId);
 
       const fingerprint = await requestFingerprint(principal, body, roomId, userId);
       const chosenKey = headers["idempotency-key"];
@@ -149,40 +145,18 @@ export function registerChatCompletionRoutes(app: OpenAPIHono<AppEnv>): void {
       };
       c.header("x-room-id", roomId);
       const meta = { model: agentId, created: Math.floor(Date.now() / 1000) };
-      // The room's journal resumes the turn, and the same request (the SDKs retry a 503 on their
-      // own) finds it.
-      const restarted = (error: unknown): AppError =>
-        roomRestarted({ agentId, roomId }, error, "send the same request again to get the reply");
-      const markReplayed = (result: TurnResult | StreamedTurnResult): void => {
-        if (result.replayed && (result.ok || result.error.code !== "conflict"))
-          c.header("Idempotent-Replayed", "true");
-      };
-
-      if (body.stream === true) {
-        let streamed: StreamedTurnResult;
-        try {
-          streamed = await streamTurn(c.env, request);
-        } catch (error) {
-          throw restarted(error);
-        }
-        markReplayed(streamed);
-        if (!streamed.ok) throw fromSerialized(streamed.error);
-        const includeUsage = body.stream_options?.include_usage === true;
-        return c.body(completionStream(streamed.stream, { ...meta, includeUsage }), 200, {
-          "content-type": "text/event-stream; charset=utf-8",
-          "cache-control": "no-cache, no-transform",
-        });
-      }
-
-      let result: TurnResult;
-      try {
-        result = await submitTurn(c.env, request);
-      } catch (error) {
-        throw restarted(error);
-      }
-      markReplayed(result);
-      if (!result.ok) throw fromSerialized(result.error);
-      return c.json(completionBody(result.outcome, meta), 200);
+      const includeUsage = body.stream_options?.include_usage === true;
+      return writeTurn(c, {
+        request,
+        stream: body.stream === true,
+        format: {
+          body: (outcome) => completionBody(outcome, meta),
+          stream: (room) => completionStream(room, { ...meta, includeUsage }),
+        },
+        // The room's journal resumes the turn, and the same request (the SDKs retry a 503 on
+        // their own) finds it.
+        afterRestart: "send the same request again to get the reply",
+      });
     },
   );
 }

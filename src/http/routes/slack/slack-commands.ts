@@ -23,7 +23,8 @@ import { ValidationError } from "../../../runtime/util/errors.ts";
 import { filterVerdict } from "../../../runtime/access/message-filter.ts";
 import { slackChannelFor, slackDefaultAgent } from "./binding.ts";
 import { botOfWorkspace, readSignedSlackBody } from "./signed-request.ts";
-import { SLACK_SIGNED_HEADERS, SLACK_SIGNED_RESPONSES } from "./slack.ts";
+import { signedBody } from "../../schemas.ts";
+import { documentSlackRoute } from "./slack.ts";
 
 type Ctx = Context<AppEnv>;
 
@@ -34,27 +35,14 @@ const REFUSALS: Record<Exclude<IntakeResult, "queued" | "duplicate">, string> = 
 
 export function slackCommandRoutes(): OpenAPIHono<AppEnv> {
   const app = new OpenAPIHono<AppEnv>();
-  app.openAPIRegistry.registerPath({
-    method: "post",
+  documentSlackRoute(app, {
     path: "/slack/commands",
     summary: "Slack slash commands /ask and /forget (authenticated by Slack's request signature)",
-    request: {
-      headers: SLACK_SIGNED_HEADERS,
-      body: {
-        required: true,
-        content: {
-          "application/x-www-form-urlencoded": {
-            schema: z
-              .record(z.string(), z.string())
-              .openapi({ description: "Slack's slash command fields" }),
-          },
-        },
-      },
-    },
-    responses: {
-      200: { description: "An ephemeral answer for whoever typed the command" },
-      ...SLACK_SIGNED_RESPONSES,
-    },
+    body: signedBody(
+      "application/x-www-form-urlencoded",
+      z.record(z.string(), z.string()).openapi({ description: "Slack's slash command fields" }),
+    ),
+    ok: "An ephemeral answer for whoever typed the command",
   });
 
   app.post("/slack/commands", async (c) => {

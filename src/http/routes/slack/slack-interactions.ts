@@ -7,6 +7,7 @@
 import { OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import type { AppEnv } from "../../app-env.ts";
+import { answerApprovalPress } from "../../../clients/chat/approval-flow.ts";
 import { approvalClickOf, approvalOutcomeBlocks } from "../../../clients/slack/blocks.ts";
 import type { BlockActionsPayload } from "../../../clients/slack/events.ts";
 import { parseInteractionForm } from "../../../clients/slack/events.ts";
@@ -21,39 +22,29 @@ import { loadConfig } from "../../../config.ts";
 import { configuredOwners } from "../../../clients/chat/intake.ts";
 import { agentData } from "../../../db/stores/index.ts";
 import { errorField, log } from "../../../log.ts";
-import { deleteMemories } from "../../../memory/memory-repo.ts";
-import { forgetRoomHistory, resolveApproval } from "../../../objects/conversation/room-client.ts";
+import { deleteMemories } from "../../../db/memory/memory-repo.ts";
+import { forgetRoomHistory } from "../../../objects/conversation/room-client.ts";
 import { ValidationError } from "../../../runtime/util/errors.ts";
 import { slackDefaultAgent } from "./binding.ts";
 import { botOfWorkspace, readSignedSlackBody } from "./signed-request.ts";
-import { SLACK_SIGNED_HEADERS, SLACK_SIGNED_RESPONSES } from "./slack.ts";
+import { signedBody } from "../../schemas.ts";
+import { documentSlackRoute } from "./slack.ts";
 
 type Ctx = Context<AppEnv>;
 type Outcome = "answered" | "not_yours" | "gone" | "forgotten" | "cancelled" | "skipped";
 
 export function slackInteractionRoutes(): OpenAPIHono<AppEnv> {
   const app = new OpenAPIHono<AppEnv>();
-  app.openAPIRegistry.registerPath({
-    method: "post",
+  documentSlackRoute(app, {
     path: "/slack/interactions",
     summary: "Slack interactivity: button clicks (authenticated by Slack's request signature)",
-    request: {
-      headers: SLACK_SIGNED_HEADERS,
-      body: {
-        required: true,
-        content: {
-          "application/x-www-form-urlencoded": {
-            schema: z.object({
-              payload: z.string().openapi({ description: "A block_actions payload as JSON" }),
-            }),
-          },
-        },
-      },
-    },
-    responses: {
-      200: { description: "The click acknowledged (answered, refused or not ours)" },
-      ...SLACK_SIGNED_RESPONSES,
-    },
+    body: signedBody(
+      "application/x-www-form-urlencoded",
+      z.object({
+        payload: z.string().openapi({ description: "A block_actions payload as JSON" }),
+      }),
+    ),
+    ok: "The click acknowledged (answered, refused or not ours)",
   });
 
   app.post("/slack/interactions", async (c) => {
@@ -82,11 +73,12 @@ async function onClick(c: Ctx, payload: BlockActionsPayload): Promise<Outcome> {
   if (forget) return await onForget(c, payload, forget);
   const click = approvalClickOf(payload);
   const tell = (text: string) => afterAck(c, () => ephemeral(c, payload, text));
-  // Tasks do not post Slack prompts (yet): a `tap:` click is not ours to answer.
-  if (click?.target !== "room" || click.roomId === null) {
+  const invalid = () => {
     tell("That button is no longer valid.");
-    return "skipped";
-  }
+    return "skipped" as const;
+  };
+  // Tasks do not post Slack prompts (yet): a `tap:` click (no room) is not ours to answer.
+  if (!click || click.roomId === null) return invalid();
   const via: SlackMessageDelivery = {
     kind: SLACK_MESSAGE_KIND,
     channel: click.channelId,
@@ -94,22 +86,22 @@ async function onClick(c: Ctx, payload: BlockActionsPayload): Promise<Outcome> {
     roomId: click.roomId,
     addressed: true,
   };
-  const answer = {
-    approvalId: click.approvalId,
+  const button = {
+    target: click.target,
     approve: click.verdict === "approve",
-    userId: click.userId,
-    userName: click.userName,
-    via,
+    approvalId: click.approvalId,
+    agentId: click.agentId,
   };
-  let result = await resolveApproval(c.env, click.agentId, click.roomId, answer);
-  // Not the requester: a workspace admin or owner, or one of SLACK_OWNER_IDS, may answer for them.
-  // Looked up only then, so the requester's own click costs no Web API call.
-  if (result.status === "not_yours" && (await answersForOthers(c, click.userId)))
-    result = await resolveApproval(c.env, click.agentId, click.roomId, {
-      ...answer,
-      onBehalf: true,
-    });
+  // Not the requester: a workspace admin or owner, or one of SLACK_OWNER_IDS, may answer for them,
+  // looked up only then, so the requester's own click costs no Web API call.
+  const result = await answerApprovalPress(
+    c.env,
+    { button, roomId: click.roomId, from: { userId: click.userId, userName: click.userName, via } },
+    { tasks: false, onBehalf: () => answersForOthers(c, click.userId) },
+  );
   switch (result.status) {
+    case "invalid":
+      return invalid();
     case "not_yours":
       tell("Only the person who asked, or a workspace admin, can approve or deny this.");
       return "not_yours";

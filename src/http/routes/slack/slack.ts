@@ -9,7 +9,12 @@
 import { OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import type { AppEnv } from "../../app-env.ts";
-import { amendMessage, clientBudgets, takeMessage } from "../../../clients/chat/intake.ts";
+import {
+  amendMessage,
+  clientBudgets,
+  type IntakeResult,
+  takeMessage,
+} from "../../../clients/chat/intake.ts";
 import type { SlackBotIdentity } from "../../../clients/slack/bot-identity.ts";
 import { type EventCallback, parseEventEnvelope } from "../../../clients/slack/events.ts";
 import { memberName } from "../../../clients/slack/member-names.ts";
@@ -30,22 +35,15 @@ import {
 } from "../../../clients/slack/slack-surface.ts";
 import { log } from "../../../log.ts";
 import { ValidationError } from "../../../runtime/util/errors.ts";
-import { errorContent } from "../../schemas.ts";
+import { anyJsonObject, errorContent, signedBody } from "../../schemas.ts";
 import { slackChannelFor } from "./binding.ts";
 import { botOfWorkspace, readSignedSlackBody } from "./signed-request.ts";
 
 type Ctx = Context<AppEnv>;
-type Outcome =
-  | "queued"
-  | "duplicate"
-  | "dm_refused"
-  | "rate_limited"
-  | "amended"
-  | "skipped"
-  | "other_workspace";
+type Outcome = IntakeResult | "amended" | "skipped" | "other_workspace";
 
 /** The signed-request headers every Slack route documents. */
-export const SLACK_SIGNED_HEADERS = z.object({
+const SLACK_SIGNED_HEADERS = z.object({
   "x-slack-signature": z
     .string()
     .openapi({ description: "v0=HMAC-SHA256 of v0:<timestamp>:<body> (SLACK_SIGNING_SECRET)" }),
@@ -54,38 +52,38 @@ export const SLACK_SIGNED_HEADERS = z.object({
     .openapi({ description: "Unix seconds; refused more than five minutes from now" }),
 });
 
-export const SLACK_SIGNED_RESPONSES = {
+const SLACK_SIGNED_RESPONSES = {
   400: errorContent("A body that is not a valid Slack payload"),
   401: errorContent("A missing or wrong signature, or a stale timestamp"),
   413: errorContent("A body over 1 MB"),
   503: errorContent("Slack is not configured, or off (a malformed variable of its own)"),
 };
 
+/**
+ * Documents a Slack route: documented, not validated by the route schema, since the signature
+ * covers the raw bytes (signed-request.ts reads and checks them first).
+ */
+export function documentSlackRoute(
+  app: OpenAPIHono<AppEnv>,
+  route: { path: string; summary: string; body: ReturnType<typeof signedBody>; ok: string },
+): void {
+  app.openAPIRegistry.registerPath({
+    method: "post",
+    path: route.path,
+    summary: route.summary,
+    request: { headers: SLACK_SIGNED_HEADERS, body: route.body },
+    responses: { 200: { description: route.ok }, ...SLACK_SIGNED_RESPONSES },
+  });
+}
+
 export function slackEventRoutes(): OpenAPIHono<AppEnv> {
   const app = new OpenAPIHono<AppEnv>();
 
-  // Documented, not validated by the route schema: the signature covers the raw bytes.
-  app.openAPIRegistry.registerPath({
-    method: "post",
+  documentSlackRoute(app, {
     path: "/slack/events",
     summary: "Slack Events API (authenticated by Slack's request signature; no bearer token)",
-    request: {
-      headers: SLACK_SIGNED_HEADERS,
-      body: {
-        required: true,
-        content: {
-          "application/json": {
-            schema: z
-              .record(z.string(), z.unknown())
-              .openapi({ description: "An Events API envelope" }),
-          },
-        },
-      },
-    },
-    responses: {
-      200: { description: "The url_verification challenge, or the event taken or skipped" },
-      ...SLACK_SIGNED_RESPONSES,
-    },
+    body: signedBody("application/json", anyJsonObject("An Events API envelope")),
+    ok: "The url_verification challenge, or the event taken or skipped",
   });
 
   app.post("/slack/events", async (c) => {

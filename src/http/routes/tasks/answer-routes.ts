@@ -3,6 +3,7 @@
 // question of a `needs_input` task (`POST …/input {text}`). A Discord task waits for the person
 // who started it (their click or modal), so the API answers 409 there.
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
+import type { Context } from "hono";
 import type { AppEnv } from "../../app-env.ts";
 import { guard } from "../../auth.ts";
 import { assertAgentExists } from "../../known-agents.ts";
@@ -52,20 +53,14 @@ export function taskAnswerRoutes(): OpenAPIHono<AppEnv> {
     async (c) => {
       const { agentId, taskId } = c.req.valid("param");
       const { approve } = c.req.valid("json");
-      await assertAgentExists(c.env, agentId);
-      await assertMayAnswerTask(c.env, c.get("principal"), agentId, taskId);
-      const result = await answerTaskApproval(c.env, agentId, taskId, approve);
-      if (!result) throw new NotFoundError(`no task "${taskId}" for agent "${agentId}"`);
-      if (result.status === "on_discord")
-        throw new ConflictError(
-          "this task waits for the answer of the person who started it on Discord",
-        );
-      if (result.status !== "resolved") {
-        throw new ConflictError(
-          `this task is not waiting for an approval (it is ${"taskStatus" in result ? result.taskStatus : "unknown"}); an approval is answered once, and expires after 10 minutes`,
-        );
-      }
-      return c.json(await taskAfterAnswer(c.env, c.get("principal"), agentId, taskId), 200);
+      const body = await answerTask(
+        c,
+        { agentId, taskId },
+        () => answerTaskApproval(c.env, agentId, taskId, approve),
+        (status) =>
+          `this task is not waiting for an approval (it is ${status}); an approval is answered once, and expires after 10 minutes`,
+      );
+      return c.json(body, 200);
     },
   );
 
@@ -106,22 +101,40 @@ export function taskAnswerRoutes(): OpenAPIHono<AppEnv> {
     async (c) => {
       const { agentId, taskId } = c.req.valid("param");
       const { text } = c.req.valid("json");
-      await assertAgentExists(c.env, agentId);
-      await assertMayAnswerTask(c.env, c.get("principal"), agentId, taskId);
-      const result = await answerTaskInput(c.env, agentId, taskId, text);
-      if (!result) throw new NotFoundError(`no task "${taskId}" for agent "${agentId}"`);
-      if (result.status === "on_discord" || result.status === "not_yours")
-        throw new ConflictError(
-          "this task waits for the answer of the person who started it on Discord",
-        );
-      if (result.status !== "resolved") {
-        throw new ConflictError(
-          `this task is not waiting for an input (it is ${result.taskStatus ?? "unknown"}); a question is answered once, and expires after 24 hours`,
-        );
-      }
-      return c.json(await taskAfterAnswer(c.env, c.get("principal"), agentId, taskId), 200);
+      const body = await answerTask(
+        c,
+        { agentId, taskId },
+        () => answerTaskInput(c.env, agentId, taskId, text),
+        (status) =>
+          `this task is not waiting for an input (it is ${status}); a question is answered once, and expires after 24 hours`,
+      );
+      return c.json(body, 200);
     },
   );
 
   return app;
+}
+
+/**
+ * One answer to a paused task, either kind: the agent and the caller's right to answer checked,
+ * the answer handed to the task, and the task after it; 404 without the task, 409 when it waits
+ * for someone on Discord or for no answer of this kind (`notWaiting` says so with its status).
+ */
+async function answerTask(
+  c: Context<AppEnv>,
+  { agentId, taskId }: { agentId: string; taskId: string },
+  answer: () => Promise<{ status: string; taskStatus?: string | null } | null>,
+  notWaiting: (taskStatus: string) => string,
+) {
+  await assertAgentExists(c.env, agentId);
+  await assertMayAnswerTask(c.env, c.get("principal"), agentId, taskId);
+  const result = await answer();
+  if (!result) throw new NotFoundError(`no task "${taskId}" for agent "${agentId}"`);
+  if (result.status === "on_discord" || result.status === "not_yours")
+    throw new ConflictError(
+      "this task waits for the answer of the person who started it on Discord",
+    );
+  if (result.status !== "resolved")
+    throw new ConflictError(notWaiting(result.taskStatus ?? "unknown"));
+  return taskAfterAnswer(c.env, c.get("principal"), agentId, taskId);
 }

@@ -21,14 +21,9 @@ import {
   approvalResultText,
   parseApprovalCallbackData,
 } from "../../../clients/telegram/approval.ts";
+import { answerApprovalPress } from "../../../clients/chat/approval-flow.ts";
 import { botIdentity } from "../../../clients/telegram/bot-identity.ts";
-import {
-  addressing,
-  roomIdOf,
-  senderName,
-  textForModel,
-  type TelegramBotIdentity,
-} from "../../../clients/telegram/message-text.ts";
+import { readMessage, roomIdOf, senderName } from "../../../clients/telegram/message-text.ts";
 import {
   agentTag,
   FORGET_QUESTION,
@@ -53,8 +48,8 @@ import { surfaceUnavailable } from "../../../surfaces.ts";
 import { agentData, stores } from "../../../db/stores/index.ts";
 import type { TelegramConfig } from "../../../db/stores/chat-client-store.ts";
 import { errorField, log } from "../../../log.ts";
-import { deleteMemories } from "../../../memory/memory-repo.ts";
-import { forgetRoomHistory, resolveApproval } from "../../../objects/conversation/room-client.ts";
+import { deleteMemories } from "../../../db/memory/memory-repo.ts";
+import { forgetRoomHistory } from "../../../objects/conversation/room-client.ts";
 import { UnauthorizedError, ValidationError } from "../../../runtime/util/errors.ts";
 import { errorContent } from "../../schemas.ts";
 
@@ -145,14 +140,15 @@ async function onMessage(c: Ctx, message: TelegramMessage, token: string): Promi
   if (!chat) return "skipped";
   const { agentId } = chat;
   const bot = await botIdentity(telegramBotApi(c.env), token);
-  if (addressing(message, bot).command === "forget")
-    return await askToForget(c, message, from.id, agentId);
-  const text = textForModel(message, bot);
+  // The message's entities, scanned once: the command, whether it is addressed, the text.
+  const read = readMessage(message, bot);
+  if (read.command === "forget") return await askToForget(c, message, from.id, agentId);
+  const { text } = read;
   // Files are references without the token; the room downloads (and transcribes) them.
   const attachments = messageAttachments(message);
   if (text === "" && attachments.length === 0) return "skipped";
   const isDirect = message.chat.type === "private";
-  const mentioned = isAddressed(message, bot);
+  const mentioned = read.addressed;
   const delivery: TelegramMessageDelivery = {
     kind: TELEGRAM_MESSAGE_KIND,
     chatId: message.chat.id,
@@ -199,7 +195,7 @@ async function onEdit(c: Ctx, message: TelegramMessage, token: string): Promise<
   const chat = await boundChat(c, message.chat.id);
   if (!chat) return "skipped";
   const bot = await botIdentity(telegramBotApi(c.env), token);
-  const text = textForModel(message, bot);
+  const { text } = readMessage(message, bot);
   const now = Date.now();
   // An edit the filter declines (a clean message edited into spam) leaves memory instead.
   await amendMessage(
@@ -226,11 +222,11 @@ async function onPress(c: Ctx, press: CallbackQuery): Promise<Outcome> {
   if (forget) return await onForgetPress(c, press, forget, notice);
   const button = press.data ? parseApprovalCallbackData(press.data) : null;
   const prompt = press.message;
-  // Tasks do not post Telegram prompts (yet): a `tap:` press is not ours to answer.
-  if (button?.target !== "room" || !prompt || press.from.is_bot) {
+  const invalid = async () => {
     await notice("That button is no longer valid.");
-    return "skipped";
-  }
+    return "skipped" as const;
+  };
+  if (!button || !prompt || press.from.is_bot) return await invalid();
   const name = senderName(press.from);
   const via: TelegramMessageDelivery = {
     kind: TELEGRAM_MESSAGE_KIND,
@@ -238,17 +234,20 @@ async function onPress(c: Ctx, press: CallbackQuery): Promise<Outcome> {
     messageId: prompt.message_id,
     addressed: true,
   };
-  // The bot's owners (TELEGRAM_OWNER_IDS) may answer for whoever asked.
-  const owner = configuredOwners(loadConfig(c.env), "telegram").includes(String(press.from.id));
-  const result = await resolveApproval(c.env, button.agentId, roomIdOf(prompt), {
-    approvalId: button.approvalId,
-    approve: button.approve,
-    userId: `telegram:${String(press.from.id)}`,
-    userName: name,
-    via,
-    ...(owner ? { onBehalf: true } : {}),
-  });
+  const from = { userId: `telegram:${String(press.from.id)}`, userName: name, via };
+  // Tasks do not post Telegram prompts (yet): a `tap:` press is not ours to answer. The bot's
+  // owners (TELEGRAM_OWNER_IDS) may answer for whoever asked.
+  const result = await answerApprovalPress(
+    c.env,
+    { button, roomId: roomIdOf(prompt), from },
+    {
+      tasks: false,
+      onBehalf: configuredOwners(loadConfig(c.env), "telegram").includes(String(press.from.id)),
+    },
+  );
   switch (result.status) {
+    case "invalid":
+      return await invalid();
     case "not_yours":
       await notice(
         "Only the person who asked, or one of the bot's owners, can approve or deny this.",
@@ -350,11 +349,6 @@ async function boundChat(
   if (!config.defaultAgentId) return null;
   if (config.allowedChats.length > 0 && !config.allowedChats.includes(String(chatId))) return null;
   return { agentId: config.defaultAgentId, config };
-}
-
-function isAddressed(message: TelegramMessage, bot: TelegramBotIdentity): boolean {
-  const { mentionsBot, replyToBot, command } = addressing(message, bot);
-  return mentionsBot || replyToBot || command !== null;
 }
 
 /** Message ids are unique per chat only. */

@@ -6,7 +6,8 @@
 import { AuthorizationError } from "@cloudflare/workers-oauth-provider";
 import type { Context } from "hono";
 import { stores } from "../../../../db/stores/index.ts";
-import { enforceRate } from "../../../../rate-limits/admission.ts";
+import { admit } from "../../../../rate-limits/admission.ts";
+import { tokenBucket } from "../../../../rate-limits/buckets.ts";
 import { decide, hasScope, type Scope } from "../../../../runtime/access/index.ts";
 import { AppError } from "../../../../runtime/util/errors.ts";
 import type { AppEnv, Principal } from "../../../app-env.ts";
@@ -98,13 +99,7 @@ async function operatorOf(
   let operator: Principal;
   try {
     operator = await authenticateApiToken(c, token);
-    await enforceRate(
-      c.env,
-      `token:${operator.id}`,
-      operator.rateRule,
-      "this API token",
-      keepAliveOf(c),
-    );
+    await admit(c.env, [tokenBucket(operator)], keepAliveOf(c));
   } catch (error) {
     if (error instanceof AppError) return errorPage(error.status, "Not allowed", error.message);
     throw error;
