@@ -3,6 +3,7 @@
 // The binding has no status codes, so any failure after one retry means "try another model".
 
 import { z } from "zod";
+import { untilAborted } from "../runtime/util/deadline.ts";
 import { ModelCallError } from "../runtime/util/errors.ts";
 import type { ChatModel, ChatRequest, ChatResponse } from "../runtime/ports/model.ts";
 import {
@@ -129,21 +130,7 @@ export function runAbortably(
   inputs: Record<string, unknown>,
   signal: AbortSignal | undefined,
 ): Promise<unknown> {
-  if (!signal) return ai.run(model, inputs);
-  return new Promise<unknown>((resolve, reject) => {
-    const onAbort = (): void => reject(signal.reason);
-    signal.addEventListener("abort", onAbort, { once: true });
-    ai.run(model, inputs).then(
-      (value) => {
-        signal.removeEventListener("abort", onAbort);
-        resolve(value);
-      },
-      (error: unknown) => {
-        signal.removeEventListener("abort", onAbort);
-        reject(error);
-      },
-    );
-  });
+  return signal ? untilAborted(ai.run(model, inputs), signal) : ai.run(model, inputs);
 }
 
 export function truncate(text: string): string {

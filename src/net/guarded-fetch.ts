@@ -4,6 +4,7 @@
 // back when the caller asked for `redirect: "manual"`; the answer is capped in time and size while
 // it is read, whatever Content-Length says. Refusals are OutboundRequestError: they name the
 // origin and the rule, never what a remote service answered.
+import { untilAborted } from "../runtime/util/deadline.ts";
 import { AppError } from "../runtime/util/errors.ts";
 import { urlRefusal, type UrlPolicy } from "./url-safety.ts";
 
@@ -184,28 +185,6 @@ function linkedDeadline(caller: AbortSignal | null, timeoutMs: number): Deadline
     },
   };
   return deadline;
-}
-
-/** `promise`, or the signal's reason once it aborts, whichever comes first. */
-function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) {
-    promise.catch(() => undefined);
-    return Promise.reject(signal.reason);
-  }
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    signal.addEventListener("abort", onAbort, { once: true });
-    promise.then(
-      (value) => {
-        signal.removeEventListener("abort", onAbort);
-        resolve(value);
-      },
-      (error: unknown) => {
-        signal.removeEventListener("abort", onAbort);
-        reject(error);
-      },
-    );
-  });
 }
 
 /** The answer with its body counted as it is read; the deadline ends with the body (or the headers, for a stream). */

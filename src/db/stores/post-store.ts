@@ -46,17 +46,17 @@ export interface PostState {
   updatedAt: number;
 }
 
-const Items = z.array(
-  z.object({
-    key: z.string(),
-    kind: z.enum(["image", "video"]),
-    contentType: z.string(),
-    bytes: z.number(),
-    sha256: z.string(),
-    width: z.number().optional(),
-    height: z.number().optional(),
-  }),
-);
+/** A stored media item, as the row keeps it and the API shows it (src/http/routes/instagram/posts.ts). */
+export const PostItemShape = z.object({
+  key: z.string(),
+  kind: z.enum(["image", "video"]),
+  contentType: z.string(),
+  bytes: z.number(),
+  sha256: z.string(),
+  width: z.number().optional(),
+  height: z.number().optional(),
+});
+const Items = z.array(PostItemShape);
 const PostErrorJson = z.object({
   code: z.enum(["quota_exhausted", "graph", "container", "timeout", "not_configured", "caption"]),
   message: z.string(),

@@ -9,6 +9,7 @@ import type { AppEnv } from "../app-env.ts";
 import { assertMayActFor, guard } from "../auth.ts";
 import { assertMayFilterMemories, assertMayWriteMemory } from "../namespaces.ts";
 import { describeEmbedder } from "../../model/embedder.ts";
+import { MEMORY_TYPES } from "../../db/schema.ts";
 import { agentData, agentDataIn } from "../../db/stores/index.ts";
 import { answerBookmarks, sessionsOf } from "../bookmarks.ts";
 import {
@@ -41,15 +42,6 @@ const MAX_METADATA_CHARS = 8_192;
  * Checked before the size, whose JSON.stringify would overflow the stack on deeper nesting still.
  */
 const MAX_METADATA_DEPTH = 32;
-const ALL_TYPES = [
-  "message",
-  "fact",
-  "description",
-  "lore",
-  "document",
-  "fragment",
-  "summary",
-] as const;
 /** Documents and fragments come from POST /agents/:agentId/knowledge, which chunks and links them. */
 const WRITABLE_TYPES = ["message", "fact", "description", "lore", "summary"] as const;
 
@@ -57,7 +49,7 @@ const AgentId = z.string().regex(AGENT_ID, "agent ids are 1-64 letters, digits, 
 const TypeList = z
   .string()
   .transform((value) => value.split(",").map((t) => t.trim()))
-  .pipe(z.array(z.enum(ALL_TYPES)).min(1))
+  .pipe(z.array(z.enum(MEMORY_TYPES)).min(1))
   .optional()
   .openapi({ description: "One type or a comma-separated list", example: "fact,description" });
 
@@ -116,7 +108,7 @@ const MemoryInput = z
 const MemoryView = z
   .object({
     id: z.string(),
-    type: z.enum(ALL_TYPES),
+    type: z.enum(MEMORY_TYPES),
     agentId: z.string(),
     roomId: z.string().nullable(),
     userId: z.string().nullable(),
@@ -358,7 +350,7 @@ export function memoryRoutes(): OpenAPIHono<AppEnv> {
           z.strictObject({
             query: z.string().trim().min(1, "must not be empty").max(MAX_MEMORY_TEXT_CHARS),
             agentId: AgentId,
-            type: z.union([z.enum(ALL_TYPES), z.array(z.enum(ALL_TYPES)).min(1)]).optional(),
+            type: z.union([z.enum(MEMORY_TYPES), z.array(z.enum(MEMORY_TYPES)).min(1)]).optional(),
             roomId: ExternalId.optional(),
             userId: ExternalId.optional(),
             threshold: z.number().min(0).max(1).optional().openapi({

@@ -28,3 +28,28 @@ export function withDeadline<T>(
     if (timer !== null) clearTimeout(timer);
   });
 }
+
+/**
+ * `promise`, or the signal's reason once it aborts, whichever comes first: for work that takes no
+ * signal of its own (it runs on; only the wait ends). The listener is removed on both paths.
+ */
+export function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) {
+    promise.catch(() => undefined);
+    return Promise.reject(signal.reason);
+  }
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener("abort", onAbort, { once: true });
+    promise.then(
+      (value) => {
+        signal.removeEventListener("abort", onAbort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener("abort", onAbort);
+        reject(error);
+      },
+    );
+  });
+}

@@ -6,6 +6,7 @@
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import type { PostState } from "../../../clients/instagram/publisher.ts";
 import { mediaPostStore } from "../../../clients/instagram/platform.ts";
+import { PostItemShape } from "../../../db/stores/post-store.ts";
 import { toHex } from "../../../runtime/util/hashing.ts";
 import { AppError, NotFoundError } from "../../../runtime/util/errors.ts";
 import type { AppEnv } from "../../app-env.ts";
@@ -20,17 +21,7 @@ const PostView = z
     postId: z.string(),
     status: z.enum(["stored", "queued", "processing", "publishing", "published", "failed"]),
     caption: z.string(),
-    items: z.array(
-      z.object({
-        key: z.string(),
-        kind: z.enum(["image", "video"]),
-        contentType: z.string(),
-        bytes: z.number(),
-        sha256: z.string(),
-        width: z.number().optional(),
-        height: z.number().optional(),
-      }),
-    ),
+    items: z.array(PostItemShape),
     mediaId: z.string().nullable(),
     permalink: z.string().nullable(),
     error: z
