@@ -22,6 +22,7 @@ import {
 import { memories } from "../../src/db/schema.ts";
 import { agentData } from "../../src/db/stores/index.ts";
 import { rankText } from "../../src/db/memory/text-search.ts";
+import { informativeness, RERANK_WEIGHTS } from "../../src/runtime/retrieval/rerank.ts";
 import { api, createTestAgent, json } from "../helpers/api.ts";
 
 interface MemoryView {
@@ -442,12 +443,17 @@ describe("memory API: neighbour expansion", () => {
       matchedBy: expect.arrayContaining(["text"]),
     });
     // The reply right after the hit comes next, with 0.9 of its score (its own, as a weak vector
-    // match, is far lower).
+    // match, is far lower), each then weighed by how much it says (a short reply a little less).
     expect(hits[1]).toMatchObject({
       text: "No way! And?",
       matchedBy: expect.arrayContaining(["neighbour"]),
     });
-    expect(hits[1]!.score).toBeCloseTo(hits[0]!.score * 0.9, 3);
+    const says = (text: string) =>
+      informativeness({ type: "message", content: { text } }, RERANK_WEIGHTS.length);
+    expect(hits[1]!.score).toBeCloseTo(
+      (hits[0]!.score * 0.9 * says("No way! And?")) / says(hits[0]!.text),
+      3,
+    );
     // Same time, another room: never anyone's neighbour.
     const kettle = hits.find((h) => h.text === "The kettle is broken again");
     expect(kettle?.matchedBy ?? []).not.toContain("neighbour");

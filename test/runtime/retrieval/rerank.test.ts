@@ -1,10 +1,13 @@
 // Re-ranking of fused hits by what their rows say (src/runtime/retrieval/rerank.ts): a hit lifted
 // by the best other hit of its conversation; after neighbour expansion, the named member's
-// messages and memories of a named month first; scores kept within 0..1.
+// messages and memories of a named month first, and messages that say little last; scores kept
+// within 0..1.
 import { describe, expect, it } from "vitest";
 import type { Memory } from "../../../src/runtime/ports/memory.ts";
 import {
   conversationsOf,
+  INFORMATIVE_WORDS,
+  informativeness,
   rerankHits,
   rerankResults,
   SESSION_GAP_MS,
@@ -30,7 +33,7 @@ function message(id: string, fields: Partial<Memory> & { userName?: string } = {
   };
 }
 
-const weights = { session: 0.2, speaker: 0.2, month: 1 };
+const weights = { session: 0.2, speaker: 0.2, month: 1, length: 0 };
 
 describe("conversations", () => {
   it("splits a room's messages where they are further apart than the gap, and keeps rooms apart", () => {
@@ -114,5 +117,46 @@ describe("named members and months", () => {
     ];
     const ranked = rerankResults(results, "what about the puppy", weights);
     expect(ranked.map((hit) => hit.memory.id)).toEqual(["b", "a"]);
+  });
+});
+
+describe("messages that say little", () => {
+  const long =
+    "Signed up for a pottery class yesterday: therapy, honestly. Clay, glazes, wheels, kilns, " +
+    "teachers, neighbours, mugs, bowls, vases, plates, colours, patience, mistakes, laughter, " +
+    "Tuesdays and Thursdays downtown.";
+  const withText = (id: string, text: string, fields: Partial<Memory> = {}) => {
+    const memory = message(id, fields);
+    return { ...memory, content: { ...memory.content, text } };
+  };
+  const lengthWeights = { ...weights, length: 0.3 };
+
+  it("counts a message of enough content words in full, a shorter one less, and other memories in full", () => {
+    expect(informativeness(withText("long", long), 0.3)).toBe(1);
+    const short = informativeness(withText("short", "Thanks, Anna!"), 0.3);
+    expect(short).toBeGreaterThan(0);
+    expect(short).toBeLessThan(1);
+    expect(informativeness(withText("fact", "Anna: vegan", { type: "fact" }), 0.3)).toBe(1);
+    expect(informativeness(withText("short", "Thanks, Anna!"), 0)).toBe(1);
+    expect(INFORMATIVE_WORDS).toBeGreaterThan(1);
+  });
+
+  it("puts a message that says something above a short reply that scored a little higher", () => {
+    const results = [
+      { memory: withText("thanks", "Thanks, Anna!"), score: 0.55 },
+      { memory: withText("news", long), score: 0.5 },
+    ];
+    const ranked = rerankResults(results, "what does anna do for fun", lengthWeights);
+    expect(ranked.map((hit) => hit.memory.id)).toEqual(["news", "thanks"]);
+    expect(ranked.every((hit) => hit.score <= 1)).toBe(true);
+  });
+
+  it("keeps a far better match of a few words first", () => {
+    const results = [
+      { memory: withText("puppy", "Adopted a puppy today!"), score: 0.9 },
+      { memory: withText("news", long), score: 0.5 },
+    ];
+    const ranked = rerankResults(results, "what did anna adopt", lengthWeights);
+    expect(ranked[0]!.memory.id).toBe("puppy");
   });
 });
