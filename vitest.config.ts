@@ -88,6 +88,15 @@ export default defineConfig(async () => {
     unstable_readConfig({ config: "./wrangler.toml" }).assets?.run_worker_first ?? null,
   );
   const discord = await discordKeys();
+  /** The bindings, once each is known to be declared in src/settings.ts (TEST_*, MCP_* aside). */
+  const declared = (bindings: Record<string, unknown>) => {
+    const undeclared = Object.keys(bindings).filter(
+      (name) => !Object.hasOwn(SETTINGS, name) && !/^(TEST|MCP)_/.test(name),
+    );
+    if (undeclared.length > 0)
+      throw new Error(`vitest.config.ts binds undeclared variables: ${undeclared.join(", ")}`);
+    return bindings;
+  };
   const project = (
     name: string,
     include: string[],
@@ -98,22 +107,6 @@ export default defineConfig(async () => {
     isolate = false,
     /** Memory databases MEMORY_DB_1..n besides DB (src/db/shards.ts). */
     memoryDatabases = 0,
-  ) => {
-    const undeclared = Object.keys({ ...baseBindings, ...bindings }).filter(
-      (name) => !Object.hasOwn(SETTINGS, name) && !/^(TEST|MCP)_/.test(name),
-    );
-    if (undeclared.length > 0)
-      throw new Error(`vitest.config.ts binds undeclared variables: ${undeclared.join(", ")}`);
-    return projectOf(name, include, bindings, globalSetup, setupFiles, isolate, memoryDatabases);
-  };
-  const projectOf = (
-    name: string,
-    include: string[],
-    bindings: Record<string, unknown>,
-    globalSetup: string[],
-    setupFiles: string[],
-    isolate: boolean,
-    memoryDatabases: number,
   ) => ({
     plugins: [
       cloudflareTest({
@@ -121,8 +114,7 @@ export default defineConfig(async () => {
         remoteBindings: false,
         miniflare: {
           bindings: {
-            ...baseBindings,
-            ...bindings,
+            ...declared({ ...baseBindings, ...bindings }),
             TEST_MIGRATIONS: migrations,
             // The full tier's longer fuzz (test/surfaces/fuzz.test.ts): FUZZ_RUNS=20000 npm run test:full.
             TEST_FUZZ_RUNS: process.env.FUZZ_RUNS ?? "",

@@ -4,7 +4,8 @@
 // it sends the worker one signed url_verification, as Slack does when it checks a request URL, and
 // says which URLs to paste into the app. Neither secret is ever printed or put in an error.
 import { createHmac, randomBytes } from "node:crypto";
-import { DEFAULT_SLACK_API_BASE, variableIssues } from "../src/config.ts";
+import { variableIssues } from "../src/config.ts";
+import { DEFAULT_SLACK_API_BASE } from "../src/settings.ts";
 
 export interface SlackSetup {
   token: string;

@@ -4,7 +4,8 @@
 // deploy it points the webhook at the worker. The token is in every Bot API URL: no message here
 // names a URL, and neither the token nor the secret is ever printed.
 import { randomBytes } from "node:crypto";
-import { DEFAULT_TELEGRAM_API_BASE, variableIssues } from "../src/config.ts";
+import { variableIssues } from "../src/config.ts";
+import { DEFAULT_TELEGRAM_API_BASE } from "../src/settings.ts";
 
 /** The Updates the webhook handles (src/http/routes/telegram/telegram.ts); others are not sent. */
 export const TELEGRAM_ALLOWED_UPDATES = ["message", "edited_message", "callback_query"];

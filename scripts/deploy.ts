@@ -19,9 +19,10 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { ApplicationFlags, PermissionFlagsBits } from "discord-api-types/v10";
 import { z } from "zod";
-import { MIN_ADMIN_TOKEN_CHARS, variableIssues } from "../src/config.ts";
+import { variableIssues } from "../src/config.ts";
 import {
   DEPLOYMENT_VARIABLES,
+  MIN_ADMIN_TOKEN_CHARS,
   SECRET_NAMES as ALL_SECRETS,
   SHELL_SECRETS,
 } from "../src/settings.ts";

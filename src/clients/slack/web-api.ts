@@ -5,7 +5,7 @@
 // errors back off (the shared caller, src/net/retrying-call.ts). `text` is always escaped here (Slack's `&`, `<`, `>` rule), so nothing the model
 // writes can become `<!channel>` or `<@U…>`; only `blocks`, built by blocks.ts, carry markup.
 import { z } from "zod";
-import { DEFAULT_SLACK_API_BASE } from "../../config.ts";
+import { DEFAULT_SLACK_API_BASE } from "../../settings.ts";
 import { splitMessage } from "../chat/split.ts";
 import { resolveRetryPolicy, serverRetryDelayMs, type Sleep } from "../../runtime/util/retry.ts";
 import { retryingCall, type ApiAdapter } from "../../net/retrying-call.ts";

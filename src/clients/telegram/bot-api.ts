@@ -7,7 +7,7 @@
 import { z } from "zod";
 import { resolveRetryPolicy, serverRetryDelayMs, type Sleep } from "../../runtime/util/retry.ts";
 import { retryingCall, type ApiAdapter } from "../../net/retrying-call.ts";
-import { DEFAULT_TELEGRAM_API_BASE } from "../../config.ts";
+import { DEFAULT_TELEGRAM_API_BASE } from "../../settings.ts";
 import { TelegramUser } from "./update.ts";
 
 export { DEFAULT_TELEGRAM_API_BASE };

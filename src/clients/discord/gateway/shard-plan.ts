@@ -4,7 +4,7 @@
 // names a fresh set of objects and the old ones are retired rather than reused with stale
 // sessions. Pure: tested in Node (test/node/gateway-shards.spec.ts).
 
-import { MAX_GATEWAY_SHARDS, type ShardSetting } from "../../../config.ts";
+import { MAX_GATEWAY_SHARDS, type ShardSetting } from "../../../settings.ts";
 
 export interface ShardId {
   index: number;
