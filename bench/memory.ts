@@ -135,8 +135,10 @@ interface QuestionOutcome {
   conversation: string;
   question: string;
   evidence: string[];
-  /** The dia_ids retrieved, best first. */
+  /** The dia_ids retrieved, best first, with each one's score and legs ("text+neighbour"). */
   retrieved: string[];
+  scores: number[];
+  matchedBy: string[];
   category: number;
   /** Turn-level recall at RECALL_KS, then session-level any and all at SESSION_KS. */
   turn: number[];
@@ -182,7 +184,7 @@ async function locomo(call: Call, budgetMs?: number, dump?: string): Promise<voi
         ...(budgetMs === undefined ? {} : { embeddingBudgetMs: budgetMs }),
       });
       const body = (await expectJson(Promise.resolve(response), 200)) as {
-        memories: Array<{ metadata: Record<string, unknown> }>;
+        memories: Array<{ metadata: Record<string, unknown>; score: number; matchedBy: string[] }>;
         queryEmbedding?: string;
       };
       if (body.queryEmbedding === "late") late++;
@@ -208,6 +210,8 @@ async function locomo(call: Call, budgetMs?: number, dump?: string): Promise<voi
         turn: RECALL_KS.map((k) => recallAtK(retrieved, question.evidence, k)),
         sessionAny: any,
         sessionAll: all,
+        scores: body.memories.map((m) => m.score),
+        matchedBy: body.memories.map((m) => m.matchedBy.join("+")),
       });
       dropped += question.dropped.length;
       if (question.evidence.length === 0) withoutEvidence++;

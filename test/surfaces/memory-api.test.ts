@@ -23,6 +23,7 @@ import { memories } from "../../src/db/schema.ts";
 import { agentData } from "../../src/db/stores/index.ts";
 import { rankText } from "../../src/db/memory/text-search.ts";
 import { informativeness, RERANK_WEIGHTS } from "../../src/runtime/retrieval/rerank.ts";
+import { ANSWER_SHARE, NEIGHBOUR_SHARE } from "../../src/runtime/retrieval/neighbours.ts";
 import { api, createTestAgent, json } from "../helpers/api.ts";
 
 interface MemoryView {
@@ -382,6 +383,8 @@ describe("memory API: hybrid search", () => {
 });
 
 describe("memory API: neighbour expansion", () => {
+  const says = (text: string) =>
+    informativeness({ type: "message", content: { text } }, RERANK_WEIGHTS.length);
   // A conversation where the question's words are in one turn and the answer in the next.
   const conversation = (roomId: string, at: number) => [
     {
@@ -442,16 +445,15 @@ describe("memory API: neighbour expansion", () => {
       text: "Guess what, we finally went to the animal shelter on Saturday",
       matchedBy: expect.arrayContaining(["text"]),
     });
-    // The reply right after the hit comes next, with 0.9 of its score (its own, as a weak vector
-    // match, is far lower), each then weighed by how much it says (a short reply a little less).
+    // The reply right after the hit comes next, with NEIGHBOUR_SHARE of its score (the hit asks
+    // nothing; the reply's own score, as a weak vector match, is far lower), each then weighed by
+    // how much it says (a short reply a little less).
     expect(hits[1]).toMatchObject({
       text: "No way! And?",
       matchedBy: expect.arrayContaining(["neighbour"]),
     });
-    const says = (text: string) =>
-      informativeness({ type: "message", content: { text } }, RERANK_WEIGHTS.length);
     expect(hits[1]!.score).toBeCloseTo(
-      (hits[0]!.score * 0.9 * says("No way! And?")) / says(hits[0]!.text),
+      (hits[0]!.score * NEIGHBOUR_SHARE * says("No way! And?")) / says(hits[0]!.text),
       3,
     );
     // Same time, another room: never anyone's neighbour.
@@ -462,6 +464,43 @@ describe("memory API: neighbour expansion", () => {
       (h) => h.text === "We came home with a tiny grey kitten called Pebble",
     );
     expect(kitten?.score ?? 0).toBeLessThan(hits[1]!.score);
+  });
+
+  it("gives the reply to a hit that asks something more of its score than the line before it", async () => {
+    const agentId = await createTestAgent();
+    const line = (userId: string, text: string, createdAt: number) => ({
+      type: "message",
+      roomId: "porch",
+      userId,
+      userName: userId,
+      text,
+      createdAt,
+    });
+    await store(agentId, [
+      line("cara", "Morning everyone, coffee is ready", 10_000),
+      line("dev", "Which shelter did you adopt the kitten from?", 11_000),
+      line("cara", "The one on Harbour Road, they were lovely", 12_000),
+    ]);
+    const hits = await similar({
+      agentId,
+      query: "which shelter adopted kitten",
+      type: "message",
+      limit: 5,
+    });
+    expect(hits[0]!.text).toBe("Which shelter did you adopt the kitten from?");
+    const expected = (text: string, share: number) =>
+      (hits[0]!.score * share * says(text)) / says(hits[0]!.text);
+    const reply = hits.find((h) => h.text === "The one on Harbour Road, they were lovely");
+    expect(reply?.matchedBy).toContain("neighbour");
+    expect(reply!.score).toBeCloseTo(expected(reply!.text, ANSWER_SHARE), 3);
+    const before = hits.find((h) => h.text === "Morning everyone, coffee is ready");
+    expect(before?.matchedBy).toContain("neighbour");
+    expect(before!.score).toBeCloseTo(expected(before!.text, NEIGHBOUR_SHARE), 3);
+    expect(hits.map((h) => h.text)).toEqual([
+      "Which shelter did you adopt the kitten from?",
+      "The one on Harbour Road, they were lovely",
+      "Morning everyone, coffee is ready",
+    ]);
   });
 
   it("keeps to the query's filters and does not expand other types", async () => {

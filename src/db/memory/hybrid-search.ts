@@ -2,7 +2,8 @@
 // are fused by rank and BM25 score (src/runtime/retrieval/fusion.ts), then re-ranked by what the
 // rows say (rerank.ts: conversation, named speaker, named month). A memory not embedded yet is
 // still found by its text; a vector index that fails or no longer fits the embedder degrades the
-// search to text alone (logged) instead of failing the turn. Message hits bring their neighbours.
+// search to text alone (logged) instead of failing the turn. Message hits bring their neighbours
+// (the reply to a hit that asks something with most of its score: neighbours.ts).
 // The full-text statement returns its hits' rows and their neighbours; a local vector index ranks
 // what it holds at once, so those hits' rows are read in the same round trip as its catch-up.
 // Rows the fusion needs beyond these are read after, in one more batch. Scoped to one agent.
@@ -10,6 +11,7 @@ import { and, eq, inArray, sql } from "drizzle-orm";
 import { SQLiteAsyncDialect } from "drizzle-orm/sqlite-core";
 import { dedupeByText, fuseRankings, type FusedHit } from "../../runtime/retrieval/fusion.ts";
 import { rerankHits, rerankResults } from "../../runtime/retrieval/rerank.ts";
+import { MAX_NEIGHBOUR_SHARE, neighbourShare } from "../../runtime/retrieval/neighbours.ts";
 import type { Memory } from "../../runtime/ports/memory.ts";
 import type {
   MemoryRetriever,
@@ -37,12 +39,6 @@ const CANDIDATE_FACTOR = 3;
 const MIN_CANDIDATES = 30;
 /** Vectorize's topK ceiling without values or metadata. */
 const MAX_VECTOR_CANDIDATES = 100;
-/**
- * A neighbouring message's share of its hit's fused score. On LoCoMo (5 conversations) 0.9 lifts
- * recall@10 from 63 to 70; much lower and neighbours never reach the first 10 (fused scores of
- * nearby ranks differ by a few percent), 1 puts them level with their hit and crowds out hits.
- */
-export const NEIGHBOUR_DECAY = 0.9;
 
 export interface HybridSearchOptions {
   db: Db;
@@ -356,11 +352,10 @@ function settle(
 
 /**
  * Neighbour expansion for messages: the message just before and just after a hit in its room
- * joins the results with NEIGHBOUR_DECAY of the hit's score (or keeps its own, if higher). In a
- * conversation the words of a question are often in the turn that raises the topic, and the
- * answer in the reply to it ("What did you adopt?" / "A puppy!"). Only hits whose neighbours could
- * still make the first `limit` are expanded (which, de-duplication aside, gives what expanding
- * every hit would); neighbours are not expanded in turn.
+ * joins the results with a share of the hit's score (or keeps its own, if higher): most of it for
+ * the reply to a hit that asks something, less for any other (neighbours.ts). Only hits whose
+ * neighbours could still make the first `limit` are expanded (which, de-duplication aside, gives
+ * what expanding every hit would); neighbours are not expanded in turn.
  */
 function neighbourSeeds(query: RetrievalQuery, results: RetrievedMemory[]): RetrievedMemory[] {
   if (query.types && query.types.length > 0 && !query.types.includes("message")) return [];
@@ -369,7 +364,7 @@ function neighbourSeeds(query: RetrievalQuery, results: RetrievedMemory[]): Retr
     (hit) =>
       hit.memory.type === "message" &&
       hit.memory.roomId !== null &&
-      hit.score * NEIGHBOUR_DECAY > cutoff,
+      hit.score * MAX_NEIGHBOUR_SHARE > cutoff,
   );
 }
 
@@ -383,8 +378,8 @@ function withNeighbours(
   const byId = new Map(results.map((hit) => [hit.memory.id, hit]));
   const added = new Map<string, RetrievedMemory>();
   for (const seed of seeds) {
-    const score = seed.score * NEIGHBOUR_DECAY;
     for (const neighbour of around.get(seed.memory.id) ?? []) {
+      const score = seed.score * neighbourShare(seed.memory, neighbour);
       const { embedded, ...memory } = neighbour;
       if (!matchesFilter(memory, query)) continue;
       const id = memory.id;
