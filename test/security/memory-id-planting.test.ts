@@ -136,7 +136,7 @@ async function replaceAndTalkToBeta(
         [ids.summary, "Bob read out the tides."],
       ]);
     },
-    { timeout: 6_000, interval: 50 },
+    { timeout: 15_000, interval: 50 },
   );
 }
 

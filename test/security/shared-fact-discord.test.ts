@@ -39,7 +39,7 @@ async function plantAs(permissions: string): Promise<StoredFact> {
       fact = (await factsOf(agentId)).find((f) => f.text === PLANTED)!;
       expect(fact).toBeDefined();
     },
-    { timeout: 4_000, interval: 50 },
+    { timeout: 15_000, interval: 50 },
   );
   return fact;
 }

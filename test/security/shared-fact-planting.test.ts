@@ -39,7 +39,7 @@ async function plant(agentId: string, token: string | undefined, userId: string)
   expect(response.status).toBe(200);
   await vi.waitFor(
     async () => expect((await factsOf(agentId)).map((fact) => fact.text)).toContain(PLANTED),
-    { timeout: 4_000, interval: 50 },
+    { timeout: 15_000, interval: 50 },
   );
 }
 

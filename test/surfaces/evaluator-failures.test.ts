@@ -46,7 +46,7 @@ describe("evaluators that fail", () => {
         expect(now.failedToday).toBeGreaterThan(before!.failedToday);
         expect(now.last!.at).toBeGreaterThanOrEqual(started);
       },
-      { timeout: 5_000, interval: 50 },
+      { timeout: 15_000, interval: 50 },
     );
     const { evaluators, status } = await health();
     expect(status).toBe("ok");
@@ -72,7 +72,7 @@ describe("evaluators that fail", () => {
         const { model: now } = await health();
         expect(now.lastFailure?.at ?? 0).toBeGreaterThanOrEqual(started);
       },
-      { timeout: 5_000, interval: 50 },
+      { timeout: 15_000, interval: 50 },
     );
     const { model: seen } = await health();
     expect(seen.failedToday).toBeGreaterThanOrEqual(1);

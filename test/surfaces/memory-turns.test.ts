@@ -148,7 +148,7 @@ describe("long-term memory in turns", () => {
         expect(messages).toHaveLength(2);
         expect(messages.every((m) => m.embedded)).toBe(true);
       },
-      { timeout: 4_000, interval: 50 },
+      { timeout: 15_000, interval: 50 },
     );
   });
 
@@ -176,20 +176,21 @@ describe("long-term memory in turns", () => {
     // Only every second message of Alice's runs the reflection.
     expect(model.callsFor("test-small")).toHaveLength(0);
     await say(agentId, "And I'm moving to Porto in May!");
+    // The facts are written before the profile, each on its own: wait for both.
     await vi.waitFor(
       async () => {
         const facts = (await memoriesOf(agentId, "fact")).map((m) => m.text).sort();
         expect(facts).toEqual(["Alice is moving to Porto in May", "Alice plays the cello"]);
+        const [profile] = await memoriesOf(agentId, "description");
+        expect(profile).toMatchObject({
+          text: "Alice is a cellist who is moving to Porto.",
+          userId: "alice",
+        });
       },
-      { timeout: 4_000, interval: 50 },
+      { timeout: 15_000, interval: 50 },
     );
     const reflection = model.callsFor("test-small")[0]!;
     expect(String(reflection.messages[1]?.content)).toContain("- Alice plays the cello");
-    const [profile] = await memoriesOf(agentId, "description");
-    expect(profile).toMatchObject({
-      text: "Alice is a cellist who is moving to Porto.",
-      userId: "alice",
-    });
   });
 
   it("folds a due summary into the next fact extraction: one small-model call for both", async () => {
@@ -221,7 +222,7 @@ describe("long-term memory in turns", () => {
           "Alice likes small talk",
         ]);
       },
-      { timeout: 4_000, interval: 50 },
+      { timeout: 15_000, interval: 50 },
     );
     const small = model.callsFor("test-small");
     expect(small).toHaveLength(1);
@@ -252,7 +253,7 @@ describe("long-term memory in turns", () => {
         expect(summaries[0]!.text).toBe("Alice chatted about small things and her locker.");
         expect(summaries[0]!.metadata).toMatchObject({ messages: 10, fromMs: start });
       },
-      { timeout: 4_000, interval: 50 },
+      { timeout: 15_000, interval: 50 },
     );
     const row = await env.DB.prepare(
       "SELECT count(*) AS n FROM memories WHERE agent_id = ? AND type = 'summary'",

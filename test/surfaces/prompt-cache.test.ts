@@ -44,7 +44,7 @@ async function usageByRoom(agentId: string, turns: number): Promise<UsageRow[]> 
       rows = (await json<{ rows: UsageRow[] }>(response)).rows;
       expect(rows.reduce((sum, row) => sum + row.turns, 0)).toBe(turns);
     },
-    { timeout: 5_000, interval: 50 },
+    { timeout: 15_000, interval: 50 },
   );
   return rows;
 }
@@ -169,7 +169,7 @@ describe("prompt caching with an OpenAI-compatible provider", () => {
         expect(response.status).toBe(200);
         inspection = await json(response);
       },
-      { timeout: 5_000, interval: 50 },
+      { timeout: 15_000, interval: 50 },
     );
     expect(inspection!.modelCalls).toEqual([
       expect.objectContaining({ inputTokens: 2000, cachedInputTokens: 1536, outputTokens: 20 }),

@@ -36,7 +36,7 @@ async function storedRow(agentId: string, turnId: string): Promise<StoredRow> {
         .first<StoredRow>();
       expect(row).not.toBeNull();
     },
-    { timeout: 5_000, interval: 50 },
+    { timeout: 15_000, interval: 50 },
   );
   return row!;
 }
@@ -49,7 +49,7 @@ async function storedText(key: string): Promise<R2Object> {
       head = await env.MEDIA.head(key);
       expect(head).not.toBeNull();
     },
-    { timeout: 5_000, interval: 50 },
+    { timeout: 15_000, interval: 50 },
   );
   return head!;
 }

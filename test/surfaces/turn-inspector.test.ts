@@ -58,7 +58,7 @@ async function kept(agentId: string, turnId: string): Promise<Inspection> {
       expect(response.status).toBe(200);
       found = await json<Inspection>(response);
     },
-    { timeout: 5_000, interval: 50 },
+    { timeout: 15_000, interval: 50 },
   );
   return found!;
 }

@@ -41,7 +41,7 @@ async function settled(agentId: string, turns: number): Promise<void> {
       const { rows } = await usageBy(agentId, "by=day");
       expect(rows.reduce((sum, row) => sum + row.turns, 0)).toBe(turns);
     },
-    { timeout: 5_000, interval: 50 },
+    { timeout: 15_000, interval: 50 },
   );
 }
 
