@@ -12,7 +12,15 @@ import {
 } from "@modelcontextprotocol/client";
 import { CfWorkerJsonSchemaValidator } from "@modelcontextprotocol/client/validators/cf-worker";
 import { afterEach, describe, expect, it } from "vitest";
-import { api, createTestAgent, json, mintToken, useModelStandIn } from "../helpers/api.ts";
+import {
+  ADMIN_TOKEN,
+  api,
+  createTestAgent,
+  json,
+  mintToken,
+  useModelStandIn,
+} from "../helpers/api.ts";
+import { approverLapse } from "../../src/http/routes/mcp-server/oauth/grant-approver.ts";
 import {
   agentBase,
   authorizeGrant,
@@ -34,14 +42,19 @@ afterEach(async () => {
   await Promise.all(open.splice(0).map((client) => client.close().catch(() => undefined)));
 });
 
-/** A host's OAuth state in memory; its "user" approves with `operatorToken` on the consent page. */
-function hostProvider(operatorToken: string) {
+/**
+ * A host's OAuth state in memory; its "user" approves on the consent page with `operatorTokens`,
+ * the first one first, then the next at each authorization the host asks for (the last repeats).
+ */
+function hostProvider(...operatorTokens: string[]) {
   const state: {
     client?: { client_id: string };
     tokens?: StoredOAuthTokens;
     verifier?: string;
     callback?: URLSearchParams;
-  } = {};
+    /** Each authorization URL the host opened. */
+    opened: URL[];
+  } = { opened: [] };
   const provider: OAuthClientProvider = {
     get redirectUrl() {
       return REDIRECT_URI;
@@ -69,6 +82,9 @@ function hostProvider(operatorToken: string) {
     codeVerifier: () => state.verifier ?? "",
     // The browser step: the operator opens the page and allows with their API token.
     redirectToAuthorization: async (url) => {
+      state.opened.push(url);
+      const operatorToken =
+        operatorTokens[Math.min(state.opened.length, operatorTokens.length) - 1]!;
       const answer = await consent(url, "approve", operatorToken);
       // The redirect's query: the code, the state and (RFC 9207) the issuer.
       state.callback = new URL(answer.headers.get("location") ?? "").searchParams;
@@ -84,8 +100,8 @@ function transportFor(agentId: string, provider: OAuthClientProvider) {
   });
 }
 
-async function connectWithOAuth(agentId: string, operatorToken: string) {
-  const { provider, state } = hostProvider(operatorToken);
+async function connectWithOAuth(agentId: string, ...operatorTokens: string[]) {
+  const { provider, state } = hostProvider(...operatorTokens);
   const newClient = () =>
     new Client(
       { name: "oauth-only-host", version: "1.0.0" },
@@ -96,9 +112,10 @@ async function connectWithOAuth(agentId: string, operatorToken: string) {
   expect(state.callback?.get("code")).toBeTruthy();
   await first.finishAuth(state.callback ?? new URLSearchParams());
   const client = newClient();
-  await client.connect(transportFor(agentId, provider));
+  const transport = transportFor(agentId, provider);
+  await client.connect(transport);
   open.push(client);
-  return { client, state };
+  return { client, state, transport, newClient, provider };
 }
 
 const mcpPost = (agentId: string, token: string | null) =>
@@ -241,7 +258,7 @@ describe("MCP OAuth: the operator's consent", () => {
     expect(location.searchParams.get("state")).toBe("state-1");
   });
 
-  it("grants no more than the approving token may do", async () => {
+  it("grants no more than the approving token may do, and answers a call outside the grant 403 to step up", async () => {
     const agentId = await createTestAgent();
     const manager = await mintToken({
       name: "manager",
@@ -251,7 +268,69 @@ describe("MCP OAuth: the operator's consent", () => {
     const { tokens } = await authorizeGrant(agentId, manager.token);
     expect(tokens.scope).toBe("agents:read");
     const { client } = await connectRaw(agentId, tokens.access_token);
-    expect((await client.listTools()).tools.map((tool) => tool.name)).toEqual(["get_task"]);
+    // Every tool is listed to a grant; the instructions say which are outside it.
+    expect((await client.listTools()).tools.map((tool) => tool.name).sort()).toEqual([
+      "chat",
+      "get_task",
+      "search_memories",
+      "start_task",
+    ]);
+    expect(client.getInstructions()).toContain("search_memories (needs `memories:read`)");
+    // Calling one of those is refused before it runs, with the challenge a host steps up from:
+    // what the grant holds and what the call needs.
+    const refused = await mcpCall(agentId, tokens.access_token, "search_memories", {
+      query: "anything",
+    });
+    expect(refused.status).toBe(403);
+    const challenge = refused.headers.get("www-authenticate") ?? "";
+    expect(challenge).toContain('error="insufficient_scope"');
+    expect(challenge).toContain('scope="memories:read agents:read"');
+    expect(challenge).toContain(
+      `resource_metadata="https://agents.test/.well-known/oauth-protected-resource/agents/${agentId}/mcp"`,
+    );
+    expect((await json<{ error: { code: string } }>(refused)).error.code).toBe("forbidden");
+    // A tool inside the grant is called as before.
+    const allowed = await mcpCall(agentId, tokens.access_token, "get_task", { taskId: "none" });
+    expect(allowed.status).toBe(200);
+    // An API token is not stepped up: it is shown only what it may call, as before.
+    const { client: byToken } = await connectRaw(agentId, manager.token);
+    expect((await byToken.listTools()).tools.map((tool) => tool.name)).toEqual(["get_task"]);
+  });
+
+  it("steps up with the SDK's client: the operator is asked again for the wider scope, then the call works", async () => {
+    const agentId = await createTestAgent();
+    const manager = await mintToken({
+      name: "manager",
+      scopes: ["agents:write", "agents:read"],
+      agents: [agentId],
+    });
+    const wider = await operator(agentId);
+    const { client, state, transport, newClient, provider } = await connectWithOAuth(
+      agentId,
+      manager.token,
+      wider.token,
+    );
+    expect(state.tokens?.scope).toBe("agents:read");
+    await expect(
+      client.callTool({ name: "search_memories", arguments: { query: "anything" } }),
+    ).rejects.toBeInstanceOf(UnauthorizedError);
+    // The host asked for what it held and what the call needs, and the operator allowed it.
+    expect(state.opened).toHaveLength(2);
+    expect(new Set(state.opened[1]!.searchParams.get("scope")?.split(" "))).toEqual(
+      new Set(["agents:read", "memories:read"]),
+    );
+    await transport.finishAuth(state.callback ?? new URLSearchParams());
+    expect(new Set(state.tokens?.scope?.split(" "))).toEqual(
+      new Set(["agents:read", "memories:read"]),
+    );
+    const again = newClient();
+    await again.connect(transportFor(agentId, provider));
+    open.push(again);
+    const result = await again.callTool({
+      name: "search_memories",
+      arguments: { query: "anything" },
+    });
+    expect(result.isError).not.toBe(true);
   });
 });
 
@@ -299,6 +378,82 @@ describe("MCP OAuth: tokens (RFC 6749 refresh, RFC 7009 revocation, one agent pe
     );
   });
 
+  it("ends a grant when the API token that approved it is revoked: its access, its refresh, its listing", async () => {
+    const agentId = await createTestAgent();
+    const approver = await operator(agentId);
+    const { clientId, tokens } = await authorizeGrant(agentId, approver.token);
+    // Another grant on the same agent, approved by ADMIN_TOKEN, which no token revocation ends.
+    const byAdmin = await authorizeGrant(agentId, ADMIN_TOKEN);
+    expect((await mcpPost(agentId, tokens.access_token)).status).toBe(200);
+    const listed = async () =>
+      (
+        await json<{ grants: Array<{ approvedBy: string; approverLapse: string | null }> }>(
+          await api("GET", `/agents/${agentId}/mcp/grants`),
+        )
+      ).grants
+        .map((grant) => [grant.approvedBy, grant.approverLapse])
+        .sort();
+    expect(await listed()).toEqual(
+      [
+        [approver.id, null],
+        ["admin-token", null],
+      ].sort(),
+    );
+    expect((await api("DELETE", `/auth/tokens/${approver.id}`)).status).toBe(204);
+    expect(await listed()).toEqual(
+      [
+        [approver.id, "revoked"],
+        ["admin-token", null],
+      ].sort(),
+    );
+    // The refresh is refused, and the library deletes the grant with its tokens.
+    const refresh = await tokenRequest(agentId, {
+      grant_type: "refresh_token",
+      refresh_token: tokens.refresh_token ?? "",
+      client_id: clientId,
+    });
+    expect(refresh.status).toBe(400);
+    expect((await json<{ error: string }>(refresh)).error).toBe("invalid_grant");
+    const refused = await mcpPost(agentId, tokens.access_token);
+    expect(refused.status).toBe(401);
+    expect(refused.headers.get("www-authenticate")).toContain('error="invalid_token"');
+    expect(await listed()).toEqual([["admin-token", null]]);
+    expect((await mcpPost(agentId, byAdmin.tokens.access_token)).status).toBe(200);
+  });
+
+  it("refuses the access token of a grant whose approver was revoked, before any refresh", async () => {
+    const agentId = await createTestAgent();
+    const approver = await operator(agentId);
+    const { tokens } = await authorizeGrant(agentId, approver.token);
+    expect((await mcpPost(agentId, tokens.access_token)).status).toBe(200);
+    expect((await api("DELETE", `/auth/tokens/${approver.id}`)).status).toBe(204);
+    expect((await mcpPost(agentId, tokens.access_token)).status).toBe(401);
+  });
+
+  it("reads an approver's record: revoked, expired, unknown or for other agents no longer stands", () => {
+    const now = 1_000_000;
+    const record = {
+      id: "tok_1",
+      name: "operator",
+      scopes: ["agents:write" as const],
+      agents: ["a1"],
+      rateLimit: null,
+      userPrefix: null,
+      createdBy: "admin-token",
+      createdAt: 0,
+      expiresAt: null,
+      revokedAt: null,
+      lastUsedAt: null,
+    };
+    expect(approverLapse(record, "a1", now)).toBeNull();
+    expect(approverLapse({ ...record, agents: null }, "a2", now)).toBeNull();
+    expect(approverLapse({ ...record, expiresAt: now + 1 }, "a1", now)).toBeNull();
+    expect(approverLapse({ ...record, expiresAt: now }, "a1", now)).toBe("expired");
+    expect(approverLapse({ ...record, revokedAt: now - 1 }, "a1", now)).toBe("revoked");
+    expect(approverLapse(record, "a2", now)).toBe("other_agent");
+    expect(approverLapse(null, "a1", now)).toBe("unknown");
+  });
+
   it("refuses an access token the client revoked itself (RFC 7009)", async () => {
     const agentId = await createTestAgent();
     const { clientId, tokens } = await authorizeGrant(agentId, (await operator(agentId)).token);
@@ -324,6 +479,24 @@ describe("MCP OAuth: tokens (RFC 6749 refresh, RFC 7009 revocation, one agent pe
     );
   });
 });
+
+/** One stateless tools/call (protocol 2025-11-25) with a bearer token, as a host sends it. */
+const mcpCall = (agentId: string, token: string, name: string, args: Record<string, unknown>) =>
+  workerFetch(`${agentBase(agentId)}/mcp`, {
+    method: "POST",
+    headers: {
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+      authorization: `Bearer ${token}`,
+      "mcp-protocol-version": "2025-11-25",
+    },
+    body: JSON.stringify({
+      jsonrpc: "2.0",
+      id: 2,
+      method: "tools/call",
+      params: { name, arguments: args },
+    }),
+  });
 
 /** An API token that may manage `agentId` and use every MCP tool on it. */
 function operator(agentId: string) {

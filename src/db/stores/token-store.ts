@@ -47,6 +47,8 @@ export interface TokenStore {
   /** Returns the record and the secret, which is never stored and never shown again. */
   mint(input: NewToken, now: number): Promise<{ record: TokenRecord; token: string }>;
   findBySecret(token: string): Promise<TokenRecord | null>;
+  /** By its id (`tok_...`): what a grant it approved checks (its secret is not kept). */
+  findById(id: string): Promise<TokenRecord | null>;
   list(): Promise<TokenRecord[]>;
   /** False when no such token exists; revoking twice keeps the first time. */
   revoke(id: string, now: number): Promise<boolean>;
@@ -95,6 +97,10 @@ export function createTokenStore(db: Db): TokenStore {
         .from(apiTokens)
         .where(eq(apiTokens.hash, await sha256Hex(token)))
         .limit(1);
+      return row ? toRecord(row) : null;
+    },
+    async findById(id) {
+      const [row] = await db.select().from(apiTokens).where(eq(apiTokens.id, id)).limit(1);
       return row ? toRecord(row) : null;
     },
     async list() {

@@ -115,6 +115,11 @@ export function isAdminToken(principal: Principal): boolean {
   return principal.kind === "token" && principal.scopes.includes("admin");
 }
 
+/** The scope a token needs for `action` (its other limits aside). */
+export function scopeOf(action: Action): Scope {
+  return SCOPE_OF[action];
+}
+
 export function hasScope(principal: TokenPrincipal, scope: Scope): boolean {
   return principal.scopes.includes("admin") || principal.scopes.includes(scope);
 }

@@ -1,8 +1,9 @@
 // One agent's MCP server, built for one request and one token (the transport is stateless): the
 // tools and the character resource whose action the one check (src/runtime/access/) allows this
 // token on this agent are registered, the others are not, so tools/list shows only what the token
-// may call and calling another is the SDK's "not found" tool error. The server's instructions say
-// which tools were left out and why, in the check's words.
+// may call and calling another is the SDK's "not found" tool error. An OAuth grant also sees the
+// tools it lacks a grantable scope for, to step up (oauth/step-up.ts). The server's instructions
+// say which tools were left out and why, in the check's words.
 import { McpServer } from "@modelcontextprotocol/server";
 import { CfWorkerJsonSchemaValidator } from "@modelcontextprotocol/server/validators/cf-worker";
 import { type Action, decide } from "../../../runtime/access/index.ts";
@@ -18,6 +19,7 @@ import {
   startTask,
 } from "./task-tools.ts";
 import { runTool } from "./tool-results.ts";
+import { missingGrantScope } from "./oauth/step-up.ts";
 
 export const MCP_SERVER_VERSION = "0.1.0";
 
@@ -34,13 +36,22 @@ export type McpToolName = keyof typeof MCP_TOOL_ACTIONS;
 export function createAgentMcpServer(ctx: McpCallContext): McpServer {
   const { principal, agentId } = ctx;
   const refused: string[] = [];
+  const stepUp: string[] = [];
   const allows = (what: string, action: Action): boolean => {
     const decision = decide(principal, action, { agentId });
     if (!decision.allowed) refused.push(`${what}: ${decision.reason}`);
     return decision.allowed;
   };
+  // An OAuth grant is shown the tools it lacks a grantable scope for too: calling one is a 403
+  // that asks the host to step up (oauth/step-up.ts), and each tool checks again when it runs.
+  const offers = (name: string, action: Action): boolean => {
+    const missing = missingGrantScope(principal, action, agentId);
+    if (missing === null) return allows(name, action);
+    stepUp.push(`${name} (needs \`${missing}\`)`);
+    return true;
+  };
   const tools = Object.fromEntries(
-    Object.entries(MCP_TOOL_ACTIONS).map(([name, action]) => [name, allows(name, action)]),
+    Object.entries(MCP_TOOL_ACTIONS).map(([name, action]) => [name, offers(name, action)]),
   ) as Record<McpToolName, boolean>;
   const characterReadable = allows("the character resource", "agent.read");
 
@@ -51,7 +62,7 @@ export function createAgentMcpServer(ctx: McpCallContext): McpServer {
       capabilities: { tools: {}, resources: {} },
       // Ajv compiles validators with `new Function`, which workerd forbids.
       jsonSchemaValidator: new CfWorkerJsonSchemaValidator(),
-      instructions: instructions(agentId, refused),
+      instructions: instructions(agentId, refused, stepUp),
     },
   );
 
@@ -114,7 +125,13 @@ export function createAgentMcpServer(ctx: McpCallContext): McpServer {
   return server;
 }
 
-function instructions(agentId: string, refused: string[]): string {
+function instructions(agentId: string, refused: string[], stepUp: string[]): string {
   const base = `Agent "${agentId}" of an edge-agents deployment. Talk to it with chat; its memory and tasks are reachable with the other tools.`;
-  return refused.length === 0 ? base : `${base} Not offered to this token: ${refused.join("; ")}.`;
+  const notOffered =
+    refused.length === 0 ? "" : ` Not offered to this token: ${refused.join("; ")}.`;
+  const more =
+    stepUp.length === 0
+      ? ""
+      : ` Listed but outside this grant, so calling them asks for a wider one: ${stepUp.join(", ")}.`;
+  return `${base}${notOffered}${more}`;
 }

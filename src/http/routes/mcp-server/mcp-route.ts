@@ -7,19 +7,21 @@
 // with DELETE: both are 405 (the spec's answer for a server that offers neither).
 // It is also an OAuth-protected resource (./oauth/): an access token an MCP host got through the
 // agent's authorization server stands for the grant's principal; an API token is read as on every
-// route; a 401 names the resource's metadata (RFC 9728 §5.1) so a host can start OAuth from it.
+// route; a 401 names the resource's metadata (RFC 9728 §5.1) so a host can start OAuth from it,
+// and a grant's call to a tool outside it is a 403 insufficient_scope to step up from.
 import { createMcpHandler } from "@modelcontextprotocol/server";
 import { Hono, type MiddlewareHandler } from "hono";
 import { AppError, ValidationError } from "../../../runtime/util/errors.ts";
-import type { AppEnv } from "../../app-env.ts";
+import type { AppEnv, Principal } from "../../app-env.ts";
 import { keepAliveOf, requireScopeWith } from "../../auth.ts";
 import { errorResponse } from "../../errors.ts";
 import { assertAgentExists } from "../../known-agents.ts";
 import { AGENT_ID } from "../../schemas.ts";
-import { createAgentMcpServer } from "./agent-server.ts";
+import { createAgentMcpServer, MCP_TOOL_ACTIONS, type McpToolName } from "./agent-server.ts";
 import { errorField, log } from "../../../log.ts";
 import { bearerChallenge } from "./oauth/authorization-server.ts";
 import { oauthPrincipal } from "./oauth/grant-principal.ts";
+import { calledTools, insufficientScope, isGrant, missingGrantScope } from "./oauth/step-up.ts";
 
 export const MCP_SERVER_PATH = "/agents/:agentId/mcp";
 
@@ -46,12 +48,10 @@ export function mcpServerRoutes(): Hono<AppEnv> {
           ),
         );
       }
-      const context = {
-        env: c.env,
-        principal: c.get("principal"),
-        agentId,
-        keepAlive: keepAliveOf(c),
-      };
+      const principal = c.get("principal");
+      const stepUp = await stepUpFor(c.req.raw, principal, agentId);
+      if (stepUp) return stepUp;
+      const context = { env: c.env, principal, agentId, keepAlive: keepAliveOf(c) };
       // Built per request: the server it makes is this token's (its tools, its instructions).
       const handler = createMcpHandler(() => createAgentMcpServer(context), {
         legacy: "stateless",
@@ -61,6 +61,32 @@ export function mcpServerRoutes(): Hono<AppEnv> {
     },
   );
   return app;
+}
+
+/**
+ * For an OAuth grant, the 403 insufficient_scope of a tools/call it lacks a scope for (step-up.ts);
+ * null otherwise. The body is read from a copy; one that is not JSON is left to the SDK to refuse.
+ */
+async function stepUpFor(
+  request: Request,
+  principal: Principal,
+  agentId: string,
+): Promise<Response | null> {
+  if (!isGrant(principal)) return null;
+  let body: unknown;
+  try {
+    body = JSON.parse(await request.clone().text());
+  } catch {
+    return null;
+  }
+  const missing = new Set<string>();
+  for (const name of calledTools(body)) {
+    const action = MCP_TOOL_ACTIONS[name as McpToolName];
+    const scope = action ? missingGrantScope(principal, action, agentId) : null;
+    if (scope) missing.add(scope);
+  }
+  if (missing.size === 0) return null;
+  return insufficientScope(new URL(request.url).origin, agentId, principal, [...missing]);
 }
 
 /** Every 401 here carries the Bearer challenge that points an MCP host at OAuth discovery. */

@@ -4,10 +4,15 @@
 // kept per isolate): issuer `<origin>/agents/<id>`, one resource, `<origin>/agents/<id>/mcp`. Every
 // agent's clients, grants and tokens share the OAUTH_KV namespace; a grant's audience is its
 // agent's URL and its props name the agent again (grant-principal.ts).
-import { OAuthAuthorizationServer, type OAuthHelpers } from "@cloudflare/workers-oauth-provider";
+import {
+  OAuthAuthorizationServer,
+  OAuthError,
+  type OAuthHelpers,
+} from "@cloudflare/workers-oauth-provider";
 import type { Env } from "../../../../env.ts";
 import { log } from "../../../../log.ts";
 import type { Scope } from "../../../../runtime/access/index.ts";
+import { grantApproverLapse } from "./grant-approver.ts";
 
 /** What an MCP host may be granted: the scopes of the server's tools and its resource. */
 export const MCP_OAUTH_SCOPES = [
@@ -55,9 +60,18 @@ export function agentAuthorizationServer(
     // fetch from reaching the loopback stand-ins of development, tests and benchmarks. Hosts
     // register dynamically (RFC 7591) instead.
     clientIdMetadataDocumentEnabled: false,
-    // The grant's id joins its props at the code exchange, so a request's principal can name it.
-    tokenExchangeCallback: ({ grantType, grantId, props }) =>
-      grantType === "authorization_code" ? { newProps: { ...props, grantId } } : undefined,
+    // A grant whose approving API token was revoked or expired gets no new token: invalid_grant
+    // also makes the library delete the grant with its tokens. The grant's id joins its props at
+    // the code exchange, so a request's principal can name it.
+    tokenExchangeCallback: async ({ grantType, grantId, props, env }) => {
+      const lapse = await grantApproverLapse(env, props ?? {});
+      if (lapse !== null)
+        throw new OAuthError("invalid_grant", {
+          description: "The API token that approved this grant no longer stands",
+          internal: { category: "grant-approver", reason: `approver_${lapse}` },
+        });
+      return grantType === "authorization_code" ? { newProps: { ...props, grantId } } : undefined;
+    },
     // The library's own wording goes to the client; the failed check goes to the log, no secrets.
     onError: ({ status, code, internal }) => {
       log.warn("mcp_oauth_error", {

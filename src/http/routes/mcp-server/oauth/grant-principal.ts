@@ -2,16 +2,19 @@
 // agent's authorization server validates it (hash lookup in OAUTH_KV, audience = this agent's MCP
 // URL, props decrypted with a key only the token unwraps), then its grant's props become a token
 // principal limited to that one agent, the scopes the operator approved (no more than the
-// approving API token had) and that token's user prefix. From there it is an API token like any
-// other: the same rate bucket rule, the same scope, agent and tenant checks.
+// approving API token had) and that token's user prefix, while that token stands (not revoked
+// or expired: grant-approver.ts). From there it is an API token like any other: the same rate
+// bucket rule, the same scope, agent and tenant checks.
 import type { Context } from "hono";
 import { z } from "zod";
 import { loadConfig } from "../../../../config.ts";
 import { TOKEN_PREFIX } from "../../../../db/stores/token-store.ts";
 import { SCOPES } from "../../../../runtime/access/index.ts";
 import type { AppEnv, Principal } from "../../../app-env.ts";
-import { bearerOf } from "../../../auth.ts";
-import { agentAuthorizationServer, mcpResourceOf } from "./authorization-server.ts";
+import { bearerOf, keepAliveOf } from "../../../auth.ts";
+import { errorField, log } from "../../../../log.ts";
+import { agentAuthorizationServer, agentOAuthApi, mcpResourceOf } from "./authorization-server.ts";
+import { type ApproverLapse, grantApproverLapse } from "./grant-approver.ts";
 
 /** What the consent stores in a grant (encrypted at rest by the library). */
 export const GrantProps = z.object({
@@ -34,7 +37,8 @@ export const GRANT_PRINCIPAL_PREFIX = "grant_";
 /**
  * The principal an OAuth access token on this agent's MCP URL stands for, or null when the
  * header holds no such token (an API token, ADMIN_TOKEN, nothing, or an access token that is not
- * valid here: expired, revoked, or another agent's), which the API-token check then refuses.
+ * valid here: expired, revoked, another agent's, or of a grant whose approving token was revoked
+ * or expired), which the API-token check then refuses.
  */
 export async function oauthPrincipal(c: Context<AppEnv>): Promise<Principal | null> {
   const given = bearerOf(c);
@@ -48,7 +52,24 @@ export async function oauthPrincipal(c: Context<AppEnv>): Promise<Principal | nu
   const props = GrantProps.safeParse(validated.props);
   // A grant this code did not write (or an older shape) stands for nobody.
   if (!props.success || !props.data.grantId) return null;
+  const lapse = await grantApproverLapse(c.env, props.data);
+  if (lapse !== null) {
+    endGrant(c, agentId, props.data.grantId, lapse);
+    return null;
+  }
   return principalOfGrant(c, props.data, validated.scope);
+}
+
+/** A grant whose approver lapsed is deleted with its tokens, after the refused request. */
+function endGrant(c: Context<AppEnv>, agentId: string, grantId: string, lapse: ApproverLapse) {
+  log.info("mcp_grant_ended", { agentId, grantId, approver: lapse });
+  const oauth = agentOAuthApi(c.env, new URL(c.req.url).origin, agentId);
+  const ended = oauth
+    .revokeGrant(grantId, agentId)
+    .catch((error: unknown) =>
+      log.warn("mcp_grant_end_failed", { agentId, grantId, error: errorField(error) }),
+    );
+  keepAliveOf(c)?.(ended);
 }
 
 function principalOfGrant(c: Context<AppEnv>, props: GrantProps, tokenScope: string[]): Principal {

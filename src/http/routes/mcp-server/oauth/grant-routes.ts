@@ -1,6 +1,7 @@
-// The operator's view of the OAuth grants MCP hosts hold on an agent: list them, revoke one. A
-// grant's user in the library is its agent (consent.ts), so listing is by agent; revoking deletes
-// the grant with its access and refresh tokens at once (the next MCP request with them is a 401).
+// The operator's view of the OAuth grants MCP hosts hold on an agent: list them (with whether the
+// API token that approved each still stands: grant-approver.ts), revoke one. A grant's user in
+// the library is its agent (consent.ts), so listing is by agent; revoking deletes the grant with
+// its access and refresh tokens at once (the next MCP request with them is a 401).
 // A host can also revoke its own tokens at the token endpoint (RFC 7009). Grants follow the task
 // rule of tenants: a token sees and revokes those approved for its own user prefix (admin: all).
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
@@ -12,6 +13,7 @@ import { guard } from "../../../auth.ts";
 import { assertAgentExists } from "../../../known-agents.ts";
 import { AgentIdParam, errorContent, jsonContent } from "../../../schemas.ts";
 import { agentOAuthApi } from "./authorization-server.ts";
+import { grantApproverLapse } from "./grant-approver.ts";
 
 /** The library pages its listing; an agent with more grants than this is listed over several reads. */
 const GRANTS_PAGE = 1000;
@@ -28,6 +30,10 @@ const GrantInfo = z
     clientName: z.string().nullable(),
     scopes: z.array(z.string()),
     approvedBy: z.string().nullable().openapi({ description: "The API token that approved it." }),
+    approverLapse: z.enum(["revoked", "expired", "unknown", "other_agent"]).nullable().openapi({
+      description:
+        "Null while the approving token stands; else why it does not (revoked, expired, unknown, or no longer for this agent): the grant then works no more, and is deleted at its next use.",
+    }),
     redirectUri: z.string().nullable(),
     createdAt: z.number().int().openapi({ description: "Milliseconds since the epoch." }),
     expiresAt: z
@@ -58,9 +64,19 @@ export function mcpGrantRoutes(): OpenAPIHono<AppEnv> {
       await assertAgentExists(c.env, agentId);
       const oauth = agentOAuthApi(c.env, new URL(c.req.url).origin, agentId);
       const principal = c.get("principal");
-      const grants = (await allGrants(oauth, agentId))
-        .filter((grant) => ofTenant(principal, grant))
-        .map(grantInfo);
+      const listed = (await allGrants(oauth, agentId)).filter((grant) =>
+        ofTenant(principal, grant),
+      );
+      const grants = await Promise.all(
+        listed.map(async (grant) => {
+          const info = grantInfo(grant);
+          const lapse = await grantApproverLapse(c.env, {
+            approvedBy: info.approvedBy ?? undefined,
+            agentId,
+          });
+          return { ...info, approverLapse: lapse };
+        }),
+      );
       return c.json({ grants }, 200);
     },
   );
@@ -119,7 +135,7 @@ function ofTenant(principal: Principal, grant: GrantSummary): boolean {
   return tenant === principal.userPrefix;
 }
 
-function grantInfo(grant: GrantSummary): z.infer<typeof GrantInfo> {
+function grantInfo(grant: GrantSummary): Omit<z.infer<typeof GrantInfo>, "approverLapse"> {
   const metadata = Metadata.safeParse(grant.metadata);
   return {
     id: grant.id,
