@@ -37,6 +37,9 @@ function memoryStore(): MemoryStore {
     recentMessages: async ({ limit }) => messages.slice(-limit).reverse(),
     recordInteraction: async () => 1,
     upsertMemory: save,
+    saveTogether: async ({ add, replace }) => {
+      for (const memory of [...add, ...replace]) await save(memory);
+    },
     roomMessagesAfter: async () => [],
     latestSummary: async () => null,
   };

@@ -49,6 +49,10 @@ export class FakeMemoryStore implements MemoryStore {
     if (index >= 0) this.memories[index] = memory;
     else this.memories.push(memory);
   }
+  async saveTogether({ add, replace }: { add: Memory[]; replace: Memory[] }) {
+    for (const memory of add) await this.saveMemory(memory);
+    for (const memory of replace) await this.upsertMemory(memory);
+  }
   async roomMessagesAfter(query: {
     agentId: string;
     roomId: string;

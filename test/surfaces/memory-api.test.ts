@@ -1071,3 +1071,64 @@ describe("interaction counts", () => {
     expect(await store.recordInteraction({ agentId, userId: "pia", turnId: "t2", at })).toBe(1);
   });
 });
+
+describe("writes that belong together", () => {
+  const fact = (agentId: string, id: string, text: string) => ({
+    id,
+    type: "fact" as const,
+    agentId,
+    roomId: "r1",
+    userId: "ola",
+    content: { text },
+    metadata: {},
+    createdAt: 1_000,
+  });
+  const rowsOf = async (agentId: string) =>
+    (
+      await env.DB.prepare(
+        "SELECT id, type, json_extract(content, '$.text') AS text, embedded_at FROM memories WHERE agent_id = ? ORDER BY id",
+      )
+        .bind(agentId)
+        .all<{ id: string; type: string; text: string; embedded_at: number | null }>()
+    ).results;
+
+  it("saves facts and replaces a profile in one write: a replayed fact stays, the profile is new", async () => {
+    const agentId = await createTestAgent();
+    const store = createD1MemoryStore(drizzle(env.DB));
+    const profile = { ...fact(agentId, "profile-ola", "Ola sings"), type: "description" as const };
+    await store.saveTogether({ add: [fact(agentId, "f1", "Ola sings")], replace: [profile] });
+    await env.DB.prepare("UPDATE memories SET embedded_at = 5 WHERE agent_id = ?")
+      .bind(agentId)
+      .run();
+    await store.saveTogether({
+      add: [fact(agentId, "f1", "changed on replay"), fact(agentId, "f2", "Ola moved to Oslo")],
+      replace: [{ ...profile, content: { text: "Ola sings and moved to Oslo" } }],
+    });
+    expect(await rowsOf(agentId)).toEqual([
+      // Saved once: a replay changes nothing, its vector kept.
+      { id: "f1", type: "fact", text: "Ola sings", embedded_at: 5 },
+      { id: "f2", type: "fact", text: "Ola moved to Oslo", embedded_at: null },
+      // Replaced: the new text, to be embedded again.
+      {
+        id: "profile-ola",
+        type: "description",
+        text: "Ola sings and moved to Oslo",
+        embedded_at: null,
+      },
+    ]);
+  });
+
+  it("writes none of it when one part fails", async () => {
+    const agentId = await createTestAgent();
+    const store = createD1MemoryStore(drizzle(env.DB));
+    // The profile names no agent that exists: its row breaks the foreign key, so the batch fails.
+    const broken = {
+      ...fact("no-such-agent", "profile-ola", "Ola sings"),
+      type: "description" as const,
+    };
+    await expect(
+      store.saveTogether({ add: [fact(agentId, "f1", "Ola sings")], replace: [broken] }),
+    ).rejects.toThrow();
+    expect(await rowsOf(agentId)).toEqual([]);
+  });
+});

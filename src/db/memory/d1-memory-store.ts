@@ -5,7 +5,7 @@ import { and, asc, desc, eq, gt, lt, sql } from "drizzle-orm";
 import type { Db } from "../db.ts";
 import type { InboundMessage, Memory, MemoryStore } from "../../runtime/ports/memory.ts";
 import { compiled } from "./compiled.ts";
-import { upsertMemory } from "./memory-repo.ts";
+import { REPLACE_ON_CONFLICT, upsertMemory } from "./memory-repo.ts";
 import { fromMemoryRow, toMemoryRow } from "./rows.ts";
 import { memories, participants, relationships, rooms, users } from "../schema.ts";
 
@@ -15,21 +15,31 @@ const value = (name: string) => sql`${sql.placeholder(name)}`;
 
 /** A memory, as toMemoryRow gives it; a replayed write (same agent and id) changes nothing. */
 const insertMemory = compiled((db) =>
-  db
-    .insert(memories)
-    .values({
-      id: placeholder("id"),
-      type: placeholder("type"),
-      agentId: placeholder("agentId"),
-      roomId: placeholder("roomId"),
-      userId: placeholder("userId"),
-      parentId: placeholder("parentId"),
-      content: placeholder("content"),
-      metadata: placeholder("metadata"),
-      createdAt: placeholder("createdAt"),
-    })
-    .onConflictDoNothing(),
+  db.insert(memories).values(memoryPlaceholders()).onConflictDoNothing(),
 );
+
+/**
+ * A memory that replaces the row of the same agent and id (upsertMemory's statement, compiled):
+ * the replaced row loses its vector until re-embedded.
+ */
+const replaceMemory = compiled((db) =>
+  db.insert(memories).values(memoryPlaceholders()).onConflictDoUpdate(REPLACE_ON_CONFLICT),
+);
+
+/** A memory row's columns as placeholders named like toMemoryRow's fields. */
+function memoryPlaceholders() {
+  return {
+    id: placeholder("id"),
+    type: placeholder("type"),
+    agentId: placeholder("agentId"),
+    roomId: placeholder("roomId"),
+    userId: placeholder("userId"),
+    parentId: placeholder("parentId"),
+    content: placeholder("content"),
+    metadata: placeholder("metadata"),
+    createdAt: placeholder("createdAt"),
+  };
+}
 
 const upsertUser = compiled((db) =>
   db
@@ -135,6 +145,14 @@ export function createD1MemoryStore(db: Db): MemoryStore {
     },
 
     upsertMemory: (memory) => upsertMemory(db, memory),
+
+    async saveTogether({ add, replace }) {
+      const statements = [
+        ...add.map((memory) => insertMemory.bind(db, toMemoryRow(memory))),
+        ...replace.map((memory) => replaceMemory.bind(db, toMemoryRow(memory))),
+      ];
+      if (statements.length > 0) await db.$client.batch(statements);
+    },
 
     async roomMessagesAfter({ agentId, roomId, afterMs, limit }) {
       const rows = await db

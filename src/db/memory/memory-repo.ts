@@ -80,6 +80,24 @@ export async function upsertMemory(db: Db, memory: Memory): Promise<void> {
 }
 
 /**
+ * What an insert does when the agent already has a memory of that id: take the new row's values,
+ * and lose the vector until re-embedded.
+ */
+export const REPLACE_ON_CONFLICT = {
+  target: [memories.agentId, memories.id],
+  set: {
+    type: sql`excluded.type`,
+    roomId: sql`excluded.room_id`,
+    userId: sql`excluded.user_id`,
+    parentId: sql`excluded.parent_id`,
+    content: sql`excluded.content`,
+    metadata: sql`excluded.metadata`,
+    createdAt: sql`excluded.created_at`,
+    embeddedAt: null,
+  },
+};
+
+/**
  * Insert-or-replace statements for memories whose ids the runtime owns (lore, knowledge): unsent,
  * for a caller that batches them with others. The replaced row loses its vector until re-embedded.
  */
@@ -90,19 +108,7 @@ export function overwriteMemoriesStatements(db: Db, items: Memory[]) {
       db
         .insert(memories)
         .values(items.slice(i, i + MEMORY_ROWS_PER_INSERT).map(toMemoryRow))
-        .onConflictDoUpdate({
-          target: [memories.agentId, memories.id],
-          set: {
-            type: sql`excluded.type`,
-            roomId: sql`excluded.room_id`,
-            userId: sql`excluded.user_id`,
-            parentId: sql`excluded.parent_id`,
-            content: sql`excluded.content`,
-            metadata: sql`excluded.metadata`,
-            createdAt: sql`excluded.created_at`,
-            embeddedAt: null,
-          },
-        }),
+        .onConflictDoUpdate(REPLACE_ON_CONFLICT),
     );
   }
   return statements;

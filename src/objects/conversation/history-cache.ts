@@ -135,6 +135,11 @@ export function createRoomHistoryStore(
       await store.upsertMemory(memory);
       held.noteSummary(memory);
     },
+    async saveTogether(input) {
+      await store.saveTogether(input);
+      for (const memory of input.add) held.add(memory);
+      for (const memory of input.replace) held.noteSummary(memory);
+    },
     async roomMessagesAfter(query) {
       const known = held.after(query.agentId, query.roomId, query.afterMs, query.limit);
       if (known) return known;

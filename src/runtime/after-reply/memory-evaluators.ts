@@ -140,8 +140,9 @@ export const reflectionEvaluator: Evaluator = {
       facts.map((f) => f.content.text),
     ).slice(0, MAX_FACTS_PER_RUN);
     const at = context.clock.now();
-    for (const [index, fact] of fresh.entries()) {
-      await memory.saveMemory({
+    // The new facts and the profile in one write: a failure leaves neither.
+    await memory.saveTogether({
+      add: fresh.map((fact, index) => ({
         id: `${input.turnId}:fact:${index}`,
         type: "fact",
         agentId: input.agentId,
@@ -150,20 +151,22 @@ export const reflectionEvaluator: Evaluator = {
         content: { text: fact.text, source: "reflection" },
         metadata: { turnId: input.turnId, ...(fact.shared ? { shared: true } : {}) },
         createdAt: at,
-      });
-    }
-    if (value.description) {
-      await memory.upsertMemory({
-        id: await profileId(input.agentId, input.userId),
-        type: "description",
-        agentId: input.agentId,
-        roomId: null,
-        userId: input.userId,
-        content: { text: value.description, source: "reflection" },
-        metadata: { turnId: input.turnId },
-        createdAt: at,
-      });
-    }
+      })),
+      replace: value.description
+        ? [
+            {
+              id: await profileId(input.agentId, input.userId),
+              type: "description",
+              agentId: input.agentId,
+              roomId: null,
+              userId: input.userId,
+              content: { text: value.description, source: "reflection" },
+              metadata: { turnId: input.turnId },
+              createdAt: at,
+            },
+          ]
+        : [],
+    });
     if (toSummarize && value.summary) await storeSummary(context, toSummarize, value.summary);
   },
 };

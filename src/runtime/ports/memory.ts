@@ -72,6 +72,11 @@ export interface MemoryStore {
   }): Promise<number>;
   /** Stores a memory that replaces an earlier version with the same id (a user's profile). */
   upsertMemory(memory: Memory): Promise<void>;
+  /**
+   * `add` as saveMemory stores each and `replace` as upsertMemory does, in one write: all of it
+   * or none (a reflection's facts with the person's profile).
+   */
+  saveTogether(input: { add: Memory[]; replace: Memory[] }): Promise<void>;
   /** A room's messages created after `afterMs`, oldest first, at most `limit`. */
   roomMessagesAfter(query: {
     agentId: string;
