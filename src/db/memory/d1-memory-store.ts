@@ -5,7 +5,7 @@ import { and, asc, desc, eq, gt, lt, sql } from "drizzle-orm";
 import type { Db } from "../db.ts";
 import type { InboundMessage, Memory, MemoryStore } from "../../runtime/ports/memory.ts";
 import { compiled } from "./compiled.ts";
-import { REPLACE_ON_CONFLICT, upsertMemory } from "./memory-repo.ts";
+import { REPLACE_ON_CONFLICT } from "./memory-repo.ts";
 import { fromMemoryRow, toMemoryRow } from "./rows.ts";
 import { memories, participants, relationships, rooms, users } from "../schema.ts";
 
@@ -19,8 +19,10 @@ const insertMemory = compiled((db) =>
 );
 
 /**
- * A memory that replaces the row of the same agent and id (upsertMemory's statement, compiled):
- * the replaced row loses its vector until re-embedded.
+ * A memory that replaces whatever the agent holds under the same id (a user's profile, a room's
+ * summary): the whole row, type included, so a memory written earlier under an id the runtime
+ * derives (by the API, as another type) can neither block nor disguise it. The replaced row loses
+ * its vector until re-embedded.
  */
 const replaceMemory = compiled((db) =>
   db.insert(memories).values(memoryPlaceholders()).onConflictDoUpdate(REPLACE_ON_CONFLICT),
@@ -144,7 +146,9 @@ export function createD1MemoryStore(db: Db): MemoryStore {
       return row?.count ?? 0;
     },
 
-    upsertMemory: (memory) => upsertMemory(db, memory),
+    async upsertMemory(memory) {
+      await replaceMemory.bind(db, toMemoryRow(memory)).run();
+    },
 
     async saveTogether({ add, replace }) {
       const statements = [

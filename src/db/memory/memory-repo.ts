@@ -71,15 +71,6 @@ export async function insertMemories(db: Db, items: Memory[]): Promise<void> {
 }
 
 /**
- * Writes a memory that replaces whatever the agent holds under the same id (a user's profile, a
- * room's summary): the whole row, type included, so a memory written earlier under an id the
- * runtime derives (by the API, as another type) can neither block nor disguise it.
- */
-export async function upsertMemory(db: Db, memory: Memory): Promise<void> {
-  await overwriteMemoriesStatements(db, [memory])[0]!;
-}
-
-/**
  * What an insert does when the agent already has a memory of that id: take the new row's values,
  * and lose the vector until re-embedded.
  */

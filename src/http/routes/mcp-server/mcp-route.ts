@@ -17,7 +17,7 @@ import { keepAliveOf, requireScopeWith } from "../../auth.ts";
 import { errorResponse } from "../../errors.ts";
 import { assertAgentExists } from "../../known-agents.ts";
 import { AGENT_ID } from "../../schemas.ts";
-import { createAgentMcpServer, MCP_TOOL_ACTIONS, type McpToolName } from "./agent-server.ts";
+import { createAgentMcpServer, MCP_TOOL_ACTIONS } from "./agent-server.ts";
 import { errorField, log } from "../../../log.ts";
 import { bearerChallenge } from "./oauth/authorization-server.ts";
 import { oauthPrincipal } from "./oauth/grant-principal.ts";
@@ -73,6 +73,14 @@ async function stepUpFor(
   agentId: string,
 ): Promise<Response | null> {
   if (!isGrant(principal)) return null;
+  // A grant that may call every tool (the usual case) has nothing to step up: its body is left
+  // to the SDK alone.
+  const lacking = new Map<string, string>();
+  for (const [name, action] of Object.entries(MCP_TOOL_ACTIONS)) {
+    const scope = missingGrantScope(principal, action, agentId);
+    if (scope) lacking.set(name, scope);
+  }
+  if (lacking.size === 0) return null;
   let body: unknown;
   try {
     body = JSON.parse(await request.clone().text());
@@ -81,8 +89,7 @@ async function stepUpFor(
   }
   const missing = new Set<string>();
   for (const name of calledTools(body)) {
-    const action = MCP_TOOL_ACTIONS[name as McpToolName];
-    const scope = action ? missingGrantScope(principal, action, agentId) : null;
+    const scope = lacking.get(name);
     if (scope) missing.add(scope);
   }
   if (missing.size === 0) return null;
@@ -99,7 +106,7 @@ const challengeOn401: MiddlewareHandler<AppEnv> = async (c, next) => {
   const res = new Response(c.res.body, c.res);
   res.headers.set(
     "WWW-Authenticate",
-    bearerChallenge(new URL(c.req.url).origin, agentId, hadToken),
+    bearerChallenge(new URL(c.req.url).origin, agentId, hadToken ? { error: "invalid_token" } : {}),
   );
   c.res = res;
 };

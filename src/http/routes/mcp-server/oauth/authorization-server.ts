@@ -106,13 +106,26 @@ export function protectedResourceMetadata(origin: string, agentId: string) {
   };
 }
 
-/** The RFC 6750 §3 challenge a 401 from the MCP server carries (MCP authorization, RFC 9728 §5.1). */
-export function bearerChallenge(origin: string, agentId: string, invalidToken: boolean): string {
+/**
+ * The RFC 6750 §3 challenge a 401 or 403 from the MCP server carries (MCP authorization, RFC 9728
+ * §5.1): the scopes to ask for (every MCP scope unless said), and the error, if any.
+ */
+export function bearerChallenge(
+  origin: string,
+  agentId: string,
+  problem: {
+    error?: "invalid_token" | "insufficient_scope";
+    scopes?: readonly string[];
+    description?: string;
+  } = {},
+): string {
   const parts = [
     'Bearer realm="edge-agents"',
     `resource_metadata="${resourceMetadataUrlOf(origin, agentId)}"`,
-    `scope="${MCP_OAUTH_SCOPES.join(" ")}"`,
+    `scope="${(problem.scopes ?? MCP_OAUTH_SCOPES).join(" ")}"`,
   ];
-  if (invalidToken) parts.push('error="invalid_token"');
+  if (problem.error) parts.push(`error="${problem.error}"`);
+  if (problem.description)
+    parts.push(`error_description="${problem.description.replace(/["\\]/g, "")}"`);
   return parts.join(", ");
 }

@@ -8,8 +8,9 @@ import type { Env } from "../../../../env.ts";
 import { ADMIN_TOKEN_ID } from "../../../../runtime/access/index.ts";
 import { findTokenById } from "../../../known-tokens.ts";
 
-/** Why a grant's approver no longer stands, or null while it does. */
-export type ApproverLapse = "revoked" | "expired" | "unknown" | "other_agent";
+/** Why a grant's approver no longer stands (null while it does). */
+export const APPROVER_LAPSES = ["revoked", "expired", "unknown", "other_agent"] as const;
+export type ApproverLapse = (typeof APPROVER_LAPSES)[number];
 
 /** Pure: whether the approving token's record still lets its grant on `agentId` stand. */
 export function approverLapse(

@@ -13,7 +13,7 @@ import { guard } from "../../../auth.ts";
 import { assertAgentExists } from "../../../known-agents.ts";
 import { AgentIdParam, errorContent, jsonContent } from "../../../schemas.ts";
 import { agentOAuthApi } from "./authorization-server.ts";
-import { grantApproverLapse } from "./grant-approver.ts";
+import { APPROVER_LAPSES, grantApproverLapse } from "./grant-approver.ts";
 
 /** The library pages its listing; an agent with more grants than this is listed over several reads. */
 const GRANTS_PAGE = 1000;
@@ -30,7 +30,7 @@ const GrantInfo = z
     clientName: z.string().nullable(),
     scopes: z.array(z.string()),
     approvedBy: z.string().nullable().openapi({ description: "The API token that approved it." }),
-    approverLapse: z.enum(["revoked", "expired", "unknown", "other_agent"]).nullable().openapi({
+    approverLapse: z.enum(APPROVER_LAPSES).nullable().openapi({
       description:
         "Null while the approving token stands; else why it does not (revoked, expired, unknown, or no longer for this agent): the grant then works no more, and is deleted at its next use.",
     }),

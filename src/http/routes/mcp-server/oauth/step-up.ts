@@ -6,7 +6,7 @@
 // no more than the approving API token holds. An API token cannot re-authorize, so it is shown only
 // the tools it may call (agent-server.ts), as before.
 import { type Action, decide, type Principal, scopeOf } from "../../../../runtime/access/index.ts";
-import { MCP_OAUTH_SCOPES, resourceMetadataUrlOf } from "./authorization-server.ts";
+import { bearerChallenge, MCP_OAUTH_SCOPES } from "./authorization-server.ts";
 import { GRANT_PRINCIPAL_PREFIX } from "./grant-principal.ts";
 
 /** Whether the principal is an OAuth grant, which a host can step up. */
@@ -64,13 +64,11 @@ export function insufficientScope(
     status: 403,
     headers: {
       "content-type": "application/json",
-      "www-authenticate": [
-        'Bearer realm="edge-agents"',
-        'error="insufficient_scope"',
-        `scope="${scopes.join(" ")}"`,
-        `resource_metadata="${resourceMetadataUrlOf(origin, agentId)}"`,
-        `error_description="${message.replace(/["\\]/g, "")}"`,
-      ].join(", "),
+      "www-authenticate": bearerChallenge(origin, agentId, {
+        error: "insufficient_scope",
+        scopes,
+        description: message,
+      }),
     },
   });
 }
